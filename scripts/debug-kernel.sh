@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Build (once) the lockdep/KASAN/kmemleak debug kernel from Debian's
+# linux-source-6.12 with scripts/kconfig/debug.config, cached outside the git
+# tree.  The cache key is the source tarball's version plus the fragment's
+# hash, so a changed fragment or a new linux-source rebuilds it.
+# Prints the build directory (usable as KDIR) on stdout.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+frag="$top/scripts/kconfig/debug.config"
+src=$(ls /usr/src/linux-source-6.12*.tar.xz | sort -V | tail -n 1)
+srcver=$(dpkg-query -W -f='${Version}' linux-source-6.12)
+key="$srcver-$(sha256sum "$frag" | cut -c1-12)"
+base="${STALLCAP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/stallcap}/debug-kernel"
+out="$base/$key"
+
+if [ -s "$out/done" ]; then
+	echo "$out/linux"
+	exit 0
+fi
+
+mkdir -p "$base"
+rm -rf "$out"
+mkdir -p "$out"
+log="$out/build.log"
+echo "debug-kernel: building $key (about 12 minutes on 2 cores), log: $log" >&2
+tar -C "$out" -xf "$src"
+mv "$out"/linux-source-6.12* "$out/linux"
+cd "$out/linux"
+{
+	make x86_64_defconfig
+	make kvm_guest.config
+	scripts/kconfig/merge_config.sh -m .config "$frag"
+	make olddefconfig
+	jobs=$(($(nproc) + 1))
+	make -j"$jobs" bzImage modules_prepare
+	make -j"$jobs" modules
+} >"$log" 2>&1 || { echo "debug-kernel: build failed, see $log" >&2; tail -n 30 "$log" >&2; exit 1; }
+for opt in PROVE_LOCKING KASAN DEBUG_ATOMIC_SLEEP DEBUG_OBJECTS_TIMERS DEBUG_KMEMLEAK DEBUG_LIST; do
+	grep -q "^CONFIG_$opt=y" .config || { echo "debug-kernel: CONFIG_$opt missing" >&2; exit 1; }
+done
+make kernelrelease >"$out/release"
+date -u +%FT%TZ >"$out/done"
+echo "$out/linux"

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Install everything stallcap needs to build and test, idempotently:
+#  - Debian packages (compilers, qemu, busybox, sparse, elfutils, ...);
+#  - the kernel matrix: newest 6.1 LTS, 6.12 LTS and 6.12 LTS PREEMPT_RT of
+#    Debian 12 (headers installed with apt, images unpacked into the cache);
+#  - kselftest headers and checkpatch.pl from linux-source-6.12.
+# A second run only checks and returns in a few seconds.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cache="$top/.cache"
+mkdir -p "$cache"
+
+export DEBIAN_FRONTEND=noninteractive
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+
+packages=(
+	build-essential gcc g++ make bc flex bison libssl-dev libelf-dev dwarves
+	kmod cpio xz-utils zstd busybox-static qemu-system-x86 sparse
+	elfutils libdw-dev libelf-dev pkg-config python3 perl
+	linux-source-6.12
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+		missing+=("$p")
+done
+
+apt_updated=0
+apt_update() {
+	[ "$apt_updated" = 1 ] && return
+	$SUDO apt-get update -qq
+	apt_updated=1
+}
+
+if [ "${#missing[@]}" -gt 0 ]; then
+	echo "deps: installing ${missing[*]}"
+	apt_update
+	$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# newest package whose name matches an extended regex
+newest() {
+	apt-cache search --names-only "$1" | awk '{print $1}' | sort -V | tail -n 1
+}
+
+# The matrix is chosen once per cache; delete .cache/kernels.list to refresh.
+kernels_list="$cache/kernels.list"
+if [ ! -s "$kernels_list" ]; then
+	[ "$apt_updated" = 1 ] || apt_update
+	img61=$(newest '^linux-image-6\.1\.0-[0-9]+-amd64$')
+	img612=$(newest '^linux-image-6\.12\.[0-9]+\+deb12-amd64$')
+	img612rt=$(newest '^linux-image-6\.12\.[0-9]+\+deb12-rt-amd64$')
+	for img in "$img61" "$img612" "$img612rt"; do
+		[ -n "$img" ] || { echo "deps: kernel image not found in apt" >&2; exit 1; }
+	done
+	{
+		echo "6.1 ${img61#linux-image-}"
+		echo "6.12 ${img612#linux-image-}"
+		echo "6.12-rt ${img612rt#linux-image-}"
+	} >"$kernels_list.tmp"
+	mv "$kernels_list.tmp" "$kernels_list"
+fi
+
+while read -r name ver; do
+	hdr="linux-headers-$ver"
+	if ! dpkg-query -W -f='${Status}' "$hdr" 2>/dev/null | grep -q "ok installed"; then
+		echo "deps: installing $hdr"
+		apt_update
+		$SUDO apt-get install -y -qq --no-install-recommends "$hdr" >/dev/null
+	fi
+	kdir="$cache/kernels/$ver"
+	if [ ! -s "$kdir/vmlinuz" ]; then
+		echo "deps: unpacking linux-image-$ver ($name)"
+		apt_update
+		mkdir -p "$kdir/deb"
+		(cd "$kdir/deb" && apt-get download -qq "linux-image-$ver" >/dev/null)
+		dpkg-deb -x "$kdir"/deb/*.deb "$kdir/root"
+		cp "$kdir/root/boot/vmlinuz-$ver" "$kdir/vmlinuz.tmp"
+		cp "$kdir/root/boot/config-$ver" "$kdir/config" 2>/dev/null || true
+		mv "$kdir/vmlinuz.tmp" "$kdir/vmlinuz"
+		rm -rf "$kdir/deb" "$kdir/root"
+	fi
+done <"$kernels_list"
+
+# kselftest headers and checkpatch from linux-source-6.12
+ktools="$cache/linux-tools"
+if [ ! -s "$ktools/scripts/checkpatch.pl" ] || [ ! -s "$ktools/kselftest_harness.h" ]; then
+	echo "deps: extracting kselftest headers and checkpatch.pl"
+	src=$(ls /usr/src/linux-source-6.12*.tar.xz | sort -V | tail -n 1)
+	tmp=$(mktemp -d)
+	tar -C "$tmp" -xf "$src" --wildcards \
+		'*/tools/testing/selftests/kselftest.h' \
+		'*/tools/testing/selftests/kselftest_harness.h' \
+		'*/scripts/checkpatch.pl' '*/scripts/spelling.txt' \
+		'*/scripts/const_structs.checkpatch'
+	d=$(echo "$tmp"/*)
+	mkdir -p "$ktools/scripts"
+	cp "$d"/tools/testing/selftests/kselftest.h \
+		"$d"/tools/testing/selftests/kselftest_harness.h "$ktools/"
+	cp "$d"/scripts/checkpatch.pl "$d"/scripts/spelling.txt \
+		"$d"/scripts/const_structs.checkpatch "$ktools/scripts/"
+	rm -rf "$tmp"
+fi
+
+echo "deps: ok ($(awk '{printf "%s%s", sep, $2; sep=", "}' "$kernels_list"))"
