@@ -1,0 +1,79 @@
+# SPDX-License-Identifier: GPL-2.0
+# Helpers shared by scripts/check.sh, scripts/vmtest.sh, scripts/static-check.sh.
+# Sourced, not run.
+
+top=${top:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+build=${BUILD_DIR:-$top/build}
+logs=$build/logs
+mkdir -p "$logs"
+
+# Every check appends one line to the results file:
+#   PASS|FAIL|SKIP <TAB> item <TAB> detail
+# scripts/check.sh truncates it at the start of a run and tallies it at the end.
+RESULTS=${RESULTS:-$build/results.txt}
+export RESULTS
+
+result() {
+	local status=$1 item=$2
+	shift 2
+	printf '%s\t%s\t%s\n' "$status" "$item" "$*" >>"$RESULTS"
+	printf '  %-4s %s%s\n' "$status" "$item" "${*:+  -- $*}"
+}
+
+# tally FILE: print "N passed, N failed" (plus skips before it), exit 1 on failures
+tally() {
+	awk -F'\t' '
+		$1 == "PASS" { p++ } $1 == "FAIL" { f++ } $1 == "SKIP" { s++ }
+		END {
+			if (s) printf "%d skipped\n", s
+			printf "%d passed, %d failed\n", p, f
+			exit f ? 1 : 0
+		}' "$1"
+}
+
+die() {
+	echo "$(basename "$0"): $*" >&2
+	exit 1
+}
+
+# seconds since the epoch with a fraction, and a difference of two of them
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+
+# kernel_info NAME: set KNAME KVER KDIR KIMAGE for a matrix kernel name
+# (a name of .cache/kernels.list, or "debug" for the lockdep/KASAN kernel).
+kernel_info() {
+	KNAME=$1
+	if [ "$KNAME" = debug ]; then
+		KDIR=$("$top/scripts/debug-kernel.sh") || return 1
+		KIMAGE=$KDIR/arch/x86/boot/bzImage
+		KVER=$(cat "$KDIR/../release" 2>/dev/null || make -s -C "$KDIR" kernelrelease)
+	else
+		KVER=$(awk -v n="$KNAME" '$1 == n { print $2 }' "$top/.cache/kernels.list" 2>/dev/null)
+		[ -n "$KVER" ] || { echo "unknown kernel '$KNAME' (not in .cache/kernels.list; run make deps)" >&2; return 1; }
+		KDIR=/lib/modules/$KVER/build
+		KIMAGE=$top/.cache/kernels/$KVER/vmlinuz
+	fi
+	[ -d "$KDIR" ] || { echo "$KNAME: no kernel headers at $KDIR" >&2; return 1; }
+	[ -s "$KIMAGE" ] || { echo "$KNAME: no kernel image at $KIMAGE" >&2; return 1; }
+}
+
+# sync_tree DEST PATH...: copy sources (relative to $top) into DEST, keeping
+# build products already in DEST so that kbuild rebuilds only what changed.
+sync_tree() {
+	local dest=$1
+	shift
+	mkdir -p "$dest"
+	(cd "$top" && rsync -a --delete -R \
+		--exclude='*.o' --exclude='*.ko' --exclude='*.mod' --exclude='*.mod.c' \
+		--exclude='.*.cmd' --exclude='*.order' --exclude='Module.symvers' \
+		--exclude='*.a' --exclude='.*.d' --exclude='*.dwo' \
+		"$@" "$dest/")
+}
+
+# kbuild DIR KDIR LOG: build the external module tree in DIR against KDIR
+kbuild() {
+	local dir=$1 kdir=$2 log=$3
+	make -C "$kdir" M="$dir" KCFLAGS="${MODULE_KCFLAGS--Werror}" \
+		-j"${JOBS:-2}" modules >"$log" 2>&1
+}

@@ -1,0 +1,525 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Build stallcap for a kernel, boot that kernel in QEMU (TCG) with a busybox
+# initramfs, load the module, run the selftests (or the demo), unload it and
+# judge the guest's output.
+#
+#   scripts/vmtest.sh [-v] [KERNEL...]   selftests on each kernel (default
+#                                        $KERNELS or "6.1 6.12 6.12-rt")
+#   scripts/vmtest.sh --run [KERNEL]     `make run`: the demo (or the smoke
+#                                        test) on one kernel (default 6.12)
+#   scripts/vmtest.sh --selfcheck [KERNEL]
+#                                        prove the harness sees failures: a
+#                                        failing and a hanging test, a module
+#                                        that WARNs, an rmmod that fails and a
+#                                        guest that times out (default 6.1)
+#
+# KERNEL is a name of .cache/kernels.list (6.1, 6.12, 6.12-rt) or "debug"
+# (scripts/debug-kernel.sh: lockdep, KASAN, kmemleak; built once, ~15 min).
+#
+# Environment: TEST_TIMEOUT (s per test, default 300, doubled on debug),
+# GUEST_TIMEOUT (s per boot), SMP (vCPUs, default 2), MEM (default 1G, 2G on
+# debug), MODULE_PARAMS (insmod arguments), MODULE_KCFLAGS (default -Werror),
+# V=1 (stream the guest's output), RESULTS (results file, see scripts/lib.sh).
+#
+# A kernel fails when a test fails (exit status other than 0 = pass and 4 =
+# skip) or times out, when insmod or rmmod fails, when the guest does not
+# finish in time or dies, when the kernel log holds a splat (see splat_re) or
+# when kmemleak reports a leak that mentions stallcap.  The guest's full
+# output is kept in build/logs/<kernel>.log.
+#
+# Guest contract for the tools (tools/Makefile, target print-guest-files):
+# one path per line, relative to tools/.  An ELF file goes to /usr/bin, any
+# other file to /usr/share/stallcap; "PATH DEST" (two fields) puts PATH at
+# the absolute guest path DEST.  `make run` runs /usr/share/stallcap/demo.sh
+# when it exists.
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/scripts/lib.sh"
+
+mode=check
+verbose=${V:-0}
+[ "$verbose" = 1 ] || verbose=0
+kernels=()
+while [ $# -gt 0 ]; do
+	case $1 in
+	--run) mode=run ;;
+	--selfcheck) mode=selfcheck ;;
+	-v) verbose=1 ;;
+	-h|--help) sed -n '3,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+	-*) die "unknown option $1" ;;
+	*) kernels+=("$1") ;;
+	esac
+	shift
+done
+if [ ${#kernels[@]} -eq 0 ]; then
+	case $mode in
+	run) kernels=("${RUN_KERNEL:-6.12}") ;;
+	selfcheck) kernels=("${SELFCHECK_KERNEL:-6.1}") ;;
+	*) read -r -a kernels <<<"${KERNELS:-6.1 6.12 6.12-rt}" ;;
+	esac
+fi
+[ "$mode" = run ] && verbose=1
+
+SMP=${SMP:-2}
+initramfs=$build/initramfs
+
+# Kernel log lines that mean trouble (extended regex, matched after the
+# "[ time]" prefix is removed).  Lockdep and KASAN reports start with a line
+# of "=" signs; "Call Trace:" catches a dump_stack() of any other origin.
+splat_re='WARNING:|BUG:|kernel BUG at|Oops|general protection fault|Kernel panic|'
+splat_re+='possible circular locking|inconsistent lock state|possible recursive locking|'
+splat_re+='suspicious RCU usage|^=+$|KASAN:|UBSAN:|KFENCE:|ODEBUG:|list_(add|del) corruption|'
+splat_re+='turning off the locking correctness validator|'
+splat_re+='scheduling while atomic|sleeping function called from invalid context|'
+splat_re+='detected stalls? on CPU|RCU stall|rcu_(sched|preempt) (self-)?detected stall|'
+splat_re+='soft lockup|hard LOCKUP|blocked for more than|Call Trace:|stack-protector|double fault'
+# Expected lines that a pattern above could match (none today; be strict).
+allow_re='module verification failed: signature and/or required key missing|loading out-of-tree module taints kernel'
+
+# ---------------------------------------------------------------------------
+# Building
+# ---------------------------------------------------------------------------
+
+# copy_with_libs SRC DEST_IN_STAGING: copy an executable or data file
+copy_file() {
+	local src=$1 dest=$2
+	mkdir -p "$(dirname "$dest")"
+	cp -L "$src" "$dest"
+}
+
+is_elf() { [ "$(head -c 4 "$1" 2>/dev/null | od -An -c | tr -d ' ')" = '177ELF' ]; }
+
+# add_libs STAGING: copy the shared libraries of every ELF file in STAGING
+add_libs() {
+	local st=$1 f lib
+	find "$st" -type f -perm -u+x | while read -r f; do
+		is_elf "$f" || continue
+		ldd "$f" 2>/dev/null | awk '
+			/=> \// { print $3 } /^[ \t]*\/[^ ]+ \(/ { print $1 }'
+	done | sort -u | while read -r lib; do
+		[ -e "$st$lib" ] || copy_file "$lib" "$st$lib"
+	done
+}
+
+# build the kernel-independent part of the initramfs: busybox, init, users,
+# selftests, tools and their libraries
+build_base() {
+	local st=$initramfs/base f line src dest
+	rm -rf "$st"
+	mkdir -p "$st"/{bin,sbin,usr/bin,usr/sbin,etc,proc,sys,dev,tmp,run,root,home/user} \
+		"$st"/{lib/modules,usr/share/stallcap,selftests}
+	cp /bin/busybox "$st/bin/busybox"
+	busybox --list-full | while read -r f; do
+		[ -e "$st/$f" ] || [ -L "$st/$f" ] || ln -s /bin/busybox "$st/$f"
+	done
+	install -m 755 "$top/scripts/guest/init" "$st/init"
+	cat >"$st/etc/passwd" <<-EOF
+	root:x:0:0:root:/root:/bin/sh
+	user:x:1000:1000:unprivileged test user:/home/user:/bin/sh
+	nobody:x:65534:65534:nobody:/nonexistent:/bin/false
+	EOF
+	cat >"$st/etc/group" <<-EOF
+	root:x:0:
+	user:x:1000:
+	nogroup:x:65534:
+	EOF
+	chown 1000:1000 "$st/home/user" 2>/dev/null || true
+	chmod 1777 "$st/tmp"
+
+	# selftests: every built file of selftests/ except sources and harness/
+	(cd "$top/selftests" && rsync -a --exclude='harness/' --exclude='*.[cho]' \
+		--exclude='Makefile' --exclude='.*' ./ "$st/selftests/")
+
+	# tools
+	if [ -f "$top/tools/Makefile" ]; then
+		make -s --no-print-directory -C "$top/tools" print-guest-files 2>/dev/null | while read -r src dest; do
+			[ -n "$src" ] || continue
+			[ -e "$top/tools/$src" ] || { echo "vmtest: tools file $src missing" >&2; continue; }
+			if [ -z "$dest" ]; then
+				if is_elf "$top/tools/$src"; then dest=/usr/bin/$(basename "$src")
+				else dest=/usr/share/stallcap/$(basename "$src"); fi
+			fi
+			copy_file "$top/tools/$src" "$st$dest"
+		done
+	fi
+	add_libs "$st"
+	(cd "$st" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) |
+		gzip -1 >"$initramfs/base.cpio.gz"
+}
+
+# build_overlay NAME DIR: the per-boot part (module, config, test list)
+pack_overlay() {
+	local dir=$1 out=$2
+	(cd "$dir" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) | gzip -1 >"$out.overlay"
+	cat "$initramfs/base.cpio.gz" "$out.overlay" >"$out"
+	rm -f "$out.overlay"
+}
+
+# build_module KNAME: build stallcap.ko for kernel KNAME in build/KNAME/src
+build_module() {
+	local k=$1 dir=$build/$1/src
+	sync_tree "$dir" Kbuild module uapi
+	kbuild "$dir" "$KDIR" "$logs/$k.build.log"
+}
+
+build_harness_module() {
+	local k=$1 dir=$build/$1/harness
+	mkdir -p "$dir"
+	rsync -a --include='*.c' --include='*.h' --include='Kbuild' --exclude='*' \
+		"$top/selftests/harness/" "$dir/"
+	kbuild "$dir" "$KDIR" "$logs/$k.harness-build.log"
+}
+
+# ---------------------------------------------------------------------------
+# Booting
+# ---------------------------------------------------------------------------
+
+# boot TAG INITRD TIMEOUT MEM: run the guest; sets qemu_rc, leaves
+# $logs/TAG.console (ttyS0, the kernel console) and $logs/TAG.chan (ttyS1)
+boot() {
+	local tag=$1 initrd=$2 tmo=$3 mem=$4
+	local con=$logs/$tag.console chan=$logs/$tag.chan
+	: >"$con"
+	: >"$chan"
+	local cmdline="console=ttyS0,115200 panic=-1 log_buf_len=8M printk.devkmsg=on"
+	cmdline+=" ${GUEST_CMDLINE-quiet}"
+	qemu_cmd=(qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m "$mem" -smp "$SMP"
+		-nodefaults -display none -monitor none -no-reboot
+		-kernel "$KIMAGE" -initrd "$initrd" -append "$cmdline"
+		-serial "file:$con" -serial "file:$chan")
+	local tailpid=
+	timeout -k 5 "$tmo" "${qemu_cmd[@]}" </dev/null >"$logs/$tag.qemu" 2>&1 &
+	local qpid=$!
+	if [ "$verbose" = 1 ]; then
+		tail -n +1 -f --pid=$qpid "$chan" 2>/dev/null |
+			sed -u -e '/^@@VMTEST dmesg-begin/,/^@@VMTEST dmesg-end/d' \
+				-e '/^@@VMTEST test-begin /{s//--- /;s/$/ ---/;b}' -e '/^@@VMTEST /d' &
+		tailpid=$!
+	fi
+	wait $qpid
+	qemu_rc=$?
+	[ -z "$tailpid" ] || wait "$tailpid" 2>/dev/null
+}
+
+# ---------------------------------------------------------------------------
+# Judging
+# ---------------------------------------------------------------------------
+
+# strip_log FILE: drop carriage returns (the console's)
+strip_log() { tr -d '\r' <"$1"; }
+
+# section FILE NAME: the lines between "@@VMTEST NAME-begin" and NAME-end
+section() {
+	awk -v b="@@VMTEST $2-begin" -v e="@@VMTEST $2-end" '
+		$0 == e { on = 0 } on { print } $0 == b { on = 1 }' "$1"
+}
+
+# splats FILE...: print "test<TAB>line" for each splat line in kernel logs;
+# test is the selftest running when it happened ("-" outside any).
+# "Call Trace:" between "vmtest: allow-trace begin" and "... end" is allowed.
+splats() {
+	cat "$@" | awk -v re="$splat_re" -v allow="$allow_re" '
+		{
+			line = $0
+			sub(/^<[0-9]+>/, "", line)
+			sub(/^\[ *[0-9]+\.[0-9]+\] /, "", line)
+			sub(/^\[ *T?C?[0-9]+\] /, "", line)
+		}
+		line ~ /^vmtest: begin / { cur = substr(line, 15); next }
+		line ~ /^vmtest: end / { cur = ""; next }
+		line ~ /^vmtest: allow-trace begin/ { trace_ok = 1; next }
+		line ~ /^vmtest: allow-trace end/ { trace_ok = 0; next }
+		line ~ allow { next }
+		line ~ re {
+			if (trace_ok && line ~ /Call Trace:/) next
+			if (line ~ /^=+$/ && length(line) < 10) next
+			if (!seen[line]++) print (cur == "" ? "-" : cur) "\t" line
+		}'
+}
+
+# judge TAG KNAME TESTS_FILE: parse a finished guest, record the results
+judge() {
+	local tag=$1 k=$2 tests=$3
+	local chan=$logs/$tag.chan.txt con=$logs/$tag.console.txt log=$logs/$tag.log
+	strip_log "$logs/$tag.chan" >"$chan"
+	strip_log "$logs/$tag.console" >"$con"
+	local failed=0 line name rc secs t
+	fail() { result FAIL "$@"; failed=$((failed + 1)); }
+
+	if [ "$qemu_rc" = 124 ] || [ "$qemu_rc" = 137 ]; then
+		fail "$k/guest" "timed out after ${guest_tmo}s (last test started: $(awk '$2 == "test-begin" { t = $3 } END { print t ? t : "none" }' "$chan"))"
+	elif ! grep -q '^@@VMTEST done' "$chan"; then
+		if grep -q '^@@VMTEST boot' "$chan"; then
+			fail "$k/guest" "guest died before the end (qemu exit $qemu_rc; panic?)"
+		else
+			fail "$k/guest" "guest did not reach /init (qemu exit $qemu_rc: $(tail -n 1 "$logs/$tag.qemu"))"
+		fi
+	fi
+
+	if grep -q '^@@VMTEST insmod fail' "$chan"; then
+		fail "$k/insmod" "insmod failed: $(grep -m1 -iE 'insmod|stallcap' "$chan" | grep -v '^@@' | head -n 1)"
+	fi
+	while read -r _ _ name st; do
+		[ "$st" = ok ] || fail "$k/insmod-$name" "insmod of test module $name failed"
+	done < <(grep '^@@VMTEST extra-insmod ' "$chan")
+
+	# tests: every expected test must have reported
+	local insmod_ok=0
+	grep -q '^@@VMTEST insmod ok' "$chan" && insmod_ok=1
+	while read -r t; do
+		[ -n "$t" ] || continue
+		line=$(awk -v t="$t" '$1 == "@@VMTEST" && $2 == "test" && $3 == t' "$chan" | tail -n 1)
+		if [ -z "$line" ]; then
+			[ "$insmod_ok" = 1 ] && fail "$k/$t" "did not run"
+			continue
+		fi
+		if [ "$mode" = check ] && [ ! -e "$top/selftests/$t" ]; then
+			fail "$k/$t" "not built (see $logs/selftests-build.log)"
+			continue
+		fi
+		read -r _ _ _ rc secs <<<"$line"
+		case $rc in
+		0) result PASS "$k/$t" "${secs}s" ;;
+		4) result SKIP "$k/$t" "${secs}s" ;;
+		timeout) fail "$k/$t" "timed out after ${secs}s" ;;
+		*) fail "$k/$t" "exit status $rc, ${secs}s$(tap_fails "$chan" "$t")" ;;
+		esac
+	done <"$tests"
+
+	if [ "$insmod_ok" = 1 ] && ! grep -q '^@@VMTEST rmmod ok' "$chan"; then
+		if grep -q '^@@VMTEST rmmod fail' "$chan"; then
+			fail "$k/rmmod" "rmmod failed: $(grep -m1 -E '^rmmod:' "$chan")"
+		elif grep -q '^@@VMTEST done' "$chan"; then
+			fail "$k/rmmod" "rmmod did not report"
+		fi
+	fi
+	while read -r _ _ name _; do
+		fail "$k/rmmod-$name" "rmmod of test module $name failed"
+	done < <(grep '^@@VMTEST extra-rmmod ' "$chan")
+
+	# splats: in the dmesg dump and on the console (which also covers a
+	# guest that died before the dump)
+	section "$chan" dmesg >"$logs/$tag.dmesg.txt"
+	splats "$logs/$tag.dmesg.txt" "$con" >"$logs/$tag.splats"
+	if [ -s "$logs/$tag.splats" ]; then
+		fail "$k/dmesg" "kernel splat: $(awk -F'\t' '
+			NR <= 3 { printf "%s[during %s] %s", sep, $1, $2; sep = " | " }
+			END { if (NR > 3) printf " | ... (%d lines)", NR }' "$logs/$tag.splats")"
+	fi
+
+	# kmemleak (when the kernel has it)
+	if grep -q '^@@VMTEST kmemleak-begin' "$chan"; then
+		section "$chan" kmemleak >"$logs/$tag.kmemleak"
+		if grep -q stallcap "$logs/$tag.kmemleak"; then
+			fail "$k/kmemleak" "leak reported in stallcap: $(grep -m1 -B3 stallcap "$logs/$tag.kmemleak" | head -n 1)"
+		fi
+	fi
+
+	# one readable log
+	{
+		echo "===== stallcap vmtest: $k ($KVER), $(date -u +%FT%TZ)"
+		echo "===== qemu (exit $qemu_rc): ${qemu_cmd[*]}"
+		cat "$logs/$tag.qemu"
+		echo "===== guest channel (ttyS1: init, tests, dmesg dump)"
+		cat "$chan"
+		echo "===== kernel console (ttyS0)"
+		cat "$con"
+		echo "===== verdict"
+		awk -F'\t' -v k="$k/" -v n="$results_before" \
+			'NR >= n && index($2, k) == 1 { print $1 "\t" $2 "\t" $3 }' "$RESULTS"
+	} >"$log"
+	rm -f "$logs/$tag.chan" "$logs/$tag.console" "$logs/$tag.qemu"
+	judge_failed=$failed
+}
+
+# tap_fails CHAN TEST: names of the failed TAP cases of TEST, as a suffix
+tap_fails() {
+	awk -v t="$2" '
+		$0 == "@@VMTEST test-begin " t { on = 1; next }
+		/^@@VMTEST test / { on = 0 }
+		on && /^not ok / && !/# SKIP/ { sub(/^not ok [0-9]+ /, ""); s = s (s ? ", " : "") $0 }
+		END { if (s) printf "; failed: %s", substr(s, 1, 200) }' "$1"
+}
+
+# ---------------------------------------------------------------------------
+# One kernel
+# ---------------------------------------------------------------------------
+
+# run_kernel KNAME: build, boot and judge; returns non-zero on failure
+run_kernel() {
+	local k=$1 t0 dir tests conf
+	t0=$(now)
+	echo "== $k"
+	if ! kernel_info "$k"; then
+		result FAIL "$k/kernel" "kernel not available"
+		return 1
+	fi
+	local mem=${MEM:-1G} test_tmo=${TEST_TIMEOUT:-300}
+	if [ "$k" = debug ]; then
+		mem=${MEM:-2G}
+		test_tmo=${TEST_TIMEOUT:-600}
+	fi
+	if [ "$mode" != selfcheck ] && ! build_module "$k"; then
+		result FAIL "$k/build" "module build failed, see $logs/$k.build.log"
+		sed 's/^/    /' "$logs/$k.build.log" | grep -E 'error|warning' | head -n 20
+		return 1
+	fi
+
+	dir=$build/$k/overlay-$mode
+	rm -rf "$dir"
+	mkdir -p "$dir/lib/modules" "$dir/etc"
+	[ "$mode" = selfcheck ] || cp "$build/$k/src/module/stallcap.ko" "$dir/lib/modules/"
+	tests=$build/$k/tests-$mode
+	conf=$dir/etc/vmtest.conf
+	{
+		echo "MODE=$mode"
+		echo "TEST_TIMEOUT=$test_tmo"
+		echo "MODULE_PARAMS='${MODULE_PARAMS:-}'"
+	} >"$conf"
+	case $mode in
+	run)
+		if [ -e "$initramfs/base/usr/share/stallcap/demo.sh" ]; then
+			echo demo >"$tests"
+		else
+			grep -x 'smoke_test' "$build/selftests.list" >"$tests" ||
+				cp "$build/selftests.list" "$tests"
+		fi
+		;;
+	check)
+		cp "$build/selftests.list" "$tests"
+		;;
+	selfcheck)
+		if ! build_harness_module "$k"; then
+			result FAIL "$k/build" "harness module build failed, see $logs/$k.harness-build.log"
+			return 1
+		fi
+		# The harness module stands in for stallcap: it WARNs on load
+		# and a process holds its device open so that rmmod fails.
+		cp "$build/$k/harness/stallcap_harness.ko" "$dir/lib/modules/"
+		mkdir -p "$dir/selftests/harness"
+		cp "$top"/selftests/harness/*_test.sh "$dir/selftests/harness/"
+		(cd "$top/selftests" && ls harness/*_test.sh) >"$tests"
+		{
+			echo "TEST_TIMEOUT=${SELFCHECK_TEST_TIMEOUT:-6}"
+			echo "MODULE=/lib/modules/stallcap_harness.ko"
+			echo "MODULE_PARAMS='warn_on_load=1${SELFCHECK_LEAK:+ leak_on_load=1}'"
+			echo "PRE_RMMOD='exec sleep 1000 </dev/stallcap_harness'"
+		} >>"$conf"
+		;;
+	esac
+	cp "$tests" "$dir/etc/vmtest.tests"
+	pack_overlay "$dir" "$build/$k/initrd-$mode.gz"
+
+	local ntests
+	ntests=$(grep -c . "$tests")
+	guest_tmo=${GUEST_TIMEOUT:-$((180 + ntests * (test_tmo < 120 ? test_tmo : 120)))}
+	[ "$k" = debug ] && [ -z "${GUEST_TIMEOUT:-}" ] && guest_tmo=$((guest_tmo * 3))
+	[ "$mode" = selfcheck ] && [ -z "${GUEST_TIMEOUT:-}" ] && guest_tmo=120
+
+	local tag=$k
+	[ "$mode" = check ] || tag=$k-$mode
+	results_before=$(($(wc -l <"$RESULTS") + 1))
+	boot "$tag" "$build/$k/initrd-$mode.gz" "$guest_tmo" "$mem"
+	judge "$tag" "$k" "$tests"
+
+	local bootup doneup
+	bootup=$(awk '$2 == "boot" { for (i = 3; i <= NF; i++) if ($i ~ /^uptime=/) print substr($i, 8) }' "$logs/$tag.chan.txt")
+	doneup=$(awk '$2 == "done" { print substr($3, 8) }' "$logs/$tag.chan.txt")
+	local counts
+	counts=$(awk -F'\t' -v k="$k/" 'NR >= n && index($2, k) == 1 {
+			c[$1]++ } END { printf "%d passed, %d failed, %d skipped",
+			c["PASS"], c["FAIL"], c["SKIP"] }' n="$results_before" "$RESULTS")
+	printf -- '-- %s (%s): %s: %s; boot %ss, guest %ss, wall %ss\n' "$k" "$KVER" \
+		"$([ "$judge_failed" = 0 ] && echo PASS || echo FAIL)" "$counts" \
+		"${bootup:-?}" "${doneup:-?}" "$(elapsed "$t0" "$(now)")"
+	if [ "$judge_failed" != 0 ]; then
+		echo "   guest log: $logs/$tag.log"
+		return 1
+	fi
+	return 0
+}
+
+# ---------------------------------------------------------------------------
+# Harness self-check
+# ---------------------------------------------------------------------------
+
+selfcheck() {
+	local k=$1 real_results=$RESULTS ok=1 why=()
+	RESULTS=$build/selfcheck-results.txt
+	: >"$RESULTS"
+	echo "== harness self-check on $k (the failures below are expected)"
+	run_kernel "$k" | sed 's/^/   | /'
+	expect() {
+		local status=$1 item=$2 re=${3:-}
+		if ! awk -F'\t' -v s="$status" -v i="$k/$item" -v re="$re" \
+			'$1 == s && $2 == i && $3 ~ re { f = 1 } END { exit !f }' "$RESULTS"; then
+			ok=0
+			why+=("expected $status $item${re:+ ($re)}")
+		fi
+	}
+	expect PASS harness/pass_test.sh
+	expect SKIP harness/skip_test.sh
+	expect FAIL harness/fail_test.sh 'exit status 1'
+	expect FAIL harness/tap_fail_test.sh 'failed: .*deliberate'
+	expect FAIL harness/timeout_test.sh 'timed out'
+	expect FAIL dmesg 'WARNING:.*stallcap_harness'
+	expect FAIL rmmod 'rmmod failed'
+	[ -z "${SELFCHECK_LEAK:-}" ] || expect FAIL kmemleak 'leak'
+
+	# a guest that does not finish in time
+	echo "   guest timeout:"
+	local saved_tmo=${GUEST_TIMEOUT:-}
+	GUEST_TIMEOUT=${SELFCHECK_GUEST_TIMEOUT:-3} run_kernel "$k" | sed 's/^/   | /'
+	GUEST_TIMEOUT=$saved_tmo
+	expect FAIL guest 'timed out'
+
+	RESULTS=$real_results
+	if [ "$ok" = 1 ]; then
+		result PASS harness-selfcheck "every deliberate failure was reported"
+	else
+		result FAIL harness-selfcheck "$(IFS=';'; echo "${why[*]}"), see $build/selfcheck-results.txt"
+	fi
+	[ "$ok" = 1 ]
+}
+
+# ---------------------------------------------------------------------------
+
+[ -s "$top/.cache/kernels.list" ] || die "no kernel matrix: run 'make deps' first"
+command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing: run 'make deps'"
+[ -e "$RESULTS" ] || : >"$RESULTS"
+standalone=0
+if [ -z "${VMTEST_NESTED:-}" ]; then
+	standalone=1
+	: >"$RESULTS"
+fi
+
+# host-side builds the guest needs
+if ! make -s -k -C "$top/selftests" >"$logs/selftests-build.log" 2>&1; then
+	grep -E 'error|Error' "$logs/selftests-build.log" | head -n 10 | sed 's/^/    /'
+	result FAIL selftests/build "make -C selftests failed, see $logs/selftests-build.log"
+fi
+make -s --no-print-directory -C "$top/selftests" print-tests >"$build/selftests.list" 2>/dev/null || : >"$build/selftests.list"
+if [ -f "$top/tools/Makefile" ]; then
+	if ! make -s -k -C "$top/tools" >"$logs/tools-build.log" 2>&1; then
+		grep -E 'error|Error' "$logs/tools-build.log" | head -n 10 | sed 's/^/    /'
+		result FAIL tools/build "make -C tools failed, see $logs/tools-build.log"
+	fi
+fi
+mkdir -p "$initramfs"
+build_base
+
+rc=0
+for k in "${kernels[@]}"; do
+	case $mode in
+	selfcheck) selfcheck "$k" || rc=1 ;;
+	*) run_kernel "$k" || rc=1 ;;
+	esac
+done
+
+if [ "$standalone" = 1 ]; then
+	tally "$RESULTS" || rc=1
+fi
+exit $rc
