@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A thread that misses its deadline while blocked: the record classifies its
+ * state (sleeping, uninterruptible), says it was read remotely, and its
+ * kernel stack names the wait it is in.
+ */
+#include <linux/futex.h>
+#include <sys/wait.h>
+
+#include "stallcap_test.h"
+
+#include "kselftest_harness.h"
+
+#define TIMEOUT		SC_MS(20)
+#define TAG		0x626c6f636b656431ULL
+
+static const char *const schedule_fns[] = { "schedule", "__schedule", NULL };
+static const char *const futex_fns[] = {
+	"futex_wait", "__futex_wait", "do_futex", "__x64_sys_futex", NULL,
+};
+static const char *const pipe_fns[] = { "pipe_read", NULL };
+static const char *const vfork_fns[] = {
+	"wait_for_vfork_done", "kernel_clone", "__do_sys_vfork", "__x64_sys_vfork", NULL,
+};
+
+enum block_kind { BLOCK_FUTEX, BLOCK_PIPE, BLOCK_VFORK };
+
+struct blocker {
+	struct sc_session *s;
+	enum block_kind kind;
+	uint32_t futex_word;
+	int pipefd[2];
+	char comm[16];
+	pid_t tid;
+	int arm_ret, arm_errno, disarm_ret;
+};
+
+SC_NOINLINE void *blocker_thread_main(void *arg)
+{
+	struct blocker *b = arg;
+	char c;
+
+	prctl(PR_SET_NAME, "sc-blocker", 0, 0, 0);
+	sc_get_comm(b->comm);
+	b->tid = sc_gettid();
+	b->arm_ret = sc_arm(b->s->fd, TIMEOUT, 0, TAG);
+	b->arm_errno = errno;
+	if (b->arm_ret)
+		return NULL;
+	switch (b->kind) {
+	case BLOCK_FUTEX:
+		while (!__atomic_load_n(&b->futex_word, __ATOMIC_ACQUIRE))
+			syscall(SYS_futex, &b->futex_word, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+		break;
+	case BLOCK_PIPE:
+		if (read(b->pipefd[0], &c, 1) != 1)
+			b->arm_ret = -2;
+		break;
+	case BLOCK_VFORK:
+		/* the parent waits, uninterruptibly, until the child exits */
+		if (vfork() == 0) {
+			raw_syscall6(SYS_read, b->pipefd[0], (long)&c, 1, 0, 0, 0);
+			raw_syscall6(SYS_exit, 0, 0, 0, 0, 0, 0);
+		}
+		wait(NULL);
+		break;
+	}
+	b->disarm_ret = sc_disarm(b->s->fd);
+	return NULL;
+}
+
+FIXTURE(blocked) {
+	struct sc_session s;
+	struct sc_records rs;
+	struct sc_ksyms ks;
+	bool have_ks;
+};
+
+FIXTURE_SETUP(blocked)
+{
+	ASSERT_EQ(0, sc_session_setup(&self->s, NULL));
+	ASSERT_LE(self->s.info.min_deadline_ns, TIMEOUT);
+	self->have_ks = !sc_ksyms_load(&self->ks) &&
+			(self->s.info.features & STALLCAP_FEAT_KADDR);
+}
+
+FIXTURE_TEARDOWN(blocked)
+{
+	sc_ksyms_free(&self->ks);
+	sc_records_free(&self->rs);
+	sc_session_close(&self->s);
+}
+
+/*
+ * A sample flagged DEFER_PENDING is completed by a USER_STACK record taken in
+ * the thread's own context when it returns to user space: same cookie, same
+ * user registers (it was in the same system call all along).
+ */
+static void check_deferred(struct __test_metadata *_metadata, FIXTURE_DATA(blocked) *self,
+			   const struct stallcap_sample *r)
+{
+	const struct stallcap_sample *u = NULL;
+
+	EXPECT_NE(0, r->cookie);
+	sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_USER_STACK, 1, SC_WAIT_MS);
+	for (size_t i = 0; i < self->rs.n; i++) {
+		const struct stallcap_sample *x = (const void *)self->rs.rec[i];
+
+		if (x->hdr.type == STALLCAP_REC_USER_STACK && x->cookie == r->cookie)
+			u = x;
+	}
+	ASSERT_NE(NULL, u) TH_LOG("DEFER_PENDING but no USER_STACK record");
+	EXPECT_EQ(STALLCAP_PATH_DEFERRED, u->path);
+	EXPECT_EQ(r->tid, u->tid);
+	EXPECT_EQ(r->stall_id, u->stall_id);
+	EXPECT_EQ(0, u->nr_kernel_frames);
+	EXPECT_EQ(r->regs.ip, u->regs.ip);
+	EXPECT_EQ(r->regs.sp, u->regs.sp);
+	EXPECT_EQ(u->regs.sp, u->stack_start);
+	EXPECT_LE(1, u->nr_user_frames);
+	EXPECT_LT(0, u->stack_size);
+}
+
+/*
+ * Run a blocker of @kind, wake it once its first sample is in the ring, and
+ * check that sample.
+ */
+static void run_blocked(struct __test_metadata *_metadata, FIXTURE_DATA(blocked) *self,
+			enum block_kind kind, uint8_t state, const char *const *wait_fns)
+{
+	struct blocker b = { .s = &self->s, .kind = kind };
+	const struct stallcap_sample *r;
+	struct stallcap_stats stats;
+	size_t nr_blocked = 0;
+	pthread_t th;
+	int got;
+
+	ASSERT_EQ(0, pipe(b.pipefd));
+	ASSERT_EQ(0, pthread_create(&th, NULL, blocker_thread_main, &b));
+	got = sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_SAMPLE, 1, SC_WAIT_MS);
+
+	/* wake it up whatever happened */
+	__atomic_store_n(&b.futex_word, 1, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &b.futex_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	ASSERT_EQ(1, write(b.pipefd[1], "x", 1));
+	pthread_join(th, NULL);
+	ASSERT_EQ(0, b.arm_ret) TH_LOG("ARM: %s", strerror(b.arm_errno));
+	ASSERT_EQ(0, b.disarm_ret);
+	ASSERT_LE(1, got) TH_LOG("no sample within %d ms", SC_WAIT_MS);
+	ASSERT_EQ(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_STALL_END, 1,
+				     SC_WAIT_MS));
+
+	r = sc_first_sample_of(&self->rs, b.tid);
+	ASSERT_NE(NULL, r);
+	EXPECT_EQ(getpid(), (pid_t)r->pid);
+	EXPECT_EQ(0, strncmp(b.comm, r->comm, 16));
+	EXPECT_EQ(TAG, r->user_tag);
+	EXPECT_EQ(state, r->state);
+	EXPECT_EQ(STALLCAP_PATH_BLOCKED, r->path);
+	EXPECT_FALSE(r->flags & (STALLCAP_SAMPLE_USER_MODE | STALLCAP_SAMPLE_NO_USER));
+	EXPECT_LE(r->deadline_ns, r->capture_ns);
+	EXPECT_GT(SC_MAX_LATENESS_NS, r->capture_ns - r->deadline_ns);
+
+	/* the user registers saved at the system call's entry */
+	EXPECT_NE(0, r->regs.ip);
+	EXPECT_NE(0, r->regs.sp);
+	if (r->flags & SC_SAMPLE_USTACK_REMOTE) {
+		/* user memory not readable from here: registers only */
+		EXPECT_GE(1, r->nr_user_frames);
+		EXPECT_EQ(0, r->stack_size);
+	} else {
+		ASSERT_LE(1, r->nr_user_frames);
+		EXPECT_EQ(r->regs.sp, r->stack_start);
+	}
+	if (r->nr_user_frames)
+		EXPECT_EQ(r->regs.ip, sc_user_ips(r)[0]);
+	if (r->flags & STALLCAP_SAMPLE_DEFER_PENDING)
+		check_deferred(_metadata, self, r);
+
+	/* the kernel stack of the wait */
+	ASSERT_LE(3, r->nr_kernel_frames);
+	if (self->have_ks) {
+		EXPECT_TRUE(sc_kstack_has(&self->ks, r, wait_fns))
+			TH_LOG("no kernel frame in %s...", wait_fns[0]);
+		EXPECT_TRUE(sc_kstack_has(&self->ks, r, schedule_fns))
+			TH_LOG("no kernel frame in schedule");
+	}
+
+	/* counted as a blocked capture, like every sample taken while blocked */
+	for (size_t i = 0; i < self->rs.n; i++) {
+		const struct stallcap_sample *x = (const void *)self->rs.rec[i];
+
+		if (x->hdr.type == STALLCAP_REC_SAMPLE)
+			nr_blocked += x->path == STALLCAP_PATH_BLOCKED;
+	}
+	ASSERT_EQ(0, sc_get_stats(self->s.fd, &stats, 0));
+	EXPECT_LE(1, stats.capture_blocked);
+	EXPECT_EQ(nr_blocked, stats.capture_blocked);
+
+	if (_metadata->exit_code)
+		sc_log_records(self->have_ks ? &self->ks : NULL, &self->rs);
+	close(b.pipefd[0]);
+	close(b.pipefd[1]);
+}
+
+TEST_F(blocked, futex_wait_is_sleeping_in_futex_wait)
+{
+	run_blocked(_metadata, self, BLOCK_FUTEX, STALLCAP_STATE_SLEEPING, futex_fns);
+}
+
+TEST_F(blocked, read_of_an_empty_pipe_is_sleeping_in_pipe_read)
+{
+	run_blocked(_metadata, self, BLOCK_PIPE, STALLCAP_STATE_SLEEPING, pipe_fns);
+}
+
+TEST_F(blocked, vfork_parent_is_uninterruptible_in_vfork_wait)
+{
+	run_blocked(_metadata, self, BLOCK_VFORK, STALLCAP_STATE_UNINTERRUPTIBLE, vfork_fns);
+}
+
+TEST_HARNESS_MAIN
