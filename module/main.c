@@ -1,24 +1,44 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * stallcap: the misc device and its sessions (skeleton).
+ * stallcap: catch the moment a thread misses its deadline and save its
+ * stack.  Module parameters, the misc device, init and exit.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/rcupdate.h>
+#include <linux/smp.h>
 
-#include <linux/stallcap.h>
+#include "stallcap.h"
 
-static long stallcap_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
-{
-	return -ENOTTY;
-}
+unsigned int stallcap_min_deadline_us __read_mostly = 100;
+module_param_named(min_deadline_us, stallcap_min_deadline_us, uint, 0644);
+MODULE_PARM_DESC(min_deadline_us, "Smallest timeout accepted, in microseconds (default 100)");
 
-static const struct file_operations stallcap_fops = {
-	.owner = THIS_MODULE,
-	.unlocked_ioctl = stallcap_ioctl,
-};
+unsigned int stallcap_max_watches_per_user __read_mostly = 4096;
+module_param_named(max_watches_per_user, stallcap_max_watches_per_user, uint, 0644);
+MODULE_PARM_DESC(max_watches_per_user,
+		 "Watches one user may hold; CAP_SYS_RESOURCE is exempt (default 4096)");
+
+unsigned int stallcap_max_ring_kb __read_mostly = 65536;
+module_param_named(max_ring_kb, stallcap_max_ring_kb, uint, 0644);
+MODULE_PARM_DESC(max_ring_kb, "Largest ring data area per session, in KiB (default 65536)");
+
+unsigned int stallcap_migrate_retries __read_mostly = 3;
+module_param_named(migrate_retries, stallcap_migrate_retries, uint, 0644);
+MODULE_PARM_DESC(migrate_retries,
+		 "NMIs/IPIs sent after the target migrated before reading it remotely (default 3)");
+
+static char *capture = "nmi";
+module_param(capture, charp, 0444);
+MODULE_PARM_DESC(capture, "How to interrupt a thread on another CPU: nmi (default) or ipi");
+
+bool stallcap_use_nmi __read_mostly = true;
+
+extern const struct file_operations stallcap_fops;
 
 static struct miscdevice stallcap_misc = {
 	.minor = MISC_DYNAMIC_MINOR,
@@ -29,12 +49,38 @@ static struct miscdevice stallcap_misc = {
 
 static int __init stallcap_init(void)
 {
-	return misc_register(&stallcap_misc);
+	int ret;
+
+	if (!strcmp(capture, "ipi")) {
+		stallcap_use_nmi = false;
+	} else if (strcmp(capture, "nmi")) {
+		pr_err("capture=%s: expected nmi or ipi\n", capture);
+		return -EINVAL;
+	}
+	ret = stallcap_remote_init();
+	if (ret)
+		return ret;
+	ret = stallcap_watch_init();
+	if (ret)
+		goto err_remote;
+	ret = misc_register(&stallcap_misc);
+	if (ret)
+		goto err_watch;
+	return 0;
+
+err_watch:
+	stallcap_watch_exit();
+err_remote:
+	stallcap_remote_exit();
+	return ret;
 }
 
 static void __exit stallcap_exit(void)
 {
 	misc_deregister(&stallcap_misc);
+	stallcap_watch_exit();
+	stallcap_remote_exit();
+	rcu_barrier();	/* watch_free_rcu() callbacks */
 }
 
 module_init(stallcap_init);

@@ -133,8 +133,8 @@ struct stallcap_arm {
  *
  * STALLCAP_IOC_SET_CONFIG replaces the whole configuration; a field left 0
  * takes its default.  Errors:
- *  EBUSY   the ring is mapped already, or ring_bytes/user_stack_bytes/
- *          beat_slots change while a watch exists
+ *  EBUSY   ring_bytes, user_stack_bytes or beat_slots change after the
+ *          ring was created (by the first ARM or mmap)
  *  ERANGE  a value out of the ranges above
  *  EPERM   STALLCAP_CFG_GLOBAL without CAP_SYS_ADMIN
  * STALLCAP_IOC_GET_CONFIG fills the struct with the values in force (defaults
@@ -431,6 +431,10 @@ struct stallcap_rec_header {
 #define STALLCAP_SAMPLE_MIGRATED	(1U << 10) /* retries exhausted, read remotely */
 #define STALLCAP_SAMPLE_DEFER_PENDING	(1U << 11) /* a USER_STACK record will follow */
 #define STALLCAP_SAMPLE_NO_USER		(1U << 12) /* no user context (kthread/exit) */
+#define STALLCAP_SAMPLE_USTACK_REMOTE	(1U << 13) /* thread off CPU: user stack not
+						    * readable at capture, only regs */
+#define STALLCAP_SAMPLE_ABANDONED	(1U << 14) /* capture abandoned (progress or
+						    * exit came first): no frames */
 
 #define STALLCAP_MAX_FRAMES		128
 #define STALLCAP_MAX_USER_STACK		65536

@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stallcap capture of the current thread from interrupted registers: the
+ * timer interrupt on the thread's own CPU, or the NMI/IPI handler on another
+ * CPU.  Everything here is NMI-safe: no locks, no allocation, bounded work,
+ * user memory read only with copy_from_user_nofault().
+ */
+#include <linux/irq_work.h>
+#include <linux/preempt.h>
+#include <linux/ptrace.h>
+#include <linux/sched/task_stack.h>
+#include <linux/string.h>
+#include <linux/ktime.h>
+#include <linux/timekeeping.h>
+#include <linux/uaccess.h>
+#include <asm/unwind.h>
+
+#include "compat.h"
+#include "stallcap.h"
+
+/**
+ * stallcap_sample_max_len() - bytes to reserve for one sample
+ * @sess: the session (its user_stack_bytes)
+ */
+u32 stallcap_sample_max_len(const struct stallcap_session *sess)
+{
+	return ALIGN(STALLCAP_RECORD_MAX_BYTES(sess->cfg.user_stack_bytes), 8);
+}
+
+/**
+ * stallcap_sample_init() - fill the fixed part that the watch knows
+ * @w: the watch (its lock held)
+ * @s: the record reserved in the ring (header already written)
+ * @now: time of the timer expiry (ns)
+ *
+ * The record lives in memory that user space can read: every byte after the
+ * header is written, stale ring contents never leak.
+ */
+void stallcap_sample_init(struct stallcap_watch *w, struct stallcap_sample *s,
+			  u64 now)
+{
+	struct task_struct *task = w->task;
+
+	memset((u8 *)s + sizeof(s->hdr), 0, sizeof(*s) - sizeof(s->hdr));
+	s->stall_id = w->stall_id;
+	s->user_tag = w->user_tag;
+	s->deadline_ns = w->deadline;
+	s->capture_ns = now;
+	s->timeout_ns = w->timeout_ns;
+	s->pid = task->tgid;
+	s->tid = task->pid;
+	s->cpu = task_cpu(task);
+	s->sample_index = w->samples;
+	if (w->flags & STALLCAP_ARM_HEARTBEAT)
+		s->clock = STALLCAP_CLOCK_HEARTBEAT;
+	else if (w->flags & STALLCAP_ARM_CPUTIME)
+		s->clock = STALLCAP_CLOCK_CPUTIME;
+	else
+		s->clock = STALLCAP_CLOCK_WALL;
+	memcpy(s->comm, task->comm, sizeof(s->comm));
+	s->comm[sizeof(s->comm) - 1] = '\0';
+}
+
+/**
+ * stallcap_unwind_kernel() - kernel return addresses with the ORC unwinder
+ * @task: the task (current, or a task that is not running)
+ * @regs: interrupted kernel registers, or NULL for a sleeping task
+ * @ips: output, room for STALLCAP_MAX_FRAMES
+ * @flags: STALLCAP_SAMPLE_KSTACK_TRUNC is set when frames were left out
+ *
+ * Return: number of addresses stored.
+ */
+unsigned int stallcap_unwind_kernel(struct task_struct *task,
+				    struct pt_regs *regs, u64 *ips, u32 *flags)
+{
+	struct unwind_state state;
+	unsigned int n = 0;
+	unsigned long addr;
+
+	for (unwind_start(&state, task, regs, NULL); !unwind_done(&state);
+	     unwind_next_frame(&state)) {
+		addr = unwind_get_return_address(&state);
+		if (!addr)
+			break;
+		if (n == STALLCAP_MAX_FRAMES) {
+			*flags |= STALLCAP_SAMPLE_KSTACK_TRUNC;
+			break;
+		}
+		ips[n++] = addr;
+	}
+	return n;
+}
+
+static unsigned int walk_user_frames(const struct pt_regs *uregs, u64 *ips,
+				     u32 *flags)
+{
+	unsigned long fp = uregs->bp, frame[2];
+	unsigned int n = 0;
+
+	ips[n++] = uregs->ip;
+	while (fp && !(fp & 7) && fp >= uregs->sp) {
+		if (copy_from_user_nofault(frame, (const void __user *)fp,
+					   sizeof(frame))) {
+			*flags |= STALLCAP_SAMPLE_USTACK_FAULT;
+			break;
+		}
+		if (!frame[1])
+			break;
+		if (n == STALLCAP_MAX_FRAMES) {
+			*flags |= STALLCAP_SAMPLE_USTACK_TRUNC;
+			break;
+		}
+		ips[n++] = frame[1];
+		if (frame[0] <= fp)
+			break;
+		fp = frame[0];
+	}
+	return n;
+}
+
+static u32 copy_user_stack(unsigned long sp, u8 *dst, u32 want, u32 *flags)
+{
+	u32 done = 0, chunk;
+	unsigned long addr;
+
+	while (done < want) {
+		addr = sp + done;
+		chunk = min_t(u32, want - done, PAGE_SIZE - offset_in_page(addr));
+		if (copy_from_user_nofault(dst + done,
+					   (const void __user *)addr, chunk))
+			break;
+		done += chunk;
+	}
+	done &= ~7U;
+	if (done < want)
+		*flags |= STALLCAP_SAMPLE_COPY_PARTIAL;
+	return done;
+}
+
+void stallcap_copy_user_regs(struct stallcap_user_regs *d,
+			     const struct pt_regs *r)
+{
+	d->ax = r->ax;
+	d->bx = r->bx;
+	d->cx = r->cx;
+	d->dx = r->dx;
+	d->si = r->si;
+	d->di = r->di;
+	d->bp = r->bp;
+	d->sp = r->sp;
+	d->r8 = r->r8;
+	d->r9 = r->r9;
+	d->r10 = r->r10;
+	d->r11 = r->r11;
+	d->r12 = r->r12;
+	d->r13 = r->r13;
+	d->r14 = r->r14;
+	d->r15 = r->r15;
+	d->ip = r->ip;
+	d->flags = r->flags;
+}
+
+/* User registers of @task, or NULL for kernel threads and 32-bit tasks. */
+struct pt_regs *stallcap_user_regs_of(struct task_struct *task)
+{
+	struct pt_regs *uregs;
+
+	if (task->flags & (PF_KTHREAD | PF_EXITING) || !task->mm)
+		return NULL;
+	uregs = task_pt_regs(task);
+	return user_64bit_mode(uregs) ? uregs : NULL;
+}
+
+/**
+ * stallcap_sample_end_len() - record length from the counts in @s
+ * @s: a sample whose frame counts and stack size are final
+ */
+u32 stallcap_sample_end_len(const struct stallcap_sample *s)
+{
+	return ALIGN(sizeof(*s) + 8 * (s->nr_kernel_frames + s->nr_user_frames) +
+		     s->stack_size, 8);
+}
+
+static void hide_kernel_addresses(struct stallcap_sample *s, u64 *kips)
+{
+	memset(kips, 0, sizeof(*kips) * s->nr_kernel_frames);
+	s->flags |= STALLCAP_SAMPLE_KADDR_HIDDEN;
+}
+
+/**
+ * stallcap_capture_current() - capture the current thread
+ * @s: the sample (fixed part initialised)
+ * @regs: interrupted registers (from get_irq_regs() or the NMI)
+ * @sess: the session (configuration, address visibility)
+ * @path: STALLCAP_PATH_LOCAL, _NMI or _IPI
+ *
+ * Context: hard-IRQ or NMI on the CPU the thread runs on; IRQs off.
+ * Return: the record's length.
+ */
+u32 stallcap_capture_current(struct stallcap_sample *s, struct pt_regs *regs,
+			     const struct stallcap_session *sess, u8 path)
+{
+	u64 *ips = (u64 *)(s + 1);
+	struct pt_regs *uregs;
+	/* the handler we run in entered hard-IRQ (or NMI) once itself */
+	unsigned int depth = (hardirq_count() >> HARDIRQ_SHIFT) - 1;
+
+	s->capture_ns = ktime_get_mono_fast_ns();
+	s->cpu = smp_processor_id();
+	s->path = path;
+	s->state = STALLCAP_STATE_RUNNING;
+	if (!(regs->flags & X86_EFLAGS_IF))
+		s->flags |= STALLCAP_SAMPLE_IRQS_OFF;
+	if (depth)
+		s->flags |= STALLCAP_SAMPLE_IN_HARDIRQ;
+	if (softirq_count() & SOFTIRQ_OFFSET)
+		s->flags |= STALLCAP_SAMPLE_IN_SOFTIRQ;
+
+	if (user_mode(regs)) {
+		s->flags |= STALLCAP_SAMPLE_USER_MODE;
+		uregs = user_64bit_mode(regs) ? regs : NULL;
+	} else {
+		s->nr_kernel_frames = stallcap_unwind_kernel(current, regs, ips,
+							     &s->flags);
+		if (!sess->kaddr_visible)
+			hide_kernel_addresses(s, ips);
+		uregs = stallcap_user_regs_of(current);
+	}
+	if (!uregs) {
+		s->flags |= STALLCAP_SAMPLE_NO_USER;
+		return stallcap_sample_end_len(s);
+	}
+	stallcap_copy_user_regs(&s->regs, uregs);
+	s->nr_user_frames = walk_user_frames(uregs, ips + s->nr_kernel_frames,
+					     &s->flags);
+	s->stack_start = uregs->sp;
+	s->stack_size = copy_user_stack(uregs->sp,
+					(u8 *)(ips + s->nr_kernel_frames +
+					       s->nr_user_frames),
+					sess->cfg.user_stack_bytes, &s->flags);
+	return stallcap_sample_end_len(s);
+}
+
+/**
+ * stallcap_sample_finish() - account and publish a filled sample
+ * @sess: the session
+ * @s: the record
+ * @len: its length
+ * @start_ns: when the capture began (for the cost histogram)
+ *
+ * Context: any, NMI included.
+ */
+void stallcap_sample_finish(struct stallcap_session *sess,
+			    struct stallcap_sample *s, u32 len, u64 start_ns)
+{
+	u64 end = ktime_get_mono_fast_ns();
+
+	if (!s->sample_index)
+		stallcap_hist_add(&sess->stats, end - start_ns,
+				  (s64)(s->capture_ns - s->deadline_ns));
+	stallcap_count(&sess->stats, SC_SAMPLES, 1);
+	stallcap_ring_commit(sess->ring, s, len);
+	irq_work_queue(&sess->wake_work);
+}

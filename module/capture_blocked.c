@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stallcap capture of a thread that is not running: its state class, the
+ * kernel stack where it waits, and the user registers saved at its kernel
+ * entry.  Its user stack belongs to another mm and cannot be read from here.
+ *
+ * Safety against exit: the caller holds the watch's lock, which the exit
+ * probe takes before the thread goes further in do_exit(), so the thread's
+ * stack cannot be freed under the unwinder.  Against wake-up: the thread may
+ * start running on another CPU while we read its stack; the ORC unwinder
+ * stays within the stack's bounds, and the record says RACED when the thread
+ * switched during the capture.
+ */
+#include <linux/sched.h>
+#include <linux/sched/task_stack.h>
+#include <linux/ktime.h>
+#include <linux/timekeeping.h>
+
+#include "compat.h"
+#include "stallcap.h"
+
+static u8 classify_state(struct task_struct *task)
+{
+	unsigned int state = READ_ONCE(task->__state);
+
+	if (task->exit_state || (task->flags & PF_EXITING))
+		return STALLCAP_STATE_EXITING;
+	if (state == TASK_RUNNING)
+		return STALLCAP_STATE_RUNNABLE;
+	if (state & (__TASK_STOPPED | __TASK_TRACED))
+		return STALLCAP_STATE_STOPPED;
+	if (state & (TASK_UNINTERRUPTIBLE | STALLCAP_TASK_RTLOCK_WAIT))
+		return STALLCAP_STATE_UNINTERRUPTIBLE;
+	return STALLCAP_STATE_SLEEPING;
+}
+
+static unsigned long switch_count(struct task_struct *task)
+{
+	return READ_ONCE(task->nvcsw) + READ_ONCE(task->nivcsw);
+}
+
+/**
+ * stallcap_capture_blocked() - capture a thread that is not on a CPU
+ * @s: the sample (fixed part initialised)
+ * @task: the thread
+ * @sess: the session
+ *
+ * Context: hard-IRQ (the watch's timer), watch lock held.
+ * Return: the record's length.
+ */
+u32 stallcap_capture_blocked(struct stallcap_sample *s,
+			     struct task_struct *task,
+			     const struct stallcap_session *sess)
+{
+	unsigned long switches = switch_count(task);
+	u64 *ips = (u64 *)(s + 1);
+	struct pt_regs *uregs;
+
+	s->capture_ns = ktime_get_mono_fast_ns();
+	s->cpu = task_cpu(task);
+	s->path = STALLCAP_PATH_BLOCKED;
+	s->state = classify_state(task);
+	s->nr_kernel_frames = stallcap_unwind_kernel(task, NULL, ips, &s->flags);
+	if (READ_ONCE(task->on_cpu) || switch_count(task) != switches)
+		s->flags |= STALLCAP_SAMPLE_RACED;
+	if (!sess->kaddr_visible) {
+		memset(ips, 0, sizeof(*ips) * s->nr_kernel_frames);
+		s->flags |= STALLCAP_SAMPLE_KADDR_HIDDEN;
+	}
+	uregs = stallcap_user_regs_of(task);
+	if (!uregs) {
+		s->flags |= STALLCAP_SAMPLE_NO_USER;
+		return stallcap_sample_end_len(s);
+	}
+	stallcap_copy_user_regs(&s->regs, uregs);
+	ips[s->nr_kernel_frames] = uregs->ip;
+	s->nr_user_frames = 1;
+	s->stack_start = uregs->sp;
+	s->flags |= STALLCAP_SAMPLE_USTACK_REMOTE;
+	if (sess->cfg.user_stack_bytes)
+		s->flags |= STALLCAP_SAMPLE_COPY_PARTIAL;
+	return stallcap_sample_end_len(s);
+}

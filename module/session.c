@@ -1,0 +1,372 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stallcap sessions: one open file of /dev/stallcap.  Its ioctls (one small
+ * handler per command), its configuration, its ring mapping and poll().
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/bitmap.h>
+#include <linux/capability.h>
+#include <linux/fs.h>
+#include <linux/mm.h>
+#include <linux/poll.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/vmalloc.h>
+
+#include "compat.h"
+#include "stallcap.h"
+
+#define DEFAULT_RING_BYTES	(1U << 20)
+#define DEFAULT_USER_STACK	16384
+#define DEFAULT_BEAT_SLOTS	64
+#define DEFAULT_MAX_SAMPLES	8
+#define DEFAULT_SAMPLE_CAP_NS	NSEC_PER_SEC
+#define MAX_BEAT_SLOTS		4096
+#define MAX_SAMPLES		64
+#define BEAT_SLOT_BYTES		sizeof(struct stallcap_beat_slot)
+#define RATE_WINDOW_NS		(60 * NSEC_PER_SEC)
+
+/* ---- argument copying: extensible structs that carry their size ---- */
+
+static int copy_arg_in(void *dst, size_t ksize, size_t ver0,
+		       const void __user *uarg)
+{
+	u32 usize;
+
+	if (get_user(usize, (const u32 __user *)uarg))
+		return -EFAULT;
+	if (usize < ver0)
+		return -EINVAL;
+	if (usize > PAGE_SIZE)
+		return -E2BIG;
+	return copy_struct_from_user(dst, ksize, uarg, usize);
+}
+
+static int copy_arg_out(void __user *uarg, void *src, u32 ksize, u32 ver0)
+{
+	u32 usize;
+
+	if (get_user(usize, (const u32 __user *)uarg))
+		return -EFAULT;
+	if (usize < ver0)
+		return -EINVAL;
+	*(u32 *)src = ksize;
+	if (copy_to_user(uarg, src, min(usize, ksize)))
+		return -EFAULT;
+	return 0;
+}
+
+/* ---- configuration ---- */
+
+static void config_defaults(struct stallcap_config *c)
+{
+	c->size = sizeof(*c);
+	if (!c->ring_bytes)
+		c->ring_bytes = DEFAULT_RING_BYTES;
+	if (!c->user_stack_bytes)
+		c->user_stack_bytes = DEFAULT_USER_STACK;
+	if (!c->beat_slots)
+		c->beat_slots = DEFAULT_BEAT_SLOTS;
+	if (!c->max_samples)
+		c->max_samples = DEFAULT_MAX_SAMPLES;
+	if (!c->sample_cap_ns)
+		c->sample_cap_ns = DEFAULT_SAMPLE_CAP_NS;
+}
+
+static int config_check(const struct stallcap_config *c)
+{
+	u64 max_ring = (u64)stallcap_max_ring_kb * 1024;
+
+	if (c->flags & ~STALLCAP_CFG_FLAGS_ALL ||
+	    memchr_inv(c->__reserved, 0, sizeof(c->__reserved)))
+		return -EINVAL;
+	if (c->flags & STALLCAP_CFG_GLOBAL)
+		return capable(CAP_SYS_ADMIN) ? -EOPNOTSUPP : -EPERM;
+	if (c->user_stack_bytes > STALLCAP_MAX_USER_STACK ||
+	    c->user_stack_bytes % 8)
+		return -ERANGE;
+	if (!is_power_of_2(c->ring_bytes) || c->ring_bytes < PAGE_SIZE ||
+	    c->ring_bytes > max_ring ||
+	    c->ring_bytes < 4 * STALLCAP_RECORD_MAX_BYTES(c->user_stack_bytes))
+		return -ERANGE;
+	if (c->beat_slots % 64 || c->beat_slots > MAX_BEAT_SLOTS)
+		return -ERANGE;
+	if (c->max_samples > MAX_SAMPLES)
+		return -ERANGE;
+	if (c->sample_cap_ns < (u64)stallcap_min_deadline_us * NSEC_PER_USEC)
+		return -ERANGE;
+	return 0;
+}
+
+static int ioctl_set_config(struct stallcap_session *sess, void __user *uarg)
+{
+	const struct stallcap_config *cur = &sess->cfg;
+	struct stallcap_config c;
+	int ret;
+
+	ret = copy_arg_in(&c, sizeof(c), STALLCAP_CONFIG_SIZE_VER0, uarg);
+	if (ret)
+		return ret;
+	config_defaults(&c);
+	ret = config_check(&c);
+	if (ret)
+		return ret;
+	mutex_lock(&sess->lock);
+	if (sess->ring && (c.ring_bytes != cur->ring_bytes ||
+			   c.user_stack_bytes != cur->user_stack_bytes ||
+			   c.beat_slots != cur->beat_slots))
+		ret = -EBUSY;
+	else
+		sess->cfg = c;
+	mutex_unlock(&sess->lock);
+	return ret;
+}
+
+static int ioctl_get_config(struct stallcap_session *sess, void __user *uarg)
+{
+	struct stallcap_config c;
+
+	mutex_lock(&sess->lock);
+	c = sess->cfg;
+	mutex_unlock(&sess->lock);
+	return copy_arg_out(uarg, &c, sizeof(c), STALLCAP_CONFIG_SIZE_VER0);
+}
+
+/**
+ * stallcap_session_ensure_ring() - create the ring and beat slots once
+ * @sess: the session, sess->lock held
+ *
+ * After this the size-related configuration is frozen.
+ */
+int stallcap_session_ensure_ring(struct stallcap_session *sess)
+{
+	struct stallcap_ring *ring;
+
+	lockdep_assert_held(&sess->lock);
+	if (sess->ring)
+		return 0;
+	ring = stallcap_ring_create(sess->cfg.ring_bytes);
+	if (!ring)
+		return -ENOMEM;
+	sess->beats = vmalloc_user(sess->cfg.beat_slots * BEAT_SLOT_BYTES);
+	sess->beat_used = bitmap_zalloc(sess->cfg.beat_slots, GFP_KERNEL);
+	if (!sess->beats || !sess->beat_used) {
+		vfree(sess->beats);
+		bitmap_free(sess->beat_used);
+		sess->beats = NULL;
+		sess->beat_used = NULL;
+		stallcap_ring_destroy(ring);
+		return -ENOMEM;
+	}
+	smp_store_release(&sess->ring, ring);
+	return 0;
+}
+
+/**
+ * stallcap_session_rate_ok() - may one more stall be reported now?
+ * @sess: the session
+ * @now: current time (ns)
+ *
+ * Context: any but NMI.  A refused stall is counted for the next record.
+ */
+bool stallcap_session_rate_ok(struct stallcap_session *sess, u64 now)
+{
+	u32 limit = READ_ONCE(sess->cfg.rate_limit);
+	unsigned long flags;
+	bool ok;
+
+	if (!limit)
+		return true;
+	raw_spin_lock_irqsave(&sess->rate_lock, flags);
+	if (now - sess->rate_window >= RATE_WINDOW_NS) {
+		sess->rate_window = now;
+		sess->rate_count = 0;
+	}
+	ok = sess->rate_count < limit;
+	if (ok)
+		sess->rate_count++;
+	raw_spin_unlock_irqrestore(&sess->rate_lock, flags);
+	if (!ok) {
+		atomic_inc(&sess->pending_suppressed);
+		stallcap_ring_set_suppressed(sess->ring,
+					     atomic64_read(&sess->stats.c[SC_SUPPRESSED]) + 1);
+	}
+	return ok;
+}
+
+/* ---- the other ioctls ---- */
+
+static int ioctl_arm(struct stallcap_session *sess, void __user *uarg)
+{
+	struct stallcap_arm arm;
+	int ret;
+
+	ret = copy_arg_in(&arm, sizeof(arm), STALLCAP_ARM_SIZE_VER0, uarg);
+	if (ret)
+		return ret;
+	return stallcap_watch_arm(sess, &arm);
+}
+
+static int ioctl_get_stats(struct stallcap_session *sess, void __user *uarg)
+{
+	struct stallcap_stats *st;
+	u32 flags;
+	int ret;
+
+	if (get_user(flags, &((struct stallcap_stats __user *)uarg)->flags))
+		return -EFAULT;
+	if (flags & ~STALLCAP_STATS_GLOBAL)
+		return -EINVAL;
+	st = kzalloc(sizeof(*st), GFP_KERNEL);
+	if (!st)
+		return -ENOMEM;
+	stallcap_counters_read(flags & STALLCAP_STATS_GLOBAL ?
+			       &stallcap_global : &sess->stats, st);
+	st->flags = flags;
+	ret = copy_arg_out(uarg, st, sizeof(*st), STALLCAP_STATS_SIZE_VER0);
+	kfree(st);
+	return ret;
+}
+
+static int ioctl_get_info(struct stallcap_session *sess, void __user *uarg)
+{
+	struct stallcap_info info = {
+		.abi_version = STALLCAP_ABI_VERSION,
+		.features = STALLCAP_FEAT_CPUTIME,
+		.min_deadline_ns = (u64)stallcap_min_deadline_us * NSEC_PER_USEC,
+		.max_ring_bytes = min_t(u64, (u64)stallcap_max_ring_kb * 1024,
+					U32_MAX),
+		.max_watches_per_user = stallcap_max_watches_per_user,
+	};
+
+	if (stallcap_use_nmi)
+		info.features |= STALLCAP_FEAT_NMI;
+	if (sess->kaddr_visible)
+		info.features |= STALLCAP_FEAT_KADDR;
+	return copy_arg_out(uarg, &info, sizeof(info), STALLCAP_INFO_SIZE_VER0);
+}
+
+static long stallcap_ioctl(struct file *file, unsigned int cmd,
+			   unsigned long arg)
+{
+	struct stallcap_session *sess = file->private_data;
+	void __user *uarg = (void __user *)arg;
+
+	switch (cmd) {
+	case STALLCAP_IOC_REARM:
+		return stallcap_watch_rearm(sess, arg);
+	case STALLCAP_IOC_ARM:
+		return ioctl_arm(sess, uarg);
+	case STALLCAP_IOC_DISARM:
+		return arg ? -EINVAL : stallcap_watch_disarm(sess);
+	case STALLCAP_IOC_RELEASE:
+		return arg ? -EINVAL : stallcap_watch_release(sess);
+	case STALLCAP_IOC_SET_CONFIG:
+		return ioctl_set_config(sess, uarg);
+	case STALLCAP_IOC_GET_CONFIG:
+		return ioctl_get_config(sess, uarg);
+	case STALLCAP_IOC_GET_STATS:
+		return ioctl_get_stats(sess, uarg);
+	case STALLCAP_IOC_GET_INFO:
+		return ioctl_get_info(sess, uarg);
+	default:
+		return -ENOTTY;
+	}
+}
+
+/* ---- mmap and poll ---- */
+
+static int stallcap_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct stallcap_session *sess = file->private_data;
+	unsigned long len = vma->vm_end - vma->vm_start;
+	u64 off = (u64)vma->vm_pgoff << PAGE_SHIFT;
+	int ret;
+
+	if (!(vma->vm_flags & VM_SHARED) || (vma->vm_flags & VM_EXEC))
+		return -EINVAL;
+	mutex_lock(&sess->lock);
+	ret = stallcap_session_ensure_ring(sess);
+	if (ret)
+		goto out;
+	if (off == STALLCAP_MMAP_RING && len <= PAGE_SIZE + sess->ring->size) {
+		ret = remap_vmalloc_range(vma, sess->ring->base, 0);
+		sess->mapped = true;
+	} else if (off == STALLCAP_MMAP_BEATS &&
+		   len <= sess->cfg.beat_slots * BEAT_SLOT_BYTES) {
+		ret = remap_vmalloc_range(vma, sess->beats, 0);
+	} else {
+		ret = -EINVAL;
+	}
+	if (!ret)
+		stallcap_vm_flags_clear(vma, VM_MAYEXEC);
+out:
+	mutex_unlock(&sess->lock);
+	return ret;
+}
+
+static __poll_t stallcap_poll(struct file *file, poll_table *pt)
+{
+	struct stallcap_session *sess = file->private_data;
+	struct stallcap_ring *ring;
+
+	poll_wait(file, &sess->wait, pt);
+	ring = smp_load_acquire(&sess->ring);
+	return ring && stallcap_ring_readable(ring) ? EPOLLIN | EPOLLRDNORM : 0;
+}
+
+static void session_wake(struct irq_work *work)
+{
+	struct stallcap_session *sess = container_of(work,
+						     struct stallcap_session,
+						     wake_work);
+
+	wake_up_interruptible_poll(&sess->wait, EPOLLIN | EPOLLRDNORM);
+}
+
+/* ---- open and release ---- */
+
+static int stallcap_open(struct inode *inode, struct file *file)
+{
+	struct stallcap_session *sess = kzalloc(sizeof(*sess), GFP_KERNEL);
+
+	if (!sess)
+		return -ENOMEM;
+	mutex_init(&sess->lock);
+	config_defaults(&sess->cfg);
+	xa_init(&sess->watches);
+	sess->kaddr_visible = file_ns_capable(file, &init_user_ns, CAP_SYSLOG);
+	sess->uid = current_uid();
+	init_waitqueue_head(&sess->wait);
+	init_irq_work(&sess->wake_work, session_wake);
+	INIT_WORK(&sess->reap_work, stallcap_watches_reap);
+	raw_spin_lock_init(&sess->rate_lock);
+	file->private_data = sess;
+	return stream_open(inode, file);
+}
+
+static int stallcap_release(struct inode *inode, struct file *file)
+{
+	struct stallcap_session *sess = file->private_data;
+
+	stallcap_watches_destroy(sess);
+	irq_work_sync(&sess->wake_work);
+	xa_destroy(&sess->watches);
+	stallcap_ring_destroy(sess->ring);
+	vfree(sess->beats);
+	bitmap_free(sess->beat_used);
+	mutex_destroy(&sess->lock);
+	kfree(sess);
+	return 0;
+}
+
+const struct file_operations stallcap_fops = {
+	.owner = THIS_MODULE,
+	.open = stallcap_open,
+	.release = stallcap_release,
+	.unlocked_ioctl = stallcap_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.mmap = stallcap_mmap,
+	.poll = stallcap_poll,
+};

@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * stallcap internal interfaces: sessions, watches, the ring and capture.
+ *
+ * Contexts:
+ *  - ioctl/mmap/release run in process context and take sess->lock (mutex);
+ *  - watch timers run in hard-IRQ context (HRTIMER_MODE_*_HARD, also on
+ *    PREEMPT_RT) and take only raw spinlocks (watch->lock, then ring->lock);
+ *  - the NMI handler takes no lock: it fills a ring record that the timer
+ *    reserved for it and publishes it with a release store;
+ *  - the exit tracepoint probe runs in the exiting task, preemption off.
+ */
+#ifndef STALLCAP_INTERNAL_H
+#define STALLCAP_INTERNAL_H
+
+#include <linux/hrtimer.h>
+#include <linux/irq_work.h>
+#include <linux/mutex.h>
+#include <linux/sched.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+#include <linux/workqueue.h>
+#include <linux/xarray.h>
+
+#include <linux/stallcap.h>
+
+/* ---- module parameters (main.c) ---- */
+extern unsigned int stallcap_min_deadline_us;
+extern unsigned int stallcap_max_watches_per_user;
+extern unsigned int stallcap_max_ring_kb;
+extern unsigned int stallcap_migrate_retries;
+extern bool stallcap_use_nmi;
+
+/* ---- counters (stats.c) ---- */
+enum stallcap_counter {
+	SC_WATCHES,
+	SC_ARMED,
+	SC_STALLS,
+	SC_SAMPLES,
+	SC_STALL_ENDS,
+	SC_DEFERRED,
+	SC_LOST,
+	SC_SUPPRESSED,
+	SC_CAPTURE_LOCAL,
+	SC_CAPTURE_NMI,
+	SC_CAPTURE_IPI,
+	SC_CAPTURE_BLOCKED,
+	SC_MIGRATE_RETRIES,
+	SC_NR_COUNTERS
+};
+
+/**
+ * struct stallcap_counters - counters and histograms, all atomic so that
+ * NMI, timer and process context may update them without locks
+ * @c: the counters, indexed by enum stallcap_counter
+ * @cost: capture cost histogram (log2 ns buckets)
+ * @late: capture lateness histogram (log2 ns buckets)
+ */
+struct stallcap_counters {
+	atomic64_t c[SC_NR_COUNTERS];
+	atomic64_t cost[STALLCAP_HIST_BUCKETS];
+	atomic64_t late[STALLCAP_HIST_BUCKETS];
+};
+
+extern struct stallcap_counters stallcap_global;
+
+void stallcap_count(struct stallcap_counters *sc, enum stallcap_counter i,
+		    s64 delta);
+void stallcap_hist_add(struct stallcap_counters *sc, u64 cost_ns, s64 late_ns);
+void stallcap_counters_read(struct stallcap_counters *sc,
+			    struct stallcap_stats *st);
+
+/* ---- the ring (ring.c) ---- */
+
+/**
+ * struct stallcap_ring - one session's record ring
+ * @base: vmalloc_user() area: control page then data area
+ * @ctl: the control page, shared with user space
+ * @data: the data area
+ * @size: data area size (a power of two)
+ * @head: reservation head (private copy of ctl->data_head)
+ * @lost: records dropped (private copy of ctl->lost, which user may write)
+ * @lock: serialises reservations; taken in hard-IRQ or with IRQs off only
+ */
+struct stallcap_ring {
+	void *base;
+	struct stallcap_ring_ctl *ctl;
+	u8 *data;
+	u64 size;
+	u64 head;
+	u64 lost;
+	raw_spinlock_t lock;
+};
+
+struct stallcap_ring *stallcap_ring_create(u32 data_bytes);
+void stallcap_ring_destroy(struct stallcap_ring *ring);
+void *stallcap_ring_reserve(struct stallcap_ring *ring, u16 type, u32 len);
+void stallcap_ring_commit(struct stallcap_ring *ring, void *rec, u32 used);
+bool stallcap_ring_readable(struct stallcap_ring *ring);
+void stallcap_ring_set_suppressed(struct stallcap_ring *ring, u64 n);
+
+/* ---- sessions (session.c) ---- */
+
+/**
+ * struct stallcap_session - one open file of /dev/stallcap
+ * @lock: serialises configuration, ring creation and watch creation
+ * @cfg: the configuration in force (defaults resolved)
+ * @ring: the ring, NULL until the first ARM or mmap; then never changes
+ * @beats: heartbeat slots, allocated with the ring
+ * @beat_used: bitmap of beat slots in use
+ * @watches: tid -> struct stallcap_watch; lookups are RCU-safe
+ * @next_stall_id: last stall id handed out
+ * @stats: the session's counters
+ * @kaddr_visible: the opener may see kernel addresses (CAP_SYSLOG)
+ * @mapped: the ring was mapped: its configuration is frozen
+ * @uid: the opener, charged for the watches
+ * @wait: poll() waiters
+ * @wake_work: wakes @wait from NMI or hard-IRQ context
+ * @reap_work: frees the watches of exited threads
+ * @rate_lock: protects the rate limiter below
+ * @rate_window: start of the current one-minute window (ns)
+ * @rate_count: stalls reported in the current window
+ * @pending_suppressed: suppressed stalls not yet shown in a record
+ */
+struct stallcap_session {
+	struct mutex lock;
+	struct stallcap_config cfg;
+	struct stallcap_ring *ring;
+	struct stallcap_beat_slot *beats;
+	unsigned long *beat_used;
+	struct xarray watches;
+	atomic64_t next_stall_id;
+	struct stallcap_counters stats;
+	bool kaddr_visible;
+	bool mapped;
+	kuid_t uid;
+	wait_queue_head_t wait;
+	struct irq_work wake_work;
+	struct work_struct reap_work;
+	raw_spinlock_t rate_lock;
+	u64 rate_window;
+	u32 rate_count;
+	atomic_t pending_suppressed;
+};
+
+int stallcap_session_ensure_ring(struct stallcap_session *sess);
+bool stallcap_session_rate_ok(struct stallcap_session *sess, u64 now);
+
+/* ---- watches (watch.c) ---- */
+
+enum stallcap_watch_state {
+	WATCH_IDLE,		/* registered, not armed */
+	WATCH_ARMED,		/* deadline timer running */
+	WATCH_CAPTURING,	/* NMI/IPI sent, timer polls for the result */
+	WATCH_STALLED,		/* captured; timer runs for the next sample */
+	WATCH_STALLED_QUIET,	/* captured; no more samples until progress */
+};
+
+/**
+ * struct stallcap_capture_req - a capture to be done on another CPU
+ * @watch: the watch asking (for its task, session and record fields)
+ * @rec: the record reserved in the ring for the result
+ * @rec_len: bytes reserved
+ * @result: CAPTURE_PENDING until the target CPU wrote DONE or MISMATCH
+ * @cpu: the CPU asked
+ * @path: STALLCAP_PATH_NMI or STALLCAP_PATH_IPI
+ * @retries: requests that found another thread on the CPU
+ * @sent_ns: when the request was sent
+ */
+struct stallcap_capture_req {
+	struct stallcap_watch *watch;
+	struct stallcap_sample *rec;
+	u32 rec_len;
+	int result;
+	int cpu;
+	u8 path;
+	u32 retries;
+	u64 sent_ns;
+};
+
+/**
+ * struct stallcap_watch - one thread's watch in one session
+ * @sess: owning session (the session outlives its watches)
+ * @task: the watched thread (reference held)
+ * @tid: its thread id
+ * @timer: deadline / sampling / polling timer (hard-IRQ)
+ * @lock: protects everything below against the timer and the exit probe
+ * @state: enum stallcap_watch_state
+ * @dead: the thread exited or the watch is being freed; the timer stops
+ * @flags: STALLCAP_ARM_* of the last arm
+ * @timeout_ns: relative timeout (threshold) of the last arm
+ * @user_tag: the user's tag
+ * @armed_at: when the current deadline period began (ns)
+ * @deadline: when the deadline passes / passed (ns)
+ * @cpu_base: task CPU time at @armed_at (CPUTIME watches)
+ * @beat_slot: heartbeat slot index, or -1
+ * @last_beats: beat counter seen at the previous heartbeat check
+ * @stall_id: current stall, 0 when none
+ * @samples: samples taken in the current stall (written or lost)
+ * @next_interval: interval to the next sample (ns)
+ * @sample_at: nominal time of the next sample (ns)
+ * @quiet: the current stall was suppressed by the rate limit: no records
+ * @counted_armed: the watch is counted in SC_ARMED
+ * @req: capture request in flight (WATCH_CAPTURING)
+ * @task_node: node in the global task -> watches hash
+ * @rcu: deferred free
+ */
+struct stallcap_watch {
+	struct stallcap_session *sess;
+	struct task_struct *task;
+	pid_t tid;
+	struct hrtimer timer;
+	raw_spinlock_t lock;
+	enum stallcap_watch_state state;
+	bool dead;
+	u32 flags;
+	u64 timeout_ns;
+	u64 user_tag;
+	u64 armed_at;
+	u64 deadline;
+	u64 cpu_base;
+	int beat_slot;
+	u64 last_beats;
+	u64 stall_id;
+	u32 samples;
+	u64 next_interval;
+	u64 sample_at;
+	bool quiet;
+	bool counted_armed;
+	struct stallcap_capture_req req;
+	struct hlist_node task_node;
+	struct rcu_head rcu;
+};
+
+int stallcap_watch_arm(struct stallcap_session *sess,
+		       const struct stallcap_arm *arm);
+int stallcap_watch_rearm(struct stallcap_session *sess, u64 timeout_ns);
+int stallcap_watch_disarm(struct stallcap_session *sess);
+int stallcap_watch_release(struct stallcap_session *sess);
+void stallcap_watches_destroy(struct stallcap_session *sess);
+void stallcap_watches_reap(struct work_struct *work);
+enum hrtimer_restart stallcap_watch_timer_fn(struct hrtimer *timer);
+void stallcap_watch_abandon_capture(struct stallcap_watch *w);
+void stallcap_watch_end_stall(struct stallcap_watch *w, u64 now);
+int stallcap_watch_init(void);
+void stallcap_watch_exit(void);
+
+/* ---- capture (capture.c, capture_remote.c, capture_blocked.c) ---- */
+
+enum { CAPTURE_PENDING, CAPTURE_DONE, CAPTURE_MISMATCH };
+
+/* Fixed part of a sample, filled by the timer before any capture path. */
+void stallcap_sample_init(struct stallcap_watch *w, struct stallcap_sample *s,
+			  u64 now);
+u32 stallcap_sample_max_len(const struct stallcap_session *sess);
+u32 stallcap_capture_current(struct stallcap_sample *s, struct pt_regs *regs,
+			     const struct stallcap_session *sess, u8 path);
+unsigned int stallcap_unwind_kernel(struct task_struct *task,
+				    struct pt_regs *regs, u64 *ips, u32 *flags);
+void stallcap_copy_user_regs(struct stallcap_user_regs *d,
+			     const struct pt_regs *r);
+struct pt_regs *stallcap_user_regs_of(struct task_struct *task);
+u32 stallcap_sample_end_len(const struct stallcap_sample *s);
+u32 stallcap_capture_blocked(struct stallcap_sample *s,
+			     struct task_struct *task,
+			     const struct stallcap_session *sess);
+void stallcap_sample_finish(struct stallcap_session *sess,
+			    struct stallcap_sample *s, u32 len, u64 start_ns);
+
+int stallcap_remote_init(void);
+void stallcap_remote_exit(void);
+int stallcap_remote_send(struct stallcap_capture_req *req, int cpu);
+bool stallcap_remote_revoke(struct stallcap_capture_req *req);
+
+#endif /* STALLCAP_INTERNAL_H */

@@ -1,0 +1,461 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stallcap watches: creation, arming, disarming, release, and their end when
+ * their thread exits (a sched_process_exit tracepoint probe) or their
+ * session closes.
+ *
+ * Lifetime: a watch is reachable from its session's xarray (by tid) and from
+ * the global task hash (for the exit probe), both read under RCU.  It is
+ * unlinked in process context (release, session close, or the session's
+ * reaper after an exit), marked dead under its lock so that neither the
+ * timer nor a racing ioctl restarts it, its timer cancelled, and freed after
+ * an RCU grace period (which also covers NMI handlers in flight).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/cred.h>
+#include <linux/hashtable.h>
+#include <linux/sched/task.h>
+#include <linux/slab.h>
+#include <linux/tracepoint.h>
+#include <linux/uidgid.h>
+
+#include "compat.h"
+#include "stallcap.h"
+
+#define MAX_TIMEOUT_NS	(3600ULL * NSEC_PER_SEC)
+
+static DEFINE_HASHTABLE(task_watches, 10);
+static DEFINE_RAW_SPINLOCK(task_watches_lock);
+
+/* ---- per-user accounting of watches ---- */
+
+struct user_watches {
+	struct hlist_node node;
+	kuid_t uid;
+	unsigned int count;
+};
+
+static DEFINE_HASHTABLE(user_watches, 6);
+static DEFINE_SPINLOCK(user_watches_lock);
+
+static struct user_watches *user_watches_find(kuid_t uid)
+{
+	struct user_watches *u;
+
+	hash_for_each_possible(user_watches, u, node, __kuid_val(uid))
+		if (uid_eq(u->uid, uid))
+			return u;
+	return NULL;
+}
+
+static int user_watches_charge(kuid_t uid)
+{
+	struct user_watches *u, *fresh = kzalloc(sizeof(*fresh), GFP_KERNEL);
+	bool unlimited = capable(CAP_SYS_RESOURCE);
+	int ret = 0;
+
+	if (!fresh)
+		return -ENOMEM;
+	spin_lock(&user_watches_lock);
+	u = user_watches_find(uid);
+	if (!u) {
+		u = fresh;
+		fresh = NULL;
+		u->uid = uid;
+		hash_add(user_watches, &u->node, __kuid_val(uid));
+	}
+	if (u->count >= stallcap_max_watches_per_user && !unlimited)
+		ret = -ENOSPC;
+	else
+		u->count++;
+	spin_unlock(&user_watches_lock);
+	kfree(fresh);
+	return ret;
+}
+
+static void user_watches_uncharge(kuid_t uid)
+{
+	struct user_watches *u;
+
+	spin_lock(&user_watches_lock);
+	u = user_watches_find(uid);
+	if (u && !--u->count) {
+		hash_del(&u->node);
+		kfree(u);
+		u = NULL;
+	}
+	spin_unlock(&user_watches_lock);
+}
+
+/* ---- creation and destruction ---- */
+
+static void watch_free_rcu(struct rcu_head *rcu)
+{
+	struct stallcap_watch *w = container_of(rcu, struct stallcap_watch, rcu);
+
+	put_task_struct(w->task);
+	kfree(w);
+}
+
+static void watch_count_armed(struct stallcap_watch *w, bool armed)
+{
+	if (w->counted_armed == armed)
+		return;
+	w->counted_armed = armed;
+	stallcap_count(&w->sess->stats, SC_ARMED, armed ? 1 : -1);
+}
+
+/* Stop @w for good: no timer restart, no new capture.  Lock not held. */
+static void watch_kill(struct stallcap_watch *w)
+{
+	unsigned long flags;
+
+	raw_spin_lock_irqsave(&w->lock, flags);
+	if (!w->dead) {
+		w->dead = true;
+		stallcap_watch_end_stall(w, ktime_get_mono_fast_ns());
+		watch_count_armed(w, false);
+		w->state = WATCH_IDLE;
+	}
+	raw_spin_unlock_irqrestore(&w->lock, flags);
+}
+
+/* Unlink and free @w.  Context: process, sess->lock held. */
+static void watch_destroy(struct stallcap_watch *w)
+{
+	struct stallcap_session *sess = w->sess;
+	unsigned long flags;
+
+	watch_kill(w);
+	hrtimer_cancel(&w->timer);
+	xa_cmpxchg(&sess->watches, w->tid, w, NULL, GFP_KERNEL);
+	raw_spin_lock_irqsave(&task_watches_lock, flags);
+	hash_del_rcu(&w->task_node);
+	raw_spin_unlock_irqrestore(&task_watches_lock, flags);
+	if (w->beat_slot >= 0) {
+		WRITE_ONCE(sess->beats[w->beat_slot].armed, 0);
+		clear_bit(w->beat_slot, sess->beat_used);
+	}
+	user_watches_uncharge(sess->uid);
+	stallcap_count(&sess->stats, SC_WATCHES, -1);
+	call_rcu(&w->rcu, watch_free_rcu);
+}
+
+static struct stallcap_watch *watch_create(struct stallcap_session *sess)
+{
+	struct stallcap_watch *w;
+	unsigned long flags;
+	int ret;
+
+	ret = user_watches_charge(sess->uid);
+	if (ret)
+		return ERR_PTR(ret);
+	w = kzalloc(sizeof(*w), GFP_KERNEL);
+	if (!w) {
+		user_watches_uncharge(sess->uid);
+		return ERR_PTR(-ENOMEM);
+	}
+	w->sess = sess;
+	w->task = get_task_struct(current);
+	w->tid = current->pid;
+	w->beat_slot = -1;
+	w->req.watch = w;
+	w->req.cpu = -1;
+	raw_spin_lock_init(&w->lock);
+	stallcap_hrtimer_setup(&w->timer, stallcap_watch_timer_fn,
+			       CLOCK_MONOTONIC, HRTIMER_MODE_ABS_PINNED_HARD);
+	ret = xa_err(xa_store(&sess->watches, w->tid, w, GFP_KERNEL));
+	if (ret) {
+		put_task_struct(w->task);
+		kfree(w);
+		user_watches_uncharge(sess->uid);
+		return ERR_PTR(ret);
+	}
+	raw_spin_lock_irqsave(&task_watches_lock, flags);
+	hash_add_rcu(task_watches, &w->task_node, (unsigned long)current);
+	raw_spin_unlock_irqrestore(&task_watches_lock, flags);
+	stallcap_count(&sess->stats, SC_WATCHES, 1);
+	return w;
+}
+
+/* The calling thread's live watch.  Context: RCU read side. */
+static struct stallcap_watch *watch_of_current(struct stallcap_session *sess)
+{
+	struct stallcap_watch *w = xa_load(&sess->watches, current->pid);
+
+	return w && w->task == current && !READ_ONCE(w->dead) ? w : NULL;
+}
+
+/* ---- arming ---- */
+
+static int check_timeout(u64 timeout_ns)
+{
+	if (timeout_ns < (u64)stallcap_min_deadline_us * NSEC_PER_USEC ||
+	    timeout_ns > MAX_TIMEOUT_NS)
+		return -ERANGE;
+	return 0;
+}
+
+/* (Re)start @w's deadline at @deadline (ns).  Lock held. */
+static int watch_start(struct stallcap_watch *w, u64 now, u64 deadline)
+{
+	if (w->dead)
+		return -ENOENT;
+	stallcap_watch_end_stall(w, now);
+	w->armed_at = now;
+	w->deadline = deadline;
+	if (w->flags & STALLCAP_ARM_CPUTIME)
+		w->cpu_base = READ_ONCE(w->task->se.sum_exec_runtime);
+	w->state = WATCH_ARMED;
+	watch_count_armed(w, true);
+	hrtimer_start(&w->timer, ns_to_ktime(deadline),
+		      HRTIMER_MODE_ABS_PINNED_HARD);
+	return 0;
+}
+
+static int arm_check(const struct stallcap_arm *arm, u64 now, u64 *deadline)
+{
+	u32 f = arm->flags;
+
+	if (f & ~STALLCAP_ARM_FLAGS_ALL || arm->__reserved)
+		return -EINVAL;
+	if ((f & STALLCAP_ARM_CPUTIME) &&
+	    (f & (STALLCAP_ARM_ABSOLUTE | STALLCAP_ARM_HEARTBEAT)))
+		return -EINVAL;
+	if ((f & STALLCAP_ARM_ABSOLUTE) && (f & STALLCAP_ARM_HEARTBEAT))
+		return -EINVAL;
+	if (f & STALLCAP_ARM_ABSOLUTE) {
+		if (arm->timeout_ns + MAX_TIMEOUT_NS < now ||
+		    arm->timeout_ns > now + MAX_TIMEOUT_NS)
+			return -ERANGE;
+		*deadline = arm->timeout_ns;
+		return 0;
+	}
+	*deadline = now + arm->timeout_ns;
+	return check_timeout(arm->timeout_ns);
+}
+
+/**
+ * stallcap_watch_arm() - STALLCAP_IOC_ARM
+ * @sess: the session
+ * @arm: the validated-size argument
+ *
+ * Context: process, takes sess->lock.
+ * Return: 0, or the beat slot for a heartbeat watch; -errno.
+ */
+int stallcap_watch_arm(struct stallcap_session *sess,
+		       const struct stallcap_arm *arm)
+{
+	u64 now = ktime_get_mono_fast_ns(), deadline;
+	struct stallcap_watch *w;
+	unsigned long flags;
+	int ret;
+
+	ret = arm_check(arm, now, &deadline);
+	if (ret)
+		return ret;
+	if (arm->flags & STALLCAP_ARM_HEARTBEAT)
+		return -EOPNOTSUPP;
+	if (current->flags & PF_EXITING)
+		return -ESRCH;
+	mutex_lock(&sess->lock);
+	ret = stallcap_session_ensure_ring(sess);
+	if (ret)
+		goto out;
+	w = xa_load(&sess->watches, current->pid);
+	if (w && w->task != current) {
+		/* an exited thread's watch whose tid was reused */
+		watch_destroy(w);
+		w = NULL;
+	}
+	if (!w) {
+		w = watch_create(sess);
+		if (IS_ERR(w)) {
+			ret = PTR_ERR(w);
+			goto out;
+		}
+	}
+	raw_spin_lock_irqsave(&w->lock, flags);
+	w->flags = arm->flags;
+	w->timeout_ns = arm->flags & STALLCAP_ARM_ABSOLUTE ?
+			max_t(s64, (s64)(deadline - now), 0) : arm->timeout_ns;
+	w->user_tag = arm->user_tag;
+	ret = watch_start(w, now, deadline);
+	raw_spin_unlock_irqrestore(&w->lock, flags);
+out:
+	mutex_unlock(&sess->lock);
+	return ret;
+}
+
+/**
+ * stallcap_watch_rearm() - STALLCAP_IOC_REARM, the hot path
+ * @sess: the session
+ * @timeout_ns: relative timeout, 0 for the last one
+ *
+ * Context: process; no sleeping lock, no copy from user.
+ */
+int stallcap_watch_rearm(struct stallcap_session *sess, u64 timeout_ns)
+{
+	u64 now = ktime_get_mono_fast_ns();
+	struct stallcap_watch *w;
+	unsigned long flags;
+	int ret = -ENOENT;
+
+	rcu_read_lock();
+	w = watch_of_current(sess);
+	if (!w)
+		goto out;
+	raw_spin_lock_irqsave(&w->lock, flags);
+	if (w->flags & STALLCAP_ARM_HEARTBEAT) {
+		ret = -EINVAL;
+	} else {
+		if (!timeout_ns)
+			timeout_ns = w->timeout_ns;
+		ret = check_timeout(timeout_ns);
+		if (!ret) {
+			w->timeout_ns = timeout_ns;
+			w->flags &= ~STALLCAP_ARM_ABSOLUTE;
+			ret = watch_start(w, now, now + timeout_ns);
+		}
+	}
+	raw_spin_unlock_irqrestore(&w->lock, flags);
+out:
+	rcu_read_unlock();
+	return ret;
+}
+
+/**
+ * stallcap_watch_disarm() - STALLCAP_IOC_DISARM
+ * @sess: the session
+ *
+ * Never blocks: a timer callback running meanwhile sees the idle state.
+ */
+int stallcap_watch_disarm(struct stallcap_session *sess)
+{
+	struct stallcap_watch *w;
+	unsigned long flags;
+	int ret = -ENOENT;
+
+	rcu_read_lock();
+	w = watch_of_current(sess);
+	if (w) {
+		raw_spin_lock_irqsave(&w->lock, flags);
+		if (!w->dead) {
+			stallcap_watch_end_stall(w, ktime_get_mono_fast_ns());
+			w->state = WATCH_IDLE;
+			watch_count_armed(w, false);
+			hrtimer_try_to_cancel(&w->timer);
+			ret = 0;
+		}
+		raw_spin_unlock_irqrestore(&w->lock, flags);
+	}
+	rcu_read_unlock();
+	return ret;
+}
+
+/**
+ * stallcap_watch_release() - STALLCAP_IOC_RELEASE
+ * @sess: the session
+ *
+ * Context: process, takes sess->lock, waits for a running timer callback.
+ */
+int stallcap_watch_release(struct stallcap_session *sess)
+{
+	struct stallcap_watch *w;
+	int ret = -ENOENT;
+
+	mutex_lock(&sess->lock);
+	rcu_read_lock();
+	w = watch_of_current(sess);
+	rcu_read_unlock();
+	if (w) {
+		watch_destroy(w);
+		ret = 0;
+	}
+	mutex_unlock(&sess->lock);
+	return ret;
+}
+
+/**
+ * stallcap_watches_reap() - free the watches of exited threads
+ * @work: &sess->reap_work
+ */
+void stallcap_watches_reap(struct work_struct *work)
+{
+	struct stallcap_session *sess = container_of(work,
+						     struct stallcap_session,
+						     reap_work);
+	struct stallcap_watch *w;
+	unsigned long tid;
+
+	mutex_lock(&sess->lock);
+	xa_for_each(&sess->watches, tid, w)
+		if (READ_ONCE(w->dead))
+			watch_destroy(w);
+	mutex_unlock(&sess->lock);
+}
+
+/**
+ * stallcap_watches_destroy() - free all watches of a closing session
+ * @sess: the session
+ *
+ * Afterwards no exit probe, timer or NMI handler refers to the session.
+ */
+void stallcap_watches_destroy(struct stallcap_session *sess)
+{
+	struct stallcap_watch *w;
+	unsigned long tid;
+
+	mutex_lock(&sess->lock);
+	xa_for_each(&sess->watches, tid, w)
+		watch_destroy(w);
+	mutex_unlock(&sess->lock);
+	synchronize_rcu();
+	cancel_work_sync(&sess->reap_work);
+}
+
+/* ---- thread exit ---- */
+
+static void probe_sched_process_exit(void *data, struct task_struct *task)
+{
+	struct stallcap_watch *w;
+
+	if (!atomic64_read(&stallcap_global.c[SC_WATCHES]))
+		return;
+	rcu_read_lock();
+	hash_for_each_possible_rcu(task_watches, w, task_node,
+				   (unsigned long)task) {
+		if (w->task != task)
+			continue;
+		watch_kill(w);
+		hrtimer_try_to_cancel(&w->timer);
+		schedule_work(&w->sess->reap_work);
+	}
+	rcu_read_unlock();
+}
+
+static struct tracepoint *exit_tp;
+
+static void find_exit_tracepoint(struct tracepoint *tp, void *priv)
+{
+	if (!strcmp(tp->name, "sched_process_exit"))
+		exit_tp = tp;
+}
+
+int stallcap_watch_init(void)
+{
+	for_each_kernel_tracepoint(find_exit_tracepoint, NULL);
+	if (!exit_tp) {
+		pr_err("tracepoint sched_process_exit not found\n");
+		return -ENOENT;
+	}
+	return tracepoint_probe_register(exit_tp, probe_sched_process_exit,
+					 NULL);
+}
+
+void stallcap_watch_exit(void)
+{
+	tracepoint_probe_unregister(exit_tp, probe_sched_process_exit, NULL);
+	tracepoint_synchronize_unregister();
+}

@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stallcap watch timer: one hrtimer per watch, HARD mode so that it expires
+ * in hard-IRQ context on PREEMPT_RT too.  Its state machine:
+ *
+ *   ARMED --deadline--> capture --> STALLED --next sample--> capture ...
+ *                          |                       (T, 2T, 4T, ... capped)
+ *                          +--(thread on another CPU)--> CAPTURING
+ *   CAPTURING --poll: DONE--> STALLED
+ *             --poll: MISMATCH--> resend (bounded) or capture as blocked
+ *   any --progress (rearm, disarm, beat, release, exit)--> stall-end record
+ *
+ * The timer runs with the watch's lock held and never waits for another
+ * CPU: a capture on another CPU is requested, then polled on a later expiry.
+ */
+#include <linux/hrtimer.h>
+#include <linux/sched.h>
+#include <linux/ktime.h>
+#include <linux/timekeeping.h>
+#include <asm/irq_regs.h>
+
+#include "stallcap.h"
+
+#define POLL_NS		(100 * NSEC_PER_USEC)	/* NMI/IPI result polling */
+#define REMOTE_TIMEOUT_NS (20 * NSEC_PER_MSEC)	/* give up on a lost NMI */
+
+static u64 watch_task_cputime(struct task_struct *task)
+{
+	return READ_ONCE(task->se.sum_exec_runtime);
+}
+
+static enum hrtimer_restart restart_at(struct stallcap_watch *w, u64 when)
+{
+	hrtimer_set_expires(&w->timer, ns_to_ktime(when));
+	return HRTIMER_RESTART;
+}
+
+/* After a sample: schedule the next one, or stay quiet until progress. */
+static enum hrtimer_restart next_sample(struct stallcap_watch *w, u64 now)
+{
+	const struct stallcap_config *cfg = &w->sess->cfg;
+
+	if (w->samples >= cfg->max_samples) {
+		w->state = WATCH_STALLED_QUIET;
+		return HRTIMER_NORESTART;
+	}
+	w->state = WATCH_STALLED;
+	w->sample_at += w->next_interval;
+	w->next_interval = min(w->next_interval * 2, cfg->sample_cap_ns);
+	if (w->sample_at <= now)
+		w->sample_at = now + POLL_NS;
+	return restart_at(w, w->sample_at);
+}
+
+static void capture_blocked_into(struct stallcap_watch *w,
+				 struct stallcap_sample *s, u64 start, u32 flags)
+{
+	u32 len;
+
+	s->flags |= flags;
+	len = stallcap_capture_blocked(s, w->task, w->sess);
+	stallcap_count(&w->sess->stats, SC_CAPTURE_BLOCKED, 1);
+	stallcap_sample_finish(w->sess, s, len, start);
+}
+
+static enum hrtimer_restart send_remote(struct stallcap_watch *w, u64 now)
+{
+	struct stallcap_capture_req *req = &w->req;
+
+	if (stallcap_remote_send(req, task_cpu(w->task)))
+		req->cpu = -1;	/* slot busy: send on the next poll */
+	w->state = WATCH_CAPTURING;
+	return restart_at(w, now + POLL_NS);
+}
+
+/* Take one sample of @w's thread now. */
+static enum hrtimer_restart take_sample(struct stallcap_watch *w, u64 now)
+{
+	struct stallcap_session *sess = w->sess;
+	struct task_struct *task = w->task;
+	struct stallcap_sample *s;
+	u32 len;
+
+	s = stallcap_ring_reserve(sess->ring, STALLCAP_REC_SAMPLE,
+				  stallcap_sample_max_len(sess));
+	w->samples++;
+	if (!s) {
+		stallcap_count(&sess->stats, SC_LOST, 1);
+		return next_sample(w, now);
+	}
+	stallcap_sample_init(w, s, now);
+	s->sample_index = w->samples - 1;
+	if (w->samples == 1) {
+		s->suppressed = atomic_xchg(&sess->pending_suppressed, 0);
+	}
+	if (task == current) {
+		len = stallcap_capture_current(s, get_irq_regs(), sess,
+					       STALLCAP_PATH_LOCAL);
+		stallcap_count(&sess->stats, SC_CAPTURE_LOCAL, 1);
+		stallcap_sample_finish(sess, s, len, now);
+		return next_sample(w, now);
+	}
+	if (READ_ONCE(task->on_cpu) && task_cpu(task) != smp_processor_id()) {
+		w->req.rec = s;
+		w->req.retries = 0;
+		return send_remote(w, now);
+	}
+	capture_blocked_into(w, s, now, 0);
+	return next_sample(w, now);
+}
+
+/* Poll a capture requested from another CPU. */
+static enum hrtimer_restart poll_remote(struct stallcap_watch *w, u64 now)
+{
+	struct stallcap_capture_req *req = &w->req;
+	struct task_struct *task = w->task;
+	int result;
+
+	if (req->cpu < 0)
+		return send_remote(w, now);
+	result = smp_load_acquire(&req->result);
+	if (result == CAPTURE_DONE)
+		return next_sample(w, now);
+	if (result == CAPTURE_PENDING) {
+		if (now - req->sent_ns < REMOTE_TIMEOUT_NS ||
+		    !stallcap_remote_revoke(req))
+			return restart_at(w, now + POLL_NS);
+	} else {
+		req->retries++;
+		stallcap_count(&w->sess->stats, SC_MIGRATE_RETRIES, 1);
+		if (req->retries <= stallcap_migrate_retries &&
+		    READ_ONCE(task->on_cpu) &&
+		    task_cpu(task) != smp_processor_id())
+			return send_remote(w, now);
+	}
+	/* migrated too often or the NMI never came: read it from here */
+	req->rec->migrate_retries = req->retries;
+	capture_blocked_into(w, req->rec, now, STALLCAP_SAMPLE_MIGRATED);
+	return next_sample(w, now);
+}
+
+/* The deadline passed: is it a stall? */
+static enum hrtimer_restart deadline_passed(struct stallcap_watch *w, u64 now)
+{
+	struct stallcap_session *sess = w->sess;
+	u64 used;
+
+	if (w->flags & STALLCAP_ARM_CPUTIME) {
+		used = watch_task_cputime(w->task) - w->cpu_base;
+		if (used < w->timeout_ns)
+			return restart_at(w, now + w->timeout_ns - used);
+	}
+	w->stall_id = atomic64_inc_return(&sess->next_stall_id);
+	w->samples = 0;
+	w->sample_at = now;
+	w->next_interval = w->timeout_ns;
+	if (w->flags & STALLCAP_ARM_CPUTIME)
+		w->deadline = now;
+	stallcap_count(&sess->stats, SC_STALLS, 1);
+	w->quiet = !stallcap_session_rate_ok(sess, now);
+	if (w->quiet) {
+		stallcap_count(&sess->stats, SC_SUPPRESSED, 1);
+		w->state = WATCH_STALLED_QUIET;
+		return HRTIMER_NORESTART;
+	}
+	return take_sample(w, now);
+}
+
+/**
+ * stallcap_watch_timer_fn() - the watch's hrtimer callback
+ * @timer: &watch->timer
+ *
+ * Context: hard-IRQ.
+ */
+enum hrtimer_restart stallcap_watch_timer_fn(struct hrtimer *timer)
+{
+	struct stallcap_watch *w = container_of(timer, struct stallcap_watch,
+						timer);
+	enum hrtimer_restart ret = HRTIMER_NORESTART;
+	u64 now = ktime_get_mono_fast_ns();
+
+	raw_spin_lock(&w->lock);
+	/* Re-armed meanwhile: the new expiry is queued already. */
+	if (w->dead || hrtimer_is_queued(timer))
+		goto out;
+	switch (w->state) {
+	case WATCH_ARMED:
+		if (now >= w->deadline)
+			ret = deadline_passed(w, now);
+		else
+			ret = restart_at(w, w->deadline);
+		break;
+	case WATCH_STALLED:
+		ret = take_sample(w, now);
+		break;
+	case WATCH_CAPTURING:
+		ret = poll_remote(w, now);
+		break;
+	default:
+		break;
+	}
+out:
+	raw_spin_unlock(&w->lock);
+	return ret;
+}
+
+/**
+ * stallcap_watch_abandon_capture() - settle a capture in flight
+ * @w: the watch, lock held
+ *
+ * Called when progress, release or exit comes while an NMI/IPI capture is
+ * pending: the record reserved for it must still be committed.  Waits (a
+ * bounded few microseconds) only for a handler that already claimed it.
+ */
+void stallcap_watch_abandon_capture(struct stallcap_watch *w)
+{
+	struct stallcap_capture_req *req = &w->req;
+	struct stallcap_sample *s = req->rec;
+
+	if (w->state != WATCH_CAPTURING)
+		return;
+	if (req->cpu >= 0 && !stallcap_remote_revoke(req)) {
+		while (smp_load_acquire(&req->result) == CAPTURE_PENDING)
+			cpu_relax();
+		if (req->result == CAPTURE_DONE)
+			return;
+	}
+	s->capture_ns = ktime_get_mono_fast_ns();
+	s->flags |= STALLCAP_SAMPLE_ABANDONED;
+	s->migrate_retries = req->retries;
+	stallcap_sample_finish(w->sess, s, stallcap_sample_end_len(s),
+			       s->capture_ns);
+}
+
+/**
+ * stallcap_watch_end_stall() - the thread made progress: end its stall
+ * @w: the watch, lock held
+ * @now: time progress was seen
+ *
+ * Writes the stall-end record of a reported stall.
+ */
+void stallcap_watch_end_stall(struct stallcap_watch *w, u64 now)
+{
+	struct stallcap_session *sess = w->sess;
+	struct stallcap_stall_end *e;
+
+	stallcap_watch_abandon_capture(w);
+	if (!w->stall_id)
+		return;
+	if (!w->quiet) {
+		e = stallcap_ring_reserve(sess->ring, STALLCAP_REC_STALL_END,
+					  sizeof(*e));
+		if (e) {
+			e->stall_id = w->stall_id;
+			e->user_tag = w->user_tag;
+			e->deadline_ns = w->deadline;
+			e->end_ns = now;
+			e->pid = w->task->tgid;
+			e->tid = w->tid;
+			e->nr_samples = w->samples;
+			e->__reserved = 0;
+			stallcap_count(&sess->stats, SC_STALL_ENDS, 1);
+			stallcap_ring_commit(sess->ring, e, sizeof(*e));
+			irq_work_queue(&sess->wake_work);
+		} else {
+			stallcap_count(&sess->stats, SC_LOST, 1);
+		}
+	}
+	w->stall_id = 0;
+	w->quiet = false;
+}
