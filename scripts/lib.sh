@@ -7,6 +7,18 @@ build=${BUILD_DIR:-$top/build}
 logs=$build/logs
 mkdir -p "$logs"
 
+# One run at a time per tree: the runs share build/ (module builds, initramfs,
+# logs, results) and a 2-core machine.  A nested script inherits the lock.
+lock_tree() {
+	[ -z "${STALLCAP_TREE_LOCKED:-}" ] || return 0
+	exec 9>"$build/.lock"
+	if ! flock -n 9; then
+		echo "$(basename "$0"): another make check/run is using $build, waiting for it..." >&2
+		flock 9
+	fi
+	export STALLCAP_TREE_LOCKED=1
+}
+
 # Every check appends one line to the results file:
 #   PASS|FAIL|SKIP <TAB> item <TAB> detail
 # scripts/check.sh truncates it at the start of a run and tallies it at the end.
@@ -74,6 +86,6 @@ sync_tree() {
 # kbuild DIR KDIR LOG: build the external module tree in DIR against KDIR
 kbuild() {
 	local dir=$1 kdir=$2 log=$3
-	make -C "$kdir" M="$dir" KCFLAGS="${MODULE_KCFLAGS--Werror}" \
+	make -C "$kdir" M="$dir" KCFLAGS="${MODULE_KCFLAGS:--Werror}" \
 		-j"${JOBS:-2}" modules >"$log" 2>&1
 }

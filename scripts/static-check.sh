@@ -15,6 +15,7 @@ set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/scripts/lib.sh"
+lock_tree
 cd "$top"
 
 rc=0

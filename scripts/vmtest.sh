@@ -38,6 +38,7 @@ set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/scripts/lib.sh"
+lock_tree
 
 mode=check
 verbose=${V:-0}
@@ -421,6 +422,7 @@ run_kernel() {
 
 	local tag=$k
 	[ "$mode" = check ] || tag=$k-$mode
+	tag+=${TAG_SUFFIX:-}
 	results_before=$(($(wc -l <"$RESULTS") + 1))
 	boot "$tag" "$build/$k/initrd-$mode.gz" "$guest_tmo" "$mem"
 	judge "$tag" "$k" "$tests"
@@ -472,7 +474,7 @@ selfcheck() {
 	# a guest that does not finish in time
 	echo "   guest timeout:"
 	local saved_tmo=${GUEST_TIMEOUT:-}
-	GUEST_TIMEOUT=${SELFCHECK_GUEST_TIMEOUT:-3} run_kernel "$k" | sed 's/^/   | /'
+	GUEST_TIMEOUT=${SELFCHECK_GUEST_TIMEOUT:-3} TAG_SUFFIX=-timeout run_kernel "$k" | sed 's/^/   | /'
 	GUEST_TIMEOUT=$saved_tmo
 	expect FAIL guest 'timed out'
 
@@ -496,18 +498,26 @@ if [ -z "${VMTEST_NESTED:-}" ]; then
 	: >"$RESULTS"
 fi
 
-# host-side builds the guest needs
-if ! make -s -k -C "$top/selftests" >"$logs/selftests-build.log" 2>&1; then
-	grep -E 'error|Error' "$logs/selftests-build.log" | head -n 10 | sed 's/^/    /'
-	result FAIL selftests/build "make -C selftests failed, see $logs/selftests-build.log"
-fi
-make -s --no-print-directory -C "$top/selftests" print-tests >"$build/selftests.list" 2>/dev/null || : >"$build/selftests.list"
-if [ -f "$top/tools/Makefile" ]; then
-	if ! make -s -k -C "$top/tools" >"$logs/tools-build.log" 2>&1; then
-		grep -E 'error|Error' "$logs/tools-build.log" | head -n 10 | sed 's/^/    /'
-		result FAIL tools/build "make -C tools failed, see $logs/tools-build.log"
+# host-side builds the guest needs (scripts/check.sh builds and records
+# them once for the whole run)
+build_host() {
+	local record=result
+	[ "$standalone" = 1 ] && [ "$mode" != selfcheck ] || record=:
+	local record_st=$record
+	[ "$mode" != run ] || record_st=:	# only the tests it runs matter
+	if ! make -s -k -C "$top/selftests" >"$logs/selftests-build.log" 2>&1; then
+		record=$record_st
+		[ "$record" = : ] || grep -E 'error|Error' "$logs/selftests-build.log" | head -n 10 | sed 's/^/    /'
+		$record FAIL selftests/build "make -C selftests failed, see $logs/selftests-build.log"
 	fi
-fi
+	record=$([ "$standalone" = 1 ] && [ "$mode" != selfcheck ] && echo result || echo :)
+	if [ -f "$top/tools/Makefile" ] && ! make -s -k -C "$top/tools" >"$logs/tools-build.log" 2>&1; then
+		[ "$record" = : ] || grep -E 'error|Error' "$logs/tools-build.log" | head -n 10 | sed 's/^/    /'
+		$record FAIL tools/build "make -C tools failed, see $logs/tools-build.log"
+	fi
+}
+build_host
+make -s --no-print-directory -C "$top/selftests" print-tests >"$build/selftests.list" 2>/dev/null || : >"$build/selftests.list"
 mkdir -p "$initramfs"
 build_base
 

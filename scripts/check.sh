@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# `make check` (after `make deps`): static checks, the tools' host unit
+# tests, the selftests in a guest of every kernel of KERNELS, and the harness
+# self-check.  Keeps going after a failure, prints a per-kernel summary and
+# ends with the line "N passed, N failed"; exits non-zero if anything failed.
+#
+# Counted: the host builds of selftests and tools, each static check, the
+# tools' unit tests (one item), each selftest
+# on each kernel, the harness self-check; plus, as failures only, anything
+# wrong with a kernel itself (module build, insmod, rmmod, splat, kmemleak,
+# guest timeout or crash).
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/scripts/lib.sh"
+lock_tree
+
+t_start=$(now)
+: >"$RESULTS"
+export VMTEST_NESTED=1
+timings=()
+
+step() {
+	local name=$1 t0
+	shift
+	echo
+	echo "=== $name"
+	t0=$(now)
+	"$@"
+	timings+=("$(printf '%-24s %6ss' "$name" "$(elapsed "$t0" "$(now)")")")
+}
+
+tools_check() {
+	if [ ! -f "$top/tools/Makefile" ]; then
+		echo "  (no tools/Makefile yet)"
+		return 0
+	fi
+	if ! make -s --no-print-directory -C "$top/tools" -n check >/dev/null 2>&1; then
+		echo "  (tools/Makefile has no check target yet)"
+		return 0
+	fi
+	if make --no-print-directory -C "$top/tools" check >"$logs/tools-check.log" 2>&1; then
+		result PASS tools/check "$(grep -cE '^ok ' "$logs/tools-check.log") TAP ok lines"
+	else
+		tail -n 30 "$logs/tools-check.log" | sed 's/^/    /'
+		result FAIL tools/check "make -C tools check failed, see $logs/tools-check.log"
+	fi
+}
+
+host_build() {
+	local d
+	for d in selftests tools; do
+		if [ "$d" = tools ] && [ ! -f "$top/tools/Makefile" ]; then
+			echo "  (no tools/Makefile yet)"
+			continue
+		fi
+		if make -s -k --no-print-directory -C "$top/$d" >"$logs/$d-build.log" 2>&1; then
+			result PASS "$d/build"
+		else
+			grep -E 'error|Error' "$logs/$d-build.log" | head -n 10 | sed 's/^/    /'
+			result FAIL "$d/build" "make -C $d failed, see $logs/$d-build.log"
+		fi
+	done
+}
+
+read -r -a kernels <<<"${KERNELS:-6.1 6.12 6.12-rt debug}"
+
+step "host build" host_build
+step "static checks" "$top/scripts/static-check.sh"
+step "tools unit tests" tools_check
+if [ "${SELFCHECK:-1}" != 0 ]; then
+	step "harness self-check" "$top/scripts/vmtest.sh" --selfcheck
+fi
+for k in "${kernels[@]}"; do
+	step "kernel $k" "$top/scripts/vmtest.sh" "$k"
+done
+
+echo
+echo "=== summary"
+for t in "${timings[@]}"; do echo "  $t"; done
+printf '  %-24s %6ss\n' "total" "$(elapsed "$t_start" "$(now)")"
+for k in "${kernels[@]}"; do
+	awk -F'\t' -v k="$k/" 'index($2, k) == 1 { c[$1]++ }
+		END { printf "  %-10s %s: %d passed, %d failed, %d skipped\n", substr(k, 1, length(k) - 1),
+			c["FAIL"] ? "FAIL" : "ok  ", c["PASS"], c["FAIL"], c["SKIP"] }' "$RESULTS"
+done
+if grep -q '^FAIL' "$RESULTS"; then
+	echo "  failed:"
+	awk -F'\t' '$1 == "FAIL" { printf "    %s  -- %s\n", $2, $3 }' "$RESULTS"
+	for k in "${kernels[@]}"; do
+		if [ -e "$logs/$k.log" ] &&
+			awk -F'\t' -v k="$k/" '$1 == "FAIL" && index($2, k) == 1 { f = 1 } END { exit !f }' "$RESULTS"; then
+			echo "  guest log of $k: $logs/$k.log"
+		fi
+	done
+fi
+tally "$RESULTS"
