@@ -19,7 +19,7 @@ SUDO=""
 
 packages=(
 	build-essential gcc g++ make bc flex bison libssl-dev libelf-dev dwarves
-	kmod cpio xz-utils zstd busybox-static qemu-system-x86 sparse
+	kmod cpio xz-utils zstd rsync busybox-static qemu-system-x86 sparse
 	elfutils libdw-dev libelf-dev pkg-config python3 perl
 	linux-source-6.12
 )
