@@ -364,8 +364,9 @@ run_kernel() {
 		test_tmo=${TEST_TIMEOUT:-600}
 	fi
 	if [ "$mode" != selfcheck ] && ! build_module "$k"; then
-		result FAIL "$k/build" "module build failed, see $logs/$k.build.log"
-		sed 's/^/    /' "$logs/$k.build.log" | grep -E 'error|warning' | head -n 20
+		grep -iE 'error|warning' "$logs/$k.build.log" | grep -v '^make' | head -n 20 | sed 's/^/    /'
+		result FAIL "$k/build" "module build failed: $(grep -iE 'error' "$logs/$k.build.log" |
+			grep -v '^make' | head -n 1 | sed "s|$build/$k/src/||g" | cut -c1-160), see $logs/$k.build.log"
 		return 1
 	fi
 
