@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Arming, re-arming and disarming: a deadline that is moved or cancelled in
+ * time reports nothing, however often it is done; a moved deadline is the
+ * one in force.
+ */
+#include "stallcap_test.h"
+
+#include "kselftest_harness.h"
+
+#define TAG		0x61726d7465737431ULL
+#define LONG_TIMEOUT	SC_MS(500)
+#define CYCLES		10000
+
+FIXTURE(arm) {
+	struct sc_session s;
+	struct sc_records rs;
+	uint64_t timeout;	/* short, but at least the module's minimum */
+};
+
+FIXTURE_SETUP(arm)
+{
+	ASSERT_EQ(0, sc_session_setup(&self->s, NULL));
+	self->timeout = SC_MS(20);
+	if (self->timeout < self->s.info.min_deadline_ns)
+		self->timeout = self->s.info.min_deadline_ns;
+	ASSERT_GT(LONG_TIMEOUT, self->timeout);
+}
+
+FIXTURE_TEARDOWN(arm)
+{
+	sc_records_free(&self->rs);
+	sc_session_close(&self->s);
+}
+
+/* Nothing in the ring for a while, no stall counted, watch disarmed. */
+static void expect_quiet(struct __test_metadata *_metadata, FIXTURE_DATA(arm) *self,
+			 int quiet_ms, uint64_t watches)
+{
+	struct stallcap_stats st;
+
+	EXPECT_EQ(0, sc_ring_collect(&self->s, &self->rs, 0, 0, quiet_ms))
+		sc_log_records(NULL, &self->rs);
+	ASSERT_EQ(0, sc_get_stats(self->s.fd, &st, 0));
+	EXPECT_EQ(0, st.stalls);
+	EXPECT_EQ(0, st.samples);
+	EXPECT_EQ(0, st.stall_ends);
+	EXPECT_EQ(0, st.armed);
+	EXPECT_EQ(watches, st.watches);
+}
+
+/* Block (so a capture would be a blocked one) until the first sample. */
+static const struct stallcap_sample *wait_sample(struct __test_metadata *_metadata,
+						 FIXTURE_DATA(arm) *self)
+{
+	const struct stallcap_sample *r;
+
+	ASSERT_LE(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_SAMPLE, 1, SC_WAIT_MS));
+	r = sc_first_sample_of(&self->rs, sc_gettid());
+	ASSERT_NE(NULL, r);
+	return r;
+}
+
+TEST_F(arm, disarm_before_the_deadline_reports_nothing)
+{
+	ASSERT_EQ(0, sc_arm(self->s.fd, LONG_TIMEOUT, 0, TAG));
+	EXPECT_EQ(1, SC_STAT(self->s.fd, armed));
+	ASSERT_EQ(0, sc_disarm(self->s.fd));
+	EXPECT_EQ(0, SC_STAT(self->s.fd, armed));
+	/* well past the cancelled deadline */
+	expect_quiet(_metadata, self, 2 * LONG_TIMEOUT / SC_NSEC_PER_MSEC, 1);
+	/* disarming a disarmed watch is fine, it still exists */
+	EXPECT_EQ(0, sc_disarm(self->s.fd));
+	EXPECT_EQ(0, sc_release(self->s.fd));
+	EXPECT_EQ(0, SC_STAT(self->s.fd, watches));
+}
+
+TEST_F(arm, rearm_before_the_deadline_reports_nothing)
+{
+	uint64_t end;
+
+	ASSERT_EQ(0, sc_arm(self->s.fd, LONG_TIMEOUT, 0, TAG));
+	end = sc_now_ns() + 3 * LONG_TIMEOUT;
+	while (sc_now_ns() < end) {
+		sc_sleep_ms(10);
+		ASSERT_EQ(0, sc_rearm(self->s.fd, LONG_TIMEOUT));
+		EXPECT_EQ(1, SC_STAT(self->s.fd, armed));
+	}
+	ASSERT_EQ(0, sc_disarm(self->s.fd));
+	expect_quiet(_metadata, self, SC_QUIET_MS, 1);
+}
+
+TEST_F(arm, rearm_moves_the_deadline_to_now_plus_its_argument)
+{
+	const struct stallcap_sample *r;
+	uint64_t t0, t1;
+
+	ASSERT_EQ(0, sc_arm(self->s.fd, LONG_TIMEOUT, 0, TAG));
+	t0 = sc_now_ns();
+	ASSERT_EQ(0, sc_rearm(self->s.fd, self->timeout));
+	t1 = sc_now_ns();
+	r = wait_sample(_metadata, self);
+	EXPECT_LE(t0 + self->timeout, r->deadline_ns);
+	EXPECT_GE(t1 + self->timeout, r->deadline_ns);
+	EXPECT_EQ(TAG, r->user_tag);
+	ASSERT_EQ(0, sc_disarm(self->s.fd));
+}
+
+TEST_F(arm, rearm_zero_uses_the_timeout_of_the_last_arm)
+{
+	const struct stallcap_sample *r;
+	uint64_t t0, t1;
+
+	ASSERT_EQ(0, sc_arm(self->s.fd, self->timeout, 0, TAG + 1));
+	ASSERT_EQ(0, sc_disarm(self->s.fd));
+	t0 = sc_now_ns();
+	ASSERT_EQ(0, sc_rearm(self->s.fd, 0));
+	t1 = sc_now_ns();
+	EXPECT_EQ(1, SC_STAT(self->s.fd, armed));
+	r = wait_sample(_metadata, self);
+	EXPECT_EQ(self->timeout, r->timeout_ns);
+	EXPECT_LE(t0 + self->timeout, r->deadline_ns);
+	EXPECT_GE(t1 + self->timeout, r->deadline_ns);
+	EXPECT_EQ(TAG + 1, r->user_tag);
+	ASSERT_EQ(0, sc_disarm(self->s.fd));
+}
+
+TEST_F(arm, arm_again_moves_the_deadline_and_the_tag_of_the_same_watch)
+{
+	const struct stallcap_sample *r;
+	uint64_t t0, t1;
+
+	ASSERT_EQ(0, sc_arm(self->s.fd, LONG_TIMEOUT, 0, TAG + 2));
+	t0 = sc_now_ns();
+	ASSERT_EQ(0, sc_arm(self->s.fd, self->timeout, 0, TAG + 3));
+	t1 = sc_now_ns();
+	EXPECT_EQ(1, SC_STAT(self->s.fd, watches));
+	r = wait_sample(_metadata, self);
+	EXPECT_EQ(TAG + 3, r->user_tag);
+	EXPECT_EQ(self->timeout, r->timeout_ns);
+	EXPECT_LE(t0 + self->timeout, r->deadline_ns);
+	EXPECT_GE(t1 + self->timeout, r->deadline_ns);
+	ASSERT_EQ(0, sc_disarm(self->s.fd));
+}
+
+/* Re-arming a stalled watch ends the stall (stall-end) and starts afresh. */
+TEST_F(arm, rearm_during_a_stall_ends_it)
+{
+	const struct stallcap_stall_end *e;
+	const struct stallcap_sample *r;
+	uint64_t t0;
+
+	ASSERT_EQ(0, sc_arm(self->s.fd, self->timeout, 0, TAG + 4));
+	r = wait_sample(_metadata, self);
+	t0 = sc_now_ns();
+	ASSERT_EQ(0, sc_rearm(self->s.fd, LONG_TIMEOUT));
+	ASSERT_EQ(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_STALL_END, 1,
+				     SC_WAIT_MS));
+	e = sc_stall_end_of(&self->rs, r->stall_id);
+	ASSERT_NE(NULL, e);
+	EXPECT_EQ(r->tid, e->tid);
+	EXPECT_EQ(TAG + 4, e->user_tag);
+	EXPECT_EQ(r->deadline_ns, e->deadline_ns);
+	EXPECT_LE(t0, e->end_ns);
+	EXPECT_EQ(1, SC_STAT(self->s.fd, armed));
+	ASSERT_EQ(0, sc_disarm(self->s.fd));
+	EXPECT_EQ(1, SC_STAT(self->s.fd, stalls));
+}
+
+TEST_F_TIMEOUT(arm, many_arm_rearm_disarm_cycles_report_nothing, 180)
+{
+	struct stallcap_stats g0, g1;
+	int fails = 0;
+
+	ASSERT_EQ(0, sc_get_stats(self->s.fd, &g0, STALLCAP_STATS_GLOBAL));
+	for (int i = 0; i < CYCLES; i++) {
+		fails += sc_arm(self->s.fd, LONG_TIMEOUT, 0, TAG) != 0;
+		fails += sc_rearm(self->s.fd, 0) != 0;
+		fails += sc_rearm(self->s.fd, LONG_TIMEOUT) != 0;
+		fails += sc_disarm(self->s.fd) != 0;
+	}
+	EXPECT_EQ(0, fails);
+	expect_quiet(_metadata, self, SC_QUIET_MS, 1);
+	ASSERT_EQ(0, sc_release(self->s.fd));
+	EXPECT_EQ(0, SC_STAT(self->s.fd, watches));
+	ASSERT_EQ(0, sc_get_stats(self->s.fd, &g1, STALLCAP_STATS_GLOBAL));
+	EXPECT_EQ(g0.watches, g1.watches) TH_LOG("module-wide watches leaked");
+	EXPECT_EQ(g0.armed, g1.armed);
+}
+
+TEST_F_TIMEOUT(arm, many_arm_release_cycles_leave_no_watch, 180)
+{
+	struct stallcap_stats g0, g1;
+	int fails = 0;
+
+	ASSERT_EQ(0, sc_get_stats(self->s.fd, &g0, STALLCAP_STATS_GLOBAL));
+	for (int i = 0; i < CYCLES; i++) {
+		fails += sc_arm(self->s.fd, LONG_TIMEOUT, 0, TAG) != 0;
+		fails += sc_release(self->s.fd) != 0;
+	}
+	EXPECT_EQ(0, fails);
+	expect_quiet(_metadata, self, SC_QUIET_MS, 0);
+	ASSERT_EQ(0, sc_get_stats(self->s.fd, &g1, STALLCAP_STATS_GLOBAL));
+	EXPECT_EQ(g0.watches, g1.watches) TH_LOG("module-wide watches leaked");
+	EXPECT_EQ(g0.armed, g1.armed);
+	/* released: nothing left to act on */
+	EXPECT_EQ(-1, sc_disarm(self->s.fd));
+	EXPECT_EQ(ENOENT, errno);
+}
+
+TEST_HARNESS_MAIN
