@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * libstallcap: the reader's side of the ring.
+ *
+ * The ordering follows the diagram in uapi/linux/stallcap.h; the labels A-D
+ * below are the ones drawn there.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+int stallcap_ring_init(struct stallcap_ring *r, void *map, size_t len)
+{
+	struct stallcap_ring_ctl *ctl = map;
+	__u64 off, size;
+
+	if (!r || !map || len < sizeof(*ctl))
+		return -EINVAL;
+	if (ctl->abi_version != STALLCAP_ABI_VERSION)
+		return -EPROTO;
+	off = ctl->data_offset;
+	size = ctl->data_size;
+	if (off < sizeof(*ctl) || off % 8 || !size || (size & (size - 1)) ||
+	    off > len || size > len - off)
+		return -EBADMSG;
+	r->ctl = ctl;
+	r->data = (unsigned char *)map + off;
+	r->mask = size - 1;
+	return 0;
+}
+
+__u64 stallcap_ring_pending(const struct stallcap_ring *r)
+{
+	__u64 head = __atomic_load_n(&r->ctl->data_head, __ATOMIC_ACQUIRE);
+
+	return head - r->ctl->data_tail;
+}
+
+/* A record header is sane if it lies inside [tail, head) and the data area. */
+static int rec_check(const struct stallcap_ring *r, __u64 tail, __u64 head, __u32 size)
+{
+	if (size < sizeof(struct stallcap_rec_header) || size % 8)
+		return -EBADMSG;
+	if (size > head - tail || (tail & r->mask) + size > r->mask + 1)
+		return -EBADMSG;
+	return 0;
+}
+
+int stallcap_ring_read(struct stallcap_ring *r, stallcap_record_fn fn, void *ctx)
+{
+	const struct stallcap_rec_header *h;
+	__u64 head, tail, start;
+	int n = 0, ret = 0, rc;
+	__u16 flags;
+
+	if (!r || !r->ctl || !fn)
+		return -EINVAL;
+	head = __atomic_load_n(&r->ctl->data_head, __ATOMIC_ACQUIRE); /* pairs with A */
+	start = tail = r->ctl->data_tail; /* only this reader writes it */
+	while (tail < head) {
+		h = (const void *)(r->data + (tail & r->mask));
+		flags = __atomic_load_n(&h->flags, __ATOMIC_ACQUIRE); /* B, pairs with C */
+		if (flags & STALLCAP_REC_F_BUSY)
+			break;
+		ret = rec_check(r, tail, head, h->size);
+		if (ret)
+			break;
+		if (h->type != STALLCAP_REC_PAD) {
+			rc = fn(h, ctx);
+			if (rc < 0) {
+				ret = rc;
+				break;
+			}
+			n++;
+			if (rc > 0) {
+				tail += h->size;
+				break;
+			}
+		}
+		tail += h->size;
+	}
+	if (tail != start) /* D, pairs with the module's acquire of data_tail */
+		__atomic_store_n(&r->ctl->data_tail, tail, __ATOMIC_RELEASE);
+	return ret ? ret : n;
+}
+
+int stallcap_ring_map(struct stallcap_session *s)
+{
+	struct stallcap_config cfg;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), len;
+	void *map;
+	int ret;
+
+	if (!s)
+		return -EINVAL;
+	if (__atomic_load_n(&s->ring_ready, __ATOMIC_ACQUIRE))
+		return 0;
+	pthread_mutex_lock(&s->map_lock);
+	ret = 0;
+	if (s->ring_ready)
+		goto out;
+	ret = stallcap_session_get_config(s, &cfg);
+	if (ret < 0)
+		goto out;
+	len = page + cfg.ring_bytes;
+	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd,
+		   STALLCAP_MMAP_RING);
+	if (map == MAP_FAILED) {
+		ret = -errno;
+		goto out;
+	}
+	ret = stallcap_ring_init(&s->ring, map, len);
+	if (ret < 0) {
+		munmap(map, len);
+		goto out;
+	}
+	s->ring_map = map;
+	s->ring_len = len;
+	__atomic_store_n(&s->ring_ready, 1, __ATOMIC_RELEASE);
+out:
+	pthread_mutex_unlock(&s->map_lock);
+	return ret;
+}
+
+struct stallcap_ring *stallcap_session_ring(struct stallcap_session *s)
+{
+	if (!s || !__atomic_load_n(&s->ring_ready, __ATOMIC_ACQUIRE))
+		return NULL;
+	return &s->ring;
+}
+
+int stallcap_ring_consume(struct stallcap_session *s, stallcap_record_fn fn, void *ctx)
+{
+	int ret;
+
+	if (!stallcap_session_ring(s))
+		return -ENXIO;
+	pthread_mutex_lock(&s->ring_lock);
+	ret = stallcap_ring_read(&s->ring, fn, ctx);
+	pthread_mutex_unlock(&s->ring_lock);
+	return ret;
+}
+
+int stallcap_ring_wait(struct stallcap_session *s, int timeout_ms)
+{
+	struct pollfd pfd;
+	int ret;
+
+	if (!s)
+		return -EINVAL;
+	pfd.fd = s->fd;
+	pfd.events = POLLIN;
+	do
+		ret = poll(&pfd, 1, timeout_ms);
+	while (ret < 0 && errno == EINTR);
+	if (ret < 0)
+		return -errno;
+	if (ret && (pfd.revents & (POLLERR | POLLNVAL)))
+		return -EIO;
+	return ret ? 1 : 0;
+}
+
+int stallcap_ring_counters(struct stallcap_session *s, __u64 *lost, __u64 *suppressed)
+{
+	struct stallcap_ring *r = stallcap_session_ring(s);
+
+	if (!r)
+		return -ENXIO;
+	if (lost)
+		*lost = __atomic_load_n(&r->ctl->lost, __ATOMIC_RELAXED);
+	if (suppressed)
+		*suppressed = __atomic_load_n(&r->ctl->suppressed, __ATOMIC_RELAXED);
+	return 0;
+}

@@ -1,0 +1,418 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stallcap(1): following a session's ring live.
+ *
+ * The ring comes from the application (--fd), from a system-wide reader
+ * (--global, needs CAP_SYS_ADMIN), or from a session this tool opens for a
+ * command it runs (the command finds it through STALLCAP_FD).  Before the
+ * first record of a process reaches the sink, the process's maps and the
+ * build-ids of its files do, and so do the kernel symbols a record names:
+ * the output stays readable after the process exits or the module unloads.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tool.h"
+
+#define POLL_MS		100
+#define GRACE_NS	(300 * NSEC_PER_MSEC)	/* for stall ends after exit */
+#define RESNAP_NS	(100 * NSEC_PER_MSEC)
+
+struct pid_entry {
+	__u32 pid;
+	__u64 snap_ns;
+	struct sc_proc *proc;	/* latest snapshot, NULL if it failed */
+};
+
+struct collector {
+	const struct collect_opts *o;
+	struct sc_sink *sk;
+	struct stallcap_session *s;
+	struct ksyms *ks;
+	int ks_err;			/* 1: not loaded yet */
+	__u64 *ksym_done;		/* symbol addresses already sent */
+	size_t nks, capks;
+	struct pid_entry *pids;
+	size_t npids, cappids;
+	struct buildid_cache *bc;
+	__u64 lost, suppressed, records;
+	int err;
+};
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+void collect_opts_init(struct collect_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->fd = -1;
+	o->cfg.size = sizeof(o->cfg);
+}
+
+static struct pid_entry *pid_get(struct collector *c, __u32 pid)
+{
+	struct pid_entry *e;
+	size_t i;
+
+	for (i = 0; i < c->npids; i++)
+		if (c->pids[i].pid == pid)
+			return &c->pids[i];
+	if (c->npids == c->cappids) {
+		size_t cap = c->cappids ? 2 * c->cappids : 16;
+
+		e = realloc(c->pids, cap * sizeof(*e));
+		if (!e)
+			return NULL;
+		c->pids = e;
+		c->cappids = cap;
+	}
+	e = &c->pids[c->npids++];
+	memset(e, 0, sizeof(*e));
+	e->pid = pid;
+	return e;
+}
+
+static void snapshot(struct collector *c, struct pid_entry *e)
+{
+	struct sc_proc *p;
+	int ret;
+
+	e->snap_ns = now_ns(CLOCK_MONOTONIC);
+	ret = procmaps_snapshot(e->pid, c->bc, &p);
+	if (ret) {
+		if (!e->proc)
+			warnx_("pid %u: maps not readable (%s): its user frames stay unresolved",
+			       e->pid, strerror(-ret));
+		return;
+	}
+	sc_proc_free(e->proc);
+	e->proc = p;
+	if (c->sk->proc)
+		c->err = c->sk->proc(c->sk, p);
+}
+
+/* Snapshot a new process, or again when a frame is outside the known text. */
+static void see_process(struct collector *c, const struct stallcap_sample_view *v)
+{
+	struct pid_entry *e = pid_get(c, v->s->pid);
+	unsigned int i;
+	bool missing = false;
+
+	if (!e)
+		return;
+	if (!e->snap_ns) {
+		snapshot(c, e);
+		return;
+	}
+	if (!e->proc || now_ns(CLOCK_MONOTONIC) - e->snap_ns < RESNAP_NS)
+		return;
+	for (i = 0; i < v->nr_user && !missing; i++)
+		missing = !sc_proc_is_text(e->proc, v->user_ips[i]);
+	if (v->s->regs.ip && !(v->s->flags & STALLCAP_SAMPLE_NO_USER))
+		missing |= !sc_proc_is_text(e->proc, v->s->regs.ip);
+	if (missing)
+		snapshot(c, e);
+}
+
+static bool ksym_sent(struct collector *c, __u64 addr)
+{
+	size_t i;
+	__u64 *n;
+
+	for (i = 0; i < c->nks; i++)
+		if (c->ksym_done[i] == addr)
+			return true;
+	if (c->nks == c->capks) {
+		size_t cap = c->capks ? 2 * c->capks : 256;
+
+		n = realloc(c->ksym_done, cap * sizeof(*n));
+		if (!n)
+			return true;
+		c->ksym_done = n;
+		c->capks = cap;
+	}
+	c->ksym_done[c->nks++] = addr;
+	return false;
+}
+
+static void see_kernel(struct collector *c, const struct stallcap_sample_view *v)
+{
+	const struct ksym *k;
+	unsigned int i;
+
+	if (c->ks_err == 1) {
+		c->ks_err = ksyms_load(c->ks, "/proc/kallsyms");
+		if (c->ks_err)
+			warnx_("/proc/kallsyms: %s: kernel frames stay unresolved",
+			       strerror(-c->ks_err));
+	}
+	for (i = 0; i < v->nr_kernel && !c->ks_err; i++) {
+		k = ksyms_find(c->ks, v->kernel_ips[i] - (i > 0));
+		if (k && !ksym_sent(c, k->addr) && c->sk->ksym)
+			c->err = c->sk->ksym(c->sk, k);
+	}
+}
+
+static int on_record(const struct stallcap_rec_header *rec, void *arg)
+{
+	struct collector *c = arg;
+	struct stallcap_sample_view v;
+
+	if (rec->type == STALLCAP_REC_SAMPLE || rec->type == STALLCAP_REC_USER_STACK) {
+		if (!stallcap_sample_parse(rec, rec->size, &v)) {
+			see_process(c, &v);
+			see_kernel(c, &v);
+		}
+	}
+	c->records++;
+	if (!c->err && c->sk->record)
+		c->err = c->sk->record(c->sk, rec);
+	return c->err;
+}
+
+static int drain(struct collector *c)
+{
+	__u64 lost, suppressed;
+	int ret;
+
+	do
+		ret = stallcap_ring_consume(c->s, on_record, c);
+	while (ret > 0);
+	if (ret < 0)
+		return ret;
+	if (c->sk->flush && c->sk->flush(c->sk))
+		return -EIO;
+	if (!stallcap_ring_counters(c->s, &lost, &suppressed) &&
+	    (lost != c->lost || suppressed != c->suppressed)) {
+		c->lost = lost;
+		c->suppressed = suppressed;
+		if (c->sk->lost)
+			return c->sk->lost(c->sk, lost, suppressed);
+	}
+	return 0;
+}
+
+static int open_session(struct collector *c)
+{
+	const struct collect_opts *o = c->o;
+	struct stallcap_config cfg = o->cfg;
+	int ret;
+
+	if (o->fd >= 0) {
+		ret = stallcap_session_adopt(&c->s, o->fd);
+	} else {
+		if (o->global)
+			cfg.flags |= STALLCAP_CFG_GLOBAL;
+		ret = stallcap_session_open(&c->s, &cfg, 0);
+		if (ret == -EPERM && o->global)
+			warnx_("a system-wide reader needs CAP_SYS_ADMIN");
+	}
+	if (ret) {
+		warnx_("cannot open the session: %s", strerror(-ret));
+		return ret;
+	}
+	ret = stallcap_ring_map(c->s);
+	if (ret)
+		warnx_("cannot map the ring: %s", strerror(-ret));
+	return ret;
+}
+
+static pid_t spawn(struct collector *c)
+{
+	int fd = stallcap_session_fd(c->s);
+	char num[16];
+	pid_t pid = fork();
+
+	if (pid)
+		return pid;
+	if (!c->o->global) {
+		snprintf(num, sizeof(num), "%d", fd);
+		fcntl(fd, F_SETFD, 0);
+		setenv(STALLCAP_FD_ENV, num, 1);
+	}
+	execvp(c->o->cmd[0], c->o->cmd);
+	fprintf(stderr, "%s: %s: %s\n", prog, c->o->cmd[0], strerror(errno));
+	_exit(127);
+}
+
+static void send_host_info(struct collector *c)
+{
+	struct utsname u;
+	char boot[40] = "";
+	size_t len;
+	void *img;
+	FILE *f;
+
+	f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	if (f) {
+		if (fgets(boot, sizeof(boot), f))
+			boot[strcspn(boot, "\n")] = 0;
+		fclose(f);
+	}
+	if (!uname(&u) && c->sk->info)
+		c->sk->info(c->sk, u.release, boot);
+	if (!vdso_image(&img, &len)) {
+		if (c->sk->vdso)
+			c->sk->vdso(c->sk, img, len);
+		free(img);
+	}
+}
+
+static int follow(struct collector *c, pid_t child, int *status)
+{
+	__u64 start = now_ns(CLOCK_MONOTONIC), t, grace = 0;
+	int ret = 0, w;
+
+	while (!ret && !c->err && !stop_signal) {
+		ret = stallcap_ring_wait(c->s, POLL_MS);
+		if (ret < 0)
+			break;
+		ret = drain(c);
+		t = now_ns(CLOCK_MONOTONIC);
+		if (c->o->duration > 0 && t - start >= c->o->duration * NSEC_PER_SEC)
+			break;
+		if (child > 0 && !grace && waitpid(child, &w, WNOHANG) == child) {
+			*status = w;
+			grace = t + GRACE_NS;
+		}
+		if (grace && t >= grace)
+			break;
+	}
+	if (!ret)
+		ret = drain(c);
+	if (child > 0 && !grace) {
+		if (stop_signal)
+			kill(child, stop_signal);
+		while (waitpid(child, status, 0) < 0 && errno == EINTR)
+			;
+	}
+	return ret ? ret : c->err;
+}
+
+/**
+ * collect_run() - follow the ring until interrupted, the duration passed or
+ * the command exited, feeding every record to the sink
+ * @cmd_status: wait status of the command, if one ran
+ */
+int collect_run(const struct collect_opts *o, struct sc_sink *sk, int *cmd_status)
+{
+	struct collector c = { .o = o, .sk = sk, .ks_err = 1 };
+	struct sigaction sa = { .sa_handler = on_signal };
+	pid_t child = 0;
+	size_t i;
+	int ret;
+
+	*cmd_status = 0;
+	c.ks = ksyms_new();
+	c.bc = buildid_cache_new();
+	ret = c.ks && c.bc ? open_session(&c) : -ENOMEM;
+	if (ret)
+		goto out;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	send_host_info(&c);
+	if (o->cmd) {
+		child = spawn(&c);
+		if (child < 0) {
+			ret = -errno;
+			goto out;
+		}
+	}
+	ret = follow(&c, child, cmd_status);
+	if (o->verbose)
+		fprintf(stderr, "%s: %llu records, %llu lost, %llu suppressed\n", prog,
+			(unsigned long long)c.records, (unsigned long long)c.lost,
+			(unsigned long long)c.suppressed);
+	else if (c.lost)
+		warnx_("%llu records did not fit in the ring and were lost",
+		       (unsigned long long)c.lost);
+out:
+	if (c.s)
+		stallcap_session_close(c.s);	/* an adopted fd too */
+	for (i = 0; i < c.npids; i++)
+		sc_proc_free(c.pids[i].proc);
+	free(c.pids);
+	free(c.ksym_done);
+	ksyms_free(c.ks);
+	buildid_cache_free(c.bc);
+	return ret;
+}
+
+static int parse_u32(const char *arg, __u32 *v, unsigned long long mult)
+{
+	unsigned long long x;
+	char *end;
+
+	errno = 0;
+	x = strtoull(arg, &end, 0);
+	if (errno || *end || x * mult > 0xffffffffULL)
+		return -EINVAL;
+	*v = (__u32)(x * mult);
+	return 0;
+}
+
+/**
+ * collect_check() - settle where records come from
+ *
+ * Without --fd, --global or a command, root reads system-wide.
+ */
+int collect_check(struct collect_opts *o)
+{
+	if (o->fd >= 0 && (o->global || o->cmd)) {
+		warnx_("--fd takes the application's session: no --global, no command");
+		return -EINVAL;
+	}
+	if (o->fd < 0 && !o->global && !o->cmd) {
+		if (geteuid()) {
+			warnx_("give --fd N, a command to run, or --global (as root)");
+			return -EINVAL;
+		}
+		o->global = true;
+	}
+	return 0;
+}
+
+/* Options shared by record and a live report; see collect_long_options. */
+int collect_parse_opt(struct collect_opts *o, int opt, const char *arg)
+{
+	char *end;
+
+	switch (opt) {
+	case 'F':
+		o->fd = (int)strtol(arg, &end, 10);
+		return *end || o->fd < 0 ? -EINVAL : 0;
+	case 'g':
+		o->global = true;
+		return 0;
+	case 'd':
+		o->duration = strtod(arg, &end);
+		return *end || o->duration < 0 ? -EINVAL : 0;
+	case 'R':
+		return parse_u32(arg, &o->cfg.ring_bytes, 1024);
+	case 'S':
+		return parse_u32(arg, &o->cfg.user_stack_bytes, 1);
+	case 'N':
+		return parse_u32(arg, &o->cfg.max_samples, 1);
+	case 'L':
+		return parse_u32(arg, &o->cfg.rate_limit, 1);
+	case 'D':
+		o->cfg.flags |= STALLCAP_CFG_DEFER_USER;
+		return 0;
+	case 'v':
+		o->verbose = true;
+		return 0;
+	default:
+		return -ENOENT;
+	}
+}

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stallcap(1): the human-readable report, one block per stall:
+ *
+ *   stall 7 of tid 1234 (reactor-0) on cpu 1: 31.2 ms over a 25 ms deadline, running in kernel
+ *     process 1230 (server), wall clock, tag 0x0, 2 samples, ended
+ *     sample 0 at +0.1 ms, running in kernel, captured by nmi
+ *       kernel:
+ *         #0  0xffffffff81234567  do_sys_poll+0x2f1
+ *       user:
+ *         #0  0x000055d4c2a1b2c3  handle_event+0x1c  server.c:41  [fp] server
+ *     sample 1 at +25.0 ms, running in kernel: same stacks as sample 0
+ */
+#include <string.h>
+
+#include "tool.h"
+
+static void ms(char *buf, size_t len, __u64 ns)
+{
+	double v = (double)ns / NSEC_PER_MSEC;
+
+	if (ns % NSEC_PER_MSEC == 0)
+		snprintf(buf, len, "%llu ms", (unsigned long long)(ns / NSEC_PER_MSEC));
+	else
+		snprintf(buf, len, v < 10 ? "%.2f ms" : "%.1f ms", v);
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = path ? strrchr(path, '/') : NULL;
+
+	return s ? s + 1 : path;
+}
+
+/* "running in kernel", "sleeping in kernel", ... for a sample */
+static void where(char *buf, size_t len, const struct stallcap_sample *s)
+{
+	bool user = s->flags & STALLCAP_SAMPLE_USER_MODE;
+
+	switch (s->state) {
+	case STALLCAP_STATE_RUNNING:
+		snprintf(buf, len, "running in %s", user ? "user" : "kernel");
+		break;
+	case STALLCAP_STATE_RUNNABLE:
+		snprintf(buf, len, "preempted in %s", user ? "user" : "kernel");
+		break;
+	case STALLCAP_STATE_SLEEPING:
+		snprintf(buf, len, "blocked in kernel (sleeping)");
+		break;
+	case STALLCAP_STATE_UNINTERRUPTIBLE:
+		snprintf(buf, len, "blocked in kernel (uninterruptible)");
+		break;
+	default:
+		snprintf(buf, len, "%s", sc_state_name(s->state));
+	}
+}
+
+static const char *deadline_kind(__u8 clock)
+{
+	switch (clock) {
+	case STALLCAP_CLOCK_CPUTIME:
+		return "CPU-time deadline";
+	case STALLCAP_CLOCK_HEARTBEAT:
+		return "heartbeat threshold";
+	default:
+		return "deadline";
+	}
+}
+
+static void frame_line(FILE *out, const struct sc_frame *f, int i)
+{
+	fprintf(out, "      #%-2d 0x%016llx  ", i, (unsigned long long)f->addr);
+	if (f->sym)
+		fprintf(out, "%s+0x%llx", f->sym, (unsigned long long)f->off);
+	else
+		fprintf(out, "[unknown]");
+	if (f->file)
+		fprintf(out, "  %s:%d", base_name(f->file), f->line);
+	if (f->method == SC_METHOD_KERNEL) {
+		if (f->dso && strcmp(f->dso, "kernel"))
+			fprintf(out, " [%s]", f->dso);
+	} else {
+		fprintf(out, "  [%s]", sc_method_name(f->method));
+		if (f->dso)
+			fprintf(out, " %s", base_name(f->dso));
+	}
+	fputc('\n', out);
+}
+
+static void sample_flags(FILE *out, const struct stallcap_sample *s)
+{
+	static const struct { __u32 bit; const char *what; } notes[] = {
+		{ STALLCAP_SAMPLE_IRQS_OFF, "interrupts disabled" },
+		{ STALLCAP_SAMPLE_IN_HARDIRQ, "in hard irq" },
+		{ STALLCAP_SAMPLE_IN_SOFTIRQ, "in softirq" },
+		{ STALLCAP_SAMPLE_KSTACK_TRUNC, "kernel stack truncated" },
+		{ STALLCAP_SAMPLE_USTACK_TRUNC, "user stack truncated" },
+		{ STALLCAP_SAMPLE_KADDR_HIDDEN, "kernel addresses hidden" },
+		{ STALLCAP_SAMPLE_RACED, "thread ran during capture" },
+		{ STALLCAP_SAMPLE_MIGRATED, "migrated, read remotely" },
+		{ STALLCAP_SAMPLE_NO_USER, "no user context" },
+	};
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(notes); i++)
+		if (s->flags & notes[i].bit)
+			fprintf(out, ", %s", notes[i].what);
+	if (s->suppressed)
+		fprintf(out, ", %u stalls suppressed before", s->suppressed);
+}
+
+static void sample_block(FILE *out, const struct sc_rstall *rs, unsigned int k)
+{
+	const struct sc_rsample *r = &rs->samples[k];
+	const struct stallcap_sample *s = r->smp->v.s;
+	char w[64], at[32];
+	unsigned int j;
+	int i;
+
+	where(w, sizeof(w), s);
+	ms(at, sizeof(at), s->capture_ns > s->deadline_ns ? s->capture_ns - s->deadline_ns : 0);
+	fprintf(out, "  sample %u at +%s, %s", s->sample_index, at, w);
+	for (j = 0; j < k; j++) {
+		if (sc_same_stack(&rs->samples[j], r)) {
+			fprintf(out, ": same stacks as sample %u\n",
+				rs->samples[j].smp->v.s->sample_index);
+			return;
+		}
+	}
+	fprintf(out, ", captured by %s", sc_path_name(s->path));
+	sample_flags(out, s);
+	fputc('\n', out);
+	if (r->nk) {
+		fprintf(out, "    kernel:\n");
+		for (i = 0; i < r->nk; i++)
+			frame_line(out, &r->kf[i], i);
+	}
+	if (r->nu) {
+		fprintf(out, "    user%s:\n", r->smp->has_deferred ? " (deferred)" : "");
+		for (i = 0; i < r->nu; i++)
+			frame_line(out, &r->uf[i], i);
+	} else if (!(s->flags & STALLCAP_SAMPLE_NO_USER)) {
+		fprintf(out, "    user: no frames\n");
+	}
+}
+
+void fmt_text_stall(FILE *out, const struct sc_rstall *rs)
+{
+	const struct sc_stall *st = rs->st;
+	const struct stallcap_sample *s = rs->nr ? rs->samples[0].smp->v.s : NULL;
+	char over[32], dl[32], w[64];
+
+	ms(over, sizeof(over), sc_stall_over_ns(st));
+	if (!s) {
+		fprintf(out, "stall %llu of tid %u: %s over its deadline, no sample recorded\n\n",
+			(unsigned long long)st->stall_id, st->tid, over);
+		return;
+	}
+	ms(dl, sizeof(dl), s->timeout_ns);
+	where(w, sizeof(w), s);
+	fprintf(out, "stall %llu of tid %u (%.16s) on cpu %u: %s over a %s %s, %s\n",
+		(unsigned long long)st->stall_id, st->tid, s->comm, s->cpu, over, dl,
+		deadline_kind(s->clock), w);
+	fprintf(out, "  process %u (%s), %s clock, tag 0x%llx, %u sample%s", st->pid,
+		rs->proc_comm && rs->proc_comm[0] ? rs->proc_comm : "?",
+		sc_clock_name(s->clock), (unsigned long long)s->user_tag, rs->nr,
+		rs->nr == 1 ? "" : "s");
+	if (st->ended) {
+		fprintf(out, ", ended");
+		if (st->end.nr_samples > rs->nr)
+			fprintf(out, " (%u samples taken, %u not in the ring)",
+				st->end.nr_samples, st->end.nr_samples - rs->nr);
+	} else {
+		fprintf(out, ", no end seen (still stalled at the last sample)");
+	}
+	fputc('\n', out);
+	for (unsigned int k = 0; k < rs->nr; k++)
+		sample_block(out, rs, k);
+	fputc('\n', out);
+}

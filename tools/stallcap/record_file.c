@@ -1,0 +1,332 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stallcap(1): writing and reading record files (format in record_file.h).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "record_file.h"
+#include "tool.h"
+
+struct scfile {
+	struct sc_sink sink;	/* first: the sink callbacks find the file */
+	FILE *f;
+	int err;
+};
+
+#define ALIGN8(x)	(((x) + 7) & ~(size_t)7)
+
+static int chunk_write(struct scfile *sf, __u32 type, const void *a, size_t alen,
+		       const void *b, size_t blen)
+{
+	static const char zero[8];
+	struct scf_chunk c;
+	size_t len = sizeof(c) + alen + blen;
+
+	if (sf->err)
+		return sf->err;
+	c.type = type;
+	c.size = (__u32)ALIGN8(len);
+	if (fwrite(&c, sizeof(c), 1, sf->f) != 1 ||
+	    (alen && fwrite(a, alen, 1, sf->f) != 1) ||
+	    (blen && fwrite(b, blen, 1, sf->f) != 1) ||
+	    (c.size != len && fwrite(zero, c.size - len, 1, sf->f) != 1))
+		sf->err = -EIO;
+	return sf->err;
+}
+
+static int sink_record(struct sc_sink *sk, const struct stallcap_rec_header *rec)
+{
+	return chunk_write((struct scfile *)sk, SCF_RECORD, rec, rec->size, NULL, 0);
+}
+
+static int sink_proc(struct sc_sink *sk, const struct sc_proc *p)
+{
+	struct scf_proc hp = { .pid = p->pid, .nr_maps = p->nr_maps, .snap_ns = p->snap_ns };
+	size_t len = sizeof(hp), off, n;
+	struct scf_map *hm;
+	unsigned int i;
+	char *buf;
+	int ret;
+
+	memcpy(hp.comm, p->comm, sizeof(hp.comm));
+	for (i = 0; i < p->nr_maps; i++)
+		len += ALIGN8(sizeof(*hm) + strnlen(p->maps[i].path, 4096));
+	buf = calloc(1, len);
+	if (!buf)
+		return -ENOMEM;
+	memcpy(buf, &hp, sizeof(hp));
+	off = sizeof(hp);
+	for (i = 0; i < p->nr_maps; i++) {
+		hm = (struct scf_map *)(buf + off);
+		n = strnlen(p->maps[i].path, 4096);
+		hm->start = p->maps[i].start;
+		hm->end = p->maps[i].end;
+		hm->pgoff = p->maps[i].pgoff;
+		hm->prot = p->maps[i].prot;
+		hm->path_len = (__u16)n;
+		hm->build_id_len = (__u8)p->maps[i].build_id_len;
+		memcpy(hm->build_id, p->maps[i].build_id, p->maps[i].build_id_len);
+		memcpy(hm + 1, p->maps[i].path, n);
+		off += ALIGN8(sizeof(*hm) + n);
+	}
+	ret = chunk_write((struct scfile *)sk, SCF_PROC, buf, len, NULL, 0);
+	free(buf);
+	return ret;
+}
+
+static int sink_ksym(struct sc_sink *sk, const struct ksym *k)
+{
+	size_t nl = strlen(k->name), ml = k->mod ? strlen(k->mod) : 0;
+	struct scf_ksym h = { .addr = k->addr, .size = k->size,
+			      .name_len = (__u16)nl, .mod_len = (__u16)ml };
+	char buf[512];
+
+	if (nl + ml > sizeof(buf))
+		return 0;
+	memcpy(buf, k->name, nl);
+	memcpy(buf + nl, k->mod, ml);
+	return chunk_write((struct scfile *)sk, SCF_KSYM, &h, sizeof(h), buf, nl + ml);
+}
+
+static int sink_lost(struct sc_sink *sk, __u64 lost, __u64 suppressed)
+{
+	struct scf_lost l = { .lost = lost, .suppressed = suppressed };
+
+	return chunk_write((struct scfile *)sk, SCF_LOST, &l, sizeof(l), NULL, 0);
+}
+
+static int sink_vdso(struct sc_sink *sk, const void *img, size_t len)
+{
+	return chunk_write((struct scfile *)sk, SCF_VDSO, img, len, NULL, 0);
+}
+
+static int sink_info(struct sc_sink *sk, const char *release, const char *boot_id)
+{
+	struct scf_info in;
+
+	memset(&in, 0, sizeof(in));
+	snprintf(in.release, sizeof(in.release), "%s", release);
+	snprintf(in.boot_id, sizeof(in.boot_id), "%s", boot_id);
+	return chunk_write((struct scfile *)sk, SCF_INFO, &in, sizeof(in), NULL, 0);
+}
+
+static int sink_flush(struct sc_sink *sk)
+{
+	return scfile_flush((struct scfile *)sk);
+}
+
+struct scfile *scfile_create(const char *path)
+{
+	struct scf_header h;
+	struct scfile *sf = calloc(1, sizeof(*sf));
+	struct timespec ts;
+
+	if (!sf)
+		return NULL;
+	sf->f = strcmp(path, "-") ? fopen(path, "we") : stdout;
+	if (!sf->f) {
+		free(sf);
+		return NULL;
+	}
+	memset(&h, 0, sizeof(h));
+	memcpy(h.magic, SCF_MAGIC, sizeof(h.magic));
+	h.version = SCF_VERSION;
+	h.header_size = sizeof(h);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	h.created_ns = (__u64)ts.tv_sec * NSEC_PER_SEC + (__u64)ts.tv_nsec;
+	if (fwrite(&h, sizeof(h), 1, sf->f) != 1)
+		sf->err = -EIO;
+	sf->sink.record = sink_record;
+	sf->sink.proc = sink_proc;
+	sf->sink.ksym = sink_ksym;
+	sf->sink.lost = sink_lost;
+	sf->sink.vdso = sink_vdso;
+	sf->sink.info = sink_info;
+	sf->sink.flush = sink_flush;
+	return sf;
+}
+
+struct sc_sink *scfile_sink(struct scfile *sf)
+{
+	return &sf->sink;
+}
+
+/* Flush what was written so far: a reader may follow the file. */
+int scfile_flush(struct scfile *sf)
+{
+	if (!sf->err && fflush(sf->f))
+		sf->err = -errno;
+	return sf->err;
+}
+
+int scfile_close(struct scfile *sf)
+{
+	int ret = sf->err;
+
+	if (sf->f != stdout) {
+		if (fclose(sf->f) && !ret)
+			ret = -errno;
+	} else if (fflush(sf->f) && !ret) {
+		ret = -errno;
+	}
+	free(sf);
+	return ret;
+}
+
+/* ---- reading ---- */
+
+static int read_proc(const __u8 *p, size_t len, struct sc_sink *sk)
+{
+	const struct scf_proc *hp = (const void *)p;
+	const struct scf_map *hm;
+	struct sc_proc proc;
+	size_t off = sizeof(*hp);
+	unsigned int i;
+	int ret = -EBADMSG;
+
+	if (len < sizeof(*hp) || hp->nr_maps > len / sizeof(*hm))
+		return -EBADMSG;
+	memset(&proc, 0, sizeof(proc));
+	proc.pid = hp->pid;
+	proc.snap_ns = hp->snap_ns;
+	memcpy(proc.comm, hp->comm, sizeof(proc.comm));
+	proc.comm[15] = 0;
+	proc.maps = calloc(hp->nr_maps + 1, sizeof(*proc.maps));
+	if (!proc.maps)
+		return -ENOMEM;
+	for (i = 0; i < hp->nr_maps; i++) {
+		hm = (const void *)(p + off);
+		if (off + sizeof(*hm) > len || off + sizeof(*hm) + hm->path_len > len ||
+		    hm->build_id_len > SC_BUILD_ID_MAX)
+			goto out;
+		proc.maps[i].start = hm->start;
+		proc.maps[i].end = hm->end;
+		proc.maps[i].pgoff = hm->pgoff;
+		proc.maps[i].prot = hm->prot;
+		proc.maps[i].build_id_len = hm->build_id_len;
+		memcpy(proc.maps[i].build_id, hm->build_id, hm->build_id_len);
+		proc.maps[i].path = strndup((const char *)(hm + 1), hm->path_len);
+		if (!proc.maps[i].path) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		proc.nr_maps++;
+		off += ALIGN8(sizeof(*hm) + hm->path_len);
+	}
+	ret = sk->proc ? sk->proc(sk, &proc) : 0;
+out:
+	for (i = 0; i < proc.nr_maps; i++)
+		free(proc.maps[i].path);
+	free(proc.maps);
+	return ret;
+}
+
+static int read_ksym(const __u8 *p, size_t len, struct sc_sink *sk)
+{
+	const struct scf_ksym *h = (const void *)p;
+	char name[256], mod[256];
+	struct ksym k;
+
+	if (len < sizeof(*h) || sizeof(*h) + h->name_len + h->mod_len > len ||
+	    h->name_len >= sizeof(name) || h->mod_len >= sizeof(mod) || !h->name_len)
+		return -EBADMSG;
+	memcpy(name, h + 1, h->name_len);
+	name[h->name_len] = 0;
+	memcpy(mod, (const char *)(h + 1) + h->name_len, h->mod_len);
+	mod[h->mod_len] = 0;
+	k.addr = h->addr;
+	k.size = h->size;
+	k.name = name;
+	k.mod = h->mod_len ? mod : NULL;
+	return sk->ksym ? sk->ksym(sk, &k) : 0;
+}
+
+static int read_chunk(__u32 type, const __u8 *p, size_t len, struct sc_sink *sk)
+{
+	const struct stallcap_rec_header *rec = (const void *)p;
+	const struct scf_lost *l = (const void *)p;
+	const struct scf_info *in = (const void *)p;
+	char rel[sizeof(in->release)], boot[sizeof(in->boot_id)];
+
+	switch (type) {
+	case SCF_RECORD:
+		if (len < sizeof(*rec) || rec->size > len || rec->size < sizeof(*rec))
+			return -EBADMSG;
+		return sk->record ? sk->record(sk, rec) : 0;
+	case SCF_PROC:
+		return read_proc(p, len, sk);
+	case SCF_KSYM:
+		return read_ksym(p, len, sk);
+	case SCF_LOST:
+		if (len < sizeof(*l))
+			return -EBADMSG;
+		return sk->lost ? sk->lost(sk, l->lost, l->suppressed) : 0;
+	case SCF_VDSO:
+		return sk->vdso ? sk->vdso(sk, p, len) : 0;
+	case SCF_INFO:
+		if (len < sizeof(*in))
+			return -EBADMSG;
+		snprintf(rel, sizeof(rel), "%.*s", (int)sizeof(rel) - 1, in->release);
+		snprintf(boot, sizeof(boot), "%.*s", (int)sizeof(boot) - 1, in->boot_id);
+		return sk->info ? sk->info(sk, rel, boot) : 0;
+	default:
+		return 0;
+	}
+}
+
+int scfile_read(const char *path, struct sc_sink *sk)
+{
+	struct scf_header h;
+	struct scf_chunk c;
+	__u64 *buf = NULL;
+	size_t cap = 0;
+	FILE *f;
+	int ret = 0;
+
+	f = strcmp(path, "-") ? fopen(path, "re") : stdin;
+	if (!f)
+		return -errno;
+	if (fread(&h, sizeof(h), 1, f) != 1 || memcmp(h.magic, SCF_MAGIC, 8) ||
+	    h.header_size < sizeof(h)) {
+		ret = -EPROTO;
+		goto out;
+	}
+	if (h.version != SCF_VERSION) {
+		ret = -EPROTONOSUPPORT;
+		goto out;
+	}
+	if (h.header_size > sizeof(h) &&
+	    fseek(f, (long)(h.header_size - sizeof(h)), SEEK_CUR)) {
+		ret = -EPROTO;
+		goto out;
+	}
+	while (!ret && fread(&c, sizeof(c), 1, f) == 1) {
+		if (c.size < sizeof(c) || c.size % 8 || c.size > SCF_MAX_CHUNK) {
+			ret = -EBADMSG;
+			break;
+		}
+		if (c.size - sizeof(c) > cap) {
+			void *nb = realloc(buf, c.size);
+
+			if (!nb) {
+				ret = -ENOMEM;
+				break;
+			}
+			buf = nb;
+			cap = c.size;
+		}
+		if (c.size > sizeof(c) && fread(buf, c.size - sizeof(c), 1, f) != 1)
+			break;	/* truncated: the writer may still be running */
+		ret = read_chunk(c.type, (const __u8 *)buf, c.size - sizeof(c), sk);
+	}
+	if (!ret && ferror(f))
+		ret = -EIO;
+out:
+	free(buf);
+	if (f != stdin)
+		fclose(f);
+	return ret;
+}

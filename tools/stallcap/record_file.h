@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * stallcap(1): the record file format (stallcap.data).
+ *
+ * A header, then chunks; every chunk is { __u32 type; __u32 size; } followed
+ * by its payload, size counting the 8 header bytes, a multiple of 8.  All
+ * integers are the recording host's byte order (x86-64: little endian).
+ * Unknown chunk types are skipped; a truncated last chunk (the file is still
+ * being written) ends the reading without error.
+ *
+ *   SCF_RECORD  a ring record, verbatim (struct stallcap_rec_header ...)
+ *   SCF_PROC    struct scf_proc, then nr_maps x (struct scf_map + path)
+ *   SCF_KSYM    struct scf_ksym + name + module name
+ *   SCF_LOST    struct scf_lost: the ring's counters when they changed
+ *   SCF_VDSO    the recording kernel's vDSO image
+ *   SCF_INFO    struct scf_info
+ * A chunk describing a process or a kernel symbol comes before the first
+ * record that needs it.
+ */
+#ifndef STALLCAP_RECORD_FILE_H
+#define STALLCAP_RECORD_FILE_H
+
+#include <linux/types.h>
+
+#define SCF_MAGIC	"STALLCAP"
+#define SCF_VERSION	1
+
+struct scf_header {
+	char magic[8];
+	__u32 version;
+	__u32 header_size;
+	__u64 created_ns;	/* CLOCK_REALTIME */
+	__u64 __reserved[5];
+};
+
+struct scf_chunk {
+	__u32 type;
+	__u32 size;
+};
+
+enum {
+	SCF_RECORD = 1,
+	SCF_PROC = 2,
+	SCF_KSYM = 3,
+	SCF_LOST = 4,
+	SCF_VDSO = 5,
+	SCF_INFO = 6,
+};
+
+struct scf_proc {
+	__u32 pid;
+	__u32 nr_maps;
+	__u64 snap_ns;
+	char comm[16];
+};
+
+struct scf_map {
+	__u64 start, end, pgoff;
+	__u32 prot;
+	__u16 path_len;		/* bytes of path that follow, without NUL */
+	__u8 build_id_len;
+	__u8 __pad;
+	__u8 build_id[32];
+	/* char path[path_len], then zero padding to 8 bytes */
+};
+
+struct scf_ksym {
+	__u64 addr;
+	__u32 size;
+	__u16 name_len;
+	__u16 mod_len;
+	/* char name[name_len], char mod[mod_len], zero padding to 8 bytes */
+};
+
+struct scf_lost {
+	__u64 lost;
+	__u64 suppressed;
+};
+
+struct scf_info {
+	char release[65];	/* uname -r of the recording host */
+	char boot_id[37];	/* /proc/sys/kernel/random/boot_id */
+	__u8 __pad[2];
+};
+
+#define SCF_MAX_CHUNK	(1U << 24)
+
+#endif /* STALLCAP_RECORD_FILE_H */

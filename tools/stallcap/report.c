@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stallcap report: print stalls from a record file or live, one block (or
+ * JSON lines, or folded stacks) per stall, frames symbolized.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tool.h"
+
+enum report_format { FMT_TEXT, FMT_JSON, FMT_FOLDED };
+
+struct report {
+	struct sc_sink sink;	/* first: callbacks find the report */
+	struct stalls st;
+	struct resolver r;
+	enum report_format fmt;
+	bool live;
+	struct folded *fo;
+	FILE *out;
+	__u64 lost, suppressed;
+	bool same_boot;
+	unsigned int printed;
+};
+
+static const char report_help[] =
+"usage: stallcap report [FILE] [OPTIONS]\n"
+"       stallcap report --fd N | --global | -- CMD [ARGS]   (live)\n\n"
+"Print the stalls of FILE (default stallcap.data, '-' for stdin), or follow\n"
+"records live.  One block per stall: where the thread was, then kernel and\n"
+"user frames, each labelled with how it was found (fp, dwarf).\n\n"
+"  -i, --input FILE     the record file\n"
+"  -f, --format FMT     text (default), json (JSON lines) or folded\n"
+"      --no-dwarf       user stacks from the frame-pointer walk only\n"
+"  -k, --kallsyms FILE  kernel symbols from FILE (default: the file's own,\n"
+"                       then /proc/kallsyms if recorded on this boot)\n"
+"  -o, --output FILE    write the report to FILE\n"
+"live:\n"
+COLLECT_HELP
+"  -h, --help           this text\n";
+
+enum { OPT_NO_DWARF = 0x100 };
+
+static const struct option report_options[] = {
+	{ "input", required_argument, NULL, 'i' },
+	{ "format", required_argument, NULL, 'f' },
+	{ "no-dwarf", no_argument, NULL, OPT_NO_DWARF },
+	{ "kallsyms", required_argument, NULL, 'k' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "help", no_argument, NULL, 'h' },
+	COLLECT_LONG_OPTIONS,
+	{ NULL, 0, NULL, 0 },
+};
+
+static void print_stall(struct report *rp, struct sc_stall *s)
+{
+	struct sc_rstall rs;
+
+	s->printed = true;
+	if (resolve_stall(&rp->r, s, &rs)) {
+		warnx_("out of memory");
+		resolve_stall_free(&rs);
+		return;
+	}
+	switch (rp->fmt) {
+	case FMT_TEXT:
+		fmt_text_stall(rp->out, &rs);
+		break;
+	case FMT_JSON:
+		fmt_json_stall(rp->out, &rs);
+		break;
+	case FMT_FOLDED:
+		folded_add_stall(rp->fo, &rs);
+		break;
+	}
+	rp->printed++;
+	resolve_stall_free(&rs);
+	fflush(rp->out);
+}
+
+static int on_record(struct sc_sink *sk, const struct stallcap_rec_header *rec)
+{
+	struct report *rp = (struct report *)sk;
+	struct sc_stall *s = stalls_add(&rp->st, rec);
+
+	/* live: a stall is shown once it ended; the rest when reading stops */
+	if (rp->live && s && s->ended && !s->printed)
+		print_stall(rp, s);
+	return 0;
+}
+
+static int on_proc(struct sc_sink *sk, const struct sc_proc *p)
+{
+	return usyms_add_proc(((struct report *)sk)->r.us, p);
+}
+
+static int on_ksym(struct sc_sink *sk, const struct ksym *k)
+{
+	return ksyms_add(((struct report *)sk)->r.ks, k->addr, k->size, k->name, k->mod);
+}
+
+static int on_lost(struct sc_sink *sk, __u64 lost, __u64 suppressed)
+{
+	struct report *rp = (struct report *)sk;
+
+	rp->lost = lost;
+	rp->suppressed = suppressed;
+	return 0;
+}
+
+static int on_vdso(struct sc_sink *sk, const void *img, size_t len)
+{
+	usyms_set_vdso(((struct report *)sk)->r.us, img, len);
+	return 0;
+}
+
+static int on_info(struct sc_sink *sk, const char *release, const char *boot_id)
+{
+	struct report *rp = (struct report *)sk;
+	char boot[40] = "";
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+
+	if (f) {
+		if (fgets(boot, sizeof(boot), f))
+			boot[strcspn(boot, "\n")] = 0;
+		fclose(f);
+	}
+	rp->same_boot = boot[0] && !strcmp(boot, boot_id);
+	return 0;
+}
+
+static void finish(struct report *rp)
+{
+	struct sc_stall *s;
+	__u64 samples = 0;
+
+	for (s = rp->st.head; s; s = s->next) {
+		samples += s->nr_samples;
+		if (!s->printed)
+			print_stall(rp, s);
+	}
+	if (rp->fmt == FMT_FOLDED) {
+		folded_print(rp->fo, rp->out);
+	} else if (rp->fmt == FMT_JSON) {
+		if (rp->lost || rp->suppressed)
+			fmt_json_lost(rp->out, rp->lost, rp->suppressed);
+	} else {
+		fprintf(rp->out, "%u stall%s, %llu sample%s", rp->st.nr, rp->st.nr == 1 ? "" : "s",
+			(unsigned long long)samples, samples == 1 ? "" : "s");
+		if (rp->lost || rp->suppressed)
+			fprintf(rp->out, "; %llu records lost (ring full), %llu stalls suppressed"
+				" (rate limit)", (unsigned long long)rp->lost,
+				(unsigned long long)rp->suppressed);
+		fputc('\n', rp->out);
+	}
+	if (rp->st.bad_records)
+		warnx_("%llu malformed records skipped", (unsigned long long)rp->st.bad_records);
+}
+
+static int parse_format(const char *arg, enum report_format *fmt)
+{
+	if (!strcmp(arg, "text"))
+		*fmt = FMT_TEXT;
+	else if (!strcmp(arg, "json"))
+		*fmt = FMT_JSON;
+	else if (!strcmp(arg, "folded"))
+		*fmt = FMT_FOLDED;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static int run(struct report *rp, struct collect_opts *o, const char *in, int *status)
+{
+	int ret;
+
+	*status = 0;
+	if (!rp->live) {
+		ret = scfile_read(in, &rp->sink);
+		if (ret)
+			warnx_("%s: %s", in, ret == -EPROTO ? "not a stallcap record file" :
+			       strerror(-ret));
+		if (!rp->same_boot)
+			rp->r.live_path = NULL;
+		return ret;
+	}
+	if (collect_check(o))
+		return -EINVAL;
+	return collect_run(o, &rp->sink, status);
+}
+
+int cmd_report(int argc, char **argv)
+{
+	struct report rp = {
+		.sink = { on_record, on_proc, on_ksym, on_lost, on_vdso, on_info, NULL },
+		.out = stdout,
+	};
+	const char *in = NULL, *kallsyms = NULL, *outpath = NULL;
+	struct collect_opts o;
+	int opt, ret, status, i;
+
+	collect_opts_init(&o);
+	/* a command follows "--"; before it, a FILE may come anywhere */
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--")) {
+			if (i + 1 < argc) {
+				o.cmd = argv + i + 1;
+				rp.live = true;
+			}
+			argc = i;
+			break;
+		}
+	}
+	while ((opt = getopt_long(argc, argv, "i:f:k:o:h" COLLECT_SHORT_OPTIONS,
+				  report_options, NULL)) != -1) {
+		switch (opt) {
+		case 'i':
+			in = optarg;
+			break;
+		case 'f':
+			if (parse_format(optarg, &rp.fmt)) {
+				warnx_("unknown format '%s' (text, json, folded)", optarg);
+				return 2;
+			}
+			break;
+		case OPT_NO_DWARF:
+			rp.r.unwind_flags |= UNWIND_NO_DWARF;
+			break;
+		case 'k':
+			kallsyms = optarg;
+			break;
+		case 'o':
+			outpath = optarg;
+			break;
+		case 'h':
+			fputs(report_help, stdout);
+			return 0;
+		default:
+			if (collect_parse_opt(&o, opt, optarg)) {
+				fputs(report_help, stderr);
+				return 2;
+			}
+			rp.live |= opt == 'F' || opt == 'g';
+		}
+	}
+	if (optind < argc && !in)
+		in = argv[optind++];
+	if (optind < argc) {
+		warnx_("unexpected argument '%s'", argv[optind]);
+		return 2;
+	}
+	if (in && rp.live) {
+		warnx_("a file or a live source, not both");
+		return 2;
+	}
+	if (outpath && !(rp.out = fopen(outpath, "we"))) {
+		warnx_("%s: %m", outpath);
+		return 1;
+	}
+	stalls_init(&rp.st);
+	rp.r.ks = ksyms_new();
+	rp.r.us = usyms_new();
+	rp.fo = folded_new();
+	rp.r.live_path = kallsyms ? kallsyms : "/proc/kallsyms";
+	rp.same_boot = rp.live || kallsyms;
+	if (!rp.r.ks || !rp.r.us || !rp.fo)
+		return 1;
+	ret = run(&rp, &o, in ? in : "stallcap.data", &status);
+	if (kallsyms)
+		rp.r.live_path = kallsyms;
+	finish(&rp);
+	stalls_free(&rp.st);
+	ksyms_free(rp.r.ks);
+	ksyms_free(rp.r.live);
+	usyms_free(rp.r.us);
+	folded_free(rp.fo);
+	if (rp.out != stdout && fclose(rp.out))
+		ret = -EIO;
+	return exit_code(ret, &o, status);
+}

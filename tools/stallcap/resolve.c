@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stallcap(1): turning a stall's samples into symbolized, labelled frames
+ * for the formatters.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tool.h"
+
+const char *sc_state_name(__u8 state)
+{
+	static const char *const names[] = {
+		[STALLCAP_STATE_RUNNING] = "running",
+		[STALLCAP_STATE_RUNNABLE] = "runnable",
+		[STALLCAP_STATE_SLEEPING] = "sleeping",
+		[STALLCAP_STATE_UNINTERRUPTIBLE] = "uninterruptible",
+		[STALLCAP_STATE_STOPPED] = "stopped",
+		[STALLCAP_STATE_EXITING] = "exiting",
+	};
+
+	return state < ARRAY_SIZE(names) && names[state] ? names[state] : "unknown";
+}
+
+const char *sc_path_name(__u8 path)
+{
+	static const char *const names[] = {
+		[STALLCAP_PATH_LOCAL] = "local",
+		[STALLCAP_PATH_NMI] = "nmi",
+		[STALLCAP_PATH_IPI] = "ipi",
+		[STALLCAP_PATH_BLOCKED] = "blocked",
+		[STALLCAP_PATH_DEFERRED] = "deferred",
+	};
+
+	return path < ARRAY_SIZE(names) && names[path] ? names[path] : "unknown";
+}
+
+const char *sc_clock_name(__u8 clock)
+{
+	static const char *const names[] = {
+		[STALLCAP_CLOCK_WALL] = "wall",
+		[STALLCAP_CLOCK_CPUTIME] = "cputime",
+		[STALLCAP_CLOCK_HEARTBEAT] = "heartbeat",
+	};
+
+	return clock < ARRAY_SIZE(names) && names[clock] ? names[clock] : "unknown";
+}
+
+const char *sc_method_name(__u8 method)
+{
+	static const char *const names[] = {
+		[SC_METHOD_KERNEL] = "kernel",
+		[SC_METHOD_FP] = "fp",
+		[SC_METHOD_DWARF] = "dwarf",
+	};
+
+	return method < ARRAY_SIZE(names) ? names[method] : "unknown";
+}
+
+/* How far past its deadline the stall went: to its end, or its last sample. */
+__u64 sc_stall_over_ns(const struct sc_stall *st)
+{
+	const struct sc_sample *m;
+	__u64 over = 0;
+
+	if (st->ended && st->end.end_ns > st->end.deadline_ns)
+		return st->end.end_ns - st->end.deadline_ns;
+	for (m = st->samples; m; m = m->next)
+		if (m->v.s->capture_ns > m->v.s->deadline_ns &&
+		    m->v.s->capture_ns - m->v.s->deadline_ns > over)
+			over = m->v.s->capture_ns - m->v.s->deadline_ns;
+	return over;
+}
+
+static bool same_frames(const struct sc_frame *a, int na, const struct sc_frame *b, int nb)
+{
+	int i;
+
+	if (na != nb)
+		return false;
+	for (i = 0; i < na; i++)
+		if (a[i].addr != b[i].addr)
+			return false;
+	return true;
+}
+
+bool sc_same_stack(const struct sc_rsample *a, const struct sc_rsample *b)
+{
+	return a->smp->v.s->state == b->smp->v.s->state &&
+	       same_frames(a->kf, a->nk, b->kf, b->nk) &&
+	       same_frames(a->uf, a->nu, b->uf, b->nu);
+}
+
+static void resolve_kernel(struct resolver *r, const struct stallcap_sample_view *v,
+			   struct sc_frame *f, int n)
+{
+	const struct ksym *k;
+	__u64 a;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		memset(&f[i], 0, sizeof(f[i]));
+		f[i].addr = v->kernel_ips[i];
+		f[i].method = SC_METHOD_KERNEL;
+		f[i].is_return = i > 0;
+		a = f[i].is_return && f[i].addr ? f[i].addr - 1 : f[i].addr;
+		k = ksyms_find(r->ks, a);
+		if (!k && r->live_path && !r->live_tried) {
+			r->live_tried = true;
+			r->live = ksyms_new();
+			if (r->live && ksyms_load(r->live, r->live_path)) {
+				ksyms_free(r->live);
+				r->live = NULL;
+			}
+		}
+		if (!k && r->live)
+			k = ksyms_find(r->live, a);
+		if (!k)
+			continue;
+		f[i].sym = k->name;
+		f[i].off = f[i].addr - k->addr;
+		f[i].dso = k->mod ? k->mod : "kernel";
+	}
+}
+
+static int resolve_sample(struct resolver *r, const struct sc_sample *m,
+			  struct sc_rsample *rs)
+{
+	const struct stallcap_sample_view *uv = &m->user;
+	int i;
+
+	rs->smp = m;
+	rs->kf = calloc(m->v.nr_kernel + 1, sizeof(*rs->kf));
+	rs->uf = calloc(STALLCAP_MAX_FRAMES, sizeof(*rs->uf));
+	if (!rs->kf || !rs->uf)
+		return -ENOMEM;
+	rs->nk = (int)m->v.nr_kernel;
+	resolve_kernel(r, &m->v, rs->kf, rs->nk);
+	rs->nu = unwind_user(r->us, uv, r->unwind_flags, rs->uf, STALLCAP_MAX_FRAMES);
+	for (i = 0; i < rs->nu; i++)
+		usyms_resolve(r->us, uv->s->pid, &rs->uf[i]);
+	return 0;
+}
+
+int resolve_stall(struct resolver *r, const struct sc_stall *st, struct sc_rstall *out)
+{
+	const struct sc_sample *m;
+	const struct sc_proc *p;
+	unsigned int n = 0;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	out->st = st;
+	p = usyms_proc(r->us, st->pid);
+	out->proc_comm = p ? p->comm : NULL;
+	for (m = st->samples; m; m = m->next)
+		n++;
+	out->samples = calloc(n + 1, sizeof(*out->samples));
+	if (!out->samples)
+		return -ENOMEM;
+	for (m = st->samples; m; m = m->next) {
+		if (m->merged)
+			continue;
+		ret = resolve_sample(r, m, &out->samples[out->nr++]);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+void resolve_stall_free(struct sc_rstall *rs)
+{
+	unsigned int i;
+
+	for (i = 0; i < rs->nr; i++) {
+		free(rs->samples[i].kf);
+		free(rs->samples[i].uf);
+	}
+	free(rs->samples);
+	memset(rs, 0, sizeof(*rs));
+}

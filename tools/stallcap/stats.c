@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stallcap stats: the module's or a session's counters (STALLCAP_IOC_GET_STATS)
+ * and what the module supports (STALLCAP_IOC_GET_INFO).
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tool.h"
+
+static const char stats_help[] =
+"usage: stallcap stats [--fd N] [--global] [--json]\n\n"
+"Print the module's counters, or with --fd those of the application's\n"
+"session N (--global as well: the module's again).\n\n"
+"  -F, --fd N      the session to read\n"
+"  -g, --global    module-wide counters (the default without --fd)\n"
+"  -j, --json      one JSON object\n"
+"  -h, --help      this text\n";
+
+static const struct option stats_options[] = {
+	{ "fd", required_argument, NULL, 'F' },
+	{ "global", no_argument, NULL, 'g' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+#define COUNTER(f)	{ #f, offsetof(struct stallcap_stats, f) }
+
+static const struct { const char *name; size_t off; } counters[] = {
+	COUNTER(watches), COUNTER(armed), COUNTER(stalls), COUNTER(samples),
+	COUNTER(stall_ends), COUNTER(deferred), COUNTER(lost), COUNTER(suppressed),
+	COUNTER(capture_local), COUNTER(capture_nmi), COUNTER(capture_ipi),
+	COUNTER(capture_blocked), COUNTER(migrate_retries),
+};
+
+static const char *const feature_names[] = {
+	"nmi", "heartbeat", "cputime", "defer_user", "global", "kaddr",
+};
+
+static __u64 counter(const struct stallcap_stats *st, unsigned int i)
+{
+	return *(const __u64 *)((const char *)st + counters[i].off);
+}
+
+static void hist_json(const char *name, const __u64 *h)
+{
+	int i;
+
+	printf(",\"%s\":[", name);
+	for (i = 0; i < STALLCAP_HIST_BUCKETS; i++)
+		printf("%s%llu", i ? "," : "", (unsigned long long)h[i]);
+	putchar(']');
+}
+
+static void print_json(const struct stallcap_info *in, const struct stallcap_stats *st,
+		       bool global)
+{
+	unsigned int i, n = 0;
+
+	printf("{\"abi_version\":%u,\"features\":[", in->abi_version);
+	for (i = 0; i < ARRAY_SIZE(feature_names); i++)
+		if (in->features & (1ULL << i))
+			printf("%s\"%s\"", n++ ? "," : "", feature_names[i]);
+	printf("],\"min_deadline_ns\":%llu,\"max_ring_bytes\":%u,\"max_watches_per_user\":%u,"
+	       "\"scope\":\"%s\"", (unsigned long long)in->min_deadline_ns,
+	       in->max_ring_bytes, in->max_watches_per_user, global ? "global" : "session");
+	for (i = 0; i < ARRAY_SIZE(counters); i++)
+		printf(",\"%s\":%llu", counters[i].name, (unsigned long long)counter(st, i));
+	hist_json("capture_cost_hist", st->capture_cost_hist);
+	hist_json("lateness_hist", st->lateness_hist);
+	puts("}");
+}
+
+static void bucket(char *buf, size_t len, int i)
+{
+	static const char *const unit[] = { "ns", "us", "ms", "s" };
+	unsigned long long lo = i ? 1ULL << i : 0;
+	int u = 0;
+
+	while (lo >= 1000 && u < 3) {
+		lo /= 1000;
+		u++;
+	}
+	snprintf(buf, len, "%s%llu %s", i == STALLCAP_HIST_BUCKETS - 1 ? ">= " : "", lo, unit[u]);
+}
+
+static void print_text(const struct stallcap_info *in, const struct stallcap_stats *st,
+		       bool global)
+{
+	char b[32];
+	unsigned int i;
+	int k;
+
+	printf("module: ABI %u, features:", in->abi_version);
+	for (i = 0; i < ARRAY_SIZE(feature_names); i++)
+		if (in->features & (1ULL << i))
+			printf(" %s", feature_names[i]);
+	printf("\n  min deadline %llu us, max ring %u KiB, %u watches per user\n",
+	       (unsigned long long)(in->min_deadline_ns / 1000), in->max_ring_bytes / 1024,
+	       in->max_watches_per_user);
+	printf("counters (%s):\n", global ? "module-wide" : "this session");
+	for (i = 0; i < ARRAY_SIZE(counters); i++)
+		printf("  %-16s %llu\n", counters[i].name, (unsigned long long)counter(st, i));
+	printf("histograms (from):   capture cost    lateness\n");
+	for (k = 0; k < STALLCAP_HIST_BUCKETS; k++) {
+		if (!st->capture_cost_hist[k] && !st->lateness_hist[k])
+			continue;
+		bucket(b, sizeof(b), k);
+		printf("  %-16s %14llu %11llu\n", b, (unsigned long long)st->capture_cost_hist[k],
+		       (unsigned long long)st->lateness_hist[k]);
+	}
+}
+
+int cmd_stats(int argc, char **argv)
+{
+	struct stallcap_session *s = NULL;
+	struct stallcap_stats st;
+	struct stallcap_info in;
+	bool global = false, json = false;
+	int opt, fd = -1, ret;
+	char *end;
+
+	while ((opt = getopt_long(argc, argv, "F:gjh", stats_options, NULL)) != -1) {
+		switch (opt) {
+		case 'F':
+			fd = (int)strtol(optarg, &end, 10);
+			if (*end || fd < 0)
+				goto usage;
+			break;
+		case 'g':
+			global = true;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			fputs(stats_help, stdout);
+			return 0;
+		default:
+			goto usage;
+		}
+	}
+	if (optind < argc)
+		goto usage;
+	global |= fd < 0;
+	ret = fd >= 0 ? stallcap_session_adopt(&s, fd) : stallcap_session_open(&s, NULL, 0);
+	if (ret) {
+		warnx_("cannot open the session: %s", strerror(-ret));
+		return 1;
+	}
+	ret = stallcap_session_get_info(s, &in);
+	if (!ret)
+		ret = stallcap_session_get_stats(s, &st, global ? STALLCAP_STATS_GLOBAL : 0);
+	if (ret) {
+		warnx_("cannot read the counters: %s", strerror(-ret));
+	} else if (json) {
+		print_json(&in, &st, global);
+	} else {
+		print_text(&in, &st, global);
+	}
+	stallcap_session_close(s);
+	return ret ? 1 : 0;
+usage:
+	fputs(stats_help, stderr);
+	return 2;
+}

@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * stallcap(1): what the tool's files share.
+ *
+ * Data flows through a sink: the live collector (collect.c) and the file
+ * reader (record_file.c) both produce records, process snapshots and kernel
+ * symbols; `record` writes them to a file, `report` groups them into stalls
+ * (stalls.c), resolves their frames (resolve.c: ksyms.c, usyms.c, unwind.c)
+ * and prints them (format_text.c, format_json.c, format_folded.c).
+ */
+#ifndef STALLCAP_TOOL_H
+#define STALLCAP_TOOL_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stallcap/stallcap.h>
+
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+#define NSEC_PER_MSEC	1000000ULL
+#define NSEC_PER_SEC	1000000000ULL
+
+extern const char *prog;
+void warnx_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+__u64 now_ns(int clock);
+
+/* ---- processes (procmaps.c) ---- */
+
+#define SC_PROT_R	1
+#define SC_PROT_W	2
+#define SC_PROT_X	4
+#define SC_BUILD_ID_MAX	32
+
+/** struct sc_map - one line of /proc/PID/maps, with the file's build-id. */
+struct sc_map {
+	__u64 start, end, pgoff;
+	__u32 prot;
+	__u32 build_id_len;
+	__u8 build_id[SC_BUILD_ID_MAX];
+	char *path;		/* "" for anonymous memory */
+};
+
+/** struct sc_proc - a snapshot of a process's mappings; older ones chained. */
+struct sc_proc {
+	__u32 pid;
+	__u32 nr_maps;
+	__u64 snap_ns;		/* CLOCK_MONOTONIC */
+	char comm[16];
+	struct sc_map *maps;
+	struct sc_proc *older;
+};
+
+struct buildid_cache;
+int procmaps_snapshot(__u32 pid, struct buildid_cache *bc, struct sc_proc **out);
+const struct sc_map *sc_proc_find(const struct sc_proc *p, __u64 addr);
+bool sc_proc_is_text(const struct sc_proc *p, __u64 addr);
+void sc_proc_free(struct sc_proc *p);
+struct buildid_cache *buildid_cache_new(void);
+void buildid_cache_free(struct buildid_cache *bc);
+int elf_file_build_id(const char *path, __u8 *id, __u32 *len);
+int vdso_image(void **img, size_t *len);
+
+/* ---- kernel symbols (ksyms.c) ---- */
+
+struct ksym {
+	__u64 addr;
+	__u32 size;
+	const char *name;
+	const char *mod;	/* NULL for the kernel proper */
+};
+
+struct ksyms;
+struct ksyms *ksyms_new(void);
+void ksyms_free(struct ksyms *ks);
+int ksyms_load(struct ksyms *ks, const char *path);
+int ksyms_add(struct ksyms *ks, __u64 addr, __u32 size, const char *name,
+	      const char *mod);
+const struct ksym *ksyms_find(struct ksyms *ks, __u64 addr);
+size_t ksyms_count(const struct ksyms *ks);
+
+/* ---- the sink: who receives what the collector or a file produces ---- */
+
+struct sc_sink {
+	int (*record)(struct sc_sink *sk, const struct stallcap_rec_header *rec);
+	int (*proc)(struct sc_sink *sk, const struct sc_proc *p);
+	int (*ksym)(struct sc_sink *sk, const struct ksym *sym);
+	int (*lost)(struct sc_sink *sk, __u64 lost, __u64 suppressed);
+	int (*vdso)(struct sc_sink *sk, const void *img, size_t len);
+	int (*info)(struct sc_sink *sk, const char *release, const char *boot_id);
+	int (*flush)(struct sc_sink *sk);
+};
+
+/* ---- the record file (record_file.c) ---- */
+
+struct scfile;
+struct scfile *scfile_create(const char *path);
+int scfile_close(struct scfile *f);
+int scfile_flush(struct scfile *f);
+struct sc_sink *scfile_sink(struct scfile *f);
+/** scfile_read() - feed a file's contents to a sink; 0, or -errno. */
+int scfile_read(const char *path, struct sc_sink *sk);
+
+/* ---- the live collector (collect.c) ---- */
+
+struct collect_opts {
+	int fd;			/* --fd: the application's session, or -1 */
+	bool global;		/* system-wide reader */
+	char **cmd;		/* command to run, NULL-terminated, or NULL */
+	double duration;	/* seconds, 0: until interrupted / cmd exits */
+	struct stallcap_config cfg;
+	bool verbose;
+};
+
+int collect_run(const struct collect_opts *o, struct sc_sink *sk, int *cmd_status);
+int collect_parse_opt(struct collect_opts *o, int opt, const char *arg);
+void collect_opts_init(struct collect_opts *o);
+int collect_check(struct collect_opts *o);
+
+/* getopt_long entries of the collector's options, and their help text */
+#define COLLECT_LONG_OPTIONS \
+	{ "fd", required_argument, NULL, 'F' }, \
+	{ "global", no_argument, NULL, 'g' }, \
+	{ "duration", required_argument, NULL, 'd' }, \
+	{ "ring-kb", required_argument, NULL, 'R' }, \
+	{ "stack-bytes", required_argument, NULL, 'S' }, \
+	{ "samples", required_argument, NULL, 'N' }, \
+	{ "rate-limit", required_argument, NULL, 'L' }, \
+	{ "defer-user", no_argument, NULL, 'D' }, \
+	{ "verbose", no_argument, NULL, 'v' }
+#define COLLECT_SHORT_OPTIONS "F:gd:R:S:N:L:Dv"
+#define COLLECT_HELP \
+"  -F, --fd N           read the session fd N the application passed\n" \
+"  -g, --global         read every session's records (needs CAP_SYS_ADMIN)\n" \
+"  -d, --duration SECS  stop after SECS seconds\n" \
+"  -R, --ring-kb KB     ring size of a session opened here (power of two)\n" \
+"  -S, --stack-bytes N  raw user stack bytes copied per sample\n" \
+"  -N, --samples N      samples per stall (1..64)\n" \
+"  -L, --rate-limit N   stalls reported per minute (0: no limit)\n" \
+"  -D, --defer-user     complete user stacks on return to user space\n" \
+"  -v, --verbose        print counts when done\n" \
+"  -- CMD [ARGS]        run CMD with a session it finds through STALLCAP_FD\n" \
+"                       (or, with --global, just run it)\n"
+
+/* ---- resolved frames ---- */
+
+enum sc_method { SC_METHOD_KERNEL, SC_METHOD_FP, SC_METHOD_DWARF };
+
+struct sc_frame {
+	__u64 addr;
+	__u8 method;		/* enum sc_method */
+	bool is_return;		/* a return address: symbolized at addr - 1 */
+	const char *sym;	/* NULL if unknown */
+	__u64 off;
+	const char *dso;	/* kernel module, "kernel", or ELF path */
+	const char *file;	/* source file, or NULL */
+	int line;
+};
+
+/* ---- user symbols and unwinding (usyms.c, unwind.c) ---- */
+
+struct usyms;
+struct usyms *usyms_new(void);
+void usyms_free(struct usyms *u);
+int usyms_add_proc(struct usyms *u, const struct sc_proc *p);
+void usyms_set_vdso(struct usyms *u, const void *img, size_t len);
+void usyms_resolve(struct usyms *u, __u32 pid, struct sc_frame *f);
+const struct sc_proc *usyms_proc(struct usyms *u, __u32 pid);
+struct sc_proc *sc_proc_dup(const struct sc_proc *p);
+
+/** struct unwind_state - per-process state of the DWARF unwinder (unwind.c) */
+struct unwind_state {
+	struct Dwfl *dwfl;
+	const struct stallcap_sample_view *cur;	/* the sample being unwound */
+	bool attached;
+};
+
+/** usyms_unwind_state() - the process's unwinder state, NULL if no maps. */
+struct unwind_state *usyms_unwind_state(struct usyms *u, __u32 pid);
+
+#define UNWIND_NO_DWARF	(1U << 0)
+int unwind_dwarf(struct usyms *u, const struct stallcap_sample_view *v,
+		 __u64 *pcs, bool *is_return, int max, int *complete);
+int unwind_user(struct usyms *u, const struct stallcap_sample_view *v,
+		unsigned int flags, struct sc_frame *out, int max);
+
+/* ---- stalls (stalls.c) ---- */
+
+struct sc_sample {
+	struct stallcap_sample_view v;		/* into buf */
+	struct stallcap_sample_view user;	/* deferred user stack, or = v */
+	struct sc_sample *next;
+	bool has_deferred;	/* user stack completed by a USER_STACK record */
+	bool merged;		/* a USER_STACK record merged into its sample */
+	__u64 buf[];
+};
+
+struct sc_stall {
+	__u32 pid, tid;
+	__u64 stall_id;
+	struct sc_sample *samples, *last;
+	unsigned int nr_samples;
+	struct stallcap_stall_end end;
+	bool ended;
+	bool printed;
+	struct sc_stall *next;
+};
+
+struct stalls {
+	struct sc_stall *head, *tail;
+	unsigned int nr;
+	__u64 records, bad_records;
+};
+
+void stalls_init(struct stalls *st);
+void stalls_free(struct stalls *st);
+/** stalls_add() - file a record; returns the stall it belongs to or NULL. */
+struct sc_stall *stalls_add(struct stalls *st, const struct stallcap_rec_header *rec);
+
+/* ---- resolving a stall for the formatters (resolve.c) ---- */
+
+struct sc_rsample {
+	const struct sc_sample *smp;
+	struct sc_frame *kf, *uf;
+	int nk, nu;
+};
+
+struct sc_rstall {
+	const struct sc_stall *st;
+	const char *proc_comm;	/* process name from the snapshot, or NULL */
+	struct sc_rsample *samples;
+	unsigned int nr;
+};
+
+struct resolver {
+	struct ksyms *ks;		/* from the file / collector */
+	struct ksyms *live;		/* kallsyms fallback, loaded on a miss */
+	const char *live_path;		/* its file, or NULL: no fallback */
+	bool live_tried;
+	struct usyms *us;
+	unsigned int unwind_flags;
+};
+
+int resolve_stall(struct resolver *r, const struct sc_stall *st, struct sc_rstall *out);
+void resolve_stall_free(struct sc_rstall *rs);
+const char *sc_state_name(__u8 state);
+const char *sc_path_name(__u8 path);
+const char *sc_clock_name(__u8 clock);
+const char *sc_method_name(__u8 method);
+__u64 sc_stall_over_ns(const struct sc_stall *st);
+bool sc_same_stack(const struct sc_rsample *a, const struct sc_rsample *b);
+
+/* ---- formats ---- */
+
+void fmt_text_stall(FILE *out, const struct sc_rstall *rs);
+void fmt_json_stall(FILE *out, const struct sc_rstall *rs);
+void fmt_json_lost(FILE *out, __u64 lost, __u64 suppressed);
+struct folded;
+struct folded *folded_new(void);
+void folded_add_stall(struct folded *fo, const struct sc_rstall *rs);
+void folded_print(struct folded *fo, FILE *out);
+void folded_free(struct folded *fo);
+void json_str(FILE *out, const char *s);
+
+/* ---- subcommands ---- */
+
+int cmd_record(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
+int exit_code(int ret, const struct collect_opts *o, int status);
+
+#endif /* STALLCAP_TOOL_H */

@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stallcap(1): user stacks: the module's frame-pointer walk, and DWARF
+ * unwinding of the raw stack copy with libdwfl.
+ *
+ * The record carries the user registers and stack_size bytes copied from
+ * regs.sp upwards.  libdwfl unwinds from those registers with the CFI of the
+ * mapped files (.eh_frame / .debug_frame); its memory_read callback serves
+ * the copied bytes, so the process need not exist any more.
+ *
+ * Choice of the user stack, per sample:
+ *  - the frame-pointer walk is cut at its first address outside executable
+ *    memory (a walk through code without frame pointers reads garbage);
+ *  - with a raw copy, DWARF unwinding runs; frames past its end that the
+ *    frame-pointer walk also reached are appended (labelled fp);
+ *  - DWARF wins if it ended cleanly (outermost frame reached) or is at least
+ *    as long; else the frame-pointer walk.  A walk through a function without
+ *    a frame skips its caller, which DWARF does not, so DWARF goes first.
+ */
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <string.h>
+
+#include "tool.h"
+
+/* x86-64 DWARF register numbers 0..16: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip */
+static void dwarf_regs(const struct stallcap_user_regs *r, Dwarf_Word *w)
+{
+	w[0] = r->ax;
+	w[1] = r->dx;
+	w[2] = r->cx;
+	w[3] = r->bx;
+	w[4] = r->si;
+	w[5] = r->di;
+	w[6] = r->bp;
+	w[7] = r->sp;
+	w[8] = r->r8;
+	w[9] = r->r9;
+	w[10] = r->r10;
+	w[11] = r->r11;
+	w[12] = r->r12;
+	w[13] = r->r13;
+	w[14] = r->r14;
+	w[15] = r->r15;
+	w[16] = r->ip;
+}
+
+static pid_t uw_next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
+{
+	struct unwind_state *uw = arg;
+
+	if (*thread_argp || !uw->cur)
+		return 0;
+	*thread_argp = uw;
+	return (pid_t)uw->cur->s->tid;
+}
+
+static bool uw_get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
+{
+	struct unwind_state *uw = arg;
+
+	if (!uw->cur || (pid_t)uw->cur->s->tid != tid)
+		return false;
+	*thread_argp = uw;
+	return true;
+}
+
+/* Serve 8 bytes from the stack copy; anything else is unknown. */
+static bool uw_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
+{
+	const struct unwind_state *uw = arg;
+	const struct stallcap_sample_view *v = uw->cur;
+	__u64 start = v->s->stack_start;
+
+	if (addr < start || addr - start > v->stack_size ||
+	    v->stack_size - (addr - start) < sizeof(*result))
+		return false;
+	memcpy(result, (const char *)v->stack + (addr - start), sizeof(*result));
+	return true;
+}
+
+static bool uw_set_initial_registers(Dwfl_Thread *thread, void *arg)
+{
+	const struct unwind_state *uw = arg;
+	Dwarf_Word regs[17];
+
+	dwarf_regs(&uw->cur->s->regs, regs);
+	return dwfl_thread_state_registers(thread, 0, 17, regs);
+}
+
+static const Dwfl_Thread_Callbacks uw_callbacks = {
+	.next_thread = uw_next_thread,
+	.get_thread = uw_get_thread,
+	.memory_read = uw_memory_read,
+	.set_initial_registers = uw_set_initial_registers,
+};
+
+struct frames_ctx {
+	__u64 *pcs;
+	bool *is_return;
+	int n, max;
+};
+
+static int frame_cb(Dwfl_Frame *state, void *arg)
+{
+	struct frames_ctx *c = arg;
+	Dwarf_Addr pc;
+	bool act;
+
+	if (!dwfl_frame_pc(state, &pc, &act) || !pc)
+		return DWARF_CB_ABORT;
+	if (c->n && pc == c->pcs[c->n - 1] && !act)
+		return DWARF_CB_ABORT;	/* no progress */
+	c->pcs[c->n] = pc;
+	c->is_return[c->n] = !act;
+	return ++c->n < c->max ? DWARF_CB_OK : DWARF_CB_ABORT;
+}
+
+/**
+ * unwind_dwarf() - unwind a sample's user stack copy
+ * @complete: set to 1 when the unwinder reached the outermost frame
+ *
+ * Returns the number of frames, or a negative errno.
+ */
+int unwind_dwarf(struct usyms *u, const struct stallcap_sample_view *v,
+		 __u64 *pcs, bool *is_return, int max, int *complete)
+{
+	struct unwind_state *uw = usyms_unwind_state(u, v->s->pid);
+	struct frames_ctx c = { .pcs = pcs, .is_return = is_return, .max = max };
+	int ret;
+
+	*complete = 0;
+	if (!uw || !v->stack_size || !v->s->regs.sp || max <= 0)
+		return -ENOENT;
+	if (!uw->attached) {
+		uw->cur = v;
+		if (!dwfl_attach_state(uw->dwfl, NULL, (pid_t)v->s->pid, &uw_callbacks, uw))
+			return -ENOEXEC;
+		uw->attached = true;
+	}
+	uw->cur = v;
+	ret = dwfl_getthread_frames(uw->dwfl, (pid_t)v->s->tid, frame_cb, &c);
+	uw->cur = NULL;
+	*complete = ret == 0;
+	return c.n;
+}
+
+static void set_frame(struct sc_frame *f, __u64 addr, bool is_return, __u8 method)
+{
+	memset(f, 0, sizeof(*f));
+	f->addr = addr;
+	f->is_return = is_return;
+	f->method = method;
+}
+
+/* The frame-pointer walk up to its first address outside executable memory. */
+static int fp_frames(struct usyms *u, const struct stallcap_sample_view *v,
+		     struct sc_frame *out, int max)
+{
+	const struct sc_proc *p = usyms_proc(u, v->s->pid);
+	unsigned int i;
+	int n = 0;
+
+	for (i = 0; i < v->nr_user && n < max; i++) {
+		if (p && !sc_proc_is_text(p, v->user_ips[i]))
+			break;
+		set_frame(&out[n++], v->user_ips[i], i > 0, SC_METHOD_FP);
+	}
+	return n;
+}
+
+/**
+ * unwind_user() - the user frames of a sample, each labelled with its method
+ * @flags: UNWIND_NO_DWARF to use the frame-pointer walk only
+ *
+ * Frames are not symbolized here.  Returns the number of frames.
+ */
+int unwind_user(struct usyms *u, const struct stallcap_sample_view *v,
+		unsigned int flags, struct sc_frame *out, int max)
+{
+	__u64 pcs[STALLCAP_MAX_FRAMES];
+	bool ret_addr[STALLCAP_MAX_FRAMES];
+	int nfp, nd, complete, i, j, n;
+
+	nfp = fp_frames(u, v, out, max);
+	if ((flags & UNWIND_NO_DWARF) || !v->stack_size)
+		return nfp;
+	if (max > STALLCAP_MAX_FRAMES)
+		max = STALLCAP_MAX_FRAMES;
+	nd = unwind_dwarf(u, v, pcs, ret_addr, max, &complete);
+	if (nd < 2)
+		return nfp;
+	/* continue with the fp walk past the last frame DWARF found */
+	for (j = 1; j < nfp; j++)
+		if (v->user_ips[j] == pcs[nd - 1])
+			break;
+	n = nd + (!complete && j < nfp ? nfp - j - 1 : 0);
+	if (n > max)
+		n = max;
+	if (!complete && n < nfp)
+		return nfp;
+	for (i = 0; i < nd; i++)
+		set_frame(&out[i], pcs[i], ret_addr[i], SC_METHOD_DWARF);
+	for (j++; i < n; i++, j++)
+		set_frame(&out[i], v->user_ips[j], true, SC_METHOD_FP);
+	return n;
+}

@@ -1,0 +1,301 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stallcap(1): user symbols through elfutils' libdwfl.
+ *
+ * Each process is described by its maps snapshots; its Dwfl is built on first
+ * use by reporting every executable file mapping with dwfl_report_elf() at the
+ * load bias the mapping implies.  A file whose build-id differs from the one
+ * recorded is replaced by /usr/lib/debug/.build-id/xx/yyyy.debug when that
+ * exists, else left out (its frames stay unresolved rather than wrong).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <elfutils/libdwfl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "tool.h"
+
+struct uproc {
+	__u32 pid;
+	struct sc_proc *proc;		/* newest snapshot, older ones chained */
+	struct unwind_state uw;
+	bool dirty;			/* snapshot added since uw.dwfl was built */
+	struct uproc *next;
+};
+
+struct usyms {
+	struct uproc *procs;
+	void *vdso;
+	size_t vdso_len;
+	char *debuginfo_path;
+	Dwfl_Callbacks cb;
+};
+
+struct usyms *usyms_new(void)
+{
+	struct usyms *u = calloc(1, sizeof(*u));
+
+	if (!u)
+		return NULL;
+	u->cb.find_elf = dwfl_build_id_find_elf;
+	u->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+	u->cb.debuginfo_path = &u->debuginfo_path;
+	return u;
+}
+
+void usyms_free(struct usyms *u)
+{
+	struct uproc *p, *n;
+
+	if (!u)
+		return;
+	for (p = u->procs; p; p = n) {
+		n = p->next;
+		if (p->uw.dwfl)
+			dwfl_end(p->uw.dwfl);
+		sc_proc_free(p->proc);
+		free(p);
+	}
+	free(u->vdso);
+	free(u);
+}
+
+void usyms_set_vdso(struct usyms *u, const void *img, size_t len)
+{
+	free(u->vdso);
+	u->vdso = malloc(len);
+	if (u->vdso)
+		memcpy(u->vdso, img, len);
+	u->vdso_len = u->vdso ? len : 0;
+}
+
+static struct uproc *uproc_find(struct usyms *u, __u32 pid)
+{
+	struct uproc *p;
+
+	for (p = u->procs; p; p = p->next)
+		if (p->pid == pid)
+			return p;
+	return NULL;
+}
+
+int usyms_add_proc(struct usyms *u, const struct sc_proc *snap)
+{
+	struct uproc *p = uproc_find(u, snap->pid);
+	struct sc_proc *c = sc_proc_dup(snap);
+
+	if (!c)
+		return -ENOMEM;
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p) {
+			sc_proc_free(c);
+			return -ENOMEM;
+		}
+		p->pid = snap->pid;
+		p->next = u->procs;
+		u->procs = p;
+	}
+	c->older = p->proc;
+	p->proc = c;
+	p->dirty = true;
+	return 0;
+}
+
+const struct sc_proc *usyms_proc(struct usyms *u, __u32 pid)
+{
+	struct uproc *p = uproc_find(u, pid);
+
+	return p ? p->proc : NULL;
+}
+
+/* Load bias of an ELF file mapped at m: where its PT_LOAD at m->pgoff landed. */
+static int elf_bias(int fd, const struct sc_map *m, GElf_Addr *bias)
+{
+	GElf_Addr page = (GElf_Addr)sysconf(_SC_PAGESIZE);
+	GElf_Phdr ph;
+	GElf_Ehdr eh;
+	size_t i, n;
+	Elf *elf;
+	int ret = -ENOEXEC;
+
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf)
+		return -ENOEXEC;
+	if (!gelf_getehdr(elf, &eh) || elf_getphdrnum(elf, &n))
+		goto out;
+	*bias = 0;
+	ret = 0;
+	if (eh.e_type == ET_EXEC)
+		goto out;
+	*bias = m->start - m->pgoff;
+	for (i = 0; i < n; i++) {
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if ((ph.p_offset & ~(page - 1)) == m->pgoff) {
+			*bias = m->start - (ph.p_vaddr & ~(page - 1));
+			break;
+		}
+	}
+out:
+	elf_end(elf);
+	return ret;
+}
+
+static int open_matching(const struct sc_map *m, char *used, size_t usedlen)
+{
+	__u8 id[SC_BUILD_ID_MAX];
+	__u32 len = 0, i;
+	int fd, n;
+
+	snprintf(used, usedlen, "%s", m->path);
+	if (!m->build_id_len || (!elf_file_build_id(m->path, id, &len) &&
+				 len == m->build_id_len &&
+				 !memcmp(id, m->build_id, len)))
+		return open(m->path, O_RDONLY | O_CLOEXEC);
+	n = snprintf(used, usedlen, "/usr/lib/debug/.build-id/%02x/", m->build_id[0]);
+	for (i = 1; i < m->build_id_len && n + 3 < (int)usedlen; i++)
+		n += snprintf(used + n, usedlen - n, "%02x", m->build_id[i]);
+	snprintf(used + n, usedlen - n, ".debug");
+	fd = open(used, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		warnx_("%s: build-id differs from the recorded one, frames left unresolved",
+		       m->path);
+		errno = ESTALE;
+	}
+	return fd;
+}
+
+static int vdso_fd(struct usyms *u)
+{
+	int fd;
+
+	if (!u->vdso)
+		return -1;
+	fd = memfd_create("vdso", MFD_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (write(fd, u->vdso, u->vdso_len) != (ssize_t)u->vdso_len) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void report_map(struct usyms *u, Dwfl *d, const struct sc_map *m)
+{
+	char used[4200];
+	GElf_Addr bias;
+	int fd;
+
+	if (!strcmp(m->path, "[vdso]")) {
+		fd = vdso_fd(u);
+		snprintf(used, sizeof(used), "[vdso]");
+	} else if (m->path[0] == '/') {
+		fd = open_matching(m, used, sizeof(used));
+	} else {
+		return;
+	}
+	if (fd < 0)
+		return;
+	if (elf_bias(fd, m, &bias) ||
+	    !dwfl_report_elf(d, m->path, used, fd, bias, true))
+		close(fd);
+}
+
+/* A file reported already, or a range a newer snapshot's mapping covers. */
+static bool seen(const struct sc_map **done, size_t n, const struct sc_map *m)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(done[i]->path, m->path) ||
+		    (m->start < done[i]->end && done[i]->start < m->end))
+			return true;
+	return false;
+}
+
+static Dwfl *build_dwfl(struct usyms *u, struct uproc *up)
+{
+	const struct sc_map **done = NULL, **nd;
+	const struct sc_proc *p;
+	size_t n = 0, cap = 0;
+	unsigned int i;
+	Dwfl *d = dwfl_begin(&u->cb);
+
+	if (!d)
+		return NULL;
+	dwfl_report_begin(d);
+	for (p = up->proc; p; p = p->older) {
+		for (i = 0; i < p->nr_maps; i++) {
+			const struct sc_map *m = &p->maps[i];
+
+			if (!(m->prot & SC_PROT_X) || seen(done, n, m))
+				continue;
+			if (n == cap) {
+				cap = cap ? 2 * cap : 32;
+				nd = realloc(done, cap * sizeof(*nd));
+				if (!nd)
+					break;
+				done = nd;
+			}
+			done[n++] = m;
+			report_map(u, d, m);
+		}
+	}
+	free(done);
+	dwfl_report_end(d, NULL, NULL);
+	return d;
+}
+
+struct unwind_state *usyms_unwind_state(struct usyms *u, __u32 pid)
+{
+	struct uproc *p = uproc_find(u, pid);
+
+	if (!p)
+		return NULL;
+	if (p->dirty || !p->uw.dwfl) {
+		if (p->uw.dwfl)
+			dwfl_end(p->uw.dwfl);
+		p->uw.dwfl = build_dwfl(u, p);
+		p->uw.attached = false;
+		p->dirty = false;
+	}
+	return p->uw.dwfl ? &p->uw : NULL;
+}
+
+void usyms_resolve(struct usyms *u, __u32 pid, struct sc_frame *f)
+{
+	struct unwind_state *uw = usyms_unwind_state(u, pid);
+	__u64 a = f->is_return && f->addr ? f->addr - 1 : f->addr;
+	const struct sc_map *m;
+	Dwfl_Module *mod;
+	Dwfl_Line *line;
+	GElf_Off off;
+	GElf_Sym sym;
+	const char *name;
+	int lineno;
+
+	m = sc_proc_find(usyms_proc(u, pid), f->addr);
+	f->dso = m && m->path[0] ? m->path : NULL;
+	if (!uw)
+		return;
+	mod = dwfl_addrmodule(uw->dwfl, a);
+	if (!mod)
+		return;
+	name = dwfl_module_addrinfo(mod, a, &off, &sym, NULL, NULL, NULL);
+	if (name) {
+		f->sym = name;
+		f->off = f->addr - (a - off);
+	}
+	line = dwfl_module_getsrc(mod, a);
+	if (line) {
+		f->file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
+		f->line = lineno;
+	}
+}

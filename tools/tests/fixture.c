@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A program that spins in a known function under a known call chain:
+ * main -> fixture_level1 -> fixture_level2 -> fixture_spin.
+ *
+ * Host tests build it with and without frame pointers, run it with no
+ * argument (it prints its functions' addresses, then spins until killed),
+ * stop it with ptrace and unwind the stack they copy.
+ *
+ * Built with -DFIXTURE_STALLCAP (stallcap-spin-nofp, stallcap-exit-early) it
+ * arms a deadline through libstallcap and spins past it:
+ *   fixture [SPIN_MS [DEADLINE_MS]]     (defaults 300 and 20)
+ * then exits at once, so that a report made later finds the process gone.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#ifdef FIXTURE_STALLCAP
+#include <string.h>
+#include <stallcap/stallcap.h>
+#endif
+
+#define NOIPA __attribute__((noipa, used))
+
+volatile unsigned long fixture_sink;
+
+static unsigned long long mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec;
+}
+
+/* Spin until the time (0: forever); no call inside the hot loop. */
+NOIPA void fixture_spin(unsigned long long until_ns)
+{
+	unsigned long i;
+
+	for (;;) {
+		for (i = 0; i < (1UL << 16); i++)
+			fixture_sink += i;
+		if (until_ns && mono_ns() >= until_ns)
+			break;
+	}
+}
+
+NOIPA void fixture_level2(unsigned long long until_ns)
+{
+	fixture_spin(until_ns);
+	fixture_sink++;		/* not a tail call: keep this frame */
+}
+
+NOIPA void fixture_level1(unsigned long long until_ns)
+{
+	fixture_level2(until_ns);
+	fixture_sink++;
+}
+
+#ifdef FIXTURE_STALLCAP
+int main(int argc, char **argv)
+{
+	unsigned long long spin_ms = argc > 1 ? strtoull(argv[1], NULL, 0) : 300;
+	unsigned long long deadline_ms = argc > 2 ? strtoull(argv[2], NULL, 0) : 20;
+	struct stallcap_session *s;
+	int ret;
+
+	ret = stallcap_session_open(&s, NULL, STALLCAP_OPEN_ENV);
+	if (ret) {
+		fprintf(stderr, "fixture: open: %s\n", strerror(-ret));
+		return 1;
+	}
+	ret = stallcap_watch_arm(s, deadline_ms * 1000000ULL, 0x5717, 0);
+	if (ret) {
+		fprintf(stderr, "fixture: arm: %s\n", strerror(-ret));
+		return 1;
+	}
+	fixture_level1(mono_ns() + spin_ms * 1000000ULL);
+	stallcap_watch_release(s);
+	stallcap_session_close(s);
+	return 0;
+}
+#else
+int main(void)
+{
+	printf("fixture_spin=%p fixture_level2=%p fixture_level1=%p main=%p\n",
+	       (void *)fixture_spin, (void *)fixture_level2, (void *)fixture_level1,
+	       (void *)main);
+	fflush(stdout);
+	fixture_level1(0);
+	fixture_sink++;
+	return 0;
+}
+#endif

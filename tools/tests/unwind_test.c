@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * User stacks of a real process, unwound offline: the fixture is stopped
+ * with ptrace while it spins in fixture_spin, its registers and the top of
+ * its stack are copied into a sample record, the process is killed, and the
+ * record alone must unwind to main.
+ */
+#include "helpers.h"
+#include "kselftest_harness.h"
+
+FIXTURE(stack)
+{
+	struct fixture fx;
+	struct capture cap;
+	struct stallcap_user_regs regs;
+	struct stallcap_sample *rec;
+	struct usyms *us;
+};
+
+FIXTURE_VARIANT(stack)
+{
+	const char *binary;
+	bool frame_pointers;
+};
+
+FIXTURE_VARIANT_ADD(stack, fp)
+{
+	.binary = "fixture-fp",
+	.frame_pointers = true,
+};
+
+FIXTURE_VARIANT_ADD(stack, nofp)
+{
+	.binary = "fixture-nofp",
+	.frame_pointers = false,
+};
+
+FIXTURE_SETUP(stack)
+{
+	struct sc_proc *p;
+
+	ASSERT_EQ(0, fixture_start(fixture_path(variant->binary), &self->fx));
+	ASSERT_EQ(0, fixture_capture(&self->fx, &self->cap));
+	ASSERT_EQ(0, procmaps_snapshot((__u32)self->fx.pid, NULL, &p));
+	fixture_kill(&self->fx);	/* from here on, only the record is left */
+	p->pid = 4242;			/* nor does anything need the pid */
+	self->us = usyms_new();
+	ASSERT_EQ(0, usyms_add_proc(self->us, p));
+	sc_proc_free(p);
+	self->rec = capture_sample(&self->cap, 4242, &self->regs);
+	ASSERT_NE(NULL, self->rec);
+}
+
+FIXTURE_TEARDOWN(stack)
+{
+	fixture_kill(&self->fx);
+	usyms_free(self->us);
+	free(self->rec);
+}
+
+/* Index of the first frame named sym at or after from, or -1. */
+static int find(const struct sc_frame *f, int n, int from, const char *sym)
+{
+	for (; from < n; from++)
+		if (f[from].sym && !strcmp(f[from].sym, sym))
+			return from;
+	return -1;
+}
+
+static int unwind(struct usyms *us, struct stallcap_sample *rec, unsigned int flags,
+		  struct sc_frame *f)
+{
+	struct stallcap_sample_view v;
+	int i, n;
+
+	if (stallcap_sample_parse(rec, rec->hdr.size, &v))
+		return -1;
+	n = unwind_user(us, &v, flags, f, STALLCAP_MAX_FRAMES);
+	for (i = 0; i < n; i++)
+		usyms_resolve(us, v.s->pid, &f[i]);
+	return n;
+}
+
+TEST_F(stack, dwarf_reaches_main)
+{
+	struct sc_frame f[STALLCAP_MAX_FRAMES];
+	int n, spin, l2, l1, m, i;
+
+	n = unwind(self->us, self->rec, 0, f);
+	ASSERT_GE(n, 4);
+	spin = find(f, n, 0, "fixture_spin");
+	l2 = find(f, n, spin + 1, "fixture_level2");
+	l1 = find(f, n, l2 + 1, "fixture_level1");
+	m = find(f, n, l1 + 1, "main");
+	EXPECT_EQ(0, spin);
+	EXPECT_EQ(1, l2);
+	EXPECT_EQ(2, l1);
+	EXPECT_EQ(3, m);
+	for (i = 1; i <= m; i++)
+		EXPECT_EQ(SC_METHOD_DWARF, f[i].method);
+	EXPECT_NE(NULL, f[1].file);
+	if (f[1].file)
+		EXPECT_NE(NULL, strstr(f[1].file, "fixture.c"));
+	EXPECT_GT(f[1].line, 0);
+}
+
+TEST_F(stack, frame_pointer_walk)
+{
+	struct sc_frame f[STALLCAP_MAX_FRAMES];
+	int n, l2, l1, m;
+
+	n = unwind(self->us, self->rec, UNWIND_NO_DWARF, f);
+	ASSERT_GE(n, 1);
+	EXPECT_EQ(0, find(f, n, 0, "fixture_spin"));
+	l2 = find(f, n, 1, "fixture_level2");
+	l1 = find(f, n, 1, "fixture_level1");
+	m = find(f, n, 1, "main");
+	if (variant->frame_pointers) {
+		/* the walk alone reaches main */
+		EXPECT_EQ(1, l2);
+		EXPECT_EQ(2, l1);
+		EXPECT_EQ(3, m);
+		EXPECT_EQ(SC_METHOD_FP, f[3].method);
+	} else {
+		/* without frame pointers it cannot: DWARF is needed */
+		EXPECT_TRUE(l2 < 0 || l1 < 0 || m < 0);
+	}
+}
+
+TEST_F(stack, truncated_copy_falls_back)
+{
+	struct sc_frame f[STALLCAP_MAX_FRAMES];
+	int n;
+
+	/* a copy too short to hold a frame: DWARF stops, the fp walk remains */
+	self->rec->stack_size = 8;
+	n = unwind(self->us, self->rec, 0, f);
+	ASSERT_GE(n, 1);
+	EXPECT_EQ(0, find(f, n, 0, "fixture_spin"));
+	if (variant->frame_pointers)
+		EXPECT_EQ(3, find(f, n, 1, "main"));
+}
+
+TEST_HARNESS_MAIN
