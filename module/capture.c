@@ -243,17 +243,22 @@ u32 stallcap_capture_current(struct stallcap_sample *s, struct pt_regs *regs,
 
 /**
  * stallcap_sample_finish() - account and publish a filled sample
- * @sess: the session
+ * @w: the watch
  * @s: the record
  * @len: its length
  * @start_ns: when the capture began (for the cost histogram)
  *
+ * Asks for a deferred user stack when the sample lacks it.
  * Context: any, NMI included.
  */
-void stallcap_sample_finish(struct stallcap_session *sess,
-			    struct stallcap_sample *s, u32 len, u64 start_ns)
+void stallcap_sample_finish(struct stallcap_watch *w, struct stallcap_sample *s,
+			    u32 len, u64 start_ns)
 {
+	struct stallcap_session *sess = w->sess;
 	u64 end = ktime_get_mono_fast_ns();
+
+	if (stallcap_defer_wanted(sess, s))
+		stallcap_defer_request(w, s, in_nmi());
 
 	if (!s->sample_index)
 		stallcap_hist_add(&sess->stats, end - start_ns,

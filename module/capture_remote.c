@@ -43,7 +43,7 @@ static void remote_capture(struct stallcap_capture_req *req,
 	req->rec->migrate_retries = req->retries;
 	stallcap_count(&w->sess->stats, req->path == STALLCAP_PATH_NMI ?
 		       SC_CAPTURE_NMI : SC_CAPTURE_IPI, 1);
-	stallcap_sample_finish(w->sess, req->rec, len, start);
+	stallcap_sample_finish(w, req->rec, len, start);
 	smp_store_release(&req->result, CAPTURE_DONE);
 }
 

@@ -233,7 +233,8 @@ static int ioctl_get_info(struct stallcap_session *sess, void __user *uarg)
 {
 	struct stallcap_info info = {
 		.abi_version = STALLCAP_ABI_VERSION,
-		.features = STALLCAP_FEAT_CPUTIME,
+		.features = STALLCAP_FEAT_CPUTIME | STALLCAP_FEAT_HEARTBEAT |
+			    STALLCAP_FEAT_DEFER_USER,
 		.min_deadline_ns = (u64)stallcap_min_deadline_us * NSEC_PER_USEC,
 		.max_ring_bytes = min_t(u64, (u64)stallcap_max_ring_kb * 1024,
 					U32_MAX),
@@ -342,8 +343,33 @@ static int stallcap_open(struct inode *inode, struct file *file)
 	init_irq_work(&sess->wake_work, session_wake);
 	INIT_WORK(&sess->reap_work, stallcap_watches_reap);
 	raw_spin_lock_init(&sess->rate_lock);
+	refcount_set(&sess->ref, 1);
 	file->private_data = sess;
 	return stream_open(inode, file);
+}
+
+void stallcap_session_get(struct stallcap_session *sess)
+{
+	refcount_inc(&sess->ref);
+}
+
+/**
+ * stallcap_session_put() - drop a reference; the last one frees the session
+ * @sess: the session
+ *
+ * Context: process (vfree of the ring).
+ */
+void stallcap_session_put(struct stallcap_session *sess)
+{
+	if (!refcount_dec_and_test(&sess->ref))
+		return;
+	irq_work_sync(&sess->wake_work);
+	xa_destroy(&sess->watches);
+	stallcap_ring_destroy(sess->ring);
+	vfree(sess->beats);
+	bitmap_free(sess->beat_used);
+	mutex_destroy(&sess->lock);
+	kfree(sess);
 }
 
 static int stallcap_release(struct inode *inode, struct file *file)
@@ -352,12 +378,7 @@ static int stallcap_release(struct inode *inode, struct file *file)
 
 	stallcap_watches_destroy(sess);
 	irq_work_sync(&sess->wake_work);
-	xa_destroy(&sess->watches);
-	stallcap_ring_destroy(sess->ring);
-	vfree(sess->beats);
-	bitmap_free(sess->beat_used);
-	mutex_destroy(&sess->lock);
-	kfree(sess);
+	stallcap_session_put(sess);
 	return 0;
 }
 

@@ -121,6 +121,7 @@ void stallcap_ring_set_suppressed(struct stallcap_ring *ring, u64 n);
  * @rate_window: start of the current one-minute window (ns)
  * @rate_count: stalls reported in the current window
  * @pending_suppressed: suppressed stalls not yet shown in a record
+ * @ref: the open file and each queued deferred capture hold one
  */
 struct stallcap_session {
 	struct mutex lock;
@@ -141,9 +142,12 @@ struct stallcap_session {
 	u64 rate_window;
 	u32 rate_count;
 	atomic_t pending_suppressed;
+	refcount_t ref;
 };
 
 int stallcap_session_ensure_ring(struct stallcap_session *sess);
+void stallcap_session_get(struct stallcap_session *sess);
+void stallcap_session_put(struct stallcap_session *sess);
 bool stallcap_session_rate_ok(struct stallcap_session *sess, u64 now);
 
 /* ---- watches (watch.c) ---- */
@@ -202,6 +206,7 @@ struct stallcap_capture_req {
  * @quiet: the current stall was suppressed by the rate limit: no records
  * @counted_armed: the watch is counted in SC_ARMED
  * @req: capture request in flight (WATCH_CAPTURING)
+ * @defer: deferred user-stack request (capture_deferred.c)
  * @task_node: node in the global task -> watches hash
  * @rcu: deferred free
  */
@@ -228,6 +233,7 @@ struct stallcap_watch {
 	bool quiet;
 	bool counted_armed;
 	struct stallcap_capture_req req;
+	struct stallcap_defer *defer;
 	struct hlist_node task_node;
 	struct rcu_head rcu;
 };
@@ -264,8 +270,49 @@ u32 stallcap_sample_end_len(const struct stallcap_sample *s);
 u32 stallcap_capture_blocked(struct stallcap_sample *s,
 			     struct task_struct *task,
 			     const struct stallcap_session *sess);
-void stallcap_sample_finish(struct stallcap_session *sess,
-			    struct stallcap_sample *s, u32 len, u64 start_ns);
+void stallcap_sample_finish(struct stallcap_watch *w, struct stallcap_sample *s,
+			    u32 len, u64 start_ns);
+
+/**
+ * struct stallcap_defer - a deferred user-stack capture (capture_deferred.c)
+ * @twork: runs in the thread on its return to user space
+ * @iw: queues @twork when the request comes from NMI
+ * @task: the thread
+ * @state: idle, queued (owned by @twork), or orphaned (watch gone)
+ * @sess: the session the record goes to (reference held while queued)
+ * @cookie: links the record to the samples that asked for it
+ * @stall_id: fields copied from the sample that asked first
+ * @user_tag: likewise
+ * @deadline_ns: likewise
+ * @timeout_ns: likewise
+ * @clock: likewise
+ */
+struct stallcap_defer {
+	struct callback_head twork;
+	struct irq_work iw;
+	struct task_struct *task;
+	int state;
+	struct stallcap_session *sess;
+	u64 cookie;
+	u64 stall_id;
+	u64 user_tag;
+	u64 deadline_ns;
+	u64 timeout_ns;
+	u8 clock;
+};
+
+struct stallcap_defer *stallcap_defer_alloc(struct task_struct *task);
+void stallcap_defer_free(struct stallcap_defer *d);
+void stallcap_defer_request(struct stallcap_watch *w, struct stallcap_sample *s,
+			    bool in_nmi);
+bool stallcap_defer_wanted(const struct stallcap_session *sess,
+			   const struct stallcap_sample *s);
+
+/* ---- heartbeat watches (heartbeat.c) ---- */
+int stallcap_beat_attach(struct stallcap_session *sess, struct stallcap_watch *w);
+void stallcap_beat_detach(struct stallcap_session *sess, struct stallcap_watch *w);
+bool stallcap_beat_progress(struct stallcap_watch *w);
+u64 stallcap_beat_period(const struct stallcap_watch *w);
 
 int stallcap_remote_init(void);
 void stallcap_remote_exit(void);

@@ -94,6 +94,7 @@ static void watch_free_rcu(struct rcu_head *rcu)
 {
 	struct stallcap_watch *w = container_of(rcu, struct stallcap_watch, rcu);
 
+	stallcap_defer_free(w->defer);
 	put_task_struct(w->task);
 	kfree(w);
 }
@@ -133,10 +134,7 @@ static void watch_destroy(struct stallcap_watch *w)
 	raw_spin_lock_irqsave(&task_watches_lock, flags);
 	hash_del_rcu(&w->task_node);
 	raw_spin_unlock_irqrestore(&task_watches_lock, flags);
-	if (w->beat_slot >= 0) {
-		WRITE_ONCE(sess->beats[w->beat_slot].armed, 0);
-		clear_bit(w->beat_slot, sess->beat_used);
-	}
+	stallcap_beat_detach(sess, w);
 	user_watches_uncharge(sess->uid);
 	stallcap_count(&sess->stats, SC_WATCHES, -1);
 	call_rcu(&w->rcu, watch_free_rcu);
@@ -156,6 +154,12 @@ static struct stallcap_watch *watch_create(struct stallcap_session *sess)
 		user_watches_uncharge(sess->uid);
 		return ERR_PTR(-ENOMEM);
 	}
+	w->defer = stallcap_defer_alloc(current);
+	if (!w->defer) {
+		kfree(w);
+		user_watches_uncharge(sess->uid);
+		return ERR_PTR(-ENOMEM);
+	}
 	w->sess = sess;
 	w->task = get_task_struct(current);
 	w->tid = current->pid;
@@ -167,6 +171,7 @@ static struct stallcap_watch *watch_create(struct stallcap_session *sess)
 			       CLOCK_MONOTONIC, HRTIMER_MODE_ABS_PINNED_HARD);
 	ret = xa_err(xa_store(&sess->watches, w->tid, w, GFP_KERNEL));
 	if (ret) {
+		stallcap_defer_free(w->defer);
 		put_task_struct(w->task);
 		kfree(w);
 		user_watches_uncharge(sess->uid);
@@ -250,13 +255,11 @@ int stallcap_watch_arm(struct stallcap_session *sess,
 	u64 now = ktime_get_mono_fast_ns(), deadline;
 	struct stallcap_watch *w;
 	unsigned long flags;
-	int ret;
+	int ret, slot = 0;
 
 	ret = arm_check(arm, now, &deadline);
 	if (ret)
 		return ret;
-	if (arm->flags & STALLCAP_ARM_HEARTBEAT)
-		return -EOPNOTSUPP;
 	if (current->flags & PF_EXITING)
 		return -ESRCH;
 	mutex_lock(&sess->lock);
@@ -264,8 +267,11 @@ int stallcap_watch_arm(struct stallcap_session *sess,
 	if (ret)
 		goto out;
 	w = xa_load(&sess->watches, current->pid);
-	if (w && w->task != current) {
-		/* an exited thread's watch whose tid was reused */
+	if (w && (w->task != current ||
+		  (w->flags ^ arm->flags) & STALLCAP_ARM_HEARTBEAT)) {
+		/* an exited thread's watch whose tid was reused, or a change
+		 * between deadline and heartbeat
+		 */
 		watch_destroy(w);
 		w = NULL;
 	}
@@ -276,13 +282,24 @@ int stallcap_watch_arm(struct stallcap_session *sess,
 			goto out;
 		}
 	}
+	if (arm->flags & STALLCAP_ARM_HEARTBEAT) {
+		slot = stallcap_beat_attach(sess, w);
+		if (slot < 0) {
+			ret = slot;
+			goto out;
+		}
+	}
 	raw_spin_lock_irqsave(&w->lock, flags);
 	w->flags = arm->flags;
 	w->timeout_ns = arm->flags & STALLCAP_ARM_ABSOLUTE ?
 			max_t(s64, (s64)(deadline - now), 0) : arm->timeout_ns;
 	w->user_tag = arm->user_tag;
+	if (arm->flags & STALLCAP_ARM_HEARTBEAT)
+		deadline = now + stallcap_beat_period(w);
 	ret = watch_start(w, now, deadline);
 	raw_spin_unlock_irqrestore(&w->lock, flags);
+	if (!ret)
+		ret = slot;
 out:
 	mutex_unlock(&sess->lock);
 	return ret;

@@ -35,21 +35,32 @@ static enum hrtimer_restart restart_at(struct stallcap_watch *w, u64 when)
 	return HRTIMER_RESTART;
 }
 
+/* While stalled, a heartbeat watch also checks its slot every period. */
+static enum hrtimer_restart stalled_restart(struct stallcap_watch *w, u64 now)
+{
+	u64 when = w->state == WATCH_STALLED ? w->sample_at : U64_MAX;
+
+	if (w->flags & STALLCAP_ARM_HEARTBEAT)
+		when = min(when, now + stallcap_beat_period(w));
+	return when == U64_MAX ? HRTIMER_NORESTART : restart_at(w, when);
+}
+
 /* After a sample: schedule the next one, or stay quiet until progress. */
 static enum hrtimer_restart next_sample(struct stallcap_watch *w, u64 now)
 {
 	const struct stallcap_config *cfg = &w->sess->cfg;
 
-	if (w->samples >= cfg->max_samples) {
+	if (w->samples >= READ_ONCE(cfg->max_samples)) {
 		w->state = WATCH_STALLED_QUIET;
-		return HRTIMER_NORESTART;
+		return stalled_restart(w, now);
 	}
 	w->state = WATCH_STALLED;
 	w->sample_at += w->next_interval;
-	w->next_interval = min(w->next_interval * 2, cfg->sample_cap_ns);
+	w->next_interval = min(w->next_interval * 2,
+			       READ_ONCE(cfg->sample_cap_ns));
 	if (w->sample_at <= now)
 		w->sample_at = now + POLL_NS;
-	return restart_at(w, w->sample_at);
+	return stalled_restart(w, now);
 }
 
 static void capture_blocked_into(struct stallcap_watch *w,
@@ -60,7 +71,7 @@ static void capture_blocked_into(struct stallcap_watch *w,
 	s->flags |= flags;
 	len = stallcap_capture_blocked(s, w->task, w->sess);
 	stallcap_count(&w->sess->stats, SC_CAPTURE_BLOCKED, 1);
-	stallcap_sample_finish(w->sess, s, len, start);
+	stallcap_sample_finish(w, s, len, start);
 }
 
 static enum hrtimer_restart send_remote(struct stallcap_watch *w, u64 now)
@@ -97,7 +108,7 @@ static enum hrtimer_restart take_sample(struct stallcap_watch *w, u64 now)
 		len = stallcap_capture_current(s, get_irq_regs(), sess,
 					       STALLCAP_PATH_LOCAL);
 		stallcap_count(&sess->stats, SC_CAPTURE_LOCAL, 1);
-		stallcap_sample_finish(sess, s, len, now);
+		stallcap_sample_finish(w, s, len, now);
 		return next_sample(w, now);
 	}
 	if (READ_ONCE(task->on_cpu) && task_cpu(task) != smp_processor_id()) {
@@ -161,9 +172,35 @@ static enum hrtimer_restart deadline_passed(struct stallcap_watch *w, u64 now)
 	if (w->quiet) {
 		stallcap_count(&sess->stats, SC_SUPPRESSED, 1);
 		w->state = WATCH_STALLED_QUIET;
-		return HRTIMER_NORESTART;
+		return stalled_restart(w, now);
 	}
 	return take_sample(w, now);
+}
+
+/* A heartbeat watch's periodic check while not stalled. */
+static enum hrtimer_restart beat_tick(struct stallcap_watch *w, u64 now)
+{
+	if (stallcap_beat_progress(w)) {
+		w->armed_at = now;
+	} else if (now - w->armed_at >= w->timeout_ns) {
+		w->deadline = w->armed_at + w->timeout_ns;
+		return deadline_passed(w, now);
+	}
+	return restart_at(w, now + stallcap_beat_period(w));
+}
+
+/* A stalled watch's timer: progress ends the stall, else sample again. */
+static enum hrtimer_restart stalled_tick(struct stallcap_watch *w, u64 now)
+{
+	if ((w->flags & STALLCAP_ARM_HEARTBEAT) && stallcap_beat_progress(w)) {
+		stallcap_watch_end_stall(w, now);
+		w->state = WATCH_ARMED;
+		w->armed_at = now;
+		return restart_at(w, now + stallcap_beat_period(w));
+	}
+	if (w->state == WATCH_STALLED && now >= w->sample_at)
+		return take_sample(w, now);
+	return stalled_restart(w, now);
 }
 
 /**
@@ -185,13 +222,16 @@ enum hrtimer_restart stallcap_watch_timer_fn(struct hrtimer *timer)
 		goto out;
 	switch (w->state) {
 	case WATCH_ARMED:
-		if (now >= w->deadline)
+		if (w->flags & STALLCAP_ARM_HEARTBEAT)
+			ret = beat_tick(w, now);
+		else if (now >= w->deadline)
 			ret = deadline_passed(w, now);
 		else
 			ret = restart_at(w, w->deadline);
 		break;
 	case WATCH_STALLED:
-		ret = take_sample(w, now);
+	case WATCH_STALLED_QUIET:
+		ret = stalled_tick(w, now);
 		break;
 	case WATCH_CAPTURING:
 		ret = poll_remote(w, now);
@@ -228,8 +268,7 @@ void stallcap_watch_abandon_capture(struct stallcap_watch *w)
 	s->capture_ns = ktime_get_mono_fast_ns();
 	s->flags |= STALLCAP_SAMPLE_ABANDONED;
 	s->migrate_retries = req->retries;
-	stallcap_sample_finish(w->sess, s, stallcap_sample_end_len(s),
-			       s->capture_ns);
+	stallcap_sample_finish(w, s, stallcap_sample_end_len(s), s->capture_ns);
 }
 
 /**

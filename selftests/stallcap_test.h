@@ -370,7 +370,7 @@ static inline const char *sc_record_check(const struct stallcap_rec_header *h,
 		if (r->nr_kernel_frames > STALLCAP_MAX_FRAMES ||
 		    r->nr_user_frames > STALLCAP_MAX_FRAMES)
 			return "more than STALLCAP_MAX_FRAMES frames";
-		if (r->stack_size > cfg->user_stack_bytes)
+		if (h->type == STALLCAP_REC_SAMPLE && r->stack_size > cfg->user_stack_bytes)
 			return "stack_size above user_stack_bytes";
 		if (h->size != sc_sample_size(r))
 			return "sample size does not match its frame and stack counts";

@@ -486,6 +486,17 @@ struct stallcap_user_regs {
  *
  * Followed by __u64 kernel_ips[nr_kernel_frames], __u64
  * user_ips[nr_user_frames], then stack_size bytes (padded to 8).
+ *
+ * Deferred user stacks (STALLCAP_REC_USER_STACK): a sample whose user stack
+ * could not be read at capture (STALLCAP_SAMPLE_USTACK_REMOTE or _FAULT, or
+ * any kernel-mode sample with STALLCAP_CFG_DEFER_USER) carries a @cookie and
+ * STALLCAP_SAMPLE_DEFER_PENDING; just before the thread next returns to user
+ * space, the module walks its user stack with faults allowed and writes one
+ * USER_STACK record with the same @cookie (path STALLCAP_PATH_DEFERRED):
+ * all samples taken during one kernel entry share that one record.  Its
+ * stack_size may exceed user_stack_bytes: it copies the used stack up to the
+ * end of its mapping, at most 64 KiB and a quarter of the ring.  If the
+ * thread exits first, no USER_STACK record comes and lost is incremented.
  */
 struct stallcap_sample {
 	struct stallcap_rec_header hdr;

@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stallcap deferred user stacks: complete a sample's user stack in the
+ * thread's own context just before it next returns to user space, where user
+ * memory may be read with faults allowed (as Linux 6.17's deferred unwinder
+ * does, which modules cannot use on 6.1/6.12).
+ *
+ * A sample that could not read the user stack (thread off CPU, or pages not
+ * resident under NMI), or every kernel-mode sample with STALLCAP_CFG_DEFER_USER,
+ * asks for completion: it gets a 64-bit cookie and STALLCAP_SAMPLE_DEFER_PENDING.
+ * Samples taken before the thread returns to user space share the pending
+ * cookie: one deferred capture per kernel entry.
+ *
+ * The request (struct stallcap_defer) is allocated with its watch.  While
+ * queued it is owned by the task_work, which the kernel always runs (on
+ * return to user space or in do_exit()); it holds a session reference and a
+ * module reference.  From NMI, task_work_add() is reached through an irq_work.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/sched/task_stack.h>
+#include <linux/slab.h>
+#include <linux/task_work.h>
+#include <linux/ktime.h>
+#include <linux/timekeeping.h>
+#include <linux/uaccess.h>
+
+#include "stallcap.h"
+
+enum { DEFER_IDLE, DEFER_QUEUED, DEFER_ORPHANED };
+
+static atomic64_t defer_cookie;
+
+static u32 defer_walk_user(const struct pt_regs *uregs, u64 *ips, u32 *flags)
+{
+	unsigned long fp = uregs->bp, frame[2];
+	u32 n = 0;
+
+	ips[n++] = uregs->ip;
+	while (fp && !(fp & 7) && fp >= uregs->sp) {
+		if (copy_from_user(frame, (const void __user *)fp, sizeof(frame))) {
+			*flags |= STALLCAP_SAMPLE_USTACK_FAULT;
+			break;
+		}
+		if (!frame[1])
+			break;
+		if (n == STALLCAP_MAX_FRAMES) {
+			*flags |= STALLCAP_SAMPLE_USTACK_TRUNC;
+			break;
+		}
+		ips[n++] = frame[1];
+		if (frame[0] <= fp)
+			break;
+		fp = frame[0];
+		cond_resched();
+	}
+	return n;
+}
+
+/* Bytes of used stack above @sp, up to @max: to the end of its mapping. */
+static u32 defer_stack_extent(unsigned long sp, u32 max)
+{
+	struct mm_struct *mm = current->mm;
+	struct vm_area_struct *vma;
+	u32 len = 0;
+
+	if (!mm || mmap_read_lock_killable(mm))
+		return 0;
+	vma = find_vma(mm, sp);
+	if (vma && vma->vm_start <= sp)
+		len = min_t(u64, vma->vm_end - sp, max);
+	mmap_read_unlock(mm);
+	return len & ~7U;
+}
+
+/* Build the USER_STACK record in @s (room for @max_stack stack bytes). */
+static u32 defer_fill(struct stallcap_defer *d, struct stallcap_sample *s,
+		      u32 max_stack)
+{
+	struct pt_regs *uregs = task_pt_regs(current);
+	u64 *ips = (u64 *)(s + 1);
+	u32 want;
+
+	memset((u8 *)s + sizeof(s->hdr), 0, sizeof(*s) - sizeof(s->hdr));
+	s->stall_id = d->stall_id;
+	s->cookie = d->cookie;
+	s->user_tag = d->user_tag;
+	s->deadline_ns = d->deadline_ns;
+	s->timeout_ns = d->timeout_ns;
+	s->capture_ns = ktime_get_mono_fast_ns();
+	s->pid = current->tgid;
+	s->tid = current->pid;
+	s->cpu = raw_smp_processor_id();
+	s->state = STALLCAP_STATE_RUNNING;
+	s->path = STALLCAP_PATH_DEFERRED;
+	s->clock = d->clock;
+	s->flags = STALLCAP_SAMPLE_USER_MODE;
+	memcpy(s->comm, current->comm, sizeof(s->comm));
+	s->comm[sizeof(s->comm) - 1] = '\0';
+	stallcap_copy_user_regs(&s->regs, uregs);
+	s->nr_user_frames = defer_walk_user(uregs, ips, &s->flags);
+	s->stack_start = uregs->sp;
+	want = defer_stack_extent(uregs->sp, max_stack);
+	s->stack_size = want - copy_from_user(ips + s->nr_user_frames,
+					      (const void __user *)uregs->sp,
+					      want);
+	s->stack_size &= ~7U;
+	if (s->stack_size < want || want == max_stack)
+		s->flags |= STALLCAP_SAMPLE_COPY_PARTIAL;
+	return stallcap_sample_end_len(s);
+}
+
+static void defer_emit(struct stallcap_defer *d)
+{
+	struct stallcap_session *sess = d->sess;
+	u32 max_stack = min_t(u64, STALLCAP_MAX_USER_STACK,
+			      sess->ring->size / 4 -
+			      STALLCAP_RECORD_MAX_BYTES(0));
+	u32 max_len = ALIGN(STALLCAP_RECORD_MAX_BYTES(max_stack), 8), len;
+	struct stallcap_sample *tmp, *s;
+
+	if (current->flags & PF_EXITING || !stallcap_user_regs_of(current))
+		goto lost;
+	tmp = kvmalloc(max_len, GFP_KERNEL);
+	if (!tmp)
+		goto lost;
+	len = defer_fill(d, tmp, max_stack);
+	s = stallcap_ring_reserve(sess->ring, STALLCAP_REC_USER_STACK, len);
+	if (s) {
+		memcpy((u8 *)s + sizeof(s->hdr), (u8 *)tmp + sizeof(s->hdr),
+		       len - sizeof(s->hdr));
+		stallcap_count(&sess->stats, SC_DEFERRED, 1);
+		stallcap_ring_commit(sess->ring, s, len);
+		irq_work_queue(&sess->wake_work);
+	} else {
+		stallcap_count(&sess->stats, SC_LOST, 1);
+	}
+	kvfree(tmp);
+	return;
+lost:
+	stallcap_count(&sess->stats, SC_LOST, 1);
+}
+
+/* Last step of a queued request: back to idle, or freed if orphaned. */
+static void defer_done(struct stallcap_defer *d)
+{
+	struct stallcap_session *sess = d->sess;
+
+	if (cmpxchg(&d->state, DEFER_QUEUED, DEFER_IDLE) != DEFER_QUEUED)
+		kfree(d);
+	stallcap_session_put(sess);
+	module_put(THIS_MODULE);
+}
+
+static void defer_task_work(struct callback_head *cb)
+{
+	struct stallcap_defer *d = container_of(cb, struct stallcap_defer, twork);
+
+	defer_emit(d);
+	defer_done(d);
+}
+
+static void defer_queue_task_work(struct stallcap_defer *d)
+{
+	if (task_work_add(d->task, &d->twork, TWA_RESUME)) {
+		/* the thread is past exit_task_work(): no user stack ever */
+		stallcap_count(&d->sess->stats, SC_LOST, 1);
+		defer_done(d);
+	}
+}
+
+static void defer_irq_work(struct irq_work *iw)
+{
+	defer_queue_task_work(container_of(iw, struct stallcap_defer, iw));
+}
+
+/**
+ * stallcap_defer_alloc() - allocate a watch's deferred-capture request
+ * @task: the watched thread
+ */
+struct stallcap_defer *stallcap_defer_alloc(struct task_struct *task)
+{
+	struct stallcap_defer *d = kzalloc(sizeof(*d), GFP_KERNEL);
+
+	if (!d)
+		return NULL;
+	d->task = task;
+	init_task_work(&d->twork, defer_task_work);
+	init_irq_work(&d->iw, defer_irq_work);
+	return d;
+}
+
+/**
+ * stallcap_defer_free() - the watch is going away
+ * @d: its request
+ *
+ * A queued request now belongs to its task_work, which frees it.
+ */
+void stallcap_defer_free(struct stallcap_defer *d)
+{
+	if (d && cmpxchg(&d->state, DEFER_QUEUED, DEFER_ORPHANED) != DEFER_QUEUED)
+		kfree(d);
+}
+
+/**
+ * stallcap_defer_request() - ask for the user stack of a sample's thread
+ * @w: the watch (lock held, or the NMI handling its request)
+ * @s: the sample: gets the cookie and STALLCAP_SAMPLE_DEFER_PENDING
+ * @in_nmi: called from the NMI handler
+ */
+void stallcap_defer_request(struct stallcap_watch *w, struct stallcap_sample *s,
+			    bool in_nmi)
+{
+	struct stallcap_defer *d = w->defer;
+
+	if (READ_ONCE(d->state) == DEFER_QUEUED) {
+		s->cookie = READ_ONCE(d->cookie);
+		s->flags |= STALLCAP_SAMPLE_DEFER_PENDING;
+		return;
+	}
+	if (!try_module_get(THIS_MODULE))
+		return;
+	d->cookie = atomic64_inc_return(&defer_cookie);
+	d->sess = w->sess;
+	d->stall_id = s->stall_id;
+	d->user_tag = s->user_tag;
+	d->deadline_ns = s->deadline_ns;
+	d->timeout_ns = s->timeout_ns;
+	d->clock = s->clock;
+	stallcap_session_get(w->sess);
+	smp_store_release(&d->state, DEFER_QUEUED);
+	s->cookie = d->cookie;
+	s->flags |= STALLCAP_SAMPLE_DEFER_PENDING;
+	if (in_nmi)
+		irq_work_queue(&d->iw);
+	else
+		defer_queue_task_work(d);
+}
+
+/**
+ * stallcap_defer_wanted() - does this sample need a deferred user stack?
+ * @sess: the session
+ * @s: the captured sample
+ */
+bool stallcap_defer_wanted(const struct stallcap_session *sess,
+			   const struct stallcap_sample *s)
+{
+	if (s->flags & (STALLCAP_SAMPLE_NO_USER | STALLCAP_SAMPLE_USER_MODE))
+		return false;
+	if (sess->cfg.flags & STALLCAP_CFG_DEFER_USER)
+		return true;
+	return s->flags & (STALLCAP_SAMPLE_USTACK_REMOTE |
+			   STALLCAP_SAMPLE_USTACK_FAULT);
+}
