@@ -66,6 +66,10 @@ void usyms_free(struct usyms *u)
 
 void usyms_set_vdso(struct usyms *u, const void *img, size_t len)
 {
+	struct uproc *p;
+
+	for (p = u->procs; p; p = p->next)
+		p->dirty = true;
 	free(u->vdso);
 	u->vdso = malloc(len);
 	if (u->vdso)

@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * An event loop watched by stallcap, the two ways libstallcap offers:
+ *
+ *  - heartbeat (default): the loop marks progress in its beat slot once per
+ *    iteration and marks itself idle around epoll_wait(): no system call on
+ *    the hot path; the module reports the loop when a handler runs longer
+ *    than the threshold;
+ *  - deadline (--deadline): the loop re-arms its deadline before each
+ *    handler and disarms before waiting (one ioctl each).
+ *
+ * Every fifth tick one handler is slow (--slow-ms), which stallcap catches.
+ * Alone, the example reads its own ring and prints what it caught; under
+ * `stallcap record -- event_loop` the tool reads it instead.
+ *
+ *   cc -o event_loop event_loop.c $(pkg-config --cflags --libs stallcap)
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <stallcap/stallcap.h>
+
+static volatile unsigned long work;
+
+static unsigned long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec;
+}
+
+static __attribute__((noinline)) void handle_tick(unsigned long n, unsigned long slow_ms)
+{
+	unsigned long long until = now_ns() + (n % 5 == 4 ? slow_ms : 1) * 1000000ULL;
+
+	while (now_ns() < until)
+		work++;
+}
+
+static int show(const struct stallcap_rec_header *rec, void *arg)
+{
+	const struct stallcap_stall_end *e;
+	struct stallcap_sample_view v;
+
+	if (!stallcap_sample_parse(rec, rec->size, &v))
+		printf("event_loop: stall %llu sample %u, ip 0x%llx (%s)\n",
+		       (unsigned long long)v.s->stall_id, v.s->sample_index,
+		       (unsigned long long)v.s->regs.ip,
+		       v.s->flags & STALLCAP_SAMPLE_USER_MODE ? "user" : "kernel");
+	else if (!stallcap_stall_end_parse(rec, rec->size, &e))
+		printf("event_loop: stall %llu ended %.1f ms past the threshold\n",
+		       (unsigned long long)e->stall_id, (e->end_ns - e->deadline_ns) / 1e6);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct itimerspec its = { .it_interval = { 0, 10000000 }, .it_value = { 0, 10000000 } };
+	unsigned long threshold_ms = 20, slow_ms = 60, ticks = 20, n = 0;
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct stallcap_beat_slot *beat = NULL;
+	struct stallcap_session *s;
+	bool deadline = false, own_ring = !getenv(STALLCAP_FD_ENV);
+	int opt, ep, tfd, ret;
+	__u64 expirations;
+
+	while ((opt = getopt(argc, argv, "dt:s:n:")) != -1) {
+		switch (opt) {
+		case 'd': deadline = true; break;
+		case 't': threshold_ms = strtoul(optarg, NULL, 0); break;
+		case 's': slow_ms = strtoul(optarg, NULL, 0); break;
+		case 'n': ticks = strtoul(optarg, NULL, 0); break;
+		default:
+			fprintf(stderr, "usage: event_loop [-d] [-t THRESHOLD_MS] [-s SLOW_MS] [-n TICKS]\n");
+			return 2;
+		}
+	}
+	ret = stallcap_session_open(&s, NULL, STALLCAP_OPEN_ENV);
+	if (ret) {
+		fprintf(stderr, "event_loop: %s\n", strerror(-ret));
+		return 1;
+	}
+	if (own_ring && (ret = stallcap_ring_map(s)))
+		fprintf(stderr, "event_loop: ring: %s\n", strerror(-ret));
+	if (deadline)
+		ret = stallcap_watch_arm(s, threshold_ms * 1000000ULL, 1, 0);
+	else
+		ret = stallcap_heartbeat_attach(s, threshold_ms * 1000000ULL, 1, &beat);
+	if (ret < 0) {
+		fprintf(stderr, "event_loop: watch: %s\n", strerror(-ret));
+		return 1;
+	}
+	if (deadline)
+		stallcap_watch_disarm(s);
+
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+	timerfd_settime(tfd, 0, &its, NULL);
+	epoll_ctl(ep, EPOLL_CTL_ADD, tfd, &ev);
+	while (n < ticks) {
+		if (beat)
+			stallcap_beat_idle(beat);	/* waiting by design */
+		if (epoll_wait(ep, &ev, 1, -1) < 1)
+			continue;
+		if (beat)
+			stallcap_beat_busy(beat);
+		else
+			stallcap_watch_rearm(s, 0);	/* the last ARM's timeout */
+		if (read(tfd, &expirations, sizeof(expirations)) == sizeof(expirations))
+			handle_tick(n++, slow_ms);
+		if (beat)
+			stallcap_beat(beat);		/* one iteration done */
+		else
+			stallcap_watch_disarm(s);
+		if (own_ring && stallcap_session_ring(s))
+			stallcap_ring_consume(s, show, NULL);
+	}
+	stallcap_watch_release(s);
+	if (own_ring && stallcap_session_ring(s)) {
+		usleep(50000);
+		stallcap_ring_consume(s, show, NULL);
+	}
+	close(tfd);
+	close(ep);
+	stallcap_session_close(s);
+	return 0;
+}

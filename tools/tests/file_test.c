@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The record file: what the writer puts in comes back out of the reader, a
+ * file cut short (still being written) reads up to the cut, foreign or
+ * damaged files are refused.
+ */
+#include <sys/stat.h>
+
+#include "helpers.h"
+#include "record_file.h"
+#include "kselftest_harness.h"
+
+struct got {
+	struct sc_sink sink;
+	unsigned int records, procs, ksyms, lost_n, vdso_n, info_n;
+	__u64 last_stall_id, lost, suppressed;
+	__u32 proc_pid, nr_maps;
+	char map_path[256], comm[16], ksym_name[64], ksym_mod[64], release[80], boot[40];
+	__u8 build_id[SC_BUILD_ID_MAX];
+	__u32 build_id_len;
+	__u64 map_start, ksym_addr;
+	__u32 ksym_size;
+	size_t vdso_len;
+};
+
+static int g_record(struct sc_sink *sk, const struct stallcap_rec_header *rec)
+{
+	struct got *g = (struct got *)sk;
+	struct stallcap_sample_view v;
+
+	g->records++;
+	if (!stallcap_sample_parse(rec, rec->size, &v))
+		g->last_stall_id = v.s->stall_id;
+	return 0;
+}
+
+static int g_proc(struct sc_sink *sk, const struct sc_proc *p)
+{
+	struct got *g = (struct got *)sk;
+
+	g->procs++;
+	g->proc_pid = p->pid;
+	g->nr_maps = p->nr_maps;
+	memcpy(g->comm, p->comm, 16);
+	snprintf(g->map_path, sizeof(g->map_path), "%s", p->maps[1].path);
+	g->map_start = p->maps[1].start;
+	g->build_id_len = p->maps[1].build_id_len;
+	memcpy(g->build_id, p->maps[1].build_id, SC_BUILD_ID_MAX);
+	return 0;
+}
+
+static int g_ksym(struct sc_sink *sk, const struct ksym *k)
+{
+	struct got *g = (struct got *)sk;
+
+	g->ksyms++;
+	g->ksym_addr = k->addr;
+	g->ksym_size = k->size;
+	snprintf(g->ksym_name, sizeof(g->ksym_name), "%s", k->name);
+	snprintf(g->ksym_mod, sizeof(g->ksym_mod), "%s", k->mod ? k->mod : "(none)");
+	return 0;
+}
+
+static int g_lost(struct sc_sink *sk, __u64 lost, __u64 suppressed)
+{
+	struct got *g = (struct got *)sk;
+
+	g->lost_n++;
+	g->lost = lost;
+	g->suppressed = suppressed;
+	return 0;
+}
+
+static int g_vdso(struct sc_sink *sk, const void *img, size_t len)
+{
+	((struct got *)sk)->vdso_n++;
+	((struct got *)sk)->vdso_len = len;
+	return 0;
+}
+
+static int g_info(struct sc_sink *sk, const char *release, const char *boot)
+{
+	struct got *g = (struct got *)sk;
+
+	g->info_n++;
+	snprintf(g->release, sizeof(g->release), "%s", release);
+	snprintf(g->boot, sizeof(g->boot), "%s", boot);
+	return 0;
+}
+
+FIXTURE(file)
+{
+	char path[64];
+	struct got g;
+};
+
+FIXTURE_SETUP(file)
+{
+	snprintf(self->path, sizeof(self->path), "/tmp/stallcap-file-test.%d", getpid());
+	memset(&self->g, 0, sizeof(self->g));
+	self->g.sink = (struct sc_sink){ g_record, g_proc, g_ksym, g_lost, g_vdso, g_info, NULL };
+}
+
+FIXTURE_TEARDOWN(file)
+{
+	unlink(self->path);
+}
+
+/* A file with one chunk of each kind, around two records. */
+static void write_file(struct __test_metadata *_metadata, const char *path)
+{
+	static const __u64 kips[] = { 0xffffffff81000010 };
+	struct rec_spec sp = { .stall_id = 5, .pid = 77, .tid = 78, .kips = kips, .nk = 1 };
+	struct stallcap_stall_end e = make_end(5, 77, 78, 10, 20, 1);
+	struct sc_map maps[2] = {
+		{ .start = 0x1000, .end = 0x2000, .prot = SC_PROT_R, .path = "" },
+		{ .start = 0x400000, .end = 0x401000, .pgoff = 0x1000,
+		  .prot = SC_PROT_R | SC_PROT_X, .build_id_len = 20,
+		  .path = "/usr/bin/some-program with spaces" },
+	};
+	struct sc_proc p = { .pid = 77, .nr_maps = 2, .comm = "prog", .maps = maps };
+	struct ksym k = { .addr = 0xffffffff81000000, .size = 0x40, .name = "do_sys_poll",
+			  .mod = NULL };
+	struct stallcap_sample *s = make_sample(&sp);
+	struct scfile *f = scfile_create(path);
+	struct sc_sink *sk;
+	char vdso[8192] = { 0x7f, 'E', 'L', 'F' };
+
+	ASSERT_NE(NULL, f);
+	memset(maps[1].build_id, 0xab, 20);
+	sk = scfile_sink(f);
+	EXPECT_EQ(0, sk->info(sk, "6.1.0-test", "0123-boot"));
+	EXPECT_EQ(0, sk->vdso(sk, vdso, sizeof(vdso)));
+	EXPECT_EQ(0, sk->proc(sk, &p));
+	EXPECT_EQ(0, sk->ksym(sk, &k));
+	k.addr = 0xffffffffc0001000;
+	k.name = "stallcap_timer";
+	k.mod = "stallcap";
+	EXPECT_EQ(0, sk->ksym(sk, &k));
+	EXPECT_EQ(0, sk->record(sk, &s->hdr));
+	EXPECT_EQ(0, sk->record(sk, &e.hdr));
+	EXPECT_EQ(0, sk->lost(sk, 3, 4));
+	EXPECT_EQ(0, scfile_close(f));
+	free(s);
+}
+
+TEST_F(file, round_trip)
+{
+	write_file(_metadata, self->path);
+	ASSERT_EQ(0, scfile_read(self->path, &self->g.sink));
+	EXPECT_EQ(2, self->g.records);
+	EXPECT_EQ(5, self->g.last_stall_id);
+	EXPECT_EQ(1, self->g.procs);
+	EXPECT_EQ(77, self->g.proc_pid);
+	EXPECT_EQ(2, self->g.nr_maps);
+	EXPECT_STREQ("prog", self->g.comm);
+	EXPECT_STREQ("/usr/bin/some-program with spaces", self->g.map_path);
+	EXPECT_EQ(0x400000, self->g.map_start);
+	EXPECT_EQ(20, self->g.build_id_len);
+	EXPECT_EQ(0xab, self->g.build_id[19]);
+	EXPECT_EQ(2, self->g.ksyms);
+	EXPECT_EQ(0xffffffffc0001000, self->g.ksym_addr);
+	EXPECT_EQ(0x40, self->g.ksym_size);
+	EXPECT_STREQ("stallcap_timer", self->g.ksym_name);
+	EXPECT_STREQ("stallcap", self->g.ksym_mod);
+	EXPECT_EQ(1, self->g.lost_n);
+	EXPECT_EQ(3, self->g.lost);
+	EXPECT_EQ(4, self->g.suppressed);
+	EXPECT_EQ(1, self->g.vdso_n);
+	EXPECT_EQ(8192, self->g.vdso_len);
+	EXPECT_STREQ("6.1.0-test", self->g.release);
+	EXPECT_STREQ("0123-boot", self->g.boot);
+}
+
+TEST_F(file, truncated_reads_up_to_the_cut)
+{
+	struct stat st;
+
+	write_file(_metadata, self->path);
+	ASSERT_EQ(0, stat(self->path, &st));
+	/* cut inside the last chunk (the lost counters) */
+	ASSERT_EQ(0, truncate(self->path, st.st_size - 8));
+	ASSERT_EQ(0, scfile_read(self->path, &self->g.sink));
+	EXPECT_EQ(2, self->g.records);
+	EXPECT_EQ(0, self->g.lost_n);
+}
+
+TEST_F(file, unknown_chunk_skipped)
+{
+	struct scf_chunk c = { .type = 999, .size = 24 };
+	char pad[16] = { 0 };
+	FILE *f;
+
+	write_file(_metadata, self->path);
+	f = fopen(self->path, "a");
+	ASSERT_NE(NULL, f);
+	fwrite(&c, sizeof(c), 1, f);
+	fwrite(pad, sizeof(pad), 1, f);
+	fclose(f);
+	ASSERT_EQ(0, scfile_read(self->path, &self->g.sink));
+	EXPECT_EQ(2, self->g.records);
+}
+
+TEST_F(file, foreign_or_damaged_refused)
+{
+	struct scf_chunk c = { .type = SCF_RECORD, .size = 12 };
+	FILE *f = fopen(self->path, "w");
+
+	ASSERT_NE(NULL, f);
+	fputs("this is not a stallcap file, not at all, no\n", f);
+	fclose(f);
+	EXPECT_EQ(-EPROTO, scfile_read(self->path, &self->g.sink));
+
+	write_file(_metadata, self->path);
+	f = fopen(self->path, "a");
+	fwrite(&c, sizeof(c), 1, f);	/* size not a multiple of 8 */
+	fwrite(&c, sizeof(c), 1, f);
+	fclose(f);
+	EXPECT_EQ(-EBADMSG, scfile_read(self->path, &self->g.sink));
+	EXPECT_EQ(-ENOENT, scfile_read("/nonexistent/file", &self->g.sink));
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Symbolization: user addresses of a fixture built with and without frame
+ * pointers, resolved from a maps snapshot after the process is gone; a
+ * binary replaced after the recording is detected by its build-id; the vDSO
+ * from its saved image; kernel addresses through a kallsyms file.
+ */
+#include <gelf.h>
+#include <sys/auxv.h>
+
+#include "helpers.h"
+#include "kselftest_harness.h"
+
+FIXTURE(user)
+{
+	struct fixture fx;
+	struct usyms *us;
+	struct sc_proc *p;
+	char copy[128];
+};
+
+FIXTURE_VARIANT(user)
+{
+	const char *binary;
+};
+
+FIXTURE_VARIANT_ADD(user, fp)
+{
+	.binary = "fixture-fp",
+};
+
+FIXTURE_VARIANT_ADD(user, nofp)
+{
+	.binary = "fixture-nofp",
+};
+
+static int copy_file(const char *from, const char *to)
+{
+	char buf[65536];
+	int in = open(from, O_RDONLY), out;
+	ssize_t n;
+
+	if (in < 0)
+		return -1;
+	unlink(to);
+	out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0755);
+	while (out >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, n) != n)
+			n = -1;
+	close(in);
+	return out < 0 ? -1 : close(out);
+}
+
+/* Run a private copy of the fixture (the stale-binary test replaces it). */
+FIXTURE_SETUP(user)
+{
+	snprintf(self->copy, sizeof(self->copy), "/tmp/stallcap-sym-test.%d", getpid());
+	ASSERT_EQ(0, copy_file(fixture_path(variant->binary), self->copy));
+	ASSERT_EQ(0, fixture_start(self->copy, &self->fx));
+	ASSERT_EQ(0, procmaps_snapshot((__u32)self->fx.pid, NULL, &self->p));
+	fixture_kill(&self->fx);
+	self->us = usyms_new();
+	ASSERT_EQ(0, usyms_add_proc(self->us, self->p));
+}
+
+FIXTURE_TEARDOWN(user)
+{
+	fixture_kill(&self->fx);
+	usyms_free(self->us);
+	sc_proc_free(self->p);
+	unlink(self->copy);
+}
+
+static struct sc_frame resolve(struct usyms *us, __u32 pid, __u64 addr, bool is_return)
+{
+	struct sc_frame f = { .addr = addr, .is_return = is_return };
+
+	usyms_resolve(us, pid, &f);
+	return f;
+}
+
+TEST_F(user, functions_and_lines)
+{
+	__u32 pid = self->p->pid;
+	struct sc_frame f;
+
+	f = resolve(self->us, pid, self->fx.spin, false);
+	ASSERT_NE(NULL, f.sym);
+	EXPECT_STREQ("fixture_spin", f.sym);
+	EXPECT_EQ(0, f.off);
+	ASSERT_NE(NULL, f.file);
+	EXPECT_NE(NULL, strstr(f.file, "fixture.c"));
+	EXPECT_GT(f.line, 0);
+	EXPECT_STREQ(self->copy, f.dso);
+
+	/* a return address is looked up one byte back, its offset kept */
+	f = resolve(self->us, pid, self->fx.level1 + 1, true);
+	ASSERT_NE(NULL, f.sym);
+	EXPECT_STREQ("fixture_level1", f.sym);
+	EXPECT_EQ(1, f.off);
+
+	f = resolve(self->us, pid, self->fx.main_ + 2, false);
+	ASSERT_NE(NULL, f.sym);
+	EXPECT_STREQ("main", f.sym);
+	EXPECT_EQ(2, f.off);
+
+	/* outside every mapping: nothing */
+	f = resolve(self->us, pid, 0x10, false);
+	EXPECT_EQ(NULL, f.sym);
+	EXPECT_EQ(NULL, f.dso);
+}
+
+TEST_F(user, build_id_recorded)
+{
+	const struct sc_map *m = sc_proc_find(self->p, self->fx.spin);
+	__u8 id[SC_BUILD_ID_MAX];
+	__u32 len = 0;
+
+	ASSERT_NE(NULL, m);
+	EXPECT_TRUE(m->prot & SC_PROT_X);
+	ASSERT_EQ(0, elf_file_build_id(self->copy, id, &len));
+	EXPECT_EQ(20, len);
+	EXPECT_EQ(len, m->build_id_len);
+	EXPECT_EQ(0, memcmp(id, m->build_id, len));
+}
+
+TEST_F(user, replaced_binary_not_trusted)
+{
+	const char *other = strcmp(variant->binary, "fixture-fp") ? "fixture-fp" : "fixture-nofp";
+	struct usyms *us = usyms_new();
+	struct sc_frame f;
+
+	ASSERT_EQ(0, copy_file(fixture_path(other), self->copy));
+	ASSERT_EQ(0, usyms_add_proc(us, self->p));
+	f = resolve(us, self->p->pid, self->fx.spin, false);
+	EXPECT_EQ(NULL, f.sym);	/* unresolved rather than wrong */
+	usyms_free(us);
+}
+
+/* Address of a dynamic symbol of the vDSO we run with. */
+static __u64 vdso_sym(const char *name)
+{
+	unsigned long base = getauxval(AT_SYSINFO_EHDR);
+	Elf_Scn *scn = NULL;
+	__u64 addr = 0;
+	GElf_Shdr sh;
+	GElf_Sym sym;
+	Elf *elf;
+	int i;
+
+	elf_version(EV_CURRENT);
+	elf = elf_memory((char *)base, 8192);
+	while (elf && (scn = elf_nextscn(elf, scn))) {
+		Elf_Data *d = elf_getdata(scn, NULL);
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !d)
+			continue;
+		for (i = 0; gelf_getsym(d, i, &sym); i++)
+			if (!strcmp(elf_strptr(elf, sh.sh_link, sym.st_name), name))
+				addr = base + sym.st_value;
+	}
+	elf_end(elf);
+	return addr;
+}
+
+TEST(vdso_from_saved_image)
+{
+	struct sc_proc *p;
+	struct usyms *us = usyms_new();
+	__u64 addr = vdso_sym("__vdso_clock_gettime");
+	struct sc_frame f;
+	size_t len;
+	void *img;
+
+	ASSERT_NE(0, addr);
+	ASSERT_EQ(0, vdso_image(&img, &len));
+	ASSERT_EQ(0, procmaps_snapshot((__u32)getpid(), NULL, &p));
+	ASSERT_EQ(0, usyms_add_proc(us, p));
+	f = resolve(us, p->pid, addr + 3, false);
+	EXPECT_EQ(NULL, f.sym);	/* no image yet */
+	usyms_set_vdso(us, img, len);
+	f = resolve(us, p->pid, addr + 3, false);
+	ASSERT_NE(NULL, f.sym);
+	EXPECT_NE(NULL, strstr(f.sym, "clock_gettime"));
+	EXPECT_EQ(3, f.off);
+	EXPECT_STREQ("[vdso]", f.dso);
+	free(img);
+	sc_proc_free(p);
+	usyms_free(us);
+}
+
+TEST(kallsyms_file)
+{
+	char path[64];
+	struct ksyms *ks = ksyms_new();
+	const struct ksym *k;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/tmp/stallcap-kallsyms.%d", getpid());
+	f = fopen(path, "w");
+	ASSERT_NE(NULL, f);
+	fputs("ffffffff81000000 T _stext\n"
+	      "ffffffff81000100 T do_sys_poll\n"
+	      "ffffffff81000180 D some_data\n"
+	      "ffffffff81000200 t helper\n"
+	      "ffffffffc0000000 t stallcap_timer_fn\t[stallcap]\n"
+	      "ffffffffc0000080 T stallcap_capture\t[stallcap]\n", f);
+	fclose(f);
+	ASSERT_EQ(0, ksyms_load(ks, path));
+	EXPECT_EQ(5, ksyms_count(ks));	/* data symbols left out */
+	k = ksyms_find(ks, 0xffffffff810001a0);
+	ASSERT_NE(NULL, k);
+	EXPECT_STREQ("do_sys_poll", k->name);	/* spans up to the next text symbol */
+	EXPECT_EQ(NULL, k->mod);
+	k = ksyms_find(ks, 0xffffffffc0000010);
+	ASSERT_NE(NULL, k);
+	EXPECT_STREQ("stallcap_timer_fn", k->name);
+	EXPECT_STREQ("stallcap", k->mod);
+	EXPECT_EQ(NULL, ksyms_find(ks, 0xffffffff80000000));
+	ksyms_free(ks);
+
+	/* what an unprivileged reader sees: every address zero */
+	f = fopen(path, "w");
+	fputs("0000000000000000 T _stext\n0000000000000000 T do_sys_poll\n", f);
+	fclose(f);
+	ks = ksyms_new();
+	EXPECT_EQ(-EPERM, ksyms_load(ks, path));
+	ksyms_free(ks);
+	unlink(path);
+}
+
+TEST(proc_kallsyms)
+{
+	struct ksyms *ks = ksyms_new();
+	unsigned long long addr = 0;
+	const struct ksym *k;
+	char line[256], name[128], type;
+	FILE *f = fopen("/proc/kallsyms", "r");
+	int ret;
+
+	if (!f)
+		SKIP(return, "no /proc/kallsyms");
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llx %c %127s", &addr, &type, name) == 3 &&
+		    !strcmp(name, "schedule") && (type == 'T' || type == 't'))
+			break;
+	fclose(f);
+	ret = ksyms_load(ks, "/proc/kallsyms");
+	if (ret == -EPERM || !addr) {
+		ksyms_free(ks);
+		SKIP(return, "kernel addresses hidden");
+	}
+	ASSERT_EQ(0, ret);
+	k = ksyms_find(ks, addr + 1);
+	ASSERT_NE(NULL, k);
+	EXPECT_STREQ("schedule", k->name);
+	ksyms_free(ks);
+}
+
+TEST_HARNESS_MAIN
