@@ -264,6 +264,9 @@ void stallcap_sample_finish(struct stallcap_watch *w, struct stallcap_sample *s,
 		stallcap_hist_add(&sess->stats, end - start_ns,
 				  (s64)(s->capture_ns - s->deadline_ns));
 	stallcap_count(&sess->stats, SC_SAMPLES, 1);
+	w->req.rec_len = len;
 	stallcap_ring_commit(sess->ring, s, len);
 	irq_work_queue(&sess->wake_work);
+	if (!in_nmi())
+		stallcap_global_mirror(sess, STALLCAP_REC_SAMPLE, s, len);
 }

@@ -134,6 +134,7 @@ static void defer_emit(struct stallcap_defer *d)
 		stallcap_count(&sess->stats, SC_DEFERRED, 1);
 		stallcap_ring_commit(sess->ring, s, len);
 		irq_work_queue(&sess->wake_work);
+		stallcap_global_mirror(sess, STALLCAP_REC_USER_STACK, tmp, len);
 	} else {
 		stallcap_count(&sess->stats, SC_LOST, 1);
 	}
@@ -230,6 +231,7 @@ void stallcap_defer_request(struct stallcap_watch *w, struct stallcap_sample *s,
 	d->timeout_ns = s->timeout_ns;
 	d->clock = s->clock;
 	stallcap_session_get(w->sess);
+	/* fields above before the state, pairs with the cmpxchg()s */
 	smp_store_release(&d->state, DEFER_QUEUED);
 	s->cookie = d->cookie;
 	s->flags |= STALLCAP_SAMPLE_DEFER_PENDING;

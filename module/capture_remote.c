@@ -36,6 +36,7 @@ static void remote_capture(struct stallcap_capture_req *req,
 	u32 len;
 
 	if (current != w->task) {
+		/* pairs with smp_load_acquire() in poll_remote() */
 		smp_store_release(&req->result, CAPTURE_MISMATCH);
 		return;
 	}
@@ -44,6 +45,7 @@ static void remote_capture(struct stallcap_capture_req *req,
 	stallcap_count(&w->sess->stats, req->path == STALLCAP_PATH_NMI ?
 		       SC_CAPTURE_NMI : SC_CAPTURE_IPI, 1);
 	stallcap_sample_finish(w, req->rec, len, start);
+	/* record and rec_len before DONE, pairs with poll_remote() */
 	smp_store_release(&req->result, CAPTURE_DONE);
 }
 
@@ -85,6 +87,7 @@ int stallcap_remote_send(struct stallcap_capture_req *req, int cpu)
 	req->cpu = cpu;
 	req->path = stallcap_use_nmi ? STALLCAP_PATH_NMI : STALLCAP_PATH_IPI;
 	req->sent_ns = ktime_get_mono_fast_ns();
+	/* request fields before the slot's cmpxchg() publishes it */
 	smp_store_release(&req->result, CAPTURE_PENDING);
 	if (cmpxchg(slot, NULL, req))
 		return -EBUSY;

@@ -2,6 +2,8 @@
 /*
  * stallcap compat: every difference between the kernels we build for
  * (6.1 LTS, 6.12 LTS, 6.12 PREEMPT_RT) is handled here and nowhere else.
+ * The STALLCAP_HAVE_* macros come from feature tests in module/Kbuild, which
+ * look into the headers of the kernel being built for.
  */
 #ifndef STALLCAP_COMPAT_H
 #define STALLCAP_COMPAT_H
@@ -9,7 +11,6 @@
 #include <linux/hrtimer.h>
 #include <linux/mm.h>
 #include <linux/sched.h>
-#include <linux/version.h>
 
 /* Blocked on a sleeping spinlock of PREEMPT_RT: a lock wait. */
 #ifdef TASK_RTLOCK_WAIT
@@ -18,12 +19,12 @@
 #define STALLCAP_TASK_RTLOCK_WAIT	0
 #endif
 
-/* hrtimer_setup() replaced hrtimer_init() in 6.13. */
+/* hrtimer_setup() replaced hrtimer_init() (6.13). */
 static inline void stallcap_hrtimer_setup(struct hrtimer *timer,
 					  enum hrtimer_restart (*fn)(struct hrtimer *),
 					  clockid_t clock, enum hrtimer_mode mode)
 {
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 13, 0)
+#ifdef STALLCAP_HAVE_HRTIMER_SETUP
 	hrtimer_setup(timer, fn, clock, mode);
 #else
 	hrtimer_init(timer, clock, mode);
@@ -31,11 +32,11 @@ static inline void stallcap_hrtimer_setup(struct hrtimer *timer,
 #endif
 }
 
-/* vm_flags became read-only behind helpers in 6.3. */
+/* vm_flags became read-only behind helpers (6.3). */
 static inline void stallcap_vm_flags_set(struct vm_area_struct *vma,
 					 unsigned long flags)
 {
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+#ifdef STALLCAP_HAVE_VM_FLAGS_SET
 	vm_flags_set(vma, flags);
 #else
 	vma->vm_flags |= flags;
@@ -45,7 +46,7 @@ static inline void stallcap_vm_flags_set(struct vm_area_struct *vma,
 static inline void stallcap_vm_flags_clear(struct vm_area_struct *vma,
 					   unsigned long flags)
 {
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+#ifdef STALLCAP_HAVE_VM_FLAGS_SET
 	vm_flags_clear(vma, flags);
 #else
 	vma->vm_flags &= ~flags;

@@ -38,8 +38,6 @@ MODULE_PARM_DESC(capture, "How to interrupt a thread on another CPU: nmi (defaul
 
 bool stallcap_use_nmi __read_mostly = true;
 
-extern const struct file_operations stallcap_fops;
-
 static struct miscdevice stallcap_misc = {
 	.minor = MISC_DYNAMIC_MINOR,
 	.name = "stallcap",

@@ -81,8 +81,8 @@ static int config_check(const struct stallcap_config *c)
 	if (c->flags & ~STALLCAP_CFG_FLAGS_ALL ||
 	    memchr_inv(c->__reserved, 0, sizeof(c->__reserved)))
 		return -EINVAL;
-	if (c->flags & STALLCAP_CFG_GLOBAL)
-		return capable(CAP_SYS_ADMIN) ? -EOPNOTSUPP : -EPERM;
+	if ((c->flags & STALLCAP_CFG_GLOBAL) && !capable(CAP_SYS_ADMIN))
+		return -EPERM;
 	if (c->user_stack_bytes > STALLCAP_MAX_USER_STACK ||
 	    c->user_stack_bytes % 8)
 		return -ERANGE;
@@ -117,8 +117,15 @@ static int ioctl_set_config(struct stallcap_session *sess, void __user *uarg)
 			   c.user_stack_bytes != cur->user_stack_bytes ||
 			   c.beat_slots != cur->beat_slots))
 		ret = -EBUSY;
-	else
+	else if (c.flags & STALLCAP_CFG_GLOBAL)
+		ret = stallcap_session_ensure_ring(sess);
+	if (!ret) {
 		sess->cfg = c;
+		if (c.flags & STALLCAP_CFG_GLOBAL)
+			stallcap_global_attach(sess);
+		else
+			stallcap_global_detach(sess);
+	}
 	mutex_unlock(&sess->lock);
 	return ret;
 }
@@ -159,6 +166,7 @@ int stallcap_session_ensure_ring(struct stallcap_session *sess)
 		stallcap_ring_destroy(ring);
 		return -ENOMEM;
 	}
+	/* ring initialised before it is seen, pairs with stallcap_poll() */
 	smp_store_release(&sess->ring, ring);
 	return 0;
 }
@@ -234,7 +242,7 @@ static int ioctl_get_info(struct stallcap_session *sess, void __user *uarg)
 	struct stallcap_info info = {
 		.abi_version = STALLCAP_ABI_VERSION,
 		.features = STALLCAP_FEAT_CPUTIME | STALLCAP_FEAT_HEARTBEAT |
-			    STALLCAP_FEAT_DEFER_USER,
+			    STALLCAP_FEAT_DEFER_USER | STALLCAP_FEAT_GLOBAL,
 		.min_deadline_ns = (u64)stallcap_min_deadline_us * NSEC_PER_USEC,
 		.max_ring_bytes = min_t(u64, (u64)stallcap_max_ring_kb * 1024,
 					U32_MAX),
@@ -313,7 +321,7 @@ static __poll_t stallcap_poll(struct file *file, poll_table *pt)
 	struct stallcap_ring *ring;
 
 	poll_wait(file, &sess->wait, pt);
-	ring = smp_load_acquire(&sess->ring);
+	ring = smp_load_acquire(&sess->ring);	/* pairs with ensure_ring */
 	return ring && stallcap_ring_readable(ring) ? EPOLLIN | EPOLLRDNORM : 0;
 }
 
@@ -376,6 +384,7 @@ static int stallcap_release(struct inode *inode, struct file *file)
 {
 	struct stallcap_session *sess = file->private_data;
 
+	stallcap_global_detach(sess);
 	stallcap_watches_destroy(sess);
 	irq_work_sync(&sess->wake_work);
 	stallcap_session_put(sess);

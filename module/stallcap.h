@@ -101,6 +101,8 @@ void stallcap_ring_set_suppressed(struct stallcap_ring *ring, u64 n);
 
 /* ---- sessions (session.c) ---- */
 
+extern const struct file_operations stallcap_fops;
+
 /**
  * struct stallcap_session - one open file of /dev/stallcap
  * @lock: serialises configuration, ring creation and watch creation
@@ -122,6 +124,8 @@ void stallcap_ring_set_suppressed(struct stallcap_ring *ring, u64 n);
  * @rate_count: stalls reported in the current window
  * @pending_suppressed: suppressed stalls not yet shown in a record
  * @ref: the open file and each queued deferred capture hold one
+ * @global: a system-wide reader (STALLCAP_CFG_GLOBAL), on @global_node
+ * @global_node: in the list of system-wide readers (global.c)
  */
 struct stallcap_session {
 	struct mutex lock;
@@ -143,6 +147,8 @@ struct stallcap_session {
 	u32 rate_count;
 	atomic_t pending_suppressed;
 	refcount_t ref;
+	bool global;
+	struct list_head global_node;
 };
 
 int stallcap_session_ensure_ring(struct stallcap_session *sess);
@@ -164,7 +170,7 @@ enum stallcap_watch_state {
  * struct stallcap_capture_req - a capture to be done on another CPU
  * @watch: the watch asking (for its task, session and record fields)
  * @rec: the record reserved in the ring for the result
- * @rec_len: bytes reserved
+ * @rec_len: bytes the capture wrote
  * @result: CAPTURE_PENDING until the target CPU wrote DONE or MISMATCH
  * @cpu: the CPU asked
  * @path: STALLCAP_PATH_NMI or STALLCAP_PATH_IPI
@@ -307,6 +313,12 @@ void stallcap_defer_request(struct stallcap_watch *w, struct stallcap_sample *s,
 			    bool in_nmi);
 bool stallcap_defer_wanted(const struct stallcap_session *sess,
 			   const struct stallcap_sample *s);
+
+/* ---- system-wide readers (global.c) ---- */
+void stallcap_global_attach(struct stallcap_session *sess);
+void stallcap_global_detach(struct stallcap_session *sess);
+void stallcap_global_mirror(struct stallcap_session *src, u16 type,
+			    const void *rec, u32 len);
 
 /* ---- heartbeat watches (heartbeat.c) ---- */
 int stallcap_beat_attach(struct stallcap_session *sess, struct stallcap_watch *w);

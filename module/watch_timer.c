@@ -101,9 +101,8 @@ static enum hrtimer_restart take_sample(struct stallcap_watch *w, u64 now)
 	}
 	stallcap_sample_init(w, s, now);
 	s->sample_index = w->samples - 1;
-	if (w->samples == 1) {
+	if (w->samples == 1)
 		s->suppressed = atomic_xchg(&sess->pending_suppressed, 0);
-	}
 	if (task == current) {
 		len = stallcap_capture_current(s, get_irq_regs(), sess,
 					       STALLCAP_PATH_LOCAL);
@@ -129,9 +128,12 @@ static enum hrtimer_restart poll_remote(struct stallcap_watch *w, u64 now)
 
 	if (req->cpu < 0)
 		return send_remote(w, now);
-	result = smp_load_acquire(&req->result);
-	if (result == CAPTURE_DONE)
+	result = smp_load_acquire(&req->result);	/* pairs with the handler */
+	if (result == CAPTURE_DONE) {
+		stallcap_global_mirror(w->sess, STALLCAP_REC_SAMPLE, req->rec,
+				       req->rec_len);
 		return next_sample(w, now);
+	}
 	if (result == CAPTURE_PENDING) {
 		if (now - req->sent_ns < REMOTE_TIMEOUT_NS ||
 		    !stallcap_remote_revoke(req))
@@ -260,6 +262,7 @@ void stallcap_watch_abandon_capture(struct stallcap_watch *w)
 	if (w->state != WATCH_CAPTURING)
 		return;
 	if (req->cpu >= 0 && !stallcap_remote_revoke(req)) {
+		/* the handler claimed it: it finishes in microseconds */
 		while (smp_load_acquire(&req->result) == CAPTURE_PENDING)
 			cpu_relax();
 		if (req->result == CAPTURE_DONE)
@@ -301,6 +304,8 @@ void stallcap_watch_end_stall(struct stallcap_watch *w, u64 now)
 			stallcap_count(&sess->stats, SC_STALL_ENDS, 1);
 			stallcap_ring_commit(sess->ring, e, sizeof(*e));
 			irq_work_queue(&sess->wake_work);
+			stallcap_global_mirror(sess, STALLCAP_REC_STALL_END, e,
+					       sizeof(*e));
 		} else {
 			stallcap_count(&sess->stats, SC_LOST, 1);
 		}

@@ -431,10 +431,10 @@ struct stallcap_rec_header {
 #define STALLCAP_SAMPLE_MIGRATED	(1U << 10) /* retries exhausted, read remotely */
 #define STALLCAP_SAMPLE_DEFER_PENDING	(1U << 11) /* a USER_STACK record will follow */
 #define STALLCAP_SAMPLE_NO_USER		(1U << 12) /* no user context (kthread/exit) */
-#define STALLCAP_SAMPLE_USTACK_REMOTE	(1U << 13) /* thread off CPU: user stack not
-						    * readable at capture, only regs */
-#define STALLCAP_SAMPLE_ABANDONED	(1U << 14) /* capture abandoned (progress or
-						    * exit came first): no frames */
+/* thread off CPU: its user stack was not readable at capture, only regs */
+#define STALLCAP_SAMPLE_USTACK_REMOTE	(1U << 13)
+/* capture abandoned (progress or exit came first): no frames */
+#define STALLCAP_SAMPLE_ABANDONED	(1U << 14)
 
 #define STALLCAP_MAX_FRAMES		128
 #define STALLCAP_MAX_USER_STACK		65536
