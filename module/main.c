@@ -64,6 +64,7 @@ static int __init stallcap_init(void)
 	ret = misc_register(&stallcap_misc);
 	if (ret)
 		goto err_watch;
+	stallcap_stats_init();
 	return 0;
 
 err_watch:
@@ -75,6 +76,7 @@ err_remote:
 
 static void __exit stallcap_exit(void)
 {
+	stallcap_stats_exit();
 	misc_deregister(&stallcap_misc);
 	stallcap_watch_exit();
 	stallcap_remote_exit();

@@ -69,6 +69,8 @@ void stallcap_count(struct stallcap_counters *sc, enum stallcap_counter i,
 void stallcap_hist_add(struct stallcap_counters *sc, u64 cost_ns, s64 late_ns);
 void stallcap_counters_read(struct stallcap_counters *sc,
 			    struct stallcap_stats *st);
+void stallcap_stats_init(void);
+void stallcap_stats_exit(void);
 
 /* ---- the ring (ring.c) ---- */
 

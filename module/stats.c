@@ -4,7 +4,9 @@
  * (NMI included) with atomic64 operations only.
  */
 #include <linux/atomic.h>
+#include <linux/debugfs.h>
 #include <linux/log2.h>
+#include <linux/seq_file.h>
 
 #include "stallcap.h"
 
@@ -78,4 +80,64 @@ void stallcap_counters_read(struct stallcap_counters *sc,
 		st->capture_cost_hist[i] = atomic64_read(&sc->cost[i]);
 		st->lateness_hist[i] = atomic64_read(&sc->late[i]);
 	}
+}
+
+/* ---- /sys/kernel/debug/stallcap/stats: the module-wide counters ---- */
+
+static const char *const counter_names[SC_NR_COUNTERS] = {
+	[SC_WATCHES] = "watches",
+	[SC_ARMED] = "armed",
+	[SC_STALLS] = "stalls",
+	[SC_SAMPLES] = "samples",
+	[SC_STALL_ENDS] = "stall_ends",
+	[SC_DEFERRED] = "deferred",
+	[SC_LOST] = "lost",
+	[SC_SUPPRESSED] = "suppressed",
+	[SC_CAPTURE_LOCAL] = "capture_local",
+	[SC_CAPTURE_NMI] = "capture_nmi",
+	[SC_CAPTURE_IPI] = "capture_ipi",
+	[SC_CAPTURE_BLOCKED] = "capture_blocked",
+	[SC_MIGRATE_RETRIES] = "migrate_retries",
+};
+
+static void show_hist(struct seq_file *m, const char *name, atomic64_t *h)
+{
+	int i;
+
+	seq_printf(m, "%s_hist_log2_ns", name);
+	for (i = 0; i < STALLCAP_HIST_BUCKETS; i++)
+		seq_printf(m, " %lld", (long long)atomic64_read(&h[i]));
+	seq_putc(m, '\n');
+}
+
+static int stats_show(struct seq_file *m, void *unused)
+{
+	int i;
+
+	for (i = 0; i < SC_NR_COUNTERS; i++)
+		seq_printf(m, "%s %lld\n", counter_names[i],
+			   (long long)atomic64_read(&stallcap_global.c[i]));
+	show_hist(m, "capture_cost", stallcap_global.cost);
+	show_hist(m, "lateness", stallcap_global.late);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(stats);
+
+static struct dentry *stats_dir;
+
+/**
+ * stallcap_stats_init() - create /sys/kernel/debug/stallcap/stats
+ *
+ * One "name value" line per counter, then one line per histogram with its
+ * STALLCAP_HIST_BUCKETS log2 buckets.  Failure is not fatal.
+ */
+void stallcap_stats_init(void)
+{
+	stats_dir = debugfs_create_dir(KBUILD_MODNAME, NULL);
+	debugfs_create_file("stats", 0444, stats_dir, NULL, &stats_fops);
+}
+
+void stallcap_stats_exit(void)
+{
+	debugfs_remove_recursive(stats_dir);
 }
