@@ -60,17 +60,22 @@ FIXTURE_SETUP(abi)
 {
 	ASSERT_EQ(0, sc_open(&self->s));
 	self->min = self->s.info.min_deadline_ns;
+	/* kept mapped PROT_NONE, so that no other mapping lands there */
 	self->unmapped = mmap(NULL, self->s.page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, self->unmapped);
-	munmap(self->unmapped, self->s.page);
-	self->readonly = mmap(NULL, self->s.page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/* holds a valid size field for every struct, but cannot be written */
+	self->readonly = mmap(NULL, self->s.page, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, self->readonly);
+	*(uint32_t *)self->readonly = sizeof(struct stallcap_stats);
+	ASSERT_EQ(0, mprotect(self->readonly, self->s.page, PROT_READ));
 	snapshot(_metadata, self->s.fd, &self->before);
 }
 
 FIXTURE_TEARDOWN(abi)
 {
 	munmap(self->readonly, self->s.page);
+	munmap(self->unmapped, self->s.page);
 	sc_session_close(&self->s);
 }
 
@@ -105,6 +110,7 @@ TEST_F(abi, get_info_rejects_bad_sizes_and_pointers)
 	EXPECT_ERRNO(EFAULT, ioctl(self->s.fd, STALLCAP_IOC_GET_INFO, NULL));
 	EXPECT_ERRNO(EFAULT, ioctl(self->s.fd, STALLCAP_IOC_GET_INFO, self->unmapped));
 	EXPECT_ERRNO(EFAULT, ioctl(self->s.fd, STALLCAP_IOC_GET_INFO, KERNEL_PTR));
+	EXPECT_ERRNO(EFAULT, ioctl(self->s.fd, STALLCAP_IOC_GET_INFO, self->readonly));
 
 	/* larger than known: size says what the module knows, tail untouched */
 	memset(&big, 0xa5, sizeof(big));
@@ -172,6 +178,8 @@ TEST_F(abi, get_stats_rejects_unknown_flags_sizes_and_pointers)
 	EXPECT_ERRNO(EINVAL, ioctl(self->s.fd, STALLCAP_IOC_GET_STATS, &st));
 	EXPECT_ERRNO(EFAULT, ioctl(self->s.fd, STALLCAP_IOC_GET_STATS, NULL));
 	EXPECT_ERRNO(EFAULT, ioctl(self->s.fd, STALLCAP_IOC_GET_STATS, KERNEL_PTR));
+	EXPECT_ERRNO(EFAULT, ioctl(self->s.fd, STALLCAP_IOC_GET_STATS, self->unmapped));
+	EXPECT_ERRNO(EFAULT, ioctl(self->s.fd, STALLCAP_IOC_GET_STATS, self->readonly));
 
 	/* the module-wide counters are there too */
 	ASSERT_EQ(0, sc_get_stats(self->s.fd, &st, STALLCAP_STATS_GLOBAL));
@@ -473,7 +481,7 @@ TEST_F(abi, set_config_rejects_bad_sizes_flags_reserved_and_pointers)
 	EXPECT_ERRNO(EINVAL, ioctl(fd, STALLCAP_IOC_SET_CONFIG, &b));
 	b.c.size = sizeof(b);
 	b.tail[1] = 1;
-	b.c.ring_bytes = 64 * 1024;
+	b.c.ring_bytes = 256 * 1024;
 	EXPECT_ERRNO(E2BIG, ioctl(fd, STALLCAP_IOC_SET_CONFIG, &b));
 	b.tail[1] = 0;
 	b.c.size = sizeof(b.c);
@@ -496,7 +504,7 @@ TEST_F(abi, set_config_rejects_bad_sizes_flags_reserved_and_pointers)
 	b.c.size = sizeof(b);
 	ASSERT_EQ(0, ioctl(fd, STALLCAP_IOC_SET_CONFIG, &b));
 	ASSERT_EQ(0, sc_get_config(fd, &b.c));
-	EXPECT_EQ(64 * 1024, b.c.ring_bytes);
+	EXPECT_EQ(256 * 1024, b.c.ring_bytes);
 }
 
 TEST_F(abi, set_config_rejects_values_out_of_range)
@@ -615,7 +623,7 @@ TEST_F(abi, ring_layout_is_frozen_once_mapped)
 
 TEST_F(abi, ring_layout_is_frozen_once_a_watch_was_armed)
 {
-	struct stallcap_config c = { .ring_bytes = 128 * 1024 };
+	struct stallcap_config c = { .ring_bytes = 512 * 1024 };
 
 	ASSERT_EQ(0, sc_arm(self->s.fd, SC_MS(500), 0, TAG));
 	ASSERT_EQ(0, sc_release(self->s.fd));
@@ -631,7 +639,7 @@ TEST_F(abi, ring_layout_is_frozen_once_a_watch_was_armed)
 
 TEST_F(abi, mmap_rejects_bad_offsets_lengths_and_private_maps)
 {
-	struct sc_opts o = { .ring_bytes = 64 * 1024 };
+	struct sc_opts o = { .ring_bytes = 256 * 1024 };
 	size_t len;
 	void *p;
 
@@ -659,16 +667,42 @@ TEST_F(abi, mmap_rejects_bad_offsets_lengths_and_private_maps)
 #undef BAD_MMAP
 	expect_unchanged(_metadata, self);
 
-	/* failed maps froze nothing: the ring may still be resized */
-	o.ring_bytes = 128 * 1024;
-	EXPECT_EQ(0, sc_configure(&self->s, &o));
-
 	/* the control page alone is fine */
 	p = mmap(NULL, self->s.page, PROT_READ | PROT_WRITE, MAP_SHARED, self->s.fd, 0);
 	ASSERT_NE(MAP_FAILED, p);
 	EXPECT_EQ(STALLCAP_ABI_VERSION, ((struct stallcap_ring_ctl *)p)->abi_version);
-	EXPECT_EQ(128 * 1024, ((struct stallcap_ring_ctl *)p)->data_size);
+	EXPECT_EQ(256 * 1024, ((struct stallcap_ring_ctl *)p)->data_size);
 	munmap(p, self->s.page);
+}
+
+/* Only a successful mmap freezes the ring's layout: a failed one changes nothing. */
+TEST_F(abi, failed_mmap_leaves_the_ring_resizable)
+{
+	static const struct { size_t pages_more; unsigned long long off; int flags; } bad[] = {
+		{ 0, 1, MAP_SHARED },			/* offset one page */
+		{ 0, STALLCAP_MMAP_BEATS / 4096 + 1, MAP_SHARED },
+		{ 1, 0, MAP_SHARED },			/* one page too long */
+		{ 0, 0, MAP_PRIVATE },
+	};
+	uint32_t ring = 256 * 1024;
+
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		struct sc_opts o = { .ring_bytes = ring };
+		size_t len = self->s.page + ring + bad[i].pages_more * self->s.page;
+		void *p;
+
+		ASSERT_EQ(0, sc_configure(&self->s, &o));
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, bad[i].flags, self->s.fd,
+			 bad[i].off * self->s.page);
+		ASSERT_EQ(MAP_FAILED, p);
+		/* another size is still accepted */
+		ring *= 2;
+		o.ring_bytes = ring;
+		EXPECT_EQ(0, sc_configure(&self->s, &o))
+			TH_LOG("mmap #%zu (offset %llu pages, %zu pages long, %s) froze the ring",
+			       i, bad[i].off, len / self->s.page,
+			       bad[i].flags == MAP_SHARED ? "shared" : "private");
+	}
 }
 
 TEST_HARNESS_MAIN

@@ -207,6 +207,7 @@ TEST_F_TIMEOUT(kernel, tmpfs_read_is_captured_in_shmem_read, 120)
 		buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
 			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 		ASSERT_NE(MAP_FAILED, buf);
+		ASSERT_EQ(0, lseek(mfd, 0, SEEK_SET));
 		t0 = sc_now_ns();
 		ret = read_in_kernel(mfd, buf, len);
 		t1 = sc_now_ns();

@@ -12,6 +12,13 @@
 
 int main(int argc, char **argv);	/* TEST_HARNESS_MAIN's, reached by the FP walk */
 #define TAG		0x7461677573657231ULL
+/*
+ * Samples to let a spinning thread take: the thread may be caught in an
+ * interrupt or softirq run on top of its user code (under TCG the timer
+ * interrupt often lands in the softirq of the previous tick), so "mode
+ * user" is asserted on at least one of several samples.
+ */
+#define SAMPLES		3
 
 FIXTURE(user) {
 	struct sc_session s;
@@ -94,6 +101,27 @@ static void check_stall_end(struct __test_metadata *_metadata, const struct sc_r
 	EXPECT_EQ(nr_samples, end->nr_samples);
 }
 
+/*
+ * The thread spins in user code without system calls or faults: a sample
+ * finds it in user mode, or in an interrupt or softirq taken on top of it
+ * (kernel frames, user registers still those of spin_in_user()).
+ */
+static void check_mode(struct __test_metadata *_metadata, const struct stallcap_sample *r)
+{
+	EXPECT_FALSE(r->flags & STALLCAP_SAMPLE_NO_USER);
+	if (r->flags & STALLCAP_SAMPLE_USER_MODE) {
+		EXPECT_FALSE(r->flags & (STALLCAP_SAMPLE_IRQS_OFF | STALLCAP_SAMPLE_IN_HARDIRQ |
+					 STALLCAP_SAMPLE_IN_SOFTIRQ));
+	} else {
+		EXPECT_TRUE(r->flags & (STALLCAP_SAMPLE_IN_HARDIRQ | STALLCAP_SAMPLE_IN_SOFTIRQ))
+			TH_LOG("kernel mode, but not in an interrupt");
+		EXPECT_LT(0, r->nr_kernel_frames);
+	}
+	EXPECT_TRUE(sc_ip_in_fn(r->regs.ip, spin_in_user))
+		TH_LOG("sample %u: regs.ip %#llx is in %s", r->sample_index,
+		       (unsigned long long)r->regs.ip, sc_usym_name(r->regs.ip) ?: "?");
+}
+
 /* The first sample of a thread that spun in spin_in_user() from spin_in_user_caller(). */
 static void check_user_sample(struct __test_metadata *_metadata, const struct sc_session *s,
 			      const struct stallcap_sample *r, const struct spin_expect *e)
@@ -109,9 +137,7 @@ static void check_user_sample(struct __test_metadata *_metadata, const struct sc
 	EXPECT_EQ(STALLCAP_STATE_RUNNING, r->state);
 	EXPECT_TRUE(r->path == STALLCAP_PATH_LOCAL || r->path == STALLCAP_PATH_NMI ||
 		    r->path == STALLCAP_PATH_IPI) TH_LOG("path %u", r->path);
-	EXPECT_TRUE(r->flags & STALLCAP_SAMPLE_USER_MODE);
-	EXPECT_FALSE(r->flags & (STALLCAP_SAMPLE_IRQS_OFF | STALLCAP_SAMPLE_IN_HARDIRQ |
-				 STALLCAP_SAMPLE_IN_SOFTIRQ | STALLCAP_SAMPLE_NO_USER));
+	check_mode(_metadata, r);
 	EXPECT_GT(sysconf(_SC_NPROCESSORS_CONF), (long)r->cpu);
 
 	/* timing: the deadline is the one armed, the capture came at it */
@@ -164,13 +190,25 @@ static void check_spin_stall(struct __test_metadata *_metadata, struct sc_sessio
 			     struct sc_records *rs, const struct spin_expect *e)
 {
 	const struct stallcap_sample *first;
-	size_t n;
+	size_t n, user_mode = 0;
 
 	ASSERT_EQ(1, sc_ring_collect(s, rs, STALLCAP_REC_STALL_END, 1, SC_WAIT_MS))
 		sc_log_records(NULL, rs);
 	first = check_one_stall(_metadata, rs, e, &n);
 	check_user_sample(_metadata, s, first, e);
 	check_stall_end(_metadata, rs, first, n);
+	/* every sample in spin_in_user(), at least one of them in user mode */
+	for (size_t i = 0; i < rs->n; i++) {
+		const struct stallcap_sample *r = (const void *)rs->rec[i];
+
+		if (r->hdr.type != STALLCAP_REC_SAMPLE)
+			continue;
+		check_mode(_metadata, r);
+		user_mode += !!(r->flags & STALLCAP_SAMPLE_USER_MODE);
+	}
+	EXPECT_LT(0, user_mode) TH_LOG("no sample in user mode");
+	TH_LOG("%zu samples, %zu in user mode, first by path %u, %llu us late", n, user_mode,
+	       first->path, (unsigned long long)(first->capture_ns - first->deadline_ns) / 1000);
 	if (_metadata->exit_code)
 		sc_log_records(NULL, rs);
 }
@@ -186,7 +224,7 @@ TEST_F(user, main_thread_spinning_is_captured_in_its_function)
 
 	sc_get_comm(e.comm);
 	ASSERT_EQ(0, sc_pin_self(0));
-	ASSERT_EQ(0, sc_stopper_start(&st, self->s.fd, 1, SC_WAIT_MS));
+	ASSERT_EQ(0, sc_stopper_start(&st, self->s.fd, SAMPLES, SC_WAIT_MS));
 	e.t0 = sc_now_ns();
 	ASSERT_EQ(0, sc_arm(self->s.fd, TIMEOUT, 0, TAG));
 	e.t1 = sc_now_ns();
@@ -266,7 +304,7 @@ TEST_F(user, other_thread_spinning_is_captured_with_its_tid_and_comm)
 		.e = { .timeout = TIMEOUT, .tag = TAG + 1 },
 	};
 
-	run_spinner(_metadata, &sp, &st, 1);
+	run_spinner(_metadata, &sp, &st, SAMPLES);
 	EXPECT_NE(getpid(), sp.e.tid);
 	EXPECT_STREQ("sc-spinner", sp.e.comm);
 	check_spin_stall(_metadata, &self->s, &self->rs, &sp.e);
@@ -282,7 +320,7 @@ TEST_F(user, absolute_deadline_is_the_recorded_deadline)
 	};
 
 	sp.e.deadline = sp.deadline;
-	run_spinner(_metadata, &sp, &st, 1);
+	run_spinner(_metadata, &sp, &st, SAMPLES);
 	check_spin_stall(_metadata, &self->s, &self->rs, &sp.e);
 }
 
@@ -305,7 +343,7 @@ TEST_F(user, thread_on_another_cpu_is_captured_by_nmi)
 
 	if (sc_nr_cpus_allowed() < 2)
 		SKIP(return, "needs 2 CPUs");
-	run_spinner(_metadata, &sp, &st, 1);
+	run_spinner(_metadata, &sp, &st, SAMPLES);
 	check_spin_stall(_metadata, &self->s, &self->rs, &sp.e);
 
 	first = sc_first_sample_of(&self->rs, sp.e.tid);

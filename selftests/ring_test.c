@@ -92,7 +92,7 @@ static void check_accounting(struct __test_metadata *_metadata, const struct sc_
 
 TEST(control_page_describes_the_ring)
 {
-	struct sc_opts o = { .ring_bytes = 64 * 1024 };
+	struct sc_opts o = { .ring_bytes = 256 * 1024 };
 	struct sc_session s;
 	struct pollfd pfd;
 
@@ -100,7 +100,7 @@ TEST(control_page_describes_the_ring)
 	EXPECT_EQ(STALLCAP_ABI_VERSION, s.ctl->abi_version);
 	EXPECT_EQ(sizeof(struct stallcap_ring_ctl), s.ctl->ctl_size);
 	EXPECT_EQ(s.page, s.ctl->data_offset);
-	EXPECT_EQ(64 * 1024, s.ctl->data_size);
+	EXPECT_EQ(256 * 1024, s.ctl->data_size);
 	EXPECT_EQ(0, s.ctl->data_head);
 	EXPECT_EQ(0, s.ctl->data_tail);
 	EXPECT_EQ(0, s.ctl->lost);

@@ -570,8 +570,10 @@ static inline int sc_ring_collect(struct sc_session *s, struct sc_records *rs,
 		int got;
 
 		got = sc_ring_drain(s, rs);
-		if (got < 0)
+		if (got < 0) {
+			fprintf(stderr, "# ring error: %s\n", rs->err);
 			return -1;
+		}
 		if (want && sc_records_count(rs, type) >= want)
 			break;
 		now = sc_now_ns();
@@ -761,6 +763,10 @@ static inline void sc_log_sample(const struct sc_ksyms *ks, const struct stallca
 
 static inline void sc_log_records(const struct sc_ksyms *ks, const struct sc_records *rs)
 {
+	static struct sc_ksyms own;
+
+	if (!ks && (own.n || !sc_ksyms_load(&own)))
+		ks = &own;	/* resolve kernel frames when kallsyms allows */
 	for (size_t i = 0; i < rs->n; i++) {
 		const struct stallcap_rec_header *h = rs->rec[i];
 		const struct stallcap_stall_end *e = (const void *)h;
