@@ -291,26 +291,26 @@ static int stallcap_mmap(struct file *file, struct vm_area_struct *vma)
 	struct stallcap_session *sess = file->private_data;
 	unsigned long len = vma->vm_end - vma->vm_start;
 	u64 off = (u64)vma->vm_pgoff << PAGE_SHIFT;
-	int ret;
+	int ret = -EINVAL;
 
 	if (!(vma->vm_flags & VM_SHARED) || (vma->vm_flags & VM_EXEC))
 		return -EINVAL;
 	mutex_lock(&sess->lock);
-	ret = stallcap_session_ensure_ring(sess);
-	if (ret)
-		goto out;
-	if (off == STALLCAP_MMAP_RING && len <= PAGE_SIZE + sess->ring->size) {
-		ret = remap_vmalloc_range(vma, sess->ring->base, 0);
-		sess->mapped = true;
+	/* check before creating the ring: a failed mmap changes nothing */
+	if (off == STALLCAP_MMAP_RING && len <= PAGE_SIZE + sess->cfg.ring_bytes) {
+		ret = stallcap_session_ensure_ring(sess);
+		if (!ret)
+			ret = remap_vmalloc_range(vma, sess->ring->base, 0);
+		if (!ret)
+			sess->mapped = true;
 	} else if (off == STALLCAP_MMAP_BEATS &&
 		   len <= sess->cfg.beat_slots * BEAT_SLOT_BYTES) {
-		ret = remap_vmalloc_range(vma, sess->beats, 0);
-	} else {
-		ret = -EINVAL;
+		ret = stallcap_session_ensure_ring(sess);
+		if (!ret)
+			ret = remap_vmalloc_range(vma, sess->beats, 0);
 	}
 	if (!ret)
 		stallcap_vm_flags_clear(vma, VM_MAYEXEC);
-out:
 	mutex_unlock(&sess->lock);
 	return ret;
 }
