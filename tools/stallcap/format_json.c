@@ -48,6 +48,8 @@ static void frames(FILE *out, const char *key, const struct sc_frame *f, int n)
 		json_str(out, f[i].sym);
 		fprintf(out, ",\"off\":%llu,\"dso\":", (unsigned long long)f[i].off);
 		json_str(out, f[i].dso);
+		if (f[i].method != SC_METHOD_KERNEL)
+			fprintf(out, ",\"dso_off\":%llu", (unsigned long long)f[i].dso_off);
 		fputs(",\"file\":", out);
 		json_str(out, f[i].file);
 		fprintf(out, ",\"line\":%d}", f[i].line);
@@ -76,7 +78,8 @@ static void flags(FILE *out, __u32 f)
 	static const char *const names[] = {
 		"user_mode", "irqs_off", "in_hardirq", "in_softirq", "kstack_trunc",
 		"ustack_trunc", "ustack_fault", "copy_partial", "kaddr_hidden",
-		"raced", "migrated", "defer_pending", "no_user",
+		"raced", "migrated", "defer_pending", "no_user", "ustack_remote",
+		"abandoned",
 	};
 	unsigned int i, n = 0;
 

@@ -72,6 +72,8 @@ static void frame_line(FILE *out, const struct sc_frame *f, int i)
 	fprintf(out, "      #%-2d 0x%016llx  ", i, (unsigned long long)f->addr);
 	if (f->sym)
 		fprintf(out, "%s+0x%llx", f->sym, (unsigned long long)f->off);
+	else if (f->dso && f->method != SC_METHOD_KERNEL)
+		fprintf(out, "%s+0x%llx", base_name(f->dso), (unsigned long long)f->dso_off);
 	else
 		fprintf(out, "[unknown]");
 	if (f->file)
@@ -99,6 +101,8 @@ static void sample_flags(FILE *out, const struct stallcap_sample *s)
 		{ STALLCAP_SAMPLE_RACED, "thread ran during capture" },
 		{ STALLCAP_SAMPLE_MIGRATED, "migrated, read remotely" },
 		{ STALLCAP_SAMPLE_NO_USER, "no user context" },
+		{ STALLCAP_SAMPLE_USTACK_REMOTE, "thread off CPU" },
+		{ STALLCAP_SAMPLE_ABANDONED, "capture abandoned" },
 	};
 	unsigned int i;
 

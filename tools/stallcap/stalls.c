@@ -76,20 +76,28 @@ static struct sc_sample *sample_copy(const struct stallcap_rec_header *rec)
 	return m;
 }
 
-static void attach_deferred(struct sc_stall *s, struct sc_sample *d)
+/*
+ * All samples of one kernel entry share the cookie of the one USER_STACK
+ * record that completes them; it comes after them, but either order works.
+ */
+static void link_deferred(struct sc_stall *s, struct sc_sample *n)
 {
+	bool is_user = n->v.s->hdr.type == STALLCAP_REC_USER_STACK;
 	struct sc_sample *m;
 
+	if (!n->v.s->cookie)
+		return;
 	for (m = s->samples; m; m = m->next) {
-		if (m->v.s->cookie == d->v.s->cookie && !m->has_deferred &&
-		    m->v.s->hdr.type == STALLCAP_REC_SAMPLE) {
-			m->user = d->v;
-			m->has_deferred = true;
-			break;
-		}
+		struct sc_sample *smp = is_user ? m : n, *us = is_user ? n : m;
+
+		if (m->v.s->cookie != n->v.s->cookie ||
+		    smp->v.s->hdr.type != STALLCAP_REC_SAMPLE ||
+		    us->v.s->hdr.type != STALLCAP_REC_USER_STACK || smp->has_deferred)
+			continue;
+		smp->user = us->v;
+		smp->has_deferred = true;
+		us->merged = true;	/* shown through its samples */
 	}
-	/* kept in the list either way; merged ones are skipped when shown */
-	d->merged = m != NULL;
 }
 
 static struct sc_stall *add_sample(struct stalls *st, const struct stallcap_rec_header *rec)
@@ -104,10 +112,9 @@ static struct sc_stall *add_sample(struct stalls *st, const struct stallcap_rec_
 		free(m);
 		return NULL;
 	}
-	if (rec->type == STALLCAP_REC_USER_STACK)
-		attach_deferred(s, m);
-	else
+	if (rec->type != STALLCAP_REC_USER_STACK)
 		s->nr_samples++;
+	link_deferred(s, m);
 	if (s->last)
 		s->last->next = m;
 	else

@@ -151,6 +151,7 @@ struct sc_frame {
 	const char *sym;	/* NULL if unknown */
 	__u64 off;
 	const char *dso;	/* kernel module, "kernel", or ELF path */
+	__u64 dso_off;		/* user: offset in the mapped file */
 	const char *file;	/* source file, or NULL */
 	int line;
 };

@@ -29,6 +29,8 @@ struct uproc {
 
 struct usyms {
 	struct uproc *procs;
+	char **names;			/* symbol names without @VERSION, owned */
+	size_t nnames;
 	void *vdso;
 	size_t vdso_len;
 	char *debuginfo_path;
@@ -60,8 +62,30 @@ void usyms_free(struct usyms *u)
 		sc_proc_free(p->proc);
 		free(p);
 	}
+	while (u->nnames)
+		free(u->names[--u->nnames]);
+	free(u->names);
 	free(u->vdso);
 	free(u);
+}
+
+/* "__libc_start_main@@GLIBC_2.34" is shown as __libc_start_main. */
+static const char *unversioned(struct usyms *u, const char *name)
+{
+	size_t len = strcspn(name, "@"), i;
+	char **names;
+
+	if (!name[len] || !len)
+		return name;
+	for (i = 0; i < u->nnames; i++)
+		if (!strncmp(u->names[i], name, len) && !u->names[i][len])
+			return u->names[i];
+	names = realloc(u->names, (u->nnames + 1) * sizeof(*names));
+	if (!names)
+		return name;
+	u->names = names;
+	names[u->nnames] = strndup(name, len);
+	return names[u->nnames] ? names[u->nnames++] : name;
 }
 
 void usyms_set_vdso(struct usyms *u, const void *img, size_t len)
@@ -287,6 +311,8 @@ void usyms_resolve(struct usyms *u, __u32 pid, struct sc_frame *f)
 
 	m = sc_proc_find(usyms_proc(u, pid), f->addr);
 	f->dso = m && m->path[0] ? m->path : NULL;
+	if (m)
+		f->dso_off = f->addr - m->start + m->pgoff;
 	if (!uw)
 		return;
 	mod = dwfl_addrmodule(uw->dwfl, a);
@@ -294,7 +320,7 @@ void usyms_resolve(struct usyms *u, __u32 pid, struct sc_frame *f)
 		return;
 	name = dwfl_module_addrinfo(mod, a, &off, &sym, NULL, NULL, NULL);
 	if (name) {
-		f->sym = name;
+		f->sym = unversioned(u, name);
 		f->off = f->addr - (a - off);
 	}
 	line = dwfl_module_getsrc(mod, a);

@@ -121,24 +121,36 @@ TEST_F(group, samples_grouped_under_their_stall)
 	EXPECT_EQ(0, self->st.bad_records);
 }
 
-TEST_F(group, deferred_user_stack_completes_its_sample)
+TEST_F(group, deferred_user_stack_completes_its_samples)
 {
 	struct rec_spec k = { .stall_id = 4, .pid = 10, .tid = 11, .kips = kips, .nk = 3,
-			      .cookie = 99, .flags = STALLCAP_SAMPLE_DEFER_PENDING };
+			      .cookie = 99, .flags = STALLCAP_SAMPLE_DEFER_PENDING |
+						     STALLCAP_SAMPLE_USTACK_REMOTE };
 	struct rec_spec u = { .type = STALLCAP_REC_USER_STACK, .stall_id = 4, .pid = 10,
 			      .tid = 11, .cookie = 99, .uips = uips, .nu = 2 };
 	struct sc_sample *m;
 
+	/* two samples of one kernel entry share the one deferred record */
+	add(&self->st, &k);
+	k.sample_index = 1;
 	add(&self->st, &k);
 	add(&self->st, &u);
+	/* a later kernel entry: a new cookie, completed by nothing yet */
+	k.sample_index = 2;
+	k.cookie = 100;
+	add(&self->st, &k);
 	ASSERT_EQ(1, self->st.nr);
-	EXPECT_EQ(1, self->st.head->nr_samples);
+	EXPECT_EQ(3, self->st.head->nr_samples);
 	m = self->st.head->samples;
 	EXPECT_TRUE(m->has_deferred);
 	EXPECT_EQ(3, m->v.nr_kernel);
 	EXPECT_EQ(2, m->user.nr_user);
 	EXPECT_EQ(uips[1], m->user.user_ips[1]);
-	EXPECT_TRUE(m->next->merged);
+	EXPECT_TRUE(m->next->has_deferred);
+	EXPECT_EQ(2, m->next->user.nr_user);
+	EXPECT_TRUE(m->next->next->merged);
+	EXPECT_FALSE(m->next->next->next->has_deferred);
+	EXPECT_EQ(0, m->next->next->next->user.nr_user);
 }
 
 TEST_F(group, bad_records_counted)

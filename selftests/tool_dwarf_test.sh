@@ -1,0 +1,29 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# A program built with -fomit-frame-pointer -O2 spinning in fixture_spin is
+# unwound to main by DWARF from the record's stack copy.
+. ./tool_lib.sh
+need stallcap stallcap-spin-nofp
+
+stallcap record -o "$work/nofp.data" -- stallcap-spin-nofp 300 20
+check "record exits 0" [ $? = 0 ]
+stallcap report -f json "$work/nofp.data" >"$work/nofp.json"
+stallcap report "$work/nofp.data" >"$work/nofp.txt"
+show "$work/nofp.txt"
+
+to_main() {
+	usyms "$1" | in_order fixture_spin fixture_level2 fixture_level1 main &&
+		usyms "$1" | grep -qx 'main dwarf' &&
+		usyms "$1" | grep -qx 'fixture_level1 dwarf'
+}
+check "a user-mode sample unwinds to main by DWARF" \
+	any_sample "$work/nofp.json" stallcap-spin-n to_main
+
+stallcap report --no-dwarf -f json "$work/nofp.data" >"$work/fp.json"
+fp_to_main() { usyms "$1" | in_order fixture_spin fixture_level2 fixture_level1 main; }
+if any_sample "$work/fp.json" stallcap-spin-n fp_to_main; then
+	echo "# note: the frame-pointer walk alone reached main too"
+else
+	echo "# the frame-pointer walk alone does not reach main, as expected"
+fi
+finish

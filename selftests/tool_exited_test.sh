@@ -1,0 +1,25 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# A report made after the process exited still resolves its user frames
+# (maps and build-ids were saved while it lived); a live report too.
+. ./tool_lib.sh
+need stallcap stallcap-exit-early
+
+stallcap record -o "$work/exit.data" -- stallcap-exit-early 300 20
+check "record exits 0" [ $? = 0 ]
+stallcap report -f json "$work/exit.data" >"$work/exit.json"
+pid=$(grep -m1 '"type":"stall"' "$work/exit.json" | sed 's/.*"pid":\([0-9]*\).*/\1/')
+gone() { [ -n "$pid" ] && [ ! -d "/proc/$pid" ]; }
+check "the recorded process ($pid) is gone" gone
+
+resolved() { usyms "$1" | in_order fixture_spin fixture_level2 fixture_level1 main; }
+check "its user frames resolve from the saved maps" \
+	any_sample "$work/exit.json" stallcap-exit-e resolved
+stallcap report "$work/exit.data" >"$work/exit.txt"
+show "$work/exit.txt"
+check "with file:line" grep -q 'fixture_spin+0x[0-9a-f]*  fixture.c:[0-9]' "$work/exit.txt"
+
+stallcap report -f json -- stallcap-exit-early 200 20 >"$work/live.json"
+check "live report (-- CMD) exits 0" [ $? = 0 ]
+check "live report resolves the frames" any_sample "$work/live.json" stallcap-exit-e resolved
+finish

@@ -1,0 +1,34 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# A system-wide reader (root) records another process's session; stats
+# counts it; an unprivileged user is refused.
+. ./tool_lib.sh
+need stallcap stallcap-exit-early
+
+stallcap record --global -o "$work/global.data" -d 4 &
+rec=$!
+sleep 1
+stallcap-exit-early 300 20
+check "the program under watch exits 0" [ $? = 0 ]
+wait $rec
+check "record --global exits 0" [ $? = 0 ]
+stallcap report -f json "$work/global.data" >"$work/global.json"
+resolved() { usyms "$1" | in_order fixture_spin fixture_level1 main; }
+check "the other session's stall is recorded and resolved" \
+	any_sample "$work/global.json" stallcap-exit-e resolved
+
+stallcap stats --json >"$work/stats.json"
+check "stats --json exits 0" [ $? = 0 ]
+cat "$work/stats.json" | sed 's/^/# /'
+check "stats: ABI 1, at least one stall counted" \
+	grep -qE '"abi_version":1,.*"stalls":[1-9]' "$work/stats.json"
+check "stats text" sh -c 'stallcap stats | grep -q "^  stalls  *[1-9]"'
+
+if command -v su >/dev/null && id user >/dev/null 2>&1; then
+	su user -s /bin/sh -c "stallcap record --global -o /tmp/x.data -d 1" >"$work/user.out" 2>&1
+	rc=$?
+	sed 's/^/# /' "$work/user.out"
+	refused() { [ "$rc" != 0 ] && grep -q CAP_SYS_ADMIN "$work/user.out"; }
+	check "--global as a user fails with a clear message" refused
+fi
+finish

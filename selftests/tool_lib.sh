@@ -1,0 +1,55 @@
+# SPDX-License-Identifier: GPL-2.0
+# Helpers of the tool_*_test.sh guest tests (busybox sh): run the stallcap
+# tool, read its JSON lines, print TAP.  Sourced, not run.
+
+n=0
+failed=0
+work=$(mktemp -d /tmp/stallcap-tool.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
+check() { desc=$1; shift; if "$@"; then ok "$desc"; else not_ok "$desc"; fi; }
+finish() { echo "1..$n"; [ "$failed" = 0 ]; exit $?; }
+
+need() {
+	for c in "$@"; do
+		command -v "$c" >/dev/null || { echo "1..0 # SKIP $c not installed"; exit 4; }
+	done
+	[ -c /dev/stallcap ] || { echo "1..0 # SKIP no /dev/stallcap"; exit 4; }
+}
+
+# samples FILE COMM: the JSON sample lines of thread COMM
+samples() { grep '"type":"sample"' "$1" | grep "\"comm\":\"$2\""; }
+
+# ksyms LINE: kernel symbols of a sample line, innermost first
+ksyms() {
+	echo "$1" | sed 's/.*"kernel_stack":\(.*\),"user_stack":.*/\1/' |
+		grep -o '"sym":"[^"]*"' | cut -d'"' -f4
+}
+
+# usyms LINE: "symbol method" of each user frame, innermost first
+usyms() {
+	echo "$1" | sed 's/.*"user_stack"://' |
+		grep -o '"method":"[a-z]*","sym":"[^"]*"' |
+		sed 's/"method":"\([a-z]*\)","sym":"\([^"]*\)"/\2 \1/'
+}
+
+# in_order WORD...: stdin holds every WORD (first field), in this order
+in_order() {
+	awk -v want="$*" 'BEGIN { n = split(want, w, " "); i = 1 }
+		i <= n && $1 == w[i] { i++ } END { exit i <= n }'
+}
+
+# any_sample FILE COMM TEST: some sample of COMM passes "TEST LINE"
+any_sample() {
+	f=$1 c=$2 t=$3
+	samples "$f" "$c" >"$work/lines" || return 1
+	while read -r line; do
+		"$t" "$line" && return 0
+	done <"$work/lines"
+	return 1
+}
+
+# show FILE: the report, for the log, prefixed as TAP comments
+show() { sed 's/^/# /' "$1"; }
