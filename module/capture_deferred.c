@@ -14,7 +14,9 @@
  * The request (struct stallcap_defer) is allocated with its watch.  While
  * queued it is owned by the task_work, which the kernel always runs (on
  * return to user space or in do_exit()); it holds a session reference and a
- * module reference.  From NMI, task_work_add() is reached through an irq_work.
+ * module reference.  From NMI, task_work_add() is reached through a per-CPU
+ * irq_work draining a per-CPU lock-free list: the request itself carries no
+ * irq_work, whose core would touch it after a task_work already freed it.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -32,6 +34,8 @@
 enum { DEFER_IDLE, DEFER_QUEUED, DEFER_ORPHANED };
 
 static atomic64_t defer_cookie;
+static DEFINE_PER_CPU(struct llist_head, defer_from_nmi);
+static DEFINE_PER_CPU(struct irq_work, defer_irq_work);
 
 static u32 defer_walk_user(const struct pt_regs *uregs, u64 *ips, u32 *flags)
 {
@@ -172,9 +176,31 @@ static void defer_queue_task_work(struct stallcap_defer *d)
 	}
 }
 
-static void defer_irq_work(struct irq_work *iw)
+static void defer_drain_nmi_requests(struct irq_work *iw)
 {
-	defer_queue_task_work(container_of(iw, struct stallcap_defer, iw));
+	struct llist_node *list = llist_del_all(this_cpu_ptr(&defer_from_nmi));
+	struct stallcap_defer *d, *next;
+
+	/* next is read before the task_work may free d */
+	llist_for_each_entry_safe(d, next, list, lnode)
+		defer_queue_task_work(d);
+}
+
+void stallcap_defer_init(void)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		init_irq_work(per_cpu_ptr(&defer_irq_work, cpu),
+			      defer_drain_nmi_requests);
+}
+
+void stallcap_defer_exit(void)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		irq_work_sync(per_cpu_ptr(&defer_irq_work, cpu));
 }
 
 /**
@@ -189,7 +215,6 @@ struct stallcap_defer *stallcap_defer_alloc(struct task_struct *task)
 		return NULL;
 	d->task = task;
 	init_task_work(&d->twork, defer_task_work);
-	init_irq_work(&d->iw, defer_irq_work);
 	return d;
 }
 
@@ -235,9 +260,10 @@ void stallcap_defer_request(struct stallcap_watch *w, struct stallcap_sample *s,
 	smp_store_release(&d->state, DEFER_QUEUED);
 	s->cookie = d->cookie;
 	s->flags |= STALLCAP_SAMPLE_DEFER_PENDING;
-	if (in_nmi)
-		irq_work_queue(&d->iw);
-	else
+	if (in_nmi) {
+		llist_add(&d->lnode, this_cpu_ptr(&defer_from_nmi));
+		irq_work_queue(this_cpu_ptr(&defer_irq_work));
+	} else
 		defer_queue_task_work(d);
 }
 

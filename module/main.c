@@ -55,6 +55,7 @@ static int __init stallcap_init(void)
 		pr_err("capture=%s: expected nmi or ipi\n", capture);
 		return -EINVAL;
 	}
+	stallcap_defer_init();
 	ret = stallcap_remote_init();
 	if (ret)
 		return ret;
@@ -80,6 +81,7 @@ static void __exit stallcap_exit(void)
 	misc_deregister(&stallcap_misc);
 	stallcap_watch_exit();
 	stallcap_remote_exit();
+	stallcap_defer_exit();
 	rcu_barrier();	/* watch_free_rcu() callbacks */
 }
 

@@ -301,8 +301,6 @@ static int stallcap_mmap(struct file *file, struct vm_area_struct *vma)
 		ret = stallcap_session_ensure_ring(sess);
 		if (!ret)
 			ret = remap_vmalloc_range(vma, sess->ring->base, 0);
-		if (!ret)
-			sess->mapped = true;
 	} else if (off == STALLCAP_MMAP_BEATS &&
 		   len <= sess->cfg.beat_slots * BEAT_SLOT_BYTES) {
 		ret = stallcap_session_ensure_ring(sess);

@@ -15,6 +15,7 @@
 
 #include <linux/hrtimer.h>
 #include <linux/irq_work.h>
+#include <linux/llist.h>
 #include <linux/mutex.h>
 #include <linux/sched.h>
 #include <linux/spinlock.h>
@@ -116,7 +117,6 @@ extern const struct file_operations stallcap_fops;
  * @next_stall_id: last stall id handed out
  * @stats: the session's counters
  * @kaddr_visible: the opener may see kernel addresses (CAP_SYSLOG)
- * @mapped: the ring was mapped: its configuration is frozen
  * @uid: the opener, charged for the watches
  * @wait: poll() waiters
  * @wake_work: wakes @wait from NMI or hard-IRQ context
@@ -139,7 +139,6 @@ struct stallcap_session {
 	atomic64_t next_stall_id;
 	struct stallcap_counters stats;
 	bool kaddr_visible;
-	bool mapped;
 	kuid_t uid;
 	wait_queue_head_t wait;
 	struct irq_work wake_work;
@@ -284,7 +283,7 @@ void stallcap_sample_finish(struct stallcap_watch *w, struct stallcap_sample *s,
 /**
  * struct stallcap_defer - a deferred user-stack capture (capture_deferred.c)
  * @twork: runs in the thread on its return to user space
- * @iw: queues @twork when the request comes from NMI
+ * @lnode: on the per-CPU list of requests made from NMI
  * @task: the thread
  * @state: idle, queued (owned by @twork), or orphaned (watch gone)
  * @sess: the session the record goes to (reference held while queued)
@@ -297,7 +296,7 @@ void stallcap_sample_finish(struct stallcap_watch *w, struct stallcap_sample *s,
  */
 struct stallcap_defer {
 	struct callback_head twork;
-	struct irq_work iw;
+	struct llist_node lnode;
 	struct task_struct *task;
 	int state;
 	struct stallcap_session *sess;
@@ -315,6 +314,8 @@ void stallcap_defer_request(struct stallcap_watch *w, struct stallcap_sample *s,
 			    bool in_nmi);
 bool stallcap_defer_wanted(const struct stallcap_session *sess,
 			   const struct stallcap_sample *s);
+void stallcap_defer_init(void);
+void stallcap_defer_exit(void);
 
 /* ---- system-wide readers (global.c) ---- */
 void stallcap_global_attach(struct stallcap_session *sess);
