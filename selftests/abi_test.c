@@ -563,15 +563,15 @@ TEST_F(abi, set_config_rejects_values_out_of_range)
 	EXPECT_EQ(0, set_config(fd, &c));
 }
 
-static int drop_cap_sys_admin(void)
+static int drop_cap(int cap)
 {
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct d[2];
 
 	if (syscall(SYS_capget, &h, d))
 		return -1;
-	d[CAP_SYS_ADMIN / 32].effective &= ~(1U << (CAP_SYS_ADMIN % 32));
-	d[CAP_SYS_ADMIN / 32].permitted &= ~(1U << (CAP_SYS_ADMIN % 32));
+	d[cap / 32].effective &= ~(1U << (cap % 32));
+	d[cap / 32].permitted &= ~(1U << (cap % 32));
 	return syscall(SYS_capset, &h, d);
 }
 
@@ -583,7 +583,7 @@ TEST_F(abi, global_config_needs_cap_sys_admin)
 
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
-		if (drop_cap_sys_admin())
+		if (drop_cap(CAP_SYS_ADMIN))
 			_exit(2);
 		_exit(set_config(self->s.fd, &c) == -1 && errno == EPERM ? 0 : 1);
 	}
@@ -630,6 +630,78 @@ TEST_F(abi, ring_layout_is_frozen_once_a_watch_was_armed)
 	snapshot(_metadata, self->s.fd, &self->before);
 	EXPECT_ERRNO(EBUSY, set_config(self->s.fd, &c));
 	expect_unchanged(_metadata, self);
+}
+
+/* ------------------------------------------------------------------------
+ * The per-user watch limit
+ * ------------------------------------------------------------------------
+ */
+
+#define MAXW_PARAM	"/sys/module/stallcap/parameters/max_watches_per_user"
+#define MAXW		3
+
+static int param_rw(const char *path, int *get, int set)
+{
+	FILE *f = fopen(path, get ? "r" : "w");
+	int ret;
+
+	if (!f)
+		return -1;
+	ret = get ? (fscanf(f, "%d", get) == 1 ? 0 : -1) : (fprintf(f, "%d\n", set) > 0 ? 0 : -1);
+	return fclose(f) ? -1 : ret;
+}
+
+/* In a child without CAP_SYS_RESOURCE: returns a bit mask of failures. */
+static int watch_limit_child(void)
+{
+	struct sc_session s[MAXW + 1];
+	struct stallcap_stats st;
+	int bad = 0;
+
+	if (drop_cap(CAP_SYS_RESOURCE))
+		return 100;
+	for (int i = 0; i <= MAXW; i++)
+		if (sc_open(&s[i]))
+			return 101;
+	if (s[MAXW].info.max_watches_per_user != MAXW)
+		bad |= 1;
+	for (int i = 0; i < MAXW; i++)
+		if (sc_arm(s[i].fd, SC_MS(500), 0, TAG))
+			bad |= 2;
+	errno = 0;
+	if (sc_arm(s[MAXW].fd, SC_MS(500), 0, TAG) != -1 || errno != ENOSPC)
+		bad |= 4;
+	if (sc_get_stats(s[MAXW].fd, &st, 0) || st.watches || st.armed)
+		bad |= 8;
+	if (sc_release(s[0].fd))
+		bad |= 16;
+	if (sc_arm(s[MAXW].fd, SC_MS(500), 0, TAG))
+		bad |= 32;
+	for (int i = 0; i <= MAXW; i++)
+		sc_session_close(&s[i]);
+	return bad;
+}
+
+TEST_F(abi, watches_beyond_the_per_user_limit_are_enospc)
+{
+	int saved, status;
+	pid_t pid;
+
+	if (param_rw(MAXW_PARAM, &saved, 0) || param_rw(MAXW_PARAM, NULL, MAXW))
+		SKIP(return, "cannot set %s", MAXW_PARAM);
+	pid = fork();
+	if (pid == 0)
+		_exit(watch_limit_child());
+	if (pid > 0)
+		waitpid(pid, &status, 0);
+	ASSERT_EQ(0, param_rw(MAXW_PARAM, NULL, saved));
+	ASSERT_LT(0, pid);
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status))
+		TH_LOG("1: info not the parameter, 2: ARM under the limit failed, "
+		       "4: ARM over the limit not ENOSPC, 8: failed ARM left a watch, "
+		       "16: RELEASE failed, 32: ARM after a RELEASE failed, "
+		       "100/101: setup");
 }
 
 /* ------------------------------------------------------------------------

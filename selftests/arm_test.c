@@ -208,4 +208,43 @@ TEST_F_TIMEOUT(arm, many_arm_release_cycles_leave_no_watch, 180)
 	EXPECT_EQ(ENOENT, errno);
 }
 
+/*
+ * A CPU-time watch counts only the thread's time on a CPU: a long sleep is
+ * not a stall, spinning for the timeout is, and the sample says so.
+ */
+TEST_F(arm, cputime_watch_blames_spinning_not_sleeping)
+{
+	struct sc_stopper st = { .cpu = -1 };
+	const struct stallcap_sample *r;
+	uint64_t t_spin;
+
+	if (!(self->s.info.features & STALLCAP_FEAT_CPUTIME))
+		SKIP(return, "no STALLCAP_FEAT_CPUTIME");
+	ASSERT_EQ(0, sc_arm(self->s.fd, self->timeout, STALLCAP_ARM_CPUTIME, TAG + 5));
+	sc_sleep_ms(10 * self->timeout / SC_NSEC_PER_MSEC);
+	EXPECT_EQ(0, SC_STAT(self->s.fd, stalls)) TH_LOG("a sleeping thread was blamed");
+	EXPECT_EQ(1, SC_STAT(self->s.fd, armed));
+
+	ASSERT_EQ(0, sc_stopper_start(&st, self->s.fd, 1, SC_WAIT_MS));
+	t_spin = sc_now_ns();
+	spin_in_user_caller(&st.stop);
+	ASSERT_EQ(0, sc_disarm(self->s.fd));
+	sc_stopper_join(&st);
+	ASSERT_FALSE(st.timed_out);
+
+	ASSERT_EQ(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_STALL_END, 1, SC_WAIT_MS));
+	r = sc_first_sample_of(&self->rs, sc_gettid());
+	ASSERT_NE(NULL, r);
+	EXPECT_EQ(STALLCAP_CLOCK_CPUTIME, r->clock);
+	EXPECT_EQ(self->timeout, r->timeout_ns);
+	EXPECT_EQ(TAG + 5, r->user_tag);
+	EXPECT_EQ(STALLCAP_STATE_RUNNING, r->state);
+	EXPECT_TRUE(sc_ip_in_fn(r->regs.ip, spin_in_user));
+	/* most of the CPU time was spent spinning, after the sleep */
+	EXPECT_LE(t_spin + self->timeout / 2, r->capture_ns);
+	EXPECT_LE(r->deadline_ns, r->capture_ns);
+	if (_metadata->exit_code)
+		sc_log_records(NULL, &self->rs);
+}
+
 TEST_HARNESS_MAIN
