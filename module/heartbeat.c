@@ -32,10 +32,11 @@ int stallcap_beat_attach(struct stallcap_session *sess, struct stallcap_watch *w
 	slot = &sess->beats[i];
 	WRITE_ONCE(slot->beats, 0);
 	WRITE_ONCE(slot->idle, 0);
-	WRITE_ONCE(slot->tid, w->tid);
+	WRITE_ONCE(slot->tid, task_pid_nr(w->task));
 	WRITE_ONCE(slot->armed, 1);
 	w->beat_slot = i;
 	w->last_beats = 0;
+	w->last_idle = false;
 	return i;
 }
 
@@ -62,11 +63,15 @@ bool stallcap_beat_progress(struct stallcap_watch *w)
 	struct stallcap_beat_slot *slot = &w->sess->beats[w->beat_slot];
 	u64 beats = READ_ONCE(slot->beats);
 
+	bool idle = READ_ONCE(slot->idle), was_idle = w->last_idle;
+
+	w->last_idle = idle;
 	if (beats != w->last_beats) {
 		w->last_beats = beats;
 		return true;
 	}
-	return READ_ONCE(slot->idle);
+	/* idle now, or busy again since the previous check: both progress */
+	return idle || was_idle;
 }
 
 /**

@@ -342,7 +342,7 @@ static int stallcap_open(struct inode *inode, struct file *file)
 		return -ENOMEM;
 	mutex_init(&sess->lock);
 	config_defaults(&sess->cfg);
-	xa_init(&sess->watches);
+	INIT_LIST_HEAD(&sess->watches);
 	sess->kaddr_visible = file_ns_capable(file, &init_user_ns, CAP_SYSLOG);
 	sess->uid = current_uid();
 	init_waitqueue_head(&sess->wait);
@@ -370,7 +370,6 @@ void stallcap_session_put(struct stallcap_session *sess)
 	if (!refcount_dec_and_test(&sess->ref))
 		return;
 	irq_work_sync(&sess->wake_work);
-	xa_destroy(&sess->watches);
 	stallcap_ring_destroy(sess->ring);
 	vfree(sess->beats);
 	bitmap_free(sess->beat_used);

@@ -21,7 +21,6 @@
 #include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/workqueue.h>
-#include <linux/xarray.h>
 
 #include <linux/stallcap.h>
 
@@ -113,7 +112,8 @@ extern const struct file_operations stallcap_fops;
  * @ring: the ring, NULL until the first ARM or mmap; then never changes
  * @beats: heartbeat slots, allocated with the ring
  * @beat_used: bitmap of beat slots in use
- * @watches: tid -> struct stallcap_watch; lookups are RCU-safe
+ * @watches: the session's watches (sess->lock); lookups by thread go
+ *	through the global task hash (watch.c), which survives tid changes
  * @next_stall_id: last stall id handed out
  * @stats: the session's counters
  * @kaddr_visible: the opener may see kernel addresses (CAP_SYSLOG)
@@ -135,7 +135,7 @@ struct stallcap_session {
 	struct stallcap_ring *ring;
 	struct stallcap_beat_slot *beats;
 	unsigned long *beat_used;
-	struct xarray watches;
+	struct list_head watches;
 	atomic64_t next_stall_id;
 	struct stallcap_counters stats;
 	bool kaddr_visible;
@@ -193,7 +193,7 @@ struct stallcap_capture_req {
  * struct stallcap_watch - one thread's watch in one session
  * @sess: owning session (the session outlives its watches)
  * @task: the watched thread (reference held)
- * @tid: its thread id
+ * @sess_node: in the session's list of watches
  * @timer: deadline / sampling / polling timer (hard-IRQ)
  * @lock: protects everything below against the timer and the exit probe
  * @state: enum stallcap_watch_state
@@ -206,6 +206,7 @@ struct stallcap_capture_req {
  * @cpu_base: task CPU time at @armed_at (CPUTIME watches)
  * @beat_slot: heartbeat slot index, or -1
  * @last_beats: beat counter seen at the previous heartbeat check
+ * @last_idle: idle mark seen at the previous heartbeat check
  * @stall_id: current stall, 0 when none
  * @samples: samples taken in the current stall (written or lost)
  * @next_interval: interval to the next sample (ns)
@@ -220,7 +221,7 @@ struct stallcap_capture_req {
 struct stallcap_watch {
 	struct stallcap_session *sess;
 	struct task_struct *task;
-	pid_t tid;
+	struct list_head sess_node;
 	struct hrtimer timer;
 	raw_spinlock_t lock;
 	enum stallcap_watch_state state;
@@ -233,6 +234,7 @@ struct stallcap_watch {
 	u64 cpu_base;
 	int beat_slot;
 	u64 last_beats;
+	bool last_idle;
 	u64 stall_id;
 	u32 samples;
 	u64 next_interval;

@@ -4,8 +4,10 @@
  * their thread exits (a sched_process_exit tracepoint probe) or their
  * session closes.
  *
- * Lifetime: a watch is reachable from its session's xarray (by tid) and from
- * the global task hash (for the exit probe), both read under RCU.  It is
+ * Lifetime: a watch is on its session's list (sess->lock) and in the global
+ * hash keyed by its task_struct, read under RCU by the ioctls of its thread
+ * and by the exit probe; the key holds even when exec() changes the thread's
+ * tid, and cannot be reused while the watch holds its task reference.  It is
  * unlinked in process context (release, session close, or the session's
  * reaper after an exit), marked dead under its lock so that neither the
  * timer nor a racing ioctl restarts it, its timer cancelled, and freed after
@@ -25,7 +27,7 @@
 
 #define MAX_TIMEOUT_NS	(3600ULL * NSEC_PER_SEC)
 
-static DEFINE_HASHTABLE(task_watches, 10);
+static DEFINE_HASHTABLE(task_watches, 12);
 static DEFINE_RAW_SPINLOCK(task_watches_lock);
 
 /* ---- per-user accounting of watches ---- */
@@ -130,7 +132,7 @@ static void watch_destroy(struct stallcap_watch *w)
 
 	watch_kill(w);
 	hrtimer_cancel(&w->timer);
-	xa_cmpxchg(&sess->watches, w->tid, w, NULL, GFP_KERNEL);
+	list_del(&w->sess_node);
 	raw_spin_lock_irqsave(&task_watches_lock, flags);
 	hash_del_rcu(&w->task_node);
 	raw_spin_unlock_irqrestore(&task_watches_lock, flags);
@@ -162,21 +164,13 @@ static struct stallcap_watch *watch_create(struct stallcap_session *sess)
 	}
 	w->sess = sess;
 	w->task = get_task_struct(current);
-	w->tid = current->pid;
 	w->beat_slot = -1;
 	w->req.watch = w;
 	w->req.cpu = -1;
 	raw_spin_lock_init(&w->lock);
 	stallcap_hrtimer_setup(&w->timer, stallcap_watch_timer_fn,
 			       CLOCK_MONOTONIC, HRTIMER_MODE_ABS_PINNED_HARD);
-	ret = xa_err(xa_store(&sess->watches, w->tid, w, GFP_KERNEL));
-	if (ret) {
-		stallcap_defer_free(w->defer);
-		put_task_struct(w->task);
-		kfree(w);
-		user_watches_uncharge(sess->uid);
-		return ERR_PTR(ret);
-	}
+	list_add(&w->sess_node, &sess->watches);
 	raw_spin_lock_irqsave(&task_watches_lock, flags);
 	hash_add_rcu(task_watches, &w->task_node, (unsigned long)current);
 	raw_spin_unlock_irqrestore(&task_watches_lock, flags);
@@ -184,12 +178,17 @@ static struct stallcap_watch *watch_create(struct stallcap_session *sess)
 	return w;
 }
 
-/* The calling thread's live watch.  Context: RCU read side. */
+/* The calling thread's watch in @sess.  Context: RCU read side. */
 static struct stallcap_watch *watch_of_current(struct stallcap_session *sess)
 {
-	struct stallcap_watch *w = xa_load(&sess->watches, current->pid);
+	struct stallcap_watch *w;
 
-	return w && w->task == current && !READ_ONCE(w->dead) ? w : NULL;
+	hash_for_each_possible_rcu(task_watches, w, task_node,
+				   (unsigned long)current)
+		if (w->task == current && w->sess == sess &&
+		    !READ_ONCE(w->dead))
+			return w;
+	return NULL;
 }
 
 /* ---- arming ---- */
@@ -266,12 +265,11 @@ int stallcap_watch_arm(struct stallcap_session *sess,
 	ret = stallcap_session_ensure_ring(sess);
 	if (ret)
 		goto out;
-	w = xa_load(&sess->watches, current->pid);
-	if (w && (w->task != current ||
-		  (w->flags ^ arm->flags) & STALLCAP_ARM_HEARTBEAT)) {
-		/* an exited thread's watch whose tid was reused, or a change
-		 * between deadline and heartbeat
-		 */
+	rcu_read_lock();
+	w = watch_of_current(sess);	/* stays: only sess->lock holders free it */
+	rcu_read_unlock();
+	if (w && (w->flags ^ arm->flags) & STALLCAP_ARM_HEARTBEAT) {
+		/* from deadline to heartbeat or back: a new watch */
 		watch_destroy(w);
 		w = NULL;
 	}
@@ -403,11 +401,10 @@ void stallcap_watches_reap(struct work_struct *work)
 	struct stallcap_session *sess = container_of(work,
 						     struct stallcap_session,
 						     reap_work);
-	struct stallcap_watch *w;
-	unsigned long tid;
+	struct stallcap_watch *w, *tmp;
 
 	mutex_lock(&sess->lock);
-	xa_for_each(&sess->watches, tid, w)
+	list_for_each_entry_safe(w, tmp, &sess->watches, sess_node)
 		if (READ_ONCE(w->dead))
 			watch_destroy(w);
 	mutex_unlock(&sess->lock);
@@ -421,11 +418,10 @@ void stallcap_watches_reap(struct work_struct *work)
  */
 void stallcap_watches_destroy(struct stallcap_session *sess)
 {
-	struct stallcap_watch *w;
-	unsigned long tid;
+	struct stallcap_watch *w, *tmp;
 
 	mutex_lock(&sess->lock);
-	xa_for_each(&sess->watches, tid, w)
+	list_for_each_entry_safe(w, tmp, &sess->watches, sess_node)
 		watch_destroy(w);
 	mutex_unlock(&sess->lock);
 	synchronize_rcu();

@@ -298,7 +298,7 @@ void stallcap_watch_end_stall(struct stallcap_watch *w, u64 now)
 			e->deadline_ns = w->deadline;
 			e->end_ns = now;
 			e->pid = w->task->tgid;
-			e->tid = w->tid;
+			e->tid = task_pid_nr(w->task);
 			e->nr_samples = w->samples;
 			e->__reserved = 0;
 			stallcap_count(&sess->stats, SC_STALL_ENDS, 1);
