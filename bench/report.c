@@ -1,0 +1,716 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stallcap_bench report RAW OUT: read the "@bench KEY=VALUE" lines of a run
+ * (the guest's output plus the host's "meta." lines), write OUT.md (the
+ * tables, every figure next to its baseline and their ratio, and the
+ * targets met or missed) and OUT.json (meta, targets, every raw value), and
+ * print the Markdown.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+struct kv {
+	char *key;
+	char *val;
+	bool isnum;
+	double num;
+};
+
+static struct kv *kvs;
+static size_t nkv;
+
+static struct kv *kv_find(const char *key)
+{
+	size_t i;
+
+	for (i = nkv; i-- > 0;)		/* the last value wins */
+		if (!strcmp(kvs[i].key, key))
+			return &kvs[i];
+	return NULL;
+}
+
+static int kv_load(const char *path)
+{
+	char line[1024], *p, *eq, *end;
+	size_t cap = 0;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		struct kv *kv;
+
+		p = strstr(line, "@bench ");
+		if (!p)
+			continue;
+		p += 7;
+		p[strcspn(p, "\r\n")] = '\0';
+		eq = strchr(p, '=');
+		if (!eq || eq == p)
+			continue;
+		*eq = '\0';
+		if (nkv == cap) {
+			cap = cap ? 2 * cap : 256;
+			kvs = realloc(kvs, cap * sizeof(*kvs));
+			if (!kvs)
+				abort();
+		}
+		kv = &kvs[nkv++];
+		kv->key = strdup(p);
+		kv->val = strdup(eq + 1);
+		kv->num = strtod(kv->val, &end);
+		kv->isnum = *kv->val && !*end && isfinite(kv->num);
+	}
+	fclose(f);
+	return 0;
+}
+
+static __attribute__((format(printf, 1, 2))) double num(const char *fmt, ...)
+{
+	char key[256];
+	struct kv *kv;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(key, sizeof(key), fmt, ap);
+	va_end(ap);
+	kv = kv_find(key);
+	return kv && kv->isnum ? kv->num : NAN;
+}
+
+static __attribute__((format(printf, 1, 2))) const char *str(const char *fmt, ...)
+{
+	char key[256];
+	struct kv *kv;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(key, sizeof(key), fmt, ap);
+	va_end(ap);
+	kv = kv_find(key);
+	return kv ? kv->val : NULL;
+}
+
+/* ---- formatting (rotating static buffers) ---- */
+
+static char *buf(void)
+{
+	static char b[32][64];
+	static unsigned int i;
+
+	return b[i++ % 32];
+}
+
+static const char *fx(double v, int dec)
+{
+	char *b = buf();
+
+	if (isnan(v))
+		return "–";
+	snprintf(b, 64, "%.*f", dec, v);
+	return b;
+}
+
+/* 3 significant digits, no exponent for the sizes we print */
+static const char *fg(double v)
+{
+	double a = v < 0 ? -v : v;
+
+	if (isnan(v))
+		return "–";
+	if (a >= 100)
+		return fx(v, 0);
+	if (a >= 10)
+		return fx(v, 1);
+	if (a >= 1)
+		return fx(v, 2);
+	return fx(v, 3);
+}
+
+static const char *us(double ns)
+{
+	return fg(ns / 1000);
+}
+
+static const char *ratio(double a, double b)
+{
+	char *s = buf();
+
+	if (isnan(a) || isnan(b) || b <= 0)
+		return "–";
+	snprintf(s, 64, "%s×", fg(a / b));
+	return s;
+}
+
+static const char *count(double v)
+{
+	char *s = buf();
+
+	if (isnan(v))
+		return "–";
+	if (v >= 1e6 && v == (double)(long long)(v / 1e6) * 1e6)
+		snprintf(s, 64, "%.0f M", v / 1e6);
+	else
+		snprintf(s, 64, "%.0f", v);
+	return s;
+}
+
+static const char *frac(double a, double b)
+{
+	char *s = buf();
+
+	snprintf(s, 64, "%.0f/%.0f", a, b);
+	return s;
+}
+
+/* a log2 bucket range "lo–hi" in µs */
+static const char *bucket_us(double lo, double hi)
+{
+	char *s = buf();
+
+	if (isnan(lo))
+		return "–";
+	snprintf(s, 64, "%s–%s µs", us(lo), us(hi));
+	return s;
+}
+
+/* ---- targets ---- */
+
+struct target {
+	char name[128];
+	char measured[128];
+	double value, limit;
+	bool ge;		/* value must be >= limit (else <=) */
+	int met;		/* 1, 0, -1: not measurable */
+	char why[160];
+};
+
+static struct target targets[16];
+static int ntargets;
+
+static void target(const char *name, double value, double limit, bool ge,
+		   const char *measured, const char *why)
+{
+	struct target *t = &targets[ntargets++];
+
+	snprintf(t->name, sizeof(t->name), "%s", name);
+	snprintf(t->measured, sizeof(t->measured), "%s", measured);
+	snprintf(t->why, sizeof(t->why), "%s", why ? why : "");
+	t->value = value;
+	t->limit = limit;
+	t->ge = ge;
+	if (isnan(value))
+		t->met = -1;
+	else
+		t->met = ge ? value >= limit : value <= limit;
+}
+
+static const char *met_str(int met)
+{
+	return met > 0 ? "**met**" : met == 0 ? "**missed**" : "not measured";
+}
+
+/* ---- sections ---- */
+
+static void md_header(FILE *f)
+{
+	const char *s;
+
+	fprintf(f, "## Performance\n\n");
+	if (num("info.smoke") == 1)
+		fprintf(f, "**Smoke run (tiny counts): the figures below mean nothing.**\n\n");
+	fprintf(f, "Measured by `make bench` (`bench/run.sh`)");
+	if ((s = str("meta.date")))
+		fprintf(f, " on %s", s);
+	fprintf(f, ": guest Linux %s, %s vCPUs, %s MiB, QEMU %s TCG (no KVM)",
+		str("info.kernel") ?: "?", fx(num("info.cpus"), 0),
+		fx(num("info.mem_mib"), 0), str("meta.qemu") ?: "");
+	if ((s = str("meta.host_cpu")))
+		fprintf(f, " on a %s host with %s cores", s, str("meta.host_cores") ?: "?");
+	if (!isnan(num("meta.host_load_start")))
+		fprintf(f, " (host load average %s at the start, %s at the end: the host "
+			"is shared)", fg(num("meta.host_load_start")),
+			fg(num("meta.host_load_end")));
+	fprintf(f, "; guest clocksource %s; module loaded with capture=%s",
+		str("info.clocksource") ?: "?", str("info.capture") ?: "?");
+	if ((s = str("meta.commit")))
+		fprintf(f, "; commit %s", s);
+	fprintf(f, ".\n\nAbsolute times in an emulated guest mean little: read each figure "
+		"against its baseline, measured in the same run (ratio column).\n\n");
+}
+
+static void hot_row(FILE *f, const char *key, const char *label, const char *base_key,
+		    const char *base_label)
+{
+	double p50 = num("hot.%s.p50", key), base;
+
+	if (num("hot.%s.available", key) != 1) {
+		fprintf(f, "| %s | not available: %s | | | |\n", label,
+			str("hot.%s.why", key) ?: "?");
+		return;
+	}
+	base = base_key ? num("hot.%s.p50", base_key) : NAN;
+	fprintf(f, "| %s | %s | %s | %s | %s |\n", label, fg(p50),
+		fg(num("hot.%s.p99", key)), count(num("hot.%s.ops", key)),
+		base_key ? ratio(p50, base) : "1 *(baseline)*");
+	(void)base_label;
+}
+
+static void md_hot(FILE *f)
+{
+	double store = num("hot.store.p50"), beat = num("hot.heartbeat.p50");
+	double nul = num("hot.getppid.p50"), rearm = num("hot.rearm.p50");
+	double settime = num("hot.settime.p50"), period = num("hot.perf_period.p50");
+	bool armed = num("hot.heartbeat.armed") == 1;
+	double cheapest = NAN;
+	char m[128];
+
+	fprintf(f, "### 1. Hot path: cost per operation (ns)\n\n"
+		"Batches of 1000 system calls or 10000 stores timed with clock_gettime() and "
+		"divided; the methods take turns batch by batch; one thread pinned to vCPU 0.\n\n");
+	fprintf(f, "| operation | median | p99 | operations | median vs baseline |\n"
+		"|---|---:|---:|---:|---|\n");
+	hot_row(f, "store", "plain store to memory *(baseline: floor of any heartbeat)*",
+		NULL, NULL);
+	hot_row(f, "heartbeat", armed ? "stallcap heartbeat: store into the beat slot" :
+		"store into the mapped beat slot (heartbeat watch **not available**)",
+		"store", "plain store");
+	hot_row(f, "getppid", "getppid() *(baseline: null system call)*", NULL, NULL);
+	hot_row(f, "enotty", "`ioctl()` the module rejects at once (ENOTTY): the VFS ioctl "
+		"path", "getppid", "getppid");
+	hot_row(f, "rearm", "stallcap `ioctl(STALLCAP_IOC_REARM)`", "getppid", "getppid");
+	hot_row(f, "settime", "Seastar: `timer_settime()`, CLOCK_THREAD_CPUTIME_ID timer",
+		"getppid", "getppid");
+	hot_row(f, "perf_period", "Seastar: `ioctl(PERF_EVENT_IOC_PERIOD)`, task-clock "
+		"(its re-arm)", "getppid", "getppid");
+	hot_row(f, "perf_reset", "`ioctl(PERF_EVENT_IOC_RESET)`, task-clock", "getppid",
+		"getppid");
+	if (!isnan(settime))
+		cheapest = settime;
+	if (!isnan(period) && (isnan(cheapest) || period < cheapest))
+		cheapest = period;
+	fprintf(f, "\nstallcap REARM costs %s the ENOTTY ioctl (the module's own work is "
+		"the difference), %s `timer_settime()` and %s `PERF_EVENT_IOC_PERIOD`.",
+		ratio(rearm, num("hot.enotty.p50")), ratio(rearm, settime),
+		ratio(rearm, period));
+	if (!isnan(beat) && !isnan(cheapest))
+		fprintf(f, " Seastar's cheapest re-arm costs %s the %s.",
+			ratio(cheapest, beat), armed ? "heartbeat store" :
+			"store into the (unarmed) beat slot");
+	fprintf(f, "\n\n");
+
+	snprintf(m, sizeof(m), "%s (%s vs %s ns)", ratio(beat, store), fg(beat), fg(store));
+	if (armed)
+		target("heartbeat store ≤ 2× plain store (median)", beat / store, 2, false,
+		       m, NULL);
+	else
+		target("heartbeat store ≤ 2× plain store (median)", NAN, 2, false,
+		       "heartbeat watches not available in this build",
+		       str("hot.heartbeat.why"));
+	snprintf(m, sizeof(m), "%s (%s vs %s ns)", ratio(rearm, nul), fg(rearm), fg(nul));
+	target("REARM ioctl ≤ 1.5× getppid (median)", rearm / nul, 1.5, false, m, NULL);
+}
+
+static void lat_rows(FILE *f, const char *mode, const char *label)
+{
+	double bp99 = num("lateness.%s.baseline.p99", mode);
+	double sp99 = num("lateness.%s.stallcap.p99", mode);
+	char name[128], m[128];
+
+	fprintf(f, "| %s | clock_nanosleep wake-up, SCHED_FIFO, slack 1 ns *(baseline)* "
+		"| %s | %s | %s | %s | 1 |\n", label,
+		count(num("lateness.%s.baseline.n", mode)),
+		us(num("lateness.%s.baseline.p50", mode)), us(bp99),
+		us(num("lateness.%s.baseline.max", mode)));
+	if (!isnan(num("lateness.%s.baseline_busy.n", mode)))
+		fprintf(f, "| %s | the same baseline with a SCHED_OTHER spinner on its vCPU "
+			"| %s | %s | %s | %s | %s |\n", label,
+			count(num("lateness.%s.baseline_busy.n", mode)),
+			us(num("lateness.%s.baseline_busy.p50", mode)),
+			us(num("lateness.%s.baseline_busy.p99", mode)),
+			us(num("lateness.%s.baseline_busy.max", mode)),
+			ratio(num("lateness.%s.baseline_busy.p99", mode), bp99));
+	fprintf(f, "| %s | stallcap capture − deadline | %s | %s | %s | %s | %s |\n", label,
+		count(num("lateness.%s.stallcap.n", mode)),
+		us(num("lateness.%s.stallcap.p50", mode)), us(sp99),
+		us(num("lateness.%s.stallcap.max", mode)), ratio(sp99, bp99));
+	snprintf(name, sizeof(name), "detection lateness p99 ≤ 1.5× clock_nanosleep p99 (%s)",
+		 label);
+	snprintf(m, sizeof(m), "%s (%s vs %s µs)", ratio(sp99, bp99), us(sp99), us(bp99));
+	target(name, sp99 / bp99, 1.5, false, m, NULL);
+}
+
+static void md_lateness(FILE *f)
+{
+	fprintf(f, "### 2. Detection lateness after a 1 ms deadline (µs)\n\n"
+		"stallcap: capture_ns − deadline_ns of the first sample of each stall (a "
+		"SCHED_OTHER thread spinning in user mode on vCPU 0, re-armed after each "
+		"capture). Baseline: cyclictest-style wake-up lateness of a 1 ms "
+		"clock_nanosleep(TIMER_ABSTIME) period, same CPU, alternating with stallcap in "
+		"blocks of 100.\n\n");
+	fprintf(f, "| load | what | n | p50 | p99 | max | p99 vs baseline |\n"
+		"|---|---|---:|---:|---:|---:|---|\n");
+	lat_rows(f, "idle", "idle");
+	lat_rows(f, "hog", "CPU hog on every vCPU");
+	fprintf(f, "\nThe spinner row is there because the stalled thread keeps its vCPU "
+		"busy, and on a shared host a busy vCPU thread is descheduled more often "
+		"than a halted one: against it stallcap's idle p99 is %s.",
+		ratio(num("lateness.idle.stallcap.p99"),
+		      num("lateness.idle.baseline_busy.p99")));
+	fprintf(f, " With the hogs, %s of %s stalls were captured while the thread was "
+		"preempted (blocked path), the rest on its own CPU; %s deadlines were not "
+		"captured within 1 s.\n\n",
+		count(num("lateness.hog.stallcap.path_blocked")),
+		count(num("lateness.hog.stallcap.n")),
+		count(num("lateness.hog.stallcap.missed") +
+		      num("lateness.idle.stallcap.missed")));
+}
+
+static void cap_row(FILE *f, const char *path, const char *mode, int kib)
+{
+	char key[64];
+	double base = num("capture.baseline.memcpy_%dk", kib);
+	double lo, hi, n;
+
+	snprintf(key, sizeof(key), "capture.%s.%s.%dk", path, mode, kib);
+	n = num("%s.captured", key);
+	if (isnan(n)) {
+		if (str("%s.error", key))
+			fprintf(f, "| %s | %s | %d KiB | error: %s | | | | | |\n", mode, path,
+				kib, str("%s.error", key));
+		return;
+	}
+	lo = num("%s.p50_lo", key);
+	hi = num("%s.p50_hi", key);
+	{
+		char *r = buf();
+
+		if (isnan(lo) || isnan(base))
+			snprintf(r, 64, "–");
+		else
+			snprintf(r, 64, "%s–%s", fg(lo / base), ratio(hi, base));
+		fprintf(f, "| %s | %s | %d KiB | %s/%s | %s | %s | %s | %s | %s |\n", mode,
+			!strcmp(path, "local") ? "local (timer on the thread's CPU)" :
+			!strcmp(path, "nmi") ? "NMI to the thread's CPU" :
+			"IPI to the thread's CPU",
+			kib, count(n), count(num("%s.stalls", key)),
+			fx(num("%s.stack_bytes_mean", key) / 1024, 1),
+			bucket_us(lo, hi),
+			bucket_us(num("%s.p99_lo", key), num("%s.p99_hi", key)),
+			us(base), r);
+	}
+}
+
+static void md_capture(FILE *f)
+{
+	static const char *const paths[] = { "local", "nmi", "ipi" };
+	static const char *const modes[] = { "user", "kernel" };
+	unsigned int p, m;
+
+	fprintf(f, "### 3. Capture cost (module's own histogram)\n\n"
+		"Time in the capture path (kernel unwind, user frame walk, raw stack copy) of "
+		"the first sample of each stall, from GET_STATS capture_cost_hist (log2 "
+		"buckets: the bucket holding the percentile is shown). Kernel-mode stalls are "
+		"a %s ms read() of /dev/zero. Remote: the thread armed on vCPU 0 then moved to "
+		"vCPU 1; the IPI rows come from a second insmod with capture=ipi in the same "
+		"boot. The stalled thread runs below an 80 KiB frame of touched stack, so "
+		"that the raw copy is never cut short by the end of the stack. Baseline: "
+		"user-space memcpy() of the same number of bytes (median).\n\n",
+		fg(num("capture.kernel_read_ms")));
+	fprintf(f, "| stall | capture | stack copy | captured | KiB copied (mean) | p50 | p99 "
+		"| memcpy baseline (µs) | p50 vs baseline |\n"
+		"|---|---|---:|---:|---:|---:|---:|---:|---|\n");
+	for (p = 0; p < 3; p++) {
+		if (p && str("capture.%s.error", paths[p])) {
+			fprintf(f, "| all | %s | | not measured: %s | | | | | |\n",
+				p == 1 ? "NMI" : "IPI", str("capture.%s.error", paths[p]));
+			continue;
+		}
+		for (m = 0; m < 2; m++) {
+			cap_row(f, paths[p], modes[m], 16);
+			cap_row(f, paths[p], modes[m], 64);
+		}
+	}
+	fprintf(f, "\n");
+}
+
+static void md_scale(FILE *f)
+{
+	static const unsigned int counts[] = { 1, 100, 1000, 10000 };
+	double r, g, sc, pl;
+	char m[160];
+	unsigned int i;
+
+	fprintf(f, "### 4. Scale\n\n"
+		"N threads (64 KiB stacks), each holding an armed 10 ms deadline and "
+		"re-arming it every 1 ms (REARM + 1 ms nanosleep), against the same N "
+		"threads with plain 1 ms nanosleep loops (baseline); the two loads take turns, "
+		"%s s of measurement each in total. On 2 "
+		"emulated vCPUs large N cannot wake every 1 ms: the achieved period is shown, "
+		"and CPU time is divided by the loop iterations achieved. Memory: growth of "
+		"SUnreclaim + VmallocUsed + Percpu in /proc/meminfo while the N watches are "
+		"created, per watch.\n\n",
+		fg(num("scale.1.plain.window_ms") / 1000));
+	fprintf(f, "| threads | iterations/s plain | iterations/s stallcap | period "
+		"plain / stallcap (ms) | process CPU per iteration plain / stallcap (µs) | "
+		"ratio | machine busy per iteration plain / stallcap (µs) | ratio | "
+		"kernel memory per watch |\n"
+		"|---:|---:|---:|---:|---:|---|---:|---|---:|\n");
+	for (i = 0; i < 4; i++) {
+		unsigned int n = counts[i];
+		double wp = num("scale.%u.plain.window_ms", n) / 1000;
+		double ws = num("scale.%u.stallcap.window_ms", n) / 1000;
+
+		if (isnan(num("scale.%u.plain.iters", n)) &&
+		    isnan(num("scale.%u.stallcap.iters", n))) {
+			if (str("scale.%u.plain.error", n) || str("scale.%u.stallcap.error", n))
+				fprintf(f, "| %u | error: %s | | | | | | | |\n", n,
+					str("scale.%u.plain.error", n) ?:
+					str("scale.%u.stallcap.error", n));
+			continue;
+		}
+		pl = num("scale.%u.plain.proc_ns_per_iter", n);
+		sc = num("scale.%u.stallcap.proc_ns_per_iter", n);
+		fprintf(f, "| %u | %s | %s | %s / %s | %s / %s | %s | %s / %s | %s | %s |\n", n,
+			fx(num("scale.%u.plain.iters", n) / wp, 0),
+			fx(num("scale.%u.stallcap.iters", n) / ws, 0),
+			fg(num("scale.%u.plain.period_ms", n)),
+			fg(num("scale.%u.stallcap.period_ms", n)),
+			us(pl), us(sc), ratio(sc, pl),
+			us(num("scale.%u.plain.busy_ns_per_iter", n)),
+			us(num("scale.%u.stallcap.busy_ns_per_iter", n)),
+			ratio(num("scale.%u.stallcap.busy_ns_per_iter", n),
+			      num("scale.%u.plain.busy_ns_per_iter", n)),
+			n >= 100 ? (isnan(num("scale.%u.stallcap.bytes_per_watch", n)) ? "–" :
+				    strcat(strcpy(buf(), fx(num("scale.%u.stallcap.bytes_per_watch",
+								n), 0)), " B")) :
+			"(too small to see)");
+	}
+	fprintf(f, "\nThroughput of back-to-back calls, 1 thread on vCPU 0 vs 2 threads on "
+		"vCPUs 0 and 1, one session, one watch per thread; getppid() shows what the "
+		"machine itself allows:\n\n"
+		"| operation | 1 thread (calls/s) | 2 threads (calls/s) | scaling |\n"
+		"|---|---:|---:|---:|\n");
+	fprintf(f, "| getppid() *(baseline)* | %s | %s | %s |\n",
+		fx(num("scale.tp.getppid.1"), 0), fx(num("scale.tp.getppid.2"), 0),
+		ratio(num("scale.tp.getppid.2"), num("scale.tp.getppid.1")));
+	fprintf(f, "| stallcap REARM | %s | %s | %s |\n",
+		fx(num("scale.tp.rearm.1"), 0), fx(num("scale.tp.rearm.2"), 0),
+		ratio(num("scale.tp.rearm.2"), num("scale.tp.rearm.1")));
+	fprintf(f, "| stallcap ARM | %s | %s | %s |\n\n",
+		fx(num("scale.tp.arm.1"), 0), fx(num("scale.tp.arm.2"), 0),
+		ratio(num("scale.tp.arm.2"), num("scale.tp.arm.1")));
+	r = num("scale.tp.rearm.scaling");
+	g = num("scale.tp.getppid.scaling");
+	fprintf(f, "Relative to the machine's own scaling (getppid), REARM scales %s and ARM "
+		"%s. ARM takes the session's mutex (it may create the watch); REARM takes "
+		"only the watch's own lock and the CPU's hrtimer base.\n\n",
+		ratio(r, g), ratio(num("scale.tp.arm.scaling"), g));
+	snprintf(m, sizeof(m), "%s (getppid: %s; REARM relative to getppid: %s)",
+		 ratio(r, 1), ratio(g, 1), ratio(r, g));
+	target("REARM throughput, 2 threads ≥ 1.8× 1 thread", r, 1.8, true, m,
+	       !isnan(g) && g < 1.8 ? "the machine's own null-syscall scaling is below "
+	       "1.8× too" : NULL);
+}
+
+static void sea_row(FILE *f, const char *scen, const char *label, const char *who,
+		    const char *wlabel)
+{
+	double n = num("seastar.%s.%s.trials", scen, who);
+	double d = num("seastar.%s.%s.detected", scen, who);
+	double k = num("seastar.%s.%s.kstack", scen, who);
+	double u = num("seastar.%s.%s.ustack", scen, who);
+	double du = num("seastar.%s.%s.during", scen, who);
+
+	if (isnan(n))
+		return;
+	fprintf(f, "| %s | %s | %s/%s | %s | %s | %s | %s | %s | %s |\n", label, wlabel,
+		count(d), count(n), count(du),
+		d > 0 ? us(num("seastar.%s.%s.late.p50", scen, who)) : "–",
+		d > 0 ? us(num("seastar.%s.%s.late.p99", scen, who)) : "–",
+		d > 0 ? us(num("seastar.%s.%s.late.max", scen, who)) : "–",
+		d > 0 ? (k > 0 ? frac(k, d) : "no") : "–",
+		d > 0 ? (u > 0 ? frac(u, d) : "no") : "–");
+}
+
+static void md_seastar(FILE *f)
+{
+	static const char *const scen[] = { "user", "kernel", "preempted", "sleeping" };
+	static const char *const label[] = {
+		"running, user mode", "running, in a long system call",
+		"preempted (SCHED_FIFO thread on its CPU, 20 ms)",
+		"sleeping (blocked on a mutex, 20 ms)",
+	};
+	unsigned int i;
+
+	fprintf(f, "### 5. Against Seastar's stall detector\n\n"
+		"A C re-creation of Seastar's posix-timer detector (timer_create("
+		"CLOCK_THREAD_CPUTIME_ID) with SIGEV_THREAD_ID, timer_settime() re-arm, "
+		"backtrace() in the signal handler) and a stallcap deadline, both armed with "
+		"1 ms by the same thread at the same moment, then the same stall. Lateness is "
+		"report time − (arm time + 1 ms). The long system call is an mmap(MAP_POPULATE) "
+		"of %s ms. Stack columns: reports with a kernel stack / user stack (at least 2 "
+		"frames) out of the reports.\n\n",
+		fg(num("seastar.kernel.syscall_ms")));
+	fprintf(f, "| stall | detector | reported | of which before the stall ended | "
+		"lateness p50 (µs) | p99 | max | kernel stack | user stack |\n"
+		"|---|---|---:|---:|---:|---:|---:|---|---|\n");
+	for (i = 0; i < 4; i++) {
+		sea_row(f, scen[i], label[i], "stallcap", "stallcap");
+		sea_row(f, scen[i], label[i], "posix", "Seastar posix timer");
+	}
+	fprintf(f, "\nSeastar's capture itself (signal handler entry to the end of "
+		"backtrace(), user-mode stalls): p50 %s µs, p99 %s µs.\n\n",
+		us(num("seastar.user.posix.handler.p50")),
+		us(num("seastar.user.posix.handler.p99")));
+}
+
+static void md_targets(FILE *f)
+{
+	int i;
+
+	fprintf(f, "### Targets\n\n| target | measured | |\n|---|---|---|\n");
+	for (i = 0; i < ntargets; i++)
+		fprintf(f, "| %s | %s%s%s | %s |\n", targets[i].name, targets[i].measured,
+			targets[i].why[0] ? "; " : "", targets[i].why,
+			met_str(targets[i].met));
+	fprintf(f, "\n");
+}
+
+/* ---- JSON ---- */
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+static void json_val(FILE *f, double v)
+{
+	if (isnan(v))
+		fputs("null", f);
+	else
+		fprintf(f, "%.10g", v);
+}
+
+static void write_json(FILE *f)
+{
+	size_t i;
+	int t;
+	bool first = true;
+
+	fprintf(f, "{\n  \"meta\": {");
+	for (i = 0; i < nkv; i++) {
+		if (strncmp(kvs[i].key, "meta.", 5) && strncmp(kvs[i].key, "info.", 5))
+			continue;
+		if (kv_find(kvs[i].key) != &kvs[i])
+			continue;
+		fprintf(f, "%s\n    ", first ? "" : ",");
+		json_str(f, kvs[i].key);
+		fputs(": ", f);
+		if (kvs[i].isnum)
+			json_val(f, kvs[i].num);
+		else
+			json_str(f, kvs[i].val);
+		first = false;
+	}
+	fprintf(f, "\n  },\n  \"targets\": [");
+	for (t = 0; t < ntargets; t++) {
+		fprintf(f, "%s\n    {\"name\": ", t ? "," : "");
+		json_str(f, targets[t].name);
+		fputs(", \"value\": ", f);
+		json_val(f, targets[t].value);
+		fprintf(f, ", \"limit\": %g, \"at_least\": %s, \"met\": %s, \"measured\": ",
+			targets[t].limit, targets[t].ge ? "true" : "false",
+			targets[t].met < 0 ? "null" : targets[t].met ? "true" : "false");
+		json_str(f, targets[t].measured);
+		if (targets[t].why[0]) {
+			fputs(", \"note\": ", f);
+			json_str(f, targets[t].why);
+		}
+		fputc('}', f);
+	}
+	fprintf(f, "\n  ],\n  \"results\": {");
+	first = true;
+	for (i = 0; i < nkv; i++) {
+		if (!strncmp(kvs[i].key, "meta.", 5) || !strncmp(kvs[i].key, "info.", 5))
+			continue;
+		if (kv_find(kvs[i].key) != &kvs[i])
+			continue;
+		fprintf(f, "%s\n    ", first ? "" : ",");
+		json_str(f, kvs[i].key);
+		fputs(": ", f);
+		if (kvs[i].isnum)
+			json_val(f, kvs[i].num);
+		else
+			json_str(f, kvs[i].val);
+		first = false;
+	}
+	fprintf(f, "\n  }\n}\n");
+}
+
+int bench_report(const char *raw, const char *out)
+{
+	char path[4096];
+	FILE *md, *js;
+	int ret, c;
+
+	ret = kv_load(raw);
+	if (ret) {
+		fprintf(stderr, "report: %s: %s\n", raw, strerror(-ret));
+		return ret;
+	}
+	if (!nkv) {
+		fprintf(stderr, "report: %s: no @bench lines\n", raw);
+		return -ENODATA;
+	}
+	snprintf(path, sizeof(path), "%s.md", out);
+	md = fopen(path, "w+");
+	snprintf(path, sizeof(path), "%s.json", out);
+	js = fopen(path, "w");
+	if (!md || !js) {
+		fprintf(stderr, "report: %s: %s\n", path, strerror(errno));
+		return -errno;
+	}
+	ntargets = 0;
+	md_header(md);
+	/* the sections add their targets; the summary goes first */
+	{
+		FILE *body = tmpfile();
+
+		if (!body)
+			return -errno;
+		md_hot(body);
+		md_lateness(body);
+		md_capture(body);
+		md_scale(body);
+		md_seastar(body);
+		md_targets(md);
+		rewind(body);
+		while ((c = fgetc(body)) != EOF)
+			fputc(c, md);
+		fclose(body);
+	}
+	write_json(js);
+	fclose(js);
+	rewind(md);
+	while ((c = fgetc(md)) != EOF)
+		putchar(c);
+	fclose(md);
+	return 0;
+}

@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Section 4, scale.
+ *
+ * Load: N threads (64 KiB stacks) each holding an armed 10 ms deadline and
+ * re-arming it every 1 ms (REARM, then a 1 ms nanosleep), against the same
+ * N threads doing only the 1 ms nanosleep.  The CPU they cost (process
+ * user+system time from getrusage, and the whole machine's busy time from
+ * /proc/stat, which also counts hard and soft interrupts) is divided by the
+ * loop iterations actually achieved: on 2 emulated CPUs thousands of
+ * threads cannot all wake every millisecond, and both variants saturate.
+ *
+ * Memory: /proc/meminfo (unreclaimable slab, vmalloc, per-CPU) before and
+ * after the N threads create their watches, divided by N.
+ *
+ * Throughput: REARM (the hot path) and ARM loops in 1 and 2 threads pinned
+ * to separate CPUs, each thread with its own watch in one shared session,
+ * next to getppid() loops as the machine's own scaling baseline.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+#define DEADLINE_NS	(10 * NS_PER_MS)
+#define PERIOD_NS	NS_PER_MS
+#define STACK_BYTES	(64 * 1024)
+
+struct worker {
+	pthread_t th;
+	struct load *load;
+	volatile uint64_t iters;
+	int err;
+} __attribute__((aligned(64)));
+
+struct load {
+	unsigned int n;
+	bool stallcap;
+	struct sc *s;
+	pthread_barrier_t created, go_arm, armed;
+	volatile int stop;
+	struct worker *w;
+};
+
+static void *worker_fn(void *arg)
+{
+	struct worker *w = arg;
+	struct load *l = w->load;
+	struct timespec ts = { 0, PERIOD_NS };
+
+	pthread_barrier_wait(&l->created);
+	pthread_barrier_wait(&l->go_arm);
+	if (l->stallcap && sc_arm(l->s, DEADLINE_NS, 0))
+		w->err = errno;
+	pthread_barrier_wait(&l->armed);
+	while (!l->stop) {
+		if (l->stallcap && sc_rearm(l->s, 0))
+			w->err = errno;
+		nanosleep(&ts, NULL);
+		w->iters++;
+	}
+	return NULL;
+}
+
+/* ---- measurements ---- */
+
+struct meminfo {
+	long long sunreclaim, vmalloc, percpu, kstack;
+};
+
+static void read_meminfo(struct meminfo *m)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[128];
+	long long v;
+
+	memset(m, 0, sizeof(*m));
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "SUnreclaim: %lld", &v) == 1)
+			m->sunreclaim = v;
+		else if (sscanf(line, "VmallocUsed: %lld", &v) == 1)
+			m->vmalloc = v;
+		else if (sscanf(line, "Percpu: %lld", &v) == 1)
+			m->percpu = v;
+		else if (sscanf(line, "KernelStack: %lld", &v) == 1)
+			m->kstack = v;
+	}
+	fclose(f);
+}
+
+struct cpu_snap {
+	uint64_t t;		/* ns */
+	double proc_ns;		/* process user+system */
+	double busy_ns;		/* machine, all CPUs, not idle/iowait */
+	double sys_ns;		/* machine: system+irq+softirq */
+	uint64_t iters;
+};
+
+static void read_cpu(struct cpu_snap *c, const struct load *l)
+{
+	unsigned long long v[10] = { 0 };
+	double tick = (double)NS_PER_SEC / (double)sysconf(_SC_CLK_TCK);
+	struct rusage ru;
+	FILE *f;
+	unsigned int i;
+
+	c->t = now_ns();
+	getrusage(RUSAGE_SELF, &ru);
+	c->proc_ns = ((double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec) * NS_PER_SEC +
+		     ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) * NS_PER_US;
+	c->busy_ns = c->sys_ns = 0;
+	f = fopen("/proc/stat", "r");
+	if (f) {
+		if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu",
+			   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7],
+			   &v[8], &v[9]) >= 8) {
+			/* user nice system idle iowait irq softirq steal */
+			c->busy_ns = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) * tick;
+			c->sys_ns = (double)(v[2] + v[5] + v[6]) * tick;
+		}
+		fclose(f);
+	}
+	c->iters = 0;
+	for (i = 0; i < l->n; i++)
+		c->iters += l->w[i].iters;
+}
+
+/* ---- one load ---- */
+
+struct load_result {
+	double window_ns, iters, proc_ns, busy_ns, sys_ns, mem_kb;
+	unsigned int errs, runs;
+};
+
+static int run_load(unsigned int n, bool stallcap, struct sc *s, uint64_t window_ns,
+		    struct load_result *r)
+{
+	const char *var = stallcap ? "stallcap" : "plain";
+	struct load l = { .n = n, .stallcap = stallcap, .s = s };
+	struct cpu_snap c0, c1;
+	struct meminfo m0, m1;
+	pthread_attr_t attr;
+	unsigned int i, started = 0;
+	int ret = 0;
+
+	l.w = aligned_alloc(64, sizeof(*l.w) * n);
+	if (!l.w)
+		return -ENOMEM;
+	memset(l.w, 0, sizeof(*l.w) * n);
+	pthread_barrier_init(&l.created, NULL, n + 1);
+	pthread_barrier_init(&l.go_arm, NULL, n + 1);
+	pthread_barrier_init(&l.armed, NULL, n + 1);
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, STACK_BYTES);
+	for (i = 0; i < n; i++) {
+		l.w[i].load = &l;
+		ret = -pthread_create(&l.w[i].th, &attr, worker_fn, &l.w[i]);
+		if (ret)
+			break;
+		started++;
+	}
+	pthread_attr_destroy(&attr);
+	if (ret) {
+		/*
+		 * The started threads wait on barriers sized for n + 1: leave
+		 * them; the section's process exits after this error.
+		 */
+		note("scale: %u threads: pthread_create failed after %u: %s", n,
+		     started, strerror(-ret));
+		out_num(started, "scale.%u.%s.created", n, var);
+		out_str(strerror(-ret), "scale.%u.%s.error", n, var);
+		return ret;
+	}
+	pthread_barrier_wait(&l.created);
+	read_meminfo(&m0);
+	pthread_barrier_wait(&l.go_arm);
+	pthread_barrier_wait(&l.armed);
+	read_meminfo(&m1);
+
+	sleep_ns(window_ns / 4);	/* settle */
+	read_cpu(&c0, &l);
+	sleep_ns(window_ns);
+	read_cpu(&c1, &l);
+	l.stop = 1;
+	for (i = 0; i < n; i++) {
+		pthread_join(l.w[i].th, NULL);
+		r->errs += l.w[i].err != 0;
+	}
+	sleep_ns(500 * NS_PER_MS);	/* exited threads' watches are reaped */
+
+	r->runs++;
+	r->window_ns += (double)(c1.t - c0.t);
+	r->iters += (double)(c1.iters - c0.iters);
+	r->proc_ns += c1.proc_ns - c0.proc_ns;
+	r->busy_ns += c1.busy_ns - c0.busy_ns;
+	r->sys_ns += c1.sys_ns - c0.sys_ns;
+	r->mem_kb += (double)((m1.sunreclaim - m0.sunreclaim) + (m1.vmalloc - m0.vmalloc) +
+			      (m1.percpu - m0.percpu));
+	pthread_barrier_destroy(&l.created);
+	pthread_barrier_destroy(&l.go_arm);
+	pthread_barrier_destroy(&l.armed);
+	free(l.w);
+	return 0;
+}
+
+static void load_out(unsigned int n, bool stallcap, const struct load_result *r)
+{
+	const char *var = stallcap ? "stallcap" : "plain";
+
+	out_num(n, "scale.%u.%s.threads", n, var);
+	out_num(r->runs, "scale.%u.%s.runs", n, var);
+	out_num(r->window_ns / NS_PER_MS, "scale.%u.%s.window_ms", n, var);
+	out_num(r->iters, "scale.%u.%s.iters", n, var);
+	out_num(r->proc_ns / NS_PER_MS, "scale.%u.%s.proc_cpu_ms", n, var);
+	out_num(r->busy_ns / NS_PER_MS, "scale.%u.%s.busy_cpu_ms", n, var);
+	out_num(r->sys_ns / NS_PER_MS, "scale.%u.%s.sys_cpu_ms", n, var);
+	if (r->iters > 0) {
+		out_num(r->proc_ns / r->iters, "scale.%u.%s.proc_ns_per_iter", n, var);
+		out_num(r->busy_ns / r->iters, "scale.%u.%s.busy_ns_per_iter", n, var);
+		/* achieved period of one thread, in ms */
+		out_num(r->window_ns * n / r->iters / NS_PER_MS, "scale.%u.%s.period_ms", n, var);
+	}
+	if (stallcap && r->runs) {
+		out_num(r->errs, "scale.%u.stallcap.thread_errors", n);
+		out_num(r->mem_kb / r->runs, "scale.%u.stallcap.watch_mem_kb", n);
+		out_num(r->mem_kb * 1024 / r->runs / n, "scale.%u.stallcap.bytes_per_watch", n);
+	}
+}
+
+/* ---- throughput, 1 vs 2 threads ---- */
+
+enum tp_op { TP_GETPPID, TP_REARM, TP_ARM, TP_NR };
+static const char *const tp_name[TP_NR] = { "getppid", "rearm", "arm" };
+
+struct tp_thread {
+	pthread_t th;
+	int cpu;
+	enum tp_op op;
+	struct sc *s;
+	volatile int *stop;
+	pthread_barrier_t *ready;
+	uint64_t ops;
+	int err;
+} __attribute__((aligned(64)));
+
+static void *tp_fn(void *arg)
+{
+	struct tp_thread *t = arg;
+	uint64_t ops = 0;
+	unsigned int i;
+
+	pin_self(t->cpu);
+	if (t->op != TP_GETPPID && sc_arm(t->s, 10 * NS_PER_SEC, 0))
+		t->err = errno;
+	pthread_barrier_wait(t->ready);
+	while (!*t->stop) {
+		for (i = 0; i < 64; i++) {
+			switch (t->op) {
+			case TP_GETPPID:
+				syscall(SYS_getppid);
+				break;
+			case TP_REARM:
+				sc_rearm(t->s, 0);
+				break;
+			default:
+				sc_arm(t->s, 10 * NS_PER_SEC, 0);
+				break;
+			}
+		}
+		ops += 64;
+	}
+	if (t->op != TP_GETPPID)
+		sc_disarm(t->s);
+	t->ops = ops;
+	return NULL;
+}
+
+static double tp_run(enum tp_op op, int nthreads, struct sc *s, uint64_t dur_ns)
+{
+	struct tp_thread t[2];
+	pthread_barrier_t ready;
+	volatile int stop = 0;
+	uint64_t t0, t1, ops = 0;
+	int i;
+
+	pthread_barrier_init(&ready, NULL, nthreads + 1);
+	for (i = 0; i < nthreads; i++) {
+		t[i] = (struct tp_thread){ .cpu = i, .op = op, .s = s,
+					   .stop = &stop, .ready = &ready };
+		pthread_create(&t[i].th, NULL, tp_fn, &t[i]);
+	}
+	pthread_barrier_wait(&ready);
+	t0 = now_ns();
+	sleep_ns(dur_ns);
+	stop = 1;
+	t1 = now_ns();
+	for (i = 0; i < nthreads; i++) {
+		pthread_join(t[i].th, NULL);
+		ops += t[i].ops;
+	}
+	pthread_barrier_destroy(&ready);
+	return (double)ops * NS_PER_SEC / (double)(t1 - t0);
+}
+
+static int throughput(uint64_t dur_ns, unsigned int reps)
+{
+	double rate[TP_NR][3] = { { 0 } };
+	unsigned int r;
+	struct sc s;
+	int op, k, ret;
+
+	if (nr_cpus() < 2) {
+		out_str("fewer than 2 CPUs", "scale.tp.error");
+		return 0;
+	}
+	ret = sc_open(&s, 0, 1, 4);
+	if (ret)
+		return ret;
+	/* the main thread idles on CPU 0 during the runs: it only sleeps */
+	for (r = 0; r < reps; r++)
+		for (op = 0; op < TP_NR; op++)
+			for (k = 1; k <= 2; k++)
+				rate[op][k] += tp_run(op, k, &s, dur_ns) / reps;
+	sc_close(&s);
+	for (op = 0; op < TP_NR; op++) {
+		out_num(rate[op][1], "scale.tp.%s.1", tp_name[op]);
+		out_num(rate[op][2], "scale.tp.%s.2", tp_name[op]);
+		out_num(rate[op][2] / rate[op][1], "scale.tp.%s.scaling", tp_name[op]);
+	}
+	return 0;
+}
+
+int bench_scale(void)
+{
+	static const unsigned int counts[] = { 1, 100, 1000, 10000 };
+	uint64_t window = bench_opts.smoke ? 200 * NS_PER_MS : 3 * NS_PER_SEC;
+	unsigned int i, rep, reps = bench_opts.smoke ? 1 : 2;
+	struct sc s;
+	int ret = 0;
+
+	pin_self(-1);
+	ret = sc_open(&s, 0, 1, 4);	/* maps the ring: created before any watch */
+	if (ret)
+		return ret;
+	for (i = 0; !ret && i < sizeof(counts) / sizeof(counts[0]); i++) {
+		struct load_result plain = { 0 }, armed = { 0 };
+		unsigned int n = counts[i];
+
+		if (n > bench_opts.scale_max)
+			break;
+		/* the two loads take turns, so that host noise hits both */
+		for (rep = 0; !ret && rep < reps; rep++) {
+			note("scale: %u threads, plain nanosleep loops (%u/%u)", n, rep + 1, reps);
+			ret = run_load(n, false, &s, window, &plain);
+			if (ret)
+				break;
+			note("scale: %u threads, armed 10 ms deadlines re-armed every 1 ms (%u/%u)",
+			     n, rep + 1, reps);
+			ret = run_load(n, true, &s, window, &armed);
+		}
+		load_out(n, false, &plain);
+		load_out(n, true, &armed);
+	}
+	sc_close(&s);
+	if (ret)
+		return ret;
+	note("scale: REARM/ARM/getppid throughput, 1 vs 2 threads");
+	return throughput(bench_opts.smoke ? 100 * NS_PER_MS : 2 * NS_PER_SEC,
+			  bench_opts.smoke ? 1 : 3);
+}
