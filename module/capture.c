@@ -4,6 +4,11 @@
  * timer interrupt on the thread's own CPU, or the NMI/IPI handler on another
  * CPU.  Everything here is NMI-safe: no locks, no allocation, bounded work,
  * user memory read only with copy_from_user_nofault().
+ *
+ * The ring is mapped writable by the session's reader, so a record being
+ * written is never read back: the fixed part is built in a kernel-private
+ * draft (the watch's req.draft) and copied in at the end, and the frame and
+ * stack areas are written at offsets the kernel keeps in local variables.
  */
 #include <linux/irq_work.h>
 #include <linux/preempt.h>
@@ -30,18 +35,17 @@ u32 stallcap_sample_max_len(const struct stallcap_session *sess)
 /**
  * stallcap_sample_init() - fill the fixed part that the watch knows
  * @w: the watch (its lock held)
- * @s: the record reserved in the ring (header already written)
+ * @s: the kernel-private draft (w->req.draft)
  * @now: time of the timer expiry (ns)
  *
- * The record lives in memory that user space can read: every byte after the
- * header is written, stale ring contents never leak.
+ * Every byte is written, so stale ring contents never leak.
  */
 void stallcap_sample_init(struct stallcap_watch *w, struct stallcap_sample *s,
 			  u64 now)
 {
 	struct task_struct *task = w->task;
 
-	memset((u8 *)s + sizeof(s->hdr), 0, sizeof(*s) - sizeof(s->hdr));
+	memset(s, 0, sizeof(*s));
 	s->stall_id = w->stall_id;
 	s->user_tag = w->user_tag;
 	s->deadline_ns = w->deadline;
@@ -181,15 +185,25 @@ u32 stallcap_sample_end_len(const struct stallcap_sample *s)
 		     s->stack_size, 8);
 }
 
-static void hide_kernel_addresses(struct stallcap_sample *s, u64 *kips)
+/**
+ * stallcap_hide_kernel_addresses() - zero kernel frames for a reader who may
+ * not see kernel addresses
+ * @s: the draft (its flag is set)
+ * @kips: the frames in the record
+ * @n: their number
+ */
+void stallcap_hide_kernel_addresses(struct stallcap_sample *s, u64 *kips,
+				    unsigned int n)
 {
-	memset(kips, 0, sizeof(*kips) * s->nr_kernel_frames);
+	memset(kips, 0, sizeof(*kips) * n);
 	s->flags |= STALLCAP_SAMPLE_KADDR_HIDDEN;
 }
 
 /**
  * stallcap_capture_current() - capture the current thread
- * @s: the sample (fixed part initialised)
+ * @s: the draft (fixed part initialised): counts and flags are set here
+ * @rec: the record in the ring: frames and stack are written after its fixed
+ *	part, never read
  * @regs: interrupted registers (from get_irq_regs() or the NMI)
  * @sess: the session (configuration, address visibility)
  * @path: STALLCAP_PATH_LOCAL, _NMI or _IPI
@@ -197,10 +211,12 @@ static void hide_kernel_addresses(struct stallcap_sample *s, u64 *kips)
  * Context: hard-IRQ or NMI on the CPU the thread runs on; IRQs off.
  * Return: the record's length.
  */
-u32 stallcap_capture_current(struct stallcap_sample *s, struct pt_regs *regs,
+u32 stallcap_capture_current(struct stallcap_sample *s, void *rec,
+			     struct pt_regs *regs,
 			     const struct stallcap_session *sess, u8 path)
 {
-	u64 *ips = (u64 *)(s + 1);
+	u64 *ips = rec + sizeof(*s);
+	unsigned int nk = 0, nu;
 	struct pt_regs *uregs;
 	/* the handler we run in entered hard-IRQ (or NMI) once itself */
 	unsigned int depth = (hardirq_count() >> HARDIRQ_SHIFT) - 1;
@@ -220,53 +236,54 @@ u32 stallcap_capture_current(struct stallcap_sample *s, struct pt_regs *regs,
 		s->flags |= STALLCAP_SAMPLE_USER_MODE;
 		uregs = user_64bit_mode(regs) ? regs : NULL;
 	} else {
-		s->nr_kernel_frames = stallcap_unwind_kernel(current, regs, ips,
-							     &s->flags);
+		nk = stallcap_unwind_kernel(current, regs, ips, &s->flags);
 		if (!sess->kaddr_visible)
-			hide_kernel_addresses(s, ips);
+			stallcap_hide_kernel_addresses(s, ips, nk);
 		uregs = stallcap_user_regs_of(current);
 	}
+	s->nr_kernel_frames = nk;
 	if (!uregs) {
 		s->flags |= STALLCAP_SAMPLE_NO_USER;
 		return stallcap_sample_end_len(s);
 	}
 	stallcap_copy_user_regs(&s->regs, uregs);
-	s->nr_user_frames = walk_user_frames(uregs, ips + s->nr_kernel_frames,
-					     &s->flags);
+	nu = walk_user_frames(uregs, ips + nk, &s->flags);
+	s->nr_user_frames = nu;
 	s->stack_start = uregs->sp;
-	s->stack_size = copy_user_stack(uregs->sp,
-					(u8 *)(ips + s->nr_kernel_frames +
-					       s->nr_user_frames),
+	s->stack_size = copy_user_stack(uregs->sp, (u8 *)(ips + nk + nu),
 					sess->cfg.user_stack_bytes, &s->flags);
 	return stallcap_sample_end_len(s);
 }
 
 /**
- * stallcap_sample_finish() - account and publish a filled sample
+ * stallcap_sample_finish() - account and publish a sample
  * @w: the watch
- * @s: the record
+ * @s: the draft (counts and flags final)
+ * @rec: the record in the ring (frames and stack written)
  * @len: its length
  * @start_ns: when the capture began (for the cost histogram)
  *
- * Asks for a deferred user stack when the sample lacks it.
+ * Asks for a deferred user stack when the sample lacks it, copies the draft
+ * into the record and commits it.
  * Context: any, NMI included.
  */
 void stallcap_sample_finish(struct stallcap_watch *w, struct stallcap_sample *s,
-			    u32 len, u64 start_ns)
+			    void *rec, u32 len, u64 start_ns)
 {
 	struct stallcap_session *sess = w->sess;
+	const size_t hdr = sizeof(s->hdr);
 	u64 end = ktime_get_mono_fast_ns();
 
 	if (stallcap_defer_wanted(sess, s))
 		stallcap_defer_request(w, s, in_nmi());
-
 	if (!s->sample_index)
 		stallcap_hist_add(&sess->stats, end - start_ns,
 				  (s64)(s->capture_ns - s->deadline_ns));
 	stallcap_count(&sess->stats, SC_SAMPLES, 1);
 	w->req.rec_len = len;
-	stallcap_ring_commit(sess->ring, s, len);
+	memcpy(rec + hdr, (void *)s + hdr, sizeof(*s) - hdr);
+	stallcap_ring_commit(sess->ring, rec, stallcap_sample_max_len(sess), len);
 	irq_work_queue(&sess->wake_work);
 	if (!in_nmi())
-		stallcap_global_mirror(sess, STALLCAP_REC_SAMPLE, s, len);
+		stallcap_global_mirror(sess, STALLCAP_REC_SAMPLE, rec, len);
 }

@@ -41,39 +41,40 @@ static unsigned long switch_count(struct task_struct *task)
 
 /**
  * stallcap_capture_blocked() - capture a thread that is not on a CPU
- * @s: the sample (fixed part initialised)
+ * @s: the draft (fixed part initialised)
+ * @rec: the record in the ring, written after its fixed part, never read
  * @task: the thread
  * @sess: the session
  *
  * Context: hard-IRQ (the watch's timer), watch lock held.
  * Return: the record's length.
  */
-u32 stallcap_capture_blocked(struct stallcap_sample *s,
+u32 stallcap_capture_blocked(struct stallcap_sample *s, void *rec,
 			     struct task_struct *task,
 			     const struct stallcap_session *sess)
 {
 	unsigned long switches = switch_count(task);
-	u64 *ips = (u64 *)(s + 1);
+	u64 *ips = rec + sizeof(*s);
 	struct pt_regs *uregs;
+	unsigned int nk;
 
 	s->capture_ns = ktime_get_mono_fast_ns();
 	s->cpu = task_cpu(task);
 	s->path = STALLCAP_PATH_BLOCKED;
 	s->state = classify_state(task);
-	s->nr_kernel_frames = stallcap_unwind_kernel(task, NULL, ips, &s->flags);
+	nk = stallcap_unwind_kernel(task, NULL, ips, &s->flags);
+	s->nr_kernel_frames = nk;
 	if (READ_ONCE(task->on_cpu) || switch_count(task) != switches)
 		s->flags |= STALLCAP_SAMPLE_RACED;
-	if (!sess->kaddr_visible) {
-		memset(ips, 0, sizeof(*ips) * s->nr_kernel_frames);
-		s->flags |= STALLCAP_SAMPLE_KADDR_HIDDEN;
-	}
+	if (!sess->kaddr_visible)
+		stallcap_hide_kernel_addresses(s, ips, nk);
 	uregs = stallcap_user_regs_of(task);
 	if (!uregs) {
 		s->flags |= STALLCAP_SAMPLE_NO_USER;
 		return stallcap_sample_end_len(s);
 	}
 	stallcap_copy_user_regs(&s->regs, uregs);
-	ips[s->nr_kernel_frames] = uregs->ip;
+	ips[nk] = uregs->ip;
 	s->nr_user_frames = 1;
 	s->stack_start = uregs->sp;
 	s->flags |= STALLCAP_SAMPLE_USTACK_REMOTE;

@@ -136,7 +136,7 @@ static void defer_emit(struct stallcap_defer *d)
 		memcpy((u8 *)s + sizeof(s->hdr), (u8 *)tmp + sizeof(s->hdr),
 		       len - sizeof(s->hdr));
 		stallcap_count(&sess->stats, SC_DEFERRED, 1);
-		stallcap_ring_commit(sess->ring, s, len);
+		stallcap_ring_commit(sess->ring, s, len, len);
 		irq_work_queue(&sess->wake_work);
 		stallcap_global_mirror(sess, STALLCAP_REC_USER_STACK, tmp, len);
 	} else {

@@ -40,11 +40,12 @@ static void remote_capture(struct stallcap_capture_req *req,
 		smp_store_release(&req->result, CAPTURE_MISMATCH);
 		return;
 	}
-	len = stallcap_capture_current(req->rec, regs, w->sess, req->path);
-	req->rec->migrate_retries = req->retries;
+	len = stallcap_capture_current(&req->draft, req->rec, regs, w->sess,
+				       req->path);
+	req->draft.migrate_retries = req->retries;
 	stallcap_count(&w->sess->stats, req->path == STALLCAP_PATH_NMI ?
 		       SC_CAPTURE_NMI : SC_CAPTURE_IPI, 1);
-	stallcap_sample_finish(w, req->rec, len, start);
+	stallcap_sample_finish(w, &req->draft, req->rec, len, start);
 	/* record and rec_len before DONE, pairs with poll_remote() */
 	smp_store_release(&req->result, CAPTURE_DONE);
 }

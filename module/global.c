@@ -77,7 +77,7 @@ void stallcap_global_mirror(struct stallcap_session *src, u16 type,
 			continue;
 		}
 		memcpy(dst + hdr, rec + hdr, len - hdr);
-		stallcap_ring_commit(g->ring, dst, len);
+		stallcap_ring_commit(g->ring, dst, len, len);
 		irq_work_queue(&g->wake_work);
 	}
 	rcu_read_unlock();

@@ -116,14 +116,16 @@ out:
  * stallcap_ring_commit() - publish a reserved record
  * @ring: the ring
  * @rec: the record from stallcap_ring_reserve()
- * @used: bytes used (multiple of 8, <= reserved); the rest becomes padding
+ * @reserved: the length reserved
+ * @used: bytes used (multiple of 8, <= @reserved); the rest becomes padding
  *
- * Context: any, NMI included; no lock.
+ * Lengths come from the caller, never from the ring, which user space may
+ * write.  Context: any, NMI included; no lock.
  */
-void stallcap_ring_commit(struct stallcap_ring *ring, void *rec, u32 used)
+void stallcap_ring_commit(struct stallcap_ring *ring, void *rec, u32 reserved,
+			  u32 used)
 {
 	struct stallcap_rec_header *hdr = rec;
-	u32 reserved = READ_ONCE(hdr->size);
 
 	if (used < reserved) {
 		struct stallcap_rec_header *pad = rec + used;

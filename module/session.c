@@ -334,6 +334,21 @@ static void session_wake(struct irq_work *work)
 
 /* ---- open and release ---- */
 
+/*
+ * The kernel's own policy for showing kernel addresses to the opener:
+ * CAP_SYSLOG, and kptr_restrict, which modules cannot read but "%pK" obeys
+ * (it prints zeros under kptr_restrict=2, or =1 without CAP_SYSLOG).
+ */
+static bool kaddr_policy_allows(struct file *file)
+{
+	char buf[32];
+
+	if (!file_ns_capable(file, &init_user_ns, CAP_SYSLOG))
+		return false;
+	snprintf(buf, sizeof(buf), "%pK", (void *)_RET_IP_);
+	return strspn(buf, "0") != strlen(buf);
+}
+
 static int stallcap_open(struct inode *inode, struct file *file)
 {
 	struct stallcap_session *sess = kzalloc(sizeof(*sess), GFP_KERNEL);
@@ -343,7 +358,7 @@ static int stallcap_open(struct inode *inode, struct file *file)
 	mutex_init(&sess->lock);
 	config_defaults(&sess->cfg);
 	INIT_LIST_HEAD(&sess->watches);
-	sess->kaddr_visible = file_ns_capable(file, &init_user_ns, CAP_SYSLOG);
+	sess->kaddr_visible = kaddr_policy_allows(file);
 	sess->uid = current_uid();
 	init_waitqueue_head(&sess->wait);
 	init_irq_work(&sess->wake_work, session_wake);

@@ -97,7 +97,8 @@ struct stallcap_ring {
 struct stallcap_ring *stallcap_ring_create(u32 data_bytes);
 void stallcap_ring_destroy(struct stallcap_ring *ring);
 void *stallcap_ring_reserve(struct stallcap_ring *ring, u16 type, u32 len);
-void stallcap_ring_commit(struct stallcap_ring *ring, void *rec, u32 used);
+void stallcap_ring_commit(struct stallcap_ring *ring, void *rec, u32 reserved,
+			  u32 used);
 bool stallcap_ring_readable(struct stallcap_ring *ring);
 void stallcap_ring_set_suppressed(struct stallcap_ring *ring, u64 n);
 
@@ -170,7 +171,8 @@ enum stallcap_watch_state {
 /**
  * struct stallcap_capture_req - a capture to be done on another CPU
  * @watch: the watch asking (for its task, session and record fields)
- * @rec: the record reserved in the ring for the result
+ * @draft: kernel-private fixed part of the sample being captured
+ * @rec: the record reserved in the ring for the result (written, never read)
  * @rec_len: bytes the capture wrote
  * @result: CAPTURE_PENDING until the target CPU wrote DONE or MISMATCH
  * @cpu: the CPU asked
@@ -180,7 +182,8 @@ enum stallcap_watch_state {
  */
 struct stallcap_capture_req {
 	struct stallcap_watch *watch;
-	struct stallcap_sample *rec;
+	struct stallcap_sample draft;
+	void *rec;
 	u32 rec_len;
 	int result;
 	int cpu;
@@ -268,19 +271,22 @@ enum { CAPTURE_PENDING, CAPTURE_DONE, CAPTURE_MISMATCH };
 void stallcap_sample_init(struct stallcap_watch *w, struct stallcap_sample *s,
 			  u64 now);
 u32 stallcap_sample_max_len(const struct stallcap_session *sess);
-u32 stallcap_capture_current(struct stallcap_sample *s, struct pt_regs *regs,
+u32 stallcap_capture_current(struct stallcap_sample *s, void *rec,
+			     struct pt_regs *regs,
 			     const struct stallcap_session *sess, u8 path);
+void stallcap_hide_kernel_addresses(struct stallcap_sample *s, u64 *kips,
+				    unsigned int n);
 unsigned int stallcap_unwind_kernel(struct task_struct *task,
 				    struct pt_regs *regs, u64 *ips, u32 *flags);
 void stallcap_copy_user_regs(struct stallcap_user_regs *d,
 			     const struct pt_regs *r);
 struct pt_regs *stallcap_user_regs_of(struct task_struct *task);
 u32 stallcap_sample_end_len(const struct stallcap_sample *s);
-u32 stallcap_capture_blocked(struct stallcap_sample *s,
+u32 stallcap_capture_blocked(struct stallcap_sample *s, void *rec,
 			     struct task_struct *task,
 			     const struct stallcap_session *sess);
 void stallcap_sample_finish(struct stallcap_watch *w, struct stallcap_sample *s,
-			    u32 len, u64 start_ns);
+			    void *rec, u32 len, u64 start_ns);
 
 /**
  * struct stallcap_defer - a deferred user-stack capture (capture_deferred.c)

@@ -15,6 +15,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/bitmap.h>
 #include <linux/cred.h>
 #include <linux/hashtable.h>
 #include <linux/sched/task.h>
@@ -269,7 +270,13 @@ int stallcap_watch_arm(struct stallcap_session *sess,
 	w = watch_of_current(sess);	/* stays: only sess->lock holders free it */
 	rcu_read_unlock();
 	if (w && (w->flags ^ arm->flags) & STALLCAP_ARM_HEARTBEAT) {
-		/* from deadline to heartbeat or back: a new watch */
+		/* from deadline to heartbeat or back: a new watch, but a
+		 * failing ARM must leave the old one as it was
+		 */
+		ret = -ENOSPC;
+		if ((arm->flags & STALLCAP_ARM_HEARTBEAT) &&
+		    bitmap_full(sess->beat_used, sess->cfg.beat_slots))
+			goto out;
 		watch_destroy(w);
 		w = NULL;
 	}

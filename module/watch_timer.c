@@ -63,15 +63,16 @@ static enum hrtimer_restart next_sample(struct stallcap_watch *w, u64 now)
 	return stalled_restart(w, now);
 }
 
-static void capture_blocked_into(struct stallcap_watch *w,
-				 struct stallcap_sample *s, u64 start, u32 flags)
+static void capture_blocked_into(struct stallcap_watch *w, u64 start,
+				 u32 flags)
 {
+	struct stallcap_sample *d = &w->req.draft;
 	u32 len;
 
-	s->flags |= flags;
-	len = stallcap_capture_blocked(s, w->task, w->sess);
+	d->flags |= flags;
+	len = stallcap_capture_blocked(d, w->req.rec, w->task, w->sess);
 	stallcap_count(&w->sess->stats, SC_CAPTURE_BLOCKED, 1);
-	stallcap_sample_finish(w, s, len, start);
+	stallcap_sample_finish(w, d, w->req.rec, len, start);
 }
 
 static enum hrtimer_restart send_remote(struct stallcap_watch *w, u64 now)
@@ -88,34 +89,35 @@ static enum hrtimer_restart send_remote(struct stallcap_watch *w, u64 now)
 static enum hrtimer_restart take_sample(struct stallcap_watch *w, u64 now)
 {
 	struct stallcap_session *sess = w->sess;
+	struct stallcap_sample *d = &w->req.draft;
 	struct task_struct *task = w->task;
-	struct stallcap_sample *s;
+	void *rec;
 	u32 len;
 
-	s = stallcap_ring_reserve(sess->ring, STALLCAP_REC_SAMPLE,
-				  stallcap_sample_max_len(sess));
+	rec = stallcap_ring_reserve(sess->ring, STALLCAP_REC_SAMPLE,
+				    stallcap_sample_max_len(sess));
 	w->samples++;
-	if (!s) {
+	if (!rec) {
 		stallcap_count(&sess->stats, SC_LOST, 1);
 		return next_sample(w, now);
 	}
-	stallcap_sample_init(w, s, now);
-	s->sample_index = w->samples - 1;
+	w->req.rec = rec;
+	stallcap_sample_init(w, d, now);
+	d->sample_index = w->samples - 1;
 	if (w->samples == 1)
-		s->suppressed = atomic_xchg(&sess->pending_suppressed, 0);
+		d->suppressed = atomic_xchg(&sess->pending_suppressed, 0);
 	if (task == current) {
-		len = stallcap_capture_current(s, get_irq_regs(), sess,
+		len = stallcap_capture_current(d, rec, get_irq_regs(), sess,
 					       STALLCAP_PATH_LOCAL);
 		stallcap_count(&sess->stats, SC_CAPTURE_LOCAL, 1);
-		stallcap_sample_finish(w, s, len, now);
+		stallcap_sample_finish(w, d, rec, len, now);
 		return next_sample(w, now);
 	}
 	if (READ_ONCE(task->on_cpu) && task_cpu(task) != smp_processor_id()) {
-		w->req.rec = s;
 		w->req.retries = 0;
 		return send_remote(w, now);
 	}
-	capture_blocked_into(w, s, now, 0);
+	capture_blocked_into(w, now, 0);
 	return next_sample(w, now);
 }
 
@@ -147,8 +149,8 @@ static enum hrtimer_restart poll_remote(struct stallcap_watch *w, u64 now)
 			return send_remote(w, now);
 	}
 	/* migrated too often or the NMI never came: read it from here */
-	req->rec->migrate_retries = req->retries;
-	capture_blocked_into(w, req->rec, now, STALLCAP_SAMPLE_MIGRATED);
+	req->draft.migrate_retries = req->retries;
+	capture_blocked_into(w, now, STALLCAP_SAMPLE_MIGRATED);
 	return next_sample(w, now);
 }
 
@@ -257,7 +259,7 @@ out:
 void stallcap_watch_abandon_capture(struct stallcap_watch *w)
 {
 	struct stallcap_capture_req *req = &w->req;
-	struct stallcap_sample *s = req->rec;
+	struct stallcap_sample *d = &req->draft;
 
 	if (w->state != WATCH_CAPTURING)
 		return;
@@ -268,10 +270,11 @@ void stallcap_watch_abandon_capture(struct stallcap_watch *w)
 		if (req->result == CAPTURE_DONE)
 			return;
 	}
-	s->capture_ns = ktime_get_mono_fast_ns();
-	s->flags |= STALLCAP_SAMPLE_ABANDONED;
-	s->migrate_retries = req->retries;
-	stallcap_sample_finish(w, s, stallcap_sample_end_len(s), s->capture_ns);
+	d->capture_ns = ktime_get_mono_fast_ns();
+	d->flags |= STALLCAP_SAMPLE_ABANDONED;
+	d->migrate_retries = req->retries;
+	stallcap_sample_finish(w, d, req->rec, stallcap_sample_end_len(d),
+			       d->capture_ns);
 }
 
 /**
@@ -302,7 +305,7 @@ void stallcap_watch_end_stall(struct stallcap_watch *w, u64 now)
 			e->nr_samples = w->samples;
 			e->__reserved = 0;
 			stallcap_count(&sess->stats, SC_STALL_ENDS, 1);
-			stallcap_ring_commit(sess->ring, e, sizeof(*e));
+			stallcap_ring_commit(sess->ring, e, sizeof(*e), sizeof(*e));
 			irq_work_queue(&sess->wake_work);
 			stallcap_global_mirror(sess, STALLCAP_REC_STALL_END, e,
 					       sizeof(*e));
