@@ -40,6 +40,10 @@ check "text: one block per stall with the thread and the deadline" \
 	grep -qE '^stall [0-9]+ of tid [0-9]+ \(spin-user\) on cpu [0-9]+: [0-9.]+ ms over a 20 ms deadline, running in user$' "$work/demo.txt"
 check "text: user frames with file:line" grep -q 'demo_spin_in_user+0x[0-9a-f]*  demo.c:[0-9]' "$work/demo.txt"
 
+stallcap report -f json -- stallcap-demo --only lock-wait >"$work/live.json" 2>&1
+check "live report: the lock wait's user stack (deferred, after the stall's end)" \
+	any_sample "$work/live.json" lock-wait on_lock
+
 stallcap report -f folded "$work/demo.data" >"$work/demo.folded"
 check "folded: spin-user;...;demo_spin_in_user N" \
 	grep -qE '^spin-user;.*;demo_spin_in_user [0-9]+$' "$work/demo.folded"

@@ -5,14 +5,21 @@
 . ./tool_lib.sh
 need stallcap stallcap-exit-early
 
-stallcap record --global -o "$work/global.data" -d 4 &
+stallcap record -v --global -o "$work/global.data" -d 5 &
 rec=$!
-sleep 1
+# the reader is up once it has written its first chunks (host info, vDSO)
+i=0
+while [ "$i" -lt 50 ] && [ "$(wc -c <"$work/global.data" 2>/dev/null || echo 0)" -lt 4096 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
 stallcap-exit-early 300 20
 check "the program under watch exits 0" [ $? = 0 ]
 wait $rec
 check "record --global exits 0" [ $? = 0 ]
 stallcap report -f json "$work/global.data" >"$work/global.json"
+stallcap report "$work/global.data" >"$work/global.txt"
+show "$work/global.txt"
 resolved() { usyms "$1" | in_order fixture_spin fixture_level1 main; }
 check "the other session's stall is recorded and resolved" \
 	any_sample "$work/global.json" stallcap-exit-e resolved

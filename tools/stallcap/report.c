@@ -7,8 +7,12 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tool.h"
+
+/* live: how long an ended stall waits for a deferred user stack */
+#define DEFER_WAIT_NS	(500 * NSEC_PER_MSEC)
 
 enum report_format { FMT_TEXT, FMT_JSON, FMT_FOLDED };
 
@@ -85,9 +89,30 @@ static int on_record(struct sc_sink *sk, const struct stallcap_rec_header *rec)
 	struct report *rp = (struct report *)sk;
 	struct sc_stall *s = stalls_add(&rp->st, rec);
 
-	/* live: a stall is shown once it ended; the rest when reading stops */
-	if (rp->live && s && s->ended && !s->printed)
-		print_stall(rp, s);
+	/*
+	 * live: a stall is shown once it ended and its deferred user stack
+	 * came (written when the thread returns to user space, after the end)
+	 * or did not come in time; the rest when reading stops
+	 */
+	if (rp->live && s && s->ended && !s->printed) {
+		if (!stall_defer_pending(s))
+			print_stall(rp, s);
+		else if (!s->end_seen_ns)
+			s->end_seen_ns = now_ns(CLOCK_MONOTONIC);
+	}
+	return 0;
+}
+
+static int on_flush(struct sc_sink *sk)
+{
+	struct report *rp = (struct report *)sk;
+	__u64 now = now_ns(CLOCK_MONOTONIC);
+	struct sc_stall *s;
+
+	for (s = rp->st.head; s; s = s->next)
+		if (s->ended && !s->printed && s->end_seen_ns &&
+		    now - s->end_seen_ns >= DEFER_WAIT_NS)
+			print_stall(rp, s);
 	return 0;
 }
 
@@ -194,7 +219,7 @@ static int run(struct report *rp, struct collect_opts *o, const char *in, int *s
 int cmd_report(int argc, char **argv)
 {
 	struct report rp = {
-		.sink = { on_record, on_proc, on_ksym, on_lost, on_vdso, on_info, NULL },
+		.sink = { on_record, on_proc, on_ksym, on_lost, on_vdso, on_info, on_flush },
 		.out = stdout,
 	};
 	const char *in = NULL, *kallsyms = NULL, *outpath = NULL;

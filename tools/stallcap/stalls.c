@@ -150,3 +150,15 @@ struct sc_stall *stalls_add(struct stalls *st, const struct stallcap_rec_header 
 		st->bad_records++;
 	return s;
 }
+
+/* A sample still waits for its deferred user stack. */
+bool stall_defer_pending(const struct sc_stall *s)
+{
+	const struct sc_sample *m;
+
+	for (m = s->samples; m; m = m->next)
+		if ((m->v.s->flags & STALLCAP_SAMPLE_DEFER_PENDING) && !m->has_deferred &&
+		    m->v.s->hdr.type == STALLCAP_REC_SAMPLE)
+			return true;
+	return false;
+}

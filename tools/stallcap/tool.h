@@ -202,6 +202,7 @@ struct sc_stall {
 	struct stallcap_stall_end end;
 	bool ended;
 	bool printed;
+	__u64 end_seen_ns;	/* live report: when the end arrived */
 	struct sc_stall *next;
 };
 
@@ -215,6 +216,7 @@ void stalls_init(struct stalls *st);
 void stalls_free(struct stalls *st);
 /** stalls_add() - file a record; returns the stall it belongs to or NULL. */
 struct sc_stall *stalls_add(struct stalls *st, const struct stallcap_rec_header *rec);
+bool stall_defer_pending(const struct sc_stall *s);
 
 /* ---- resolving a stall for the formatters (resolve.c) ---- */
 
