@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * stallcap watches: creation, arming, disarming, release, and their end when
- * their thread exits (a sched_process_exit tracepoint probe) or their
+ * their thread exits or execs (sched_process_exit and sched_process_exec
+ * tracepoint probes: like POSIX timers, watches do not survive exec, and a
+ * set-user-ID program is never captured into its caller's session) or their
  * session closes.
  *
  * Lifetime: a watch is on its session's list (sess->lock) and in the global
@@ -15,6 +17,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/binfmts.h>
 #include <linux/bitmap.h>
 #include <linux/cred.h>
 #include <linux/hashtable.h>
@@ -435,9 +438,10 @@ void stallcap_watches_destroy(struct stallcap_session *sess)
 	cancel_work_sync(&sess->reap_work);
 }
 
-/* ---- thread exit ---- */
+/* ---- thread exit and exec ---- */
 
-static void probe_sched_process_exit(void *data, struct task_struct *task)
+/* End every watch of @task; they are freed by their sessions' reapers. */
+static void watches_of_task_end(struct task_struct *task)
 {
 	struct stallcap_watch *w;
 
@@ -455,27 +459,53 @@ static void probe_sched_process_exit(void *data, struct task_struct *task)
 	rcu_read_unlock();
 }
 
-static struct tracepoint *exit_tp;
+static void probe_sched_process_exit(void *data, struct task_struct *task)
+{
+	watches_of_task_end(task);
+}
 
-static void find_exit_tracepoint(struct tracepoint *tp, void *priv)
+static void probe_sched_process_exec(void *data, struct task_struct *task,
+				     pid_t old_pid, struct linux_binprm *bprm)
+{
+	watches_of_task_end(task);
+}
+
+static struct tracepoint *exit_tp, *exec_tp;
+
+static void find_tracepoints(struct tracepoint *tp, void *priv)
 {
 	if (!strcmp(tp->name, "sched_process_exit"))
 		exit_tp = tp;
+	else if (!strcmp(tp->name, "sched_process_exec"))
+		exec_tp = tp;
 }
 
 int stallcap_watch_init(void)
 {
-	for_each_kernel_tracepoint(find_exit_tracepoint, NULL);
-	if (!exit_tp) {
-		pr_err("tracepoint sched_process_exit not found\n");
+	int ret;
+
+	for_each_kernel_tracepoint(find_tracepoints, NULL);
+	if (!exit_tp || !exec_tp) {
+		pr_err("tracepoints sched_process_exit/exec not found\n");
 		return -ENOENT;
 	}
-	return tracepoint_probe_register(exit_tp, probe_sched_process_exit,
-					 NULL);
+	ret = tracepoint_probe_register(exit_tp, probe_sched_process_exit,
+					NULL);
+	if (ret)
+		return ret;
+	ret = tracepoint_probe_register(exec_tp, probe_sched_process_exec,
+					NULL);
+	if (ret) {
+		tracepoint_probe_unregister(exit_tp, probe_sched_process_exit,
+					    NULL);
+		tracepoint_synchronize_unregister();
+	}
+	return ret;
 }
 
 void stallcap_watch_exit(void)
 {
+	tracepoint_probe_unregister(exec_tp, probe_sched_process_exec, NULL);
 	tracepoint_probe_unregister(exit_tp, probe_sched_process_exit, NULL);
 	tracepoint_synchronize_unregister();
 }

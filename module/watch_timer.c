@@ -280,7 +280,8 @@ void stallcap_watch_abandon_capture(struct stallcap_watch *w)
 /**
  * stallcap_watch_end_stall() - the thread made progress: end its stall
  * @w: the watch, lock held
- * @now: time progress was seen
+ * @now: time progress was seen (a caller's earlier reading is raised to
+ *	the time the lock was taken: the stall may have begun meanwhile)
  *
  * Writes the stall-end record of a reported stall.
  */
@@ -292,6 +293,7 @@ void stallcap_watch_end_stall(struct stallcap_watch *w, u64 now)
 	stallcap_watch_abandon_capture(w);
 	if (!w->stall_id)
 		return;
+	now = max(now, ktime_get_mono_fast_ns());
 	if (!w->quiet) {
 		e = stallcap_ring_reserve(sess->ring, STALLCAP_REC_STALL_END,
 					  sizeof(*e));

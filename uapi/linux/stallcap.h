@@ -72,7 +72,9 @@
  * has none, and (re)arms it: arming again before expiry moves the deadline.
  * A watch belongs to the thread that armed it; other threads (and a forked
  * child) cannot act on it.  It lives until STALLCAP_IOC_RELEASE, the thread's
- * exit or the session's close.
+ * exit or execve() (as POSIX timers, watches do not survive exec: a new
+ * program, set-user-ID ones included, is never captured into the caller's
+ * session), or the session's close.  A stall in progress then ends.
  *
  * Returns 0, or the beat slot index for STALLCAP_ARM_HEARTBEAT.
  * Errors:
