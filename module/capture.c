@@ -164,12 +164,17 @@ void stallcap_copy_user_regs(struct stallcap_user_regs *d,
 	d->flags = r->flags;
 }
 
-/* User registers of @task, or NULL for kernel threads and 32-bit tasks. */
-struct pt_regs *stallcap_user_regs_of(struct task_struct *task)
+/*
+ * User registers of @task, or NULL for kernel threads, 32-bit tasks, and a
+ * task whose address space is no longer @mm (it is exec'ing another program).
+ */
+struct pt_regs *stallcap_user_regs_of(struct task_struct *task,
+				      const struct mm_struct *mm)
 {
 	struct pt_regs *uregs;
 
-	if (task->flags & (PF_KTHREAD | PF_EXITING) || !task->mm)
+	if (task->flags & (PF_KTHREAD | PF_EXITING) || !task->mm ||
+	    READ_ONCE(task->mm) != mm)
 		return NULL;
 	uregs = task_pt_regs(task);
 	return user_64bit_mode(uregs) ? uregs : NULL;
@@ -201,20 +206,21 @@ void stallcap_hide_kernel_addresses(struct stallcap_sample *s, u64 *kips,
 
 /**
  * stallcap_capture_current() - capture the current thread
+ * @w: the watch (session, expected address space)
  * @s: the draft (fixed part initialised): counts and flags are set here
  * @rec: the record in the ring: frames and stack are written after its fixed
  *	part, never read
  * @regs: interrupted registers (from get_irq_regs() or the NMI)
- * @sess: the session (configuration, address visibility)
  * @path: STALLCAP_PATH_LOCAL, _NMI or _IPI
  *
  * Context: hard-IRQ or NMI on the CPU the thread runs on; IRQs off.
  * Return: the record's length.
  */
-u32 stallcap_capture_current(struct stallcap_sample *s, void *rec,
-			     struct pt_regs *regs,
-			     const struct stallcap_session *sess, u8 path)
+u32 stallcap_capture_current(const struct stallcap_watch *w,
+			     struct stallcap_sample *s, void *rec,
+			     struct pt_regs *regs, u8 path)
 {
+	const struct stallcap_session *sess = w->sess;
 	u64 *ips = rec + sizeof(*s);
 	unsigned int nk = 0, nu;
 	struct pt_regs *uregs;
@@ -234,12 +240,13 @@ u32 stallcap_capture_current(struct stallcap_sample *s, void *rec,
 
 	if (user_mode(regs)) {
 		s->flags |= STALLCAP_SAMPLE_USER_MODE;
-		uregs = user_64bit_mode(regs) ? regs : NULL;
+		uregs = user_64bit_mode(regs) && current->mm == w->mm ?
+			regs : NULL;
 	} else {
 		nk = stallcap_unwind_kernel(current, regs, ips, &s->flags);
 		if (!sess->kaddr_visible)
 			stallcap_hide_kernel_addresses(s, ips, nk);
-		uregs = stallcap_user_regs_of(current);
+		uregs = stallcap_user_regs_of(current, w->mm);
 	}
 	s->nr_kernel_frames = nk;
 	if (!uregs) {

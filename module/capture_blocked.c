@@ -41,18 +41,18 @@ static unsigned long switch_count(struct task_struct *task)
 
 /**
  * stallcap_capture_blocked() - capture a thread that is not on a CPU
+ * @w: the watch (its thread, session and address space)
  * @s: the draft (fixed part initialised)
  * @rec: the record in the ring, written after its fixed part, never read
- * @task: the thread
- * @sess: the session
  *
  * Context: hard-IRQ (the watch's timer), watch lock held.
  * Return: the record's length.
  */
-u32 stallcap_capture_blocked(struct stallcap_sample *s, void *rec,
-			     struct task_struct *task,
-			     const struct stallcap_session *sess)
+u32 stallcap_capture_blocked(const struct stallcap_watch *w,
+			     struct stallcap_sample *s, void *rec)
 {
+	const struct stallcap_session *sess = w->sess;
+	struct task_struct *task = w->task;
 	unsigned long switches = switch_count(task);
 	u64 *ips = rec + sizeof(*s);
 	struct pt_regs *uregs;
@@ -68,7 +68,7 @@ u32 stallcap_capture_blocked(struct stallcap_sample *s, void *rec,
 		s->flags |= STALLCAP_SAMPLE_RACED;
 	if (!sess->kaddr_visible)
 		stallcap_hide_kernel_addresses(s, ips, nk);
-	uregs = stallcap_user_regs_of(task);
+	uregs = stallcap_user_regs_of(task, w->mm);
 	if (!uregs) {
 		s->flags |= STALLCAP_SAMPLE_NO_USER;
 		return stallcap_sample_end_len(s);

@@ -125,7 +125,8 @@ static void defer_emit(struct stallcap_defer *d)
 	u32 max_len = ALIGN(STALLCAP_RECORD_MAX_BYTES(max_stack), 8), len;
 	struct stallcap_sample *tmp, *s;
 
-	if (current->flags & PF_EXITING || !stallcap_user_regs_of(current))
+	if (current->flags & PF_EXITING ||
+	    !stallcap_user_regs_of(current, d->mm))
 		goto lost;
 	tmp = kvmalloc(max_len, GFP_KERNEL);
 	if (!tmp)
@@ -250,6 +251,7 @@ void stallcap_defer_request(struct stallcap_watch *w, struct stallcap_sample *s,
 		return;
 	d->cookie = atomic64_inc_return(&defer_cookie);
 	d->sess = w->sess;
+	d->mm = w->mm;
 	d->stall_id = s->stall_id;
 	d->user_tag = s->user_tag;
 	d->deadline_ns = s->deadline_ns;

@@ -40,7 +40,7 @@ static void remote_capture(struct stallcap_capture_req *req,
 		smp_store_release(&req->result, CAPTURE_MISMATCH);
 		return;
 	}
-	len = stallcap_capture_current(&req->draft, req->rec, regs, w->sess,
+	len = stallcap_capture_current(w, &req->draft, req->rec, regs,
 				       req->path);
 	req->draft.migrate_retries = req->retries;
 	stallcap_count(&w->sess->stats, req->path == STALLCAP_PATH_NMI ?

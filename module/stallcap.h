@@ -196,6 +196,8 @@ struct stallcap_capture_req {
  * struct stallcap_watch - one thread's watch in one session
  * @sess: owning session (the session outlives its watches)
  * @task: the watched thread (reference held)
+ * @mm: its address space when armed (compared, never dereferenced): user
+ *	memory is read only while the thread still runs that program
  * @sess_node: in the session's list of watches
  * @timer: deadline / sampling / polling timer (hard-IRQ)
  * @lock: protects everything below against the timer and the exit probe
@@ -224,6 +226,7 @@ struct stallcap_capture_req {
 struct stallcap_watch {
 	struct stallcap_session *sess;
 	struct task_struct *task;
+	const struct mm_struct *mm;
 	struct list_head sess_node;
 	struct hrtimer timer;
 	raw_spinlock_t lock;
@@ -271,20 +274,20 @@ enum { CAPTURE_PENDING, CAPTURE_DONE, CAPTURE_MISMATCH };
 void stallcap_sample_init(struct stallcap_watch *w, struct stallcap_sample *s,
 			  u64 now);
 u32 stallcap_sample_max_len(const struct stallcap_session *sess);
-u32 stallcap_capture_current(struct stallcap_sample *s, void *rec,
-			     struct pt_regs *regs,
-			     const struct stallcap_session *sess, u8 path);
+u32 stallcap_capture_current(const struct stallcap_watch *w,
+			     struct stallcap_sample *s, void *rec,
+			     struct pt_regs *regs, u8 path);
 void stallcap_hide_kernel_addresses(struct stallcap_sample *s, u64 *kips,
 				    unsigned int n);
 unsigned int stallcap_unwind_kernel(struct task_struct *task,
 				    struct pt_regs *regs, u64 *ips, u32 *flags);
 void stallcap_copy_user_regs(struct stallcap_user_regs *d,
 			     const struct pt_regs *r);
-struct pt_regs *stallcap_user_regs_of(struct task_struct *task);
+struct pt_regs *stallcap_user_regs_of(struct task_struct *task,
+				      const struct mm_struct *mm);
 u32 stallcap_sample_end_len(const struct stallcap_sample *s);
-u32 stallcap_capture_blocked(struct stallcap_sample *s, void *rec,
-			     struct task_struct *task,
-			     const struct stallcap_session *sess);
+u32 stallcap_capture_blocked(const struct stallcap_watch *w,
+			     struct stallcap_sample *s, void *rec);
 void stallcap_sample_finish(struct stallcap_watch *w, struct stallcap_sample *s,
 			    void *rec, u32 len, u64 start_ns);
 
@@ -295,6 +298,7 @@ void stallcap_sample_finish(struct stallcap_watch *w, struct stallcap_sample *s,
  * @task: the thread
  * @state: idle, queued (owned by @twork), or orphaned (watch gone)
  * @sess: the session the record goes to (reference held while queued)
+ * @mm: the watch's address space (compared only)
  * @cookie: links the record to the samples that asked for it
  * @stall_id: fields copied from the sample that asked first
  * @user_tag: likewise
@@ -308,6 +312,7 @@ struct stallcap_defer {
 	struct task_struct *task;
 	int state;
 	struct stallcap_session *sess;
+	const struct mm_struct *mm;
 	u64 cookie;
 	u64 stall_id;
 	u64 user_tag;

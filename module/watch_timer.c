@@ -70,7 +70,7 @@ static void capture_blocked_into(struct stallcap_watch *w, u64 start,
 	u32 len;
 
 	d->flags |= flags;
-	len = stallcap_capture_blocked(d, w->req.rec, w->task, w->sess);
+	len = stallcap_capture_blocked(w, d, w->req.rec);
 	stallcap_count(&w->sess->stats, SC_CAPTURE_BLOCKED, 1);
 	stallcap_sample_finish(w, d, w->req.rec, len, start);
 }
@@ -107,7 +107,7 @@ static enum hrtimer_restart take_sample(struct stallcap_watch *w, u64 now)
 	if (w->samples == 1)
 		d->suppressed = atomic_xchg(&sess->pending_suppressed, 0);
 	if (task == current) {
-		len = stallcap_capture_current(d, rec, get_irq_regs(), sess,
+		len = stallcap_capture_current(w, d, rec, get_irq_regs(),
 					       STALLCAP_PATH_LOCAL);
 		stallcap_count(&sess->stats, SC_CAPTURE_LOCAL, 1);
 		stallcap_sample_finish(w, d, rec, len, now);
