@@ -12,32 +12,8 @@
 
 int main(int argc, char **argv);	/* TEST_HARNESS_MAIN's, reached by the FP walk */
 #define TAG		0x7461677573657231ULL
-/*
- * Samples to let a spinning thread take: the thread may be caught in an
- * interrupt or softirq run on top of its user code (under TCG the timer
- * interrupt often lands in the softirq of the previous tick), so "mode
- * user" is asserted on at least one of several samples.
- */
-#define SAMPLES		3
-
-FIXTURE(user) {
-	struct sc_session s;
-	struct sc_records rs;
-};
-
-FIXTURE_SETUP(user)
-{
-	ASSERT_EQ(0, sc_session_setup(&self->s, NULL));
-	ASSERT_LE(self->s.info.min_deadline_ns, TIMEOUT)
-		TH_LOG("min_deadline_ns %llu above the test's timeout",
-		       (unsigned long long)self->s.info.min_deadline_ns);
-}
-
-FIXTURE_TEARDOWN(user)
-{
-	sc_records_free(&self->rs);
-	sc_session_close(&self->s);
-}
+#define SAMPLES		2	/* samples a spinning thread takes before it stops */
+#define ATTEMPTS	3
 
 /* What a spinning thread's stall must look like. */
 struct spin_expect {
@@ -101,27 +77,6 @@ static void check_stall_end(struct __test_metadata *_metadata, const struct sc_r
 	EXPECT_EQ(nr_samples, end->nr_samples);
 }
 
-/*
- * The thread spins in user code without system calls or faults: a sample
- * finds it in user mode, or in an interrupt or softirq taken on top of it
- * (kernel frames, user registers still those of spin_in_user()).
- */
-static void check_mode(struct __test_metadata *_metadata, const struct stallcap_sample *r)
-{
-	EXPECT_FALSE(r->flags & STALLCAP_SAMPLE_NO_USER);
-	if (r->flags & STALLCAP_SAMPLE_USER_MODE) {
-		EXPECT_FALSE(r->flags & (STALLCAP_SAMPLE_IRQS_OFF | STALLCAP_SAMPLE_IN_HARDIRQ |
-					 STALLCAP_SAMPLE_IN_SOFTIRQ));
-	} else {
-		EXPECT_TRUE(r->flags & (STALLCAP_SAMPLE_IN_HARDIRQ | STALLCAP_SAMPLE_IN_SOFTIRQ))
-			TH_LOG("kernel mode, but not in an interrupt");
-		EXPECT_LT(0, r->nr_kernel_frames);
-	}
-	EXPECT_TRUE(sc_ip_in_fn(r->regs.ip, spin_in_user))
-		TH_LOG("sample %u: regs.ip %#llx is in %s", r->sample_index,
-		       (unsigned long long)r->regs.ip, sc_usym_name(r->regs.ip) ?: "?");
-}
-
 /* The first sample of a thread that spun in spin_in_user() from spin_in_user_caller(). */
 static void check_user_sample(struct __test_metadata *_metadata, const struct sc_session *s,
 			      const struct stallcap_sample *r, const struct spin_expect *e)
@@ -137,7 +92,10 @@ static void check_user_sample(struct __test_metadata *_metadata, const struct sc
 	EXPECT_EQ(STALLCAP_STATE_RUNNING, r->state);
 	EXPECT_TRUE(r->path == STALLCAP_PATH_LOCAL || r->path == STALLCAP_PATH_NMI ||
 		    r->path == STALLCAP_PATH_IPI) TH_LOG("path %u", r->path);
-	check_mode(_metadata, r);
+	EXPECT_TRUE(r->flags & STALLCAP_SAMPLE_USER_MODE);
+	EXPECT_FALSE(r->flags & (STALLCAP_SAMPLE_IRQS_OFF | STALLCAP_SAMPLE_IN_HARDIRQ |
+				 STALLCAP_SAMPLE_IN_SOFTIRQ | STALLCAP_SAMPLE_NO_USER |
+				 STALLCAP_SAMPLE_MIGRATED | STALLCAP_SAMPLE_RACED));
 	EXPECT_GT(sysconf(_SC_NPROCESSORS_CONF), (long)r->cpu);
 
 	/* timing: the deadline is the one armed, the capture came at it */
@@ -186,142 +144,233 @@ static void check_user_sample(struct __test_metadata *_metadata, const struct sc
 		TH_LOG("the caller's canary is not in the raw stack copy");
 }
 
-static void check_spin_stall(struct __test_metadata *_metadata, struct sc_session *s,
-			     struct sc_records *rs, const struct spin_expect *e)
+/*
+ * Any sample of the spinning thread.  It spins in user code without system
+ * calls or faults, so its user registers are in spin_in_user() whatever the
+ * sample found: the thread in user mode, in an interrupt or a preemption
+ * taken on top of its user code (kernel mode), or preempted (read remotely).
+ */
+static void check_any_sample(struct __test_metadata *_metadata, const struct stallcap_sample *r)
 {
-	const struct stallcap_sample *first;
-	size_t n, user_mode = 0;
-
-	ASSERT_EQ(1, sc_ring_collect(s, rs, STALLCAP_REC_STALL_END, 1, SC_WAIT_MS))
-		sc_log_records(NULL, rs);
-	first = check_one_stall(_metadata, rs, e, &n);
-	check_user_sample(_metadata, s, first, e);
-	check_stall_end(_metadata, rs, first, n);
-	/* every sample in spin_in_user(), at least one of them in user mode */
-	for (size_t i = 0; i < rs->n; i++) {
-		const struct stallcap_sample *r = (const void *)rs->rec[i];
-
-		if (r->hdr.type != STALLCAP_REC_SAMPLE)
-			continue;
-		check_mode(_metadata, r);
-		user_mode += !!(r->flags & STALLCAP_SAMPLE_USER_MODE);
+	EXPECT_FALSE(r->flags & STALLCAP_SAMPLE_NO_USER);
+	if (r->flags & STALLCAP_SAMPLE_ABANDONED)
+		return;
+	EXPECT_TRUE(sc_ip_in_fn(r->regs.ip, spin_in_user))
+		TH_LOG("sample %u: regs.ip %#llx is in %s", r->sample_index,
+		       (unsigned long long)r->regs.ip, sc_usym_name(r->regs.ip) ?: "?");
+	if (r->path == STALLCAP_PATH_BLOCKED) {
+		EXPECT_TRUE(r->state == STALLCAP_STATE_RUNNABLE ||
+			    r->state == STALLCAP_STATE_RUNNING) TH_LOG("state %u", r->state);
+	} else {
+		EXPECT_EQ(STALLCAP_STATE_RUNNING, r->state);
+		if (!(r->flags & STALLCAP_SAMPLE_USER_MODE))
+			EXPECT_LT(0, r->nr_kernel_frames);
 	}
-	EXPECT_LT(0, user_mode) TH_LOG("no sample in user mode");
-	TH_LOG("%zu samples, %zu in user mode, first by path %u, %llu us late", n, user_mode,
-	       first->path, (unsigned long long)(first->capture_ns - first->deadline_ns) / 1000);
-	if (_metadata->exit_code)
-		sc_log_records(NULL, rs);
 }
 
-TEST_F(user, main_thread_spinning_is_captured_in_its_function)
+/* A first sample that found the thread running its user code. */
+static bool caught_running_in_user(const struct stallcap_sample *r)
 {
-	struct sc_stopper st = { .cpu = sc_nr_cpus_allowed() > 1 ? 1 : -1 };
-	struct spin_expect e = {
-		.tid = sc_gettid(), .timeout = TIMEOUT, .tag = TAG,
-		.outer_fn = main, .outer_name = "main",
+	return r->state == STALLCAP_STATE_RUNNING && r->path != STALLCAP_PATH_BLOCKED &&
+	       (r->flags & STALLCAP_SAMPLE_USER_MODE) &&
+	       !(r->flags & (STALLCAP_SAMPLE_IN_HARDIRQ | STALLCAP_SAMPLE_IN_SOFTIRQ |
+			     STALLCAP_SAMPLE_MIGRATED | STALLCAP_SAMPLE_RACED |
+			     STALLCAP_SAMPLE_ABANDONED));
+}
+
+/* How a spinning thread is set up, and what it must produce. */
+struct scenario {
+	struct sc_opts opts;
+	bool in_main;		/* spin in the test's own thread */
+	int arm_cpu;		/* -1: do not pin */
+	int spin_cpu;		/* migrate here after arming; -1: stay */
+	int stopper_cpu;
+	uint64_t timeout;	/* relative timeout, or */
+	uint64_t absolute_in;	/* ABSOLUTE deadline this far from now */
+	uint64_t tag;
+	uint64_t samples;	/* spin until this many samples */
+	int delay_ms;		/* and this much longer */
+};
+
+struct run {
+	struct sc_session s;
+	struct sc_records rs;
+	struct spin_expect e;
+};
+
+struct spinner {
+	const struct scenario *sc;
+	struct run *run;
+	volatile int *stop;
+	int arm_ret, arm_errno, disarm_ret;
+};
+
+static void spin_body(struct spinner *sp)
+{
+	const struct scenario *sc = sp->sc;
+	struct spin_expect *e = &sp->run->e;
+	int fd = sp->run->s.fd;
+
+	sc_get_comm(e->comm);
+	e->tid = sc_gettid();
+	e->tag = sc->tag;
+	if (sc->arm_cpu >= 0)
+		sc_pin_self(sc->arm_cpu);
+	e->t0 = sc_now_ns();
+	if (sc->absolute_in) {
+		e->deadline = e->t0 + sc->absolute_in;
+		sp->arm_ret = sc_arm(fd, e->deadline, STALLCAP_ARM_ABSOLUTE, sc->tag);
+	} else {
+		e->timeout = sc->timeout;
+		sp->arm_ret = sc_arm(fd, sc->timeout, 0, sc->tag);
+	}
+	sp->arm_errno = errno;
+	e->t1 = sc_now_ns();
+	if (sc->spin_cpu >= 0)
+		sc_pin_self(sc->spin_cpu);	/* migrates now */
+	if (!sp->arm_ret)
+		spin_in_user_caller(sp->stop);
+	sp->disarm_ret = sc_disarm(fd);
+}
+
+/* The thread start function the FP walk must reach. */
+SC_NOINLINE void *spinner_thread_main(void *arg)
+{
+	prctl(PR_SET_NAME, "sc-spinner", 0, 0, 0);
+	spin_body(arg);
+	return NULL;
+}
+
+static void run_free(struct run *run)
+{
+	sc_records_free(&run->rs);
+	sc_session_close(&run->s);
+	memset(run, 0, sizeof(*run));
+}
+
+/* Run @sc once: a session, a spinning thread, its stall up to the stall-end. */
+static void run_once(struct __test_metadata *_metadata, const struct scenario *sc,
+		     struct run *run)
+{
+	struct sc_stopper st = { .cpu = sc->stopper_cpu, .delay_ms = sc->delay_ms };
+	struct spinner sp = { .sc = sc, .run = run, .stop = &st.stop };
+	pthread_t th;
+
+	ASSERT_EQ(0, sc_session_setup(&run->s, &sc->opts));
+	ASSERT_LE(run->s.info.min_deadline_ns, TIMEOUT);
+	run->e.outer_fn = sc->in_main ? (void *)main : (void *)spinner_thread_main;
+	run->e.outer_name = sc->in_main ? "main" : "spinner_thread_main";
+	ASSERT_EQ(0, sc_stopper_start(&st, run->s.fd, sc->samples, SC_WAIT_MS));
+	if (sc->in_main) {
+		spin_body(&sp);
+	} else {
+		ASSERT_EQ(0, pthread_create(&th, NULL, spinner_thread_main, &sp));
+		pthread_join(th, NULL);
+	}
+	sc_stopper_join(&st);
+	ASSERT_EQ(0, sp.arm_ret) TH_LOG("ARM: %s", strerror(sp.arm_errno));
+	ASSERT_EQ(0, sp.disarm_ret);
+	ASSERT_FALSE(st.timed_out) TH_LOG("no capture within %d ms", SC_WAIT_MS);
+	ASSERT_EQ(1, sc_ring_collect(&run->s, &run->rs, STALLCAP_REC_STALL_END, 1, SC_WAIT_MS))
+		sc_log_records(NULL, &run->rs);
+	for (size_t i = 0; i < run->rs.n; i++)
+		if (run->rs.rec[i]->type == STALLCAP_REC_SAMPLE)
+			check_any_sample(_metadata, (const void *)run->rs.rec[i]);
+}
+
+/*
+ * Run @sc until its first sample caught the thread running its user code:
+ * on a loaded TCG host the deadline may also find it preempted, or in an
+ * interrupt taken on top of it.  Those samples are checked for consistency
+ * and logged; one of ATTEMPTS runs must catch it in user mode.
+ */
+static const struct stallcap_sample *
+run_until_caught_in_user(struct __test_metadata *_metadata, const struct scenario *sc,
+			 struct run *run)
+{
+	for (int attempt = 1; ; attempt++) {
+		const struct stallcap_sample *r;
+
+		run_once(_metadata, sc, run);
+		r = sc_first_sample_of(&run->rs, run->e.tid);
+		ASSERT_NE(NULL, r);
+		if (caught_running_in_user(r))
+			return r;
+		TH_LOG("attempt %d: the deadline found the thread in state %u, path %u, flags %#x",
+		       attempt, r->state, r->path, r->flags);
+		sc_log_sample(NULL, r);
+		ASSERT_GT(ATTEMPTS, attempt) TH_LOG("never caught running in user mode");
+		run_free(run);
+	}
+}
+
+/* All the checks of a spinning thread's stall, first sample in user mode. */
+static void check_spin_stall(struct __test_metadata *_metadata, struct run *run)
+{
+	const struct stallcap_sample *first;
+	size_t n;
+
+	first = check_one_stall(_metadata, &run->rs, &run->e, &n);
+	check_user_sample(_metadata, &run->s, first, &run->e);
+	check_stall_end(_metadata, &run->rs, first, n);
+	if (_metadata->exit_code)
+		sc_log_records(NULL, &run->rs);
+}
+
+static int other_cpu(int cpu)
+{
+	return sc_nr_cpus_allowed() > 1 ? !cpu : -1;
+}
+
+TEST(main_thread_spinning_is_captured_in_its_function)
+{
+	struct scenario sc = {
+		.in_main = true, .arm_cpu = 0, .spin_cpu = -1, .stopper_cpu = other_cpu(0),
+		.timeout = TIMEOUT, .tag = TAG, .samples = SAMPLES,
 	};
 	struct stallcap_stats stats;
+	struct run run = {};
 
-	sc_get_comm(e.comm);
-	ASSERT_EQ(0, sc_pin_self(0));
-	ASSERT_EQ(0, sc_stopper_start(&st, self->s.fd, SAMPLES, SC_WAIT_MS));
-	e.t0 = sc_now_ns();
-	ASSERT_EQ(0, sc_arm(self->s.fd, TIMEOUT, 0, TAG));
-	e.t1 = sc_now_ns();
-	spin_in_user_caller(&st.stop);
-	ASSERT_EQ(0, sc_disarm(self->s.fd));
-	sc_stopper_join(&st);
-	ASSERT_FALSE(st.timed_out) TH_LOG("no capture within %d ms", SC_WAIT_MS);
+	run_until_caught_in_user(_metadata, &sc, &run);
+	check_spin_stall(_metadata, &run);
 
-	check_spin_stall(_metadata, &self->s, &self->rs, &e);
-
-	ASSERT_EQ(0, sc_get_stats(self->s.fd, &stats, 0));
+	ASSERT_EQ(0, sc_get_stats(run.s.fd, &stats, 0));
 	EXPECT_EQ(1, stats.stalls);
-	EXPECT_EQ(sc_records_count(&self->rs, STALLCAP_REC_SAMPLE), stats.samples);
+	EXPECT_EQ(sc_records_count(&run.rs, STALLCAP_REC_SAMPLE), stats.samples);
 	EXPECT_EQ(1, stats.stall_ends);
 	EXPECT_EQ(0, stats.lost);
 	EXPECT_EQ(0, stats.suppressed);
 	EXPECT_EQ(1, stats.watches);
 	EXPECT_EQ(0, stats.armed);
+	run_free(&run);
 }
 
-struct spinner {
-	struct sc_session *s;
-	volatile int *stop;
-	int arm_cpu, spin_cpu;	/* -1: do not pin */
-	uint64_t deadline;	/* ABSOLUTE if non-zero */
-	struct spin_expect e;
-	int arm_ret, arm_errno, disarm_ret;
-};
-
-/* The thread start function the FP walk must reach. */
-SC_NOINLINE void *spinner_thread_main(void *arg)
+TEST(other_thread_spinning_is_captured_with_its_tid_and_comm)
 {
-	struct spinner *sp = arg;
-
-	prctl(PR_SET_NAME, "sc-spinner", 0, 0, 0);
-	sc_get_comm(sp->e.comm);
-	sp->e.tid = sc_gettid();
-	if (sp->arm_cpu >= 0)
-		sc_pin_self(sp->arm_cpu);
-	sp->e.t0 = sc_now_ns();
-	if (sp->deadline)
-		sp->arm_ret = sc_arm(sp->s->fd, sp->deadline, STALLCAP_ARM_ABSOLUTE, sp->e.tag);
-	else
-		sp->arm_ret = sc_arm(sp->s->fd, sp->e.timeout, 0, sp->e.tag);
-	sp->arm_errno = errno;
-	sp->e.t1 = sc_now_ns();
-	if (sp->spin_cpu >= 0)
-		sc_pin_self(sp->spin_cpu);	/* migrates now */
-	if (!sp->arm_ret)
-		spin_in_user_caller(sp->stop);
-	sp->disarm_ret = sc_disarm(sp->s->fd);
-	return NULL;
-}
-
-static void run_spinner(struct __test_metadata *_metadata, struct spinner *sp,
-			struct sc_stopper *st, uint64_t samples)
-{
-	pthread_t th;
-
-	sp->stop = &st->stop;
-	sp->e.outer_fn = spinner_thread_main;
-	sp->e.outer_name = "spinner_thread_main";
-	ASSERT_EQ(0, sc_stopper_start(st, sp->s->fd, samples, SC_WAIT_MS));
-	ASSERT_EQ(0, pthread_create(&th, NULL, spinner_thread_main, sp));
-	pthread_join(th, NULL);
-	sc_stopper_join(st);
-	ASSERT_EQ(0, sp->arm_ret) TH_LOG("ARM: %s", strerror(sp->arm_errno));
-	ASSERT_EQ(0, sp->disarm_ret);
-	ASSERT_FALSE(st->timed_out) TH_LOG("no capture within %d ms", SC_WAIT_MS);
-}
-
-TEST_F(user, other_thread_spinning_is_captured_with_its_tid_and_comm)
-{
-	struct sc_stopper st = { .cpu = -1 };
-	struct spinner sp = {
-		.s = &self->s, .arm_cpu = -1, .spin_cpu = -1,
-		.e = { .timeout = TIMEOUT, .tag = TAG + 1 },
+	struct scenario sc = {
+		.arm_cpu = 0, .spin_cpu = -1, .stopper_cpu = other_cpu(0),
+		.timeout = TIMEOUT, .tag = TAG + 1, .samples = SAMPLES,
 	};
+	struct run run = {};
 
-	run_spinner(_metadata, &sp, &st, SAMPLES);
-	EXPECT_NE(getpid(), sp.e.tid);
-	EXPECT_STREQ("sc-spinner", sp.e.comm);
-	check_spin_stall(_metadata, &self->s, &self->rs, &sp.e);
+	run_until_caught_in_user(_metadata, &sc, &run);
+	EXPECT_NE(getpid(), run.e.tid);
+	EXPECT_STREQ("sc-spinner", run.e.comm);
+	check_spin_stall(_metadata, &run);
+	run_free(&run);
 }
 
-TEST_F(user, absolute_deadline_is_the_recorded_deadline)
+TEST(absolute_deadline_is_the_recorded_deadline)
 {
-	struct sc_stopper st = { .cpu = -1 };
-	struct spinner sp = {
-		.s = &self->s, .arm_cpu = -1, .spin_cpu = -1,
-		.deadline = sc_now_ns() + SC_MS(200),
-		.e = { .tag = TAG + 2 },
+	struct scenario sc = {
+		.arm_cpu = 0, .spin_cpu = -1, .stopper_cpu = other_cpu(0),
+		.absolute_in = SC_MS(50), .tag = TAG + 2, .samples = SAMPLES,
 	};
+	struct run run = {};
 
-	sp.e.deadline = sp.deadline;
-	run_spinner(_metadata, &sp, &st, SAMPLES);
-	check_spin_stall(_metadata, &self->s, &self->rs, &sp.e);
+	run_until_caught_in_user(_metadata, &sc, &run);
+	check_spin_stall(_metadata, &run);
+	run_free(&run);
 }
 
 /*
@@ -329,72 +378,60 @@ TEST_F(user, absolute_deadline_is_the_recorded_deadline)
  * CPU 1: the capture must come by NMI (or IPI if the module was loaded with
  * capture=ipi) on CPU 1, and be counted as such.
  */
-TEST_F(user, thread_on_another_cpu_is_captured_by_nmi)
+TEST(thread_on_another_cpu_is_captured_by_nmi)
 {
-	struct sc_stopper st = { .cpu = 0 };
-	struct spinner sp = {
-		.s = &self->s, .arm_cpu = 0, .spin_cpu = 1,
-		.e = { .timeout = TIMEOUT, .tag = TAG + 3 },
+	struct scenario sc = {
+		.arm_cpu = 0, .spin_cpu = 1, .stopper_cpu = 0,
+		.timeout = TIMEOUT, .tag = TAG + 3, .samples = SAMPLES,
 	};
-	bool nmi = self->s.info.features & STALLCAP_FEAT_NMI;
+	size_t by_path[STALLCAP_PATH_DEFERRED + 1] = {};
 	const struct stallcap_sample *first;
 	struct stallcap_stats stats;
-	size_t nmis = 0, ipis = 0, locals = 0;
+	struct run run = {};
+	bool nmi;
 
 	if (sc_nr_cpus_allowed() < 2)
 		SKIP(return, "needs 2 CPUs");
-	run_spinner(_metadata, &sp, &st, SAMPLES);
-	check_spin_stall(_metadata, &self->s, &self->rs, &sp.e);
-
-	first = sc_first_sample_of(&self->rs, sp.e.tid);
-	ASSERT_NE(NULL, first);
+	first = run_until_caught_in_user(_metadata, &sc, &run);
+	check_spin_stall(_metadata, &run);
+	nmi = run.s.info.features & STALLCAP_FEAT_NMI;
 	EXPECT_EQ(1, first->cpu);
 	EXPECT_EQ(nmi ? STALLCAP_PATH_NMI : STALLCAP_PATH_IPI, first->path)
-		TH_LOG("features %#llx", (unsigned long long)self->s.info.features);
-	EXPECT_FALSE(first->flags & STALLCAP_SAMPLE_MIGRATED);
+		TH_LOG("features %#llx", (unsigned long long)run.s.info.features);
 
-	for (size_t i = 0; i < self->rs.n; i++) {
-		const struct stallcap_sample *r = (const void *)self->rs.rec[i];
+	for (size_t i = 0; i < run.rs.n; i++) {
+		const struct stallcap_sample *r = (const void *)run.rs.rec[i];
 
-		if (r->hdr.type != STALLCAP_REC_SAMPLE)
-			continue;
-		nmis += r->path == STALLCAP_PATH_NMI;
-		ipis += r->path == STALLCAP_PATH_IPI;
-		locals += r->path == STALLCAP_PATH_LOCAL;
+		if (r->hdr.type == STALLCAP_REC_SAMPLE && r->path <= STALLCAP_PATH_DEFERRED)
+			by_path[r->path]++;
 	}
-	ASSERT_EQ(0, sc_get_stats(self->s.fd, &stats, 0));
+	ASSERT_EQ(0, sc_get_stats(run.s.fd, &stats, 0));
 	EXPECT_LE(1, nmi ? stats.capture_nmi : stats.capture_ipi);
-	EXPECT_EQ(nmis, stats.capture_nmi);
-	EXPECT_EQ(ipis, stats.capture_ipi);
-	EXPECT_EQ(locals, stats.capture_local);
-	EXPECT_EQ(0, stats.capture_blocked);
+	EXPECT_EQ(by_path[STALLCAP_PATH_NMI], stats.capture_nmi);
+	EXPECT_EQ(by_path[STALLCAP_PATH_IPI], stats.capture_ipi);
+	EXPECT_EQ(by_path[STALLCAP_PATH_LOCAL], stats.capture_local);
+	EXPECT_EQ(by_path[STALLCAP_PATH_BLOCKED], stats.capture_blocked);
+	run_free(&run);
 }
 
 /* A small raw copy is exactly user_stack_bytes long. */
 TEST(small_user_stack_copy_has_the_configured_size)
 {
-	struct sc_opts o = { .user_stack_bytes = 64 };
-	struct sc_stopper st = { .cpu = -1 };
-	struct sc_session s;
-	struct sc_records rs = {};
-	struct spinner sp = {
-		.s = &s, .arm_cpu = -1, .spin_cpu = -1,
-		.e = { .timeout = TIMEOUT, .tag = TAG + 4 },
+	struct scenario sc = {
+		.opts = { .user_stack_bytes = 64 },
+		.arm_cpu = 0, .spin_cpu = -1, .stopper_cpu = other_cpu(0),
+		.timeout = TIMEOUT, .tag = TAG + 4, .samples = 1,
 	};
 	const struct stallcap_sample *r;
+	struct run run = {};
 
-	ASSERT_EQ(0, sc_session_setup(&s, &o));
-	ASSERT_EQ(64, s.cfg.user_stack_bytes);
-	run_spinner(_metadata, &sp, &st, 1);
-	ASSERT_EQ(1, sc_ring_collect(&s, &rs, STALLCAP_REC_STALL_END, 1, SC_WAIT_MS));
-	r = sc_first_sample_of(&rs, sp.e.tid);
-	ASSERT_NE(NULL, r);
+	r = run_until_caught_in_user(_metadata, &sc, &run);
+	ASSERT_EQ(64, run.s.cfg.user_stack_bytes);
 	EXPECT_EQ(64, r->stack_size);
 	EXPECT_FALSE(r->flags & STALLCAP_SAMPLE_COPY_PARTIAL);
 	EXPECT_EQ(r->regs.sp, r->stack_start);
 	EXPECT_TRUE(sc_ip_in_fn(r->regs.ip, spin_in_user));
-	sc_records_free(&rs);
-	sc_session_close(&s);
+	run_free(&run);
 }
 
 /*
@@ -403,69 +440,58 @@ TEST(small_user_stack_copy_has_the_configured_size)
  */
 TEST(a_long_stall_gets_max_samples_spaced_by_doubling_intervals)
 {
-	struct sc_opts o = { .max_samples = 4 };
-	struct sc_stopper st = { .cpu = -1, .delay_ms = 400 };
-	struct sc_session s;
-	struct sc_records rs = {};
-	struct spinner sp = {
-		.s = &s, .arm_cpu = -1, .spin_cpu = -1,
-		.e = { .timeout = TIMEOUT, .tag = TAG + 5 },
+	struct scenario sc = {
+		.opts = { .max_samples = 4 },
+		.arm_cpu = 0, .spin_cpu = -1, .stopper_cpu = other_cpu(0),
+		.timeout = TIMEOUT, .tag = TAG + 5, .samples = 4, .delay_ms = 400,
 	};
 	const struct stallcap_sample *first;
 	struct stallcap_stats stats;
+	struct run run = {};
 	size_t n;
 
-	ASSERT_EQ(0, sc_session_setup(&s, &o));
-	ASSERT_EQ(4, s.cfg.max_samples);
-	run_spinner(_metadata, &sp, &st, 4);
-	ASSERT_EQ(1, sc_ring_collect(&s, &rs, STALLCAP_REC_STALL_END, 1, SC_WAIT_MS));
-	first = check_one_stall(_metadata, &rs, &sp.e, &n);
-	EXPECT_EQ(4, n) sc_log_records(NULL, &rs);
+	run_once(_metadata, &sc, &run);
+	ASSERT_EQ(4, run.s.cfg.max_samples);
+	first = check_one_stall(_metadata, &run.rs, &run.e, &n);
+	EXPECT_EQ(4, n) sc_log_records(NULL, &run.rs);
 	for (size_t k = 1; k < n; k++) {
-		const struct stallcap_sample *r = sc_records_nth(&rs, STALLCAP_REC_SAMPLE, k);
+		const struct stallcap_sample *r = sc_records_nth(&run.rs, STALLCAP_REC_SAMPLE, k);
 
 		EXPECT_LE(first->deadline_ns + (TIMEOUT << (k - 1)), r->capture_ns)
 			TH_LOG("sample %zu came %llu ns after the deadline", k,
 			       (unsigned long long)(r->capture_ns - r->deadline_ns));
-		EXPECT_EQ(STALLCAP_STATE_RUNNING, r->state);
 	}
-	check_stall_end(_metadata, &rs, first, n);
-	ASSERT_EQ(0, sc_get_stats(s.fd, &stats, 0));
+	check_stall_end(_metadata, &run.rs, first, n);
+	ASSERT_EQ(0, sc_get_stats(run.s.fd, &stats, 0));
 	EXPECT_EQ(1, stats.stalls);
 	EXPECT_EQ(4, stats.samples);
 	EXPECT_EQ(1, stats.stall_ends);
-	sc_records_free(&rs);
-	sc_session_close(&s);
+	run_free(&run);
 }
 
 /* sample_cap_ns = T: samples come every T, not 2T, 4T, ... 64T after the deadline. */
 TEST(sample_cap_bounds_the_interval_between_samples)
 {
-	struct sc_opts o = { .max_samples = 8, .sample_cap_ns = TIMEOUT };
-	struct sc_stopper st = { .cpu = -1 };
-	struct sc_session s;
-	struct sc_records rs = {};
-	struct spinner sp = {
-		.s = &s, .arm_cpu = -1, .spin_cpu = -1,
-		.e = { .timeout = TIMEOUT, .tag = TAG + 6 },
+	struct scenario sc = {
+		.opts = { .max_samples = 8, .sample_cap_ns = TIMEOUT },
+		.arm_cpu = 0, .spin_cpu = -1, .stopper_cpu = other_cpu(0),
+		.timeout = TIMEOUT, .tag = TAG + 6, .samples = 8,
 	};
 	const struct stallcap_sample *first, *last;
+	struct run run = {};
 	size_t n;
 
-	ASSERT_EQ(0, sc_session_setup(&s, &o));
-	ASSERT_EQ(TIMEOUT, s.cfg.sample_cap_ns);
-	run_spinner(_metadata, &sp, &st, 8);
-	ASSERT_EQ(1, sc_ring_collect(&s, &rs, STALLCAP_REC_STALL_END, 1, SC_WAIT_MS));
-	first = check_one_stall(_metadata, &rs, &sp.e, &n);
+	run_once(_metadata, &sc, &run);
+	ASSERT_EQ(TIMEOUT, run.s.cfg.sample_cap_ns);
+	first = check_one_stall(_metadata, &run.rs, &run.e, &n);
 	ASSERT_EQ(8, n);
-	last = sc_records_nth(&rs, STALLCAP_REC_SAMPLE, 7);
+	last = sc_records_nth(&run.rs, STALLCAP_REC_SAMPLE, 7);
 	/* capped: about 7T; uncapped it would be at least 64T */
 	EXPECT_GT(first->deadline_ns + 32 * TIMEOUT, last->capture_ns)
 		TH_LOG("the eighth sample came %llu ns after the deadline",
 		       (unsigned long long)(last->capture_ns - first->deadline_ns));
 	EXPECT_LE(first->deadline_ns + 7 * TIMEOUT, last->capture_ns);
-	sc_records_free(&rs);
-	sc_session_close(&s);
+	run_free(&run);
 }
 
 TEST_HARNESS_MAIN

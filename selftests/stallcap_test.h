@@ -892,7 +892,7 @@ static inline void *sc_stopper_fn(void *arg)
 			st->timed_out = true;
 			break;
 		}
-		sc_sleep_ms(2);
+		sc_sleep_ms(5);
 	}
 	if (!st->timed_out && st->delay_ms)
 		sc_sleep_ms(st->delay_ms);
