@@ -29,7 +29,7 @@
 #define NOINLINE __attribute__((noinline))
 
 static struct stallcap_session *session;
-static unsigned long long deadline_ms = 20, stall_ms = 200, map_mb = 64;
+static unsigned long long deadline_ms = 20, stall_ms = 200, map_mb = 16;
 static volatile unsigned long demo_sink;
 
 static unsigned long long now_ns(void)
