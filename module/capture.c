@@ -61,7 +61,9 @@ void stallcap_sample_init(struct stallcap_watch *w, struct stallcap_sample *s,
 		s->clock = STALLCAP_CLOCK_CPUTIME;
 	else
 		s->clock = STALLCAP_CLOCK_WALL;
-	memcpy(s->comm, task->comm, sizeof(s->comm));
+	/* exec may be renaming the thread: only the armed program's name */
+	if (READ_ONCE(task->mm) == w->mm)
+		memcpy(s->comm, task->comm, sizeof(s->comm));
 	s->comm[sizeof(s->comm) - 1] = '\0';
 }
 

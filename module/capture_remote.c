@@ -35,7 +35,7 @@ static void remote_capture(struct stallcap_capture_req *req,
 	u64 start = ktime_get_mono_fast_ns();
 	u32 len;
 
-	if (current != w->task) {
+	if (current != w->task || current->mm != w->mm) {
 		/* pairs with smp_load_acquire() in poll_remote() */
 		smp_store_release(&req->result, CAPTURE_MISMATCH);
 		return;

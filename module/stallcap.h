@@ -263,6 +263,7 @@ void stallcap_watches_reap(struct work_struct *work);
 enum hrtimer_restart stallcap_watch_timer_fn(struct hrtimer *timer);
 void stallcap_watch_abandon_capture(struct stallcap_watch *w);
 void stallcap_watch_end_stall(struct stallcap_watch *w, u64 now);
+u64 stallcap_task_cputime(struct task_struct *task);
 int stallcap_watch_init(void);
 void stallcap_watch_exit(void);
 

@@ -215,7 +215,7 @@ static int watch_start(struct stallcap_watch *w, u64 now, u64 deadline)
 	w->armed_at = now;
 	w->deadline = deadline;
 	if (w->flags & STALLCAP_ARM_CPUTIME)
-		w->cpu_base = READ_ONCE(w->task->se.sum_exec_runtime);
+		w->cpu_base = stallcap_task_cputime(w->task);
 	w->state = WATCH_ARMED;
 	watch_count_armed(w, true);
 	hrtimer_start(&w->timer, ns_to_ktime(deadline),

@@ -14,7 +14,9 @@
  * CPU: a capture on another CPU is requested, then polled on a later expiry.
  */
 #include <linux/hrtimer.h>
+#include <linux/jiffies.h>
 #include <linux/sched.h>
+#include <linux/sched/clock.h>
 #include <linux/ktime.h>
 #include <linux/timekeeping.h>
 #include <asm/irq_regs.h>
@@ -24,9 +26,27 @@
 #define POLL_NS		(100 * NSEC_PER_USEC)	/* NMI/IPI result polling */
 #define REMOTE_TIMEOUT_NS (20 * NSEC_PER_MSEC)	/* give up on a lost NMI */
 
-static u64 watch_task_cputime(struct task_struct *task)
+/**
+ * stallcap_task_cputime() - CPU time of @task, including the part that the
+ * scheduler has not yet added to sum_exec_runtime while it runs
+ * @task: the thread
+ */
+u64 stallcap_task_cputime(struct task_struct *task)
 {
-	return READ_ONCE(task->se.sum_exec_runtime);
+	u64 sum = READ_ONCE(task->se.sum_exec_runtime), start, now;
+
+	if (task != current && !READ_ONCE(task->on_cpu))
+		return sum;
+	start = READ_ONCE(task->se.exec_start);
+	now = sched_clock_cpu(task_cpu(task));
+	/* bounded: a stale exec_start must not add more than a few ticks */
+	return now > start ? sum + min_t(u64, now - start, 4 * TICK_NSEC) : sum;
+}
+
+/* The watch's thread now runs another program (exec): stop capturing it. */
+static bool program_changed(const struct stallcap_watch *w)
+{
+	return READ_ONCE(w->task->mm) != w->mm;
 }
 
 static enum hrtimer_restart restart_at(struct stallcap_watch *w, u64 when)
@@ -94,6 +114,10 @@ static enum hrtimer_restart take_sample(struct stallcap_watch *w, u64 now)
 	void *rec;
 	u32 len;
 
+	if (program_changed(w)) {
+		w->state = WATCH_STALLED_QUIET;
+		return HRTIMER_NORESTART;
+	}
 	rec = stallcap_ring_reserve(sess->ring, STALLCAP_REC_SAMPLE,
 				    stallcap_sample_max_len(sess));
 	w->samples++;
@@ -148,6 +172,12 @@ static enum hrtimer_restart poll_remote(struct stallcap_watch *w, u64 now)
 		    task_cpu(task) != smp_processor_id())
 			return send_remote(w, now);
 	}
+	req->cpu = -1;	/* nothing outstanding on another CPU any more */
+	if (program_changed(w)) {
+		stallcap_watch_abandon_capture(w);
+		w->state = WATCH_STALLED_QUIET;
+		return HRTIMER_NORESTART;
+	}
 	/* migrated too often or the NMI never came: read it from here */
 	req->draft.migrate_retries = req->retries;
 	capture_blocked_into(w, now, STALLCAP_SAMPLE_MIGRATED);
@@ -160,8 +190,10 @@ static enum hrtimer_restart deadline_passed(struct stallcap_watch *w, u64 now)
 	struct stallcap_session *sess = w->sess;
 	u64 used;
 
+	if (program_changed(w))
+		return HRTIMER_NORESTART;	/* the exec probe ends the watch */
 	if (w->flags & STALLCAP_ARM_CPUTIME) {
-		used = watch_task_cputime(w->task) - w->cpu_base;
+		used = stallcap_task_cputime(w->task) - w->cpu_base;
 		if (used < w->timeout_ns)
 			return restart_at(w, now + w->timeout_ns - used);
 	}
