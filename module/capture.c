@@ -5,12 +5,18 @@
  * CPU.  Everything here is NMI-safe: no locks, no allocation, bounded work,
  * user memory read only with copy_from_user_nofault().
  *
- * The ring is mapped writable by the session's reader, so a record being
- * written is never read back: the fixed part is built in a kernel-private
- * draft (the watch's req.draft) and copied in at the end, and the frame and
- * stack areas are written at offsets the kernel keeps in local variables.
+ * The ring is mapped writable by the session's reader, so nothing is ever
+ * read back from it: a sample is built in kernel memory (the fixed part in
+ * the watch's req.draft, frames and stack in a per-CPU capture buffer), then
+ * copied into the reserved record, and system-wide readers get their copy
+ * from the same kernel memory.  Two buffers per CPU: one for the timer's own
+ * captures (hard-IRQ), one for NMI/IPI captures, which may interrupt it.
+ * The NMI/IPI buffer stays held until the timer that asked has mirrored it;
+ * a capture that finds it held writes straight into the ring and is not
+ * mirrored (counted lost for the system-wide readers).
  */
 #include <linux/irq_work.h>
+#include <linux/percpu.h>
 #include <linux/preempt.h>
 #include <linux/ptrace.h>
 #include <linux/sched/task_stack.h>
@@ -18,10 +24,94 @@
 #include <linux/ktime.h>
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
+#include <linux/vmalloc.h>
 #include <asm/unwind.h>
 
 #include "compat.h"
 #include "stallcap.h"
+
+#define CAPTURE_BUF_BYTES	STALLCAP_RECORD_MAX_BYTES(STALLCAP_MAX_USER_STACK)
+
+static DEFINE_PER_CPU(void *, capture_buf_irq);
+static DEFINE_PER_CPU(void *, capture_buf_remote);
+static DEFINE_PER_CPU(struct stallcap_capture_req *, capture_buf_remote_held);
+
+/** stallcap_capture_buf() - this CPU's buffer for the timer's captures */
+void *stallcap_capture_buf(void)
+{
+	return this_cpu_read(capture_buf_irq);
+}
+
+/**
+ * stallcap_capture_buf_remote() - this CPU's NMI/IPI buffer, if free
+ *
+ * Context: the NMI/IPI handler.  Return: NULL while a timer still mirrors
+ * the previous capture from it.
+ */
+void *stallcap_capture_buf_remote(void)
+{
+	/* pairs with the release in stallcap_capture_buf_release() */
+	if (smp_load_acquire(this_cpu_ptr(&capture_buf_remote_held)))
+		return NULL;
+	return this_cpu_read(capture_buf_remote);
+}
+
+/** stallcap_capture_buf_hold() - keep this CPU's NMI/IPI buffer for @req */
+void stallcap_capture_buf_hold(struct stallcap_capture_req *req)
+{
+	this_cpu_write(capture_buf_remote_held, req);
+}
+
+/**
+ * stallcap_capture_buf_held() - the NMI/IPI buffer holding @req's capture
+ * @req: a request whose result is CAPTURE_DONE
+ *
+ * Return: the buffer, or NULL when the capture went straight to the ring.
+ */
+void *stallcap_capture_buf_held(const struct stallcap_capture_req *req)
+{
+	if (READ_ONCE(*per_cpu_ptr(&capture_buf_remote_held, req->cpu)) != req)
+		return NULL;
+	return *per_cpu_ptr(&capture_buf_remote, req->cpu);
+}
+
+/** stallcap_capture_buf_release() - @req's NMI/IPI buffer may be reused */
+void stallcap_capture_buf_release(struct stallcap_capture_req *req)
+{
+	struct stallcap_capture_req **held;
+
+	held = per_cpu_ptr(&capture_buf_remote_held, req->cpu);
+	if (READ_ONCE(*held) == req)
+		smp_store_release(held, NULL);	/* pairs with buf_remote() */
+}
+
+int stallcap_capture_init(void)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		*per_cpu_ptr(&capture_buf_irq, cpu) = vmalloc(CAPTURE_BUF_BYTES);
+		*per_cpu_ptr(&capture_buf_remote, cpu) = vmalloc(CAPTURE_BUF_BYTES);
+		if (!*per_cpu_ptr(&capture_buf_irq, cpu) ||
+		    !*per_cpu_ptr(&capture_buf_remote, cpu)) {
+			stallcap_capture_exit();
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+void stallcap_capture_exit(void)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		vfree(*per_cpu_ptr(&capture_buf_irq, cpu));
+		vfree(*per_cpu_ptr(&capture_buf_remote, cpu));
+		*per_cpu_ptr(&capture_buf_irq, cpu) = NULL;
+		*per_cpu_ptr(&capture_buf_remote, cpu) = NULL;
+	}
+}
 
 /**
  * stallcap_sample_max_len() - bytes to reserve for one sample
@@ -210,8 +300,8 @@ void stallcap_hide_kernel_addresses(struct stallcap_sample *s, u64 *kips,
  * stallcap_capture_current() - capture the current thread
  * @w: the watch (session, expected address space)
  * @s: the draft (fixed part initialised): counts and flags are set here
- * @rec: the record in the ring: frames and stack are written after its fixed
- *	part, never read
+ * @rec: where the record is built: a capture buffer, or the ring record
+ *	(then written, never read); frames and stack go after the fixed part
  * @regs: interrupted registers (from get_irq_regs() or the NMI)
  * @path: STALLCAP_PATH_LOCAL, _NMI or _IPI
  *
@@ -268,16 +358,19 @@ u32 stallcap_capture_current(const struct stallcap_watch *w,
  * stallcap_sample_finish() - account and publish a sample
  * @w: the watch
  * @s: the draft (counts and flags final)
- * @rec: the record in the ring (frames and stack written)
- * @len: its length
+ * @buf: where frames and stack were built (a capture buffer), or @ring_rec
+ *	itself, or NULL when there are none
+ * @ring_rec: the record reserved in the ring
+ * @len: the record's length
  * @start_ns: when the capture began (for the cost histogram)
  *
- * Asks for a deferred user stack when the sample lacks it, copies the draft
- * into the record and commits it.
+ * Asks for a deferred user stack when the sample lacks it, copies draft and
+ * buffer into the ring record, commits it, and (outside NMI) mirrors the
+ * kernel copy to the system-wide readers.
  * Context: any, NMI included.
  */
 void stallcap_sample_finish(struct stallcap_watch *w, struct stallcap_sample *s,
-			    void *rec, u32 len, u64 start_ns)
+			    void *buf, void *ring_rec, u32 len, u64 start_ns)
 {
 	struct stallcap_session *sess = w->sess;
 	const size_t hdr = sizeof(s->hdr);
@@ -290,9 +383,20 @@ void stallcap_sample_finish(struct stallcap_watch *w, struct stallcap_sample *s,
 				  (s64)(s->capture_ns - s->deadline_ns));
 	stallcap_count(&sess->stats, SC_SAMPLES, 1);
 	w->req.rec_len = len;
-	memcpy(rec + hdr, (void *)s + hdr, sizeof(*s) - hdr);
-	stallcap_ring_commit(sess->ring, rec, stallcap_sample_max_len(sess), len);
+	memcpy(ring_rec + hdr, (void *)s + hdr, sizeof(*s) - hdr);
+	if (buf && buf != ring_rec) {
+		memcpy(buf, s, sizeof(*s));
+		memcpy(ring_rec + sizeof(*s), buf + sizeof(*s), len - sizeof(*s));
+	}
+	stallcap_ring_commit(sess->ring, ring_rec, stallcap_sample_max_len(sess),
+			     len);
 	irq_work_queue(&sess->wake_work);
-	if (!in_nmi())
-		stallcap_global_mirror(sess, STALLCAP_REC_SAMPLE, rec, len);
+	if (in_nmi())
+		return;
+	if (!buf)
+		stallcap_global_mirror(sess, STALLCAP_REC_SAMPLE, s, len);
+	else if (buf != ring_rec)
+		stallcap_global_mirror(sess, STALLCAP_REC_SAMPLE, buf, len);
+	else
+		stallcap_global_lost(sess);
 }

@@ -43,7 +43,7 @@ static unsigned long switch_count(struct task_struct *task)
  * stallcap_capture_blocked() - capture a thread that is not on a CPU
  * @w: the watch (its thread, session and address space)
  * @s: the draft (fixed part initialised)
- * @rec: the record in the ring, written after its fixed part, never read
+ * @rec: where the record is built (the timer's capture buffer)
  *
  * Context: hard-IRQ (the watch's timer), watch lock held.
  * Return: the record's length.

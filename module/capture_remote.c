@@ -33,6 +33,7 @@ static void remote_capture(struct stallcap_capture_req *req,
 {
 	struct stallcap_watch *w = req->watch;
 	u64 start = ktime_get_mono_fast_ns();
+	void *buf;
 	u32 len;
 
 	if (current != w->task || current->mm != w->mm) {
@@ -40,12 +41,14 @@ static void remote_capture(struct stallcap_capture_req *req,
 		smp_store_release(&req->result, CAPTURE_MISMATCH);
 		return;
 	}
-	len = stallcap_capture_current(w, &req->draft, req->rec, regs,
-				       req->path);
+	buf = stallcap_capture_buf_remote() ?: req->rec;
+	len = stallcap_capture_current(w, &req->draft, buf, regs, req->path);
 	req->draft.migrate_retries = req->retries;
 	stallcap_count(&w->sess->stats, req->path == STALLCAP_PATH_NMI ?
 		       SC_CAPTURE_NMI : SC_CAPTURE_IPI, 1);
-	stallcap_sample_finish(w, &req->draft, req->rec, len, start);
+	stallcap_sample_finish(w, &req->draft, buf, req->rec, len, start);
+	if (buf != req->rec)
+		stallcap_capture_buf_hold(req);	/* until the timer mirrors it */
 	/* record and rec_len before DONE, pairs with poll_remote() */
 	smp_store_release(&req->result, CAPTURE_DONE);
 }

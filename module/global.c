@@ -47,14 +47,31 @@ void stallcap_global_detach(struct stallcap_session *sess)
 }
 
 /**
+ * stallcap_global_lost() - a record of @src could not be mirrored
+ * @src: the session that wrote it
+ *
+ * Context: any but NMI.
+ */
+void stallcap_global_lost(struct stallcap_session *src)
+{
+	struct stallcap_session *g;
+
+	if (list_empty(&global_readers))
+		return;
+	rcu_read_lock();
+	list_for_each_entry_rcu(g, &global_readers, global_node)
+		if (g != src)
+			stallcap_count(&g->stats, SC_LOST, 1);
+	rcu_read_unlock();
+}
+
+/**
  * stallcap_global_mirror() - copy a committed record to every global reader
  * @src: the session that wrote it
  * @type: its type
- * @rec: the record
- * @len: its length as the module wrote it
- *
- * Type and length come from the module, never from the ring, which the
- * session's reader may write.
+ * @rec: the record, in kernel memory (never the ring, which the session's
+ *	reader may write)
+ * @len: its length
  * Context: any but NMI.
  */
 void stallcap_global_mirror(struct stallcap_session *src, u16 type,

@@ -56,9 +56,12 @@ static int __init stallcap_init(void)
 		return -EINVAL;
 	}
 	stallcap_defer_init();
-	ret = stallcap_remote_init();
+	ret = stallcap_capture_init();
 	if (ret)
 		return ret;
+	ret = stallcap_remote_init();
+	if (ret)
+		goto err_capture;
 	ret = stallcap_watch_init();
 	if (ret)
 		goto err_remote;
@@ -72,6 +75,8 @@ err_watch:
 	stallcap_watch_exit();
 err_remote:
 	stallcap_remote_exit();
+err_capture:
+	stallcap_capture_exit();
 	return ret;
 }
 
@@ -83,6 +88,7 @@ static void __exit stallcap_exit(void)
 	stallcap_remote_exit();
 	stallcap_defer_exit();
 	rcu_barrier();	/* watch_free_rcu() callbacks */
+	stallcap_capture_exit();
 }
 
 module_init(stallcap_init);

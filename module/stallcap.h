@@ -290,7 +290,14 @@ u32 stallcap_sample_end_len(const struct stallcap_sample *s);
 u32 stallcap_capture_blocked(const struct stallcap_watch *w,
 			     struct stallcap_sample *s, void *rec);
 void stallcap_sample_finish(struct stallcap_watch *w, struct stallcap_sample *s,
-			    void *rec, u32 len, u64 start_ns);
+			    void *buf, void *ring_rec, u32 len, u64 start_ns);
+int stallcap_capture_init(void);
+void stallcap_capture_exit(void);
+void *stallcap_capture_buf(void);
+void *stallcap_capture_buf_remote(void);
+void stallcap_capture_buf_hold(struct stallcap_capture_req *req);
+void *stallcap_capture_buf_held(const struct stallcap_capture_req *req);
+void stallcap_capture_buf_release(struct stallcap_capture_req *req);
 
 /**
  * struct stallcap_defer - a deferred user-stack capture (capture_deferred.c)
@@ -336,6 +343,7 @@ void stallcap_global_attach(struct stallcap_session *sess);
 void stallcap_global_detach(struct stallcap_session *sess);
 void stallcap_global_mirror(struct stallcap_session *src, u16 type,
 			    const void *rec, u32 len);
+void stallcap_global_lost(struct stallcap_session *src);
 
 /* ---- heartbeat watches (heartbeat.c) ---- */
 int stallcap_beat_attach(struct stallcap_session *sess, struct stallcap_watch *w);

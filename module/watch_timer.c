@@ -89,10 +89,12 @@ static void capture_blocked_into(struct stallcap_watch *w, u64 start,
 	struct stallcap_sample *d = &w->req.draft;
 	u32 len;
 
+	void *buf = stallcap_capture_buf();
+
 	d->flags |= flags;
-	len = stallcap_capture_blocked(w, d, w->req.rec);
+	len = stallcap_capture_blocked(w, d, buf);
 	stallcap_count(&w->sess->stats, SC_CAPTURE_BLOCKED, 1);
-	stallcap_sample_finish(w, d, w->req.rec, len, start);
+	stallcap_sample_finish(w, d, buf, w->req.rec, len, start);
 }
 
 static enum hrtimer_restart send_remote(struct stallcap_watch *w, u64 now)
@@ -131,10 +133,12 @@ static enum hrtimer_restart take_sample(struct stallcap_watch *w, u64 now)
 	if (w->samples == 1)
 		d->suppressed = atomic_xchg(&sess->pending_suppressed, 0);
 	if (task == current) {
-		len = stallcap_capture_current(w, d, rec, get_irq_regs(),
+		void *buf = stallcap_capture_buf();
+
+		len = stallcap_capture_current(w, d, buf, get_irq_regs(),
 					       STALLCAP_PATH_LOCAL);
 		stallcap_count(&sess->stats, SC_CAPTURE_LOCAL, 1);
-		stallcap_sample_finish(w, d, rec, len, now);
+		stallcap_sample_finish(w, d, buf, rec, len, now);
 		return next_sample(w, now);
 	}
 	if (READ_ONCE(task->on_cpu) && task_cpu(task) != smp_processor_id()) {
@@ -143,6 +147,21 @@ static enum hrtimer_restart take_sample(struct stallcap_watch *w, u64 now)
 	}
 	capture_blocked_into(w, now, 0);
 	return next_sample(w, now);
+}
+
+/* A capture on another CPU is done: mirror its kernel copy, free its buffer. */
+static void remote_done(struct stallcap_watch *w)
+{
+	struct stallcap_capture_req *req = &w->req;
+	void *buf = stallcap_capture_buf_held(req);
+
+	if (buf) {
+		stallcap_global_mirror(w->sess, STALLCAP_REC_SAMPLE, buf,
+				       req->rec_len);
+		stallcap_capture_buf_release(req);
+	} else {
+		stallcap_global_lost(w->sess);
+	}
 }
 
 /* Poll a capture requested from another CPU. */
@@ -156,8 +175,7 @@ static enum hrtimer_restart poll_remote(struct stallcap_watch *w, u64 now)
 		return send_remote(w, now);
 	result = smp_load_acquire(&req->result);	/* pairs with the handler */
 	if (result == CAPTURE_DONE) {
-		stallcap_global_mirror(w->sess, STALLCAP_REC_SAMPLE, req->rec,
-				       req->rec_len);
+		remote_done(w);
 		return next_sample(w, now);
 	}
 	if (result == CAPTURE_PENDING) {
@@ -299,13 +317,15 @@ void stallcap_watch_abandon_capture(struct stallcap_watch *w)
 		/* the handler claimed it: it finishes in microseconds */
 		while (smp_load_acquire(&req->result) == CAPTURE_PENDING)
 			cpu_relax();
-		if (req->result == CAPTURE_DONE)
+		if (req->result == CAPTURE_DONE) {
+			remote_done(w);
 			return;
+		}
 	}
 	d->capture_ns = ktime_get_mono_fast_ns();
 	d->flags |= STALLCAP_SAMPLE_ABANDONED;
 	d->migrate_retries = req->retries;
-	stallcap_sample_finish(w, d, req->rec, stallcap_sample_end_len(d),
+	stallcap_sample_finish(w, d, NULL, req->rec, stallcap_sample_end_len(d),
 			       d->capture_ns);
 }
 
@@ -327,22 +347,27 @@ void stallcap_watch_end_stall(struct stallcap_watch *w, u64 now)
 		return;
 	now = max(now, ktime_get_mono_fast_ns());
 	if (!w->quiet) {
+		struct stallcap_stall_end end = {
+			.stall_id = w->stall_id,
+			.user_tag = w->user_tag,
+			.deadline_ns = w->deadline,
+			.end_ns = now,
+			.pid = w->task->tgid,
+			.tid = task_pid_nr(w->task),
+			.nr_samples = w->samples,
+		};
+		const size_t hdr = sizeof(end.hdr);
+
 		e = stallcap_ring_reserve(sess->ring, STALLCAP_REC_STALL_END,
 					  sizeof(*e));
 		if (e) {
-			e->stall_id = w->stall_id;
-			e->user_tag = w->user_tag;
-			e->deadline_ns = w->deadline;
-			e->end_ns = now;
-			e->pid = w->task->tgid;
-			e->tid = task_pid_nr(w->task);
-			e->nr_samples = w->samples;
-			e->__reserved = 0;
+			memcpy((void *)e + hdr, (void *)&end + hdr,
+			       sizeof(end) - hdr);
 			stallcap_count(&sess->stats, SC_STALL_ENDS, 1);
 			stallcap_ring_commit(sess->ring, e, sizeof(*e), sizeof(*e));
 			irq_work_queue(&sess->wake_work);
-			stallcap_global_mirror(sess, STALLCAP_REC_STALL_END, e,
-					       sizeof(*e));
+			stallcap_global_mirror(sess, STALLCAP_REC_STALL_END, &end,
+					       sizeof(end));
 		} else {
 			stallcap_count(&sess->stats, SC_LOST, 1);
 		}
