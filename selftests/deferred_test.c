@@ -1,0 +1,440 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Deferred user stacks: a thread stalled in a system call is sampled in the
+ * kernel, where its user stack cannot be read (it is asleep, read from
+ * another CPU) or, with STALLCAP_CFG_DEFER_USER, is not read in full; the
+ * samples carry a cookie and DEFER_PENDING, and when the thread returns to
+ * user space exactly one USER_STACK record with that cookie follows, taken
+ * in its own context: its frames reach main and its raw copy goes far
+ * deeper than the session's user_stack_bytes.
+ */
+#include "stallcap_test.h"
+
+#include "kselftest_harness.h"
+
+#include "stall_util.h"
+
+#define DEF_T		SC_MS(20)
+#define BLOCK_MS	200		/* ten deadlines in the system call */
+#define USTACK		4096		/* the capture-time copy: 4 KiB */
+#define DEPTH		64		/* frames of ... */
+#define FRAME_BYTES	1024		/* ... 1 KiB each: the stack is 64 KiB deep */
+#define MAGIC		0x64656570737461ULL
+#define TAG		0x6465666572726564ULL
+
+#ifndef GRND_INSECURE
+#define GRND_INSECURE	0x0004
+#endif
+
+int main(int argc, char **argv);	/* TEST_HARNESS_MAIN's, reached by the FP walk */
+
+static const char *const pipe_fns[] = { "pipe_read", NULL };
+static const char *const getrandom_fns[] = {
+	"__x64_sys_getrandom", "__do_sys_getrandom", "get_random_bytes_user", NULL,
+};
+
+/* What the deep thread does at the bottom of its recursion. */
+struct deep {
+	int sc_fd;			/* armed just before the system call */
+	int arm_ret, arm_errno;
+	uint64_t armed_at;
+	int fd;				/* blocking read of this pipe */
+	bool in_kernel;			/* or: getrandom() until *stop */
+	const volatile int *stop;
+	void *buf;
+	size_t buf_len;
+	long calls;
+};
+
+SC_NOINLINE long deep_bottom(struct deep *d)
+{
+	char c;
+
+	/* armed here, not before the 64 KiB of stack were built: on a loaded
+	 * host that alone can take longer than the deadline
+	 */
+	d->armed_at = sc_now_ns();
+	d->arm_ret = sc_arm(d->sc_fd, DEF_T, 0, TAG);
+	d->arm_errno = errno;
+	if (d->arm_ret)
+		return -1;
+	if (!d->in_kernel)
+		return raw_syscall6(SYS_read, d->fd, (long)&c, 1, 0, 0, 0);
+	while (!*d->stop) {
+		raw_syscall6(SYS_getrandom, (long)d->buf, (long)d->buf_len, GRND_INSECURE,
+			     0, 0, 0);
+		d->calls++;
+	}
+	return 1;
+}
+
+/*
+ * @depth + 1 frames of deep_recurse(), each with 1 KiB of locals marked
+ * with MAGIC + its depth (depth 0 is the innermost), then deep_bottom().
+ */
+SC_NOINLINE long deep_recurse(struct deep *d, int depth)
+{
+	volatile uint64_t pad[FRAME_BYTES / 8];
+	long ret;
+
+	for (unsigned int i = 0; i < FRAME_BYTES / 8; i++)
+		pad[i] = MAGIC + depth;
+	ret = depth ? deep_recurse(d, depth - 1) : deep_bottom(d);
+	for (unsigned int i = 0; i < FRAME_BYTES / 8; i++)
+		if (pad[i] != MAGIC + (uint64_t)depth)
+			abort();
+	return ret;
+}
+
+/* Depths whose marked locals are in @r's raw stack copy, as a bitmap. */
+static uint64_t depths_in_copy(const struct stallcap_sample *r)
+{
+	const unsigned char *p = sc_stack(r);
+	uint64_t seen = 0;
+
+	for (uint32_t off = 0; off + 16 <= r->stack_size; off += 8) {
+		uint64_t w[2];
+
+		memcpy(w, p + off, sizeof(w));
+		if (w[0] == w[1] && w[0] >= MAGIC && w[0] < MAGIC + DEPTH)
+			seen |= 1ULL << (w[0] - MAGIC);
+	}
+	return seen;
+}
+
+/* Wakes the reader once @samples samples are in and @min_ms have passed. */
+struct waker {
+	pthread_t thread;
+	int fd, cpu;
+	struct sc_session *s;
+	uint64_t samples;
+	uint64_t not_before;	/* CLOCK_MONOTONIC */
+	uint64_t wrote_at;
+	bool timed_out;
+};
+
+static void *waker_fn(void *arg)
+{
+	struct waker *w = arg;
+	uint64_t end = sc_now_ns() + SC_MS(SC_WAIT_MS);
+
+	if (w->cpu >= 0)
+		sc_pin_self(w->cpu);
+	while (SC_STAT(w->s->fd, samples) < w->samples) {
+		if (sc_now_ns() >= end) {
+			w->timed_out = true;
+			break;
+		}
+		sc_sleep_ms(2);
+	}
+	while (sc_now_ns() < w->not_before)
+		sc_sleep_ms(1);
+	w->wrote_at = sc_now_ns();
+	if (write(w->fd, "x", 1) != 1)
+		abort();
+	return NULL;
+}
+
+FIXTURE(deferred) {
+	struct sc_session s;
+	struct sc_records rs;
+	struct sc_ksyms ks;
+	bool have_ks;
+	int pipefd[2];
+	int other_cpu;
+};
+
+FIXTURE_VARIANT(deferred) {
+	uint32_t cfg_flags;
+	bool in_kernel;
+};
+
+/* Asleep in read(): the user stack is not readable at capture. */
+FIXTURE_VARIANT_ADD(deferred, blocked) {
+	.cfg_flags = 0,
+	.in_kernel = false,
+};
+
+FIXTURE_VARIANT_ADD(deferred, blocked_defer_user) {
+	.cfg_flags = STALLCAP_CFG_DEFER_USER,
+	.in_kernel = false,
+};
+
+/* Running in getrandom(): DEFER_USER completes the 4 KiB capture-time copy. */
+FIXTURE_VARIANT_ADD(deferred, running_in_kernel_defer_user) {
+	.cfg_flags = STALLCAP_CFG_DEFER_USER,
+	.in_kernel = true,
+};
+
+FIXTURE_SETUP(deferred)
+{
+	struct sc_opts o = { .flags = variant->cfg_flags, .user_stack_bytes = USTACK };
+
+	self->pipefd[0] = self->pipefd[1] = -1;
+	ASSERT_EQ(0, sc_session_setup(&self->s, &o));
+	if (!(self->s.info.features & STALLCAP_FEAT_DEFER_USER))
+		SKIP(return, "module without deferred user stacks");
+	ASSERT_EQ(USTACK, self->s.cfg.user_stack_bytes);
+	ASSERT_EQ(variant->cfg_flags, self->s.cfg.flags);
+	ASSERT_LE(self->s.info.min_deadline_ns, DEF_T);
+	ASSERT_EQ(0, pipe(self->pipefd));
+	self->have_ks = !sc_ksyms_load(&self->ks) &&
+			(self->s.info.features & STALLCAP_FEAT_KADDR);
+	ASSERT_EQ(0, sc_pin_self(0));
+	self->other_cpu = sc_nr_cpus_allowed() > 1 ? 1 : -1;
+}
+
+FIXTURE_TEARDOWN(deferred)
+{
+	if (_metadata->exit_code && self->rs.n)
+		sc_log_records(&self->ks, &self->rs);
+	if (self->pipefd[0] >= 0) {
+		close(self->pipefd[0]);
+		close(self->pipefd[1]);
+	}
+	sc_ksyms_free(&self->ks);
+	sc_records_free(&self->rs);
+	sc_session_close(&self->s);
+}
+
+/*
+ * A USER_STACK record of the deep thread: taken in its own context on the
+ * way back to user space, where the system call was made, with the whole
+ * frame chain and a raw copy far deeper than user_stack_bytes.
+ */
+static void check_user_stack(struct __test_metadata *_metadata, FIXTURE_DATA(deferred) *self,
+			     const struct stallcap_sample *u, const struct stallcap_sample *k)
+{
+	const __u64 *ip = sc_user_ips(u);
+	uint64_t depths;
+	int in_recurse = 0, at_main;
+	char comm[16];
+
+	sc_get_comm(comm);
+	EXPECT_EQ(STALLCAP_PATH_DEFERRED, u->path);
+	EXPECT_EQ(STALLCAP_STATE_RUNNING, u->state);
+	EXPECT_TRUE(u->flags & STALLCAP_SAMPLE_USER_MODE);
+	EXPECT_FALSE(u->flags & (STALLCAP_SAMPLE_DEFER_PENDING | STALLCAP_SAMPLE_USTACK_REMOTE |
+				 STALLCAP_SAMPLE_USTACK_FAULT | STALLCAP_SAMPLE_USTACK_TRUNC |
+				 STALLCAP_SAMPLE_NO_USER));
+	EXPECT_EQ(getpid(), (pid_t)u->pid);
+	EXPECT_EQ(sc_gettid(), (pid_t)u->tid);
+	EXPECT_EQ(0, strncmp(comm, u->comm, 16));
+	EXPECT_EQ(k->stall_id, u->stall_id);
+	EXPECT_EQ(k->user_tag, u->user_tag);
+	EXPECT_EQ(k->deadline_ns, u->deadline_ns);
+	EXPECT_EQ(k->timeout_ns, u->timeout_ns);
+	EXPECT_EQ(k->clock, u->clock);
+	EXPECT_EQ(0, u->nr_kernel_frames);
+	/* the same kernel entry: the same user registers */
+	EXPECT_EQ(k->regs.ip, u->regs.ip);
+	EXPECT_EQ(k->regs.sp, u->regs.sp);
+	EXPECT_EQ(k->regs.bp, u->regs.bp);
+	EXPECT_LE(k->capture_ns, u->capture_ns);
+
+	/*
+	 * frames: raw_syscall6 (or deep_bottom itself, for an interrupt that
+	 * came between two calls), deep_bottom, DEPTH x deep_recurse, ..., main
+	 */
+	ASSERT_LE(DEPTH + 3, u->nr_user_frames);
+	EXPECT_TRUE(sc_ip_in_fn(ip[0], raw_syscall6) || sc_ip_in_fn(ip[0], deep_bottom))
+		TH_LOG("frame 0 %#llx in %s", (unsigned long long)ip[0],
+		       sc_usym_name(ip[0]) ?: "?");
+	EXPECT_EQ(sc_ip_in_fn(ip[0], raw_syscall6) ? 1 : 0, sc_ustack_find(u, deep_bottom));
+	for (unsigned int i = 1; i < u->nr_user_frames; i++)
+		in_recurse += sc_ip_in_fn(ip[i] - 1, deep_recurse);
+	EXPECT_EQ(DEPTH, in_recurse);
+	at_main = sc_ustack_find(u, main);
+	EXPECT_LT(DEPTH + 1, at_main) TH_LOG("main not reached: %u frames", u->nr_user_frames);
+
+	/* the raw copy: from sp, far beyond the 4 KiB of the capture-time copy */
+	EXPECT_EQ(u->regs.sp, u->stack_start);
+	EXPECT_LT(USTACK, u->stack_size);
+	EXPECT_GE(STALLCAP_MAX_USER_STACK, u->stack_size);
+	depths = depths_in_copy(u);
+	EXPECT_TRUE(depths & 1) TH_LOG("innermost frame's locals not in the copy");
+	EXPECT_LE(32, __builtin_popcountll(depths))
+		TH_LOG("locals of only %d frames in %u bytes", __builtin_popcountll(depths),
+		       u->stack_size);
+	TH_LOG("deferred record: %u user frames (main at %d), %u bytes of stack holding "
+	       "%d of the %d frames", u->nr_user_frames, at_main, u->stack_size,
+	       __builtin_popcountll(depths), DEPTH);
+}
+
+/*
+ * Blocked 200 ms in read() of a pipe (10 deadlines) at the bottom of a
+ * 64 KiB deep stack: every sample of the stall is a kernel sample read
+ * remotely, asleep in pipe_read, all with DEFER_PENDING and one cookie;
+ * when read() returns, exactly one USER_STACK record with that cookie.
+ */
+static void run_blocked(struct __test_metadata *_metadata, FIXTURE_DATA(deferred) *self)
+{
+	struct waker wk = { .fd = self->pipefd[1], .cpu = self->other_cpu, .s = &self->s,
+			    .samples = 3 };
+	struct deep d = { .sc_fd = self->s.fd, .fd = self->pipefd[0] };
+	const struct stallcap_sample *smp[SC_MAX_SAMPLES], *k, *u = NULL;
+	const struct stallcap_stall_end *end;
+	struct stallcap_stats st;
+	bool ordered;
+	long ret;
+	size_t n;
+
+	/* the waker writes 200 ms after it started and after 3 samples */
+	wk.not_before = sc_now_ns() + SC_MS(BLOCK_MS);
+	ASSERT_EQ(0, pthread_create(&wk.thread, NULL, waker_fn, &wk));
+	ret = deep_recurse(&d, DEPTH - 1);
+	if (d.arm_ret)
+		ASSERT_EQ(1, write(self->pipefd[1], "x", 1));	/* release the waker */
+	pthread_join(wk.thread, NULL);
+	ASSERT_EQ(0, d.arm_ret) TH_LOG("ARM: %s", strerror(d.arm_errno));
+	ASSERT_EQ(1, ret);
+	ASSERT_EQ(0, sc_disarm(self->s.fd));
+	ASSERT_FALSE(wk.timed_out) TH_LOG("fewer than %llu samples in %d ms",
+					  (unsigned long long)wk.samples, SC_WAIT_MS);
+	ASSERT_EQ(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_STALL_END, 1,
+				     SC_WAIT_MS));
+	ASSERT_LE(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_USER_STACK, 1,
+				     SC_WAIT_MS));
+	sc_ring_collect(&self->s, &self->rs, 0, 0, SC_QUIET_MS);	/* nothing more */
+
+	k = sc_first_sample_of(&self->rs, sc_gettid());
+	ASSERT_NE(NULL, k);
+	n = sc4_samples_of(&self->rs, k->stall_id, smp, SC_MAX_SAMPLES, &ordered);
+	EXPECT_TRUE(ordered);
+	EXPECT_LE(3, n);
+	ASSERT_GE(SC_MAX_SAMPLES, n);
+	for (size_t i = 0; i < n; i++) {
+		const struct stallcap_sample *x = smp[i];
+
+		EXPECT_EQ(STALLCAP_STATE_SLEEPING, x->state);
+		EXPECT_EQ(STALLCAP_PATH_BLOCKED, x->path);
+		EXPECT_FALSE(x->flags & (STALLCAP_SAMPLE_USER_MODE | STALLCAP_SAMPLE_NO_USER));
+		EXPECT_TRUE(x->flags & STALLCAP_SAMPLE_DEFER_PENDING)
+			TH_LOG("sample %zu without DEFER_PENDING", i);
+		EXPECT_NE(0, x->cookie);
+		EXPECT_EQ(k->cookie, x->cookie) TH_LOG("sample %zu: another cookie", i);
+		EXPECT_TRUE(sc_ip_in_fn(x->regs.ip, raw_syscall6));
+		EXPECT_GE(USTACK, x->stack_size);
+		if (self->have_ks) {
+			EXPECT_TRUE(sc_kstack_has(&self->ks, x, pipe_fns));
+		}
+		EXPECT_LE(x->capture_ns, wk.wrote_at);
+	}
+
+	/* exactly one deferred record, with the samples' cookie */
+	EXPECT_EQ(1, sc_records_count(&self->rs, STALLCAP_REC_USER_STACK));
+	EXPECT_EQ(1, sc4_user_stacks_of(&self->rs, k->cookie, &u));
+	ASSERT_NE(NULL, u);
+	EXPECT_LE(wk.wrote_at, u->capture_ns);
+	check_user_stack(_metadata, self, u, k);
+
+	end = sc_stall_end_of(&self->rs, k->stall_id);
+	ASSERT_NE(NULL, end);
+	EXPECT_EQ(n, end->nr_samples);
+
+	ASSERT_EQ(0, sc_get_stats(self->s.fd, &st, 0));
+	EXPECT_EQ(1, st.deferred);
+	sc4_check_counters(&self->s, &self->rs);
+}
+
+/*
+ * Running in getrandom() calls made at the bottom of the deep stack, with
+ * DEFER_USER: every kernel-mode sample carries DEFER_PENDING and the cookie
+ * of its kernel entry; each cookie gets exactly one USER_STACK record,
+ * written when that getrandom() returns, reaching main.
+ */
+static void run_in_kernel(struct __test_metadata *_metadata, FIXTURE_DATA(deferred) *self)
+{
+	struct sc_stopper stop = { .cpu = self->other_cpu, .delay_ms = BLOCK_MS };
+	struct deep d = { .sc_fd = self->s.fd, .in_kernel = true, .buf_len = 1 << 20 };
+	const struct stallcap_sample *k = NULL;
+	uint64_t cookies[SC_MAX_SAMPLES];
+	size_t nr_cookies = 0, nr_kernel = 0, nr_named = 0;
+	struct stallcap_stats st;
+	long ret;
+
+	d.buf = malloc(d.buf_len);
+	ASSERT_NE(NULL, d.buf);
+	memset(d.buf, 0, d.buf_len);
+	ASSERT_EQ(0, sc_stopper_start(&stop, self->s.fd, 3, SC_WAIT_MS));
+	d.stop = &stop.stop;
+	ret = deep_recurse(&d, DEPTH - 1);
+	if (d.arm_ret)
+		stop.stop = 1;
+	sc_stopper_join(&stop);
+	free(d.buf);
+	ASSERT_EQ(0, d.arm_ret) TH_LOG("ARM: %s", strerror(d.arm_errno));
+	ASSERT_EQ(1, ret);
+	ASSERT_EQ(0, sc_disarm(self->s.fd));
+	ASSERT_FALSE(stop.timed_out) TH_LOG("fewer than 3 samples in %d ms", SC_WAIT_MS);
+	ASSERT_EQ(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_STALL_END, 1,
+				     SC_WAIT_MS));
+	sc_ring_collect(&self->s, &self->rs, 0, 0, SC_QUIET_MS);
+	TH_LOG("%ld getrandom() calls", d.calls);
+
+	for (size_t i = 0; i < self->rs.n; i++) {
+		const struct stallcap_sample *x = (const void *)self->rs.rec[i];
+		const struct stallcap_sample *u = NULL;
+		bool seen = false;
+
+		if (x->hdr.type != STALLCAP_REC_SAMPLE)
+			continue;
+		if (x->flags & STALLCAP_SAMPLE_USER_MODE) {
+			/* between two calls: complete already, nothing deferred */
+			EXPECT_FALSE(x->flags & STALLCAP_SAMPLE_DEFER_PENDING);
+			EXPECT_EQ(0, x->cookie);
+			continue;
+		}
+		nr_kernel++;
+		EXPECT_TRUE(x->flags & STALLCAP_SAMPLE_DEFER_PENDING)
+			TH_LOG("kernel-mode sample %u without DEFER_PENDING", x->sample_index);
+		EXPECT_NE(0, x->cookie);
+		/* in getrandom(), or in an interrupt that came between two calls */
+		EXPECT_TRUE(sc_ip_in_fn(x->regs.ip, raw_syscall6) ||
+			    sc_ip_in_fn(x->regs.ip, deep_bottom));
+		if (x->path != STALLCAP_PATH_BLOCKED) {
+			/* read at capture, as configured: 4 KiB only */
+			EXPECT_EQ(STALLCAP_STATE_RUNNING, x->state);
+			EXPECT_GE(USTACK, x->stack_size);
+		}
+		if (self->have_ks)
+			nr_named += sc_kstack_has(&self->ks, x, getrandom_fns);
+		EXPECT_EQ(1, sc4_user_stacks_of(&self->rs, x->cookie, &u))
+			TH_LOG("cookie %llu", (unsigned long long)x->cookie);
+		if (u && !k) {
+			check_user_stack(_metadata, self, u, x);
+			k = x;
+		} else if (u) {
+			/* the record of this sample's kernel entry: its registers */
+			EXPECT_EQ(x->regs.ip, u->regs.ip);
+			EXPECT_EQ(x->regs.sp, u->regs.sp);
+			EXPECT_EQ(x->regs.bp, u->regs.bp);
+			EXPECT_LE(x->capture_ns, u->capture_ns);
+			EXPECT_EQ(x->stall_id, u->stall_id);
+		}
+		for (size_t c = 0; c < nr_cookies; c++)
+			seen |= cookies[c] == x->cookie;
+		if (!seen && nr_cookies < SC_MAX_SAMPLES)
+			cookies[nr_cookies++] = x->cookie;
+	}
+	ASSERT_LE(1, nr_kernel) TH_LOG("no sample in the kernel");
+	if (self->have_ks) {
+		EXPECT_LE(1, nr_named) TH_LOG("no kernel sample in getrandom");
+	}
+	/* every deferred record answers a sample; one per kernel entry */
+	EXPECT_EQ(nr_cookies, sc_records_count(&self->rs, STALLCAP_REC_USER_STACK));
+	ASSERT_EQ(0, sc_get_stats(self->s.fd, &st, 0));
+	EXPECT_EQ(nr_cookies, st.deferred);
+	TH_LOG("%zu kernel-mode samples, %zu kernel entries", nr_kernel, nr_cookies);
+	sc4_check_counters(&self->s, &self->rs);
+}
+
+TEST_F(deferred, stalled_in_syscall_gets_one_user_stack_per_kernel_entry)
+{
+	if (variant->in_kernel)
+		run_in_kernel(_metadata, self);
+	else
+		run_blocked(_metadata, self);
+}
+
+TEST_HARNESS_MAIN

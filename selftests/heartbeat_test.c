@@ -1,0 +1,548 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Heartbeat watches: a thread that marks progress with a plain store in its
+ * beat slot is never reported while it beats, nor while it says it is idle;
+ * when it stops beating (busy, or asleep without saying idle) it is captured
+ * within two thresholds of its last beat, where it stopped, and a stall-end
+ * record follows as soon as it beats again.
+ *
+ * Host noise (see stall_util.h): the thread measures the gaps between its
+ * own progress marks, the records give the module's timer times; an attempt
+ * whose only failure they explain is run again.  A stall reported although
+ * the thread never went a threshold without progress, or a late detection
+ * with on-time timers, fails at once.
+ */
+#include "stallcap_test.h"
+
+#include "kselftest_harness.h"
+
+#include "stall_util.h"
+
+/*
+ * Threshold: detection must come within 2T of the last beat and normally
+ * comes by 1.25T: T = 100 ms leaves 75 ms for timer slack on a loaded TCG
+ * host (50 ms left too little: timers 40-80 ms late were seen).
+ */
+#define HB_T		SC_MS(100)
+#define HB_CHECK	(HB_T / 4)		/* the module's check period */
+#define HB_PERIOD	(100 * 1000ULL)		/* a beat every 100 us */
+#define TAG		0x6865617274626561ULL
+
+int main(int argc, char **argv);	/* TEST_HARNESS_MAIN's, reached by the FP walk */
+
+static const char *const sleep_fns[] = {
+	"do_nanosleep", "hrtimer_nanosleep", "__x64_sys_nanosleep",
+	"__x64_sys_clock_nanosleep", "common_nsleep", NULL,
+};
+
+/*
+ * Where the test thread gets stuck: spins without beating until *@stop.
+ * A leaf that takes its frame address, so that it has a frame of its own
+ * and the FP walk goes on through its caller.
+ */
+SC_NOINLINE void hb_stuck_here(const volatile int *stop)
+{
+	sc_spin_frame = __builtin_frame_address(0);
+	while (!*stop)
+		sc_spin_count++;
+}
+
+FIXTURE(hb) {
+	struct sc_session s;
+	struct sc_records rs;
+	struct stallcap_beat_slot *slots;
+	size_t slots_len;
+	struct sc_ksyms ks;
+	bool have_ks;
+	int cpu, other_cpu;
+};
+
+static void hb_close(FIXTURE_DATA(hb) *self)
+{
+	if (self->slots)
+		munmap(self->slots, self->slots_len);
+	self->slots = NULL;
+	sc_records_free(&self->rs);
+	sc_session_close(&self->s);
+}
+
+static int hb_open(FIXTURE_DATA(hb) *self)
+{
+	int ret = sc_session_setup(&self->s, NULL);
+
+	if (ret)
+		return ret;
+	self->slots = sc4_map_beats(&self->s, &self->slots_len);
+	return self->slots ? 0 : -errno;
+}
+
+FIXTURE_SETUP(hb)
+{
+	ASSERT_EQ(0, hb_open(self)) TH_LOG("session and beat slots: %s", strerror(errno));
+	if (!(self->s.info.features & STALLCAP_FEAT_HEARTBEAT))
+		SKIP(return, "module without heartbeat watches");
+	ASSERT_LE(self->s.info.min_deadline_ns, HB_CHECK);
+	self->have_ks = !sc_ksyms_load(&self->ks) &&
+			(self->s.info.features & STALLCAP_FEAT_KADDR);
+	/* the watched thread on one CPU, the stopper and collector on another */
+	self->cpu = 0;
+	self->other_cpu = sc_nr_cpus_allowed() > 1 ? 1 : -1;
+	ASSERT_EQ(0, sc_pin_self(self->cpu));
+}
+
+FIXTURE_TEARDOWN(hb)
+{
+	if (_metadata->exit_code && self->rs.n)
+		sc_log_records(&self->ks, &self->rs);
+	sc_ksyms_free(&self->ks);
+	hb_close(self);
+}
+
+/* Run @fn until it is not disturbed by the host, in a fresh session each time. */
+#define HB_RUN(fn) SC4_RETRY(fn(_metadata, self), {				\
+	hb_close(self);								\
+	ASSERT_EQ(0, hb_open(self));						\
+})
+
+/* Arm a heartbeat watch for the calling thread; returns its slot. */
+static struct stallcap_beat_slot *hb_arm(struct __test_metadata *_metadata,
+					 FIXTURE_DATA(hb) *self, uint64_t *armed)
+{
+	struct stallcap_beat_slot *b;
+	int slot;
+
+	*armed = sc_now_ns();
+	slot = sc_arm(self->s.fd, HB_T, STALLCAP_ARM_HEARTBEAT, TAG);
+	if (slot < 0) {
+		TH_LOG("ARM HEARTBEAT: %s", strerror(errno));
+		return NULL;
+	}
+	if (slot >= (int)self->s.cfg.beat_slots) {
+		TH_LOG("slot %d beyond beat_slots %u", slot, self->s.cfg.beat_slots);
+		return NULL;
+	}
+	b = &self->slots[slot];
+	EXPECT_EQ(1, __atomic_load_n(&b->armed, __ATOMIC_RELAXED));
+	EXPECT_EQ(sc_gettid(), (pid_t)__atomic_load_n(&b->tid, __ATOMIC_RELAXED));
+	EXPECT_EQ(0, b->idle);
+	EXPECT_EQ(0, b->beats);
+	return b;
+}
+
+/*
+ * No stall so far, unless the thread itself went @max_gap >= T without
+ * progress (the host stopped its CPU): then the attempt is disturbed.
+ */
+static enum sc4_result hb_quiet(struct __test_metadata *_metadata, FIXTURE_DATA(hb) *self,
+			       uint64_t max_gap, const char *what)
+{
+	struct stallcap_stats st;
+
+	if (sc_ring_drain(&self->s, &self->rs) < 0) {
+		EXPECT_EQ(0, self->rs.err[0]) TH_LOG("%s", self->rs.err);
+		return SC4_OK;
+	}
+	EXPECT_EQ(0, sc_get_stats(self->s.fd, &st, 0));
+	EXPECT_EQ(1, st.armed);
+	if (!st.stalls && !self->rs.n)
+		return SC4_OK;
+	if (max_gap >= HB_T) {
+		TH_LOG("%s: a stall, but the thread itself went %.1f ms without progress",
+		       what, max_gap / 1e6);
+		return SC4_NOISY;
+	}
+	EXPECT_EQ(0, st.stalls) TH_LOG("%s: a stall although the thread never went more "
+				       "than %.1f ms without progress", what, max_gap / 1e6);
+	EXPECT_EQ(0, self->rs.n);
+	return SC4_OK;
+}
+
+/*
+ * Beat every 100 us for @dur_ns, then check that no stall came.  When the
+ * host stopped the thread for a threshold or more in the last stretch,
+ * beat on a few check periods first, so that the stall the module then
+ * rightly reports comes now (the attempt is disturbed), not later.
+ */
+static enum sc4_result hb_beat_phase(struct __test_metadata *_metadata,
+				     FIXTURE_DATA(hb) *self, struct stallcap_beat_slot *b,
+				     uint64_t dur_ns, uint64_t *last, uint64_t *nr_beats,
+				     const char *what)
+{
+	uint64_t gap, max_gap;
+
+	max_gap = gap = sc4_beat_for(b, dur_ns, HB_PERIOD, last, nr_beats);
+	for (int i = 0; i < 5 && gap >= HB_T; i++) {
+		gap = sc4_beat_for(b, 3 * HB_CHECK, HB_PERIOD, last, nr_beats);
+		if (gap > max_gap)
+			max_gap = gap;
+	}
+	if (max_gap >= HB_T)
+		TH_LOG("%s: the thread itself went %.1f ms without progress", what,
+		       max_gap / 1e6);
+	if (gap >= HB_T)
+		return SC4_NOISY;
+	return hb_quiet(_metadata, self, max_gap, what);
+}
+
+/* Has the thread gone a threshold without progress since @last? */
+static bool hb_gap_since(uint64_t last)
+{
+	uint64_t gap = sc_now_ns() - last;
+
+	if (gap < HB_T)
+		return false;
+	fprintf(stderr, "# the thread itself went %.1f ms without progress\n", gap / 1e6);
+	return true;
+}
+
+/*
+ * Detection of a stall whose last progress was at @last: a full threshold
+ * without progress (never earlier), and within two thresholds.  Late beyond
+ * two thresholds is the host's doing when the module's own timers show it:
+ * the check that saw the last progress, or the one that detected the stall,
+ * came more than a check period late.
+ */
+static enum sc4_result hb_detection(struct __test_metadata *_metadata,
+				   const struct stallcap_sample *r, uint64_t last)
+{
+	TH_LOG("detected %.1f ms after the last progress (deadline %+.1f ms, threshold %llu ms)",
+	       (double)(int64_t)(r->capture_ns - last) / 1e6,
+	       (double)(int64_t)(r->deadline_ns - last) / 1e6, HB_T / SC_NSEC_PER_MSEC);
+	EXPECT_LE(last + HB_T, r->deadline_ns)
+		TH_LOG("deadline %.1f ms after the last progress, threshold %llu ms",
+		       (double)(int64_t)(r->deadline_ns - last) / 1e6, HB_T / SC_NSEC_PER_MSEC);
+	EXPECT_LE(r->deadline_ns, r->capture_ns);
+	EXPECT_LE(last + HB_T, r->capture_ns);
+	if (r->capture_ns < last + 2 * HB_T)
+		return SC4_OK;
+	if (r->capture_ns - r->deadline_ns > HB_CHECK ||
+	    r->deadline_ns > last + HB_T + HB_CHECK) {
+		TH_LOG("detected %.1f ms after the last progress: timers late by the host",
+		       (r->capture_ns - last) / 1e6);
+		return SC4_NOISY;
+	}
+	EXPECT_GT(last + 2 * HB_T, r->capture_ns)
+		TH_LOG("detected %.1f ms after the last progress with timers on time",
+		       (r->capture_ns - last) / 1e6);
+	return SC4_OK;
+}
+
+/*
+ * The one stall of this session: its samples are 0..n-1 of one stall id and
+ * it ended with a stall-end record counting them.  Returns its first sample.
+ */
+static const struct stallcap_sample *hb_one_stall(struct __test_metadata *_metadata,
+						  FIXTURE_DATA(hb) *self,
+						  const struct stallcap_stall_end **endp)
+{
+	const struct stallcap_sample *first = sc_first_sample_of(&self->rs, sc_gettid());
+	const struct stallcap_sample *smp[SC_MAX_SAMPLES];
+	const struct stallcap_stall_end *end;
+	bool ordered;
+	size_t n;
+
+	*endp = NULL;
+	if (!first)
+		return NULL;
+	n = sc4_samples_of(&self->rs, first->stall_id, smp, SC_MAX_SAMPLES, &ordered);
+	EXPECT_EQ(n, sc_records_count(&self->rs, STALLCAP_REC_SAMPLE)) TH_LOG("several stalls");
+	EXPECT_TRUE(ordered) TH_LOG("sample indexes not 0..%zu in ring order", n - 1);
+	for (size_t i = 1; i < n && i < SC_MAX_SAMPLES; i++) {
+		EXPECT_EQ(first->deadline_ns, smp[i]->deadline_ns);
+		EXPECT_LE(smp[i - 1]->capture_ns, smp[i]->capture_ns);
+		EXPECT_EQ(STALLCAP_CLOCK_HEARTBEAT, smp[i]->clock);
+	}
+	end = sc_stall_end_of(&self->rs, first->stall_id);
+	EXPECT_EQ(1, sc_records_count(&self->rs, STALLCAP_REC_STALL_END));
+	if (end) {
+		EXPECT_EQ(first->tid, end->tid);
+		EXPECT_EQ(first->pid, end->pid);
+		EXPECT_EQ(TAG, end->user_tag);
+		EXPECT_EQ(first->deadline_ns, end->deadline_ns);
+		EXPECT_EQ(n, end->nr_samples);
+		EXPECT_LE(smp[n - 1]->capture_ns, end->end_ns);
+	}
+	*endp = end;
+	return first;
+}
+
+/* Common fields of a heartbeat stall's first sample. */
+static void hb_check_first(struct __test_metadata *_metadata, const struct stallcap_sample *r)
+{
+	char comm[16];
+
+	sc_get_comm(comm);
+	EXPECT_EQ(getpid(), (pid_t)r->pid);
+	EXPECT_EQ(sc_gettid(), (pid_t)r->tid);
+	EXPECT_EQ(0, strncmp(comm, r->comm, 16));
+	EXPECT_EQ(TAG, r->user_tag);
+	EXPECT_EQ(HB_T, r->timeout_ns);
+	EXPECT_EQ(STALLCAP_CLOCK_HEARTBEAT, r->clock);
+	EXPECT_EQ(0, r->sample_index);
+	EXPECT_EQ(0, r->suppressed);
+}
+
+/*
+ * The user frames of a sample: its own, or, when they were deferred (the
+ * thread was preempted: read remotely), those of its USER_STACK record.
+ */
+static const struct stallcap_sample *hb_user_frames(const struct sc_records *rs,
+						    const struct stallcap_sample *r)
+{
+	const struct stallcap_sample *u = NULL;
+
+	if (!(r->flags & STALLCAP_SAMPLE_DEFER_PENDING))
+		return r;
+	sc4_user_stacks_of(rs, r->cookie, &u);
+	return u;
+}
+
+/*
+ * The stall ended when the thread beat again at @resume: seen by the next
+ * check, a period later plus slack; later only when the host held the
+ * check timer (no check at all ran: no other sample came either).
+ */
+static enum sc4_result hb_check_end(struct __test_metadata *_metadata,
+				    const struct stallcap_sample *r,
+				    const struct stallcap_stall_end *end, uint64_t resume)
+{
+	ASSERT_NE(NULL, end);
+	EXPECT_LE(resume, end->end_ns);
+	EXPECT_LE(r->deadline_ns, end->end_ns);
+	if (end->end_ns < resume + HB_CHECK + SC_MAX_LATENESS_NS)
+		return SC4_OK;
+	TH_LOG("stall end seen %.1f ms after the beat: check timer held by the host",
+	       (end->end_ns - resume) / 1e6);
+	return SC4_NOISY;
+}
+
+/*
+ * Beating every 100 us for 2 s: never a stall.  Then stuck in a known
+ * function without beating: captured there (frame 0 in it, the walk up to
+ * main), between one and two thresholds after the last beat; beating again
+ * ends the stall.
+ */
+static enum sc4_result stuck_loop(struct __test_metadata *_metadata, FIXTURE_DATA(hb) *self)
+{
+	struct sc_stopper st = { .cpu = self->other_cpu };
+	const struct stallcap_stall_end *end = NULL;
+	const struct stallcap_sample *r, *u;
+	struct stallcap_beat_slot *b;
+	uint64_t nr_beats = 0, last, resume;
+
+	b = hb_arm(_metadata, self, &last);
+	ASSERT_NE(NULL, b);
+	if (hb_beat_phase(_metadata, self, b, 2 * SC_NSEC_PER_SEC, &last, &nr_beats,
+			  "beating every 100 us") != SC4_OK)
+		return SC4_NOISY;
+	EXPECT_EQ(nr_beats, b->beats);
+	TH_LOG("%llu beats in 2 s and no stall", (unsigned long long)nr_beats);
+
+	/* the last beat, then stuck until the stopper sees one sample */
+	ASSERT_EQ(0, sc_stopper_start(&st, self->s.fd, 1, SC_WAIT_MS));
+	if (hb_gap_since(last)) {
+		st.stop = 1;
+		sc_stopper_join(&st);
+		return SC4_NOISY;
+	}
+	last = sc_now_ns();
+	sc4_beat(b);
+	hb_stuck_here(&st.stop);
+	resume = sc_now_ns();
+	sc4_beat(b);
+	sc4_set_idle(b, 1);		/* waiting for the records, by design */
+	sc_stopper_join(&st);
+	ASSERT_FALSE(st.timed_out) TH_LOG("no capture within %d ms", SC_WAIT_MS);
+	ASSERT_EQ(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_STALL_END, 1,
+				     SC_WAIT_MS));
+	sc4_set_idle(b, 0);
+	ASSERT_EQ(0, sc_release(self->s.fd));
+	sc_ring_collect(&self->s, &self->rs, 0, 0, SC_QUIET_MS);
+
+	r = hb_one_stall(_metadata, self, &end);
+	ASSERT_NE(NULL, r) TH_LOG("no first sample of this thread");
+	hb_check_first(_metadata, r);
+	if (hb_detection(_metadata, r, last) != SC4_OK)
+		return SC4_NOISY;
+	/* on its CPU, or preempted there: the user registers are the same */
+	EXPECT_TRUE(r->state == STALLCAP_STATE_RUNNING || r->state == STALLCAP_STATE_RUNNABLE)
+		TH_LOG("state %u", r->state);
+
+	/* where: in hb_stuck_here, called from this test, from main */
+	EXPECT_TRUE(sc_ip_in_fn(r->regs.ip, hb_stuck_here))
+		TH_LOG("regs.ip %#llx is in %s", (unsigned long long)r->regs.ip,
+		       sc_usym_name(r->regs.ip) ?: "?");
+	u = hb_user_frames(&self->rs, r);
+	ASSERT_NE(NULL, u) TH_LOG("user frames deferred, but no USER_STACK record");
+	EXPECT_EQ(0, sc_ustack_find(u, hb_stuck_here));
+	EXPECT_LT(1, sc_ustack_find(u, main)) TH_LOG("main not reached by the FP walk");
+
+	sc4_check_counters(&self->s, &self->rs);
+	return hb_check_end(_metadata, r, end, resume);
+}
+
+TEST_F(hb, beats_keep_it_quiet_and_a_stuck_loop_is_caught_in_its_function)
+{
+	HB_RUN(stuck_loop);
+}
+
+/*
+ * Marking idle is progress: a thread that says it is idle and sleeps 1 s
+ * (10 thresholds) is not reported.
+ */
+static enum sc4_result idle_sleep(struct __test_metadata *_metadata, FIXTURE_DATA(hb) *self)
+{
+	struct stallcap_beat_slot *b;
+	uint64_t last;
+
+	b = hb_arm(_metadata, self, &last);
+	ASSERT_NE(NULL, b);
+	if (hb_beat_phase(_metadata, self, b, 4 * HB_T, &last, NULL, "beating") != SC4_OK)
+		return SC4_NOISY;
+	sc4_set_idle(b, 1);
+	if (hb_gap_since(last))
+		return SC4_NOISY;
+	sc_sleep_ms(1000);
+	last = sc_now_ns();
+	sc4_set_idle(b, 0);
+	sc4_beat(b);
+	if (hb_beat_phase(_metadata, self, b, 4 * HB_T, &last, NULL, "idle for 1 s") != SC4_OK)
+		return SC4_NOISY;
+	EXPECT_EQ(0, sc_release(self->s.fd));
+	sc_ring_collect(&self->s, &self->rs, 0, 0, SC_QUIET_MS);
+	EXPECT_EQ(0, self->rs.n);
+	sc4_check_counters(&self->s, &self->rs);
+	return SC4_OK;
+}
+
+TEST_F(hb, idle_sleeper_is_not_reported)
+{
+	HB_RUN(idle_sleep);
+}
+
+/*
+ * The same sleep without marking idle is a stall: captured asleep (state
+ * SLEEPING, read remotely, in nanosleep) while it sleeps, then ended by the
+ * next beat.
+ */
+static enum sc4_result busy_sleep(struct __test_metadata *_metadata, FIXTURE_DATA(hb) *self)
+{
+	const struct stallcap_stall_end *end = NULL;
+	const struct stallcap_sample *r;
+	struct stallcap_beat_slot *b;
+	uint64_t last, resume;
+
+	b = hb_arm(_metadata, self, &last);
+	ASSERT_NE(NULL, b);
+	if (hb_beat_phase(_metadata, self, b, 4 * HB_T, &last, NULL, "beating") != SC4_OK)
+		return SC4_NOISY;
+	if (hb_gap_since(last))
+		return SC4_NOISY;
+	last = sc_now_ns();
+	sc4_beat(b);
+	sc_sleep_ms(1000);
+	resume = sc_now_ns();
+	sc4_beat(b);
+	sc4_set_idle(b, 1);
+	ASSERT_EQ(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_STALL_END, 1,
+				     SC_WAIT_MS));
+	sc4_set_idle(b, 0);
+	ASSERT_EQ(0, sc_release(self->s.fd));
+	/* a sample read remotely asks for the user stack on return: let it come */
+	sc_ring_collect(&self->s, &self->rs, 0, 0, SC_QUIET_MS);
+
+	r = hb_one_stall(_metadata, self, &end);
+	ASSERT_NE(NULL, r) TH_LOG("no first sample of this thread");
+	hb_check_first(_metadata, r);
+	/* the issue asks 2T of a stuck loop only; asleep, it must come in the sleep */
+	EXPECT_LE(last + HB_T, r->deadline_ns);
+	EXPECT_LE(last + HB_T, r->capture_ns);
+	EXPECT_GT(resume, r->capture_ns) TH_LOG("not detected during the 1 s sleep");
+	TH_LOG("detected %.1f ms after the last beat", (r->capture_ns - last) / 1e6);
+	EXPECT_EQ(STALLCAP_STATE_SLEEPING, r->state);
+	EXPECT_EQ(STALLCAP_PATH_BLOCKED, r->path);
+	EXPECT_FALSE(r->flags & STALLCAP_SAMPLE_USER_MODE);
+	EXPECT_LE(3, r->nr_kernel_frames);
+	if (self->have_ks) {
+		EXPECT_TRUE(sc_kstack_has(&self->ks, r, sleep_fns))
+			TH_LOG("no kernel frame in nanosleep");
+	}
+	/* 1 s at T, 2T, 4T, 8T after the deadline: several samples */
+	EXPECT_LE(2, end ? end->nr_samples : 0);
+	sc4_check_counters(&self->s, &self->rs);
+	return hb_check_end(_metadata, r, end, resume);
+}
+
+TEST_F(hb, sleeper_not_marked_idle_is_reported_sleeping)
+{
+	HB_RUN(busy_sleep);
+}
+
+/*
+ * Going busy again after an idle period starts the threshold: a thread that
+ * was idle for 1 s, then goes busy and gets stuck without a beat, is
+ * reported once idle has been 0 for the threshold (uapi: "A stall is
+ * reported once beats has not moved and idle has been 0 for the
+ * threshold"), and within two thresholds.
+ */
+static enum sc4_result busy_after_idle(struct __test_metadata *_metadata,
+				      FIXTURE_DATA(hb) *self)
+{
+	struct sc_stopper st = { .cpu = self->other_cpu };
+	const struct stallcap_stall_end *end = NULL;
+	const struct stallcap_sample *r;
+	struct stallcap_beat_slot *b;
+	uint64_t last, busy = 0;
+
+	b = hb_arm(_metadata, self, &last);
+	ASSERT_NE(NULL, b);
+	if (hb_beat_phase(_metadata, self, b, 4 * HB_T, &last, NULL, "beating") != SC4_OK)
+		return SC4_NOISY;
+	sc4_set_idle(b, 1);
+	if (hb_gap_since(last))
+		return SC4_NOISY;
+	/* the stopper first: its start must not delay the busy store */
+	ASSERT_EQ(0, sc_stopper_start(&st, self->s.fd, 1, SC_WAIT_MS));
+	sc_sleep_ms(1000);
+	/*
+	 * The moment idle goes 0, read closely around the store: if the
+	 * thread lost its CPU in between (the clock is a system call under
+	 * TCG), it goes idle again and retries.
+	 */
+	for (int i = 0; i < 100; i++) {
+		uint64_t lo = sc_now_ns(), hi;
+
+		sc4_set_idle(b, 0);
+		hi = sc_now_ns();
+		busy = lo;
+		if (hi - lo < SC_MS(1))
+			break;
+		sc4_set_idle(b, 1);
+	}
+	hb_stuck_here(&st.stop);
+	sc4_beat(b);
+	sc4_set_idle(b, 1);
+	sc_stopper_join(&st);
+	ASSERT_FALSE(st.timed_out) TH_LOG("no capture within %d ms", SC_WAIT_MS);
+	ASSERT_EQ(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_STALL_END, 1,
+				     SC_WAIT_MS));
+	sc4_set_idle(b, 0);
+	ASSERT_EQ(0, sc_release(self->s.fd));
+	sc_ring_collect(&self->s, &self->rs, 0, 0, SC_QUIET_MS);
+
+	r = hb_one_stall(_metadata, self, &end);
+	ASSERT_NE(NULL, r) TH_LOG("no first sample of this thread");
+	hb_check_first(_metadata, r);
+	if (hb_detection(_metadata, r, busy) != SC4_OK)
+		return SC4_NOISY;
+	EXPECT_TRUE(sc_ip_in_fn(r->regs.ip, hb_stuck_here));
+	sc4_check_counters(&self->s, &self->rs);
+	return SC4_OK;
+}
+
+TEST_F(hb, busy_after_idle_is_reported_a_threshold_later)
+{
+	HB_RUN(busy_after_idle);
+}
+
+TEST_HARNESS_MAIN
