@@ -19,7 +19,8 @@
 # (scripts/debug-kernel.sh: lockdep, KASAN, kmemleak; built once, ~15 min).
 #
 # Environment: TEST_TIMEOUT (s per test, default 300, doubled on debug),
-# GUEST_TIMEOUT (s per boot), SMP (vCPUs, default 2), MEM (default 1G, 2G on
+# GUEST_TIMEOUT (s per boot), GUEST_SILENCE (s without guest output before
+# the guest counts as hung, default TEST_TIMEOUT + 120), SMP (vCPUs, default 2), MEM (default 1G, 2G on
 # debug), MODULE_PARAMS (insmod arguments), MODULE_KCFLAGS (default -Werror),
 # V=1 (stream the guest's output), RESULTS (results file, see scripts/lib.sh).
 #
@@ -178,10 +179,13 @@ build_harness_module() {
 # Booting
 # ---------------------------------------------------------------------------
 
-# boot TAG INITRD TIMEOUT MEM: run the guest; sets qemu_rc, leaves
-# $logs/TAG.console (ttyS0, the kernel console) and $logs/TAG.chan (ttyS1)
+# boot TAG INITRD TIMEOUT MEM SILENCE: run the guest; sets qemu_rc and
+# guest_silent, leaves $logs/TAG.console (ttyS0, the kernel console) and
+# $logs/TAG.chan (ttyS1).  The guest is killed after TIMEOUT seconds, or when
+# it printed nothing on ttyS1 for SILENCE seconds (the guest kills a hung test
+# itself, so a silent guest is a hung kernel).
 boot() {
-	local tag=$1 initrd=$2 tmo=$3 mem=$4
+	local tag=$1 initrd=$2 tmo=$3 mem=$4 silence=$5
 	local con=$logs/$tag.console chan=$logs/$tag.chan
 	: >"$con"
 	: >"$chan"
@@ -200,6 +204,18 @@ boot() {
 				-e '/^@@VMTEST test-begin /{s//--- /;s/$/ ---/;b}' -e '/^@@VMTEST /d' &
 		tailpid=$!
 	fi
+	guest_silent=0
+	local last t
+	while kill -0 $qpid 2>/dev/null; do
+		sleep 0.5
+		last=$(stat -c %Y "$chan")
+		t=$(date +%s)
+		if [ $((t - last)) -gt "$silence" ]; then
+			guest_silent=$((t - last))
+			kill $qpid 2>/dev/null
+			break
+		fi
+	done
 	wait $qpid
 	qemu_rc=$?
 	[ -z "$tailpid" ] || wait "$tailpid" 2>/dev/null
@@ -250,7 +266,9 @@ judge() {
 	local failed=0 line name rc secs t
 	fail() { result FAIL "$@"; failed=$((failed + 1)); }
 
-	if [ "$qemu_rc" = 124 ] || [ "$qemu_rc" = 137 ]; then
+	if [ "$guest_silent" != 0 ]; then
+		fail "$k/guest" "hung: no output for ${guest_silent}s (last test started: $(awk '$2 == "test-begin" { t = $3 } END { print t ? t : "none" }' "$chan"))"
+	elif [ "$qemu_rc" = 124 ] || [ "$qemu_rc" = 137 ]; then
 		fail "$k/guest" "timed out after ${guest_tmo}s (last test started: $(awk '$2 == "test-begin" { t = $3 } END { print t ? t : "none" }' "$chan"))"
 	elif ! grep -q '^@@VMTEST done' "$chan"; then
 		if grep -q '^@@VMTEST boot' "$chan"; then
@@ -419,13 +437,16 @@ run_kernel() {
 	ntests=$(grep -c . "$tests")
 	guest_tmo=${GUEST_TIMEOUT:-$((180 + ntests * (test_tmo < 120 ? test_tmo : 120)))}
 	[ "$k" = debug ] && [ -z "${GUEST_TIMEOUT:-}" ] && guest_tmo=$((guest_tmo * 3))
-	[ "$mode" = selfcheck ] && [ -z "${GUEST_TIMEOUT:-}" ] && guest_tmo=120
+	if [ "$mode" = selfcheck ] && [ -z "${GUEST_TIMEOUT:-}" ]; then
+		guest_tmo=120
+		[ "$k" = debug ] && guest_tmo=600
+	fi
 
 	local tag=$k
 	[ "$mode" = check ] || tag=$k-$mode
 	tag+=${TAG_SUFFIX:-}
 	results_before=$(($(wc -l <"$RESULTS") + 1))
-	boot "$tag" "$build/$k/initrd-$mode.gz" "$guest_tmo" "$mem"
+	boot "$tag" "$build/$k/initrd-$mode.gz" "$guest_tmo" "$mem" "${GUEST_SILENCE:-$((test_tmo + 120))}"
 	judge "$tag" "$k" "$tests"
 
 	local bootup doneup
@@ -477,7 +498,14 @@ selfcheck() {
 	local saved_tmo=${GUEST_TIMEOUT:-}
 	GUEST_TIMEOUT=${SELFCHECK_GUEST_TIMEOUT:-3} TAG_SUFFIX=-timeout run_kernel "$k" | sed 's/^/   | /'
 	GUEST_TIMEOUT=$saved_tmo
-	expect FAIL guest 'timed out'
+	expect FAIL guest 'timed out after'
+
+	# a guest that stops printing (as a hung kernel would): the kernel's
+	# own boot is silent on ttyS1 for longer than this, and so is the
+	# hanging test
+	echo "   silent guest:"
+	GUEST_SILENCE=1 TAG_SUFFIX=-silent run_kernel "$k" | sed 's/^/   | /'
+	expect FAIL guest 'hung: no output'
 
 	RESULTS=$real_results
 	if [ "$ok" = 1 ]; then
