@@ -23,6 +23,7 @@ stty -F "$chan" raw -echo 2>/dev/null
 exec >"$chan" 2>&1 </dev/null
 
 BENCH_ARGS=
+BENCH_SECTIONS=all
 BENCH_TIMEOUT=3000
 BENCH_IPI=1
 MODULE_PARAMS=
@@ -39,7 +40,7 @@ mod=/lib/modules/stallcap.ko
 t0=$(date +%s)
 if insmod "$mod" $MODULE_PARAMS; then
 	mark insmod ok
-	timeout -k 10 "$BENCH_TIMEOUT" stallcap_bench $BENCH_ARGS all
+	timeout -k 10 "$BENCH_TIMEOUT" stallcap_bench $BENCH_ARGS $BENCH_SECTIONS
 	mark bench rc=$?
 	rmmod stallcap && mark rmmod ok || mark rmmod fail
 else

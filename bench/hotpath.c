@@ -322,6 +322,13 @@ int bench_hotpath(void)
 		free(m->per_op);
 	}
 	out_num(h.beat_armed, "hot.heartbeat.armed");
+	if (h.beat_armed) {
+		struct stallcap_stats st;
+
+		/* beating all along: the module must not have seen a stall */
+		if (!sc_stats(&h.beat_sess, &st, 0))
+			out_num((double)st.stalls, "hot.heartbeat.stalls");
+	}
 	out_num(clock_cost_ns(), "hot.clock_gettime_ns");
 
 	if (h.have_timer)

@@ -15,9 +15,11 @@
 #
 # Environment: SMP (vCPUs, default 2), MEM (default 1G), BENCH_TIMEOUT
 # (seconds for the whole guest, default 3600), BENCH_ARGS (more
-# stallcap_bench options, e.g. "--scale-max 1000"), BENCH_IPI=0 (skip the
+# stallcap_bench options, e.g. "--scale-max 1000"), BENCH_SECTIONS (default
+# all; e.g. "info hot" for a partial run: pair it with BENCH_OUT), BENCH_IPI=0 (skip the
 # capture=ipi reload), MODULE_PARAMS (insmod arguments), BENCH_OUT (output
-# base, default bench/results/latest), V=1 (stream the guest's output).
+# base, default bench/results/latest), BENCH_COMMIT (how the results name
+# the sources, default the git commit), V=1 (stream the guest's output).
 #
 # Exits non-zero when the module does not load or unload, a section fails,
 # the guest does not finish, or the kernel log shows a splat; the results
@@ -84,6 +86,7 @@ cp "$bdir/src/module/stallcap.ko" "$st/lib/modules/"
 echo "root:x:0:0:root:/root:/bin/sh" >"$st/etc/passwd"
 cat >"$st/etc/bench.conf" <<-EOF
 BENCH_ARGS='$bench_args'
+BENCH_SECTIONS='${BENCH_SECTIONS:-all}'
 BENCH_TIMEOUT=$((tmo - 120))
 BENCH_IPI=${BENCH_IPI:-1}
 MODULE_PARAMS='${MODULE_PARAMS:-}'
@@ -158,10 +161,11 @@ raw=$bdir/raw.txt
 	echo "@bench meta.guest_kernel_package=$KVER"
 	echo "@bench meta.smp=$smp"
 	echo "@bench meta.mem=$mem"
-	echo "@bench meta.commit=$(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown)$(
-		git -C "$top" diff --quiet HEAD -- module uapi 2>/dev/null || echo '+local changes')"
+	echo "@bench meta.commit=${BENCH_COMMIT:-$(git -C "$top" rev-parse --short HEAD 2>/dev/null ||
+		echo unknown)$(git -C "$top" diff --quiet HEAD -- module uapi bench 2>/dev/null ||
+		echo '+local changes')}"
 } >"$raw"
-if grep -q '^@bench hot\.' "$raw"; then
+if grep -q '^@bench section\.' "$raw"; then
 	"$bdir/stallcap_bench" report "$raw" "$out" || fail+=("report failed")
 	echo "-- results: $out.md, $out.json (raw: $raw)"
 else

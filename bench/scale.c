@@ -10,14 +10,18 @@
  * loop iterations actually achieved: on 2 emulated CPUs thousands of
  * threads cannot all wake every millisecond, and both variants saturate.
  *
- * Memory: /proc/meminfo (unreclaimable slab, vmalloc, per-CPU) before and
- * after the N threads create their watches, divided by N.
+ * Memory: active slab objects (/proc/slabinfo: objects x size, all caches)
+ * and /proc/meminfo (unreclaimable slab, vmalloc, per-CPU) before and after
+ * the N threads create their watches, divided by N.  meminfo misses watches
+ * that reuse free objects of partly used slabs; slabinfo counts them.
  *
  * Throughput: REARM (the hot path) and ARM loops in 1 and 2 threads pinned
  * to separate CPUs, each thread with its own watch in one shared session,
  * next to getppid() loops as the machine's own scaling baseline.
  */
+#include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +41,8 @@ struct worker {
 	struct load *load;
 	volatile uint64_t iters;
 	int err;
+	float *lat;		/* the last REARM durations (ns), a ring */
+	unsigned int nlat;
 } __attribute__((aligned(64)));
 
 struct load {
@@ -45,6 +51,7 @@ struct load {
 	struct sc *s;
 	pthread_barrier_t created, go_arm, armed;
 	volatile int stop;
+	unsigned int lat_cap;	/* samples kept per worker */
 	struct worker *w;
 };
 
@@ -60,8 +67,14 @@ static void *worker_fn(void *arg)
 		w->err = errno;
 	pthread_barrier_wait(&l->armed);
 	while (!l->stop) {
-		if (l->stallcap && sc_rearm(l->s, 0))
-			w->err = errno;
+		if (l->stallcap) {
+			uint64_t t0 = now_ns();
+
+			if (sc_rearm(l->s, 0))
+				w->err = errno;
+			if (w->lat)
+				w->lat[w->nlat++ % l->lat_cap] = (float)(now_ns() - t0);
+		}
 		nanosleep(&ts, NULL);
 		w->iters++;
 	}
@@ -72,7 +85,25 @@ static void *worker_fn(void *arg)
 
 struct meminfo {
 	long long sunreclaim, vmalloc, percpu, kstack;
+	double slab_bytes;
 };
+
+/* Bytes in active slab objects, all caches (root only: /proc/slabinfo). */
+static double slab_active_bytes(void)
+{
+	FILE *f = fopen("/proc/slabinfo", "r");
+	unsigned long long active, total, size;
+	char line[512], name[128];
+	double bytes = 0;
+
+	if (!f)
+		return NAN;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%127s %llu %llu %llu", name, &active, &total, &size) == 4)
+			bytes += (double)active * (double)size;
+	fclose(f);
+	return bytes;
+}
 
 static void read_meminfo(struct meminfo *m)
 {
@@ -81,6 +112,7 @@ static void read_meminfo(struct meminfo *m)
 	long long v;
 
 	memset(m, 0, sizeof(*m));
+	m->slab_bytes = slab_active_bytes();
 	if (!f)
 		return;
 	while (fgets(line, sizeof(line), f)) {
@@ -136,8 +168,10 @@ static void read_cpu(struct cpu_snap *c, const struct load *l)
 /* ---- one load ---- */
 
 struct load_result {
-	double window_ns, iters, proc_ns, busy_ns, sys_ns, mem_kb;
+	double window_ns, iters, proc_ns, busy_ns, sys_ns, mem_kb, slab_bytes;
 	unsigned int errs, runs;
+	double *lat;		/* REARM durations of all workers and runs */
+	size_t nlat, cap_lat;
 };
 
 static int run_load(unsigned int n, bool stallcap, struct sc *s, uint64_t window_ns,
@@ -158,10 +192,17 @@ static int run_load(unsigned int n, bool stallcap, struct sc *s, uint64_t window
 	pthread_barrier_init(&l.created, NULL, n + 1);
 	pthread_barrier_init(&l.go_arm, NULL, n + 1);
 	pthread_barrier_init(&l.armed, NULL, n + 1);
+	l.lat_cap = 200000 / n > 16 ? 200000 / n : 16;
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, STACK_BYTES);
+	/* the workers are ordinary threads, whatever the measuring thread is */
+	pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+	pthread_attr_setschedpolicy(&attr, SCHED_OTHER);
+	pthread_attr_setschedparam(&attr, &(struct sched_param){ .sched_priority = 0 });
 	for (i = 0; i < n; i++) {
 		l.w[i].load = &l;
+		if (stallcap)
+			l.w[i].lat = calloc(l.lat_cap, sizeof(float));
 		ret = -pthread_create(&l.w[i].th, &attr, worker_fn, &l.w[i]);
 		if (ret)
 			break;
@@ -191,8 +232,14 @@ static int run_load(unsigned int n, bool stallcap, struct sc *s, uint64_t window
 	read_cpu(&c1, &l);
 	l.stop = 1;
 	for (i = 0; i < n; i++) {
-		pthread_join(l.w[i].th, NULL);
-		r->errs += l.w[i].err != 0;
+		struct worker *w = &l.w[i];
+		unsigned int k, kept = w->nlat < l.lat_cap ? w->nlat : l.lat_cap;
+
+		pthread_join(w->th, NULL);
+		r->errs += w->err != 0;
+		for (k = 0; w->lat && k < kept && r->nlat < r->cap_lat; k++)
+			r->lat[r->nlat++] = w->lat[k];
+		free(w->lat);
 	}
 	sleep_ns(500 * NS_PER_MS);	/* exited threads' watches are reaped */
 
@@ -204,6 +251,7 @@ static int run_load(unsigned int n, bool stallcap, struct sc *s, uint64_t window
 	r->sys_ns += c1.sys_ns - c0.sys_ns;
 	r->mem_kb += (double)((m1.sunreclaim - m0.sunreclaim) + (m1.vmalloc - m0.vmalloc) +
 			      (m1.percpu - m0.percpu));
+	r->slab_bytes += m1.slab_bytes - m0.slab_bytes;
 	pthread_barrier_destroy(&l.created);
 	pthread_barrier_destroy(&l.go_arm);
 	pthread_barrier_destroy(&l.armed);
@@ -228,10 +276,19 @@ static void load_out(unsigned int n, bool stallcap, const struct load_result *r)
 		/* achieved period of one thread, in ms */
 		out_num(r->window_ns * n / r->iters / NS_PER_MS, "scale.%u.%s.period_ms", n, var);
 	}
+	if (stallcap && r->nlat) {
+		char key[64];
+
+		snprintf(key, sizeof(key), "scale.%u.stallcap.rearm_ns", n);
+		out_summary(r->lat, r->nlat, key);
+	}
 	if (stallcap && r->runs) {
 		out_num(r->errs, "scale.%u.stallcap.thread_errors", n);
 		out_num(r->mem_kb / r->runs, "scale.%u.stallcap.watch_mem_kb", n);
 		out_num(r->mem_kb * 1024 / r->runs / n, "scale.%u.stallcap.bytes_per_watch", n);
+		if (!isnan(r->slab_bytes))
+			out_num(r->slab_bytes / r->runs / n,
+				"scale.%u.stallcap.slab_bytes_per_watch", n);
 	}
 }
 
@@ -347,6 +404,13 @@ int bench_scale(void)
 	int ret = 0;
 
 	pin_self(-1);
+	/*
+	 * The measuring thread only sleeps; as SCHED_FIFO it wakes on time
+	 * even among thousands of runnable workers, so that the windows last
+	 * what they should.
+	 */
+	if (sched_setscheduler(0, SCHED_FIFO, &(struct sched_param){ .sched_priority = 50 }))
+		note("scale: no SCHED_FIFO for the measuring thread: %s", strerror(errno));
 	ret = sc_open(&s, 0, 1, 4);	/* maps the ring: created before any watch */
 	if (ret)
 		return ret;
@@ -356,6 +420,12 @@ int bench_scale(void)
 
 		if (n > bench_opts.scale_max)
 			break;
+		armed.cap_lat = 2 * 200000 + 2 * 16 * (size_t)n;
+		armed.lat = calloc(armed.cap_lat, sizeof(double));
+		if (!armed.lat) {
+			ret = -ENOMEM;
+			break;
+		}
 		/* the two loads take turns, so that host noise hits both */
 		for (rep = 0; !ret && rep < reps; rep++) {
 			note("scale: %u threads, plain nanosleep loops (%u/%u)", n, rep + 1, reps);
@@ -368,8 +438,10 @@ int bench_scale(void)
 		}
 		load_out(n, false, &plain);
 		load_out(n, true, &armed);
+		free(armed.lat);
 	}
 	sc_close(&s);
+	sched_setscheduler(0, SCHED_OTHER, &(struct sched_param){ .sched_priority = 0 });
 	if (ret)
 		return ret;
 	note("scale: REARM/ARM/getppid throughput, 1 vs 2 threads");

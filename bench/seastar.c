@@ -275,9 +275,11 @@ static void stall_preempted(struct sc *s, struct scen *sn)
 	uint64_t t0 = arm_both(s), end;
 
 	sem_post(&fifo.go);	/* the FIFO thread preempts us here */
+	sem_wait(&fifo.done);	/* (or, if it did not, we wait for it) */
 	end = now_ns();
-	sem_wait(&fifo.done);
 	account(sn, s, t0, end);
+	/* keep the FIFO thread's share far below the RT throttling limit */
+	sleep_ns(2 * STALL_NS);
 }
 
 /* sleeping: blocked on a mutex that another thread holds for 20 ms */
