@@ -102,7 +102,7 @@ static int config_check(const struct stallcap_config *c)
 static int ioctl_set_config(struct stallcap_session *sess, void __user *uarg)
 {
 	const struct stallcap_config *cur = &sess->cfg;
-	struct stallcap_config c;
+	struct stallcap_config c, old;
 	int ret;
 
 	ret = copy_arg_in(&c, sizeof(c), STALLCAP_CONFIG_SIZE_VER0, uarg);
@@ -115,17 +115,24 @@ static int ioctl_set_config(struct stallcap_session *sess, void __user *uarg)
 	mutex_lock(&sess->lock);
 	if (sess->ring && (c.ring_bytes != cur->ring_bytes ||
 			   c.user_stack_bytes != cur->user_stack_bytes ||
-			   c.beat_slots != cur->beat_slots))
+			   c.beat_slots != cur->beat_slots)) {
 		ret = -EBUSY;
-	else if (c.flags & STALLCAP_CFG_GLOBAL)
-		ret = stallcap_session_ensure_ring(sess);
-	if (!ret) {
-		sess->cfg = c;
-		if (c.flags & STALLCAP_CFG_GLOBAL)
-			stallcap_global_attach(sess);
-		else
-			stallcap_global_detach(sess);
+		goto out;
 	}
+	old = sess->cfg;
+	sess->cfg = c;
+	if (c.flags & STALLCAP_CFG_GLOBAL) {
+		/* a global reader needs its ring, of the size just set */
+		ret = stallcap_session_ensure_ring(sess);
+		if (ret) {
+			sess->cfg = old;
+			goto out;
+		}
+		stallcap_global_attach(sess);
+	} else {
+		stallcap_global_detach(sess);
+	}
+out:
 	mutex_unlock(&sess->lock);
 	return ret;
 }
