@@ -75,11 +75,12 @@ static enum hrtimer_restart next_sample(struct stallcap_watch *w, u64 now)
 		return stalled_restart(w, now);
 	}
 	w->state = WATCH_STALLED;
-	w->sample_at += w->next_interval;
-	w->next_interval = min(w->next_interval * 2,
-			       READ_ONCE(cfg->sample_cap_ns));
-	if (w->sample_at <= now)
-		w->sample_at = now + POLL_NS;
+	/* the next point of T, 2T, 4T, ... still ahead: late ones are skipped */
+	do {
+		w->sample_at += w->next_interval;
+		w->next_interval = min(w->next_interval * 2,
+				       READ_ONCE(cfg->sample_cap_ns));
+	} while (w->sample_at <= now);
 	return stalled_restart(w, now);
 }
 
