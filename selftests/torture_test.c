@@ -28,6 +28,10 @@
  * the last reference to a forked child that exits armed.
  * A stats thread reads every session's and the global counters: cumulative
  * counters never go down, a session's never exceed the global ones.
+ * System-wide readers (STALLCAP_CFG_GLOBAL, as root) come and go while
+ * records flow, their copies checked as well formed, and the fast session's
+ * sampling configuration (max_samples, sample_cap_ns, DEFER_USER) changes
+ * under its running watches.
  * Background load: a CPU hog per CPU and a fork storm.
  *
  * At the end every worker releases its watches or exits armed; then, per
@@ -83,7 +87,8 @@ struct tsess {
 
 struct counters {
 	unsigned long arm, arm_abs, arm_cpu, arm_hb, arm_hb_absent, rearm, disarm,
-		release, spin, kspin, sleep, stats, beat, exit, fork, exec, kill, churn, churn_flight;
+		release, spin, kspin, sleep, stats, beat, exit, fork, exec, kill, churn, churn_flight,
+		reconfig, global;
 };
 
 struct torture {
@@ -93,6 +98,7 @@ struct torture {
 	uint64_t seed;
 	uint64_t min_deadline;
 	bool have_hb;
+	bool global_ok;			/* root and STALLCAP_FEAT_GLOBAL */
 	const char *self_exe;
 	struct counters cnt;		/* updated with __atomic_fetch_add */
 	pthread_mutex_t err_lock;
@@ -795,6 +801,79 @@ static void *churn_main(void *arg)
 	return NULL;
 }
 
+/*
+ * System-wide readers come and go (root, STALLCAP_FEAT_GLOBAL): a session
+ * set STALLCAP_CFG_GLOBAL receives a copy of every record, is drained and
+ * checked for a while, then closed or set back to a plain session, while
+ * records flow.  And the fast session's sampling configuration (not its
+ * layout) changes under the running watches.
+ */
+static void *global_main(void *arg)
+{
+	struct torture *t = arg;
+	struct tu_rng r;
+	bool can_global = t->global_ok;
+
+	tu_rng_seed(&r, t->seed ^ 0x6106a1ULL);
+	while (!t->stop) {
+		struct sc_opts o = {
+			/* mirrored records carry their own session's stack sizes */
+			.user_stack_bytes = STALLCAP_MAX_USER_STACK,
+			.ring_bytes = sc_min_ring_bytes(STALLCAP_MAX_USER_STACK),
+			.flags = STALLCAP_CFG_GLOBAL,
+		};
+		struct stallcap_config c = t->ses[S_FAST].s.cfg;
+		struct sc_records rs = { 0 };
+		struct sc_session g;
+		uint64_t until;
+		int ret;
+
+		/* sampling, not layout: always allowed */
+		c.size = sizeof(c);
+		c.max_samples = tu_range(&r, 1, 8);
+		c.sample_cap_ns = tu_range(&r, t->min_deadline, SC_MS(8));
+		c.flags = tu_pct(&r, 50) ? STALLCAP_CFG_DEFER_USER : 0;
+		ret = ioctl(t->ses[S_FAST].s.fd, STALLCAP_IOC_SET_CONFIG, &c);
+		t_check(t, "SET_CONFIG(sampling)", S_FAST, ret, errno, TU_OK);
+		COUNT(t, reconfig);
+		if (!can_global) {
+			sc_sleep_ms(tu_range(&r, 20, 200));
+			continue;
+		}
+		ret = sc_session_setup(&g, &o);
+		if (ret) {
+			t_fail(t, "global reader setup: %s", strerror(-ret));
+			sc_session_close(&g);
+			can_global = false;
+			continue;
+		}
+		COUNT(t, global);
+		until = sc_now_ns() + tu_range(&r, SC_MS(10), SC_MS(300));
+		while (sc_now_ns() < until && !t->stop) {
+			if (sc_ring_drain(&g, &rs) < 0) {
+				t_fail(t, "global reader: %s", rs.err);
+				break;
+			}
+			sc_records_free(&rs);
+			sc_sleep_ms(tu_range(&r, 0, 20));
+		}
+		if (tu_pct(&r, 30)) {
+			/* back to a plain session first */
+			struct stallcap_config plain = g.cfg;
+
+			plain.size = sizeof(plain);
+			plain.flags = 0;
+			ret = ioctl(g.fd, STALLCAP_IOC_SET_CONFIG, &plain);
+			t_check(t, "SET_CONFIG(not GLOBAL)", -1, ret, errno, TU_OK);
+			if (sc_ring_drain(&g, &rs) < 0)
+				t_fail(t, "global reader: %s", rs.err);
+			sc_records_free(&rs);
+		}
+		churn_close(&r, &g);
+	}
+	return NULL;
+}
+
 /* ------------------------------------------------------------------------
  * The run
  * ------------------------------------------------------------------------
@@ -903,7 +982,7 @@ TEST_F_TIMEOUT(torture, random_interleavings_keep_the_invariants, 90)
 	struct torture *t = self->t;
 	struct stallcap_stats g0, g1;
 	struct reader rd[NR_SESS];
-	pthread_t stats_th, churn_th;
+	pthread_t stats_th, churn_th, global_th;
 	int nworkers = WORKERS_PER_CPU * sc_nr_cpus_allowed();
 	unsigned long long secs = torture_seconds();
 	uint64_t end, gen = 1, respawned = 0;
@@ -919,6 +998,7 @@ TEST_F_TIMEOUT(torture, random_interleavings_keep_the_invariants, 90)
 	}
 	t->min_deadline = t->ses[0].s.info.min_deadline_ns;
 	t->have_hb = t->ses[0].s.info.features & STALLCAP_FEAT_HEARTBEAT;
+	t->global_ok = (t->ses[0].s.info.features & STALLCAP_FEAT_GLOBAL) && !geteuid();
 	ASSERT_EQ(0, sc_get_stats(t->ses[0].s.fd, &g0, STALLCAP_STATS_GLOBAL));
 	t->global_last = g0;
 	ksft_print_msg("torture: %llu s, %d workers, seed %llu (STALLCAP_SEED), heartbeat %s\n",
@@ -932,6 +1012,7 @@ TEST_F_TIMEOUT(torture, random_interleavings_keep_the_invariants, 90)
 	}
 	ASSERT_EQ(0, pthread_create(&stats_th, NULL, stats_main, t));
 	ASSERT_EQ(0, pthread_create(&churn_th, NULL, churn_main, t));
+	ASSERT_EQ(0, pthread_create(&global_th, NULL, global_main, t));
 	for (int i = 0; i < nworkers; i++) {
 		ASSERT_EQ(0, start_worker(t, &self->w[i], i, 0));
 	}
@@ -958,6 +1039,7 @@ TEST_F_TIMEOUT(torture, random_interleavings_keep_the_invariants, 90)
 		if (self->w[i].started)
 			pthread_join(self->w[i].th, NULL);
 	pthread_join(churn_th, NULL);
+	pthread_join(global_th, NULL);
 	tu_load_stop(&self->load);
 
 	for (int i = 0; i < NR_SESS; i++) {
@@ -974,12 +1056,14 @@ TEST_F_TIMEOUT(torture, random_interleavings_keep_the_invariants, 90)
 
 	ksft_print_msg("ops: arm %lu (abs %lu cputime %lu heartbeat %lu, absent %lu) rearm %lu "
 		       "disarm %lu release %lu spin %lu kspin %lu sleep %lu stats %lu beat %lu "
-		       "exit %lu (respawned %llu) fork %lu exec %lu kill %lu churn %lu (in flight %lu)\n",
+		       "exit %lu (respawned %llu) fork %lu exec %lu kill %lu churn %lu (in flight %lu) "
+		       "reconfig %lu global readers %lu\n",
 		       t->cnt.arm, t->cnt.arm_abs, t->cnt.arm_cpu, t->cnt.arm_hb,
 		       t->cnt.arm_hb_absent, t->cnt.rearm, t->cnt.disarm, t->cnt.release,
 		       t->cnt.spin, t->cnt.kspin, t->cnt.sleep, t->cnt.stats, t->cnt.beat,
 		       t->cnt.exit, (unsigned long long)respawned, t->cnt.fork, t->cnt.exec,
-		       t->cnt.kill, t->cnt.churn, t->cnt.churn_flight);
+		       t->cnt.kill, t->cnt.churn, t->cnt.churn_flight, t->cnt.reconfig,
+		       t->cnt.global);
 
 	/* per session: the ring drains, the counters match what was delivered */
 	for (int i = 0; i < NR_SESS; i++) {
