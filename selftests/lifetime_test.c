@@ -140,7 +140,7 @@ TEST_F(life, threads_sharing_a_session_each_get_their_own_stall)
 {
 	struct waiter w[NR_THREADS];
 	pthread_t th[NR_THREADS];
-	int p[2], got;
+	int p[2], got = 0;
 
 	ASSERT_EQ(0, pipe(p));
 	for (int i = 0; i < NR_THREADS; i++) {
