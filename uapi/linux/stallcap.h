@@ -21,7 +21,9 @@
  * Errors common to every ioctl:
  *  EFAULT  the argument pointer is not readable/writable
  *  EINVAL  size below VER0, unknown flag, non-zero reserved field
- *  E2BIG   size larger than known and the unknown tail is not zero
+ *  E2BIG   size larger than known and the unknown tail is not zero, or
+ *          larger than a page
+ *  ENOMEM  out of kernel memory
  *  ENOTTY  unknown command
  */
 #ifndef _UAPI_LINUX_STALLCAP_H
@@ -290,7 +292,7 @@ struct stallcap_stats {
  * stallcap_beat_slot, MAP_SHARED, PROT_READ|PROT_WRITE.
  *
  * mmap errors: EINVAL (offset not one of these, length larger than the area,
- * not MAP_SHARED), ENOMEM.
+ * not MAP_SHARED, or PROT_EXEC), ENOMEM.  A failed mmap creates nothing.
  */
 #define STALLCAP_MMAP_RING	0x0ULL
 #define STALLCAP_MMAP_BEATS	0x40000000ULL
