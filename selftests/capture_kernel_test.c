@@ -100,7 +100,7 @@ SC_NOINLINE long read_in_kernel(int fd, void *buf, size_t len)
 	return ret;
 }
 
-#define ATTEMPTS	3
+#define ATTEMPTS	SC_ATTEMPTS
 
 /*
  * Collect the stall of one run; returns whether its first sample found the
@@ -116,10 +116,11 @@ static bool collect_running(struct __test_metadata *_metadata, FIXTURE_DATA(kern
 				     SC_WAIT_MS));
 	r = sc_first_sample_of(&self->rs, sc_gettid());
 	ASSERT_NE(NULL, r);
-	if (r->state == STALLCAP_STATE_RUNNING && r->path != STALLCAP_PATH_BLOCKED)
+	if (r->state == STALLCAP_STATE_RUNNING && r->path != STALLCAP_PATH_BLOCKED && !sc_late(r))
 		return true;
-	TH_LOG("attempt %d: the deadline found the thread in state %u, path %u", attempt,
-	       r->state, r->path);
+	TH_LOG("attempt %d: the deadline found the thread in state %u, path %u, %llu us late",
+	       attempt, r->state, r->path,
+	       (unsigned long long)(r->capture_ns - r->deadline_ns) / 1000);
 	sc_log_sample(&self->ks, r);
 	ASSERT_GT(ATTEMPTS, attempt) TH_LOG("never caught running in the kernel");
 	sc_records_free(&self->rs);

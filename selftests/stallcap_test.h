@@ -58,6 +58,7 @@
  * the deadline and not at some later event (disarm, exit).
  */
 #define SC_MAX_LATENESS_NS	SC_MS(100)
+#define SC_ATTEMPTS		3	/* runs of a capture test before it fails */
 #define SC_WAIT_MS		10000	/* waiting for a record that must come */
 #define SC_QUIET_MS		300	/* waiting for a record that must not come */
 
@@ -109,6 +110,16 @@ static inline uint64_t sc_pow2_roundup(uint64_t x)
 static inline uint32_t sc_min_ring_bytes(uint32_t user_stack_bytes)
 {
 	return (uint32_t)sc_pow2_roundup(4 * STALLCAP_RECORD_MAX_BYTES(user_stack_bytes));
+}
+
+/*
+ * Was the first sample @r late beyond SC_MAX_LATENESS_NS?  On a loaded host
+ * a TCG vCPU can stop for hundreds of milliseconds: capture tests run again
+ * when the deadline was noticed that late, and fail if it always is.
+ */
+static inline bool sc_late(const struct stallcap_sample *r)
+{
+	return r->capture_ns - r->deadline_ns >= SC_MAX_LATENESS_NS;
 }
 
 /* Pin the calling thread to @cpu; returns 0 or -errno. */
