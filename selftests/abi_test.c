@@ -245,6 +245,20 @@ TEST_F(abi, arm_rejects_bad_sizes_flags_and_reserved)
 				     STALLCAP_ARM_CPUTIME | STALLCAP_ARM_HEARTBEAT, t, 0, 0));
 	expect_unchanged(_metadata, self);
 
+	/* larger than a page, even with a zero tail: E2BIG */
+	{
+		size_t len = 2 * self->s.page;
+		struct stallcap_arm *a = mmap(NULL, len, PROT_READ | PROT_WRITE,
+					      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		ASSERT_NE(MAP_FAILED, a);
+		a->size = self->s.page + 8;
+		a->timeout_ns = t;
+		EXPECT_ERRNO(E2BIG, ioctl(fd, STALLCAP_IOC_ARM, a));
+		munmap(a, len);
+	}
+	expect_unchanged(_metadata, self);
+
 	/* larger than known with a zero tail: accepted */
 	ASSERT_EQ(0, arm_raw(fd, sizeof(struct big_arm), 0, t, 0, 0));
 	EXPECT_EQ(1, SC_STAT(fd, armed));
@@ -736,6 +750,7 @@ TEST_F(abi, mmap_rejects_bad_offsets_lengths_and_private_maps)
 	BAD_MMAP(EINVAL, 2 * len, PROT_READ | PROT_WRITE, MAP_SHARED, 0);
 	BAD_MMAP(EINVAL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, 0);
 	BAD_MMAP(EINVAL, self->s.page, PROT_READ, MAP_PRIVATE, 0);
+	BAD_MMAP(EINVAL, len, PROT_READ | PROT_EXEC, MAP_SHARED, 0);
 #undef BAD_MMAP
 	expect_unchanged(_metadata, self);
 
