@@ -101,7 +101,7 @@ static double memcpy_ns(uint32_t bytes)
 static __attribute__((noinline)) int one_stall(struct sc *s, const struct variant *v, struct kwork *k,
 		     struct sc_seen *seen)
 {
-	uint64_t deadline = v->remote ? 5 * NS_PER_MS : NS_PER_MS;
+	uint64_t deadline = v->remote ? 20 * NS_PER_MS : NS_PER_MS;	/* time to migrate */
 	uint64_t end = now_ns() + 2 * NS_PER_SEC;
 	pid_t tid = gettid_();
 	int ret;

@@ -341,7 +341,9 @@ static void lat_rows(FILE *f, const char *mode, const char *label)
 		us(num("lateness.%s.stallcap.max", mode)), ratio(sp99, bp99));
 	snprintf(name, sizeof(name), "detection lateness p99 ≤ 1.5× clock_nanosleep p99 (%s)",
 		 label);
-	snprintf(m, sizeof(m), "%s (%s vs %s µs)", ratio(sp99, bp99), us(sp99), us(bp99));
+	snprintf(m, sizeof(m), "%s (%s vs %s µs; p50: %s)", ratio(sp99, bp99), us(sp99),
+		 us(bp99), ratio(num("lateness.%s.stallcap.p50", mode),
+				 num("lateness.%s.baseline.p50", mode)));
 	target(name, sp99 / bp99, 1.5, false, m, NULL);
 }
 
@@ -429,9 +431,10 @@ static void md_capture(FILE *f)
 		"Time in the capture path (kernel unwind, user frame walk, raw stack copy) of "
 		"the first sample of each stall, from GET_STATS capture_cost_hist (log2 "
 		"buckets: the bucket holding the percentile is shown). Kernel-mode stalls are "
-		"a %s ms read() of /dev/zero. Remote: the thread armed on vCPU 0 then moved to "
-		"vCPU 1; the IPI rows come from a second insmod with capture=ipi in the same "
-		"boot. The stalled thread runs below an 80 KiB frame of touched stack, so "
+		"a %s ms read() of /dev/zero. Remote: the thread armed a 20 ms deadline on "
+		"vCPU 0, then moved to vCPU 1 (a capture that found it not running, e.g. still "
+		"migrating, takes the blocked path: \"by nmi\" counts the others); the IPI "
+		"rows come from a second insmod with capture=ipi in the same boot. The stalled thread runs below an 80 KiB frame of touched stack, so "
 		"that the raw copy is never cut short by the end of the stack. Baseline: "
 		"user-space memcpy() of the same number of bytes (median).\n\n",
 		fg(num("capture.kernel_read_ms")));
@@ -525,6 +528,9 @@ static void md_scale(FILE *f)
 	fprintf(f, "| getppid() *(baseline)* | %s | %s | %s |\n",
 		fx(num("scale.tp.getppid.1"), 0), fx(num("scale.tp.getppid.2"), 0),
 		ratio(num("scale.tp.getppid.2"), num("scale.tp.getppid.1")));
+	fprintf(f, "| clock_gettime() (vDSO, one TSC read) *(baseline)* | %s | %s | %s |\n",
+		fx(num("scale.tp.clock.1"), 0), fx(num("scale.tp.clock.2"), 0),
+		ratio(num("scale.tp.clock.2"), num("scale.tp.clock.1")));
 	fprintf(f, "| stallcap REARM | %s | %s | %s |\n",
 		fx(num("scale.tp.rearm.1"), 0), fx(num("scale.tp.rearm.2"), 0),
 		ratio(num("scale.tp.rearm.2"), num("scale.tp.rearm.1")));
@@ -535,10 +541,12 @@ static void md_scale(FILE *f)
 	g = num("scale.tp.getppid.scaling");
 	fprintf(f, "Relative to the machine's own scaling (getppid), REARM scales %s and ARM "
 		"%s. ARM takes the session's mutex (it may create the watch); REARM takes "
-		"only the watch's own lock and the CPU's hrtimer base.\n\n",
+		"only the watch's own lock and the CPU's hrtimer base, but reads the clock "
+		"(TSC): the clock_gettime() row shows how TSC reads themselves scale on this "
+		"emulated machine.\n\n",
 		ratio(r, g), ratio(num("scale.tp.arm.scaling"), g));
-	snprintf(m, sizeof(m), "%s (getppid: %s; REARM relative to getppid: %s)",
-		 ratio(r, 1), ratio(g, 1), ratio(r, g));
+	snprintf(m, sizeof(m), "%s (getppid: %s, clock_gettime: %s)", ratio(r, 1),
+		 ratio(g, 1), ratio(num("scale.tp.clock.scaling"), 1));
 	target("REARM throughput, 2 threads ≥ 1.8× 1 thread", r, 1.8, true, m,
 	       !isnan(g) && g < 1.8 ? "the machine's own null-syscall scaling is below "
 	       "1.8× too" : NULL);
