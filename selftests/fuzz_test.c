@@ -302,8 +302,11 @@ static uint64_t pick_timeout(struct fthread *t)
 		return tu_next(r);
 	case 5:
 		return tu_range(r, SC_MS(100), HOUR_NS);
-	default:
+	case 6:
 		return tu_range(r, f->min_deadline, SC_MS(20));
+	default:
+		/* mostly beyond the next call: captures are costly under TCG */
+		return tu_range(r, SC_MS(20), SC_MS(500));
 	}
 }
 
@@ -1387,6 +1390,63 @@ TEST(failed_heartbeat_arm_changes_nothing)
 	EXPECT_EQ(0, TU_WAIT_STAT(s.fd, 0, watches, 0, SC_WAIT_MS));
 	free(h);
 	free(th);
+	sc_session_close(&s);
+}
+
+/* ------------------------------------------------------------------------
+ * An absolute deadline already past: a stall at once, sampled, and ended
+ * ------------------------------------------------------------------------
+ *
+ * Its timeout is 0 (deadline - now, clamped), so the sampling intervals
+ * T, 2T, 4T... are all 0: the module must still space its samples (and not
+ * loop forever in the timer looking for the next point ahead).  Any user
+ * can ask for this.
+ */
+
+struct past {
+	int fd;
+	uint64_t ago;
+	int ret, err;
+	struct sc_stopper *st;
+};
+
+static void *past_main(void *arg)
+{
+	struct past *p = arg;
+
+	p->ret = sc_arm(p->fd, sc_now_ns() - p->ago, STALLCAP_ARM_ABSOLUTE, 0x9a57);
+	p->err = errno;
+	if (!p->ret)
+		spin_in_user_caller(&p->st->stop);
+	if (!p->ret)
+		p->ret = sc_disarm(p->fd);
+	return NULL;
+}
+
+TEST(absolute_deadline_in_the_past_is_sampled_and_ends)
+{
+	static const uint64_t agos[] = { 0, 1000, SC_MS(5), SC_MS(500) };
+	struct sc_session s;
+
+	ASSERT_EQ(0, sc_session_setup(&s, &(struct sc_opts){ .max_samples = 4,
+							     .user_stack_bytes = 256 }));
+	for (size_t i = 0; i < sizeof(agos) / sizeof(agos[0]); i++) {
+		struct sc_stopper st = { .cpu = -1, .delay_ms = 50 };
+		struct past p = { .fd = s.fd, .ago = agos[i], .st = &st };
+		struct sc_records rs = { 0 };
+		pthread_t th;
+
+		ASSERT_EQ(0, sc_stopper_start(&st, s.fd, 2, SC_WAIT_MS));
+		ASSERT_EQ(0, pthread_create(&th, NULL, past_main, &p));
+		pthread_join(th, NULL);
+		sc_stopper_join(&st);
+		ASSERT_EQ(0, p.ret) TH_LOG("deadline %llu ns ago: %s", (unsigned long long)agos[i],
+					   strerror(p.err));
+		EXPECT_FALSE(st.timed_out);
+		EXPECT_LE(1, sc_ring_collect(&s, &rs, STALLCAP_REC_STALL_END, 1, SC_WAIT_MS));
+		EXPECT_GE(4, sc_records_count(&rs, STALLCAP_REC_SAMPLE));
+		sc_records_free(&rs);
+	}
 	sc_session_close(&s);
 }
 
