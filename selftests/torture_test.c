@@ -18,8 +18,8 @@
  * user space or in system calls past the deadline, sleeping past it, GET_STATS
  * (session and STALLCAP_STATS_GLOBAL), exiting while armed (a new worker
  * replaces it), fork while armed (the child cannot act on the parent's watch,
- * arms its own, exits armed), exec while armed (the watch survives exec,
- * the new image re-arms it and exits armed) and a child killed while stalled
+ * arms its own, exits armed), exec while armed (the watch ends at exec, the
+ * new image arms its own and exits armed) and a child killed while stalled
  * asleep (its deferred user stack never comes).  Every call's result is checked
  * against a model of the thread's watches: ENOENT exactly when it has none,
  * EINVAL for REARM of a heartbeat watch, success otherwise.
@@ -54,9 +54,9 @@
  * STALLCAP_SEED=<n> replays a run's random choices (per-thread streams are
  * derived from it; thread scheduling is of course not replayed).
  *
- * The test "exec_from_a_thread_keeps_the_watch_reachable" checks one thing
- * the torture does not: a thread that is not its process's leader takes the
- * leader's tid when it execs; its watch must still be its own.
+ * The test "exec_from_a_thread_ends_its_watch" checks one thing the torture
+ * does not: a thread that is not its process's leader takes the leader's tid
+ * when it execs; its watch still ends, and its records name one thread.
  */
 #include <sys/uio.h>
 
@@ -522,20 +522,25 @@ static void op_exec(struct worker *w)
 	}
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
 		t_fail(t, "exec child: status %#x (exit code 8 ARM failed, 127 exec failed, "
-		       "1 REARM after exec failed, 2 GET_STATS failed)", status);
+		       "1 REARM after exec did not fail with ENOENT, 2 ARM after exec failed)",
+		       status);
 }
 
-/* The exec'd image: the watch armed before exec is still this thread's. */
+/*
+ * The exec'd image: the watch armed before exec ended with it (uapi: as
+ * POSIX timers, watches do not survive exec); the new program arms its own
+ * and exits armed.
+ */
 static int torture_exec_child(int fd, int ms)
 {
 	int code = 0;
 
 	torture_spin_user(sc_now_ns() + SC_MS(ms));
-	if (sc_rearm(fd, 0))
+	if (sc_rearm(fd, 0) != -1 || errno != ENOENT)
 		code |= 1;
-	torture_spin_user(sc_now_ns() + SC_MS(ms));
-	if (SC_STAT(fd, watches) == ~0ULL)
+	if (sc_arm(fd, SC_MS(5), 0, TAG_BASE | 0xe1000))
 		code |= 2;
+	torture_spin_user(sc_now_ns() + SC_MS(ms));
 	return code;	/* exits armed */
 }
 
@@ -1161,27 +1166,32 @@ static void *execer_main(void *arg)
 	snprintf(fdarg, sizeof(fdarg), "%d", e->fd);
 	e->ret = sc_arm(e->fd, e->timeout, 0, TAG_BASE | 0xa0000);
 	if (e->ret)
-		_exit(8);
+		_exit(24);
+	/* past the deadline, so that a stall is in progress at exec */
+	torture_spin_user(sc_now_ns() + 3 * e->timeout);
 	/* de_thread(): the leader dies, this thread takes its tid */
 	execl(e->exe, "sc-torture-exec", "--torture-exec-release", fdarg, (char *)NULL);
 	_exit(127);
 }
 
-/* The exec'd image: spin past the deadline, then release "its" watch. */
+/* The exec'd image: the watch of the thread that exec'd is gone. */
 static int torture_exec_release(int fd)
 {
-	struct stallcap_stats st;
 	int code = 0;
 
 	torture_spin_user(sc_now_ns() + SC_MS(60));
-	if (sc_release(fd))
+	if (SC_STAT(fd, armed) != 0)
 		code |= 1;
-	if (sc_get_stats(fd, &st, 0) || st.watches || st.armed)
+	if (TU_WAIT_STAT(fd, 0, watches, 0, SC_WAIT_MS) != 0)
 		code |= 2;
+	if (sc_release(fd) != -1 || errno != ENOENT)
+		code |= 4;
+	if (sc_rearm(fd, SC_MS(10)) != -1 || errno != ENOENT)
+		code |= 8;
 	return code;
 }
 
-TEST(exec_from_a_thread_keeps_the_watch_reachable)
+TEST(exec_from_a_thread_ends_its_watch)
 {
 	const char *exe = tu_self_exe();
 	struct sc_records rs = { 0 };
@@ -1211,10 +1221,9 @@ TEST(exec_from_a_thread_keeps_the_watch_reachable)
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status))
-		TH_LOG("exit %d: 1 RELEASE after exec failed (the watch of the thread that "
-		       "exec'd is unreachable once it took the leader's tid), 2 a watch is "
-		       "left in the session after that RELEASE, 8 ARM failed, 127 exec failed",
-		       WEXITSTATUS(status));
+		TH_LOG("exit %d: after exec from a non-leader thread, 1 its watch still armed, "
+		       "2 still there, 4 RELEASE, 8 REARM did not fail with ENOENT; "
+		       "8|0x10 (24) ARM failed, 127 exec failed", WEXITSTATUS(status));
 	EXPECT_EQ(0, TU_WAIT_STAT(s.fd, 0, watches, 0, SC_WAIT_MS));
 	/* the stall's samples and its stall-end name the same thread */
 	sc_ring_collect(&s, &rs, STALLCAP_REC_STALL_END, 1, SC_WAIT_MS);
