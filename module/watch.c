@@ -300,8 +300,11 @@ int stallcap_watch_arm(struct stallcap_session *sess,
 	}
 	raw_spin_lock_irqsave(&w->lock, flags);
 	w->flags = arm->flags;
+	/* an absolute deadline's T is its distance, at least the minimum */
 	w->timeout_ns = arm->flags & STALLCAP_ARM_ABSOLUTE ?
-			max_t(s64, (s64)(deadline - now), 0) : arm->timeout_ns;
+			max_t(s64, (s64)(deadline - now),
+			      (s64)stallcap_min_deadline_us * NSEC_PER_USEC) :
+			arm->timeout_ns;
 	w->user_tag = arm->user_tag;
 	if (arm->flags & STALLCAP_ARM_HEARTBEAT)
 		deadline = now + stallcap_beat_period(w);
