@@ -371,6 +371,8 @@ static int stallcap_open(struct inode *inode, struct file *file)
 	init_irq_work(&sess->wake_work, session_wake);
 	INIT_WORK(&sess->reap_work, stallcap_watches_reap);
 	raw_spin_lock_init(&sess->rate_lock);
+	/* the first stall opens the first one-minute window */
+	sess->rate_window = ktime_get_mono_fast_ns() - RATE_WINDOW_NS;
 	refcount_set(&sess->ref, 1);
 	file->private_data = sess;
 	return stream_open(inode, file);

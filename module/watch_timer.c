@@ -327,6 +327,8 @@ void stallcap_watch_abandon_capture(struct stallcap_watch *w)
 		}
 	}
 	d->capture_ns = ktime_get_mono_fast_ns();
+	d->path = stallcap_use_nmi ? STALLCAP_PATH_NMI : STALLCAP_PATH_IPI;
+	d->state = STALLCAP_STATE_RUNNING;	/* it was, on another CPU */
 	d->flags |= STALLCAP_SAMPLE_ABANDONED;
 	d->migrate_retries = req->retries;
 	stallcap_sample_finish(w, d, NULL, req->rec, stallcap_sample_end_len(d),
