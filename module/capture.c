@@ -142,7 +142,7 @@ void stallcap_sample_init(struct stallcap_watch *w, struct stallcap_sample *s,
 	s->capture_ns = now;
 	s->timeout_ns = w->timeout_ns;
 	s->pid = task->tgid;
-	s->tid = task->pid;
+	s->tid = w->tid;
 	s->cpu = task_cpu(task);
 	s->sample_index = w->samples;
 	if (w->flags & STALLCAP_ARM_HEARTBEAT)

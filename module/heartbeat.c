@@ -32,7 +32,7 @@ int stallcap_beat_attach(struct stallcap_session *sess, struct stallcap_watch *w
 	slot = &sess->beats[i];
 	WRITE_ONCE(slot->beats, 0);
 	WRITE_ONCE(slot->idle, 0);
-	WRITE_ONCE(slot->tid, task_pid_nr(w->task));
+	WRITE_ONCE(slot->tid, w->tid);
 	WRITE_ONCE(slot->armed, 1);
 	w->beat_slot = i;
 	w->last_beats = 0;

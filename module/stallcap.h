@@ -196,6 +196,8 @@ struct stallcap_capture_req {
  * struct stallcap_watch - one thread's watch in one session
  * @sess: owning session (the session outlives its watches)
  * @task: the watched thread (reference held)
+ * @tid: its thread id when the watch was made: records keep it even after
+ *	an exec from a secondary thread takes the leader's
  * @mm: its address space when armed (compared, never dereferenced): user
  *	memory is read only while the thread still runs that program
  * @sess_node: in the session's list of watches
@@ -226,6 +228,7 @@ struct stallcap_capture_req {
 struct stallcap_watch {
 	struct stallcap_session *sess;
 	struct task_struct *task;
+	pid_t tid;
 	const struct mm_struct *mm;
 	struct list_head sess_node;
 	struct hrtimer timer;

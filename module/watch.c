@@ -169,6 +169,7 @@ static struct stallcap_watch *watch_create(struct stallcap_session *sess)
 	w->sess = sess;
 	w->task = get_task_struct(current);
 	w->mm = current->mm;
+	w->tid = task_pid_nr(current);
 	w->beat_slot = -1;
 	w->req.watch = w;
 	w->req.cpu = -1;

@@ -359,7 +359,7 @@ void stallcap_watch_end_stall(struct stallcap_watch *w, u64 now)
 			.deadline_ns = w->deadline,
 			.end_ns = now,
 			.pid = w->task->tgid,
-			.tid = task_pid_nr(w->task),
+			.tid = w->tid,
 			.nr_samples = w->samples,
 		};
 		const size_t hdr = sizeof(end.hdr);
