@@ -187,16 +187,35 @@ unsigned int stallcap_unwind_kernel(struct task_struct *task,
 	return n;
 }
 
-static unsigned int walk_user_frames(const struct pt_regs *uregs, u64 *ips,
-				     u32 *flags)
+static bool read_user_frame(unsigned long frame[2], unsigned long fp,
+			    bool may_fault)
+{
+	const void __user *p = (const void __user *)fp;
+
+	if (may_fault)
+		return !copy_from_user(frame, p, 2 * sizeof(*frame));
+	return !copy_from_user_nofault(frame, p, 2 * sizeof(*frame));
+}
+
+/**
+ * stallcap_walk_user_frames() - user return addresses by frame pointers
+ * @uregs: the user registers (frame 0 is their ip)
+ * @ips: output, room for STALLCAP_MAX_FRAMES
+ * @flags: gets STALLCAP_SAMPLE_USTACK_FAULT / _TRUNC
+ * @may_fault: in the thread's own context with faults allowed (deferred
+ *	capture); else any context, NMI included, resident memory only
+ *
+ * Return: number of addresses stored.
+ */
+unsigned int stallcap_walk_user_frames(const struct pt_regs *uregs, u64 *ips,
+				       u32 *flags, bool may_fault)
 {
 	unsigned long fp = uregs->bp, frame[2];
 	unsigned int n = 0;
 
 	ips[n++] = uregs->ip;
 	while (fp && !(fp & 7) && fp >= uregs->sp) {
-		if (copy_from_user_nofault(frame, (const void __user *)fp,
-					   sizeof(frame))) {
+		if (!read_user_frame(frame, fp, may_fault)) {
 			*flags |= STALLCAP_SAMPLE_USTACK_FAULT;
 			break;
 		}
@@ -210,6 +229,8 @@ static unsigned int walk_user_frames(const struct pt_regs *uregs, u64 *ips,
 		if (frame[0] <= fp)
 			break;
 		fp = frame[0];
+		if (may_fault)
+			cond_resched();
 	}
 	return n;
 }
@@ -346,7 +367,7 @@ u32 stallcap_capture_current(const struct stallcap_watch *w,
 		return stallcap_sample_end_len(s);
 	}
 	stallcap_copy_user_regs(&s->regs, uregs);
-	nu = walk_user_frames(uregs, ips + nk, &s->flags);
+	nu = stallcap_walk_user_frames(uregs, ips + nk, &s->flags, false);
 	s->nr_user_frames = nu;
 	s->stack_start = uregs->sp;
 	s->stack_size = copy_user_stack(uregs->sp, (u8 *)(ips + nk + nu),

@@ -37,32 +37,6 @@ static atomic64_t defer_cookie;
 static DEFINE_PER_CPU(struct llist_head, defer_from_nmi);
 static DEFINE_PER_CPU(struct irq_work, defer_irq_work);
 
-static u32 defer_walk_user(const struct pt_regs *uregs, u64 *ips, u32 *flags)
-{
-	unsigned long fp = uregs->bp, frame[2];
-	u32 n = 0;
-
-	ips[n++] = uregs->ip;
-	while (fp && !(fp & 7) && fp >= uregs->sp) {
-		if (copy_from_user(frame, (const void __user *)fp, sizeof(frame))) {
-			*flags |= STALLCAP_SAMPLE_USTACK_FAULT;
-			break;
-		}
-		if (!frame[1])
-			break;
-		if (n == STALLCAP_MAX_FRAMES) {
-			*flags |= STALLCAP_SAMPLE_USTACK_TRUNC;
-			break;
-		}
-		ips[n++] = frame[1];
-		if (frame[0] <= fp)
-			break;
-		fp = frame[0];
-		cond_resched();
-	}
-	return n;
-}
-
 /* Bytes of used stack above @sp, up to @max: to the end of its mapping. */
 static u32 defer_stack_extent(unsigned long sp, u32 max)
 {
@@ -104,7 +78,8 @@ static u32 defer_fill(struct stallcap_defer *d, struct stallcap_sample *s,
 	memcpy(s->comm, current->comm, sizeof(s->comm));
 	s->comm[sizeof(s->comm) - 1] = '\0';
 	stallcap_copy_user_regs(&s->regs, uregs);
-	s->nr_user_frames = defer_walk_user(uregs, ips, &s->flags);
+	s->nr_user_frames = stallcap_walk_user_frames(uregs, ips, &s->flags,
+						      true);
 	s->stack_start = uregs->sp;
 	want = defer_stack_extent(uregs->sp, max_stack);
 	s->stack_size = want - copy_from_user(ips + s->nr_user_frames,

@@ -283,6 +283,8 @@ u32 stallcap_capture_current(const struct stallcap_watch *w,
 			     struct pt_regs *regs, u8 path);
 void stallcap_hide_kernel_addresses(struct stallcap_sample *s, u64 *kips,
 				    unsigned int n);
+unsigned int stallcap_walk_user_frames(const struct pt_regs *uregs, u64 *ips,
+				       u32 *flags, bool may_fault);
 unsigned int stallcap_unwind_kernel(struct task_struct *task,
 				    struct pt_regs *regs, u64 *ips, u32 *flags);
 void stallcap_copy_user_regs(struct stallcap_user_regs *d,
