@@ -849,8 +849,9 @@ SC_NOINLINE void *tu_spinner_main(void *arg)
  * deadline for TU_CHECK_SAMPLES samples and check them: the thread's tid
  * and tag, one stall, user registers in spin_in_user with
  * spin_in_user_caller among the user frames, each taken in user mode or in
- * an interrupt on top of it (under TCG a tick's softirq often is), at
- * least one in user mode; then its stall-end.  Returns NULL when all is
+ * an interrupt on top of it (under TCG a tick's softirq often is) or read
+ * remotely while preempted (RUNNABLE: registers only, the stack comes
+ * deferred), at least one in user mode; then its stall-end.  Returns NULL when all is
  * well, else why not (in @why).
  */
 static inline const char *tu_capture_check(char *why, size_t len)
@@ -905,7 +906,12 @@ static inline const char *tu_capture_check(char *why, size_t len)
 			snprintf(why, len, "sample %u: regs.ip %#llx not in spin_in_user (%s)",
 				 r->sample_index, (unsigned long long)r->regs.ip,
 				 sc_usym_name(r->regs.ip) ?: "?");
-		else if (sc_ustack_find(r, spin_in_user_caller) < 1)
+		else if (r->path == STALLCAP_PATH_BLOCKED) {
+			/* preempted on its way back to user space: regs only */
+			if (r->state != STALLCAP_STATE_RUNNABLE)
+				snprintf(why, len, "sample %u: read remotely, state %u", r->sample_index,
+					 r->state);
+		} else if (sc_ustack_find(r, spin_in_user_caller) < 1)
 			snprintf(why, len, "sample %u: spin_in_user_caller not among the user frames",
 				 r->sample_index);
 		else if (!(r->flags & STALLCAP_SAMPLE_USER_MODE) &&
