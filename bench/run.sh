@@ -16,10 +16,11 @@
 # Environment: SMP (vCPUs, default 2), MEM (default 1G), BENCH_TIMEOUT
 # (seconds for the whole guest, default 3600), BENCH_ARGS (more
 # stallcap_bench options, e.g. "--scale-max 1000"), BENCH_SECTIONS (default
-# all; e.g. "info hot" for a partial run: pair it with BENCH_OUT), BENCH_IPI=0 (skip the
-# capture=ipi reload), MODULE_PARAMS (insmod arguments), BENCH_OUT (output
-# base, default bench/results/latest), BENCH_COMMIT (how the results name
-# the sources, default the git commit), V=1 (stream the guest's output).
+# all; e.g. "info hot" for a partial run, with BENCH_OUT), BENCH_IPI=0 (skip
+# the capture=ipi reload), MODULE_PARAMS (insmod arguments), BENCH_OUT
+# (output base, default bench/results/latest), BENCH_COMMIT (how the
+# results name the sources, default the git commit), V=1 (stream the
+# guest's output).
 #
 # Exits non-zero when the module does not load or unload, a section fails,
 # the guest does not finish, or the kernel log shows a splat; the results
@@ -37,7 +38,7 @@ k=${RUN_KERNEL:-6.12}
 while [ $# -gt 0 ]; do
 	case $1 in
 	--smoke) smoke=1 ;;
-	-h|--help) sed -n '3,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '4,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	-*) die "unknown option $1" ;;
 	*) k=$1 ;;
 	esac
