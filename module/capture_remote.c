@@ -21,6 +21,7 @@
 #include <asm/apic.h>
 #include <asm/irq_regs.h>
 #include <asm/nmi.h>
+#include <asm/unwind.h>
 
 #include "stallcap.h"
 
@@ -67,13 +68,37 @@ static int stallcap_nmi_handler(unsigned int type, struct pt_regs *regs)
 	return NMI_HANDLED;
 }
 
+/*
+ * The registers the call-function IPI interrupted: x86 does not set
+ * get_irq_regs() for it, so walk up to the first interrupt frame.
+ */
+static struct pt_regs *ipi_interrupted_regs(void)
+{
+	struct unwind_state state;
+	struct pt_regs *regs;
+
+	for (unwind_start(&state, current, NULL, NULL); !unwind_done(&state);
+	     unwind_next_frame(&state)) {
+		regs = unwind_get_entry_regs(&state, NULL);
+		if (regs)
+			return regs;
+	}
+	return NULL;
+}
+
 static void stallcap_ipi_handler(void *unused)
 {
 	struct stallcap_capture_req *req;
+	struct pt_regs *regs;
 
 	req = xchg(this_cpu_ptr(&remote_req), NULL);
-	if (req)
-		remote_capture(req, get_irq_regs());
+	if (!req)
+		return;
+	regs = get_irq_regs() ?: ipi_interrupted_regs();
+	if (regs)
+		remote_capture(req, regs);
+	else	/* pairs with smp_load_acquire() in poll_remote() */
+		smp_store_release(&req->result, CAPTURE_MISMATCH);
 }
 
 /**

@@ -210,8 +210,19 @@ static int check_timeout(u64 timeout_ns)
 /* (Re)start @w's deadline at @deadline (ns).  Lock held. */
 static int watch_start(struct stallcap_watch *w, u64 now, u64 deadline)
 {
+	bool lazy;
+
 	if (w->dead)
 		return -ENOENT;
+	/*
+	 * Moving an armed deadline later leaves the queued timer alone: when
+	 * it fires early, the callback re-queues it at w->deadline.  An event
+	 * loop re-arming every iteration then touches the timer about once
+	 * per timeout instead of once per iteration (as Seastar re-arms its
+	 * timer at most once per period).
+	 */
+	lazy = w->state == WATCH_ARMED && hrtimer_is_queued(&w->timer) &&
+	       ktime_to_ns(hrtimer_get_expires(&w->timer)) <= deadline;
 	stallcap_watch_end_stall(w, now);
 	w->armed_at = now;
 	w->deadline = deadline;
@@ -219,8 +230,9 @@ static int watch_start(struct stallcap_watch *w, u64 now, u64 deadline)
 		w->cpu_base = stallcap_task_cputime(w->task);
 	w->state = WATCH_ARMED;
 	watch_count_armed(w, true);
-	hrtimer_start(&w->timer, ns_to_ktime(deadline),
-		      HRTIMER_MODE_ABS_PINNED_HARD);
+	if (!lazy)
+		hrtimer_start(&w->timer, ns_to_ktime(deadline),
+			      HRTIMER_MODE_ABS_PINNED_HARD);
 	return 0;
 }
 

@@ -1,0 +1,26 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# Capture by IPI (module parameter capture=ipi): reload the module with it,
+# run the capture tests (capture_user_test expects path IPI for a thread on
+# another CPU when the module reports no STALLCAP_FEAT_NMI), then reload the
+# module with its defaults.
+MODULE=${STALLCAP_MODULE:-/lib/modules/stallcap.ko}
+
+[ -r "$MODULE" ] || { echo "# SKIP: no $MODULE"; exit 4; }
+rmmod stallcap || { echo "# rmmod failed"; exit 1; }
+if ! insmod "$MODULE" capture=ipi; then
+	echo "# insmod capture=ipi failed"
+	insmod "$MODULE"
+	exit 1
+fi
+rc=0
+if [ "$(cat /sys/module/stallcap/parameters/capture)" != ipi ]; then
+	echo "# capture parameter is not ipi"
+	rc=1
+fi
+./capture_user_test || rc=1
+./capture_blocked_test || rc=1
+rmmod stallcap || rc=1
+insmod "$MODULE" || rc=1
+exit $rc
