@@ -13,6 +13,8 @@
 #   make static          checkpatch, sparse, uapi header as C/C++
 #   make vmtest          only the guests (KERNELS), no static checks
 #   make selfcheck       only the harness self-check
+#   make bench           boot the default kernel (6.12) in QEMU, load the module,
+#                        run the benchmarks, write bench/results/latest.{md,json}
 #   make install         install the module for the running kernel (root)
 #   make help            this text
 #
@@ -80,6 +82,9 @@ vmtest: deps
 selfcheck: deps
 	@$(TOP)/scripts/vmtest.sh --selfcheck
 
+bench: deps
+	@$(TOP)/bench/run.sh $(RUN_KERNEL)
+
 debug-kernel: deps
 	@$(TOP)/scripts/debug-kernel.sh
 
@@ -93,10 +98,11 @@ ifneq ($(HAVE_TOOLS),)
 	-$(MAKE) -C tools clean
 endif
 	-$(MAKE) -C selftests clean
+	-$(MAKE) -C bench clean
 	rm -rf $(TOP)/build
 
 help:
 	@sed -n '3,/^$$/p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
 
-.PHONY: all module tools selftests deps run check static vmtest selfcheck \
+.PHONY: all module tools selftests deps run check static vmtest selfcheck bench \
 	debug-kernel install clean help
