@@ -1431,6 +1431,57 @@ TEST(absolute_deadline_in_the_past_is_sampled_and_ends)
 	sc_session_close(&s);
 }
 
+/*
+ * The same with min_deadline_us = 0, which root may set: then a relative
+ * timeout of 0 is accepted too, and nothing may depend on the minimum being
+ * positive for the sampling intervals.
+ */
+TEST(zero_min_deadline_is_sampled_and_ends)
+{
+	long long old = tu_param_read("min_deadline_us");
+	struct sc_stopper st = { .cpu = -1, .delay_ms = 50 };
+	struct past p = { .ago = SC_MS(1) };
+	struct sc_records rs = { 0 };
+	struct sc_session s;
+	pthread_t th;
+	int ret;
+
+	if (old < 0 || geteuid())
+		SKIP(return, "needs root and the min_deadline_us parameter");
+	ASSERT_EQ(0, sc_session_setup(&s, &(struct sc_opts){ .max_samples = 4,
+							     .user_stack_bytes = 256 }));
+	ASSERT_EQ(0, tu_param_write("min_deadline_us", 0));
+	ret = 0;
+	/* relative, timeout 0: accepted now */
+	{
+		struct sc_stopper st0 = { .cpu = -1, .delay_ms = 20 };
+
+		ASSERT_EQ(0, sc_stopper_start(&st0, s.fd, 2, SC_WAIT_MS));
+		ret = sc_arm(s.fd, 0, 0, 1);
+		EXPECT_EQ(0, ret) TH_LOG("ARM(0) with min_deadline_us=0: %s", strerror(errno));
+		spin_in_user_caller(&st0.stop);
+		sc_stopper_join(&st0);
+		EXPECT_FALSE(!ret && st0.timed_out)
+			TH_LOG("ARM(0): stalls %llu samples %llu",
+			       (unsigned long long)SC_STAT(s.fd, stalls),
+			       (unsigned long long)SC_STAT(s.fd, samples));
+		EXPECT_EQ(0, ret ? 0 : sc_disarm(s.fd));
+	}
+	/* absolute, already past */
+	p.fd = s.fd;
+	p.st = &st;
+	ASSERT_EQ(0, sc_stopper_start(&st, s.fd, 2, SC_WAIT_MS));
+	ASSERT_EQ(0, pthread_create(&th, NULL, past_main, &p));
+	pthread_join(th, NULL);
+	sc_stopper_join(&st);
+	EXPECT_EQ(0, tu_param_write("min_deadline_us", old));
+	EXPECT_EQ(0, p.ret);
+	EXPECT_FALSE(st.timed_out);
+	EXPECT_LE(2, sc_ring_collect(&s, &rs, STALLCAP_REC_STALL_END, 2, SC_WAIT_MS));
+	sc_records_free(&rs);
+	sc_session_close(&s);
+}
+
 /* ------------------------------------------------------------------------
  * SET_CONFIG(GLOBAL) creates the ring: with the layout it sets
  * ------------------------------------------------------------------------
