@@ -1248,6 +1248,84 @@ TEST(exec_from_a_thread_ends_its_watch)
 	sc_session_close(&s);
 }
 
+/* ------------------------------------------------------------------------
+ * Suppressed stalls on two CPUs at the same instant
+ * ------------------------------------------------------------------------
+ *
+ * ctl->suppressed must equal stats.suppressed: two watch timers firing on
+ * two CPUs for the same absolute deadline, both over the rate limit, race
+ * to publish the count.
+ */
+
+#define SUPPRESS_ROUNDS	400
+
+struct twin {
+	int fd, cpu;
+	pthread_barrier_t *bar;
+	volatile uint64_t *deadline;
+	int err;
+};
+
+static void *twin_main(void *arg)
+{
+	struct twin *tw = arg;
+
+	sc_pin_self(tw->cpu);
+	for (int i = 0; i < SUPPRESS_ROUNDS; i++) {
+		uint64_t d;
+
+		pthread_barrier_wait(tw->bar);
+		d = *tw->deadline;
+		if (sc_arm(tw->fd, d, STALLCAP_ARM_ABSOLUTE, 0x7717))
+			tw->err = errno;
+		torture_spin_user(d + SC_MS(1));
+		if (sc_disarm(tw->fd))
+			tw->err = errno;
+		pthread_barrier_wait(tw->bar);
+	}
+	sc_release(tw->fd);
+	return NULL;
+}
+
+TEST(suppressed_count_in_the_ring_matches_the_stats)
+{
+	struct sc_opts o = { .rate_limit = 1, .user_stack_bytes = 64, .max_samples = 1 };
+	volatile uint64_t deadline = 0;
+	pthread_barrier_t bar;
+	struct twin tw[2];
+	struct stallcap_stats st;
+	struct sc_session s;
+	pthread_t th[2];
+
+	if (sc_nr_cpus_allowed() < 2)
+		SKIP(return, "needs two CPUs");
+	ASSERT_EQ(0, sc_session_setup(&s, &o));
+	pthread_barrier_init(&bar, NULL, 3);
+	for (int i = 0; i < 2; i++) {
+		tw[i] = (struct twin){ .fd = s.fd, .cpu = i, .bar = &bar, .deadline = &deadline };
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, twin_main, &tw[i]));
+	}
+	for (int i = 0; i < SUPPRESS_ROUNDS; i++) {
+		deadline = sc_now_ns() + SC_MS(2);
+		pthread_barrier_wait(&bar);
+		pthread_barrier_wait(&bar);
+	}
+	for (int i = 0; i < 2; i++) {
+		pthread_join(th[i], NULL);
+		EXPECT_EQ(0, tw[i].err) TH_LOG("thread %d: %s", i, strerror(tw[i].err));
+	}
+	ASSERT_EQ(0, sc_get_stats(s.fd, &st, 0));
+	ksft_print_msg("%llu stalls, %llu suppressed\n", (unsigned long long)st.stalls,
+		       (unsigned long long)st.suppressed);
+	EXPECT_LT(SUPPRESS_ROUNDS, st.suppressed);
+	EXPECT_EQ(st.suppressed, s.ctl->suppressed)
+		TH_LOG("stats.suppressed %llu, ctl->suppressed %llu: the ring's count is set from "
+		       "a read of the counter before it is incremented, so two CPUs suppressing "
+		       "at once publish the same value",
+		       (unsigned long long)st.suppressed, (unsigned long long)s.ctl->suppressed);
+	sc_session_close(&s);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[1], "--torture-exec-child"))
