@@ -81,5 +81,5 @@ bool stallcap_beat_progress(struct stallcap_watch *w)
 u64 stallcap_beat_period(const struct stallcap_watch *w)
 {
 	return max_t(u64, w->timeout_ns / 4,
-		     (u64)stallcap_min_deadline_us * NSEC_PER_USEC);
+		     stallcap_min_timeout_ns());
 }

@@ -16,7 +16,22 @@
 
 unsigned int stallcap_min_deadline_us __read_mostly = 100;
 module_param_named(min_deadline_us, stallcap_min_deadline_us, uint, 0644);
-MODULE_PARM_DESC(min_deadline_us, "Smallest timeout accepted, in microseconds (default 100)");
+MODULE_PARM_DESC(min_deadline_us, "Smallest timeout accepted, in microseconds (default 100, floor 10)");
+
+/* Whatever min_deadline_us says, no timer runs more often than this. */
+#define HARD_MIN_TIMEOUT_NS	(10 * NSEC_PER_USEC)
+
+/**
+ * stallcap_min_timeout_ns() - the smallest timeout, interval or period
+ *
+ * min_deadline_us, but never below 10 us even if root sets it to 0: a
+ * zero interval would loop the timer callback.
+ */
+u64 stallcap_min_timeout_ns(void)
+{
+	return max_t(u64, (u64)READ_ONCE(stallcap_min_deadline_us) * NSEC_PER_USEC,
+		     HARD_MIN_TIMEOUT_NS);
+}
 
 unsigned int stallcap_max_watches_per_user __read_mostly = 4096;
 module_param_named(max_watches_per_user, stallcap_max_watches_per_user, uint, 0644);

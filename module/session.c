@@ -94,7 +94,7 @@ static int config_check(const struct stallcap_config *c)
 		return -ERANGE;
 	if (c->max_samples > MAX_SAMPLES)
 		return -ERANGE;
-	if (c->sample_cap_ns < (u64)stallcap_min_deadline_us * NSEC_PER_USEC)
+	if (c->sample_cap_ns < stallcap_min_timeout_ns())
 		return -ERANGE;
 	return 0;
 }
@@ -250,7 +250,7 @@ static int ioctl_get_info(struct stallcap_session *sess, void __user *uarg)
 		.abi_version = STALLCAP_ABI_VERSION,
 		.features = STALLCAP_FEAT_CPUTIME | STALLCAP_FEAT_HEARTBEAT |
 			    STALLCAP_FEAT_DEFER_USER | STALLCAP_FEAT_GLOBAL,
-		.min_deadline_ns = (u64)stallcap_min_deadline_us * NSEC_PER_USEC,
+		.min_deadline_ns = stallcap_min_timeout_ns(),
 		.max_ring_bytes = min_t(u64, (u64)stallcap_max_ring_kb * 1024,
 					U32_MAX),
 		.max_watches_per_user = stallcap_max_watches_per_user,

@@ -30,6 +30,7 @@ extern unsigned int stallcap_max_watches_per_user;
 extern unsigned int stallcap_max_ring_kb;
 extern unsigned int stallcap_migrate_retries;
 extern bool stallcap_use_nmi;
+u64 stallcap_min_timeout_ns(void);
 
 /* ---- counters (stats.c) ---- */
 enum stallcap_counter {

@@ -201,7 +201,7 @@ static struct stallcap_watch *watch_of_current(struct stallcap_session *sess)
 
 static int check_timeout(u64 timeout_ns)
 {
-	if (timeout_ns < (u64)stallcap_min_deadline_us * NSEC_PER_USEC ||
+	if (timeout_ns < stallcap_min_timeout_ns() ||
 	    timeout_ns > MAX_TIMEOUT_NS)
 		return -ERANGE;
 	return 0;
@@ -316,7 +316,7 @@ int stallcap_watch_arm(struct stallcap_session *sess,
 	/* an absolute deadline's T is its distance, at least the minimum */
 	w->timeout_ns = arm->flags & STALLCAP_ARM_ABSOLUTE ?
 			max_t(s64, (s64)(deadline - now),
-			      (s64)stallcap_min_deadline_us * NSEC_PER_USEC) :
+			      (s64)stallcap_min_timeout_ns()) :
 			arm->timeout_ns;
 	w->user_tag = arm->user_tag;
 	if (arm->flags & STALLCAP_ARM_HEARTBEAT)

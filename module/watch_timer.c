@@ -77,7 +77,7 @@ static enum hrtimer_restart next_sample(struct stallcap_watch *w, u64 now)
 	w->state = WATCH_STALLED;
 	/* never a zero interval (an absolute deadline already past) */
 	w->next_interval = max_t(u64, w->next_interval,
-				 (u64)stallcap_min_deadline_us * NSEC_PER_USEC);
+				 stallcap_min_timeout_ns());
 	/* the next point of T, 2T, 4T, ... still ahead: late ones are skipped */
 	do {
 		w->sample_at += w->next_interval;
