@@ -1432,9 +1432,10 @@ TEST(absolute_deadline_in_the_past_is_sampled_and_ends)
 }
 
 /*
- * The same with min_deadline_us = 0, which root may set: then a relative
- * timeout of 0 is accepted too, and nothing may depend on the minimum being
- * positive for the sampling intervals.
+ * The same with min_deadline_us = 0, which root may set: the smallest
+ * timeout is then what GET_INFO reports (the module may keep a floor), a
+ * relative timeout of it is sampled, and nothing may depend on the
+ * parameter being positive for the sampling intervals.
  */
 TEST(zero_min_deadline_is_sampled_and_ends)
 {
@@ -1452,13 +1453,20 @@ TEST(zero_min_deadline_is_sampled_and_ends)
 							     .user_stack_bytes = 256 }));
 	ASSERT_EQ(0, tu_param_write("min_deadline_us", 0));
 	ret = 0;
-	/* relative, timeout 0: accepted now */
+	/* relative, the smallest timeout there is now */
 	{
 		struct sc_stopper st0 = { .cpu = -1, .delay_ms = 20 };
+		struct stallcap_info info;
 
-		ASSERT_EQ(0, sc_stopper_start(&st0, s.fd, 2, SC_WAIT_MS));
+		ASSERT_EQ(0, sc_get_info(s.fd, &info));
 		ret = sc_arm(s.fd, 0, 0, 1);
-		EXPECT_EQ(0, ret) TH_LOG("ARM(0) with min_deadline_us=0: %s", strerror(errno));
+		EXPECT_TRUE(info.min_deadline_ns ? ret == -1 && errno == ERANGE : ret == 0)
+			TH_LOG("ARM(0) with min_deadline_ns %llu: %s",
+			       (unsigned long long)info.min_deadline_ns, strerror(errno));
+		ASSERT_EQ(0, sc_stopper_start(&st0, s.fd, 2, SC_WAIT_MS));
+		ret = sc_arm(s.fd, info.min_deadline_ns, 0, 1);
+		EXPECT_EQ(0, ret) TH_LOG("ARM(%llu) with min_deadline_us=0: %s",
+					 (unsigned long long)info.min_deadline_ns, strerror(errno));
 		spin_in_user_caller(&st0.stop);
 		sc_stopper_join(&st0);
 		EXPECT_FALSE(!ret && st0.timed_out)
