@@ -14,7 +14,6 @@
  * CPU: a capture on another CPU is requested, then polled on a later expiry.
  */
 #include <linux/hrtimer.h>
-#include <linux/jiffies.h>
 #include <linux/sched.h>
 #include <linux/sched/clock.h>
 #include <linux/ktime.h>
@@ -39,8 +38,12 @@ u64 stallcap_task_cputime(struct task_struct *task)
 		return sum;
 	start = READ_ONCE(task->se.exec_start);
 	now = sched_clock_cpu(task_cpu(task));
-	/* bounded: a stale exec_start must not add more than a few ticks */
-	return now > start ? sum + min_t(u64, now - start, 4 * TICK_NSEC) : sum;
+	/*
+	 * The slice since the scheduler last accounted it: usually under a
+	 * tick, but ticks come late on a loaded (or emulated) machine, and a
+	 * cap below the real slice would blame a thread that then sleeps.
+	 */
+	return now > start ? sum + min_t(u64, now - start, NSEC_PER_SEC) : sum;
 }
 
 /* The watch's thread now runs another program (exec): stop capturing it. */
