@@ -12,6 +12,9 @@
 # wrong with a kernel itself (module build, insmod, rmmod, splat, kmemleak,
 # guest timeout or crash).
 set -uo pipefail
+# The whole script is one block: bash parses it before running it, so
+# editing this file while it runs cannot derail the run.
+{
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/scripts/lib.sh"
@@ -97,3 +100,5 @@ if grep -q '^FAIL' "$RESULTS"; then
 	done
 fi
 tally "$RESULTS"
+exit
+}

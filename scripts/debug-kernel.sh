@@ -7,6 +7,9 @@
 # hash, so a changed fragment or a new linux-source rebuilds it.
 # Prints the build directory (usable as KDIR) on stdout.
 set -euo pipefail
+# The whole script is one block: bash parses it before running it, so
+# editing this file while it runs cannot derail the run.
+{
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 frag="$top/scripts/kconfig/debug.config"
@@ -61,3 +64,5 @@ make -s kernelrelease >"$out/release"
 echo "debug-kernel: built in $SECONDS s" >&2
 date -u +%FT%TZ >"$out/done"
 echo "$out/linux"
+exit
+}

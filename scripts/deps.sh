@@ -8,6 +8,9 @@
 #  - kselftest headers and checkpatch.pl from linux-source-6.12.
 # A second run only checks and returns in a few seconds.
 set -euo pipefail
+# The whole script is one block: bash parses it before running it, so
+# editing this file while it runs cannot derail the run.
+{
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 cache="$top/.cache"
@@ -108,3 +111,5 @@ if [ ! -s "$ktools/scripts/checkpatch.pl" ] || [ ! -s "$ktools/kselftest_harness
 fi
 
 echo "deps: ok ($(awk '{printf "%s%s", sep, $2; sep=", "}' "$kernels_list"))"
+exit
+}

@@ -12,6 +12,9 @@
 #  uapi-c++    the same header compiles alone as C++98 and C++17.
 # Each check records PASS or FAIL (scripts/lib.sh); exit 1 if any failed.
 set -uo pipefail
+# The whole script is one block: bash parses it before running it, so
+# editing this file while it runs cannot derail the run.
+{
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/scripts/lib.sh"
@@ -132,3 +135,5 @@ else
 fi
 
 exit $rc
+exit
+}

@@ -38,6 +38,9 @@
 # the absolute guest path DEST.  `make run` runs /usr/share/stallcap/demo.sh
 # when it exists.
 set -uo pipefail
+# The whole script is one block: bash parses it before running it, so
+# editing this file while it runs cannot derail the run.
+{
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/scripts/lib.sh"
@@ -192,7 +195,9 @@ boot() {
 	: >"$con"
 	: >"$chan"
 	local cmdline="console=ttyS0,115200 panic=-1 log_buf_len=8M printk.devkmsg=on"
-	cmdline+=" ${GUEST_CMDLINE-quiet} ${kernel_cmdline:-}"
+	# the whole kernel log on the console (a hung guest leaves no dmesg
+	# dump, and quiet would hide the stack dumps of a stall report)
+	cmdline+=" ${GUEST_CMDLINE-loglevel=7} ${kernel_cmdline:-}"
 	qemu_cmd=(qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m "$mem" -smp "$SMP"
 		-nodefaults -display none -monitor none -no-reboot
 		-kernel "$KIMAGE" -initrd "$initrd" -append "$cmdline"
@@ -290,11 +295,17 @@ judge() {
 	# tests: every expected test must have reported
 	local insmod_ok=0
 	grep -q '^@@VMTEST insmod ok' "$chan" && insmod_ok=1
+	local notrun=() started
+	started=$(awk '$1 == "@@VMTEST" && $2 == "test-begin" { t = $3 } $1 == "@@VMTEST" && $2 == "test" { t = "" } END { print t }' "$chan")
 	while read -r t; do
 		[ -n "$t" ] || continue
 		line=$(awk -v t="$t" '$1 == "@@VMTEST" && $2 == "test" && $3 == t' "$chan" | tail -n 1)
 		if [ -z "$line" ]; then
-			[ "$insmod_ok" = 1 ] && fail "$k/$t" "did not run"
+			if [ "$t" = "$started" ]; then
+				fail "$k/$t" "started but never finished (the guest hung or died)"
+			elif [ "$insmod_ok" = 1 ]; then
+				notrun+=("$t")
+			fi
 			continue
 		fi
 		if [ "$mode" = check ] && [ ! -e "$top/selftests/$t" ]; then
@@ -309,6 +320,8 @@ judge() {
 		*) fail "$k/$t" "exit status $rc, ${secs}s$(tap_fails "$chan" "$t")" ;;
 		esac
 	done <"$tests"
+	[ ${#notrun[@]} -eq 0 ] ||
+		fail "$k/not-run" "${#notrun[@]} tests did not run: ${notrun[*]}"
 
 	if [ "$insmod_ok" = 1 ] && ! grep -q '^@@VMTEST rmmod ok' "$chan"; then
 		if grep -q '^@@VMTEST rmmod fail' "$chan"; then
@@ -370,7 +383,7 @@ tap_fails() {
 	awk -v t="$2" '
 		$0 == "@@VMTEST test-begin " t { on = 1; next }
 		/^@@VMTEST test / { on = 0 }
-		on && /^not ok / && !/# SKIP/ { sub(/^not ok [0-9]+ /, ""); s = s (s ? ", " : "") $0 }
+		on && /^not ok / && !/# SKIP/ { sub(/^not ok [0-9]+ (- )?/, ""); s = s (s ? ", " : "") $0 }
 		END { if (s) printf "; failed: %s", substr(s, 1, 200) }' "$1"
 }
 
@@ -581,3 +594,5 @@ if [ "$standalone" = 1 ]; then
 	tally "$RESULTS" || rc=1
 fi
 exit $rc
+exit
+}
