@@ -81,6 +81,7 @@ while read -r name ver; do
 		echo "deps: unpacking linux-image-$ver ($name)"
 		apt_update
 		mkdir -p "$kdir/deb"
+		chmod 0777 "$kdir/deb"	# apt downloads as user _apt
 		(cd "$kdir/deb" && apt-get download -qq "linux-image-$ver" >/dev/null)
 		dpkg-deb -x "$kdir"/deb/*.deb "$kdir/root"
 		cp "$kdir/root/boot/vmlinuz-$ver" "$kdir/vmlinuz.tmp"
