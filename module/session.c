@@ -183,7 +183,8 @@ int stallcap_session_ensure_ring(struct stallcap_session *sess)
  * @sess: the session
  * @now: current time (ns)
  *
- * Context: any but NMI.  A refused stall is counted for the next record.
+ * Context: any but NMI.  A refused stall is counted as suppressed, in the
+ * counters, the control page and the next record.
  */
 bool stallcap_session_rate_ok(struct stallcap_session *sess, u64 now)
 {
@@ -199,14 +200,16 @@ bool stallcap_session_rate_ok(struct stallcap_session *sess, u64 now)
 		sess->rate_count = 0;
 	}
 	ok = sess->rate_count < limit;
-	if (ok)
+	if (ok) {
 		sess->rate_count++;
-	raw_spin_unlock_irqrestore(&sess->rate_lock, flags);
-	if (!ok) {
+	} else {
+		/* counted and published under the lock: ctl never goes back */
+		stallcap_count(&sess->stats, SC_SUPPRESSED, 1);
 		atomic_inc(&sess->pending_suppressed);
 		stallcap_ring_set_suppressed(sess->ring,
-					     atomic64_read(&sess->stats.c[SC_SUPPRESSED]) + 1);
+					     atomic64_read(&sess->stats.c[SC_SUPPRESSED]));
 	}
+	raw_spin_unlock_irqrestore(&sess->rate_lock, flags);
 	return ok;
 }
 

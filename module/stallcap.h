@@ -220,6 +220,7 @@ struct stallcap_capture_req {
  * @next_interval: interval to the next sample (ns)
  * @sample_at: nominal time of the next sample (ns)
  * @quiet: the current stall was suppressed by the rate limit: no records
+ * @irq_retries: samples put off because the thread's CPU was in an interrupt
  * @counted_armed: the watch is counted in SC_ARMED
  * @req: capture request in flight (WATCH_CAPTURING)
  * @defer: deferred user-stack request (capture_deferred.c)
@@ -250,6 +251,7 @@ struct stallcap_watch {
 	u64 next_interval;
 	u64 sample_at;
 	bool quiet;
+	u8 irq_retries;
 	bool counted_armed;
 	struct stallcap_capture_req req;
 	struct stallcap_defer *defer;

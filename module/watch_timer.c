@@ -24,6 +24,8 @@
 
 #define POLL_NS		(100 * NSEC_PER_USEC)	/* NMI/IPI result polling */
 #define REMOTE_TIMEOUT_NS (20 * NSEC_PER_MSEC)	/* give up on a lost NMI */
+#define IRQ_RETRY_NS	(500 * NSEC_PER_USEC)	/* look again after an irq */
+#define IRQ_RETRIES	3
 
 /**
  * stallcap_task_cputime() - CPU time of @task, including the part that the
@@ -114,6 +116,29 @@ static enum hrtimer_restart send_remote(struct stallcap_watch *w, u64 now)
 	return restart_at(w, now + POLL_NS);
 }
 
+/*
+ * The timer interrupted an interrupt (hard or soft) taken on top of the
+ * thread, e.g. RCU's softirq after the tick: that handler is not the stall.
+ * Context: the watch's timer, on the thread's CPU.
+ */
+static bool interrupted_an_interrupt(void)
+{
+	return (hardirq_count() >> HARDIRQ_SHIFT) > 1 ||
+	       (softirq_count() & SOFTIRQ_OFFSET);
+}
+
+/* Put a capture off because of an interrupt?  Bounded per sample. */
+static bool irq_retry(struct stallcap_watch *w)
+{
+	if (w->task == current && w->irq_retries < IRQ_RETRIES &&
+	    interrupted_an_interrupt()) {
+		w->irq_retries++;
+		return true;
+	}
+	w->irq_retries = 0;
+	return false;
+}
+
 /* Take one sample of @w's thread now. */
 static enum hrtimer_restart take_sample(struct stallcap_watch *w, u64 now)
 {
@@ -122,6 +147,13 @@ static enum hrtimer_restart take_sample(struct stallcap_watch *w, u64 now)
 	struct task_struct *task = w->task;
 	void *rec;
 	u32 len;
+
+	/* a later sample: look again a little later, a bounded number of times */
+	if (w->samples && irq_retry(w)) {
+		w->state = WATCH_STALLED;
+		w->sample_at = now + IRQ_RETRY_NS;
+		return restart_at(w, w->sample_at);
+	}
 
 	if (program_changed(w)) {
 		w->state = WATCH_STALLED_QUIET;
@@ -222,6 +254,9 @@ static enum hrtimer_restart deadline_passed(struct stallcap_watch *w, u64 now)
 		if (used < w->timeout_ns)
 			return restart_at(w, now + w->timeout_ns - used);
 	}
+	/* not a stall yet: the deadline is checked again shortly */
+	if (irq_retry(w))
+		return restart_at(w, now + IRQ_RETRY_NS);
 	w->stall_id = atomic64_inc_return(&sess->next_stall_id);
 	w->samples = 0;
 	w->sample_at = now;
@@ -231,7 +266,6 @@ static enum hrtimer_restart deadline_passed(struct stallcap_watch *w, u64 now)
 	stallcap_count(&sess->stats, SC_STALLS, 1);
 	w->quiet = !stallcap_session_rate_ok(sess, now);
 	if (w->quiet) {
-		stallcap_count(&sess->stats, SC_SUPPRESSED, 1);
 		w->state = WATCH_STALLED_QUIET;
 		return stalled_restart(w, now);
 	}
