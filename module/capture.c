@@ -164,15 +164,26 @@ void stallcap_sample_init(struct stallcap_watch *w, struct stallcap_sample *s,
  * @ips: output, room for STALLCAP_MAX_FRAMES
  * @flags: STALLCAP_SAMPLE_KSTACK_TRUNC is set when frames were left out
  *
+ * Frame 0 of an interrupted context is the interrupted instruction itself:
+ * unwind_start() with registers steps over the register frame (as
+ * arch_stack_walk() knows, which stores regs->ip first), so it is stored
+ * here before the unwinder's first return address.
+ *
+ * With @hide, zeroes are stored instead of the addresses (for a reader who
+ * may not see them): @ips may be user-visible memory, the ring itself.
+ *
  * Return: number of addresses stored.
  */
 unsigned int stallcap_unwind_kernel(struct task_struct *task,
-				    struct pt_regs *regs, u64 *ips, u32 *flags)
+				    struct pt_regs *regs, u64 *ips, u32 *flags,
+				    bool hide)
 {
 	struct unwind_state state;
 	unsigned int n = 0;
 	unsigned long addr;
 
+	if (regs && !user_mode(regs))
+		ips[n++] = hide ? 0 : regs->ip;
 	for (unwind_start(&state, task, regs, NULL); !unwind_done(&state);
 	     unwind_next_frame(&state)) {
 		addr = unwind_get_return_address(&state);
@@ -182,9 +193,32 @@ unsigned int stallcap_unwind_kernel(struct task_struct *task,
 			*flags |= STALLCAP_SAMPLE_KSTACK_TRUNC;
 			break;
 		}
-		ips[n++] = addr;
+		ips[n++] = hide ? 0 : addr;
 	}
+	if (hide)
+		*flags |= STALLCAP_SAMPLE_KADDR_HIDDEN;
 	return n;
+}
+
+/**
+ * stallcap_interrupted_regs() - registers of the context this interrupt
+ * interrupted, found by unwinding up to the first interrupt frame
+ *
+ * For a call-function IPI (x86 sets no irq regs for it) and as a fallback
+ * when get_irq_regs() has none.  Return: NULL when there is none.
+ */
+struct pt_regs *stallcap_interrupted_regs(void)
+{
+	struct unwind_state state;
+	struct pt_regs *regs;
+
+	for (unwind_start(&state, current, NULL, NULL); !unwind_done(&state);
+	     unwind_next_frame(&state)) {
+		regs = unwind_get_entry_regs(&state, NULL);
+		if (regs)
+			return regs;
+	}
+	return NULL;
 }
 
 static bool read_user_frame(unsigned long frame[2], unsigned long fp,
@@ -304,20 +338,6 @@ u32 stallcap_sample_end_len(const struct stallcap_sample *s)
 }
 
 /**
- * stallcap_hide_kernel_addresses() - zero kernel frames for a reader who may
- * not see kernel addresses
- * @s: the draft (its flag is set)
- * @kips: the frames in the record
- * @n: their number
- */
-void stallcap_hide_kernel_addresses(struct stallcap_sample *s, u64 *kips,
-				    unsigned int n)
-{
-	memset(kips, 0, sizeof(*kips) * n);
-	s->flags |= STALLCAP_SAMPLE_KADDR_HIDDEN;
-}
-
-/**
  * stallcap_capture_current() - capture the current thread
  * @w: the watch (session, expected address space)
  * @s: the draft (fixed part initialised): counts and flags are set here
@@ -356,9 +376,8 @@ u32 stallcap_capture_current(const struct stallcap_watch *w,
 		uregs = user_64bit_mode(regs) && current->mm == w->mm ?
 			regs : NULL;
 	} else {
-		nk = stallcap_unwind_kernel(current, regs, ips, &s->flags);
-		if (!sess->kaddr_visible)
-			stallcap_hide_kernel_addresses(s, ips, nk);
+		nk = stallcap_unwind_kernel(current, regs, ips, &s->flags,
+					    !sess->kaddr_visible);
 		uregs = stallcap_user_regs_of(current, w->mm);
 	}
 	s->nr_kernel_frames = nk;
@@ -385,13 +404,18 @@ u32 stallcap_capture_current(const struct stallcap_watch *w,
  * @len: the record's length
  * @start_ns: when the capture began (for the cost histogram)
  *
+ * @in_handler: called from the NMI/IPI handler of a remote capture: the
+ *	timer that asked wakes the reader and mirrors the record when it sees
+ *	the capture done, out of NMI (and once: not here and there)
+ *
  * Asks for a deferred user stack when the sample lacks it, copies draft and
- * buffer into the ring record, commits it, and (outside NMI) mirrors the
- * kernel copy to the system-wide readers.
+ * buffer into the ring record, commits it, and (from the timer) wakes the
+ * reader and mirrors the kernel copy to the system-wide readers.
  * Context: any, NMI included.
  */
 void stallcap_sample_finish(struct stallcap_watch *w, struct stallcap_sample *s,
-			    void *buf, void *ring_rec, u32 len, u64 start_ns)
+			    void *buf, void *ring_rec, u32 len, u64 start_ns,
+			    bool in_handler)
 {
 	struct stallcap_session *sess = w->sess;
 	const size_t hdr = sizeof(s->hdr);
@@ -411,9 +435,9 @@ void stallcap_sample_finish(struct stallcap_watch *w, struct stallcap_sample *s,
 	}
 	stallcap_ring_commit(sess->ring, ring_rec, stallcap_sample_max_len(sess),
 			     len);
-	irq_work_queue(&sess->wake_work);
-	if (in_nmi())
+	if (in_handler)
 		return;
+	irq_work_queue(&sess->wake_work);
 	if (!buf)
 		stallcap_global_mirror(sess, STALLCAP_REC_SAMPLE, s, len);
 	else if (buf != ring_rec)

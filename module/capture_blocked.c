@@ -62,12 +62,11 @@ u32 stallcap_capture_blocked(const struct stallcap_watch *w,
 	s->cpu = task_cpu(task);
 	s->path = STALLCAP_PATH_BLOCKED;
 	s->state = classify_state(task);
-	nk = stallcap_unwind_kernel(task, NULL, ips, &s->flags);
+	nk = stallcap_unwind_kernel(task, NULL, ips, &s->flags,
+				    !sess->kaddr_visible);
 	s->nr_kernel_frames = nk;
 	if (READ_ONCE(task->on_cpu) || switch_count(task) != switches)
 		s->flags |= STALLCAP_SAMPLE_RACED;
-	if (!sess->kaddr_visible)
-		stallcap_hide_kernel_addresses(s, ips, nk);
 	uregs = stallcap_user_regs_of(task, w->mm);
 	if (!uregs) {
 		s->flags |= STALLCAP_SAMPLE_NO_USER;

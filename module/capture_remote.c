@@ -47,7 +47,7 @@ static void remote_capture(struct stallcap_capture_req *req,
 	req->draft.migrate_retries = req->retries;
 	stallcap_count(&w->sess->stats, req->path == STALLCAP_PATH_NMI ?
 		       SC_CAPTURE_NMI : SC_CAPTURE_IPI, 1);
-	stallcap_sample_finish(w, &req->draft, buf, req->rec, len, start);
+	stallcap_sample_finish(w, &req->draft, buf, req->rec, len, start, true);
 	if (buf != req->rec)
 		stallcap_capture_buf_hold(req);	/* until the timer mirrors it */
 	/* record and rec_len before DONE, pairs with poll_remote() */
@@ -68,24 +68,6 @@ static int stallcap_nmi_handler(unsigned int type, struct pt_regs *regs)
 	return NMI_HANDLED;
 }
 
-/*
- * The registers the call-function IPI interrupted: x86 does not set
- * get_irq_regs() for it, so walk up to the first interrupt frame.
- */
-static struct pt_regs *ipi_interrupted_regs(void)
-{
-	struct unwind_state state;
-	struct pt_regs *regs;
-
-	for (unwind_start(&state, current, NULL, NULL); !unwind_done(&state);
-	     unwind_next_frame(&state)) {
-		regs = unwind_get_entry_regs(&state, NULL);
-		if (regs)
-			return regs;
-	}
-	return NULL;
-}
-
 static void stallcap_ipi_handler(void *unused)
 {
 	struct stallcap_capture_req *req;
@@ -94,7 +76,7 @@ static void stallcap_ipi_handler(void *unused)
 	req = xchg(this_cpu_ptr(&remote_req), NULL);
 	if (!req)
 		return;
-	regs = get_irq_regs() ?: ipi_interrupted_regs();
+	regs = get_irq_regs() ?: stallcap_interrupted_regs();
 	if (regs)
 		remote_capture(req, regs);
 	else	/* pairs with smp_load_acquire() in poll_remote() */

@@ -53,6 +53,11 @@ MODULE_PARM_DESC(capture, "How to interrupt a thread on another CPU: nmi (defaul
 
 bool stallcap_use_nmi __read_mostly = true;
 
+unsigned int stallcap_check_us __read_mostly = 1000;
+module_param_named(check_us, stallcap_check_us, uint, 0644);
+MODULE_PARM_DESC(check_us,
+		 "Period of the buddy checkers that watch deadlines on CPUs not taking interrupts, in microseconds (default 1000, floor 100)");
+
 static struct miscdevice stallcap_misc = {
 	.minor = MISC_DYNAMIC_MINOR,
 	.name = "stallcap",
@@ -71,6 +76,7 @@ static int __init stallcap_init(void)
 		return -EINVAL;
 	}
 	stallcap_defer_init();
+	stallcap_buddy_init();
 	ret = stallcap_capture_init();
 	if (ret)
 		return ret;
@@ -102,6 +108,7 @@ static void __exit stallcap_exit(void)
 	stallcap_watch_exit();
 	stallcap_remote_exit();
 	stallcap_defer_exit();
+	stallcap_buddy_exit();
 	rcu_barrier();	/* watch_free_rcu() callbacks */
 	stallcap_capture_exit();
 }

@@ -17,6 +17,7 @@
 #include <linux/irq_work.h>
 #include <linux/llist.h>
 #include <linux/mutex.h>
+#include <linux/percpu.h>
 #include <linux/sched.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
@@ -30,6 +31,7 @@ extern unsigned int stallcap_max_watches_per_user;
 extern unsigned int stallcap_max_ring_kb;
 extern unsigned int stallcap_migrate_retries;
 extern bool stallcap_use_nmi;
+extern unsigned int stallcap_check_us;
 u64 stallcap_min_timeout_ns(void);
 
 /* ---- counters (stats.c) ---- */
@@ -180,6 +182,7 @@ enum stallcap_watch_state {
  * @path: STALLCAP_PATH_NMI or STALLCAP_PATH_IPI
  * @retries: requests that found another thread on the CPU
  * @sent_ns: when the request was sent
+ * @begin_ns: when the first request of this sample was tried
  */
 struct stallcap_capture_req {
 	struct stallcap_watch *watch;
@@ -191,6 +194,7 @@ struct stallcap_capture_req {
 	u8 path;
 	u32 retries;
 	u64 sent_ns;
+	u64 begin_ns;
 };
 
 /**
@@ -225,6 +229,9 @@ struct stallcap_capture_req {
  * @req: capture request in flight (WATCH_CAPTURING)
  * @defer: deferred user-stack request (capture_deferred.c)
  * @task_node: node in the global task -> watches hash
+ * @buddy_node: in the list the buddy checkers walk (buddy.c)
+ * @isolated: armed from a CPU isolated from timers: no timer queued, a
+ *	buddy checker starts it on a housekeeping CPU when the deadline nears
  * @rcu: deferred free
  */
 struct stallcap_watch {
@@ -256,6 +263,8 @@ struct stallcap_watch {
 	struct stallcap_capture_req req;
 	struct stallcap_defer *defer;
 	struct hlist_node task_node;
+	struct list_head buddy_node;
+	bool isolated;
 	struct rcu_head rcu;
 };
 
@@ -284,12 +293,11 @@ u32 stallcap_sample_max_len(const struct stallcap_session *sess);
 u32 stallcap_capture_current(const struct stallcap_watch *w,
 			     struct stallcap_sample *s, void *rec,
 			     struct pt_regs *regs, u8 path);
-void stallcap_hide_kernel_addresses(struct stallcap_sample *s, u64 *kips,
-				    unsigned int n);
 unsigned int stallcap_walk_user_frames(const struct pt_regs *uregs, u64 *ips,
 				       u32 *flags, bool may_fault);
 unsigned int stallcap_unwind_kernel(struct task_struct *task,
-				    struct pt_regs *regs, u64 *ips, u32 *flags);
+				    struct pt_regs *regs, u64 *ips, u32 *flags,
+				    bool hide);
 void stallcap_copy_user_regs(struct stallcap_user_regs *d,
 			     const struct pt_regs *r);
 struct pt_regs *stallcap_user_regs_of(struct task_struct *task,
@@ -298,7 +306,9 @@ u32 stallcap_sample_end_len(const struct stallcap_sample *s);
 u32 stallcap_capture_blocked(const struct stallcap_watch *w,
 			     struct stallcap_sample *s, void *rec);
 void stallcap_sample_finish(struct stallcap_watch *w, struct stallcap_sample *s,
-			    void *buf, void *ring_rec, u32 len, u64 start_ns);
+			    void *buf, void *ring_rec, u32 len, u64 start_ns,
+			    bool in_handler);
+struct pt_regs *stallcap_interrupted_regs(void);
 int stallcap_capture_init(void);
 void stallcap_capture_exit(void);
 void *stallcap_capture_buf(void);
@@ -358,6 +368,17 @@ int stallcap_beat_attach(struct stallcap_session *sess, struct stallcap_watch *w
 void stallcap_beat_detach(struct stallcap_session *sess, struct stallcap_watch *w);
 bool stallcap_beat_progress(struct stallcap_watch *w);
 u64 stallcap_beat_period(const struct stallcap_watch *w);
+
+/* ---- buddy checkers (buddy.c) ---- */
+DECLARE_PER_CPU(unsigned long, stallcap_watch_expiries);
+DECLARE_PER_CPU(unsigned long, stallcap_buddy_expiries);
+DECLARE_PER_CPU(unsigned long, stallcap_buddy_rescues);
+u64 stallcap_buddy_period_ns(void);
+bool stallcap_cpu_takes_timers(void);
+void stallcap_buddy_add(struct stallcap_watch *w);
+void stallcap_buddy_del(struct stallcap_watch *w);
+void stallcap_buddy_init(void);
+void stallcap_buddy_exit(void);
 
 int stallcap_remote_init(void);
 void stallcap_remote_exit(void);

@@ -140,6 +140,7 @@ static void watch_destroy(struct stallcap_watch *w)
 	raw_spin_lock_irqsave(&task_watches_lock, flags);
 	hash_del_rcu(&w->task_node);
 	raw_spin_unlock_irqrestore(&task_watches_lock, flags);
+	stallcap_buddy_del(w);
 	stallcap_beat_detach(sess, w);
 	user_watches_uncharge(sess->uid);
 	stallcap_count(&sess->stats, SC_WATCHES, -1);
@@ -180,6 +181,7 @@ static struct stallcap_watch *watch_create(struct stallcap_session *sess)
 	raw_spin_lock_irqsave(&task_watches_lock, flags);
 	hash_add_rcu(task_watches, &w->task_node, (unsigned long)current);
 	raw_spin_unlock_irqrestore(&task_watches_lock, flags);
+	stallcap_buddy_add(w);
 	stallcap_count(&sess->stats, SC_WATCHES, 1);
 	return w;
 }
@@ -230,7 +232,16 @@ static int watch_start(struct stallcap_watch *w, u64 now, u64 deadline)
 		w->cpu_base = stallcap_task_cputime(w->task);
 	w->state = WATCH_ARMED;
 	watch_count_armed(w, true);
-	if (!lazy)
+	if (lazy)
+		return 0;
+	/*
+	 * A CPU isolated from timers gets none: a buddy checker starts the
+	 * timer on its housekeeping CPU when the deadline comes near.
+	 */
+	w->isolated = !stallcap_cpu_takes_timers();
+	if (w->isolated)
+		hrtimer_try_to_cancel(&w->timer);
+	else
 		hrtimer_start(&w->timer, ns_to_ktime(deadline),
 			      HRTIMER_MODE_ABS_PINNED_HARD);
 	return 0;

@@ -137,7 +137,7 @@ build_base() {
 	chmod 1777 "$st/tmp"
 
 	# selftests: every built file of selftests/ except sources and harness/
-	(cd "$top/selftests" && rsync -a --exclude='harness/' --exclude='*.[cho]' \
+	(cd "$top/selftests" && rsync -a --exclude='harness/' --exclude='kmod/' --exclude='*.[cho]' \
 		--exclude='Makefile' --exclude='.*' ./ "$st/selftests/")
 
 	# tools
@@ -170,6 +170,15 @@ build_module() {
 	local k=$1 dir=$build/$1/src
 	sync_tree "$dir" Kbuild module uapi
 	kbuild "$dir" "$KDIR" "$logs/$k.build.log"
+}
+
+# build_test_module KNAME: the test-only module of the selftests (selftests/kmod)
+build_test_module() {
+	local k=$1 dir=$build/$1/kmod
+	mkdir -p "$dir"
+	rsync -a --include='*.c' --include='*.h' --include='Kbuild' --exclude='*' \
+		"$top/selftests/kmod/" "$dir/"
+	kbuild "$dir" "$KDIR" "$logs/$k.kmod-build.log"
 }
 
 build_harness_module() {
@@ -434,6 +443,12 @@ run_kernel() {
 		;;
 	check)
 		cp "$build/selftests.list" "$tests"
+		if ! build_test_module "$k"; then
+			result FAIL "$k/build" "test module build failed, see $logs/$k.kmod-build.log"
+			return 1
+		fi
+		cp "$build/$k/kmod/stallcap_spin.ko" "$dir/lib/modules/"
+		echo "EXTRA_MODULES=/lib/modules/stallcap_spin.ko" >>"$conf"
 		;;
 	selfcheck)
 		if ! build_harness_module "$k"; then

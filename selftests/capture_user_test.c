@@ -377,7 +377,10 @@ TEST(absolute_deadline_is_the_recorded_deadline)
 /*
  * The timer fires on the CPU that armed it (CPU 0); the thread then runs on
  * CPU 1: the capture must come by NMI (or IPI if the module was loaded with
- * capture=ipi) on CPU 1, and be counted as such.
+ * capture=ipi) on CPU 1, and be counted as such.  When CPU 0 takes its timer
+ * interrupt more than a checking period late (a vCPU descheduled by a loaded
+ * TCG host), the buddy checker on CPU 1 takes the timer over and captures
+ * locally: that run is tried again.
  */
 TEST(thread_on_another_cpu_is_captured_by_nmi)
 {
@@ -393,7 +396,15 @@ TEST(thread_on_another_cpu_is_captured_by_nmi)
 
 	if (sc_nr_cpus_allowed() < 2)
 		SKIP(return, "needs 2 CPUs");
-	first = run_until_caught_in_user(_metadata, &sc, &run);
+	for (int attempt = 1; ; attempt++) {
+		first = run_until_caught_in_user(_metadata, &sc, &run);
+		if (first->path != STALLCAP_PATH_LOCAL)
+			break;
+		TH_LOG("attempt %d: CPU 0 was late, the buddy checker captured locally",
+		       attempt);
+		ASSERT_GT(SC_ATTEMPTS, attempt);
+		run_free(&run);
+	}
 	check_spin_stall(_metadata, &run);
 	nmi = run.s.info.features & STALLCAP_FEAT_NMI;
 	EXPECT_EQ(1, first->cpu);
