@@ -53,4 +53,11 @@ static inline void stallcap_vm_flags_clear(struct vm_area_struct *vma,
 #endif
 }
 
+/* Inode attribute changes take an idmap, no longer a user namespace (6.3). */
+#ifdef STALLCAP_HAVE_MNT_IDMAP
+#define STALLCAP_NOP_IDMAP	(&nop_mnt_idmap)
+#else
+#define STALLCAP_NOP_IDMAP	(&init_user_ns)
+#endif
+
 #endif /* STALLCAP_COMPAT_H */

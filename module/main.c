@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * stallcap: catch the moment a thread misses its deadline and save its
- * stack.  Module parameters, the misc device, init and exit.
+ * stack.  Module parameters, init and exit.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/fs.h>
-#include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/rcupdate.h>
@@ -58,13 +57,6 @@ module_param_named(check_us, stallcap_check_us, uint, 0644);
 MODULE_PARM_DESC(check_us,
 		 "Period of the buddy checkers that watch deadlines on CPUs not taking interrupts, in microseconds (default 1000, floor 100)");
 
-static struct miscdevice stallcap_misc = {
-	.minor = MISC_DYNAMIC_MINOR,
-	.name = "stallcap",
-	.fops = &stallcap_fops,
-	.mode = 0666,
-};
-
 static int __init stallcap_init(void)
 {
 	int ret;
@@ -86,7 +78,7 @@ static int __init stallcap_init(void)
 	ret = stallcap_watch_init();
 	if (ret)
 		goto err_remote;
-	ret = misc_register(&stallcap_misc);
+	ret = stallcap_device_init();
 	if (ret)
 		goto err_watch;
 	stallcap_stats_init();
@@ -104,7 +96,7 @@ err_capture:
 static void __exit stallcap_exit(void)
 {
 	stallcap_stats_exit();
-	misc_deregister(&stallcap_misc);
+	stallcap_device_exit();
 	stallcap_watch_exit();
 	stallcap_remote_exit();
 	stallcap_defer_exit();

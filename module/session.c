@@ -74,14 +74,16 @@ static void config_defaults(struct stallcap_config *c)
 		c->sample_cap_ns = DEFAULT_SAMPLE_CAP_NS;
 }
 
-static int config_check(const struct stallcap_config *c)
+static int config_check(const struct stallcap_session *sess,
+			const struct stallcap_config *c)
 {
 	u64 max_ring = (u64)stallcap_max_ring_kb * 1024;
 
 	if (c->flags & ~STALLCAP_CFG_FLAGS_ALL ||
 	    memchr_inv(c->__reserved, 0, sizeof(c->__reserved)))
 		return -EINVAL;
-	if ((c->flags & STALLCAP_CFG_GLOBAL) && !capable(CAP_SYS_ADMIN))
+	/* the opener's right, as for kernel addresses: not the caller's */
+	if ((c->flags & STALLCAP_CFG_GLOBAL) && !sess->may_global)
 		return -EPERM;
 	if (c->user_stack_bytes > STALLCAP_MAX_USER_STACK ||
 	    c->user_stack_bytes % 8)
@@ -109,7 +111,7 @@ static int ioctl_set_config(struct stallcap_session *sess, void __user *uarg)
 	if (ret)
 		return ret;
 	config_defaults(&c);
-	ret = config_check(&c);
+	ret = config_check(sess, &c);
 	if (ret)
 		return ret;
 	mutex_lock(&sess->lock);
@@ -236,6 +238,9 @@ static int ioctl_get_stats(struct stallcap_session *sess, void __user *uarg)
 		return -EFAULT;
 	if (flags & ~STALLCAP_STATS_GLOBAL)
 		return -EINVAL;
+	/* other users' activity: for the same openers as a global reader */
+	if ((flags & STALLCAP_STATS_GLOBAL) && !sess->may_global)
+		return -EPERM;
 	st = kzalloc(sizeof(*st), GFP_KERNEL);
 	if (!st)
 		return -ENOMEM;
@@ -369,6 +374,7 @@ static int stallcap_open(struct inode *inode, struct file *file)
 	config_defaults(&sess->cfg);
 	INIT_LIST_HEAD(&sess->watches);
 	sess->kaddr_visible = kaddr_policy_allows(file);
+	sess->may_global = file_ns_capable(file, &init_user_ns, CAP_SYS_ADMIN);
 	sess->uid = current_uid();
 	init_waitqueue_head(&sess->wait);
 	init_irq_work(&sess->wake_work, session_wake);

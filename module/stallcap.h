@@ -108,6 +108,8 @@ void stallcap_ring_set_suppressed(struct stallcap_ring *ring, u64 n);
 /* ---- sessions (session.c) ---- */
 
 extern const struct file_operations stallcap_fops;
+int stallcap_device_init(void);
+void stallcap_device_exit(void);
 
 /**
  * struct stallcap_session - one open file of /dev/stallcap
@@ -121,6 +123,8 @@ extern const struct file_operations stallcap_fops;
  * @next_stall_id: last stall id handed out
  * @stats: the session's counters
  * @kaddr_visible: the opener may see kernel addresses (CAP_SYSLOG)
+ * @may_global: the opener may read system-wide records and counters
+ *	(CAP_SYS_ADMIN in the opener's credentials, not the caller's)
  * @uid: the opener, charged for the watches
  * @wait: poll() waiters
  * @wake_work: wakes @wait from NMI or hard-IRQ context
@@ -143,6 +147,7 @@ struct stallcap_session {
 	atomic64_t next_stall_id;
 	struct stallcap_counters stats;
 	bool kaddr_visible;
+	bool may_global;
 	kuid_t uid;
 	wait_queue_head_t wait;
 	struct irq_work wake_work;

@@ -281,6 +281,7 @@ int stallcap_watch_arm(struct stallcap_session *sess,
 		       const struct stallcap_arm *arm)
 {
 	u64 now = ktime_get_mono_fast_ns(), deadline;
+	bool beat = arm->flags & STALLCAP_ARM_HEARTBEAT, created = false;
 	struct stallcap_watch *w;
 	unsigned long flags;
 	int ret, slot = 0;
@@ -297,28 +298,25 @@ int stallcap_watch_arm(struct stallcap_session *sess,
 	rcu_read_lock();
 	w = watch_of_current(sess);	/* stays: only sess->lock holders free it */
 	rcu_read_unlock();
-	if (w && (w->flags ^ arm->flags) & STALLCAP_ARM_HEARTBEAT) {
-		/* from deadline to heartbeat or back: a new watch, but a
-		 * failing ARM must leave the old one as it was
-		 */
-		ret = -ENOSPC;
-		if ((arm->flags & STALLCAP_ARM_HEARTBEAT) &&
-		    bitmap_full(sess->beat_used, sess->cfg.beat_slots))
-			goto out;
-		watch_destroy(w);
-		w = NULL;
-	}
+	/*
+	 * Everything that can fail comes first, so that a failing ARM leaves
+	 * an existing watch as it was and no new one behind.  From deadline to
+	 * heartbeat or back, the watch stays and changes kind.
+	 */
 	if (!w) {
 		w = watch_create(sess);
 		if (IS_ERR(w)) {
 			ret = PTR_ERR(w);
 			goto out;
 		}
+		created = true;
 	}
-	if (arm->flags & STALLCAP_ARM_HEARTBEAT) {
+	if (beat) {
 		slot = stallcap_beat_attach(sess, w);
 		if (slot < 0) {
 			ret = slot;
+			if (created)
+				watch_destroy(w);
 			goto out;
 		}
 	}
@@ -334,6 +332,8 @@ int stallcap_watch_arm(struct stallcap_session *sess,
 		deadline = now + stallcap_beat_period(w);
 	ret = watch_start(w, now, deadline);
 	raw_spin_unlock_irqrestore(&w->lock, flags);
+	if (!beat)
+		stallcap_beat_detach(sess, w);	/* from heartbeat: slot back */
 	if (!ret)
 		ret = slot;
 out:

@@ -72,6 +72,7 @@ fi
 
 SMP=${SMP:-2}
 initramfs=$build/initramfs
+STALLCAP_GID=990	# group stallcap in the guest
 
 # Kernel log lines that mean trouble (extended regex, matched after the
 # "[ time]" prefix is removed).  Lockdep and KASAN reports start with a line
@@ -128,9 +129,12 @@ build_base() {
 	user:x:1000:1000:unprivileged test user:/home/user:/bin/sh
 	nobody:x:65534:65534:nobody:/nonexistent:/bin/false
 	EOF
+	# group stallcap (gid $STALLCAP_GID, the module's gid= in the guest):
+	# user is a member, nobody is not
 	cat >"$st/etc/group" <<-EOF
 	root:x:0:
 	user:x:1000:
+	stallcap:x:$STALLCAP_GID:user
 	nogroup:x:65534:
 	EOF
 	chown 1000:1000 "$st/home/user" 2>/dev/null || true
@@ -430,7 +434,7 @@ run_kernel() {
 	{
 		echo "MODE=$mode"
 		echo "TEST_TIMEOUT=$test_tmo"
-		echo "MODULE_PARAMS='${MODULE_PARAMS:-}'"
+		echo "MODULE_PARAMS='gid=$STALLCAP_GID ${MODULE_PARAMS:-}'"
 	} >"$conf"
 	case $mode in
 	run)

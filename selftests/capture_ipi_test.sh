@@ -6,12 +6,14 @@
 # another CPU when the module reports no STALLCAP_FEAT_NMI), then reload the
 # module with its defaults.
 MODULE=${STALLCAP_MODULE:-/lib/modules/stallcap.ko}
+# the device's group as loaded (/dev/stallcap keeps it across the reloads)
+GID=$(cat /sys/module/stallcap/parameters/gid 2>/dev/null || echo 0)
 
 [ -r "$MODULE" ] || { echo "# SKIP: no $MODULE"; exit 4; }
 rmmod stallcap || { echo "# rmmod failed"; exit 1; }
-if ! insmod "$MODULE" capture=ipi; then
+if ! insmod "$MODULE" capture=ipi gid="$GID"; then
 	echo "# insmod capture=ipi failed"
-	insmod "$MODULE"
+	insmod "$MODULE" gid="$GID"
 	exit 1
 fi
 rc=0
@@ -22,5 +24,5 @@ fi
 ./capture_user_test || rc=1
 ./capture_blocked_test || rc=1
 rmmod stallcap || rc=1
-insmod "$MODULE" || rc=1
+insmod "$MODULE" gid="$GID" || rc=1
 exit $rc

@@ -659,6 +659,10 @@ static int user_asks_for_global(void *arg)
 	c.flags = STALLCAP_CFG_GLOBAL | STALLCAP_CFG_DEFER_USER;
 	CHK(ioctl(s.fd, STALLCAP_IOC_SET_CONFIG, &c) == -1 && errno == EPERM,
 	    "SET_CONFIG(GLOBAL | DEFER_USER) by a user: %s", strerror(errno));
+	CHK(sc_get_stats(s.fd, &(struct stallcap_stats){ 0 }, STALLCAP_STATS_GLOBAL) == -1 &&
+	    errno == EPERM, "GET_STATS(GLOBAL) by a user: %s", strerror(errno));
+	CHK(!sc_get_stats(s.fd, &(struct stallcap_stats){ 0 }, 0),
+	    "GET_STATS of the user's own session: %s", strerror(errno));
 	sc_session_close(&s);
 	return 0;
 }
@@ -666,6 +670,57 @@ static int user_asks_for_global(void *arg)
 TEST_F(unpriv, global_reader_needs_cap_sys_admin)
 {
 	EXPECT_EQ(0, run_as(TU_USER_UID, TU_USER_GID, user_asks_for_global, NULL));
+}
+
+/* The user opens the device and hands the file to root. */
+static int user_opens_for_root(void *arg)
+{
+	struct passing *p = arg;
+	struct sc_session s;
+	char ch;
+
+	close(p->sock[1]);
+	CHK(!sc_open(&s), "open");
+	CHK(!send_fd(p->sock[0], s.fd), "sendmsg");
+	CHK(read(p->sock[0], &ch, 1) == 1, "wait for root");
+	sc_session_close(&s);
+	return 0;
+}
+
+/*
+ * What a session may do follows its opener's credentials, not the caller's:
+ * root calling on a file a user opened cannot make it a global reader, nor
+ * read the module-wide counters through it.
+ */
+TEST_F(unpriv, global_rights_follow_the_opener_not_the_caller)
+{
+	struct stallcap_config c = { .size = sizeof(c), .flags = STALLCAP_CFG_GLOBAL };
+	struct stallcap_stats st;
+	struct passing p;
+	pid_t u;
+	int fd, status;
+
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, p.sock));
+	u = fork();
+	ASSERT_LE(0, u);
+	if (u == 0) {
+		int ret = tu_drop_privileges(TU_USER_UID, TU_USER_GID);
+
+		_exit(ret ? 253 : user_opens_for_root(&p) ? 1 : 0);
+	}
+	close(p.sock[0]);
+	fd = recv_fd(p.sock[1]);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(-1, ioctl(fd, STALLCAP_IOC_SET_CONFIG, &c));
+	EXPECT_EQ(EPERM, errno);
+	EXPECT_EQ(-1, sc_get_stats(fd, &st, STALLCAP_STATS_GLOBAL));
+	EXPECT_EQ(EPERM, errno);
+	EXPECT_EQ(0, sc_get_stats(fd, &st, 0));
+	close(fd);
+	ASSERT_EQ(1, write(p.sock[1], "x", 1));
+	ASSERT_EQ(u, waitpid(u, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) TH_LOG("user: %#x", status);
+	close(p.sock[1]);
 }
 
 /* ------------------------------------------------------------------------

@@ -219,7 +219,7 @@ static int open_session(struct collector *c)
 			warnx_("a system-wide reader needs CAP_SYS_ADMIN");
 	}
 	if (ret) {
-		warnx_("cannot open the session: %s", strerror(-ret));
+		warn_open(ret);
 		return ret;
 	}
 	ret = stallcap_ring_map(c->s);

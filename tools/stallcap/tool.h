@@ -21,6 +21,7 @@
 
 extern const char *prog;
 void warnx_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void warn_open(int err);
 __u64 now_ns(int clock);
 
 /* ---- processes (procmaps.c) ---- */

@@ -110,7 +110,8 @@ struct stallcap_arm {
 #define STALLCAP_CFG_DEFER_USER	(1U << 0)
 /**
  * @STALLCAP_CFG_GLOBAL: system-wide reader: this session's ring also receives
- * the records of every other session.  Needs CAP_SYS_ADMIN (else EPERM).
+ * the records of every other session.  Needs CAP_SYS_ADMIN in the
+ * credentials that opened the file (else EPERM), whoever makes the call.
  */
 #define STALLCAP_CFG_GLOBAL	(1U << 1)
 #define STALLCAP_CFG_FLAGS_ALL	(STALLCAP_CFG_DEFER_USER | STALLCAP_CFG_GLOBAL)
@@ -140,7 +141,7 @@ struct stallcap_arm {
  *  EBUSY   ring_bytes, user_stack_bytes or beat_slots change after the
  *          ring was created (by the first ARM or mmap)
  *  ERANGE  a value out of the ranges above
- *  EPERM   STALLCAP_CFG_GLOBAL without CAP_SYS_ADMIN
+ *  EPERM   STALLCAP_CFG_GLOBAL without CAP_SYS_ADMIN (of the opener)
  * STALLCAP_IOC_GET_CONFIG fills the struct with the values in force (defaults
  * resolved); on return @size is the size the module knows and
  * min(size passed, size known) bytes were written.
@@ -198,7 +199,11 @@ struct stallcap_info {
 #define STALLCAP_HIST_BUCKETS	24
 
 /* struct stallcap_stats.flags (in) */
-/** @STALLCAP_STATS_GLOBAL: return the module-wide counters, not the session's. */
+/**
+ * @STALLCAP_STATS_GLOBAL: return the module-wide counters, not the session's.
+ * They tell about every user's activity: like STALLCAP_CFG_GLOBAL, this
+ * needs CAP_SYS_ADMIN in the credentials that opened the file (else EPERM).
+ */
 #define STALLCAP_STATS_GLOBAL	(1U << 0)
 
 /**
