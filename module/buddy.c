@@ -34,6 +34,7 @@
 #include <linux/sched/isolation.h>
 #include <linux/smp.h>
 #include <linux/timekeeping.h>
+#include <linux/workqueue.h>
 
 #include "compat.h"
 #include "stallcap.h"
@@ -42,6 +43,7 @@ static LIST_HEAD(buddy_watches);
 static DEFINE_RAW_SPINLOCK(buddy_lock);	/* list writers, checker start/stop */
 static DEFINE_PER_CPU(struct hrtimer, buddy_timer);
 static DEFINE_PER_CPU(bool, buddy_running);	/* buddy_lock */
+static DEFINE_PER_CPU(struct work_struct, buddy_start_work);
 
 DEFINE_PER_CPU(unsigned long, stallcap_watch_expiries);
 DEFINE_PER_CPU(unsigned long, stallcap_buddy_expiries);
@@ -127,14 +129,20 @@ static enum hrtimer_restart buddy_fn(struct hrtimer *timer)
 	return HRTIMER_RESTART;
 }
 
-static void buddy_start_here(void *unused)
+/* Runs in a kworker bound to the checker's CPU. */
+static void buddy_start_here(struct work_struct *work)
 {
+	preempt_disable();
 	hrtimer_start(this_cpu_ptr(&buddy_timer),
 		      ns_to_ktime(stallcap_buddy_period_ns()),
 		      HRTIMER_MODE_REL_PINNED_HARD);
+	preempt_enable();
 }
 
-/* Start the checker of every housekeeping CPU that has none running. */
+/*
+ * Start the checker of every housekeeping CPU that has none running, from a
+ * work item on that CPU: the arming thread does not wait for other CPUs.
+ */
 static void buddy_start_all(void)
 {
 	unsigned long flags;
@@ -149,7 +157,8 @@ static void buddy_start_all(void)
 		per_cpu(buddy_running, cpu) = true;
 		raw_spin_unlock_irqrestore(&buddy_lock, flags);
 		if (start)
-			smp_call_function_single(cpu, buddy_start_here, NULL, 1);
+			queue_work_on(cpu, system_highpri_wq,
+				      per_cpu_ptr(&buddy_start_work, cpu));
 	}
 	cpus_read_unlock();
 }
@@ -158,7 +167,7 @@ static void buddy_start_all(void)
  * stallcap_buddy_add() - watch @w's deadlines from the checkers too
  * @w: a new watch
  *
- * Context: process; may wait for other CPUs (starting their checkers).
+ * Context: process.
  */
 void stallcap_buddy_add(struct stallcap_watch *w)
 {
@@ -187,9 +196,11 @@ void stallcap_buddy_init(void)
 {
 	int cpu;
 
-	for_each_possible_cpu(cpu)
+	for_each_possible_cpu(cpu) {
 		stallcap_hrtimer_setup(per_cpu_ptr(&buddy_timer, cpu), buddy_fn,
 				       CLOCK_MONOTONIC, HRTIMER_MODE_REL_PINNED_HARD);
+		INIT_WORK(per_cpu_ptr(&buddy_start_work, cpu), buddy_start_here);
+	}
 }
 
 /* Context: module exit, every watch gone. */
@@ -197,6 +208,8 @@ void stallcap_buddy_exit(void)
 {
 	int cpu;
 
-	for_each_possible_cpu(cpu)
+	for_each_possible_cpu(cpu) {
+		cancel_work_sync(per_cpu_ptr(&buddy_start_work, cpu));
 		hrtimer_cancel(per_cpu_ptr(&buddy_timer, cpu));
+	}
 }

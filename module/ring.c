@@ -33,11 +33,11 @@
  */
 struct stallcap_ring *stallcap_ring_create(u32 data_bytes)
 {
-	struct stallcap_ring *ring = kzalloc(sizeof(*ring), GFP_KERNEL);
+	struct stallcap_ring *ring = kzalloc(sizeof(*ring), GFP_KERNEL_ACCOUNT);
 
 	if (!ring)
 		return NULL;
-	ring->base = vmalloc_user(PAGE_SIZE + data_bytes);
+	ring->base = stallcap_alloc_user(PAGE_SIZE + data_bytes);
 	if (!ring->base) {
 		kfree(ring);
 		return NULL;

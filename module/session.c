@@ -159,20 +159,30 @@ int stallcap_session_ensure_ring(struct stallcap_session *sess)
 {
 	struct stallcap_ring *ring;
 
+	size_t beat_bytes = PAGE_ALIGN(sess->cfg.beat_slots * BEAT_SLOT_BYTES);
+	int ret;
+
 	lockdep_assert_held(&sess->lock);
 	if (sess->ring)
 		return 0;
+	/* the defaults too: max_ring_kb may be below the default ring */
+	ret = config_check(sess, &sess->cfg);
+	if (ret)
+		return ret;
+	ret = stallcap_charge_locked(sess, (PAGE_SIZE + sess->cfg.ring_bytes +
+					    beat_bytes) >> PAGE_SHIFT);
+	if (ret)
+		return ret;
 	ring = stallcap_ring_create(sess->cfg.ring_bytes);
-	if (!ring)
-		return -ENOMEM;
-	sess->beats = vmalloc_user(sess->cfg.beat_slots * BEAT_SLOT_BYTES);
-	sess->beat_used = bitmap_zalloc(sess->cfg.beat_slots, GFP_KERNEL);
-	if (!sess->beats || !sess->beat_used) {
+	sess->beats = stallcap_alloc_user(beat_bytes);
+	sess->beat_used = bitmap_zalloc(sess->cfg.beat_slots, GFP_KERNEL_ACCOUNT);
+	if (!ring || !sess->beats || !sess->beat_used) {
 		vfree(sess->beats);
 		bitmap_free(sess->beat_used);
 		sess->beats = NULL;
 		sess->beat_used = NULL;
 		stallcap_ring_destroy(ring);
+		stallcap_uncharge_locked(sess);
 		return -ENOMEM;
 	}
 	/* ring initialised before it is seen, pairs with stallcap_poll() */
@@ -315,12 +325,14 @@ static int stallcap_mmap(struct file *file, struct vm_area_struct *vma)
 	if (off == STALLCAP_MMAP_RING && len <= PAGE_SIZE + sess->cfg.ring_bytes) {
 		ret = stallcap_session_ensure_ring(sess);
 		if (!ret)
-			ret = remap_vmalloc_range(vma, sess->ring->base, 0);
+			ret = stallcap_map_user(vma, sess->ring->base,
+						PAGE_SIZE + sess->cfg.ring_bytes);
 	} else if (off == STALLCAP_MMAP_BEATS &&
 		   len <= sess->cfg.beat_slots * BEAT_SLOT_BYTES) {
 		ret = stallcap_session_ensure_ring(sess);
 		if (!ret)
-			ret = remap_vmalloc_range(vma, sess->beats, 0);
+			ret = stallcap_map_user(vma, sess->beats,
+						sess->cfg.beat_slots * BEAT_SLOT_BYTES);
 	}
 	if (!ret)
 		stallcap_vm_flags_clear(vma, VM_MAYEXEC);
@@ -366,7 +378,7 @@ static bool kaddr_policy_allows(struct file *file)
 
 static int stallcap_open(struct inode *inode, struct file *file)
 {
-	struct stallcap_session *sess = kzalloc(sizeof(*sess), GFP_KERNEL);
+	struct stallcap_session *sess = kzalloc(sizeof(*sess), GFP_KERNEL_ACCOUNT);
 
 	if (!sess)
 		return -ENOMEM;
@@ -406,6 +418,7 @@ void stallcap_session_put(struct stallcap_session *sess)
 	stallcap_ring_destroy(sess->ring);
 	vfree(sess->beats);
 	bitmap_free(sess->beat_used);
+	stallcap_uncharge_locked(sess);
 	mutex_destroy(&sess->lock);
 	kfree(sess);
 }

@@ -136,6 +136,9 @@ void stallcap_device_exit(void);
  * @ref: the open file and each queued deferred capture hold one
  * @global: a system-wide reader (STALLCAP_CFG_GLOBAL), on @global_node
  * @global_node: in the list of system-wide readers (global.c)
+ * @locked_mm: the address space whose locked_vm the ring and beat slots
+ *	are charged to (a reference held), or NULL
+ * @locked_pages: the pages charged
  */
 struct stallcap_session {
 	struct mutex lock;
@@ -159,9 +162,17 @@ struct stallcap_session {
 	refcount_t ref;
 	bool global;
 	struct list_head global_node;
+	struct mm_struct *locked_mm;
+	unsigned long locked_pages;
 };
 
 int stallcap_session_ensure_ring(struct stallcap_session *sess);
+
+/* ---- memory mapped to user space (memory.c) ---- */
+void *stallcap_alloc_user(size_t bytes);
+int stallcap_map_user(struct vm_area_struct *vma, void *base, size_t bytes);
+int stallcap_charge_locked(struct stallcap_session *sess, unsigned long pages);
+void stallcap_uncharge_locked(struct stallcap_session *sess);
 void stallcap_session_get(struct stallcap_session *sess);
 void stallcap_session_put(struct stallcap_session *sess);
 bool stallcap_session_rate_ok(struct stallcap_session *sess, u64 now);

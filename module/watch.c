@@ -156,7 +156,7 @@ static struct stallcap_watch *watch_create(struct stallcap_session *sess)
 	ret = user_watches_charge(sess->uid);
 	if (ret)
 		return ERR_PTR(ret);
-	w = kzalloc(sizeof(*w), GFP_KERNEL);
+	w = kzalloc(sizeof(*w), GFP_KERNEL_ACCOUNT);
 	if (!w) {
 		user_watches_uncharge(sess->uid);
 		return ERR_PTR(-ENOMEM);

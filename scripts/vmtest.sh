@@ -18,6 +18,10 @@
 # KERNEL is a name of .cache/kernels.list (6.1, 6.12, 6.12-rt) or "debug"
 # (scripts/debug-kernel.sh: lockdep, KASAN, kmemleak; built once, ~15 min).
 #
+# A second, short boot with nohz_full=1 isolcpus=1 runs isolated_cpu_test on
+# the kernels of ISOLATED_KERNELS (default "6.12 6.12-rt"; results named
+# KERNEL-isolated/...).
+#
 # Environment: FUZZ_KERNEL (the kernel whose fuzz_test makes its full 10^6
 # calls, default 6.1; the others make FUZZ_CALLS_SHORT=200000 in at most
 # FUZZ_SECONDS_SHORT=90 s), TEST_TIMEOUT (s per test, default 300, doubled on debug),
@@ -73,6 +77,7 @@ fi
 SMP=${SMP:-2}
 initramfs=$build/initramfs
 STALLCAP_GID=990	# group stallcap in the guest
+isolated_kernels=${ISOLATED_KERNELS-6.12 6.12-rt}
 
 # Kernel log lines that mean trouble (extended regex, matched after the
 # "[ time]" prefix is removed).  Lockdep and KASAN reports start with a line
@@ -445,6 +450,9 @@ run_kernel() {
 				cp "$build/selftests.list" "$tests"
 		fi
 		;;
+	isolated)
+		grep -x 'isolated_cpu_test' "$build/selftests.list" >"$tests"
+		;;
 	check)
 		cp "$build/selftests.list" "$tests"
 		if ! build_test_module "$k"; then
@@ -493,21 +501,29 @@ run_kernel() {
 		kernel_cmdline+=" STALLCAP_FUZZ_SECONDS=${FUZZ_SECONDS_SHORT:-90}"
 	fi
 
+	# a guest whose CPU 1 is isolated (nohz_full, isolcpus) for the tests
+	# that need one; results are named KERNEL-isolated/TEST
+	local label=$k
+	if [ "$mode" = isolated ]; then
+		kernel_cmdline+=" nohz_full=1 isolcpus=1"
+		label=$k-isolated
+	fi
+
 	local tag=$k
 	[ "$mode" = check ] || tag=$k-$mode
 	tag+=${TAG_SUFFIX:-}
 	results_before=$(($(wc -l <"$RESULTS") + 1))
 	boot "$tag" "$build/$k/initrd-$mode.gz" "$guest_tmo" "$mem" "${GUEST_SILENCE:-$((test_tmo + 120))}"
-	judge "$tag" "$k" "$tests"
+	judge "$tag" "$label" "$tests"
 
 	local bootup doneup
 	bootup=$(awk '$2 == "boot" { for (i = 3; i <= NF; i++) if ($i ~ /^uptime=/) print substr($i, 8) }' "$logs/$tag.chan.txt")
 	doneup=$(awk '$2 == "done" { print substr($3, 8) }' "$logs/$tag.chan.txt")
 	local counts
-	counts=$(awk -F'\t' -v k="$k/" 'NR >= n && index($2, k) == 1 {
+	counts=$(awk -F'\t' -v k="$label/" 'NR >= n && index($2, k) == 1 {
 			c[$1]++ } END { printf "%d passed, %d failed, %d skipped",
 			c["PASS"], c["FAIL"], c["SKIP"] }' n="$results_before" "$RESULTS")
-	printf -- '-- %s (%s): %s: %s; boot %ss, guest %ss, wall %ss\n' "$k" "$KVER" \
+	printf -- '-- %s (%s): %s: %s; boot %ss, guest %ss, wall %ss\n' "$label" "$KVER" \
 		"$([ "$judge_failed" = 0 ] && echo PASS || echo FAIL)" "$counts" \
 		"${bootup:-?}" "${doneup:-?}" "$(elapsed "$t0" "$(now)")"
 	if [ "$judge_failed" != 0 ]; then
@@ -605,7 +621,13 @@ rc=0
 for k in "${kernels[@]}"; do
 	case $mode in
 	selfcheck) selfcheck "$k" || rc=1 ;;
-	*) run_kernel "$k" || rc=1 ;;
+	*)
+		run_kernel "$k" || rc=1
+		# the isolated-CPU boot costs ~1 min: on ISOLATED_KERNELS only
+		if [ "$mode" = check ] && [[ " $isolated_kernels " == *" $k "* ]]; then
+			mode=isolated run_kernel "$k" || rc=1
+		fi
+		;;
 	esac
 done
 

@@ -213,7 +213,9 @@ static bool run_once(struct __test_metadata *_metadata, FIXTURE_DATA(spin) *self
 	bound = t0 + 2 * TIMEOUT + self->period;
 	spin_end = t0 + SC_MS(SPIN_MS);
 	for (size_t i = 0; (r = sc_records_nth(&self->rs, STALLCAP_REC_SAMPLE, i)); i++) {
-		if (r->tid != (__u32)tid || r->capture_ns >= spin_end)
+		/* a capture that could not interrupt the thread claims no frame */
+		if (r->tid != (__u32)tid || r->capture_ns >= spin_end ||
+		    r->flags & (STALLCAP_SAMPLE_MIGRATED | STALLCAP_SAMPLE_ABANDONED))
 			continue;
 		during++;
 		in_fn += frame0_is(&self->ks, r, variant->fn);

@@ -641,6 +641,63 @@ TEST_F_TIMEOUT(unpriv, fd_passed_to_another_uid_keeps_working, 120)
 }
 
 /* ------------------------------------------------------------------------
+ * Ring memory is charged to the user's locked memory (RLIMIT_MEMLOCK)
+ * ------------------------------------------------------------------------
+ */
+
+static int arm_in_new_session(struct sc_session *s, uint32_t ring_bytes)
+{
+	struct sc_opts o = { .ring_bytes = ring_bytes, .user_stack_bytes = 8, .no_map = true };
+	int ret = sc_session_setup(s, ring_bytes ? &o : &(struct sc_opts){ .no_map = true });
+
+	if (ret)
+		return ret;
+	return sc_arm(s->fd, SC_MS(60000), 0, 1) ? -errno : 0;
+}
+
+static int user_over_memlock(void *arg)
+{
+	uint32_t ring = sc_min_ring_bytes(8);
+	/* ring + control page + 64 beat slots: one session's charge */
+	uint64_t one = ring + 2 * sysconf(_SC_PAGESIZE);
+	struct rlimit rl;
+	struct sc_session s[4];
+	int ret;
+
+	CHK(!getrlimit(RLIMIT_MEMLOCK, &rl), "getrlimit");
+	CHK(rl.rlim_max >= 3 * one, "hard RLIMIT_MEMLOCK %llu too low",
+	    (unsigned long long)rl.rlim_max);
+	rl.rlim_cur = 3 * one - one / 2;	/* room for two sessions */
+	CHK(!setrlimit(RLIMIT_MEMLOCK, &rl), "setrlimit");
+
+	/* the 1 MiB default ring is over the limit */
+	ret = arm_in_new_session(&s[0], 0);
+	CHK(ret == -ENOMEM, "ARM with the default ring over RLIMIT_MEMLOCK: %s", strerror(-ret));
+	CHK(SC_STAT(s[0].fd, watches) == 0, "the refused ARM left a watch");
+	sc_session_close(&s[0]);
+
+	/* small rings: two fit, the third does not, until one is closed */
+	for (int i = 0; i < 2; i++) {
+		ret = arm_in_new_session(&s[i], ring);
+		CHK(!ret, "ARM in small session %d: %s", i, strerror(-ret));
+	}
+	ret = arm_in_new_session(&s[2], ring);
+	CHK(ret == -ENOMEM, "third session over RLIMIT_MEMLOCK: %s", ret ? strerror(-ret) : "ok");
+	sc_session_close(&s[2]);
+	sc_session_close(&s[0]);
+	ret = arm_in_new_session(&s[3], ring);
+	CHK(!ret, "ARM after a session's memory was given back: %s", strerror(-ret));
+	sc_session_close(&s[1]);
+	sc_session_close(&s[3]);
+	return 0;
+}
+
+TEST_F(unpriv, ring_memory_is_charged_against_rlimit_memlock)
+{
+	EXPECT_EQ(0, run_as(TU_USER_UID, TU_USER_GID, user_over_memlock, NULL));
+}
+
+/* ------------------------------------------------------------------------
  * STALLCAP_CFG_GLOBAL
  * ------------------------------------------------------------------------
  */

@@ -23,7 +23,12 @@
  *  EINVAL  size below VER0, unknown flag, non-zero reserved field
  *  E2BIG   size larger than known and the unknown tail is not zero, or
  *          larger than a page
- *  ENOMEM  out of kernel memory
+ *  ENOMEM  out of kernel memory; or creating the session's ring and beat
+ *          slots (at the first ARM, mmap, or SET_CONFIG with
+ *          STALLCAP_CFG_GLOBAL) would take the caller's locked memory
+ *          (locked_vm, where they are charged) over RLIMIT_MEMLOCK;
+ *          CAP_IPC_LOCK is exempt.  The memory is also charged to the
+ *          caller's memory cgroup.
  *  ENOTTY  unknown command
  */
 #ifndef _UAPI_LINUX_STALLCAP_H
@@ -81,7 +86,10 @@
  * Returns 0, or the beat slot index for STALLCAP_ARM_HEARTBEAT.
  * Errors:
  *  ERANGE  timeout below the module's min_deadline_us, above 1 hour, or an
- *          absolute deadline already in the past by more than 1 hour
+ *          absolute deadline already in the past by more than 1 hour; or
+ *          the session's configuration (its defaults included) is out of
+ *          the module's ranges when the ring is created (max_ring_kb
+ *          lowered below the default ring size)
  *  ENOSPC  the user's max_watches_per_user watches exist already, or
  *          (heartbeat) no free beat slot in this session
  *  ESRCH   the calling thread is exiting
