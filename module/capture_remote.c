@@ -186,6 +186,6 @@ void stallcap_remote_exit(void)
 	 */
 	for_each_possible_cpu(cpu)
 		while (atomic_read(per_cpu_ptr(&remote_csd_busy, cpu)))
-			msleep(1);
+			usleep_range(1000, 2000);
 	synchronize_rcu();
 }

@@ -37,6 +37,11 @@ module_param_named(max_watches_per_user, stallcap_max_watches_per_user, uint, 06
 MODULE_PARM_DESC(max_watches_per_user,
 		 "Watches one user may hold; CAP_SYS_RESOURCE is exempt (default 4096)");
 
+unsigned int stallcap_max_fast_watches_per_user __read_mostly = 64;
+module_param_named(max_fast_watches_per_user, stallcap_max_fast_watches_per_user, uint, 0644);
+MODULE_PARM_DESC(max_fast_watches_per_user,
+		 "Armed watches with a timer period under 1 ms one user may hold; CAP_SYS_RESOURCE is exempt (default 64)");
+
 unsigned int stallcap_max_ring_kb __read_mostly = 65536;
 module_param_named(max_ring_kb, stallcap_max_ring_kb, uint, 0644);
 MODULE_PARM_DESC(max_ring_kb, "Largest ring data area per session, in KiB (default 65536)");

@@ -7,6 +7,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/capability.h>
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
 #include <linux/vmalloc.h>
@@ -50,18 +51,24 @@ int stallcap_map_user(struct vm_area_struct *vma, void *base, size_t bytes)
  * stallcap_charge_locked() - charge @pages to the caller's locked_vm
  * @sess: the session; remembers the address space charged
  * @pages: pages about to be allocated for it
+ * @mmap_locked: the caller holds its mmap lock (in mmap())
  *
  * Context: process, the opener's or a thread sharing its resources.
  * Return: 0, or -ENOMEM when RLIMIT_MEMLOCK would be exceeded.
  */
-int stallcap_charge_locked(struct stallcap_session *sess, unsigned long pages)
+int stallcap_charge_locked(struct stallcap_session *sess, unsigned long pages,
+			   bool mmap_locked)
 {
 	struct mm_struct *mm = current->mm;
 	int ret;
 
 	if (!mm)
 		return 0;
-	ret = account_locked_vm(mm, pages, true);
+	if (mmap_locked)
+		ret = __account_locked_vm(mm, pages, true, current,
+					  capable(CAP_IPC_LOCK));
+	else
+		ret = account_locked_vm(mm, pages, true);
 	if (ret)
 		return ret;
 	mmgrab(mm);

@@ -125,7 +125,7 @@ static int ioctl_set_config(struct stallcap_session *sess, void __user *uarg)
 	sess->cfg = c;
 	if (c.flags & STALLCAP_CFG_GLOBAL) {
 		/* a global reader needs its ring, of the size just set */
-		ret = stallcap_session_ensure_ring(sess);
+		ret = stallcap_session_ensure_ring(sess, false);
 		if (ret) {
 			sess->cfg = old;
 			goto out;
@@ -152,10 +152,11 @@ static int ioctl_get_config(struct stallcap_session *sess, void __user *uarg)
 /**
  * stallcap_session_ensure_ring() - create the ring and beat slots once
  * @sess: the session, sess->lock held
+ * @mmap_locked: called from mmap(), the caller's mmap lock held
  *
  * After this the size-related configuration is frozen.
  */
-int stallcap_session_ensure_ring(struct stallcap_session *sess)
+int stallcap_session_ensure_ring(struct stallcap_session *sess, bool mmap_locked)
 {
 	struct stallcap_ring *ring;
 
@@ -170,7 +171,7 @@ int stallcap_session_ensure_ring(struct stallcap_session *sess)
 	if (ret)
 		return ret;
 	ret = stallcap_charge_locked(sess, (PAGE_SIZE + sess->cfg.ring_bytes +
-					    beat_bytes) >> PAGE_SHIFT);
+					    beat_bytes) >> PAGE_SHIFT, mmap_locked);
 	if (ret)
 		return ret;
 	ring = stallcap_ring_create(sess->cfg.ring_bytes);
@@ -323,13 +324,13 @@ static int stallcap_mmap(struct file *file, struct vm_area_struct *vma)
 	mutex_lock(&sess->lock);
 	/* check before creating the ring: a failed mmap changes nothing */
 	if (off == STALLCAP_MMAP_RING && len <= PAGE_SIZE + sess->cfg.ring_bytes) {
-		ret = stallcap_session_ensure_ring(sess);
+		ret = stallcap_session_ensure_ring(sess, true);
 		if (!ret)
 			ret = stallcap_map_user(vma, sess->ring->base,
 						PAGE_SIZE + sess->cfg.ring_bytes);
 	} else if (off == STALLCAP_MMAP_BEATS &&
 		   len <= sess->cfg.beat_slots * BEAT_SLOT_BYTES) {
-		ret = stallcap_session_ensure_ring(sess);
+		ret = stallcap_session_ensure_ring(sess, true);
 		if (!ret)
 			ret = stallcap_map_user(vma, sess->beats,
 						sess->cfg.beat_slots * BEAT_SLOT_BYTES);

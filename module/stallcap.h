@@ -32,6 +32,7 @@ extern unsigned int stallcap_max_ring_kb;
 extern unsigned int stallcap_migrate_retries;
 extern bool stallcap_use_nmi;
 extern unsigned int stallcap_check_us;
+extern unsigned int stallcap_max_fast_watches_per_user;
 u64 stallcap_min_timeout_ns(void);
 
 /* ---- counters (stats.c) ---- */
@@ -166,18 +167,21 @@ struct stallcap_session {
 	unsigned long locked_pages;
 };
 
-int stallcap_session_ensure_ring(struct stallcap_session *sess);
+int stallcap_session_ensure_ring(struct stallcap_session *sess, bool mmap_locked);
 
 /* ---- memory mapped to user space (memory.c) ---- */
 void *stallcap_alloc_user(size_t bytes);
 int stallcap_map_user(struct vm_area_struct *vma, void *base, size_t bytes);
-int stallcap_charge_locked(struct stallcap_session *sess, unsigned long pages);
+int stallcap_charge_locked(struct stallcap_session *sess, unsigned long pages,
+			   bool mmap_locked);
 void stallcap_uncharge_locked(struct stallcap_session *sess);
 void stallcap_session_get(struct stallcap_session *sess);
 void stallcap_session_put(struct stallcap_session *sess);
 bool stallcap_session_rate_ok(struct stallcap_session *sess, u64 now);
 
 /* ---- watches (watch.c) ---- */
+
+struct user_watches;
 
 enum stallcap_watch_state {
 	WATCH_IDLE,		/* registered, not armed */
@@ -246,6 +250,9 @@ struct stallcap_capture_req {
  * @defer: deferred user-stack request (capture_deferred.c)
  * @task_node: node in the global task -> watches hash
  * @buddy_node: in the list the buddy checkers walk (buddy.c)
+ * @uw: its user's entry in the per-user accounting (watch.c)
+ * @fast: counted in the user's armed watches with a period under 1 ms
+ * @fast_exempt: the opener had CAP_SYS_RESOURCE
  * @isolated: armed from a CPU isolated from timers: no timer queued, a
  *	buddy checker starts it on a housekeeping CPU when the deadline nears
  * @rcu: deferred free
@@ -280,6 +287,9 @@ struct stallcap_watch {
 	struct stallcap_defer *defer;
 	struct hlist_node task_node;
 	struct list_head buddy_node;
+	struct user_watches *uw;
+	bool fast;
+	bool fast_exempt;
 	bool isolated;
 	struct rcu_head rcu;
 };

@@ -40,7 +40,16 @@ struct user_watches {
 	struct hlist_node node;
 	kuid_t uid;
 	unsigned int count;
+	atomic_t fast;		/* armed watches with a period under FAST_NS */
 };
+
+/*
+ * A watch's timer expires about once per period (lazy re-arm): periods
+ * under 1 ms are the hard-IRQ work one user may cause on every CPU.  Their
+ * number is bounded per user (max_fast_watches_per_user; CAP_SYS_RESOURCE
+ * exempt, as for max_watches_per_user).
+ */
+#define FAST_NS		NSEC_PER_MSEC
 
 static DEFINE_HASHTABLE(user_watches, 6);
 static DEFINE_SPINLOCK(user_watches_lock);
@@ -55,14 +64,15 @@ static struct user_watches *user_watches_find(kuid_t uid)
 	return NULL;
 }
 
-static int user_watches_charge(kuid_t uid)
+/* Count one more watch of @uid; returns its entry (valid while counted). */
+static struct user_watches *user_watches_charge(kuid_t uid)
 {
 	struct user_watches *u, *fresh = kzalloc(sizeof(*fresh), GFP_KERNEL);
 	bool unlimited = capable(CAP_SYS_RESOURCE);
 	int ret = 0;
 
 	if (!fresh)
-		return -ENOMEM;
+		return ERR_PTR(-ENOMEM);
 	spin_lock(&user_watches_lock);
 	u = user_watches_find(uid);
 	if (!u) {
@@ -77,7 +87,30 @@ static int user_watches_charge(kuid_t uid)
 		u->count++;
 	spin_unlock(&user_watches_lock);
 	kfree(fresh);
-	return ret;
+	return ret ? ERR_PTR(ret) : u;
+}
+
+/*
+ * Account @w as armed with timer period @period (U64_MAX: not armed).
+ * Context: @w's lock held (atomic only).  Return: 0, or -ENOSPC when the
+ * user's fast watches are at max_fast_watches_per_user.
+ */
+static int watch_fast_update(struct stallcap_watch *w, u64 period)
+{
+	bool fast = period < FAST_NS;
+
+	if (fast == w->fast)
+		return 0;
+	if (!fast) {
+		atomic_dec(&w->uw->fast);
+	} else if (atomic_inc_return(&w->uw->fast) >
+		   READ_ONCE(stallcap_max_fast_watches_per_user) &&
+		   !w->fast_exempt) {
+		atomic_dec(&w->uw->fast);
+		return -ENOSPC;
+	}
+	w->fast = fast;
+	return 0;
 }
 
 static void user_watches_uncharge(kuid_t uid)
@@ -123,6 +156,7 @@ static void watch_kill(struct stallcap_watch *w)
 		w->dead = true;
 		stallcap_watch_end_stall(w, ktime_get_mono_fast_ns());
 		watch_count_armed(w, false);
+		watch_fast_update(w, U64_MAX);
 		w->state = WATCH_IDLE;
 	}
 	raw_spin_unlock_irqrestore(&w->lock, flags);
@@ -151,11 +185,11 @@ static struct stallcap_watch *watch_create(struct stallcap_session *sess)
 {
 	struct stallcap_watch *w;
 	unsigned long flags;
-	int ret;
+	struct user_watches *uw;
 
-	ret = user_watches_charge(sess->uid);
-	if (ret)
-		return ERR_PTR(ret);
+	uw = user_watches_charge(sess->uid);
+	if (IS_ERR(uw))
+		return ERR_CAST(uw);
 	w = kzalloc(sizeof(*w), GFP_KERNEL_ACCOUNT);
 	if (!w) {
 		user_watches_uncharge(sess->uid);
@@ -168,6 +202,8 @@ static struct stallcap_watch *watch_create(struct stallcap_session *sess)
 		return ERR_PTR(-ENOMEM);
 	}
 	w->sess = sess;
+	w->uw = uw;
+	w->fast_exempt = capable(CAP_SYS_RESOURCE);
 	w->task = get_task_struct(current);
 	w->mm = current->mm;
 	w->tid = task_pid_nr(current);
@@ -280,8 +316,8 @@ static int arm_check(const struct stallcap_arm *arm, u64 now, u64 *deadline)
 int stallcap_watch_arm(struct stallcap_session *sess,
 		       const struct stallcap_arm *arm)
 {
-	u64 now = ktime_get_mono_fast_ns(), deadline;
-	bool beat = arm->flags & STALLCAP_ARM_HEARTBEAT, created = false;
+	u64 now = ktime_get_mono_fast_ns(), deadline, timeout;
+	bool beat = arm->flags & STALLCAP_ARM_HEARTBEAT, created = false, was_fast;
 	struct stallcap_watch *w;
 	unsigned long flags;
 	int ret, slot = 0;
@@ -292,7 +328,7 @@ int stallcap_watch_arm(struct stallcap_session *sess,
 	if (current->flags & PF_EXITING)
 		return -ESRCH;
 	mutex_lock(&sess->lock);
-	ret = stallcap_session_ensure_ring(sess);
+	ret = stallcap_session_ensure_ring(sess, false);
 	if (ret)
 		goto out;
 	rcu_read_lock();
@@ -311,22 +347,32 @@ int stallcap_watch_arm(struct stallcap_session *sess,
 		}
 		created = true;
 	}
-	if (beat) {
+	/* an absolute deadline's T is its distance, at least the minimum */
+	timeout = arm->flags & STALLCAP_ARM_ABSOLUTE ?
+		  max_t(s64, (s64)(deadline - now), (s64)stallcap_min_timeout_ns()) :
+		  arm->timeout_ns;
+	raw_spin_lock_irqsave(&w->lock, flags);
+	was_fast = w->fast;
+	ret = watch_fast_update(w, beat ? max(timeout / 4, stallcap_min_timeout_ns()) :
+				timeout);
+	raw_spin_unlock_irqrestore(&w->lock, flags);
+	if (!ret && beat) {
 		slot = stallcap_beat_attach(sess, w);
-		if (slot < 0) {
-			ret = slot;
-			if (created)
-				watch_destroy(w);
-			goto out;
+		ret = min(slot, 0);
+		if (ret) {	/* as it was */
+			raw_spin_lock_irqsave(&w->lock, flags);
+			watch_fast_update(w, was_fast ? 0 : U64_MAX);
+			raw_spin_unlock_irqrestore(&w->lock, flags);
 		}
+	}
+	if (ret) {
+		if (created)
+			watch_destroy(w);
+		goto out;
 	}
 	raw_spin_lock_irqsave(&w->lock, flags);
 	w->flags = arm->flags;
-	/* an absolute deadline's T is its distance, at least the minimum */
-	w->timeout_ns = arm->flags & STALLCAP_ARM_ABSOLUTE ?
-			max_t(s64, (s64)(deadline - now),
-			      (s64)stallcap_min_timeout_ns()) :
-			arm->timeout_ns;
+	w->timeout_ns = timeout;
 	w->user_tag = arm->user_tag;
 	if (arm->flags & STALLCAP_ARM_HEARTBEAT)
 		deadline = now + stallcap_beat_period(w);
@@ -366,6 +412,8 @@ int stallcap_watch_rearm(struct stallcap_session *sess, u64 timeout_ns)
 		if (!timeout_ns)
 			timeout_ns = w->timeout_ns;
 		ret = check_timeout(timeout_ns);
+		if (!ret)
+			ret = watch_fast_update(w, timeout_ns);
 		if (!ret) {
 			w->timeout_ns = timeout_ns;
 			w->flags &= ~STALLCAP_ARM_ABSOLUTE;
@@ -398,6 +446,7 @@ int stallcap_watch_disarm(struct stallcap_session *sess)
 			stallcap_watch_end_stall(w, ktime_get_mono_fast_ns());
 			w->state = WATCH_IDLE;
 			watch_count_armed(w, false);
+			watch_fast_update(w, U64_MAX);
 			hrtimer_try_to_cancel(&w->timer);
 			ret = 0;
 		}

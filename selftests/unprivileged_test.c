@@ -641,6 +641,75 @@ TEST_F_TIMEOUT(unpriv, fd_passed_to_another_uid_keeps_working, 120)
 }
 
 /* ------------------------------------------------------------------------
+ * Watches with timer periods under 1 ms are bounded per user
+ * ------------------------------------------------------------------------
+ */
+
+struct fast_arm {
+	int fd;
+	uint64_t timeout;
+	int ret;
+};
+
+static void *fast_arm_fn(void *arg)
+{
+	struct fast_arm *a = arg;
+
+	a->ret = sc_arm(a->fd, a->timeout, 0, 1) ? -errno : 0;
+	if (!a->ret)
+		sc_release(a->fd);
+	return NULL;
+}
+
+/* Arm a watch in a new thread of this process (which releases it). */
+static int arm_in_thread(int fd, uint64_t timeout)
+{
+	struct fast_arm a = { .fd = fd, .timeout = timeout };
+	pthread_t th;
+
+	if (pthread_create(&th, NULL, fast_arm_fn, &a))
+		return -EAGAIN;
+	pthread_join(th, NULL);
+	return a.ret;
+}
+
+static int user_over_fast_limit(void *arg)
+{
+	uint64_t fast = SC_MS(1) / 2, slow = SC_MS(2);
+	struct sc_session s;
+	int ret;
+
+	CHK(!sc_session_setup(&s, &(struct sc_opts){ .no_map = true }), "session");
+	if (fast < s.info.min_deadline_ns)
+		fast = s.info.min_deadline_ns;
+	CHK(!sc_arm(s.fd, SC_MS(60000) + fast, 0, 1), "slow ARM");
+	CHK(!sc_rearm(s.fd, fast), "first fast watch: %s", strerror(errno));
+	ret = arm_in_thread(s.fd, slow);
+	CHK(!ret, "a slow watch is not bounded: %s", strerror(-ret));
+	/* the limit (1) is taken: a second fast watch is refused, changing nothing */
+	ret = arm_in_thread(s.fd, fast);
+	CHK(ret == -ENOSPC, "second fast ARM: %s", ret ? strerror(-ret) : "ok");
+	CHK(SC_STAT(s.fd, watches) == 1, "the refused ARM left a watch");
+	/* back to a slow timeout: the second fits */
+	CHK(!sc_rearm(s.fd, slow), "REARM slow: %s", strerror(errno));
+	ret = arm_in_thread(s.fd, fast);
+	CHK(!ret, "fast ARM once the first is slow again: %s", strerror(-ret));
+	CHK(!sc_disarm(s.fd), "disarm");
+	sc_session_close(&s);
+	return 0;
+}
+
+TEST_F(unpriv, fast_watches_are_bounded_per_user)
+{
+	long long saved = tu_param_read("max_fast_watches_per_user");
+
+	if (saved < 0 || tu_param_write("max_fast_watches_per_user", 1))
+		SKIP(return, "no max_fast_watches_per_user parameter");
+	EXPECT_EQ(0, run_as(TU_USER_UID, TU_USER_GID, user_over_fast_limit, NULL));
+	tu_param_write("max_fast_watches_per_user", saved);
+}
+
+/* ------------------------------------------------------------------------
  * Ring memory is charged to the user's locked memory (RLIMIT_MEMLOCK)
  * ------------------------------------------------------------------------
  */

@@ -91,7 +91,10 @@
  *          the module's ranges when the ring is created (max_ring_kb
  *          lowered below the default ring size)
  *  ENOSPC  the user's max_watches_per_user watches exist already, or
- *          (heartbeat) no free beat slot in this session
+ *          (heartbeat) no free beat slot in this session, or the user's
+ *          max_fast_watches_per_user watches with a timer period under
+ *          1 ms (a timeout, or a heartbeat's timeout / 4) are armed already
+ *          (CAP_SYS_RESOURCE of the opener's thread is exempt)
  *  ESRCH   the calling thread is exiting
  */
 struct stallcap_arm {
@@ -273,7 +276,8 @@ struct stallcap_stats {
  * watch to now + arg nanoseconds; arg 0 means the timeout of its last ARM.
  * The argument is the value itself, not a pointer: the hot path copies
  * nothing.  Errors: ENOENT (no watch for this thread in this session),
- * ERANGE (as for ARM), EINVAL (a heartbeat watch).
+ * ERANGE (as for ARM), EINVAL (a heartbeat watch), ENOSPC (a timeout under
+ * 1 ms beyond the user's max_fast_watches_per_user, as for ARM).
  */
 #define STALLCAP_IOC_REARM	_IO(STALLCAP_IOC_MAGIC, 0x02)
 /**
