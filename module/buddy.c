@@ -14,7 +14,8 @@
  *    CPU and lets it expire at once; the watch's timer callback then finds
  *    its thread running on another CPU and captures it by NMI, which reaches
  *    code running with interrupts off.  The timer stays on the checker's CPU
- *    until the thread arms a new deadline from its own CPU.
+ *    until the thread starts it again from its own CPU (the re-arm after the
+ *    stall; a lazy re-arm, which only moves the deadline later, leaves it).
  *  - a watch armed from a CPU isolated from timers (not housekeeping for
  *    HK_TYPE_TIMER) queues no timer there (watch_start()); the checker starts
  *    its timer on its own CPU once the deadline is less than a period away.

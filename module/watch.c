@@ -371,6 +371,13 @@ int stallcap_watch_arm(struct stallcap_session *sess,
 		goto out;
 	}
 	raw_spin_lock_irqsave(&w->lock, flags);
+	/*
+	 * A relative deadline counts from now: creating the ring and the watch
+	 * (the first ARM) is not the thread's work.
+	 */
+	now = ktime_get_mono_fast_ns();
+	if (!(arm->flags & STALLCAP_ARM_ABSOLUTE))
+		deadline = now + arm->timeout_ns;
 	w->flags = arm->flags;
 	w->timeout_ns = timeout;
 	w->user_tag = arm->user_tag;

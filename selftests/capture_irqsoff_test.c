@@ -200,10 +200,21 @@ static bool run_once(struct __test_metadata *_metadata, FIXTURE_DATA(spin) *self
 	ASSERT_EQ(0, spin_ms(variant->file, SPIN_MS));
 	t1 = sc_now_ns();
 	ASSERT_EQ(0, sc_disarm(self->s.fd));
-	ASSERT_EQ(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_STALL_END, 1,
-				     SC_WAIT_MS));
-	first = sc_first_sample_of(&self->rs, tid);
-	ASSERT_NE(NULL, first);
+	/*
+	 * No stall at all: the only CPU that could see it (the other vCPU)
+	 * did not run for the whole spin, which a TCG guest on an overloaded
+	 * host sees.  Logged, and tried again like a late one.
+	 */
+	first = NULL;
+	if (sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_STALL_END, 1, SC_WAIT_MS) == 1)
+		first = sc_first_sample_of(&self->rs, tid);
+	if (!first) {
+		TH_LOG("attempt %d: no stall recorded (spin took %llu us)", attempt,
+		       (unsigned long long)(t1 - t0) / 1000);
+		ASSERT_GT(ATTEMPTS, attempt) TH_LOG("never caught");
+		sc_records_free(&self->rs);
+		return false;
+	}
 
 	/*
 	 * Within 2x the deadline plus the checking period, and during the
@@ -238,8 +249,8 @@ static bool run_once(struct __test_metadata *_metadata, FIXTURE_DATA(spin) *self
 
 	EXPECT_EQ(TAG, first->user_tag);
 	EXPECT_LT(first->capture_ns, spin_end) TH_LOG("first sample after the spin");
-	EXPECT_LE(t1 - t0, SC_MS(SPIN_MS) * 2 + SC_MAX_LATENESS_NS)
-		TH_LOG("the spin took %llu us", (unsigned long long)(t1 - t0) / 1000);
+	EXPECT_LE(SC_MS(SPIN_MS), t1 - t0) TH_LOG("the spin took only %llu us",
+						  (unsigned long long)(t1 - t0) / 1000);
 	EXPECT_TRUE(frame0_is(&self->ks, first, variant->fn))
 		TH_LOG("kernel frame 0 is %s, not %s",
 		       first->nr_kernel_frames ?

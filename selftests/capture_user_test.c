@@ -426,6 +426,54 @@ TEST(thread_on_another_cpu_is_captured_by_nmi)
 	run_free(&run);
 }
 
+/*
+ * A system-wide reader gets each sample of a thread captured on another CPU
+ * (by NMI, or by IPI with capture=ipi) exactly once.
+ */
+TEST(remote_samples_are_mirrored_once_to_a_global_reader)
+{
+	struct scenario sc = {
+		.arm_cpu = 0, .spin_cpu = 1, .stopper_cpu = 0,
+		.timeout = TIMEOUT, .tag = TAG + 7, .samples = SAMPLES,
+	};
+	struct stallcap_config c = { .size = sizeof(c), .flags = STALLCAP_CFG_GLOBAL };
+	size_t own = 0, mirrored = 0, remote = 0;
+	struct sc_records grs = {};
+	struct run run = {};
+	struct sc_session g;
+
+	if (sc_nr_cpus_allowed() < 2)
+		SKIP(return, "needs 2 CPUs");
+	ASSERT_EQ(0, sc_open(&g));
+	if (!(g.info.features & STALLCAP_FEAT_GLOBAL) ||
+	    ioctl(g.fd, STALLCAP_IOC_SET_CONFIG, &c))
+		SKIP(sc_session_close(&g); return, "no system-wide reader here");
+	ASSERT_EQ(0, sc_get_config(g.fd, &g.cfg));
+	ASSERT_EQ(0, sc_map(&g));
+	run_until_caught_in_user(_metadata, &sc, &run);
+	sc_ring_collect(&g, &grs, 0, 0, SC_QUIET_MS);
+	for (size_t i = 0; i < run.rs.n; i++) {
+		const struct stallcap_sample *r = (const void *)run.rs.rec[i];
+
+		if (r->hdr.type == STALLCAP_REC_SAMPLE && r->tid == (__u32)run.e.tid) {
+			own++;
+			remote += r->path == STALLCAP_PATH_NMI || r->path == STALLCAP_PATH_IPI;
+		}
+	}
+	for (size_t i = 0; i < grs.n; i++) {
+		const struct stallcap_sample *r = (const void *)grs.rec[i];
+
+		mirrored += r->hdr.type == STALLCAP_REC_SAMPLE && r->tid == (__u32)run.e.tid;
+	}
+	TH_LOG("%zu samples (%zu remote), %zu mirrored", own, remote, mirrored);
+	EXPECT_LT(0, remote);
+	EXPECT_EQ(own, mirrored) TH_LOG("lost %llu in the global ring",
+					(unsigned long long)SC_STAT(g.fd, lost));
+	sc_records_free(&grs);
+	sc_session_close(&g);
+	run_free(&run);
+}
+
 /* A small raw copy is exactly user_stack_bytes long. */
 TEST(small_user_stack_copy_has_the_configured_size)
 {
