@@ -10,6 +10,7 @@
  * busy.
  */
 #include <sys/stat.h>
+#include <sys/utsname.h>
 
 #include "stallcap_test.h"
 
@@ -81,6 +82,13 @@ FIXTURE_VARIANT_ADD(spin, softirq_unpinned_busy) {
 	.flag = STALLCAP_SAMPLE_IN_SOFTIRQ, .busy = true,
 };
 
+static bool preempt_rt(void)
+{
+	struct utsname u;
+
+	return !uname(&u) && strstr(u.version, "PREEMPT_RT");
+}
+
 static void *busy_fn(void *arg)
 {
 	FIXTURE_DATA(spin) *self = arg;
@@ -116,6 +124,8 @@ FIXTURE_SETUP(spin)
 	ASSERT_EQ(0, sc_session_setup(&self->s, NULL));
 	if (variant->needs_nmi && !(self->s.info.features & STALLCAP_FEAT_NMI))
 		SKIP(return, "capture by IPI cannot reach a CPU with interrupts off");
+	if (variant->flag == STALLCAP_SAMPLE_IN_SOFTIRQ && variant->busy && preempt_rt())
+		SKIP(return, "PREEMPT_RT runs softirqs preemptibly: a busy thread preempts the spin");
 	ASSERT_TRUE(self->s.info.features & STALLCAP_FEAT_KADDR);
 	ASSERT_EQ(0, sc_ksyms_load(&self->ks));
 	self->period = read_check_us();
@@ -226,6 +236,7 @@ static bool run_once(struct __test_metadata *_metadata, FIXTURE_DATA(spin) *self
 	for (size_t i = 0; (r = sc_records_nth(&self->rs, STALLCAP_REC_SAMPLE, i)); i++) {
 		/* a capture that could not interrupt the thread claims no frame */
 		if (r->tid != (__u32)tid || r->capture_ns >= spin_end ||
+		    r->state != STALLCAP_STATE_RUNNING ||
 		    r->flags & (STALLCAP_SAMPLE_MIGRATED | STALLCAP_SAMPLE_ABANDONED))
 			continue;
 		during++;
