@@ -88,16 +88,16 @@ static int beat_setup(struct hot *h, struct method *m)
 	ret = sc_open(&h->beat_sess, 0, 1, 4);
 	if (ret)
 		return ret;
-	h->beats_len = (size_t)h->beat_sess.cfg.beat_slots *
-		       sizeof(struct stallcap_beat_slot);
+	h->beats_len = (size_t)h->beat_sess.cfg.slots *
+		       sizeof(struct stallcap_slot);
 	h->beats_map = mmap(NULL, h->beats_len, PROT_READ | PROT_WRITE,
-			    MAP_SHARED, h->beat_sess.fd, STALLCAP_MMAP_BEATS);
+			    MAP_SHARED, h->beat_sess.fd, STALLCAP_MMAP_SLOTS);
 	if (h->beats_map == MAP_FAILED) {
 		h->beats_map = NULL;
 		return -errno;
 	}
 	slot = sc_arm(&h->beat_sess, NS_PER_SEC, STALLCAP_ARM_HEARTBEAT);
-	if (slot >= 0 && (size_t)slot < h->beat_sess.cfg.beat_slots) {
+	if (slot >= 0 && (size_t)slot < h->beat_sess.cfg.slots) {
 		h->beat_armed = true;
 	} else {
 		/* not available yet: still time the store into the mapped slot */
@@ -105,7 +105,7 @@ static int beat_setup(struct hot *h, struct method *m)
 			 "STALLCAP_ARM_HEARTBEAT: %s", strerror(errno));
 		slot = 0;
 	}
-	h->beat = &((struct stallcap_beat_slot *)h->beats_map)[slot].beats;
+	h->beat = &((struct stallcap_slot *)h->beats_map)[slot].beats;
 	return 0;
 }
 

@@ -95,8 +95,13 @@ TEST_F(abi, info_describes_the_module)
 	EXPECT_LE(sc_min_ring_bytes(STALLCAP_MAX_USER_STACK), i->max_ring_bytes)
 		TH_LOG("max_ring_bytes too small for the largest user_stack_bytes");
 	EXPECT_LT(0, i->max_watches_per_user);
-	EXPECT_EQ(0, i->features & ~((STALLCAP_FEAT_KADDR << 1) - 1));
-	for (int k = 0; k < 4; k++)
+	EXPECT_EQ(0, i->features & ~((STALLCAP_FEAT_SHARED_DEADLINE << 1) - 1));
+	EXPECT_TRUE(i->features & STALLCAP_FEAT_SHARED_DEADLINE);
+	/* not advertised until STALLCAP_IOC_ATTACH exists */
+	EXPECT_FALSE(i->features & STALLCAP_FEAT_ATTACH);
+	EXPECT_EQ(STALLCAP_ARCH_X86_64, i->arch);
+	EXPECT_EQ(sizeof(struct stallcap_sample), i->sample_fixed_size);
+	for (int k = 0; k < 3; k++)
 		EXPECT_EQ(0, i->__reserved[k]);
 }
 
@@ -112,13 +117,18 @@ TEST_F(abi, get_info_rejects_bad_sizes_and_pointers)
 	EXPECT_ERRNO(EFAULT, ioctl(self->s.fd, STALLCAP_IOC_GET_INFO, KERNEL_PTR));
 	EXPECT_ERRNO(EFAULT, ioctl(self->s.fd, STALLCAP_IOC_GET_INFO, self->readonly));
 
-	/* larger than known: size says what the module knows, tail untouched */
+	/* larger than known with a non-zero tail: E2BIG, nothing written */
 	memset(&big, 0xa5, sizeof(big));
+	big.i.size = sizeof(big);
+	EXPECT_ERRNO(E2BIG, ioctl(self->s.fd, STALLCAP_IOC_GET_INFO, &big));
+	EXPECT_EQ(sizeof(big), big.i.size);
+	/* with a zero tail: size says what the module knows, tail untouched */
+	memset(&big, 0, sizeof(big));
 	big.i.size = sizeof(big);
 	ASSERT_EQ(0, ioctl(self->s.fd, STALLCAP_IOC_GET_INFO, &big));
 	EXPECT_EQ(sizeof(struct stallcap_info), big.i.size);
 	EXPECT_EQ(STALLCAP_ABI_VERSION, big.i.abi_version);
-	EXPECT_EQ(0xa5a5a5a5a5a5a5a5ULL, big.tail[0]);
+	EXPECT_EQ(0, big.tail[0]);
 	expect_unchanged(_metadata, self);
 }
 
@@ -133,7 +143,7 @@ TEST_F(abi, config_defaults_are_resolved)
 	EXPECT_EQ(0, c->flags);
 	EXPECT_EQ(ring, c->ring_bytes);
 	EXPECT_EQ(16384, c->user_stack_bytes);
-	EXPECT_EQ(64, c->beat_slots);
+	EXPECT_EQ(64, c->slots);
 	EXPECT_EQ(8, c->max_samples);
 	EXPECT_EQ(SC_NSEC_PER_SEC, c->sample_cap_ns);
 	EXPECT_EQ(0, c->rate_limit);
@@ -193,8 +203,11 @@ TEST_F(abi, unknown_commands_are_enotty)
 
 	EXPECT_ERRNO(ENOTTY, ioctl(self->s.fd, _IO(STALLCAP_IOC_MAGIC, 0x7f), 0));
 	EXPECT_ERRNO(ENOTTY, ioctl(self->s.fd, _IO(STALLCAP_IOC_MAGIC, 0x00), 0));
-	/* a known number with another size or direction is another command */
-	EXPECT_ERRNO(ENOTTY, ioctl(self->s.fd, _IOW(STALLCAP_IOC_MAGIC, 0x01, uint64_t), &v));
+	/* a known number with another direction is another command */
+	EXPECT_ERRNO(ENOTTY, ioctl(self->s.fd, _IOR(STALLCAP_IOC_MAGIC, 0x01, uint64_t), &v));
+	EXPECT_ERRNO(ENOTTY, ioctl(self->s.fd, _IOWR(STALLCAP_IOC_MAGIC, 0x02, uint64_t), &v));
+	/* ATTACH and DETACH are not implemented by this module (yet) */
+	EXPECT_ERRNO(ENOTTY, ioctl(self->s.fd, STALLCAP_IOC_DETACH, 0));
 	EXPECT_ERRNO(ENOTTY, ioctl(self->s.fd, _IOR(STALLCAP_IOC_MAGIC, 0x07,
 						     struct stallcap_stats), &v));
 	EXPECT_ERRNO(ENOTTY, ioctl(self->s.fd, _IO(0x42, 0x01), 0));
@@ -462,7 +475,7 @@ static int set_config(int fd, const struct stallcap_config *c)
 TEST_F(abi, set_config_round_trips)
 {
 	struct stallcap_config c = {
-		.ring_bytes = 64 * 1024, .user_stack_bytes = 4096, .beat_slots = 128,
+		.ring_bytes = 64 * 1024, .user_stack_bytes = 4096, .slots = 128,
 		.max_samples = 3, .sample_cap_ns = SC_MS(50), .rate_limit = 7,
 	};
 	struct stallcap_config got;
@@ -473,7 +486,7 @@ TEST_F(abi, set_config_round_trips)
 	ASSERT_EQ(0, sc_get_config(self->s.fd, &got));
 	EXPECT_EQ(c.ring_bytes, got.ring_bytes);
 	EXPECT_EQ(c.user_stack_bytes, got.user_stack_bytes);
-	EXPECT_EQ(c.beat_slots, got.beat_slots);
+	EXPECT_EQ(c.slots, got.slots);
 	EXPECT_EQ(c.max_samples, got.max_samples);
 	EXPECT_EQ(c.sample_cap_ns, got.sample_cap_ns);
 	EXPECT_EQ(c.rate_limit, got.rate_limit);
@@ -548,8 +561,8 @@ TEST_F(abi, set_config_rejects_values_out_of_range)
 	BAD(user_stack_bytes, STALLCAP_MAX_USER_STACK + 8);
 	BAD(user_stack_bytes, 100);				/* not a multiple of 8 */
 	BAD(user_stack_bytes, 12);
-	BAD(beat_slots, 65);
-	BAD(beat_slots, 4096 + 64);
+	BAD(slots, 65);
+	BAD(slots, 4096 + 64);
 	BAD(max_samples, 65);
 	BAD(max_samples, 1000);
 	if (self->min > 1)
@@ -569,7 +582,7 @@ TEST_F(abi, set_config_rejects_values_out_of_range)
 		EXPECT_EQ(0, set_config(fd, &c));
 	memset(&c, 0, sizeof(c));
 	c.max_samples = 64;
-	c.beat_slots = 4096;
+	c.slots = 4096;
 	c.user_stack_bytes = 8;
 	c.ring_bytes = sc_min_ring_bytes(8);
 	EXPECT_EQ(0, set_config(fd, &c));
@@ -621,7 +634,7 @@ TEST_F(abi, ring_layout_is_frozen_once_mapped)
 	c.user_stack_bytes = 2048;
 	EXPECT_ERRNO(EBUSY, set_config(self->s.fd, &c));
 	c.user_stack_bytes = 1024;
-	c.beat_slots = 128;
+	c.slots = 128;
 	EXPECT_ERRNO(EBUSY, set_config(self->s.fd, &c));
 	memset(&c, 0, sizeof(c));			/* zeroes: the default ring */
 	EXPECT_ERRNO(EBUSY, set_config(self->s.fd, &c));
@@ -745,7 +758,7 @@ TEST_F(abi, mmap_rejects_bad_offsets_lengths_and_private_maps)
 
 	BAD_MMAP(EINVAL, len, PROT_READ | PROT_WRITE, MAP_SHARED, self->s.page);
 	BAD_MMAP(EINVAL, self->s.page, PROT_READ | PROT_WRITE, MAP_SHARED, 16 * self->s.page);
-	BAD_MMAP(EINVAL, len, PROT_READ | PROT_WRITE, MAP_SHARED, STALLCAP_MMAP_BEATS + self->s.page);
+	BAD_MMAP(EINVAL, len, PROT_READ | PROT_WRITE, MAP_SHARED, STALLCAP_MMAP_SLOTS + self->s.page);
 	BAD_MMAP(EINVAL, len + self->s.page, PROT_READ | PROT_WRITE, MAP_SHARED, 0);
 	BAD_MMAP(EINVAL, 2 * len, PROT_READ | PROT_WRITE, MAP_SHARED, 0);
 	BAD_MMAP(EINVAL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, 0);
@@ -767,7 +780,7 @@ TEST_F(abi, failed_mmap_leaves_the_ring_resizable)
 {
 	static const struct { size_t pages_more; unsigned long long off; int flags; } bad[] = {
 		{ 0, 1, MAP_SHARED },			/* offset one page */
-		{ 0, STALLCAP_MMAP_BEATS / 4096 + 1, MAP_SHARED },
+		{ 0, STALLCAP_MMAP_SLOTS / 4096 + 1, MAP_SHARED },
 		{ 1, 0, MAP_SHARED },			/* one page too long */
 		{ 0, 0, MAP_PRIVATE },
 	};

@@ -902,10 +902,10 @@ static inline const char *tu_capture_check(char *why, size_t len)
 				 (unsigned long long)r->user_tag, (unsigned long long)r->stall_id);
 		else if (r->flags & SC_SAMPLE_ABANDONED)
 			snprintf(why, len, "sample %u abandoned", r->sample_index);
-		else if (!sc_ip_in_fn(r->regs.ip, spin_in_user))
+		else if (!sc_ip_in_fn(sc_regs(r)->ip, spin_in_user))
 			snprintf(why, len, "sample %u: regs.ip %#llx not in spin_in_user (%s)",
-				 r->sample_index, (unsigned long long)r->regs.ip,
-				 sc_usym_name(r->regs.ip) ?: "?");
+				 r->sample_index, (unsigned long long)sc_regs(r)->ip,
+				 sc_usym_name(sc_regs(r)->ip) ?: "?");
 		else if (r->path == STALLCAP_PATH_BLOCKED) {
 			/* preempted on its way back to user space: regs only */
 			if (r->state != STALLCAP_STATE_RUNNABLE)
