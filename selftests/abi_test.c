@@ -155,13 +155,19 @@ TEST_F(abi, get_config_writes_only_what_it_knows)
 {
 	struct { struct stallcap_config c; uint64_t tail[2]; } big;
 
+	/* a tail the module does not know must be zero, even for output */
 	memset(&big, 0xa5, sizeof(big));
 	big.c.size = sizeof(big);
+	EXPECT_ERRNO(E2BIG, ioctl(self->s.fd, STALLCAP_IOC_GET_CONFIG, &big));
+	EXPECT_EQ(0xa5a5a5a5a5a5a5a5ULL, big.c.sample_cap_ns);
+	memset(&big, 0, sizeof(big));
+	big.c.size = sizeof(big);
+	big.tail[1] = 0;
 	ASSERT_EQ(0, ioctl(self->s.fd, STALLCAP_IOC_GET_CONFIG, &big));
 	EXPECT_EQ(sizeof(struct stallcap_config), big.c.size);
 	EXPECT_EQ(self->before.cfg.ring_bytes, big.c.ring_bytes);
-	EXPECT_EQ(0xa5a5a5a5a5a5a5a5ULL, big.tail[0]);
-	EXPECT_EQ(0xa5a5a5a5a5a5a5a5ULL, big.tail[1]);
+	EXPECT_EQ(0, big.tail[0]);
+	EXPECT_EQ(0, big.tail[1]);
 
 	memset(&big, 0, sizeof(big));
 	big.c.size = STALLCAP_CONFIG_SIZE_VER0 - 8;
@@ -194,6 +200,107 @@ TEST_F(abi, get_stats_rejects_unknown_flags_sizes_and_pointers)
 	/* the module-wide counters are there too */
 	ASSERT_EQ(0, sc_get_stats(self->s.fd, &st, STALLCAP_STATS_GLOBAL));
 	EXPECT_EQ(sizeof(st), st.size);
+	expect_unchanged(_metadata, self);
+}
+
+/* ------------------------------------------------------------------------
+ * Sizes: every struct ioctl takes its size from the struct's size field
+ * ------------------------------------------------------------------------
+ */
+
+struct sized_cmd {
+	unsigned int cmd;
+	uint32_t ksize, ver0;
+	const char *name;
+};
+
+static const struct sized_cmd sized_cmds[] = {
+	{ STALLCAP_IOC_ARM, sizeof(struct stallcap_arm), STALLCAP_ARM_SIZE_VER0, "ARM" },
+	{ STALLCAP_IOC_SET_CONFIG, sizeof(struct stallcap_config), STALLCAP_CONFIG_SIZE_VER0,
+	  "SET_CONFIG" },
+	{ STALLCAP_IOC_GET_CONFIG, sizeof(struct stallcap_config), STALLCAP_CONFIG_SIZE_VER0,
+	  "GET_CONFIG" },
+	{ STALLCAP_IOC_GET_STATS, sizeof(struct stallcap_stats), STALLCAP_STATS_SIZE_VER0,
+	  "GET_STATS" },
+	{ STALLCAP_IOC_GET_INFO, sizeof(struct stallcap_info), STALLCAP_INFO_SIZE_VER0,
+	  "GET_INFO" },
+};
+
+static unsigned int with_size_bits(unsigned int cmd, unsigned int size)
+{
+	return (cmd & ~(_IOC_SIZEMASK << _IOC_SIZESHIFT)) |
+	       ((size & _IOC_SIZEMASK) << _IOC_SIZESHIFT);
+}
+
+/*
+ * Call @c with a struct of @size bytes in @buf: valid contents (an ARM of an
+ * hour, a SET_CONFIG of the defaults this session has), then @tail at byte
+ * @ksize + 8 when @size allows.  A successful ARM is released again.
+ */
+static long sized_call(int fd, const struct sized_cmd *c, unsigned int cmd, uint8_t *buf,
+		       size_t buflen, uint32_t size, uint8_t tail)
+{
+	long ret;
+
+	memset(buf, 0, buflen);
+	if (c->cmd == STALLCAP_IOC_ARM)
+		((struct stallcap_arm *)buf)->timeout_ns = HOUR_NS;
+	*(uint32_t *)buf = size;
+	if (size >= c->ksize + 16)
+		buf[c->ksize + 8] = tail;
+	ret = ioctl(fd, cmd, buf);
+	if (ret == 0 && c->cmd == STALLCAP_IOC_ARM && sc_release(fd))
+		return -2;
+	return ret;
+}
+
+TEST_F(abi, every_struct_ioctl_takes_its_size_from_the_size_field)
+{
+	size_t buflen = self->s.page + 64;
+	uint8_t *buf = calloc(1, buflen);
+
+	ASSERT_NE(NULL, buf);
+	for (size_t i = 0; i < sizeof(sized_cmds) / sizeof(sized_cmds[0]); i++) {
+		const struct sized_cmd *c = &sized_cmds[i];
+		uint32_t big = c->ksize + 16;
+		/* the size bits of the command say nothing: as declared, the larger size, garbage */
+		unsigned int cmds[3] = { c->cmd, with_size_bits(c->cmd, big),
+					 with_size_bits(c->cmd, 0x3a5b) };
+
+		for (int v = 0; v < 3; v++) {
+			unsigned int cmd = cmds[v];
+			bool get = _IOC_DIR(c->cmd) & _IOC_READ;
+
+			TH_LOG("%s, size bits %u", c->name, _IOC_SIZE(cmd));
+			/* VER0 and the size this header declares */
+			EXPECT_EQ(0, sized_call(self->s.fd, c, cmd, buf, buflen, c->ver0, 0));
+			EXPECT_EQ(0, sized_call(self->s.fd, c, cmd, buf, buflen, c->ksize, 0));
+			if (get)
+				EXPECT_EQ(c->ksize, *(uint32_t *)buf);
+			/* larger with a zero tail: works, output not beyond what is known */
+			EXPECT_EQ(0, sized_call(self->s.fd, c, cmd, buf, buflen, big, 0));
+			if (get) {
+				EXPECT_EQ(c->ksize, *(uint32_t *)buf);
+				for (uint32_t b = c->ksize; b < big; b++)
+					EXPECT_EQ(0, buf[b]);
+			}
+			/* a page exactly, zero tail: works */
+			EXPECT_EQ(0, sized_call(self->s.fd, c, cmd, buf, buflen, self->s.page, 0));
+			/* larger with a non-zero tail: E2BIG, nothing written */
+			EXPECT_ERRNO(E2BIG, sized_call(self->s.fd, c, cmd, buf, buflen, big, 1));
+			EXPECT_EQ(big, *(uint32_t *)buf);
+			EXPECT_EQ(1, buf[c->ksize + 8]);
+			/* below VER0: EINVAL */
+			EXPECT_ERRNO(EINVAL, sized_call(self->s.fd, c, cmd, buf, buflen,
+							c->ver0 - 8, 0));
+			EXPECT_ERRNO(EINVAL, sized_call(self->s.fd, c, cmd, buf, buflen, 0, 0));
+			/* above a page: E2BIG, even with a zero tail */
+			EXPECT_ERRNO(E2BIG, sized_call(self->s.fd, c, cmd, buf, buflen,
+						       self->s.page + 8, 0));
+		}
+	}
+	free(buf);
+	/* ARMs were released, SET_CONFIGs set the defaults in force: all as before */
 	expect_unchanged(_metadata, self);
 }
 
@@ -475,7 +582,7 @@ static int set_config(int fd, const struct stallcap_config *c)
 TEST_F(abi, set_config_round_trips)
 {
 	struct stallcap_config c = {
-		.ring_bytes = 64 * 1024, .user_stack_bytes = 4096, .slots = 128,
+		.ring_bytes = 128 * 1024, .user_stack_bytes = 4096, .slots = 128,
 		.max_samples = 3, .sample_cap_ns = SC_MS(50), .rate_limit = 7,
 	};
 	struct stallcap_config got;
