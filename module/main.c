@@ -62,10 +62,16 @@ module_param_named(check_us, stallcap_check_us, uint, 0644);
 MODULE_PARM_DESC(check_us,
 		 "Period of the buddy checkers that watch deadlines on CPUs not taking interrupts, in microseconds (default 1000, floor 100)");
 
+bool stallcap_abi_test __read_mostly;
+module_param_named(abi_test, stallcap_abi_test, bool, 0644);
+MODULE_PARM_DESC(abi_test,
+		 "Test readers: samples carry a longer fixed part and a section of an unassigned type (default off)");
+
 static int __init stallcap_init(void)
 {
 	int ret;
 
+	stallcap_abi_layout_check();
 	if (!strcmp(capture, "ipi")) {
 		stallcap_use_nmi = false;
 	} else if (strcmp(capture, "nmi")) {

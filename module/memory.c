@@ -54,7 +54,7 @@ int stallcap_map_user(struct vm_area_struct *vma, void *base, size_t bytes)
  * @mmap_locked: the caller holds its mmap lock (in mmap())
  *
  * Context: process, the opener's or a thread sharing its resources.
- * Return: 0, or -ENOMEM when RLIMIT_MEMLOCK would be exceeded.
+ * Return: 0, or -EPERM when RLIMIT_MEMLOCK would be exceeded (as perf).
  */
 int stallcap_charge_locked(struct stallcap_session *sess, unsigned long pages,
 			   bool mmap_locked)
@@ -70,7 +70,7 @@ int stallcap_charge_locked(struct stallcap_session *sess, unsigned long pages,
 	else
 		ret = account_locked_vm(mm, pages, true);
 	if (ret)
-		return ret;
+		return -EPERM;	/* the uapi header's errno, as perf's */
 	mmgrab(mm);
 	sess->locked_mm = mm;
 	sess->locked_pages = pages;

@@ -18,7 +18,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/binfmts.h>
-#include <linux/bitmap.h>
+#include <linux/pid_namespace.h>
 #include <linux/cred.h>
 #include <linux/hashtable.h>
 #include <linux/sched/task.h>
@@ -175,7 +175,7 @@ static void watch_destroy(struct stallcap_watch *w)
 	hash_del_rcu(&w->task_node);
 	raw_spin_unlock_irqrestore(&task_watches_lock, flags);
 	stallcap_buddy_del(w);
-	stallcap_beat_detach(sess, w);
+	stallcap_slot_detach(sess, w);
 	user_watches_uncharge(sess->uid);
 	stallcap_count(&sess->stats, SC_WATCHES, -1);
 	call_rcu(&w->rcu, watch_free_rcu);
@@ -207,7 +207,10 @@ static struct stallcap_watch *watch_create(struct stallcap_session *sess)
 	w->task = get_task_struct(current);
 	w->mm = current->mm;
 	w->tid = task_pid_nr(current);
-	w->beat_slot = -1;
+	/* here, not in the timer: pid lookups are no NMI or hard-IRQ work */
+	w->ns_pid = task_tgid_nr_ns(current, sess->pid_ns);
+	w->ns_tid = task_pid_nr_ns(current, sess->pid_ns);
+	w->slot = -1;
 	w->req.watch = w;
 	w->req.cpu = -1;
 	raw_spin_lock_init(&w->lock);
@@ -290,7 +293,9 @@ static int arm_check(const struct stallcap_arm *arm, u64 now, u64 *deadline)
 	if (f & ~STALLCAP_ARM_FLAGS_ALL || arm->__reserved)
 		return -EINVAL;
 	if ((f & STALLCAP_ARM_CPUTIME) &&
-	    (f & (STALLCAP_ARM_ABSOLUTE | STALLCAP_ARM_HEARTBEAT)))
+	    (f & (STALLCAP_ARM_ABSOLUTE | STALLCAP_ARM_SLOT_KINDS)))
+		return -EINVAL;
+	if ((f & STALLCAP_ARM_SLOT_KINDS) == STALLCAP_ARM_SLOT_KINDS)
 		return -EINVAL;
 	if ((f & STALLCAP_ARM_ABSOLUTE) && (f & STALLCAP_ARM_HEARTBEAT))
 		return -EINVAL;
@@ -305,20 +310,69 @@ static int arm_check(const struct stallcap_arm *arm, u64 now, u64 *deadline)
 	return check_timeout(arm->timeout_ns);
 }
 
+/*
+ * The calling thread's watch changes kind (deadline, heartbeat, shared
+ * deadline): stop it and give back a slot it no longer needs, in place, so
+ * that nothing can fail after the old watch was touched.  sess->lock held.
+ */
+static void watch_change_kind(struct stallcap_session *sess,
+			      struct stallcap_watch *w, u32 new_flags)
+{
+	unsigned long flags;
+
+	raw_spin_lock_irqsave(&w->lock, flags);
+	stallcap_watch_end_stall(w, ktime_get_mono_fast_ns());
+	w->state = WATCH_IDLE;
+	watch_count_armed(w, false);
+	raw_spin_unlock_irqrestore(&w->lock, flags);
+	hrtimer_cancel(&w->timer);
+	if (!(new_flags & STALLCAP_ARM_SLOT_KINDS))
+		stallcap_slot_detach(sess, w);
+}
+
+/* Find or make the calling thread's watch for @arm; sess->lock held. */
+static struct stallcap_watch *watch_for_arm(struct stallcap_session *sess,
+					    const struct stallcap_arm *arm)
+{
+	struct stallcap_watch *w;
+
+	rcu_read_lock();
+	w = watch_of_current(sess);	/* stays: only sess->lock holders free it */
+	rcu_read_unlock();
+	/* a failing ARM leaves the old watch as it was: check first */
+	if ((arm->flags & STALLCAP_ARM_SLOT_KINDS) &&
+	    !stallcap_slot_available(sess, w))
+		return ERR_PTR(-ENOSPC);
+	if (!w)
+		return watch_create(sess);
+	if ((w->flags ^ arm->flags) & STALLCAP_ARM_SLOT_KINDS)
+		watch_change_kind(sess, w, arm->flags);
+	return w;
+}
+
+/* The timer period an ARM asks for: a heartbeat is checked every T / 4. */
+static u64 arm_period(const struct stallcap_arm *arm, u64 timeout)
+{
+	if (arm->flags & STALLCAP_ARM_HEARTBEAT)
+		return max(timeout / 4, stallcap_min_timeout_ns());
+	return timeout;
+}
+
 /**
  * stallcap_watch_arm() - STALLCAP_IOC_ARM
  * @sess: the session
  * @arm: the validated-size argument
  *
  * Context: process, takes sess->lock.
- * Return: 0, or the beat slot for a heartbeat watch; -errno.
+ * Return: 0, or the slot index for a heartbeat or shared-deadline watch;
+ * -errno.
  */
 int stallcap_watch_arm(struct stallcap_session *sess,
 		       const struct stallcap_arm *arm)
 {
 	u64 now = ktime_get_mono_fast_ns(), deadline, timeout;
-	bool beat = arm->flags & STALLCAP_ARM_HEARTBEAT, created = false, was_fast;
-	struct stallcap_watch *w;
+	struct stallcap_watch *w, *old;
+	bool was_fast = false;
 	unsigned long flags;
 	int ret, slot = 0;
 
@@ -331,52 +385,58 @@ int stallcap_watch_arm(struct stallcap_session *sess,
 	ret = stallcap_session_ensure_ring(sess, false);
 	if (ret)
 		goto out;
-	rcu_read_lock();
-	w = watch_of_current(sess);	/* stays: only sess->lock holders free it */
-	rcu_read_unlock();
-	/*
-	 * Everything that can fail comes first, so that a failing ARM leaves
-	 * an existing watch as it was and no new one behind.  From deadline to
-	 * heartbeat or back, the watch stays and changes kind.
-	 */
-	if (!w) {
-		w = watch_create(sess);
-		if (IS_ERR(w)) {
-			ret = PTR_ERR(w);
-			goto out;
-		}
-		created = true;
-	}
 	/* an absolute deadline's T is its distance, at least the minimum */
 	timeout = arm->flags & STALLCAP_ARM_ABSOLUTE ?
 		  max_t(s64, (s64)(deadline - now), (s64)stallcap_min_timeout_ns()) :
 		  arm->timeout_ns;
-	raw_spin_lock_irqsave(&w->lock, flags);
-	was_fast = w->fast;
-	ret = watch_fast_update(w, beat ? max(timeout / 4, stallcap_min_timeout_ns()) :
-				timeout);
-	raw_spin_unlock_irqrestore(&w->lock, flags);
-	if (!ret && beat) {
-		slot = stallcap_beat_attach(sess, w);
-		ret = min(slot, 0);
-		if (ret) {	/* as it was */
-			raw_spin_lock_irqsave(&w->lock, flags);
-			watch_fast_update(w, was_fast ? 0 : U64_MAX);
-			raw_spin_unlock_irqrestore(&w->lock, flags);
-		}
+	/*
+	 * The per-user bound on fast watches is checked before anything
+	 * changes (a failing ARM changes nothing): on the thread's watch if it
+	 * has one, else on the new one, which goes again if refused.
+	 */
+	rcu_read_lock();
+	old = watch_of_current(sess);	/* stays: only sess->lock holders free it */
+	rcu_read_unlock();
+	if (old) {
+		raw_spin_lock_irqsave(&old->lock, flags);
+		was_fast = old->fast;
+		ret = watch_fast_update(old, arm_period(arm, timeout));
+		raw_spin_unlock_irqrestore(&old->lock, flags);
+		if (ret)
+			goto out;
 	}
-	if (ret) {
-		if (created)
-			watch_destroy(w);
+	w = watch_for_arm(sess, arm);
+	if (IS_ERR(w)) {
+		ret = PTR_ERR(w);
+		if (old) {	/* as it was */
+			raw_spin_lock_irqsave(&old->lock, flags);
+			watch_fast_update(old, was_fast ? 0 : U64_MAX);
+			raw_spin_unlock_irqrestore(&old->lock, flags);
+		}
 		goto out;
 	}
+	if (!old) {
+		raw_spin_lock_irqsave(&w->lock, flags);
+		ret = watch_fast_update(w, arm_period(arm, timeout));
+		raw_spin_unlock_irqrestore(&w->lock, flags);
+		if (ret) {
+			watch_destroy(w);
+			goto out;
+		}
+	}
+	/* cannot fail: watch_for_arm() made sure of a slot */
+	if (arm->flags & STALLCAP_ARM_HEARTBEAT)
+		slot = stallcap_slot_attach(sess, w, STALLCAP_SLOT_HEARTBEAT, 0);
+	else if (arm->flags & STALLCAP_ARM_SHARED_DEADLINE)
+		slot = stallcap_slot_attach(sess, w, STALLCAP_SLOT_DEADLINE,
+					    deadline);
 	raw_spin_lock_irqsave(&w->lock, flags);
 	/*
 	 * A relative deadline counts from now: creating the ring and the watch
 	 * (the first ARM) is not the thread's work.
 	 */
 	now = ktime_get_mono_fast_ns();
-	if (!(arm->flags & STALLCAP_ARM_ABSOLUTE))
+	if (!(arm->flags & (STALLCAP_ARM_ABSOLUTE | STALLCAP_ARM_SLOT_KINDS)))
 		deadline = now + arm->timeout_ns;
 	w->flags = arm->flags;
 	w->timeout_ns = timeout;
@@ -385,8 +445,6 @@ int stallcap_watch_arm(struct stallcap_session *sess,
 		deadline = now + stallcap_beat_period(w);
 	ret = watch_start(w, now, deadline);
 	raw_spin_unlock_irqrestore(&w->lock, flags);
-	if (!beat)
-		stallcap_beat_detach(sess, w);	/* from heartbeat: slot back */
 	if (!ret)
 		ret = slot;
 out:
@@ -413,7 +471,7 @@ int stallcap_watch_rearm(struct stallcap_session *sess, u64 timeout_ns)
 	if (!w)
 		goto out;
 	raw_spin_lock_irqsave(&w->lock, flags);
-	if (w->flags & STALLCAP_ARM_HEARTBEAT) {
+	if (w->flags & STALLCAP_ARM_SLOT_KINDS) {
 		ret = -EINVAL;
 	} else {
 		if (!timeout_ns)

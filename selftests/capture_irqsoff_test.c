@@ -187,7 +187,7 @@ static bool frame0_is(const struct sc_ksyms *ks, const struct stallcap_sample *r
 {
 	const char *name;
 
-	if (!r->nr_kernel_frames)
+	if (!sc_nk(r))
 		return false;
 	name = sc_ksym_name(ks, sc_kernel_ips(r)[0]);
 	return name && !strcmp(name, fn);
@@ -264,7 +264,7 @@ static bool run_once(struct __test_metadata *_metadata, FIXTURE_DATA(spin) *self
 						  (unsigned long long)(t1 - t0) / 1000);
 	EXPECT_TRUE(frame0_is(&self->ks, first, variant->fn))
 		TH_LOG("kernel frame 0 is %s, not %s",
-		       first->nr_kernel_frames ?
+		       sc_nk(first) ?
 		       sc_ksym_name(&self->ks, sc_kernel_ips(first)[0]) ?: "?" : "none",
 		       variant->fn);
 	EXPECT_FALSE(first->flags & STALLCAP_SAMPLE_USER_MODE);

@@ -16,6 +16,9 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/debugfs.h>
+#include <linux/delay.h>
+#include <linux/ktime.h>
+#include <linux/math64.h>
 #include <linux/fs.h>
 #include <linux/interrupt.h>
 #include <linux/kernel.h>
@@ -27,9 +30,25 @@
 
 #define MAX_MS	2000
 
+/* TSC cycles per ms, measured against CLOCK_MONOTONIC at load (tsc_khz
+ * need not match the TSC a TCG guest reads)
+ */
+static u64 cycles_per_ms;
+
 static u64 ms_to_cycles(unsigned int ms)
 {
-	return (u64)ms * tsc_khz;
+	return (u64)ms * cycles_per_ms;
+}
+
+static void calibrate(void)
+{
+	u64 t0 = ktime_get_ns(), c0 = rdtsc(), t1, c1;
+
+	msleep(50);
+	c1 = rdtsc();
+	t1 = ktime_get_ns();
+	cycles_per_ms = div64_u64((c1 - c0) * NSEC_PER_MSEC, t1 - t0);
+	pr_info("%llu TSC cycles per ms (tsc_khz %u)\n", cycles_per_ms, tsc_khz);
 }
 
 /* Kept out of line and named: the tests look for these names. */
@@ -120,7 +139,8 @@ static struct dentry *dir;
 
 static int __init stallcap_spin_init(void)
 {
-	if (!tsc_khz)
+	calibrate();
+	if (!cycles_per_ms)
 		return -ENODEV;
 	dir = debugfs_create_dir("stallcap_spin", NULL);
 	debugfs_create_file("irqsoff", 0200, dir, (void *)SPIN_IRQSOFF,
