@@ -61,7 +61,7 @@ static int elf_fd_build_id(int fd, __u8 *id, __u32 *len)
 
 int elf_file_build_id(const char *path, __u8 *id, __u32 *len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
+	int fd = open_regular(path), ret;
 
 	if (fd < 0)
 		return -errno;
@@ -87,9 +87,9 @@ static void map_build_id(__u32 pid, struct sc_map *m, unsigned long dev,
 	}
 	snprintf(mf, sizeof(mf), "/proc/%u/map_files/%llx-%llx", pid,
 		 (unsigned long long)m->start, (unsigned long long)m->end);
-	fd = open(mf, O_RDONLY | O_CLOEXEC);
+	fd = open_regular(mf);
 	if (fd < 0)
-		fd = open(m->path, O_RDONLY | O_CLOEXEC);
+		fd = open_regular(m->path);
 	if (fd < 0)
 		return;
 	if (elf_fd_build_id(fd, m->build_id, &m->build_id_len))

@@ -14,6 +14,7 @@
 #include <elfutils/libdwfl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <search.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -95,7 +96,7 @@ void usyms_set_vdso(struct usyms *u, const void *img, size_t len)
 	for (p = u->procs; p; p = p->next)
 		p->dirty = true;
 	free(u->vdso);
-	u->vdso = malloc(len);
+	u->vdso = len ? malloc(len) : NULL;
 	if (u->vdso)
 		memcpy(u->vdso, img, len);
 	u->vdso_len = u->vdso ? len : 0;
@@ -185,12 +186,12 @@ static int open_matching(const struct sc_map *m, char *used, size_t usedlen)
 	if (!m->build_id_len || (!elf_file_build_id(m->path, id, &len) &&
 				 len == m->build_id_len &&
 				 !memcmp(id, m->build_id, len)))
-		return open(m->path, O_RDONLY | O_CLOEXEC);
+		return open_regular(m->path);
 	n = snprintf(used, usedlen, "/usr/lib/debug/.build-id/%02x/", m->build_id[0]);
 	for (i = 1; i < m->build_id_len && n + 3 < (int)usedlen; i++)
 		n += snprintf(used + n, usedlen - n, "%02x", m->build_id[i]);
 	snprintf(used + n, usedlen - n, ".debug");
-	fd = open(used, O_RDONLY | O_CLOEXEC);
+	fd = open_regular(used);
 	if (fd < 0) {
 		warnx_("%s: build-id differs from the recorded one, frames left unresolved",
 		       m->path);
@@ -236,47 +237,90 @@ static void report_map(struct usyms *u, Dwfl *d, const struct sc_map *m)
 		close(fd);
 }
 
-/* A file reported already, or a range a newer snapshot's mapping covers. */
-static bool seen(const struct sc_map **done, size_t n, const struct sc_map *m)
-{
-	size_t i;
+/*
+ * The mappings reported to a Dwfl: their paths in a hash table, their
+ * ranges (disjoint: a range overlapping one reported is never reported) in a
+ * search tree ordered by address, where "overlaps" compares equal.
+ */
+struct path_ent {
+	struct hnode node;
+	const char *path;
+};
 
-	for (i = 0; i < n; i++)
-		if (!strcmp(done[i]->path, m->path) ||
-		    (m->start < done[i]->end && done[i]->start < m->end))
+struct reported {
+	struct htab paths;
+	void *ranges;		/* tsearch() tree of const struct sc_map * */
+	struct path_ent *ents;
+	size_t n, cap;
+};
+
+static int range_cmp(const void *a, const void *b)
+{
+	const struct sc_map *x = a, *y = b;
+
+	if (x->end <= y->start)
+		return -1;
+	return y->end <= x->start ? 1 : 0;
+}
+
+/* A file reported already, or a range a newer snapshot's mapping covers. */
+static bool seen(const struct reported *rep, const struct sc_map *m)
+{
+	__u64 h = hash_bytes(m->path, strlen(m->path), 0);
+	struct hnode *n;
+
+	htab_for_each_possible(&rep->paths, n, h)
+		if (!strcmp(container_of(n, struct path_ent, node)->path, m->path))
 			return true;
-	return false;
+	return tfind(m, &rep->ranges, range_cmp) != NULL;
+}
+
+static int mark_reported(struct reported *rep, const struct sc_map *m)
+{
+	struct path_ent *e;
+
+	if (rep->n == rep->cap)
+		return -ENOMEM;	/* sized for every map up front */
+	if (!tsearch(m, &rep->ranges, range_cmp))
+		return -ENOMEM;
+	e = &rep->ents[rep->n++];
+	e->path = m->path;
+	return htab_add(&rep->paths, &e->node, hash_bytes(m->path, strlen(m->path), 0));
+}
+
+static void tree_nop(void *p)
+{
 }
 
 static Dwfl *build_dwfl(struct usyms *u, struct uproc *up)
 {
-	const struct sc_map **done = NULL, **nd;
+	struct reported rep = { .ranges = NULL };
 	const struct sc_proc *p;
-	size_t n = 0, cap = 0;
 	unsigned int i;
 	Dwfl *d = dwfl_begin(&u->cb);
 
 	if (!d)
 		return NULL;
+	htab_init(&rep.paths);
+	for (p = up->proc; p; p = p->older)
+		rep.cap += p->nr_maps;
+	rep.ents = rep.cap ? calloc(rep.cap, sizeof(*rep.ents)) : NULL;
 	dwfl_report_begin(d);
-	for (p = up->proc; p; p = p->older) {
+	for (p = up->proc; p && rep.ents; p = p->older) {
 		for (i = 0; i < p->nr_maps; i++) {
 			const struct sc_map *m = &p->maps[i];
 
-			if (!(m->prot & SC_PROT_X) || seen(done, n, m))
+			/* an empty or inverted range holds no address */
+			if (!(m->prot & SC_PROT_X) || m->start >= m->end || seen(&rep, m))
 				continue;
-			if (n == cap) {
-				cap = cap ? 2 * cap : 32;
-				nd = realloc(done, cap * sizeof(*nd));
-				if (!nd)
-					break;
-				done = nd;
-			}
-			done[n++] = m;
+			if (mark_reported(&rep, m))
+				break;
 			report_map(u, d, m);
 		}
 	}
-	free(done);
+	tdestroy(rep.ranges, tree_nop);
+	htab_free(&rep.paths);
+	free(rep.ents);
 	dwfl_report_end(d, NULL, NULL);
 	return d;
 }
