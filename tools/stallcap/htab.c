@@ -77,11 +77,13 @@ struct hnode *htab_next(const struct hnode *n)
 static __u64 seed(void)
 {
 	static __u64 s;
-	const __u64 *r;
+	const void *r;
 
 	if (!s) {
-		r = (const __u64 *)getauxval(AT_RANDOM);
-		s = (r ? r[0] : 0) | 1;
+		r = (const void *)getauxval(AT_RANDOM);	/* 16 bytes, any alignment */
+		if (r)
+			memcpy(&s, r, sizeof(s));
+		s |= 1;
 	}
 	return s;
 }
