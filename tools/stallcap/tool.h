@@ -47,6 +47,7 @@ struct sc_map {
 struct sc_proc {
 	__u32 pid;
 	__u32 nr_maps;
+	bool sorted;		/* maps by address, disjoint: binary search */
 	__u64 snap_ns;		/* CLOCK_MONOTONIC */
 	char comm[16];
 	struct sc_map *maps;
@@ -58,6 +59,7 @@ int procmaps_snapshot(__u32 pid, struct buildid_cache *bc, struct sc_proc **out)
 const struct sc_map *sc_proc_find(const struct sc_proc *p, __u64 addr);
 bool sc_proc_is_text(const struct sc_proc *p, __u64 addr);
 void sc_proc_free(struct sc_proc *p);
+void sc_proc_normalize(struct sc_proc *p);
 struct buildid_cache *buildid_cache_new(void);
 void buildid_cache_free(struct buildid_cache *bc);
 int elf_file_build_id(const char *path, __u8 *id, __u32 *len);

@@ -20,8 +20,13 @@
 
 #include "tool.h"
 
+/* Snapshots kept per process: a lookup costs log(maps) per snapshot. */
+#define UPROC_MAX_SNAPSHOTS	64
+
 struct uproc {
+	struct hnode node;		/* in usyms.procs_by_pid */
 	__u32 pid;
+	unsigned int nr_snaps;
 	struct sc_proc *proc;		/* newest snapshot, older ones chained */
 	struct unwind_state uw;
 	bool dirty;			/* snapshot added since uw.dwfl was built */
@@ -30,6 +35,7 @@ struct uproc {
 
 struct usyms {
 	struct uproc *procs;
+	struct htab by_pid;
 	char **names;			/* symbol names without @VERSION, owned */
 	size_t nnames;
 	void *vdso;
@@ -47,6 +53,7 @@ struct usyms *usyms_new(void)
 	u->cb.find_elf = dwfl_build_id_find_elf;
 	u->cb.find_debuginfo = dwfl_standard_find_debuginfo;
 	u->cb.debuginfo_path = &u->debuginfo_path;
+	htab_init(&u->by_pid);
 	return u;
 }
 
@@ -67,6 +74,7 @@ void usyms_free(struct usyms *u)
 		free(u->names[--u->nnames]);
 	free(u->names);
 	free(u->vdso);
+	htab_free(&u->by_pid);
 	free(u);
 }
 
@@ -104,12 +112,27 @@ void usyms_set_vdso(struct usyms *u, const void *img, size_t len)
 
 static struct uproc *uproc_find(struct usyms *u, __u32 pid)
 {
-	struct uproc *p;
+	struct hnode *n;
 
-	for (p = u->procs; p; p = p->next)
-		if (p->pid == pid)
-			return p;
+	htab_for_each_possible(&u->by_pid, n, hash_u64(pid))
+		if (container_of(n, struct uproc, node)->pid == pid)
+			return container_of(n, struct uproc, node);
 	return NULL;
+}
+
+/* Keep the newest UPROC_MAX_SNAPSHOTS snapshots of a process. */
+static void trim_snapshots(struct uproc *p)
+{
+	struct sc_proc *s = p->proc;
+	unsigned int i;
+
+	if (p->nr_snaps <= UPROC_MAX_SNAPSHOTS)
+		return;
+	for (i = 1; i < UPROC_MAX_SNAPSHOTS; i++)
+		s = s->older;
+	sc_proc_free(s->older);
+	s->older = NULL;
+	p->nr_snaps = UPROC_MAX_SNAPSHOTS;
 }
 
 int usyms_add_proc(struct usyms *u, const struct sc_proc *snap)
@@ -119,9 +142,11 @@ int usyms_add_proc(struct usyms *u, const struct sc_proc *snap)
 
 	if (!c)
 		return -ENOMEM;
+	sc_proc_normalize(c);
 	if (!p) {
 		p = calloc(1, sizeof(*p));
-		if (!p) {
+		if (!p || htab_add(&u->by_pid, &p->node, hash_u64(snap->pid))) {
+			free(p);
 			sc_proc_free(c);
 			return -ENOMEM;
 		}
@@ -131,6 +156,8 @@ int usyms_add_proc(struct usyms *u, const struct sc_proc *snap)
 	}
 	c->older = p->proc;
 	p->proc = c;
+	p->nr_snaps++;
+	trim_snapshots(p);
 	p->dirty = true;
 	return 0;
 }

@@ -358,6 +358,36 @@ static void gen_many_maps(void)
 	close_file(f);
 }
 
+/* 2,000 snapshots of 100 maps, then 2,000 samples of 64 user frames: lookups. */
+static void gen_many_lookups(void)
+{
+	struct scfile *f = open_file("slow", "many_lookups.data");
+	struct sc_sink *sk = scfile_sink(f);
+	static struct sc_map maps[100];
+	struct sc_proc p = { .pid = 900, .nr_maps = 100, .maps = maps };
+	__u64 uips[64];
+	struct rec_spec sp = { .stall_id = 9, .pid = 900, .tid = 900, .uips = uips, .nu = 64 };
+	unsigned int i, j;
+
+	for (j = 0; j < 2000; j++) {
+		for (i = 0; i < 100; i++) {
+			memset(&maps[i], 0, sizeof(maps[i]));
+			maps[i].start = 0x10000000ULL + 0x10000ULL * (i + 100ULL * j);
+			maps[i].end = maps[i].start + 0x1000;
+			maps[i].prot = SC_PROT_R | SC_PROT_X;
+			maps[i].path = "";	/* anonymous: no file to open */
+		}
+		sk->proc(sk, &p);
+	}
+	for (i = 0; i < 64; i++)	/* in the oldest snapshot: every lookup walks them all */
+		uips[i] = 0x10000000ULL + 0x10000ULL * i + 0x10;
+	for (j = 0; j < 2000; j++) {
+		sp.sample_index = j;
+		put_sample(sk, &sp);
+	}
+	close_file(f);
+}
+
 int main(int argc, char **argv)
 {
 	static const char *const subs[] = { "report", "ring", "slow" };
@@ -382,5 +412,6 @@ int main(int argc, char **argv)
 	gen_many_ends();
 	gen_many_samples();
 	gen_many_maps();
+	gen_many_lookups();
 	return 0;
 }
