@@ -102,10 +102,15 @@ static void gen_basic(void)
 		.flags = STALLCAP_SAMPLE_USER_MODE,
 	};
 	struct stallcap_stall_end e = make_end(1, 100, 101, D, D + 30 * NSEC_PER_MSEC, 2);
+	unsigned int i;
 	void *img;
 	size_t len;
 
-	memcpy(stack, __builtin_frame_address(0), sizeof(stack));
+	/* a plausible stack: frame pointers into itself and return addresses */
+	for (i = 0; i < 64; i += 2) {
+		stack[i] = (__u64)(uintptr_t)&stack[i + 2];
+		stack[i + 1] = (__u64)(uintptr_t)main + i;
+	}
 	uips[0] = (__u64)(uintptr_t)gen_basic;
 	uips[1] = (__u64)(uintptr_t)__builtin_return_address(0);
 	uips[2] = (__u64)(uintptr_t)main;
@@ -262,14 +267,16 @@ static void gen_rings(void)
 			       .uips = uips, .nu = 1, .cookie = 9,
 			       .flags = STALLCAP_SAMPLE_DEFER_PENDING };
 	struct stallcap_stall_end e = make_end(5, 500, 501, D, D + 10, 1);
-	struct stallcap_rec_header pad = { .size = 16, .type = STALLCAP_REC_PAD };
+	__u64 pad[2] = { 0 };	/* a 16-byte PAD record */
 	struct stallcap_sample *s = make_sample(&sp);
 	static struct ring_img r;
 
+	((struct stallcap_rec_header *)pad)->size = 16;
+	((struct stallcap_rec_header *)pad)->type = STALLCAP_REC_PAD;
 	memset(&r, 0, sizeof(r));
 	r.h.log2_size = 13;	/* 8 KiB */
 	ring_put(&r, s);
-	ring_put(&r, &pad);
+	ring_put(&r, pad);
 	ring_put(&r, &e);
 	free(s);
 	sp.type = STALLCAP_REC_USER_STACK;
