@@ -23,7 +23,7 @@ struct scl_ring_buf {
  * @ring_map: mapping of the control page and data area (ring_len bytes)
  * @ring: view of @ring_map, published by @ring_ready (release/acquire)
  * @ring_buf: private record copies of stallcap_ring_consume(), under @ring_lock
- * @beats: the beat area (beats_len bytes), published with release
+ * @slots: the slot area (slots_len bytes), published with release
  */
 struct stallcap_session {
 	int fd;
@@ -34,8 +34,8 @@ struct stallcap_session {
 	struct stallcap_ring ring;
 	int ring_ready;
 	struct scl_ring_buf ring_buf;
-	struct stallcap_beat_slot *beats;
-	size_t beats_len;
+	struct stallcap_slot *slots;
+	size_t slots_len;
 };
 
 int scl_ioctl(int fd, unsigned long cmd, void *arg);

@@ -110,7 +110,7 @@ static void add_sample(struct folded *fo, const struct sc_rsample *r)
 	m = open_memstream(&buf, &len);
 	if (!m)
 		return;
-	snprintf(comm, sizeof(comm), "%.16s", r->smp->v.s->comm);
+	snprintf(comm, sizeof(comm), "%.16s", r->smp->v.s.comm);
 	folded_str(m, comm[0] ? comm : "?");
 	for (i = r->nu - 1; i >= 0; i--)
 		put_frame(m, "", &r->uf[i]);

@@ -60,7 +60,7 @@ static bool ent_equal(const struct stack_ent *e, const struct sc_rsample *r)
 {
 	int i;
 
-	if (e->state != r->smp->v.s->state || e->nk != r->nk || e->nu != r->nu)
+	if (e->state != r->smp->v.s.state || e->nk != r->nk || e->nu != r->nu)
 		return false;
 	for (i = 0; i < r->nk; i++)
 		if (e->addr[i] != r->kf[i].addr)
@@ -73,7 +73,7 @@ static bool ent_equal(const struct stack_ent *e, const struct sc_rsample *r)
 
 bool stack_set_seen(struct stack_set *ss, const struct sc_rsample *r, __u32 *first)
 {
-	__u64 h = hash_u64(((__u64)r->smp->v.s->state << 32) | (__u64)r->nk << 16 | (__u64)r->nu);
+	__u64 h = hash_u64(((__u64)r->smp->v.s.state << 32) | (__u64)r->nk << 16 | (__u64)r->nu);
 	struct stack_ent *e;
 	struct hnode *n;
 	int i;
@@ -89,8 +89,8 @@ bool stack_set_seen(struct stack_set *ss, const struct sc_rsample *r, __u32 *fir
 	e = malloc(sizeof(*e) + sizeof(e->addr[0]) * (size_t)(r->nk + r->nu));
 	if (!e)
 		return false;
-	e->sample_index = r->smp->v.s->sample_index;
-	e->state = r->smp->v.s->state;
+	e->sample_index = r->smp->v.s.sample_index;
+	e->state = r->smp->v.s.state;
 	e->nk = (__u16)r->nk;
 	e->nu = (__u16)r->nu;
 	for (i = 0; i < r->nk; i++)

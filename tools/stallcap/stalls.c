@@ -151,7 +151,7 @@ static void link_one(struct sc_stall *s, struct sc_sample *smp, struct sc_sample
 	smp->user = us->v;
 	smp->has_deferred = true;
 	us->merged = true;	/* shown through its samples */
-	if (smp->v.s->flags & STALLCAP_SAMPLE_DEFER_PENDING)
+	if (smp->v.s.flags & STALLCAP_SAMPLE_DEFER_PENDING)
 		s->nr_defer_pending--;
 }
 
@@ -165,12 +165,12 @@ static int link_deferred(struct stalls *st, struct sc_stall *s, struct sc_sample
 	struct cookie_ent *c;
 	struct sc_sample *m;
 
-	if (!n->v.s->cookie)
+	if (!n->v.s.cookie)
 		return 0;
-	c = cookie_get(st, s, n->v.s->cookie);
+	c = cookie_get(st, s, n->v.s.cookie);
 	if (!c)
 		return -ENOMEM;
-	if (n->v.s->hdr.type == STALLCAP_REC_SAMPLE) {
+	if (n->v.s.hdr.type == STALLCAP_REC_SAMPLE) {
 		if (c->user) {
 			link_one(s, n, c->user);
 		} else {
@@ -195,14 +195,14 @@ static struct sc_stall *add_sample(struct stalls *st, const struct stallcap_rec_
 
 	if (!m)
 		return NULL;
-	s = stall_get(st, m->v.s->pid, m->v.s->tid, m->v.s->stall_id);
+	s = stall_get(st, m->v.s.pid, m->v.s.tid, m->v.s.stall_id);
 	if (!s) {
 		free(m);
 		return NULL;
 	}
 	if (rec->type != STALLCAP_REC_USER_STACK) {
 		s->nr_samples++;
-		if (m->v.s->flags & STALLCAP_SAMPLE_DEFER_PENDING)
+		if (m->v.s.flags & STALLCAP_SAMPLE_DEFER_PENDING)
 			s->nr_defer_pending++;
 	}
 	if (s->last)
@@ -220,7 +220,7 @@ static struct sc_stall *add_sample(struct stalls *st, const struct stallcap_rec_
  */
 struct sc_stall *stalls_add(struct stalls *st, const struct stallcap_rec_header *rec)
 {
-	const struct stallcap_stall_end *e;
+	struct stallcap_stall_end e;
 	struct sc_stall *s = NULL;
 
 	st->records++;
@@ -232,9 +232,9 @@ struct sc_stall *stalls_add(struct stalls *st, const struct stallcap_rec_header 
 	case STALLCAP_REC_STALL_END:
 		if (stallcap_stall_end_parse(rec, rec->size, &e))
 			break;
-		s = stall_get(st, e->pid, e->tid, e->stall_id);
+		s = stall_get(st, e.pid, e.tid, e.stall_id);
 		if (s) {
-			s->end = *e;
+			s->end = e;
 			s->ended = true;
 		}
 		break;

@@ -310,12 +310,13 @@ TEST_F(ring, callback_gets_a_private_copy)
 
 /*
  * Double fetch: a thread of the watched program flips a committed record's
- * size between its true value, 16 MiB and the whole area, and its frame
- * counts, while the reader reads it again and again.  The reader must never
- * crash nor hand on a byte from outside the record (0xEE fills the rest of
- * the area), and every record it hands on carries the size it checked.
+ * size between its true value, 16 MiB and the whole area, and the sizes of
+ * its fixed part and first section, while the reader reads it again and
+ * again.  The reader must never crash nor hand on a byte from outside the
+ * record (0xEE fills the rest of the area), and every record it hands on
+ * carries the size it checked.
  */
-#define FLIP_REC	(sizeof(struct stallcap_sample) + 64)
+static __u32 flip_rec;	/* the true size of the record */
 
 struct flip {
 	struct mem_ring *m;
@@ -332,23 +333,25 @@ static void spin(unsigned long n)
 		;
 }
 
+/* Flips the record's size, its fixed part's size and its first section's size. */
 static void *flipper(void *arg)
 {
 	struct flip *f = arg;
 	struct stallcap_sample *s = (void *)f->m->data;
 	volatile __u32 *size = &s->hdr.size;
-	volatile __u16 *nk = &s->nr_kernel_frames;
-	volatile __u32 *stack = &s->stack_size;
+	volatile __u32 *fixed = &s->fixed_size;
+	volatile __u32 *sec = (__u32 *)(f->m->data + sizeof(*s));
+	__u32 sec_size = *sec;
 	unsigned long i;
 
 	for (i = 0; !f->stop; i++) {
 		*size = i % 2 ? 16U << 20 : DATA;
-		*nk = i % 3 ? STALLCAP_MAX_FRAMES : 8;
-		*stack = i % 5 ? 0 : 1U << 20;
+		*fixed = i % 3 ? 1U << 20 : sizeof(*s);
+		*sec = i % 5 ? sec_size : 1U << 20;
 		spin(i % 16);	/* each state lasts: the reader meets all of them */
-		*size = FLIP_REC;
-		*nk = 8;
-		*stack = 0;
+		*size = flip_rec;
+		*fixed = sizeof(*s);
+		*sec = sec_size;
 		spin(64 + i % 64);
 	}
 	return NULL;
@@ -362,9 +365,9 @@ static int flip_cb(const struct stallcap_rec_header *h, void *arg)
 	size_t i;
 
 	f->delivered++;
-	if (h->size != FLIP_REC)
+	if (h->size != flip_rec)
 		f->bad_size++;
-	for (i = offsetof(struct stallcap_sample, comm); i < FLIP_REC; i++)
+	for (i = offsetof(struct stallcap_sample, comm); i < flip_rec; i++)
 		f->foreign += b[i] == 0xee;
 	if (!stallcap_sample_parse(h, h->size, &v)) {
 		f->parsed++;
@@ -383,11 +386,12 @@ TEST_F(ring, double_fetch_of_a_flipping_record)
 	pthread_t t;
 	int i, ret;
 
-	ASSERT_EQ(FLIP_REC, s->hdr.size);
+	flip_rec = s->hdr.size;
+	ASSERT_EQ(sizeof(*s), s->fixed_size);	/* the first section follows */
 	memset(self->m.data, 0xee, DATA);
-	memcpy(self->m.data, s, FLIP_REC);
+	memcpy(self->m.data, s, flip_rec);
 	free(s);
-	self->m.ctl.data_head = FLIP_REC;
+	self->m.ctl.data_head = flip_rec;
 	stalls_init(&f.st);
 	ASSERT_EQ(0, pthread_create(&t, NULL, flipper, &f));
 	for (i = 0; i < 200000 || (!f.delivered && i < 50000000); i++) {

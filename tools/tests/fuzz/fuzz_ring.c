@@ -38,7 +38,9 @@ static int on_record(const struct stallcap_rec_header *rec, void *arg)
 {
 	struct ctx *c = arg;
 	struct stallcap_sample_view v;
-	const struct stallcap_stall_end *e;
+	struct stallcap_stall_end e;
+	struct stallcap_watch_event ev;
+	unsigned int i;
 
 	if (rec->size < sizeof(*rec) || rec->size % 8 || rec->size > c->data_size ||
 	    (rec->flags & STALLCAP_REC_F_BUSY) || rec->type == STALLCAP_REC_PAD)
@@ -49,9 +51,16 @@ static int on_record(const struct stallcap_rec_header *rec, void *arg)
 		touch(v.kernel_ips, 8 * v.nr_kernel);
 		touch(v.user_ips, 8 * v.nr_user);
 		touch(v.stack, v.stack_size);
+		touch(v.regs, v.regs ? v.regs_size : 0);
+		for (i = 0; i < v.nr_tasks; i++) {
+			touch(v.tasks[i].kernel_ips, 8 * v.tasks[i].nr_kernel);
+			touch(v.tasks[i].user_ips, 8 * v.tasks[i].nr_user);
+		}
 	}
+	if (!stallcap_watch_event_parse(rec, rec->size, &ev))
+		touch(&ev, sizeof(ev));
 	if (!stallcap_stall_end_parse(rec, rec->size, &e))
-		touch(e, sizeof(*e));
+		touch(&e, sizeof(e));
 	stalls_add(&c->st, rec);
 	return c->stop_early ? 1 : 0;
 }

@@ -91,7 +91,7 @@ static void gen_basic(void)
 	struct sc_sink *sk = scfile_sink(f);
 	__u64 kips[3] = { KBASE + 0x10, KBASE + 0x1020, KBASE + 0x2004 };
 	__u64 uips[3], stack[64];
-	struct stallcap_user_regs regs = { .sp = (__u64)(uintptr_t)stack,
+	struct stallcap_regs_x86_64 regs = { .sp = (__u64)(uintptr_t)stack,
 					   .ip = (__u64)(uintptr_t)gen_basic,
 					   .bp = (__u64)(uintptr_t)stack };
 	struct rec_spec sp = {
@@ -114,7 +114,11 @@ static void gen_basic(void)
 	uips[0] = (__u64)(uintptr_t)gen_basic;
 	uips[1] = (__u64)(uintptr_t)__builtin_return_address(0);
 	uips[2] = (__u64)(uintptr_t)main;
-	sk->info(sk, "6.12.0-fuzz", "00000000-0000-0000-0000-000000000000");
+	struct sc_host_info hi = { .release = "6.12.0-fuzz",
+				   .boot_id = "00000000-0000-0000-0000-000000000000",
+				   .realtime_offset_ns = 1700000000LL * 1000000000LL };
+
+	sk->info(sk, &hi);
 	if (!vdso_image(&img, &len)) {
 		sk->vdso(sk, img, len);
 		free(img);
