@@ -20,7 +20,8 @@
 #
 # Useful variables: KDIR, KERNELS, TEST_TIMEOUT, GUEST_TIMEOUT, SMP, MEM,
 # MODULE_PARAMS, MODULE_KCFLAGS (default -Werror; -Wno-error to relax),
-# SELFCHECK=0 (skip the self-check), V=1 (show guest output).
+# SELFCHECK=0 (skip the self-check), V=1 (show guest output),
+# FUZZ_SECONDS (each fuzz target of the tools runs this long, default 60).
 
 TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 
@@ -38,7 +39,7 @@ V ?= 0
 
 # variables the scripts read from the environment
 export KERNELS RUN_KERNEL SELFCHECK V
-export TEST_TIMEOUT GUEST_TIMEOUT SMP MEM MODULE_PARAMS MODULE_KCFLAGS
+export TEST_TIMEOUT GUEST_TIMEOUT SMP MEM MODULE_PARAMS MODULE_KCFLAGS FUZZ_SECONDS
 
 HAVE_TOOLS := $(wildcard $(TOP)/tools/Makefile)
 HAVE_KSFT := $(wildcard $(TOP)/.cache/linux-tools/kselftest_harness.h)
