@@ -23,6 +23,7 @@
 #include <asm/nmi.h>
 #include <asm/unwind.h>
 
+#include "compat.h"
 #include "stallcap.h"
 
 static DEFINE_PER_CPU(struct stallcap_capture_req *, remote_req);
