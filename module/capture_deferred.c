@@ -67,7 +67,6 @@ static u32 defer_fill(struct stallcap_defer *d, struct stallcap_sample *s,
 	s->user_tag = d->user_tag;
 	s->deadline_ns = d->deadline_ns;
 	s->timeout_ns = d->timeout_ns;
-	s->capture_ns = ktime_get_mono_fast_ns();
 	s->pid = current->tgid;
 	s->tid = current->pid;
 	s->cpu = raw_smp_processor_id();
@@ -88,6 +87,12 @@ static u32 defer_fill(struct stallcap_defer *d, struct stallcap_sample *s,
 	s->stack_size &= ~7U;
 	if (s->stack_size < want || want == max_stack)
 		s->flags |= STALLCAP_SAMPLE_COPY_PARTIAL;
+	/*
+	 * After the reads, which may sleep (faults, the mmap lock): a sample
+	 * taken meanwhile is of the same kernel entry and shares the cookie,
+	 * and must not be later than the record that completes it.
+	 */
+	s->capture_ns = ktime_get_mono_fast_ns();
 	return stallcap_sample_end_len(s);
 }
 

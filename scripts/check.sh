@@ -7,8 +7,9 @@
 # ends with the line "N passed, N failed"; exits non-zero if anything failed.
 #
 # Counted: the host builds of selftests and tools, each static check, the
-# tools' unit tests (one item), each selftest
-# on each kernel, the harness self-check; plus, as failures only, anything
+# tools' unit tests (one item), the package test (scripts/package.sh: build,
+# lintian, install, DKMS, consumers, purge), each selftest on each kernel, the
+# harness self-check; plus, as failures only, anything
 # wrong with a kernel itself (module build, insmod, rmmod, splat, kmemleak,
 # guest timeout or crash).
 set -uo pipefail
@@ -68,13 +69,16 @@ host_build() {
 	done
 }
 
-read -r -a kernels <<<"${KERNELS:-6.1 6.12 6.12-rt debug}"
+read -r -a kernels <<<"${KERNELS:-5.10 6.1 6.12 6.12-rt 7.2 7.2-rt debug}"
 
 step "host build" host_build
 step "static checks" "$top/scripts/static-check.sh"
 step "tools unit tests" tools_check
 if [ "${SELFCHECK:-1}" != 0 ]; then
 	step "harness self-check" "$top/scripts/vmtest.sh" --selfcheck
+fi
+if [ "${PACKAGES:-1}" != 0 ]; then
+	step "packages" "$top/scripts/package.sh" test
 fi
 for k in "${kernels[@]}"; do
 	step "kernel $k" "$top/scripts/vmtest.sh" "$k"

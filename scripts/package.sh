@@ -12,7 +12,8 @@
 #                               matrix whose headers are installed, that
 #                               stallcap --version, pkg-config and a CMake
 #                               consumer work, then dpkg --purge them and
-#                               check that nothing is left
+#                               check that nothing is left; and make
+#                               install / uninstall into a DESTDIR
 #
 # Results go to the results file (scripts/lib.sh) as packages/* items.
 set -uo pipefail
@@ -72,7 +73,7 @@ owned_files() {
 	local p f
 	for p in "${pkgs[@]}"; do dpkg-query -L "$p" 2>/dev/null; done | sort -u |
 		while read -r f; do
-			if [ -d "$f" ] && [ ! -L "$f" ]; then
+			if [ -d "$f" ]; then
 				case ${f##*/} in *stallcap*) echo "$f" ;; esac
 			else
 				echo "$f"
@@ -138,7 +139,7 @@ test_debs() {
 
 	# the library: pkg-config and a CMake consumer (shared and static)
 	local cdir=$build/consumer
-	got=$(pkg-config --libs stallcap 2>&1)
+	got=$(pkg-config --libs stallcap 2>&1 | xargs)
 	rm -rf "$cdir"
 	mkdir -p "$cdir"
 	if [ "$got" = "-lstallcap" ] &&
@@ -153,7 +154,7 @@ test_debs() {
 		cmake --build "$cdir/cmake" >>"$logs/consumer.log" 2>&1 &&
 		"$cdir/cmake/consumer" >>"$logs/consumer.log" 2>&1 &&
 		"$cdir/cmake/consumer_static" >>"$logs/consumer.log" 2>&1 &&
-		ldd "$cdir/cmake/consumer" | grep -q 'libstallcap.so.1 => /usr/lib/'; then
+		ldd "$cdir/cmake/consumer" | grep -q 'libstallcap.so.1 => /'; then
 		result PASS packages/cmake "find_package(stallcap): shared and static consumers build and run"
 	else
 		tail -n 10 "$logs/consumer.log" | sed 's/^/    /'
@@ -180,6 +181,30 @@ test_debs() {
 	fi
 }
 
+# make install DESTDIR=... then make uninstall: every file comes and goes
+test_make_install() {
+	local d=$build/destdir log=$logs/make-install.log want f missing=() left
+	rm -rf "$d"
+	want=(usr/local/bin/stallcap usr/local/lib/libstallcap.so.1 usr/local/lib/libstallcap.a
+		usr/local/lib/libstallcap.so usr/local/lib/pkgconfig/stallcap.pc
+		usr/local/lib/cmake/stallcap/stallcapConfig.cmake usr/local/include/stallcap/stallcap.h
+		usr/local/include/linux/stallcap.h usr/local/share/man/man1/stallcap.1
+		usr/local/share/bash-completion/completions/stallcap etc/udev/rules.d/60-stallcap.rules)
+	if ! make -C "$top" install DESTDIR="$d" PREFIX=/usr/local >"$log" 2>&1; then
+		fail packages/make-install "make install failed, see $log"
+		return 1
+	fi
+	for f in "${want[@]}"; do [ -e "$d/$f" ] || missing+=("$f"); done
+	make -C "$top" uninstall DESTDIR="$d" PREFIX=/usr/local >>"$log" 2>&1
+	left=$(find "$d" -not -type d | sed "s|^$d/||" | xargs)
+	if [ ${#missing[@]} -eq 0 ] && [ -z "$left" ]; then
+		result PASS packages/make-install "make install and uninstall (DESTDIR): ${#want[@]} files come and go"
+	else
+		fail packages/make-install "missing after install: ${missing[*]:-none}; left after uninstall: ${left:-none}"
+	fi
+	rm -rf "$d"
+}
+
 case ${1:-} in
 build)
 	lock_tree
@@ -190,6 +215,7 @@ build)
 test)
 	lock_tree
 	[ -n "${VMTEST_NESTED:-}" ] || : >"$RESULTS"
+	test_make_install
 	build_debs && test_debs
 	[ -n "${VMTEST_NESTED:-}" ] || tally "$RESULTS" >/dev/null
 	;;

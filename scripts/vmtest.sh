@@ -15,8 +15,11 @@
 #                                        that WARNs, an rmmod that fails and a
 #                                        guest that times out (default 6.1)
 #
-# KERNEL is a name of .cache/kernels.list (6.1, 6.12, 6.12-rt) or "debug"
-# (scripts/debug-kernel.sh: lockdep, KASAN, kmemleak; built once, ~15 min).
+# KERNEL is a name of .cache/kernels.list (6.1, 6.12, 6.12-rt: Debian 12's,
+# built on the host), of .cache/kernels-roots.list (5.10, 7.2, 7.2-rt: other
+# suites', built in their debootstrap root, see scripts/kernel-root.sh), or
+# "debug" (scripts/debug-kernel.sh: lockdep, KASAN, kmemleak; built once,
+# ~15 min).
 #
 # Environment: FUZZ_KERNEL (the kernel whose fuzz_test makes its full 10^6
 # calls, default 6.1; the others make FUZZ_CALLS_SHORT=200000 in at most
@@ -65,7 +68,7 @@ if [ ${#kernels[@]} -eq 0 ]; then
 	case $mode in
 	run) kernels=("${RUN_KERNEL:-6.12}") ;;
 	selfcheck) kernels=("${SELFCHECK_KERNEL:-6.1}") ;;
-	*) read -r -a kernels <<<"${KERNELS:-6.1 6.12 6.12-rt debug}" ;;
+	*) read -r -a kernels <<<"${KERNELS:-5.10 6.1 6.12 6.12-rt 7.2 7.2-rt debug}" ;;
 	esac
 fi
 [ "$mode" = run ] && verbose=1
