@@ -29,7 +29,7 @@ packages=(
 	kmod cpio xz-utils zstd rsync busybox-static qemu-system-x86 sparse
 	elfutils libdw-dev libelf-dev pkg-config python3 perl
 	linux-source-6.12 debootstrap
-	dpkg-dev debhelper dh-dkms dkms lintian fakeroot cmake
+	dpkg-dev debhelper dh-dkms dkms lintian fakeroot cmake pandoc
 )
 
 missing=()
