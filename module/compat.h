@@ -24,6 +24,17 @@ static inline unsigned int stallcap_task_state(const struct task_struct *task)
 #endif
 }
 
+/*
+ * The sched_process_exit tracepoint passes group_dead too (6.16): a probe
+ * must have the tracepoint's exact prototype (kCFI checks indirect calls).
+ */
+#ifdef STALLCAP_HAVE_EXIT_GROUP_DEAD
+#define STALLCAP_EXIT_PROBE_ARGS	void *data, struct task_struct *task, \
+					bool group_dead
+#else
+#define STALLCAP_EXIT_PROBE_ARGS	void *data, struct task_struct *task
+#endif
+
 /* INIT_CSD() (5.11); before it a csd was initialised by its fields. */
 #ifndef STALLCAP_HAVE_INIT_CSD
 #define INIT_CSD(_csd, _func, _info)				\
