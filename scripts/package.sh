@@ -25,7 +25,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/scripts/lib.sh"
 
 out=$build/deb
-pkgs=(stallcap-dkms stallcap libstallcap1 libstallcap-dev)
+soversion=$(sed -n 's/^SOVERSION := //p' "$top/tools/Makefile")
+pkgs=(stallcap-dkms stallcap "libstallcap$soversion" libstallcap-dev)
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
 failed=0
@@ -61,10 +62,10 @@ build_debs() {
 	local dk tv
 	dk=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$top/dkms.conf")
 	tv=$(sed -n 's/^VERSION := //p' "$top/tools/Makefile")
-	if [ "$dk" = "$ver" ] && [ "$tv" = "$ver" ]; then
-		result PASS packages/version "$ver"
+	if [ "$dk" = "$ver" ] && [ "$tv" = "$ver" ] && [ -e "$top/debian/libstallcap$soversion.install" ]; then
+		result PASS packages/version "$ver, libstallcap$soversion"
 	else
-		fail packages/version "debian/changelog $ver, dkms.conf $dk, tools/Makefile $tv differ"
+		fail packages/version "debian/changelog $ver, dkms.conf $dk, tools/Makefile $tv; library package for SONAME $soversion: debian/libstallcap$soversion.install"
 	fi
 }
 
@@ -154,7 +155,7 @@ test_debs() {
 		cmake --build "$cdir/cmake" >>"$logs/consumer.log" 2>&1 &&
 		"$cdir/cmake/consumer" >>"$logs/consumer.log" 2>&1 &&
 		"$cdir/cmake/consumer_static" >>"$logs/consumer.log" 2>&1 &&
-		ldd "$cdir/cmake/consumer" | grep -q 'libstallcap.so.1 => /'; then
+		ldd "$cdir/cmake/consumer" | grep -q "libstallcap.so.$soversion => /"; then
 		result PASS packages/cmake "find_package(stallcap): shared and static consumers build and run"
 	else
 		tail -n 10 "$logs/consumer.log" | sed 's/^/    /'
@@ -185,7 +186,7 @@ test_debs() {
 test_make_install() {
 	local d=$build/destdir log=$logs/make-install.log want f missing=() left
 	rm -rf "$d"
-	want=(usr/local/bin/stallcap usr/local/lib/libstallcap.so.1 usr/local/lib/libstallcap.a
+	want=(usr/local/bin/stallcap usr/local/lib/libstallcap.so.$soversion usr/local/lib/libstallcap.a
 		usr/local/lib/libstallcap.so usr/local/lib/pkgconfig/stallcap.pc
 		usr/local/lib/cmake/stallcap/stallcapConfig.cmake usr/local/include/stallcap/stallcap.h
 		usr/local/include/linux/stallcap.h usr/local/share/man/man1/stallcap.1
