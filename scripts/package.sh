@@ -151,7 +151,8 @@ test_debs() {
 	else
 		fail packages/pkg-config "pkg-config --libs stallcap: '$got', see $logs/consumer.log"
 	fi
-	if cmake -S "$top/tools/tests/consumer" -B "$cdir/cmake" >>"$logs/consumer.log" 2>&1 &&
+	if cmake -S "$top/tools/tests/consumer" -B "$cdir/cmake" -DSTALLCAP_WANT_VERSION="$ver" \
+		>>"$logs/consumer.log" 2>&1 &&
 		cmake --build "$cdir/cmake" >>"$logs/consumer.log" 2>&1 &&
 		"$cdir/cmake/consumer" >>"$logs/consumer.log" 2>&1 &&
 		"$cdir/cmake/consumer_static" >>"$logs/consumer.log" 2>&1 &&
