@@ -29,7 +29,8 @@
 # MODULE_PARAMS, MODULE_KCFLAGS (default -Werror; -Wno-error to relax),
 # SELFCHECK=0 (skip the self-check), V=1 (show guest output), PACKAGES=0 (no
 # package test in make check), PREFIX (make install, default /usr/local),
-# DESTDIR, MODULE_INSTALL (dkms, kbuild or none).
+# DESTDIR, MODULE_INSTALL (dkms, kbuild or none),
+# FUZZ_SECONDS (each fuzz target of the tools runs this long, default 60).
 
 TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 
@@ -46,9 +47,10 @@ SELFCHECK ?= 1
 V ?= 0
 
 # variables the scripts read from the environment
-PACKAGES ?= 1
-export KERNELS RUN_KERNEL SELFCHECK V PACKAGES
-export TEST_TIMEOUT GUEST_TIMEOUT SMP MEM MODULE_PARAMS MODULE_KCFLAGS
+# SELFCHECK=0 (skip the self-check), V=1 (show guest output), PACKAGES=0 (no
+# package test in make check), PREFIX (make install, default /usr/local),
+# DESTDIR, MODULE_INSTALL (dkms, kbuild or none),
+# FUZZ_SECONDS (each fuzz target of the tools runs this long, default 60).
 
 HAVE_TOOLS := $(wildcard $(TOP)/tools/Makefile)
 HAVE_KSFT := $(wildcard $(TOP)/.cache/linux-tools/kselftest_harness.h)

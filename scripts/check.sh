@@ -7,9 +7,10 @@
 # ends with the line "N passed, N failed"; exits non-zero if anything failed.
 #
 # Counted: the host builds of selftests and tools, each static check, the
-# tools' unit tests (one item), the package test (scripts/package.sh: build,
-# lintian, install, DKMS, consumers, purge), each selftest on each kernel, the
-# harness self-check; plus, as failures only, anything
+# tools' unit tests (one item), the tools' fuzz targets (one item), the
+# package test (scripts/package.sh: build, lintian, install, DKMS, consumers,
+# purge), each selftest on each kernel, the harness self-check; plus, as
+# failures only, anything
 # wrong with a kernel itself (module build, insmod, rmmod, splat, kmemleak,
 # guest timeout or crash).
 set -uo pipefail
@@ -53,6 +54,24 @@ tools_check() {
 	fi
 }
 
+# The fuzz targets of the tools, FUZZ_SECONDS (default 60) each; their saved
+# inputs already ran in tools_check.
+tools_fuzz() {
+	if ! command -v clang-14 >/dev/null; then
+		result FAIL tools/fuzz "clang-14 missing: run scripts/deps.sh"
+		return
+	fi
+	if make --no-print-directory -C "$top/tools" fuzz-timed \
+		FUZZ_SECONDS="${FUZZ_SECONDS:-60}" >"$logs/tools-fuzz.log" 2>&1; then
+		grep '^fuzz: ' "$logs/tools-fuzz.log" | sed 's/^/  /'
+		result PASS tools/fuzz "$(grep -c 'executions in' "$logs/tools-fuzz.log") targets, \
+${FUZZ_SECONDS:-60} s each"
+	else
+		tail -n 30 "$logs/tools-fuzz.log" | sed 's/^/    /'
+		result FAIL tools/fuzz "a fuzz target failed, see $logs/tools-fuzz.log"
+	fi
+}
+
 host_build() {
 	local d
 	for d in selftests tools; do
@@ -84,6 +103,7 @@ fi
 step "host build" host_build
 step "static checks" "$top/scripts/static-check.sh"
 step "tools unit tests" tools_check
+step "tools fuzz targets" tools_fuzz
 if [ "${SELFCHECK:-1}" != 0 ]; then
 	step "harness self-check" "$top/scripts/vmtest.sh" --selfcheck
 fi

@@ -28,6 +28,7 @@ packages=(
 	build-essential gcc g++ make bc flex bison libssl-dev libelf-dev dwarves
 	kmod cpio xz-utils zstd rsync busybox-static qemu-system-x86 sparse
 	elfutils libdw-dev libelf-dev pkg-config python3 perl
+	clang-14 libclang-rt-14-dev
 	linux-source-6.12 debootstrap
 	dpkg-dev debhelper dh-dkms dkms lintian fakeroot cmake pandoc
 )

@@ -7,12 +7,22 @@
 #include <stallcap/stallcap.h>
 
 /**
+ * struct scl_ring_buf - a reader's private copy of the current record
+ * @buf: malloc'd, 8-byte aligned, @cap bytes
+ */
+struct scl_ring_buf {
+	struct stallcap_rec_header *buf;
+	__u32 cap;
+};
+
+/**
  * struct stallcap_session - one open /dev/stallcap
  * @fd: the session fd
  * @map_lock: serialises the lazy mappings below
  * @ring_lock: the ring's single-consumer lock
  * @ring_map: mapping of the control page and data area (ring_len bytes)
  * @ring: view of @ring_map, published by @ring_ready (release/acquire)
+ * @ring_buf: private record copies of stallcap_ring_consume(), under @ring_lock
  * @slots: the slot area (slots_len bytes), published with release
  */
 struct stallcap_session {
@@ -23,10 +33,13 @@ struct stallcap_session {
 	size_t ring_len;
 	struct stallcap_ring ring;
 	int ring_ready;
+	struct scl_ring_buf ring_buf;
 	struct stallcap_slot *slots;
 	size_t slots_len;
 };
 
 int scl_ioctl(int fd, unsigned long cmd, void *arg);
+int scl_ring_read(struct stallcap_ring *r, stallcap_record_fn fn, void *ctx,
+		  struct scl_ring_buf *b);
 
 #endif /* STALLCAP_LIB_INTERNAL_H */

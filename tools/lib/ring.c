@@ -6,7 +6,11 @@
  * below are the ones drawn there.
  */
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -17,14 +21,15 @@ int stallcap_ring_init(struct stallcap_ring *r, void *map, size_t len)
 	struct stallcap_ring_ctl *ctl = map;
 	__u64 off, size;
 
-	if (!r || !map || len < sizeof(*ctl))
+	if (!r || !map || len < sizeof(*ctl) || (uintptr_t)map % 8)
 		return -EINVAL;
 	if (ctl->abi_version != STALLCAP_ABI_VERSION)
 		return -EPROTO;
 	off = ctl->data_offset;
 	size = ctl->data_size;
-	if (off < sizeof(*ctl) || off % 8 || !size || (size & (size - 1)) ||
-	    off > len || size > len - off)
+	/* at least one record header: a header read never leaves the area */
+	if (off < sizeof(*ctl) || off % 8 || size < sizeof(struct stallcap_rec_header) ||
+	    (size & (size - 1)) || off > len || size > len - off)
 		return -EBADMSG;
 	r->ctl = ctl;
 	r->data = (unsigned char *)map + off;
@@ -36,55 +41,124 @@ __u64 stallcap_ring_pending(const struct stallcap_ring *r)
 {
 	__u64 head = __atomic_load_n(&r->ctl->data_head, __ATOMIC_ACQUIRE);
 
-	return head - r->ctl->data_tail;
+	return head - __atomic_load_n(&r->ctl->data_tail, __ATOMIC_RELAXED);
 }
 
-/* A record header is sane if it lies inside [tail, head) and the data area. */
-static int rec_check(const struct stallcap_ring *r, __u64 tail, __u64 head, __u32 size)
+/*
+ * A record header (read once, into @h) is sane if the record lies inside
+ * [tail, head) and the data area.  tail is 8-byte aligned (checked once per
+ * read), so the header itself never straddles the end of the area.
+ */
+static int rec_check(const struct stallcap_ring *r, __u64 tail, __u64 head,
+		     const struct stallcap_rec_header *h)
 {
-	if (size < sizeof(struct stallcap_rec_header) || size % 8)
+	if (h->size < sizeof(*h) || h->size % 8)
 		return -EBADMSG;
-	if (size > head - tail || (tail & r->mask) + size > r->mask + 1)
+	if (h->size > head - tail || (tail & r->mask) + h->size > r->mask + 1)
 		return -EBADMSG;
 	return 0;
 }
 
-int stallcap_ring_read(struct stallcap_ring *r, stallcap_record_fn fn, void *ctx)
+/* Room for a private copy of a record of @size bytes. */
+static int buf_reserve(struct scl_ring_buf *b, __u32 size)
 {
-	const struct stallcap_rec_header *h;
-	__u64 head, tail, start;
+	void *n;
+
+	if (size <= b->cap)
+		return 0;
+	n = realloc(b->buf, size);
+	if (!n)
+		return -ENOMEM;
+	b->buf = n;
+	b->cap = size;
+	return 0;
+}
+
+/*
+ * Copy the record at @tail out of the ring.  The writer (the module, or any
+ * thread of a watched program that maps the session) may change the shared
+ * bytes at any time: the header is read once, checked, and the private copy
+ * carries that checked header whatever the shared one says by now.
+ */
+static int rec_copy(const struct stallcap_ring *r, __u64 tail, __u64 head,
+		    struct scl_ring_buf *b, struct stallcap_rec_header *hp)
+{
+	const unsigned char *src = r->data + (tail & r->mask);
+	struct stallcap_rec_header h;
+	int ret;
+
+	/* B, pairs with C: the flags first, then the rest of the header */
+	h.flags = __atomic_load_n(&((const struct stallcap_rec_header *)src)->flags,
+				  __ATOMIC_ACQUIRE);
+	if (h.flags & STALLCAP_REC_F_BUSY)
+		return -EAGAIN;
+	h.size = __atomic_load_n(&((const struct stallcap_rec_header *)src)->size,
+				 __ATOMIC_RELAXED);
+	h.type = __atomic_load_n(&((const struct stallcap_rec_header *)src)->type,
+				 __ATOMIC_RELAXED);
+	ret = rec_check(r, tail, head, &h);
+	if (ret)
+		return ret;
+	*hp = h;
+	if (h.type == STALLCAP_REC_PAD)
+		return 0;
+	ret = buf_reserve(b, h.size);
+	if (ret)
+		return ret;
+	memcpy(b->buf, src, h.size);
+	memcpy(b->buf, &h, sizeof(h));
+	return 0;
+}
+
+int scl_ring_read(struct stallcap_ring *r, stallcap_record_fn fn, void *ctx,
+		  struct scl_ring_buf *b)
+{
+	struct stallcap_rec_header h;
+	__u64 head, tail, start, size;
 	int n = 0, ret = 0, rc;
-	__u16 flags;
 
 	if (!r || !r->ctl || !fn)
 		return -EINVAL;
+	size = r->mask + 1;
 	head = __atomic_load_n(&r->ctl->data_head, __ATOMIC_ACQUIRE); /* pairs with A */
-	start = tail = r->ctl->data_tail; /* only this reader writes it */
-	while (tail < head) {
-		h = (const void *)(r->data + (tail & r->mask));
-		flags = __atomic_load_n(&h->flags, __ATOMIC_ACQUIRE); /* B, pairs with C */
-		if (flags & STALLCAP_REC_F_BUSY)
+	start = tail = __atomic_load_n(&r->ctl->data_tail, __ATOMIC_RELAXED);
+	/* the writer never gets more than the data area ahead of the reader */
+	if (head - tail > size || tail % 8)
+		return -EBADMSG;
+	while (tail != head && n < INT_MAX) {
+		ret = rec_copy(r, tail, head, b, &h);
+		if (ret == -EAGAIN) {	/* busy: the writer finishes it soon */
+			ret = 0;
 			break;
-		ret = rec_check(r, tail, head, h->size);
+		}
 		if (ret)
 			break;
-		if (h->type != STALLCAP_REC_PAD) {
-			rc = fn(h, ctx);
+		if (h.type != STALLCAP_REC_PAD) {
+			rc = fn(b->buf, ctx);
 			if (rc < 0) {
 				ret = rc;
 				break;
 			}
 			n++;
 			if (rc > 0) {
-				tail += h->size;
+				tail += h.size;
 				break;
 			}
 		}
-		tail += h->size;
+		tail += h.size;
 	}
 	if (tail != start) /* D, pairs with the module's acquire of data_tail */
 		__atomic_store_n(&r->ctl->data_tail, tail, __ATOMIC_RELEASE);
 	return ret ? ret : n;
+}
+
+int stallcap_ring_read(struct stallcap_ring *r, stallcap_record_fn fn, void *ctx)
+{
+	struct scl_ring_buf b = { NULL, 0 };
+	int ret = scl_ring_read(r, fn, ctx, &b);
+
+	free(b.buf);
+	return ret;
 }
 
 int stallcap_ring_map(struct stallcap_session *s)
@@ -139,7 +213,7 @@ int stallcap_ring_consume(struct stallcap_session *s, stallcap_record_fn fn, voi
 	if (!stallcap_session_ring(s))
 		return -ENXIO;
 	pthread_mutex_lock(&s->ring_lock);
-	ret = stallcap_ring_read(&s->ring, fn, ctx);
+	ret = scl_ring_read(&s->ring, fn, ctx, &s->ring_buf);
 	pthread_mutex_unlock(&s->ring_lock);
 	return ret;
 }

@@ -104,6 +104,7 @@ void stallcap_session_close(struct stallcap_session *s)
 	if (s->slots)
 		munmap(s->slots, s->slots_len);
 	close(s->fd);
+	free(s->ring_buf.buf);
 	pthread_mutex_destroy(&s->map_lock);
 	pthread_mutex_destroy(&s->ring_lock);
 	free(s);

@@ -26,9 +26,18 @@
 #define RESNAP_NS	(100 * NSEC_PER_MSEC)
 
 struct pid_entry {
+	struct hnode node;
+	struct pid_entry *all_next;
 	__u32 pid;
 	__u64 snap_ns;
 	struct sc_proc *proc;	/* latest snapshot, NULL if it failed */
+};
+
+/* A kernel symbol address already sent to the sink. */
+struct ksym_sent {
+	struct hnode node;
+	struct ksym_sent *all_next;
+	__u64 addr;
 };
 
 struct collector {
@@ -37,14 +46,12 @@ struct collector {
 	struct stallcap_session *s;
 	struct ksyms *ks;
 	int ks_err;			/* 1: not loaded yet */
-	__u64 *ksym_done;		/* symbol addresses already sent */
-	size_t nks, capks;
-	struct pid_entry *pids;
-	size_t npids, cappids;
+	struct htab ksym_done;		/* struct ksym_sent by address */
+	struct ksym_sent *ksyms_sent;
+	struct htab pids;		/* struct pid_entry by pid */
+	struct pid_entry *all_pids;
 	struct buildid_cache *bc;
 	__u64 lost, suppressed, records;
-	__u64 *copy;			/* private copy of the record at hand */
-	size_t copy_cap;
 	bool same_pid_ns;		/* the records' ns ids are this tool's */
 	int err;
 };
@@ -63,26 +70,28 @@ void collect_opts_init(struct collect_opts *o)
 	o->cfg.size = sizeof(o->cfg);
 }
 
+/* The record's pid comes from the ring: any value, looked up in constant time. */
 static struct pid_entry *pid_get(struct collector *c, __u32 pid)
 {
+	__u64 h = hash_u64(pid);
 	struct pid_entry *e;
-	size_t i;
+	struct hnode *n;
 
-	for (i = 0; i < c->npids; i++)
-		if (c->pids[i].pid == pid)
-			return &c->pids[i];
-	if (c->npids == c->cappids) {
-		size_t cap = c->cappids ? 2 * c->cappids : 16;
-
-		e = realloc(c->pids, cap * sizeof(*e));
-		if (!e)
-			return NULL;
-		c->pids = e;
-		c->cappids = cap;
+	htab_for_each_possible(&c->pids, n, h) {
+		e = container_of(n, struct pid_entry, node);
+		if (e->pid == pid)
+			return e;
 	}
-	e = &c->pids[c->npids++];
-	memset(e, 0, sizeof(*e));
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
 	e->pid = pid;
+	if (htab_add(&c->pids, &e->node, h)) {
+		free(e);
+		return NULL;
+	}
+	e->all_next = c->all_pids;
+	c->all_pids = e;
 	return e;
 }
 
@@ -139,22 +148,23 @@ static void see_process(struct collector *c, const struct stallcap_sample_view *
 
 static bool ksym_sent(struct collector *c, __u64 addr)
 {
-	size_t i;
-	__u64 *n;
+	__u64 h = hash_u64(addr);
+	struct ksym_sent *k;
+	struct hnode *n;
 
-	for (i = 0; i < c->nks; i++)
-		if (c->ksym_done[i] == addr)
+	htab_for_each_possible(&c->ksym_done, n, h)
+		if (container_of(n, struct ksym_sent, node)->addr == addr)
 			return true;
-	if (c->nks == c->capks) {
-		size_t cap = c->capks ? 2 * c->capks : 256;
-
-		n = realloc(c->ksym_done, cap * sizeof(*n));
-		if (!n)
-			return true;
-		c->ksym_done = n;
-		c->capks = cap;
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return true;
+	k->addr = addr;
+	if (htab_add(&c->ksym_done, &k->node, h)) {
+		free(k);
+		return true;
 	}
-	c->ksym_done[c->nks++] = addr;
+	k->all_next = c->ksyms_sent;
+	c->ksyms_sent = k;
 	return false;
 }
 
@@ -176,41 +186,12 @@ static void see_kernel(struct collector *c, const struct stallcap_sample_view *v
 	}
 }
 
-/*
- * The ring is writable by the watched program: work on a private copy.  The
- * size is read once and bounded by the end of the data area, whatever the
- * header says by now.
- */
-static const struct stallcap_rec_header *rec_copy(struct collector *c,
-						  const struct stallcap_rec_header *rec)
-{
-	const struct stallcap_ring *r = stallcap_session_ring(c->s);
-	__u32 size = __atomic_load_n(&rec->size, __ATOMIC_RELAXED);
-	size_t off = (const unsigned char *)rec - r->data;
-	__u64 *n;
-
-	if (size < sizeof(*rec) || size > r->mask + 1 - off)
-		return NULL;
-	if (size > c->copy_cap) {
-		n = realloc(c->copy, size);
-		if (!n)
-			return NULL;
-		c->copy = n;
-		c->copy_cap = size;
-	}
-	memcpy(c->copy, rec, size);
-	((struct stallcap_rec_header *)c->copy)->size = size;
-	return (const void *)c->copy;
-}
-
-static int on_record(const struct stallcap_rec_header *ring_rec, void *arg)
+/* @rec: the ring reader's private, checked copy (the ring is writable by the watched program) */
+static int on_record(const struct stallcap_rec_header *rec, void *arg)
 {
 	struct collector *c = arg;
-	const struct stallcap_rec_header *rec = rec_copy(c, ring_rec);
 	struct stallcap_sample_view v;
 
-	if (!rec)
-		return -EBADMSG;
 	if (rec->type == STALLCAP_REC_SAMPLE || rec->type == STALLCAP_REC_USER_STACK) {
 		if (!stallcap_sample_parse(rec, rec->size, &v)) {
 			see_process(c, &v);
@@ -355,7 +336,6 @@ int collect_run(const struct collect_opts *o, struct sc_sink *sk, int *cmd_statu
 	struct collector c = { .o = o, .sk = sk, .ks_err = 1 };
 	struct sigaction sa = { .sa_handler = on_signal };
 	pid_t child = 0;
-	size_t i;
 	int ret;
 
 	*cmd_status = 0;
@@ -385,11 +365,21 @@ int collect_run(const struct collect_opts *o, struct sc_sink *sk, int *cmd_statu
 out:
 	if (c.s)
 		stallcap_session_close(c.s);	/* an adopted fd too */
-	for (i = 0; i < c.npids; i++)
-		sc_proc_free(c.pids[i].proc);
-	free(c.pids);
-	free(c.ksym_done);
-	free(c.copy);
+	while (c.all_pids) {
+		struct pid_entry *e = c.all_pids;
+
+		c.all_pids = e->all_next;
+		sc_proc_free(e->proc);
+		free(e);
+	}
+	while (c.ksyms_sent) {
+		struct ksym_sent *k = c.ksyms_sent;
+
+		c.ksyms_sent = k->all_next;
+		free(k);
+	}
+	htab_free(&c.pids);
+	htab_free(&c.ksym_done);
 	ksyms_free(c.ks);
 	buildid_cache_free(c.bc);
 	return ret;

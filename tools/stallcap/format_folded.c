@@ -7,41 +7,51 @@
  *
  * The thread name comes first, then user frames (outermost first), then
  * kernel frames marked "[k] ".  A frame without a symbol is "[dso]" or
- * "[unknown]".
+ * "[unknown]".  Names are escaped (escape.c): a line never holds a newline
+ * or a control character, and ';' inside a name is shown as ':', so every
+ * line keeps the form "a;b;c N".  Lines are counted in a hash table: memory
+ * grows with the distinct stacks, not the samples.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "tool.h"
 
+/* One distinct line, counted. */
+struct fline {
+	struct hnode node;
+	struct fline *all_next;
+	size_t count, len;
+	char line[];
+};
+
 struct folded {
-	char **lines;
-	size_t n, cap;
+	struct htab h;
+	struct fline *all;
+	size_t n;
 };
 
 struct folded *folded_new(void)
 {
-	return calloc(1, sizeof(struct folded));
+	struct folded *fo = calloc(1, sizeof(struct folded));
+
+	if (fo)
+		htab_init(&fo->h);
+	return fo;
 }
 
 void folded_free(struct folded *fo)
 {
-	size_t i;
+	struct fline *l, *n;
 
 	if (!fo)
 		return;
-	for (i = 0; i < fo->n; i++)
-		free(fo->lines[i]);
-	free(fo->lines);
+	for (l = fo->all; l; l = n) {
+		n = l->all_next;
+		free(l);
+	}
+	htab_free(&fo->h);
 	free(fo);
-}
-
-/* Append s to the line, with ';' and line breaks (the separators) replaced. */
-static void put(FILE *m, const char *prefix, const char *s)
-{
-	fputs(prefix, m);
-	for (; *s; s++)
-		fputc(*s == ';' ? ':' : *s == '\n' ? ' ' : *s, m);
 }
 
 static void put_frame(FILE *m, const char *prefix, const struct sc_frame *f)
@@ -49,71 +59,95 @@ static void put_frame(FILE *m, const char *prefix, const struct sc_frame *f)
 	const char *b;
 
 	fputc(';', m);
+	fputs(prefix, m);
 	if (f->sym) {
-		put(m, prefix, f->sym);
+		folded_str(m, f->sym);
 		return;
 	}
 	b = f->dso ? strrchr(f->dso, '/') : NULL;
-	fprintf(m, "%s[%s]", prefix, b ? b + 1 : f->dso ? f->dso : "unknown");
+	fputc('[', m);
+	folded_str(m, b ? b + 1 : f->dso ? f->dso : "unknown");
+	fputc(']', m);
 }
 
-static void add_line(struct folded *fo, char *line)
+/* Count one more sample of the stack @line (@len bytes). */
+static void add_line(struct folded *fo, const char *line, size_t len)
 {
-	char **l;
+	__u64 h = hash_bytes(line, len, 0);
+	struct fline *l;
+	struct hnode *n;
 
-	if (fo->n == fo->cap) {
-		size_t cap = fo->cap ? 2 * fo->cap : 64;
-
-		l = realloc(fo->lines, cap * sizeof(*l));
-		if (!l) {
-			free(line);
+	htab_for_each_possible(&fo->h, n, h) {
+		l = container_of(n, struct fline, node);
+		if (l->len == len && !memcmp(l->line, line, len)) {
+			l->count++;
 			return;
 		}
-		fo->lines = l;
-		fo->cap = cap;
 	}
-	fo->lines[fo->n++] = line;
+	l = malloc(sizeof(*l) + len + 1);
+	if (!l)
+		return;
+	l->count = 1;
+	l->len = len;
+	memcpy(l->line, line, len);
+	l->line[len] = 0;
+	if (htab_add(&fo->h, &l->node, h)) {
+		free(l);
+		return;
+	}
+	l->all_next = fo->all;
+	fo->all = l;
+	fo->n++;
 }
 
-void folded_add_stall(struct folded *fo, const struct sc_rstall *rs)
+static void add_sample(struct folded *fo, const struct sc_rsample *r)
 {
-	const struct sc_rsample *r;
-	char comm[17], *buf;
-	unsigned int k;
+	char comm[17], *buf = NULL;
 	size_t len;
 	FILE *m;
 	int i;
 
-	for (k = 0; k < rs->nr; k++) {
-		r = &rs->samples[k];
-		buf = NULL;
-		m = open_memstream(&buf, &len);
-		if (!m)
-			return;
-		snprintf(comm, sizeof(comm), "%.16s", r->smp->v.s.comm);
-		put(m, "", comm[0] ? comm : "?");
-		for (i = r->nu - 1; i >= 0; i--)
-			put_frame(m, "", &r->uf[i]);
-		for (i = r->nk - 1; i >= 0; i--)
-			put_frame(m, "[k] ", &r->kf[i]);
-		fclose(m);
-		add_line(fo, buf);
-	}
+	m = open_memstream(&buf, &len);
+	if (!m)
+		return;
+	snprintf(comm, sizeof(comm), "%.16s", r->smp->v.s.comm);
+	folded_str(m, comm[0] ? comm : "?");
+	for (i = r->nu - 1; i >= 0; i--)
+		put_frame(m, "", &r->uf[i]);
+	for (i = r->nk - 1; i >= 0; i--)
+		put_frame(m, "[k] ", &r->kf[i]);
+	if (!fclose(m))
+		add_line(fo, buf, len);
+	free(buf);
 }
 
-static int cmp_str(const void *a, const void *b)
+void folded_add_stall(struct folded *fo, struct sc_rstall *rs)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	resolve_stall_rewind(rs);
+	while (resolve_stall_next(rs) > 0)
+		add_sample(fo, &rs->cur);
 }
 
+static int cmp_line(const void *a, const void *b)
+{
+	return strcmp((*(struct fline *const *)a)->line, (*(struct fline *const *)b)->line);
+}
+
+/* The lines sorted (as `sort` would), each with its count. */
 void folded_print(struct folded *fo, FILE *out)
 {
-	size_t i, j;
+	struct fline **v, *l;
+	size_t i = 0;
 
-	qsort(fo->lines, fo->n, sizeof(*fo->lines), cmp_str);
-	for (i = 0; i < fo->n; i = j) {
-		for (j = i + 1; j < fo->n && !strcmp(fo->lines[i], fo->lines[j]); j++)
-			;
-		fprintf(out, "%s %zu\n", fo->lines[i], j - i);
-	}
+	if (!fo->n)
+		return;
+	v = malloc(fo->n * sizeof(*v));
+	if (!v)
+		return;
+	for (l = fo->all; l; l = l->all_next)
+		v[i++] = l;
+	qsort(v, fo->n, sizeof(*v), cmp_line);
+	for (i = 0; i < fo->n; i++)
+		fprintf(out, "%s %zu\n", v[i]->line, v[i]->count);
+	free(v);
 }

@@ -8,36 +8,52 @@
  * pid/tid are the initial pid namespace's, ns_pid/ns_tid the session's;
  * *_time fields are ISO 8601 wall-clock times (local, or UTC with --utc).
  */
+#include <string.h>
+
 #include "tool.h"
 
-void json_str(FILE *out, const char *s)
+/*
+ * A JSON string: quote, backslash and control characters escaped (C1 and
+ * bidirectional controls too, as \uXXXX), valid UTF-8 as is, any byte of
+ * invalid UTF-8 replaced by U+FFFD: every line parses as JSON.
+ */
+void json_strn(FILE *out, const char *s, size_t n)
 {
-	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i, len;
+	__u32 cp;
 
-	if (!s) {
-		fputs("null", out);
-		return;
-	}
+	n = strnlen(s, n);
 	fputc('"', out);
-	for (; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(out, "\\%c", *p);
-		else if (*p == '\n')
+	for (i = 0; i < n; i += len) {
+		len = utf8_decode(p + i, n - i, &cp);
+		if (!len) {
+			fputs("\\ufffd", out);
+			len = 1;
+		} else if (cp == '"' || cp == '\\') {
+			fprintf(out, "\\%c", (char)cp);
+		} else if (cp == '\n') {
 			fputs("\\n", out);
-		else if (*p < 0x20 || *p == 0x7f)
-			fprintf(out, "\\u%04x", *p);
-		else
-			fputc(*p, out);
+		} else if (unsafe_char(cp)) {
+			fprintf(out, "\\u%04x", cp);
+		} else {
+			fwrite(p + i, 1, len, out);
+		}
 	}
 	fputc('"', out);
 }
 
+void json_str(FILE *out, const char *s)
+{
+	if (!s)
+		fputs("null", out);
+	else
+		json_strn(out, s, (size_t)-1);
+}
+
 static void comm_str(FILE *out, const char *comm)
 {
-	char c[17];
-
-	snprintf(c, sizeof(c), "%.16s", comm);
-	json_str(out, c);
+	json_strn(out, comm, 16);
 }
 
 static void frames(FILE *out, const char *key, const struct sc_frame *f, int n)
@@ -175,11 +191,10 @@ static void sample_line(FILE *out, const struct sc_rstall *rs, const struct sc_r
 	fputs("}\n", out);
 }
 
-void fmt_json_stall(FILE *out, const struct sc_rstall *rs)
+void fmt_json_stall(FILE *out, struct sc_rstall *rs)
 {
 	const struct sc_stall *st = rs->st;
-	const struct stallcap_sample *s = rs->nr ? &rs->samples[0].smp->v.s : NULL;
-	unsigned int i;
+	const struct stallcap_sample *s = rs->first;
 
 	fprintf(out, "{\"type\":\"stall\",\"stall_id\":%llu,\"pid\":%u,\"tid\":%u,"
 		"\"ns_pid\":%u,\"ns_tid\":%u,\"comm\":", (unsigned long long)st->stall_id,
@@ -198,8 +213,9 @@ void fmt_json_stall(FILE *out, const struct sc_rstall *rs)
 		st->ended ? "true" : "false");
 	time_field(out, "deadline_time", rs, s, s ? s->deadline_ns : st->end.deadline_ns);
 	fputs("}\n", out);
-	for (i = 0; i < rs->nr; i++)
-		sample_line(out, rs, &rs->samples[i]);
+	resolve_stall_rewind(rs);
+	while (resolve_stall_next(rs) > 0)
+		sample_line(out, rs, &rs->cur);
 	if (!st->ended)
 		return;
 	fprintf(out, "{\"type\":\"stall_end\",\"stall_id\":%llu,\"pid\":%u,\"tid\":%u,"

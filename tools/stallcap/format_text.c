@@ -77,21 +77,32 @@ static const char *deadline_kind(__u8 clock)
 static void frame_line(FILE *out, const struct sc_frame *f, int i)
 {
 	fprintf(out, "      #%-2d 0x%016llx  ", i, (unsigned long long)f->addr);
-	if (f->sym)
-		fprintf(out, "%s+0x%llx", f->sym, (unsigned long long)f->off);
-	else if (f->dso && f->method != SC_METHOD_KERNEL)
-		fprintf(out, "%s+0x%llx", base_name(f->dso), (unsigned long long)f->dso_off);
-	else
+	if (f->sym) {
+		text_str(out, f->sym);
+		fprintf(out, "+0x%llx", (unsigned long long)f->off);
+	} else if (f->dso && f->method != SC_METHOD_KERNEL) {
+		text_str(out, base_name(f->dso));
+		fprintf(out, "+0x%llx", (unsigned long long)f->dso_off);
+	} else {
 		fprintf(out, "[unknown]");
-	if (f->file)
-		fprintf(out, "  %s:%d", base_name(f->file), f->line);
+	}
+	if (f->file) {
+		fputs("  ", out);
+		text_str(out, base_name(f->file));
+		fprintf(out, ":%d", f->line);
+	}
 	if (f->method == SC_METHOD_KERNEL) {
-		if (f->dso && strcmp(f->dso, "kernel"))
-			fprintf(out, " [%s]", f->dso);
+		if (f->dso && strcmp(f->dso, "kernel")) {
+			fputs(" [", out);
+			text_str(out, f->dso);
+			fputc(']', out);
+		}
 	} else {
 		fprintf(out, "  [%s]", sc_method_name(f->method));
-		if (f->dso)
-			fprintf(out, " %s", base_name(f->dso));
+		if (f->dso) {
+			fputc(' ', out);
+			text_str(out, base_name(f->dso));
+		}
 	}
 	fputc('\n', out);
 }
@@ -150,25 +161,22 @@ static void regs_note(FILE *out, const struct stallcap_sample_view *v)
 			v->regs_arch);
 }
 
-static void sample_block(FILE *out, const struct sc_rstall *rs, unsigned int k)
+static void sample_block(FILE *out, const struct sc_rstall *rs, const struct sc_rsample *r,
+			 struct stack_set *seen)
 {
-	const struct sc_rsample *r = &rs->samples[k];
 	const struct stallcap_sample *s = &r->smp->v.s;
 	char w[64], at[32], when[48];
-	unsigned int j;
+	__u32 first;
 	int i;
 
 	where(w, sizeof(w), s);
 	ms(at, sizeof(at), s->capture_ns > s->deadline_ns ? s->capture_ns - s->deadline_ns : 0);
 	wall(when, sizeof(when), rs, s, s->capture_ns);
 	fprintf(out, "  sample %u at %s (+%s), %s", s->sample_index, when, at, w);
-	for (j = 0; j < k; j++) {
-		if (sc_same_stack(&rs->samples[j], r)) {
-			fprintf(out, ": same stacks as sample %u\n",
-				rs->samples[j].smp->v.s.sample_index);
-			fmt_text_why(out, r);
-			return;
-		}
+	if (seen && stack_set_seen(seen, r, &first)) {
+		fprintf(out, ": same stacks as sample %u\n", first);
+		fmt_text_why(out, r);
+		return;
 	}
 	fprintf(out, ", captured by %s", sc_path_name(s->path));
 	sample_flags(out, s);
@@ -189,11 +197,12 @@ static void sample_block(FILE *out, const struct sc_rstall *rs, unsigned int k)
 	}
 }
 
-void fmt_text_stall(FILE *out, const struct sc_rstall *rs)
+void fmt_text_stall(FILE *out, struct sc_rstall *rs)
 {
 	const struct sc_stall *st = rs->st;
-	const struct stallcap_sample *s = rs->nr ? &rs->samples[0].smp->v.s : NULL;
+	const struct stallcap_sample *s = rs->first;
 	char over[32], dl[32], w[64], tid[48], pid[48], when[48];
+	struct stack_set *seen;
 
 	ms(over, sizeof(over), sc_stall_over_ns(st));
 	if (!s) {
@@ -209,11 +218,13 @@ void fmt_text_stall(FILE *out, const struct sc_rstall *rs)
 	sc_ids(tid, sizeof(tid), s->ns_tid, st->tid);
 	sc_ids(pid, sizeof(pid), s->ns_pid, st->pid);
 	wall(when, sizeof(when), rs, s, s->deadline_ns);
-	fprintf(out, "stall %llu of tid %s (%.16s) on cpu %u: %s over a %s %s, %s\n",
-		(unsigned long long)st->stall_id, tid, s->comm, s->cpu, over, dl,
+	fprintf(out, "stall %llu of tid %s (", (unsigned long long)st->stall_id, tid);
+	text_strn(out, s->comm, sizeof(s->comm));
+	fprintf(out, ") on cpu %u: %s over a %s %s, %s\n", s->cpu, over, dl,
 		deadline_kind(s->clock), w);
-	fprintf(out, "  began %s, process %s (%s), %s clock, %s, tag 0x%llx, %u sample%s",
-		when, pid, rs->proc_comm && rs->proc_comm[0] ? rs->proc_comm : "?",
+	fprintf(out, "  began %s, process %s (", when, pid);
+	text_str(out, rs->proc_comm && rs->proc_comm[0] ? rs->proc_comm : "?");
+	fprintf(out, "), %s clock, %s, tag 0x%llx, %u sample%s",
 		sc_clock_name(s->clock), sc_origin_name(s->origin),
 		(unsigned long long)s->user_tag, rs->nr, rs->nr == 1 ? "" : "s");
 	if (st->ended) {
@@ -225,8 +236,11 @@ void fmt_text_stall(FILE *out, const struct sc_rstall *rs)
 		fprintf(out, ", no end seen (still stalled at the last sample)");
 	}
 	fputc('\n', out);
-	for (unsigned int k = 0; k < rs->nr; k++)
-		sample_block(out, rs, k);
+	seen = stack_set_new();
+	resolve_stall_rewind(rs);
+	while (resolve_stall_next(rs) > 0)
+		sample_block(out, rs, &rs->cur, seen);
+	stack_set_free(seen);
 	fputc('\n', out);
 }
 
@@ -241,8 +255,10 @@ void fmt_text_watch(FILE *out, const struct stallcap_watch_event *ev)
 	else
 		snprintf(when, sizeof(when), "(wall clock unknown)");
 	ms(dl, sizeof(dl), ev->timeout_ns);
-	fprintf(out, "watch %s at %s: tid %s (%.16s) of process %s, %s deadline, tag 0x%llx\n\n",
+	fprintf(out, "watch %s at %s: tid %s (",
 		ev->event == STALLCAP_WATCH_STARTED ? "started" :
-		ev->event == STALLCAP_WATCH_ENDED ? "ended" : "event", when, tid, ev->comm,
+		ev->event == STALLCAP_WATCH_ENDED ? "ended" : "event", when, tid);
+	text_strn(out, ev->comm, sizeof(ev->comm));
+	fprintf(out, ") of process %s, %s deadline, tag 0x%llx\n\n",
 		pid, dl, (unsigned long long)ev->user_tag);
 }

@@ -61,7 +61,7 @@ static int elf_fd_build_id(int fd, __u8 *id, __u32 *len)
 
 int elf_file_build_id(const char *path, __u8 *id, __u32 *len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
+	int fd = open_regular(path), ret;
 
 	if (fd < 0)
 		return -errno;
@@ -87,9 +87,9 @@ static void map_build_id(__u32 pid, struct sc_map *m, unsigned long dev,
 	}
 	snprintf(mf, sizeof(mf), "/proc/%u/map_files/%llx-%llx", pid,
 		 (unsigned long long)m->start, (unsigned long long)m->end);
-	fd = open(mf, O_RDONLY | O_CLOEXEC);
+	fd = open_regular(mf);
 	if (fd < 0)
-		fd = open(m->path, O_RDONLY | O_CLOEXEC);
+		fd = open_regular(m->path);
 	if (fd < 0)
 		return;
 	if (elf_fd_build_id(fd, m->build_id, &m->build_id_len))
@@ -193,18 +193,42 @@ int procmaps_snapshot(__u32 pid, struct buildid_cache *bc, struct sc_proc **out)
 		sc_proc_free(p);
 		return ret ? ret : -ESRCH;
 	}
+	sc_proc_normalize(p);	/* sorted already: a check */
 	*out = p;
 	return 0;
 }
 
-const struct sc_map *sc_proc_find(const struct sc_proc *p, __u64 addr)
+static const struct sc_map *snap_find(const struct sc_proc *p, __u64 addr)
 {
+	size_t lo = 0, hi = p->nr_maps, mid;
 	unsigned int i;
 
-	for (; p; p = p->older)
+	if (!p->sorted) {
 		for (i = 0; i < p->nr_maps; i++)
 			if (addr >= p->maps[i].start && addr < p->maps[i].end)
 				return &p->maps[i];
+		return NULL;
+	}
+	while (lo < hi) {	/* the first map ending above addr */
+		mid = lo + (hi - lo) / 2;
+		if (p->maps[mid].end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < p->nr_maps && addr >= p->maps[lo].start ? &p->maps[lo] : NULL;
+}
+
+/* The map holding addr in the newest snapshot that has one. */
+const struct sc_map *sc_proc_find(const struct sc_proc *p, __u64 addr)
+{
+	const struct sc_map *m;
+
+	for (; p; p = p->older) {
+		m = snap_find(p, addr);
+		if (m)
+			return m;
+	}
 	return NULL;
 }
 
@@ -213,6 +237,38 @@ bool sc_proc_is_text(const struct sc_proc *p, __u64 addr)
 	const struct sc_map *m = sc_proc_find(p, addr);
 
 	return m && (m->prot & SC_PROT_X);
+}
+
+static int map_cmp(const void *a, const void *b)
+{
+	const struct sc_map *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->end < y->end ? -1 : x->end > y->end;
+}
+
+/*
+ * Make a snapshot from an untrusted source searchable in log time: maps
+ * sorted by address; an empty map, or one overlapping the map before it
+ * (never seen in /proc/PID/maps), is dropped.
+ */
+void sc_proc_normalize(struct sc_proc *p)
+{
+	unsigned int i, n = 0;
+
+	if (p->nr_maps)
+		qsort(p->maps, p->nr_maps, sizeof(*p->maps), map_cmp);
+	for (i = 0; i < p->nr_maps; i++) {
+		if (p->maps[i].start >= p->maps[i].end ||
+		    (n && p->maps[i].start < p->maps[n - 1].end)) {
+			free(p->maps[i].path);
+			continue;
+		}
+		p->maps[n++] = p->maps[i];
+	}
+	p->nr_maps = n;
+	p->sorted = true;
 }
 
 void sc_proc_free(struct sc_proc *p)

@@ -3,11 +3,15 @@
  * stallcap(1): writing and reading record files (format in record_file.h).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "cursor.h"
 #include "record_file.h"
 #include "tool.h"
 
@@ -88,7 +92,8 @@ static int sink_ksym(struct sc_sink *sk, const struct ksym *k)
 	if (nl + ml > sizeof(buf))
 		return 0;
 	memcpy(buf, k->name, nl);
-	memcpy(buf + nl, k->mod, ml);
+	if (ml)
+		memcpy(buf + nl, k->mod, ml);
 	return chunk_write((struct scfile *)sk, SCF_KSYM, &h, sizeof(h), buf, nl + ml);
 }
 
@@ -182,46 +187,54 @@ int scfile_close(struct scfile *sf)
 
 /* ---- reading ---- */
 
+/* One map of a SCF_PROC chunk; -EBADMSG if it does not fit. */
+static int read_map(struct cursor *c, struct sc_map *m)
+{
+	const struct scf_map *hm = cursor_take(c, sizeof(*hm));
+	const char *path;
+
+	if (!hm || hm->build_id_len > SC_BUILD_ID_MAX)
+		return -EBADMSG;
+	path = cursor_take_pad8(c, hm->path_len);
+	if (!path)
+		return -EBADMSG;
+	m->start = hm->start;
+	m->end = hm->end;
+	m->pgoff = hm->pgoff;
+	m->prot = hm->prot;
+	m->build_id_len = hm->build_id_len;
+	memcpy(m->build_id, hm->build_id, hm->build_id_len);
+	m->path = strndup(path, hm->path_len);
+	return m->path ? 0 : -ENOMEM;
+}
+
 static int read_proc(const __u8 *p, size_t len, struct sc_sink *sk)
 {
-	const struct scf_proc *hp = (const void *)p;
-	const struct scf_map *hm;
+	const struct scf_proc *hp;
 	struct sc_proc proc;
-	size_t off = sizeof(*hp);
+	struct cursor c;
 	unsigned int i;
-	int ret = -EBADMSG;
+	int ret = 0;
 
-	if (len < sizeof(*hp) || hp->nr_maps > len / sizeof(*hm))
+	cursor_init(&c, p, len);
+	hp = cursor_take(&c, sizeof(*hp));
+	if (!hp || hp->nr_maps > cursor_left(&c) / sizeof(struct scf_map))
 		return -EBADMSG;
 	memset(&proc, 0, sizeof(proc));
 	proc.pid = hp->pid;
 	proc.snap_ns = hp->snap_ns;
 	memcpy(proc.comm, hp->comm, sizeof(proc.comm));
 	proc.comm[15] = 0;
-	proc.maps = calloc(hp->nr_maps + 1, sizeof(*proc.maps));
+	proc.maps = calloc((size_t)hp->nr_maps + 1, sizeof(*proc.maps));
 	if (!proc.maps)
 		return -ENOMEM;
-	for (i = 0; i < hp->nr_maps; i++) {
-		hm = (const void *)(p + off);
-		if (off + sizeof(*hm) > len || off + sizeof(*hm) + hm->path_len > len ||
-		    hm->build_id_len > SC_BUILD_ID_MAX)
-			goto out;
-		proc.maps[i].start = hm->start;
-		proc.maps[i].end = hm->end;
-		proc.maps[i].pgoff = hm->pgoff;
-		proc.maps[i].prot = hm->prot;
-		proc.maps[i].build_id_len = hm->build_id_len;
-		memcpy(proc.maps[i].build_id, hm->build_id, hm->build_id_len);
-		proc.maps[i].path = strndup((const char *)(hm + 1), hm->path_len);
-		if (!proc.maps[i].path) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		proc.nr_maps++;
-		off += ALIGN8(sizeof(*hm) + hm->path_len);
+	for (i = 0; i < hp->nr_maps && !ret; i++) {
+		ret = read_map(&c, &proc.maps[i]);
+		if (!ret)
+			proc.nr_maps++;
 	}
-	ret = sk->proc ? sk->proc(sk, &proc) : 0;
-out:
+	if (!ret)
+		ret = sk->proc ? sk->proc(sk, &proc) : 0;
 	for (i = 0; i < proc.nr_maps; i++)
 		free(proc.maps[i].path);
 	free(proc.maps);
@@ -230,16 +243,24 @@ out:
 
 static int read_ksym(const __u8 *p, size_t len, struct sc_sink *sk)
 {
-	const struct scf_ksym *h = (const void *)p;
+	const struct scf_ksym *h;
+	const char *n, *m;
 	char name[256], mod[256];
+	struct cursor c;
 	struct ksym k;
 
-	if (len < sizeof(*h) || sizeof(*h) + h->name_len + h->mod_len > len ||
-	    h->name_len >= sizeof(name) || h->mod_len >= sizeof(mod) || !h->name_len)
+	cursor_init(&c, p, len);
+	h = cursor_take(&c, sizeof(*h));
+	if (!h || !h->name_len || h->name_len >= sizeof(name) || h->mod_len >= sizeof(mod))
 		return -EBADMSG;
-	memcpy(name, h + 1, h->name_len);
+	n = cursor_take(&c, h->name_len);
+	m = cursor_take(&c, h->mod_len);
+	if (!n || !m)
+		return -EBADMSG;
+	memcpy(name, n, h->name_len);
 	name[h->name_len] = 0;
-	memcpy(mod, (const char *)(h + 1) + h->name_len, h->mod_len);
+	if (h->mod_len)
+		memcpy(mod, m, h->mod_len);
 	mod[h->mod_len] = 0;
 	k.addr = h->addr;
 	k.size = h->size;
@@ -275,6 +296,7 @@ static int read_chunk(__u32 type, const __u8 *p, size_t len, struct sc_sink *sk)
 
 	switch (type) {
 	case SCF_RECORD:
+		/* the sink may read rec->size bytes: they are all in the chunk */
 		if (len < sizeof(*rec) || rec->size > len || rec->size < sizeof(*rec))
 			return -EBADMSG;
 		return sk->record ? sk->record(sk, rec) : 0;
@@ -295,38 +317,65 @@ static int read_chunk(__u32 type, const __u8 *p, size_t len, struct sc_sink *sk)
 	}
 }
 
-int scfile_read(const char *path, struct sc_sink *sk)
+/* Read exactly len bytes; returns the bytes read (short at end of file). */
+static size_t read_full(FILE *f, void *buf, size_t len)
+{
+	return len ? fread(buf, 1, len, f) : 0;
+}
+
+/* Skip len bytes without seeking (the file may be a pipe). */
+static int skip(FILE *f, size_t len)
+{
+	char tmp[512];
+	size_t n;
+
+	while (len) {
+		n = len < sizeof(tmp) ? len : sizeof(tmp);
+		if (fread(tmp, 1, n, f) != n)
+			return -EPROTO;
+		len -= n;
+	}
+	return 0;
+}
+
+static int read_header(FILE *f)
 {
 	struct scf_header h;
+
+	if (read_full(f, &h, sizeof(h)) != sizeof(h) || memcmp(h.magic, SCF_MAGIC, 8) ||
+	    h.header_size < sizeof(h) || h.header_size > SCF_MAX_HEADER)
+		return -EPROTO;
+	if (h.version != SCF_VERSION)
+		return -EPROTONOSUPPORT;
+	return skip(f, h.header_size - sizeof(h));
+}
+
+/*
+ * The chunks, until the end of the file.  A file that ends inside a chunk
+ * (cut short, or still being written) reads up to the cut, with a warning
+ * naming what was cut.
+ */
+static int read_chunks(FILE *f, const char *path, struct sc_sink *sk)
+{
 	struct scf_chunk c;
-	__u64 *buf = NULL;
-	size_t cap = 0;
-	FILE *f;
+	__u64 *buf = NULL, off = 0;
+	size_t cap = 0, n;
 	int ret = 0;
 
-	f = strcmp(path, "-") ? fopen(path, "re") : stdin;
-	if (!f)
-		return -errno;
-	if (fread(&h, sizeof(h), 1, f) != 1 || memcmp(h.magic, SCF_MAGIC, 8) ||
-	    h.header_size < sizeof(h)) {
-		ret = -EPROTO;
-		goto out;
-	}
-	if (h.version != SCF_VERSION) {
-		ret = -EPROTONOSUPPORT;
-		goto out;
-	}
-	if (h.header_size > sizeof(h) &&
-	    fseek(f, (long)(h.header_size - sizeof(h)), SEEK_CUR)) {
-		ret = -EPROTO;
-		goto out;
-	}
-	while (!ret && fread(&c, sizeof(c), 1, f) == 1) {
+	while (!ret) {
+		n = read_full(f, &c, sizeof(c));
+		if (n != sizeof(c)) {
+			if (n)
+				warnx_("%s: cut %zu bytes into a chunk header at offset %llu: "
+				       "the rest of the file is missing", path, n,
+				       (unsigned long long)off);
+			break;
+		}
 		if (c.size < sizeof(c) || c.size % 8 || c.size > SCF_MAX_CHUNK) {
 			ret = -EBADMSG;
 			break;
 		}
-		if (c.size - sizeof(c) > cap) {
+		if (c.size > cap) {
 			void *nb = realloc(buf, c.size);
 
 			if (!nb) {
@@ -336,14 +385,69 @@ int scfile_read(const char *path, struct sc_sink *sk)
 			buf = nb;
 			cap = c.size;
 		}
-		if (c.size > sizeof(c) && fread(buf, c.size - sizeof(c), 1, f) != 1)
-			break;	/* truncated: the writer may still be running */
+		n = read_full(f, buf, c.size - sizeof(c));
+		if (n != c.size - sizeof(c)) {
+			warnx_("%s: cut in a chunk of type %u at offset %llu (%zu of its %u bytes): "
+			       "that chunk and anything after it are missing", path, c.type,
+			       (unsigned long long)off, n + sizeof(c), c.size);
+			break;
+		}
 		ret = read_chunk(c.type, (const __u8 *)buf, c.size - sizeof(c), sk);
+		off += c.size;
 	}
 	if (!ret && ferror(f))
 		ret = -EIO;
-out:
 	free(buf);
+	return ret;
+}
+
+/*
+ * Open a record file: a regular file or a pipe (`report <(...)`), nothing
+ * that could block on open or act on open (a device node, a tty).
+ */
+static FILE *open_input(const char *path, int *err)
+{
+	struct stat st;
+	FILE *f;
+	int fd;
+
+	if (!strcmp(path, "-"))
+		return stdin;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0) {
+		*err = -errno;
+		return NULL;
+	}
+	if (fstat(fd, &st))
+		*err = -errno;
+	else if (S_ISDIR(st.st_mode))
+		*err = -EISDIR;
+	else if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))
+		*err = -EPROTO;
+	else if (fcntl(fd, F_SETFL, 0))	/* a pipe: blocking reads from here on */
+		*err = -errno;
+	if (*err) {
+		close(fd);
+		return NULL;
+	}
+	f = fdopen(fd, "r");
+	if (!f) {
+		*err = -errno;
+		close(fd);
+	}
+	return f;
+}
+
+int scfile_read(const char *path, struct sc_sink *sk)
+{
+	int ret = 0;
+	FILE *f = open_input(path, &ret);
+
+	if (!f)
+		return ret;
+	ret = read_header(f);
+	if (!ret)
+		ret = read_chunks(f, path, sk);
 	if (f != stdin)
 		fclose(f);
 	return ret;

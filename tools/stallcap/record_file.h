@@ -6,7 +6,8 @@
  * by its payload, size counting the 8 header bytes, a multiple of 8.  All
  * integers are the recording host's byte order (x86-64: little endian).
  * Unknown chunk types are skipped; a truncated last chunk (the file is still
- * being written) ends the reading without error.
+ * being written, or was cut) ends the reading without error, with a warning.
+ * A header longer than struct scf_header (up to SCF_MAX_HEADER) is skipped.
  *
  *   SCF_RECORD  a ring record as the module wrote it (struct
  *               stallcap_rec_header ..., ABI version 2 layout: fixed part
@@ -91,5 +92,6 @@ struct scf_info {
 };
 
 #define SCF_MAX_CHUNK	(1U << 24)
+#define SCF_MAX_HEADER	4096	/* a later version's longer header, skipped */
 
 #endif /* STALLCAP_RECORD_FILE_H */

@@ -167,7 +167,8 @@ static int on_info(struct sc_sink *sk, const struct sc_host_info *hi)
 	return 0;
 }
 
-static void finish(struct report *rp)
+/* @failed: the input could not be read whole: no summary that looks complete */
+static void finish(struct report *rp, bool failed)
 {
 	struct sc_stall *s;
 	__u64 samples = 0;
@@ -182,7 +183,7 @@ static void finish(struct report *rp)
 	} else if (rp->fmt == FMT_JSON) {
 		if (rp->lost || rp->suppressed)
 			fmt_json_lost(rp->out, rp->lost, rp->suppressed);
-	} else {
+	} else if (!failed) {
 		fprintf(rp->out, "%u stall%s, %llu sample%s", rp->st.nr, rp->st.nr == 1 ? "" : "s",
 			(unsigned long long)samples, samples == 1 ? "" : "s");
 		if (rp->lost || rp->suppressed)
@@ -309,7 +310,7 @@ int cmd_report(int argc, char **argv)
 	ret = run(&rp, &o, in ? in : "stallcap.data", &status);
 	if (kallsyms)
 		rp.r.live_path = kallsyms;
-	finish(&rp);
+	finish(&rp, ret != 0);
 	stalls_free(&rp.st);
 	ksyms_free(rp.r.ks);
 	ksyms_free(rp.r.live);

@@ -192,60 +192,78 @@ static void resolve_kernel(struct resolver *r, const struct stallcap_sample_view
 	}
 }
 
-static int resolve_sample(struct resolver *r, const struct sc_sample *m,
-			  struct sc_rsample *rs)
+/* Resolve @m into rs->cur, in the stall's reused frame buffers. */
+static void resolve_sample(struct sc_rstall *rs, const struct sc_sample *m)
 {
+	struct resolver *r = rs->r;
 	const struct stallcap_sample_view *uv = &m->user;
+	struct sc_rsample *c = &rs->cur;
 	int i;
 
-	rs->smp = m;
-	rs->kf = calloc(m->v.nr_kernel + 1, sizeof(*rs->kf));
-	rs->uf = calloc(STALLCAP_MAX_FRAMES, sizeof(*rs->uf));
-	if (!rs->kf || !rs->uf)
-		return -ENOMEM;
-	rs->nk = (int)m->v.nr_kernel;
-	resolve_kernel(r, &m->v, rs->kf, rs->nk);
-	rs->nu = unwind_user(r->us, uv, r->unwind_flags, rs->uf, STALLCAP_MAX_FRAMES);
-	for (i = 0; i < rs->nu; i++)
-		usyms_resolve(r->us, uv->s.pid, &rs->uf[i]);
-	return 0;
+	c->smp = m;
+	c->kf = rs->kbuf;
+	c->uf = rs->ubuf;
+	c->nk = (int)m->v.nr_kernel;
+	resolve_kernel(r, &m->v, c->kf, c->nk);
+	c->nu = unwind_user(r->us, uv, r->unwind_flags, c->uf, STALLCAP_MAX_FRAMES);
+	for (i = 0; i < c->nu; i++)
+		usyms_resolve(r->us, uv->s.pid, &c->uf[i]);
 }
 
+/*
+ * One stall's frames are resolved sample after sample into two buffers of
+ * STALLCAP_MAX_FRAMES frames (a record never holds more): memory does not
+ * grow with the number of samples.
+ */
 int resolve_stall(struct resolver *r, const struct sc_stall *st, struct sc_rstall *out)
 {
 	const struct sc_sample *m;
 	const struct sc_proc *p;
-	unsigned int n = 0;
-	int ret;
 
 	memset(out, 0, sizeof(*out));
 	out->st = st;
+	out->r = r;
 	p = usyms_proc(r->us, st->pid);
 	out->proc_comm = p ? p->comm : NULL;
 	stall_rt_offset(r, st, out);
-	for (m = st->samples; m; m = m->next)
-		n++;
-	out->samples = calloc(n + 1, sizeof(*out->samples));
-	if (!out->samples)
-		return -ENOMEM;
 	for (m = st->samples; m; m = m->next) {
 		if (m->merged)
 			continue;
-		ret = resolve_sample(r, m, &out->samples[out->nr++]);
-		if (ret)
-			return ret;
+		if (!out->first)
+			out->first = &m->v.s;
+		out->nr++;
 	}
-	return 0;
+	out->kbuf = calloc(STALLCAP_MAX_FRAMES, sizeof(*out->kbuf));
+	out->ubuf = calloc(STALLCAP_MAX_FRAMES, sizeof(*out->ubuf));
+	return out->kbuf && out->ubuf ? 0 : -ENOMEM;
+}
+
+int resolve_stall_next(struct sc_rstall *rs)
+{
+	const struct sc_sample *m;
+
+	if (!rs->kbuf || !rs->ubuf)
+		return 0;
+	m = rs->started ? (rs->next ? rs->next->next : NULL) : rs->st->samples;
+	rs->started = true;
+	while (m && m->merged)
+		m = m->next;
+	rs->next = m;
+	if (!m)
+		return 0;
+	resolve_sample(rs, m);
+	return 1;
+}
+
+void resolve_stall_rewind(struct sc_rstall *rs)
+{
+	rs->started = false;
+	rs->next = NULL;
 }
 
 void resolve_stall_free(struct sc_rstall *rs)
 {
-	unsigned int i;
-
-	for (i = 0; i < rs->nr; i++) {
-		free(rs->samples[i].kf);
-		free(rs->samples[i].uf);
-	}
-	free(rs->samples);
+	free(rs->kbuf);
+	free(rs->ubuf);
 	memset(rs, 0, sizeof(*rs));
 }

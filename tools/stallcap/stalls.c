@@ -1,27 +1,47 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * stallcap(1): grouping records into stalls.
+ * stallcap(1): grouping records into stalls, the index of the report.
  *
  * A stall is identified by (tid, stall_id): stall ids are unique within a
- * session, and a system-wide reader sees several sessions.  Samples are kept
- * in arrival order; a deferred USER_STACK record completes the sample that
- * carries the same cookie.
+ * session, and a system-wide reader sees several sessions.  Stalls are kept
+ * in arrival order and indexed by that key in a hash table; samples are kept
+ * in arrival order.  A deferred USER_STACK record completes the samples of
+ * its stall that carry the same cookie: a second table indexes
+ * (tid, stall_id, cookie).  Every record is filed in constant time.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "htab.h"
 #include "tool.h"
+
+/**
+ * struct cookie_ent - the samples of one stall sharing a deferred cookie
+ * @user: the first USER_STACK record with the cookie, or NULL
+ * @pending: samples that came before it (chained by cookie_next)
+ */
+struct cookie_ent {
+	struct hnode node;
+	const struct sc_stall *stall;
+	__u64 cookie;
+	struct sc_sample *user;
+	struct sc_sample *pending;
+	struct cookie_ent *all_next;
+};
 
 void stalls_init(struct stalls *st)
 {
 	memset(st, 0, sizeof(*st));
+	htab_init(&st->by_id);
+	htab_init(&st->by_cookie);
 }
 
 void stalls_free(struct stalls *st)
 {
 	struct sc_stall *s, *sn;
 	struct sc_sample *m, *mn;
+	struct cookie_ent *c, *cn;
 
 	for (s = st->head; s; s = sn) {
 		sn = s->next;
@@ -31,26 +51,50 @@ void stalls_free(struct stalls *st)
 		}
 		free(s);
 	}
+	for (c = st->cookies; c; c = cn) {
+		cn = c->all_next;
+		free(c);
+	}
+	htab_free(&st->by_id);
+	htab_free(&st->by_cookie);
 	stalls_init(st);
 }
 
-static struct sc_stall *stall_get(struct stalls *st, __u32 pid, __u32 tid,
-				  __u64 stall_id, bool create)
+static __u64 stall_hash(__u32 tid, __u64 stall_id)
 {
+	return hash_u64(stall_id ^ hash_u64(tid));
+}
+
+struct sc_stall *stalls_find(const struct stalls *st, __u32 tid, __u64 stall_id)
+{
+	__u64 h = stall_hash(tid, stall_id);
+	struct hnode *n;
 	struct sc_stall *s;
 
-	/* recent stalls are at the tail; lists stay short in practice */
-	for (s = st->head; s; s = s->next)
+	htab_for_each_possible(&st->by_id, n, h) {
+		s = container_of(n, struct sc_stall, node);
 		if (s->tid == tid && s->stall_id == stall_id)
 			return s;
-	if (!create)
-		return NULL;
+	}
+	return NULL;
+}
+
+static struct sc_stall *stall_get(struct stalls *st, __u32 pid, __u32 tid, __u64 stall_id)
+{
+	struct sc_stall *s = stalls_find(st, tid, stall_id);
+
+	if (s)
+		return s;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
 	s->pid = pid;
 	s->tid = tid;
 	s->stall_id = stall_id;
+	if (htab_add(&st->by_id, &s->node, stall_hash(tid, stall_id))) {
+		free(s);
+		return NULL;
+	}
 	if (st->tail)
 		st->tail->next = s;
 	else
@@ -76,28 +120,72 @@ static struct sc_sample *sample_copy(const struct stallcap_rec_header *rec)
 	return m;
 }
 
+static struct cookie_ent *cookie_get(struct stalls *st, const struct sc_stall *s,
+				     __u64 cookie)
+{
+	__u64 h = hash_u64(cookie ^ stall_hash(s->tid, s->stall_id));
+	struct cookie_ent *c;
+	struct hnode *n;
+
+	htab_for_each_possible(&st->by_cookie, n, h) {
+		c = container_of(n, struct cookie_ent, node);
+		if (c->stall == s && c->cookie == cookie)
+			return c;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->stall = s;
+	c->cookie = cookie;
+	if (htab_add(&st->by_cookie, &c->node, h)) {
+		free(c);
+		return NULL;
+	}
+	c->all_next = st->cookies;
+	st->cookies = c;
+	return c;
+}
+
+static void link_one(struct sc_stall *s, struct sc_sample *smp, struct sc_sample *us)
+{
+	smp->user = us->v;
+	smp->has_deferred = true;
+	us->merged = true;	/* shown through its samples */
+	if (smp->v.s.flags & STALLCAP_SAMPLE_DEFER_PENDING)
+		s->nr_defer_pending--;
+}
+
 /*
  * All samples of one kernel entry share the cookie of the one USER_STACK
  * record that completes them; it comes after them, but either order works.
+ * A sample is completed by the first USER_STACK record of its cookie.
  */
-static void link_deferred(struct sc_stall *s, struct sc_sample *n)
+static int link_deferred(struct stalls *st, struct sc_stall *s, struct sc_sample *n)
 {
-	bool is_user = n->v.s.hdr.type == STALLCAP_REC_USER_STACK;
+	struct cookie_ent *c;
 	struct sc_sample *m;
 
 	if (!n->v.s.cookie)
-		return;
-	for (m = s->samples; m; m = m->next) {
-		struct sc_sample *smp = is_user ? m : n, *us = is_user ? n : m;
-
-		if (m->v.s.cookie != n->v.s.cookie ||
-		    smp->v.s.hdr.type != STALLCAP_REC_SAMPLE ||
-		    us->v.s.hdr.type != STALLCAP_REC_USER_STACK || smp->has_deferred)
-			continue;
-		smp->user = us->v;
-		smp->has_deferred = true;
-		us->merged = true;	/* shown through its samples */
+		return 0;
+	c = cookie_get(st, s, n->v.s.cookie);
+	if (!c)
+		return -ENOMEM;
+	if (n->v.s.hdr.type == STALLCAP_REC_SAMPLE) {
+		if (c->user) {
+			link_one(s, n, c->user);
+		} else {
+			n->cookie_next = c->pending;
+			c->pending = n;
+		}
+		return 0;
 	}
+	if (c->user)
+		return 0;	/* a second one for the cookie: shown on its own */
+	c->user = n;
+	for (m = c->pending; m; m = m->cookie_next)
+		link_one(s, m, n);
+	c->pending = NULL;
+	return 0;
 }
 
 static struct sc_stall *add_sample(struct stalls *st, const struct stallcap_rec_header *rec)
@@ -107,22 +195,29 @@ static struct sc_stall *add_sample(struct stalls *st, const struct stallcap_rec_
 
 	if (!m)
 		return NULL;
-	s = stall_get(st, m->v.s.pid, m->v.s.tid, m->v.s.stall_id, true);
+	s = stall_get(st, m->v.s.pid, m->v.s.tid, m->v.s.stall_id);
 	if (!s) {
 		free(m);
 		return NULL;
 	}
-	if (rec->type != STALLCAP_REC_USER_STACK)
+	if (rec->type != STALLCAP_REC_USER_STACK) {
 		s->nr_samples++;
-	link_deferred(s, m);
+		if (m->v.s.flags & STALLCAP_SAMPLE_DEFER_PENDING)
+			s->nr_defer_pending++;
+	}
 	if (s->last)
 		s->last->next = m;
 	else
 		s->samples = m;
 	s->last = m;
+	link_deferred(st, s, m);	/* without memory: shown unlinked */
 	return s;
 }
 
+/*
+ * File a record.  The caller guarantees rec->size readable bytes at rec (a
+ * private copy: the ring reader's, or a record file's chunk).
+ */
 struct sc_stall *stalls_add(struct stalls *st, const struct stallcap_rec_header *rec)
 {
 	struct stallcap_stall_end e;
@@ -137,7 +232,7 @@ struct sc_stall *stalls_add(struct stalls *st, const struct stallcap_rec_header 
 	case STALLCAP_REC_STALL_END:
 		if (stallcap_stall_end_parse(rec, rec->size, &e))
 			break;
-		s = stall_get(st, e.pid, e.tid, e.stall_id, true);
+		s = stall_get(st, e.pid, e.tid, e.stall_id);
 		if (s) {
 			s->end = e;
 			s->ended = true;
@@ -154,11 +249,5 @@ struct sc_stall *stalls_add(struct stalls *st, const struct stallcap_rec_header 
 /* A sample still waits for its deferred user stack. */
 bool stall_defer_pending(const struct sc_stall *s)
 {
-	const struct sc_sample *m;
-
-	for (m = s->samples; m; m = m->next)
-		if ((m->v.s.flags & STALLCAP_SAMPLE_DEFER_PENDING) && !m->has_deferred &&
-		    m->v.s.hdr.type == STALLCAP_REC_SAMPLE)
-			return true;
-	return false;
+	return s->nr_defer_pending > 0;
 }

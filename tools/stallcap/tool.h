@@ -15,11 +15,15 @@
 #include <stdio.h>
 #include <stallcap/stallcap.h>
 
+#include "htab.h"
+
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 #define NSEC_PER_MSEC	1000000ULL
 #define NSEC_PER_SEC	1000000000ULL
 
 extern const char *prog;
+extern bool sc_quiet;		/* warnx_() prints nothing (fuzzing) */
+int open_regular(const char *path);
 void warnx_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 __u64 now_ns(int clock);
 
@@ -69,6 +73,7 @@ struct sc_map {
 struct sc_proc {
 	__u32 pid;
 	__u32 nr_maps;
+	bool sorted;		/* maps by address, disjoint: binary search */
 	__u64 snap_ns;		/* CLOCK_MONOTONIC */
 	char comm[16];
 	struct sc_map *maps;
@@ -80,6 +85,7 @@ int procmaps_snapshot(__u32 pid, struct buildid_cache *bc, struct sc_proc **out)
 const struct sc_map *sc_proc_find(const struct sc_proc *p, __u64 addr);
 bool sc_proc_is_text(const struct sc_proc *p, __u64 addr);
 void sc_proc_free(struct sc_proc *p);
+void sc_proc_normalize(struct sc_proc *p);
 struct buildid_cache *buildid_cache_new(void);
 void buildid_cache_free(struct buildid_cache *bc);
 int elf_file_build_id(const char *path, __u8 *id, __u32 *len);
@@ -215,16 +221,19 @@ struct sc_sample {
 	struct stallcap_sample_view v;		/* into buf */
 	struct stallcap_sample_view user;	/* deferred user stack, or = v */
 	struct sc_sample *next;
+	struct sc_sample *cookie_next;	/* stalls.c: waiting for its user stack */
 	bool has_deferred;	/* user stack completed by a USER_STACK record */
 	bool merged;		/* a USER_STACK record merged into its sample */
 	__u64 buf[];
 };
 
 struct sc_stall {
+	struct hnode node;	/* in stalls.by_id */
 	__u32 pid, tid;
 	__u64 stall_id;
 	struct sc_sample *samples, *last;
 	unsigned int nr_samples;
+	unsigned int nr_defer_pending;	/* samples waiting for a user stack */
 	struct stallcap_stall_end end;
 	bool ended;
 	bool printed;
@@ -232,31 +241,60 @@ struct sc_stall {
 	struct sc_stall *next;
 };
 
+struct cookie_ent;
+
+/**
+ * struct stalls - the stalls of a report, in arrival order, indexed
+ * @by_id: stalls by (tid, stall_id)
+ * @by_cookie: struct cookie_ent by (stall, cookie), listed in @cookies
+ */
 struct stalls {
 	struct sc_stall *head, *tail;
 	unsigned int nr;
 	__u64 records, bad_records;
+	struct htab by_id, by_cookie;
+	struct cookie_ent *cookies;
 };
 
 void stalls_init(struct stalls *st);
 void stalls_free(struct stalls *st);
 /** stalls_add() - file a record; returns the stall it belongs to or NULL. */
 struct sc_stall *stalls_add(struct stalls *st, const struct stallcap_rec_header *rec);
+struct sc_stall *stalls_find(const struct stalls *st, __u32 tid, __u64 stall_id);
 bool stall_defer_pending(const struct sc_stall *s);
 
-/* ---- resolving a stall for the formatters (resolve.c) ---- */
+/* ---- resolving a stall for the formatters, one sample at a time (resolve.c) ---- */
 
+/**
+ * struct sc_rsample - one sample's frames, symbolized
+ * @kf: @nk kernel frames; @uf: @nu user frames.  Both live in buffers of the
+ *	struct sc_rstall, reused for its next sample.
+ */
 struct sc_rsample {
 	const struct sc_sample *smp;
 	struct sc_frame *kf, *uf;
 	int nk, nu;
 };
 
+struct resolver;
+
+/**
+ * struct sc_rstall - a stall being resolved sample after sample
+ * @first: the first sample shown (its fixed part), NULL if none
+ * @nr: samples shown (a deferred user stack merged into its samples is not)
+ * @cur: the current sample, after resolve_stall_next() returned 1
+ */
 struct sc_rstall {
 	const struct sc_stall *st;
 	const char *proc_comm;	/* process name from the snapshot, or NULL */
-	struct sc_rsample *samples;
+	const struct stallcap_sample *first;
 	unsigned int nr;
+	struct sc_rsample cur;
+	/* private */
+	struct resolver *r;
+	const struct sc_sample *next;
+	bool started;
+	struct sc_frame *kbuf, *ubuf;
 	__s64 rt_offset_ns;	/* CLOCK_REALTIME - CLOCK_MONOTONIC for this stall */
 	bool rt_known;		/* rt_offset_ns is known */
 };
@@ -272,7 +310,12 @@ struct resolver {
 	bool rt_offset_known;		/* (fallback for records without one) */
 };
 
+/** resolve_stall() - start resolving @st (nothing is resolved yet); 0 or -ENOMEM. */
 int resolve_stall(struct resolver *r, const struct sc_stall *st, struct sc_rstall *out);
+/** resolve_stall_next() - resolve the next sample shown into out->cur: 1, or 0 at the end. */
+int resolve_stall_next(struct sc_rstall *rs);
+/** resolve_stall_rewind() - the next resolve_stall_next() starts over. */
+void resolve_stall_rewind(struct sc_rstall *rs);
 void resolve_stall_free(struct sc_rstall *rs);
 const char *sc_state_name(__u8 state);
 const char *sc_path_name(__u8 path);
@@ -281,10 +324,34 @@ const char *sc_method_name(__u8 method);
 __u64 sc_stall_over_ns(const struct sc_stall *st);
 bool sc_same_stack(const struct sc_rsample *a, const struct sc_rsample *b);
 
+/* ---- stacks seen (stack_set.c): "same stacks as sample N" in linear time ---- */
+
+struct stack_set;
+struct stack_set *stack_set_new(void);
+void stack_set_free(struct stack_set *ss);
+/**
+ * stack_set_seen() - whether a sample with the same state and frame
+ * addresses was added before; if so *@first is its sample_index, else @r
+ * is added.  Returns true if seen.
+ */
+bool stack_set_seen(struct stack_set *ss, const struct sc_rsample *r, __u32 *first);
+
+/* ---- escaping names for output (escape.c) ---- */
+
+size_t utf8_decode(const unsigned char *p, size_t left, __u32 *cp);
+size_t utf8_len(const unsigned char *p, size_t left);
+bool unsafe_char(__u32 cp);
+/* text: printable ASCII and valid UTF-8 (no C1/bidi controls) as is, else \xNN */
+void text_str(FILE *out, const char *s);
+/* the same, with a length (for char arrays that may lack a NUL) */
+void text_strn(FILE *out, const char *s, size_t n);
+/* folded: as text_str, and ';' (the frame separator) shown as ':' */
+void folded_str(FILE *out, const char *s);
+
 /* ---- formats ---- */
 
-void fmt_text_stall(FILE *out, const struct sc_rstall *rs);
-void fmt_json_stall(FILE *out, const struct sc_rstall *rs);
+void fmt_text_stall(FILE *out, struct sc_rstall *rs);
+void fmt_json_stall(FILE *out, struct sc_rstall *rs);
 void fmt_json_lost(FILE *out, __u64 lost, __u64 suppressed);
 void fmt_text_watch(FILE *out, const struct stallcap_watch_event *ev);
 void fmt_json_watch(FILE *out, const struct stallcap_watch_event *ev);
@@ -297,10 +364,11 @@ void fmt_text_why(FILE *out, const struct sc_rsample *r);
 void fmt_json_why(FILE *out, const struct sc_rsample *r);
 struct folded;
 struct folded *folded_new(void);
-void folded_add_stall(struct folded *fo, const struct sc_rstall *rs);
+void folded_add_stall(struct folded *fo, struct sc_rstall *rs);
 void folded_print(struct folded *fo, FILE *out);
 void folded_free(struct folded *fo);
 void json_str(FILE *out, const char *s);
+void json_strn(FILE *out, const char *s, size_t n);
 
 /* ---- subcommands ---- */
 

@@ -14,13 +14,19 @@
 #include <elfutils/libdwfl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <search.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "tool.h"
 
+/* Snapshots kept per process: a lookup costs log(maps) per snapshot. */
+#define UPROC_MAX_SNAPSHOTS	64
+
 struct uproc {
+	struct hnode node;		/* in usyms.procs_by_pid */
 	__u32 pid;
+	unsigned int nr_snaps;
 	struct sc_proc *proc;		/* newest snapshot, older ones chained */
 	struct unwind_state uw;
 	bool dirty;			/* snapshot added since uw.dwfl was built */
@@ -29,6 +35,7 @@ struct uproc {
 
 struct usyms {
 	struct uproc *procs;
+	struct htab by_pid;
 	char **names;			/* symbol names without @VERSION, owned */
 	size_t nnames;
 	void *vdso;
@@ -46,6 +53,7 @@ struct usyms *usyms_new(void)
 	u->cb.find_elf = dwfl_build_id_find_elf;
 	u->cb.find_debuginfo = dwfl_standard_find_debuginfo;
 	u->cb.debuginfo_path = &u->debuginfo_path;
+	htab_init(&u->by_pid);
 	return u;
 }
 
@@ -66,6 +74,7 @@ void usyms_free(struct usyms *u)
 		free(u->names[--u->nnames]);
 	free(u->names);
 	free(u->vdso);
+	htab_free(&u->by_pid);
 	free(u);
 }
 
@@ -95,7 +104,7 @@ void usyms_set_vdso(struct usyms *u, const void *img, size_t len)
 	for (p = u->procs; p; p = p->next)
 		p->dirty = true;
 	free(u->vdso);
-	u->vdso = malloc(len);
+	u->vdso = len ? malloc(len) : NULL;
 	if (u->vdso)
 		memcpy(u->vdso, img, len);
 	u->vdso_len = u->vdso ? len : 0;
@@ -103,12 +112,27 @@ void usyms_set_vdso(struct usyms *u, const void *img, size_t len)
 
 static struct uproc *uproc_find(struct usyms *u, __u32 pid)
 {
-	struct uproc *p;
+	struct hnode *n;
 
-	for (p = u->procs; p; p = p->next)
-		if (p->pid == pid)
-			return p;
+	htab_for_each_possible(&u->by_pid, n, hash_u64(pid))
+		if (container_of(n, struct uproc, node)->pid == pid)
+			return container_of(n, struct uproc, node);
 	return NULL;
+}
+
+/* Keep the newest UPROC_MAX_SNAPSHOTS snapshots of a process. */
+static void trim_snapshots(struct uproc *p)
+{
+	struct sc_proc *s = p->proc;
+	unsigned int i;
+
+	if (p->nr_snaps <= UPROC_MAX_SNAPSHOTS)
+		return;
+	for (i = 1; i < UPROC_MAX_SNAPSHOTS; i++)
+		s = s->older;
+	sc_proc_free(s->older);
+	s->older = NULL;
+	p->nr_snaps = UPROC_MAX_SNAPSHOTS;
 }
 
 int usyms_add_proc(struct usyms *u, const struct sc_proc *snap)
@@ -118,9 +142,11 @@ int usyms_add_proc(struct usyms *u, const struct sc_proc *snap)
 
 	if (!c)
 		return -ENOMEM;
+	sc_proc_normalize(c);
 	if (!p) {
 		p = calloc(1, sizeof(*p));
-		if (!p) {
+		if (!p || htab_add(&u->by_pid, &p->node, hash_u64(snap->pid))) {
+			free(p);
 			sc_proc_free(c);
 			return -ENOMEM;
 		}
@@ -130,6 +156,8 @@ int usyms_add_proc(struct usyms *u, const struct sc_proc *snap)
 	}
 	c->older = p->proc;
 	p->proc = c;
+	p->nr_snaps++;
+	trim_snapshots(p);
 	p->dirty = true;
 	return 0;
 }
@@ -185,12 +213,12 @@ static int open_matching(const struct sc_map *m, char *used, size_t usedlen)
 	if (!m->build_id_len || (!elf_file_build_id(m->path, id, &len) &&
 				 len == m->build_id_len &&
 				 !memcmp(id, m->build_id, len)))
-		return open(m->path, O_RDONLY | O_CLOEXEC);
+		return open_regular(m->path);
 	n = snprintf(used, usedlen, "/usr/lib/debug/.build-id/%02x/", m->build_id[0]);
 	for (i = 1; i < m->build_id_len && n + 3 < (int)usedlen; i++)
 		n += snprintf(used + n, usedlen - n, "%02x", m->build_id[i]);
 	snprintf(used + n, usedlen - n, ".debug");
-	fd = open(used, O_RDONLY | O_CLOEXEC);
+	fd = open_regular(used);
 	if (fd < 0) {
 		warnx_("%s: build-id differs from the recorded one, frames left unresolved",
 		       m->path);
@@ -236,47 +264,90 @@ static void report_map(struct usyms *u, Dwfl *d, const struct sc_map *m)
 		close(fd);
 }
 
-/* A file reported already, or a range a newer snapshot's mapping covers. */
-static bool seen(const struct sc_map **done, size_t n, const struct sc_map *m)
-{
-	size_t i;
+/*
+ * The mappings reported to a Dwfl: their paths in a hash table, their
+ * ranges (disjoint: a range overlapping one reported is never reported) in a
+ * search tree ordered by address, where "overlaps" compares equal.
+ */
+struct path_ent {
+	struct hnode node;
+	const char *path;
+};
 
-	for (i = 0; i < n; i++)
-		if (!strcmp(done[i]->path, m->path) ||
-		    (m->start < done[i]->end && done[i]->start < m->end))
+struct reported {
+	struct htab paths;
+	void *ranges;		/* tsearch() tree of const struct sc_map * */
+	struct path_ent *ents;
+	size_t n, cap;
+};
+
+static int range_cmp(const void *a, const void *b)
+{
+	const struct sc_map *x = a, *y = b;
+
+	if (x->end <= y->start)
+		return -1;
+	return y->end <= x->start ? 1 : 0;
+}
+
+/* A file reported already, or a range a newer snapshot's mapping covers. */
+static bool seen(const struct reported *rep, const struct sc_map *m)
+{
+	__u64 h = hash_bytes(m->path, strlen(m->path), 0);
+	struct hnode *n;
+
+	htab_for_each_possible(&rep->paths, n, h)
+		if (!strcmp(container_of(n, struct path_ent, node)->path, m->path))
 			return true;
-	return false;
+	return tfind(m, &rep->ranges, range_cmp) != NULL;
+}
+
+static int mark_reported(struct reported *rep, const struct sc_map *m)
+{
+	struct path_ent *e;
+
+	if (rep->n == rep->cap)
+		return -ENOMEM;	/* sized for every map up front */
+	if (!tsearch(m, &rep->ranges, range_cmp))
+		return -ENOMEM;
+	e = &rep->ents[rep->n++];
+	e->path = m->path;
+	return htab_add(&rep->paths, &e->node, hash_bytes(m->path, strlen(m->path), 0));
+}
+
+static void tree_nop(void *p)
+{
 }
 
 static Dwfl *build_dwfl(struct usyms *u, struct uproc *up)
 {
-	const struct sc_map **done = NULL, **nd;
+	struct reported rep = { .ranges = NULL };
 	const struct sc_proc *p;
-	size_t n = 0, cap = 0;
 	unsigned int i;
 	Dwfl *d = dwfl_begin(&u->cb);
 
 	if (!d)
 		return NULL;
+	htab_init(&rep.paths);
+	for (p = up->proc; p; p = p->older)
+		rep.cap += p->nr_maps;
+	rep.ents = rep.cap ? calloc(rep.cap, sizeof(*rep.ents)) : NULL;
 	dwfl_report_begin(d);
-	for (p = up->proc; p; p = p->older) {
+	for (p = up->proc; p && rep.ents; p = p->older) {
 		for (i = 0; i < p->nr_maps; i++) {
 			const struct sc_map *m = &p->maps[i];
 
-			if (!(m->prot & SC_PROT_X) || seen(done, n, m))
+			/* an empty or inverted range holds no address */
+			if (!(m->prot & SC_PROT_X) || m->start >= m->end || seen(&rep, m))
 				continue;
-			if (n == cap) {
-				cap = cap ? 2 * cap : 32;
-				nd = realloc(done, cap * sizeof(*nd));
-				if (!nd)
-					break;
-				done = nd;
-			}
-			done[n++] = m;
+			if (mark_reported(&rep, m))
+				break;
 			report_map(u, d, m);
 		}
 	}
-	free(done);
+	tdestroy(rep.ranges, tree_nop);
+	htab_free(&rep.paths);
+	free(rep.ents);
 	dwfl_report_end(d, NULL, NULL);
 	return d;
 }

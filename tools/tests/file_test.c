@@ -258,4 +258,182 @@ TEST_F(file, foreign_or_damaged_refused)
 	EXPECT_EQ(-ENOENT, scfile_read("/nonexistent/file", &self->g.sink));
 }
 
+/* Run fn with stderr going to a file; returns what it printed there. */
+static char *capture_stderr(int (*fn)(void *), void *arg, int *ret)
+{
+	FILE *tmp = tmpfile();
+	int saved = dup(2);
+	char *buf = calloc(1, 4096);
+
+	fflush(stderr);
+	dup2(fileno(tmp), 2);
+	*ret = fn(arg);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(tmp);
+	if (fread(buf, 1, 4095, tmp) == 0)
+		buf[0] = 0;
+	fclose(tmp);
+	return buf;
+}
+
+struct read_args {
+	const char *path;
+	struct sc_sink *sk;
+};
+
+static int do_read(void *arg)
+{
+	struct read_args *a = arg;
+
+	return scfile_read(a->path, a->sk);
+}
+
+TEST_F(file, truncated_says_what_was_cut)
+{
+	struct read_args a = { self->path, &self->g.sink };
+	struct stat st;
+	char *err;
+	int ret;
+
+	write_file(_metadata, self->path);
+	ASSERT_EQ(0, stat(self->path, &st));
+	ASSERT_EQ(0, truncate(self->path, st.st_size - 8));	/* inside SCF_LOST */
+	err = capture_stderr(do_read, &a, &ret);
+	EXPECT_EQ(0, ret);
+	EXPECT_EQ(2, self->g.records);
+	EXPECT_NE(NULL, strstr(err, "cut in a chunk of type 4 at offset "));
+	EXPECT_NE(NULL, strstr(err, "(16 of its 24 bytes)"));
+	free(err);
+	ASSERT_EQ(0, truncate(self->path, st.st_size - 24 + 3));	/* in a chunk header */
+	err = capture_stderr(do_read, &a, &ret);
+	EXPECT_EQ(0, ret);
+	EXPECT_NE(NULL, strstr(err, "cut 3 bytes into a chunk header"));
+	free(err);
+}
+
+TEST_F(file, directory_is_a_directory)
+{
+	EXPECT_EQ(-EISDIR, scfile_read("/tmp", &self->g.sink));
+	EXPECT_EQ(-EPROTO, scfile_read("/dev/null", &self->g.sink));	/* a device */
+}
+
+/* A header longer than this version's, from a pipe: skipped by reading. */
+TEST_F(file, longer_header_from_a_pipe)
+{
+	struct scf_header h;
+	char extra[64] = { 0 }, *data;
+	int p[2], saved;
+	size_t n;
+	FILE *f;
+
+	write_file(_metadata, self->path);
+	f = fopen(self->path, "r");
+	ASSERT_NE(NULL, f);
+	data = malloc(1 << 16);
+	n = fread(data, 1, 1 << 16, f);
+	fclose(f);
+	ASSERT_LT(n, 60000);
+	memcpy(&h, data, sizeof(h));
+	h.header_size = sizeof(h) + sizeof(extra);
+	ASSERT_EQ(0, pipe(p));
+	ASSERT_EQ(0, fcntl(p[1], F_SETPIPE_SZ, 1 << 17) < 0);
+	ASSERT_EQ(sizeof(h), write(p[1], &h, sizeof(h)));
+	ASSERT_EQ(sizeof(extra), write(p[1], extra, sizeof(extra)));
+	ASSERT_EQ(n - sizeof(h), write(p[1], data + sizeof(h), n - sizeof(h)));
+	close(p[1]);
+	saved = dup(0);
+	dup2(p[0], 0);
+	close(p[0]);
+	clearerr(stdin);
+	EXPECT_EQ(0, scfile_read("-", &self->g.sink));
+	dup2(saved, 0);
+	close(saved);
+	clearerr(stdin);
+	EXPECT_EQ(2, self->g.records);
+	EXPECT_EQ(1, self->g.lost_n);
+	free(data);
+}
+
+struct report_args {
+	const char *in, *out;
+};
+
+static int do_report(void *arg)
+{
+	struct report_args *a = arg;
+	char *argv[] = { "report", (char *)a->in, "-o", (char *)a->out, NULL };
+
+	optind = 0;
+	return cmd_report(4, argv);
+}
+
+/* A report that failed prints no summary that looks like an empty result. */
+TEST_F(file, failed_report_prints_nothing)
+{
+	char out[80], *err;
+	struct report_args a = { "/tmp", out };
+	struct stat st;
+	int ret;
+
+	snprintf(out, sizeof(out), "%s.out", self->path);
+	err = capture_stderr(do_report, &a, &ret);
+	EXPECT_EQ(1, ret);
+	EXPECT_NE(NULL, strstr(err, "/tmp: Is a directory"));
+	ASSERT_EQ(0, stat(out, &st));
+	EXPECT_EQ(0, st.st_size);
+	free(err);
+	a.in = "/nonexistent/stallcap.data";
+	err = capture_stderr(do_report, &a, &ret);
+	EXPECT_EQ(1, ret);
+	ASSERT_EQ(0, stat(out, &st));
+	EXPECT_EQ(0, st.st_size);
+	free(err);
+	unlink(out);
+}
+
+static void on_alarm(int sig)
+{
+	static const char msg[] = "report hung on a FIFO named by a record file\n";
+
+	if (write(2, msg, sizeof(msg) - 1) < 0)
+		_exit(3);
+	_exit(2);
+}
+
+/*
+ * Map paths come from the recording host: a FIFO there must not hang the
+ * report (with or without a recorded build-id), a device node is not opened.
+ */
+TEST_F(file, map_path_naming_a_fifo)
+{
+	char fifo[80];
+	struct sc_map m = { .start = 0x400000, .end = 0x401000, .prot = SC_PROT_R | SC_PROT_X };
+	struct sc_proc p = { .pid = 42, .nr_maps = 1, .maps = &m };
+	struct sc_frame f = { .addr = 0x400010 };
+	struct usyms *u = usyms_new();
+	int i;
+
+	snprintf(fifo, sizeof(fifo), "%s.fifo", self->path);
+	ASSERT_EQ(0, mkfifo(fifo, 0600));
+	m.path = fifo;
+	signal(SIGALRM, on_alarm);
+	alarm(10);
+	for (i = 0; i < 2; i++) {
+		m.build_id_len = i ? 20 : 0;
+		ASSERT_EQ(0, usyms_add_proc(u, &p));
+		usyms_resolve(u, 42, &f);
+		EXPECT_EQ(NULL, f.sym);
+		EXPECT_STREQ(fifo, f.dso);
+	}
+	alarm(0);
+	errno = 0;
+	EXPECT_EQ(-1, open_regular("/dev/zero"));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, open_regular(fifo));
+	usyms_free(u);
+	unlink(fifo);
+}
+
 TEST_HARNESS_MAIN

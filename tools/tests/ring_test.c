@@ -251,4 +251,164 @@ TEST_F(ring, concurrent_writer)
 	EXPECT_FALSE(self->seen.bad);
 }
 
+/* Control pages a writer (or a thread of the watched program) may forge. */
+TEST_F(ring, head_far_ahead_rejected)
+{
+	ASSERT_NE(NULL, put(&self->m, 1, 1, true));
+	self->m.ctl.data_head = self->m.ctl.data_tail + (1ULL << 62);
+	EXPECT_EQ(-EBADMSG, stallcap_ring_read(&self->r, collect, &self->seen));
+	EXPECT_EQ(0, self->seen.n);		/* nothing delivered, not once more */
+	EXPECT_EQ(0, self->m.ctl.data_tail);
+	self->m.ctl.data_head = DATA + 8;	/* one byte-group more than the area */
+	EXPECT_EQ(-EBADMSG, stallcap_ring_read(&self->r, collect, &self->seen));
+	self->m.ctl.data_tail = 1ULL << 40;	/* head behind tail */
+	self->m.ctl.data_head = 16;
+	EXPECT_EQ(-EBADMSG, stallcap_ring_read(&self->r, collect, &self->seen));
+	EXPECT_EQ(0, self->seen.n);
+}
+
+TEST_F(ring, unaligned_tail_rejected)
+{
+	/* 4 bytes before the end of the area: the header would straddle it */
+	self->m.ctl.data_tail = DATA - 4;
+	self->m.ctl.data_head = DATA + 4;
+	EXPECT_EQ(-EBADMSG, stallcap_ring_read(&self->r, collect, &self->seen));
+	self->m.ctl.data_tail = 3;		/* odd: misaligned reads */
+	self->m.ctl.data_head = 19;
+	EXPECT_EQ(-EBADMSG, stallcap_ring_read(&self->r, collect, &self->seen));
+	EXPECT_EQ(0, self->seen.n);
+	EXPECT_EQ(3, self->m.ctl.data_tail);
+}
+
+TEST_F(ring, tiny_data_area_refused)
+{
+	struct stallcap_ring r;
+	unsigned int sz;
+
+	for (sz = 1; sz < 8; sz *= 2) {
+		self->m.ctl.data_size = sz;
+		EXPECT_EQ(-EBADMSG, stallcap_ring_init(&r, &self->m, PAGE + sz));
+	}
+	self->m.ctl.data_size = 8;
+	EXPECT_EQ(0, stallcap_ring_init(&r, &self->m, PAGE + 8));
+	EXPECT_EQ(-EINVAL, stallcap_ring_init(&r, (char *)&self->m + 4, sizeof(self->m) - 4));
+}
+
+static int check_private(const struct stallcap_rec_header *h, void *arg)
+{
+	const struct mem_ring *m = arg;
+
+	return (const void *)h >= (const void *)m && (const void *)h < (const void *)(m + 1) ?
+	       -EFAULT : 0;
+}
+
+TEST_F(ring, callback_gets_a_private_copy)
+{
+	ASSERT_NE(NULL, put(&self->m, 3, 1, true));
+	EXPECT_EQ(1, stallcap_ring_read(&self->r, check_private, &self->m));
+}
+
+/*
+ * Double fetch: a thread of the watched program flips a committed record's
+ * size between its true value, 16 MiB and the whole area, and the sizes of
+ * its fixed part and first section, while the reader reads it again and
+ * again.  The reader must never crash nor hand on a byte from outside the
+ * record (0xEE fills the rest of the area), and every record it hands on
+ * carries the size it checked.
+ */
+static __u32 flip_rec;	/* the true size of the record */
+
+struct flip {
+	struct mem_ring *m;
+	volatile int stop;
+	unsigned long delivered, rejected, foreign, bad_size, parsed;
+	struct stalls st;
+};
+
+static void spin(unsigned long n)
+{
+	volatile unsigned long k;
+
+	for (k = 0; k < n; k++)
+		;
+}
+
+/* Flips the record's size, its fixed part's size and its first section's size. */
+static void *flipper(void *arg)
+{
+	struct flip *f = arg;
+	struct stallcap_sample *s = (void *)f->m->data;
+	volatile __u32 *size = &s->hdr.size;
+	volatile __u32 *fixed = &s->fixed_size;
+	volatile __u32 *sec = (__u32 *)(f->m->data + sizeof(*s));
+	__u32 sec_size = *sec;
+	unsigned long i;
+
+	for (i = 0; !f->stop; i++) {
+		*size = i % 2 ? 16U << 20 : DATA;
+		*fixed = i % 3 ? 1U << 20 : sizeof(*s);
+		*sec = i % 5 ? sec_size : 1U << 20;
+		spin(i % 16);	/* each state lasts: the reader meets all of them */
+		*size = flip_rec;
+		*fixed = sizeof(*s);
+		*sec = sec_size;
+		spin(64 + i % 64);
+	}
+	return NULL;
+}
+
+static int flip_cb(const struct stallcap_rec_header *h, void *arg)
+{
+	struct flip *f = arg;
+	const unsigned char *b = (const void *)h;
+	struct stallcap_sample_view v;
+	size_t i;
+
+	f->delivered++;
+	if (h->size != flip_rec)
+		f->bad_size++;
+	for (i = offsetof(struct stallcap_sample, comm); i < flip_rec; i++)
+		f->foreign += b[i] == 0xee;
+	if (!stallcap_sample_parse(h, h->size, &v)) {
+		f->parsed++;
+		stalls_add(&f->st, h);
+	}
+	return 0;
+}
+
+TEST_F(ring, double_fetch_of_a_flipping_record)
+{
+	__u64 kips[8] = { 0 };
+	struct rec_spec sp = { .stall_id = 1, .pid = 1, .tid = 1, .kips = kips, .nk = 8,
+			       .comm = "flip" };
+	struct stallcap_sample *s = make_sample(&sp);
+	struct flip f = { .m = &self->m };
+	pthread_t t;
+	int i, ret;
+
+	flip_rec = s->hdr.size;
+	ASSERT_EQ(sizeof(*s), s->fixed_size);	/* the first section follows */
+	memset(self->m.data, 0xee, DATA);
+	memcpy(self->m.data, s, flip_rec);
+	free(s);
+	self->m.ctl.data_head = flip_rec;
+	stalls_init(&f.st);
+	ASSERT_EQ(0, pthread_create(&t, NULL, flipper, &f));
+	for (i = 0; i < 200000 || (!f.delivered && i < 50000000); i++) {
+		self->m.ctl.data_tail = 0;
+		ret = stallcap_ring_read(&self->r, flip_cb, &f);
+		if (ret < 0)
+			f.rejected++;
+		ASSERT_TRUE(ret == 1 || ret == -EBADMSG);
+	}
+	f.stop = 1;
+	pthread_join(t, NULL);
+	stalls_free(&f.st);
+	EXPECT_EQ(0, f.bad_size);
+	EXPECT_EQ(0, f.foreign);
+	EXPECT_GT(f.delivered, 0);
+	EXPECT_GT(f.parsed, 0);
+	TH_LOG("%lu delivered (%lu parsed), %lu rejected", f.delivered, f.parsed, f.rejected);
+}
+
 TEST_HARNESS_MAIN

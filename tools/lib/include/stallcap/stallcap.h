@@ -210,9 +210,10 @@ struct stallcap_ring {
 
 /**
  * stallcap_record_fn - called for each complete record, PAD excluded
- * @rec: the record, in the ring: valid only during the call, and untrusted
- *	(the ring is writable by whoever maps it): copy @rec->size bytes to
- *	memory of your own before stallcap_sample_parse() and friends
+ * @rec: a private copy of the record (8-byte aligned, rec->size bytes, its
+ *	header checked against the ring), valid only during the call.  Never
+ *	the shared bytes: a writer changing them meanwhile cannot reach it.
+ *	It may go to stallcap_sample_parse() and friends as it is.
  *
  * Return 0 to go on, a positive value to stop after this record, a negative
  * errno to stop before it (it stays in the ring) and fail with that value.
@@ -222,8 +223,9 @@ typedef int (*stallcap_record_fn)(const struct stallcap_rec_header *rec, void *c
 /**
  * stallcap_ring_init() - a ring view over a mapping of len bytes
  *
- * Checks the control page (ABI version, power-of-two data area inside the
- * mapping).  Works on any memory laid out as the module's ring.
+ * Checks the control page (ABI version, power-of-two data area of at least
+ * 8 bytes inside the mapping; -EINVAL for a map not 8-byte aligned).  Works
+ * on any memory laid out as the module's ring.
  */
 STALLCAP_API int stallcap_ring_init(struct stallcap_ring *r, void *map, size_t len);
 
@@ -232,8 +234,12 @@ STALLCAP_API int stallcap_ring_init(struct stallcap_ring *r, void *map, size_t l
  *
  * Follows the ordering of the uapi header: acquire data_head, acquire each
  * header, stop at a BUSY record, skip PAD, release data_tail once at the end.
- * Single consumer: no lock.  Returns the records delivered or a negative
- * errno (-EBADMSG for a malformed header: the ring stays at that record).
+ * Each header is read once from the shared ring, checked, and the record
+ * copied privately before the callback sees it.  Single consumer: no lock.
+ * Returns the records delivered or a negative errno: -EBADMSG for a
+ * malformed header (the ring stays at that record) or a control page out of
+ * bounds (data_head more than data_size ahead of data_tail, or a data_tail
+ * not 8-byte aligned: nothing is read), -ENOMEM.
  */
 STALLCAP_API int stallcap_ring_read(struct stallcap_ring *r, stallcap_record_fn fn,
 				    void *ctx);

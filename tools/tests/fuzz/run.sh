@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Run the fuzz targets of tools/tests/fuzz (built by `make -C tools fuzz`).
+#
+#   run.sh OUT regress     every saved regression input and every large input
+#                          of OUT/corpus/slow once: no crash, no sanitizer
+#                          report, no timeout, no out-of-memory
+#   run.sh OUT fuzz SECS   the above, then each target for SECS seconds from
+#                          its seed corpus (generated) plus the regression
+#                          inputs; prints executions and findings per target
+#   run.sh OUT timed SECS  only the timed runs
+#
+# Exit status 1 if anything failed; crashing inputs are kept under
+# OUT/artifacts/ (add them to tests/fuzz/regress/TARGET/ once fixed).
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+out=$1 mode=$2 secs=${3:-60}
+fail=0
+mkdir -p "$out/artifacts" "$out/logs"
+
+# target -> seed subdirectory of OUT/corpus
+declare -A seeds=([fuzz_ring]=ring [fuzz_report]=report)
+
+run_inputs() {	# target, log name, timeout, files...
+	local t=$1 log=$2 to=$3
+	shift 3
+	[ $# -gt 0 ] || return 0
+	if ! "$out/$t" -timeout="$to" -rss_limit_mb=2048 \
+		-artifact_prefix="$out/artifacts/$t-" "$@" >"$out/logs/$log.log" 2>&1; then
+		echo "fuzz: $t: FAILED on saved inputs ($log), see $out/logs/$log.log"
+		grep -E 'ERROR|SUMMARY|runtime error|Running:|timeout|out-of-memory' \
+			"$out/logs/$log.log" | tail -n 15 | sed 's/^/    /'
+		fail=1
+		return
+	fi
+	echo "fuzz: $t: $# saved inputs ($log) ran clean"
+}
+
+[ "$mode" = timed ] ||
+for t in fuzz_ring fuzz_report; do
+	mapfile -t reg < <(find "$here/regress/${t#fuzz_}" -type f 2>/dev/null | sort)
+	run_inputs "$t" "$t-regress" 30 "${reg[@]}"
+done
+if [ "$mode" != timed ]; then
+	mapfile -t slow < <(find "$out/corpus/slow" -type f | sort)
+	start=$(date +%s%N)
+	run_inputs fuzz_report fuzz_report-slow 60 "${slow[@]}"
+	echo "fuzz: fuzz_report: large inputs took $((($(date +%s%N) - start) / 1000000)) ms"
+fi
+
+if [ "$mode" != regress ]; then
+	for t in fuzz_ring fuzz_report; do
+		work="$out/work/$t"
+		rm -rf "$work"
+		mkdir -p "$work"
+		log="$out/logs/$t-fuzz.log"
+		if "$out/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+			-max_len=65536 -print_final_stats=1 -artifact_prefix="$out/artifacts/$t-" \
+			"$work" "$out/corpus/${seeds[$t]}" "$here/regress/${t#fuzz_}" \
+			>"$log" 2>&1; then
+			status="no crash, no sanitizer report, no timeout, no OOM"
+		else
+			status="FAILED: $(grep -m1 -E 'ERROR|runtime error|timeout|out-of-memory' "$log")"
+			fail=1
+		fi
+		execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+		rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
+		cov=$(grep -oE 'cov: [0-9]+ ft: [0-9]+ corp: [0-9]+' "$log" | tail -n 1)
+		echo "fuzz: $t: ${execs:-?} executions in $secs s (${rate:-?}/s), $cov: $status"
+		[ "$status" = "${status#FAILED}" ] || tail -n 30 "$log" | sed 's/^/    /'
+	done
+fi
+exit $fail
