@@ -21,7 +21,7 @@
 
 static u8 classify_state(struct task_struct *task)
 {
-	unsigned int state = READ_ONCE(task->__state);
+	unsigned int state = stallcap_task_state(task);
 
 	if (task->exit_state || (task->flags & PF_EXITING))
 		return STALLCAP_STATE_EXITING;

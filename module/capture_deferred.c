@@ -69,7 +69,6 @@ static void defer_fill_fixed(struct stallcap_defer *d, struct stallcap_sample *s
 	s->user_tag = d->user_tag;
 	s->deadline_ns = d->deadline_ns;
 	s->timeout_ns = d->timeout_ns;
-	stallcap_sample_stamp(s);
 	s->pid = current->tgid;
 	s->tid = current->pid;
 	s->ns_pid = d->ns_pid;
@@ -107,6 +106,12 @@ static u32 defer_fill(struct stallcap_defer *d, struct stallcap_sample *s,
 	len &= ~7U;
 	if (len < want || want == max_stack)
 		s->flags |= STALLCAP_SAMPLE_COPY_PARTIAL;
+	/*
+	 * Stamped after the reads, which may sleep (faults, the mmap lock): a
+	 * sample taken meanwhile is of the same kernel entry and shares the
+	 * cookie, and must not be later than the record that completes it.
+	 */
+	stallcap_sample_stamp(s);
 	stallcap_sec_put_stack(&wr, uregs->sp, len);
 	return wr.len;
 }

@@ -36,6 +36,7 @@
 #include <asm/nmi.h>
 #include <asm/unwind.h>
 
+#include "compat.h"
 #include "stallcap.h"
 
 #define NMI_WINDOW_NS	(20 * NSEC_PER_MSEC)

@@ -601,7 +601,7 @@ static void watches_of_task_end(struct task_struct *task)
 	rcu_read_unlock();
 }
 
-static void probe_sched_process_exit(void *data, struct task_struct *task)
+static void probe_sched_process_exit(STALLCAP_EXIT_PROBE_ARGS)
 {
 	watches_of_task_end(task);
 }
