@@ -24,6 +24,7 @@
 #include <asm/unwind.h>
 
 #include "stallcap.h"
+#include "why.h"
 
 static DEFINE_PER_CPU(struct stallcap_capture_req *, remote_req);
 static DEFINE_PER_CPU(atomic_t, remote_stale);
@@ -68,11 +69,14 @@ static int stallcap_nmi_handler(unsigned int type, struct pt_regs *regs)
 	return NMI_HANDLED;
 }
 
-/*
- * The registers the call-function IPI interrupted: x86 does not set
- * get_irq_regs() for it, so walk up to the first interrupt frame.
+/**
+ * stallcap_ipi_interrupted_regs() - the registers a call-function IPI
+ * interrupted: x86 does not set get_irq_regs() for it, so walk up to the
+ * first interrupt frame
+ *
+ * Context: a call-function IPI handler.  Return: the regs, or NULL.
  */
-static struct pt_regs *ipi_interrupted_regs(void)
+struct pt_regs *stallcap_ipi_interrupted_regs(void)
 {
 	struct unwind_state state;
 	struct pt_regs *regs;
@@ -94,7 +98,7 @@ static void stallcap_ipi_handler(void *unused)
 	req = xchg(this_cpu_ptr(&remote_req), NULL);
 	if (!req)
 		return;
-	regs = get_irq_regs() ?: ipi_interrupted_regs();
+	regs = get_irq_regs() ?: stallcap_ipi_interrupted_regs();
 	if (regs)
 		remote_capture(req, regs);
 	else	/* pairs with smp_load_acquire() in poll_remote() */

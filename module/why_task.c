@@ -94,8 +94,13 @@ static void task_header(const struct stallcap_why_ctx *ctx,
 	t->comm[sizeof(t->comm) - 1] = '\0';
 }
 
-static bool user_visible(const struct stallcap_why_ctx *ctx,
-			 struct task_struct *task)
+/**
+ * stallcap_why_user_visible() - may this reader see @task's user memory?
+ * @ctx: the reader
+ * @task: the task
+ */
+bool stallcap_why_user_visible(const struct stallcap_why_ctx *ctx,
+			       struct task_struct *task)
 {
 	const struct mm_struct *mm = READ_ONCE(task->mm);
 
@@ -151,7 +156,7 @@ u32 stallcap_why_runner(const struct stallcap_why_ctx *ctx,
 			uregs = NULL;
 	}
 	t->nr_kernel_frames = nk;
-	if (uregs && !user_visible(ctx, current)) {
+	if (uregs && !stallcap_why_user_visible(ctx, current)) {
 		t->flags |= STALLCAP_TASK_F_USER_HIDDEN;
 		uregs = NULL;
 	}
@@ -231,7 +236,7 @@ u32 stallcap_why_task(const struct stallcap_why_ctx *ctx,
 		else
 			t->flags |= STALLCAP_TASK_F_KADDR_HIDDEN;
 		t->nr_kernel_frames = nk;
-		if (!user_visible(ctx, task))
+		if (!stallcap_why_user_visible(ctx, task))
 			t->flags |= STALLCAP_TASK_F_USER_HIDDEN;
 		else if (!(task->flags & PF_KTHREAD))
 			t->nr_user_frames = owner_user_frames(task, ips + nk);
