@@ -212,6 +212,8 @@ static int stallcap_open(struct inode *inode, struct file *file)
 	sess->pid_ns = get_pid_ns(task_active_pid_ns(current));
 	INIT_LIST_HEAD(&sess->watches);
 	sess->kaddr_visible = kaddr_policy_allows(file);
+	sess->may_trace_all = file_ns_capable(file, &init_user_ns,
+					      CAP_SYS_PTRACE);
 	sess->uid = current_uid();
 	init_waitqueue_head(&sess->wait);
 	init_irq_work(&sess->wake_work, session_wake);

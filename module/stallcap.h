@@ -25,6 +25,8 @@
 
 #include <linux/stallcap.h>
 
+#include "why.h"
+
 /* ---- module parameters (main.c) ---- */
 extern unsigned int stallcap_min_deadline_us;
 extern unsigned int stallcap_max_watches_per_user;
@@ -163,6 +165,8 @@ extern const struct file_operations stallcap_fops;
  * @next_stall_id: last stall id handed out
  * @stats: the session's counters
  * @kaddr_visible: the opener may see kernel addresses (CAP_SYSLOG)
+ * @may_trace_all: the opener had CAP_SYS_PTRACE: user stacks of any task
+ *	named in a sample (runner, lock owners), not only the watched process
  * @uid: the opener, charged for the watches
  * @wait: poll() waiters
  * @wake_work: wakes @wait from NMI or hard-IRQ context
@@ -186,6 +190,7 @@ struct stallcap_session {
 	atomic64_t next_stall_id;
 	struct stallcap_counters stats;
 	bool kaddr_visible;
+	bool may_trace_all;
 	kuid_t uid;
 	wait_queue_head_t wait;
 	struct irq_work wake_work;
@@ -230,6 +235,13 @@ enum stallcap_watch_state {
  * @path: STALLCAP_PATH_NMI or STALLCAP_PATH_IPI
  * @retries: requests that found another thread on the CPU
  * @sent_ns: when the request was sent
+ * @for_runner: sent for a runnable thread off CPU: the handler is expected
+ *	to find another task and describes it (the runner) in @runner
+ * @runner_len: bytes of the runner's STALLCAP_SEC_TASK section in @runner
+ * @times_now: counters read at this capture (STALLCAP_SEC_TIMES); they
+ *	become the watch's @times_base when the sample is published
+ * @times_taken: @times_now holds the capture's counters
+ * @runner: the runner's section, written by the NMI/IPI handler
  */
 struct stallcap_capture_req {
 	struct stallcap_watch *watch;
@@ -244,6 +256,11 @@ struct stallcap_capture_req {
 	u8 path;
 	u32 retries;
 	u64 sent_ns;
+	bool for_runner;
+	u32 runner_len;
+	struct stallcap_times_snap times_now;
+	bool times_taken;
+	u64 runner[STALLCAP_WHY_TASK_MAX / 8];
 };
 
 /**
@@ -279,6 +296,8 @@ struct stallcap_capture_req {
  * @counted_armed: the watch is counted in SC_ARMED
  * @req: capture request in flight (WATCH_CAPTURING)
  * @defer: deferred user-stack request (capture_deferred.c)
+ * @times_base: counters at the start of the next sample's interval (arm,
+ *	progress, or the previous sample): STALLCAP_SEC_TIMES
  * @task_node: node in the global task -> watches hash
  * @rcu: deferred free
  */
@@ -312,6 +331,7 @@ struct stallcap_watch {
 	bool counted_armed;
 	struct stallcap_capture_req req;
 	struct stallcap_defer *defer;
+	struct stallcap_times_snap times_base;
 	struct hlist_node task_node;
 	struct rcu_head rcu;
 };
@@ -339,7 +359,7 @@ void stallcap_sample_init(struct stallcap_watch *w, struct stallcap_sample *s,
 			  u64 now);
 u32 stallcap_sample_max_len(const struct stallcap_session *sess);
 u8 stallcap_watch_clock(const struct stallcap_watch *w);
-u32 stallcap_capture_current(const struct stallcap_watch *w,
+u32 stallcap_capture_current(struct stallcap_watch *w,
 			     struct stallcap_sample *s, void *rec,
 			     struct pt_regs *regs, u8 path);
 void stallcap_put_kernel_ips(struct stallcap_rec_writer *wr,
@@ -352,7 +372,7 @@ unsigned int stallcap_unwind_kernel(struct task_struct *task,
 				    struct pt_regs *regs, u64 *ips, u32 *flags);
 struct pt_regs *stallcap_user_regs_of(struct task_struct *task,
 				      const struct mm_struct *mm);
-u32 stallcap_capture_blocked(const struct stallcap_watch *w,
+u32 stallcap_capture_blocked(struct stallcap_watch *w,
 			     struct stallcap_sample *s, void *rec);
 void stallcap_sample_finish(struct stallcap_watch *w, struct stallcap_sample *s,
 			    void *buf, void *ring_rec, u32 len, u64 start_ns);

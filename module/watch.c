@@ -229,6 +229,7 @@ static int watch_start(struct stallcap_watch *w, u64 now, u64 deadline)
 	stallcap_watch_end_stall(w, now);
 	w->armed_at = now;
 	w->deadline = deadline;
+	stallcap_why_rebase(w, now);
 	if (w->flags & STALLCAP_ARM_CPUTIME)
 		w->cpu_base = stallcap_task_cputime(w->task);
 	w->state = WATCH_ARMED;
@@ -325,6 +326,7 @@ int stallcap_watch_arm(struct stallcap_session *sess,
 		return ret;
 	if (current->flags & PF_EXITING)
 		return -ESRCH;
+	stallcap_times_refresh();
 	mutex_lock(&sess->lock);
 	ret = stallcap_session_ensure_ring(sess);
 	if (ret)

@@ -117,6 +117,7 @@ static enum hrtimer_restart send_remote(struct stallcap_watch *w, u64 now)
 {
 	struct stallcap_capture_req *req = &w->req;
 
+	req->runner_len = 0;
 	if (stallcap_remote_send(req, task_cpu(w->task)))
 		req->cpu = -1;	/* slot busy: send on the next poll */
 	w->state = WATCH_CAPTURING;
@@ -190,7 +191,11 @@ static enum hrtimer_restart take_sample(struct stallcap_watch *w, u64 now)
 		stallcap_sample_finish(w, d, buf, rec, len, now);
 		return next_sample(w, now);
 	}
-	if (READ_ONCE(task->on_cpu) && task_cpu(task) != smp_processor_id()) {
+	w->req.for_runner = false;
+	if (task_cpu(task) != smp_processor_id() &&
+	    (READ_ONCE(task->on_cpu) || stallcap_why_runnable(task))) {
+		/* running: capture it there; runnable: name what runs there */
+		w->req.for_runner = !READ_ONCE(task->on_cpu);
 		w->req.retries = 0;
 		return send_remote(w, now);
 	}
@@ -231,7 +236,13 @@ static enum hrtimer_restart poll_remote(struct stallcap_watch *w, u64 now)
 		if (now - req->sent_ns < REMOTE_TIMEOUT_NS ||
 		    !stallcap_remote_revoke(req))
 			return restart_at(w, now + POLL_NS);
+	} else if (req->for_runner && !READ_ONCE(task->on_cpu)) {
+		/* as asked: another task ran there, named in req->runner */
+		req->cpu = -1;
+		capture_blocked_into(w, now, 0);
+		return next_sample(w, now);
 	} else {
+		req->for_runner = false;
 		req->retries++;
 		stallcap_count(&w->sess->stats, SC_MIGRATE_RETRIES, 1);
 		if (req->retries <= stallcap_migrate_retries &&
@@ -247,7 +258,8 @@ static enum hrtimer_restart poll_remote(struct stallcap_watch *w, u64 now)
 	}
 	/* migrated too often or the NMI never came: read it from here */
 	req->draft.migrate_retries = req->retries;
-	capture_blocked_into(w, now, STALLCAP_SAMPLE_MIGRATED);
+	capture_blocked_into(w, now, req->for_runner ? 0 :
+			     STALLCAP_SAMPLE_MIGRATED);
 	return next_sample(w, now);
 }
 
@@ -287,6 +299,7 @@ static enum hrtimer_restart beat_tick(struct stallcap_watch *w, u64 now)
 {
 	if (stallcap_beat_progress(w)) {
 		w->armed_at = now;
+		stallcap_why_rebase(w, now);
 	} else if (now - w->armed_at >= w->timeout_ns) {
 		w->deadline = w->armed_at + w->timeout_ns;
 		return deadline_passed(w, now);
@@ -459,4 +472,5 @@ void stallcap_watch_end_stall(struct stallcap_watch *w, u64 now)
 	}
 	w->stall_id = 0;
 	w->quiet = false;
+	stallcap_why_rebase(w, now);
 }

@@ -11,6 +11,10 @@
 #include <linux/stallcap.h>
 
 struct task_struct;
+struct stallcap_watch;
+struct stallcap_capture_req;
+struct stallcap_rec_writer;
+struct stallcap_sample;
 struct pt_regs;
 struct mm_struct;
 struct pid_namespace;
@@ -85,5 +89,21 @@ bool stallcap_why_user_visible(const struct stallcap_why_ctx *ctx,
 u32 stallcap_why_chain(const struct stallcap_why_ctx *ctx,
 		       struct task_struct *task, void *dst, u32 room);
 struct pt_regs *stallcap_ipi_interrupted_regs(void);
+
+/* in the sample records (why_record.c) */
+void stallcap_why_ctx_of(const struct stallcap_watch *w,
+			 struct stallcap_why_ctx *ctx);
+void stallcap_why_rebase(struct stallcap_watch *w, u64 now);
+bool stallcap_why_runnable(struct task_struct *task);
+void stallcap_why_put_times(struct stallcap_rec_writer *wr,
+			    struct stallcap_watch *w, struct task_struct *task,
+			    u64 now);
+void stallcap_why_published(struct stallcap_watch *w);
+void stallcap_why_note_runner(struct stallcap_capture_req *req,
+			      struct pt_regs *regs);
+void stallcap_why_put_blocked(struct stallcap_rec_writer *wr,
+			      struct stallcap_watch *w,
+			      struct task_struct *task,
+			      const struct stallcap_sample *s);
 
 #endif /* STALLCAP_WHY_H */
