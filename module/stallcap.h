@@ -220,6 +220,7 @@ enum stallcap_watch_state {
 	WATCH_CAPTURING,	/* NMI/IPI sent, timer polls for the result */
 	WATCH_STALLED,		/* captured; timer runs for the next sample */
 	WATCH_STALLED_QUIET,	/* captured; no more samples until progress */
+	WATCH_CHAINING,		/* blocked in a futex: the chain work samples */
 };
 
 /**
@@ -296,6 +297,8 @@ struct stallcap_capture_req {
  * @counted_armed: the watch is counted in SC_ARMED
  * @req: capture request in flight (WATCH_CAPTURING)
  * @defer: deferred user-stack request (capture_deferred.c)
+ * @chain_work: takes a sample of the thread blocked in a futex wait, with
+ *	its owner chain, in process context (why_chain.c)
  * @times_base: counters at the start of the next sample's interval (arm,
  *	progress, or the previous sample): STALLCAP_SEC_TIMES
  * @task_node: node in the global task -> watches hash
@@ -331,6 +334,7 @@ struct stallcap_watch {
 	bool counted_armed;
 	struct stallcap_capture_req req;
 	struct stallcap_defer *defer;
+	struct work_struct chain_work;
 	struct stallcap_times_snap times_base;
 	struct hlist_node task_node;
 	struct rcu_head rcu;
@@ -346,6 +350,8 @@ void stallcap_watches_reap(struct work_struct *work);
 enum hrtimer_restart stallcap_watch_timer_fn(struct hrtimer *timer);
 void stallcap_watch_abandon_capture(struct stallcap_watch *w);
 void stallcap_watch_end_stall(struct stallcap_watch *w, u64 now);
+void stallcap_watch_chain_done(struct stallcap_watch *w, const void *chain,
+			       u32 chain_len, bool raced);
 u64 stallcap_task_cputime(struct task_struct *task);
 int stallcap_watch_init(void);
 void stallcap_watch_exit(void);

@@ -136,6 +136,7 @@ static void watch_destroy(struct stallcap_watch *w)
 
 	watch_kill(w);
 	hrtimer_cancel(&w->timer);
+	stallcap_why_cancel(w);
 	list_del(&w->sess_node);
 	raw_spin_lock_irqsave(&task_watches_lock, flags);
 	hash_del_rcu(&w->task_node);
@@ -177,6 +178,7 @@ static struct stallcap_watch *watch_create(struct stallcap_session *sess)
 	w->req.watch = w;
 	w->req.cpu = -1;
 	raw_spin_lock_init(&w->lock);
+	stallcap_why_init_watch(w);
 	stallcap_hrtimer_setup(&w->timer, stallcap_watch_timer_fn,
 			       CLOCK_MONOTONIC, HRTIMER_MODE_ABS_PINNED_HARD);
 	list_add(&w->sess_node, &sess->watches);

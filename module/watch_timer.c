@@ -168,6 +168,13 @@ static enum hrtimer_restart take_sample(struct stallcap_watch *w, u64 now)
 		w->state = WATCH_STALLED_QUIET;
 		return HRTIMER_NORESTART;
 	}
+	if (task != current && stallcap_why_wants_chain(task)) {
+		/* who holds its lock: read in process context */
+		w->samples++;
+		w->state = WATCH_CHAINING;
+		stallcap_why_queue_chain(w);
+		return HRTIMER_NORESTART;
+	}
 	rec = stallcap_ring_reserve(sess->ring, STALLCAP_REC_SAMPLE,
 				    stallcap_sample_max_len(sess));
 	w->samples++;
@@ -473,4 +480,60 @@ void stallcap_watch_end_stall(struct stallcap_watch *w, u64 now)
 	w->stall_id = 0;
 	w->quiet = false;
 	stallcap_why_rebase(w, now);
+}
+
+/**
+ * stallcap_watch_chain_done() - the chain work's sample of a thread blocked
+ * in a futex wait
+ * @w: the watch, lock held (process context, IRQs off)
+ * @chain: the WAIT and owner TASK sections walked just before
+ * @chain_len: their bytes (0: none)
+ * @raced: the thread switched while the chain was walked
+ *
+ * Captures the thread as the timer would, appends @chain, publishes the
+ * sample and restarts the timer for the next one.  When progress, release
+ * or exit came first, the sample (already counted in the stall) is lost.
+ */
+void stallcap_watch_chain_done(struct stallcap_watch *w, const void *chain,
+			       u32 chain_len, bool raced)
+{
+	struct stallcap_session *sess = w->sess;
+	struct stallcap_sample *d = &w->req.draft;
+	u64 now = ktime_get_mono_fast_ns();
+	u32 len, max = stallcap_sample_max_len(sess);
+	void *rec, *buf;
+
+	if (w->dead || w->state != WATCH_CHAINING) {
+		stallcap_count(&sess->stats, SC_LOST, 1);
+		if (w->samples == 1)
+			stallcap_count(&sess->stats, SC_LOST_FIRST, 1);
+		return;
+	}
+	rec = stallcap_ring_reserve(sess->ring, STALLCAP_REC_SAMPLE, max);
+	if (!rec) {
+		stallcap_count(&sess->stats, SC_LOST, 1);
+		if (w->samples == 1)
+			stallcap_count(&sess->stats, SC_LOST_FIRST, 1);
+		goto next;
+	}
+	w->req.rec = rec;
+	w->req.for_runner = false;
+	stallcap_sample_init(w, d, now);
+	d->sample_index = w->samples - 1;
+	if (w->samples == 1)
+		d->suppressed = atomic_xchg(&sess->pending_suppressed, 0);
+	buf = stallcap_capture_buf();
+	len = stallcap_capture_blocked(w, d, buf);
+	if (raced)
+		d->flags |= STALLCAP_SAMPLE_RACED;
+	if (chain_len && len + chain_len <= max) {
+		memcpy(buf + len, chain, chain_len);
+		len += chain_len;
+	}
+	stallcap_count(&sess->stats, SC_CAPTURE_BLOCKED, 1);
+	stallcap_sample_finish(w, d, buf, rec, len, now);
+next:
+	if (next_sample(w, now) == HRTIMER_RESTART)
+		hrtimer_start(&w->timer, hrtimer_get_expires(&w->timer),
+			      HRTIMER_MODE_ABS_PINNED_HARD);
 }

@@ -106,4 +106,12 @@ void stallcap_why_put_blocked(struct stallcap_rec_writer *wr,
 			      struct task_struct *task,
 			      const struct stallcap_sample *s);
 
+/* owner chains in the samples (why_chain.c) */
+bool stallcap_why_wants_chain(struct task_struct *task);
+void stallcap_why_queue_chain(struct stallcap_watch *w);
+void stallcap_why_init_watch(struct stallcap_watch *w);
+void stallcap_why_cancel(struct stallcap_watch *w);
+int stallcap_why_init(void);
+void stallcap_why_exit(void);
+
 #endif /* STALLCAP_WHY_H */

@@ -112,7 +112,7 @@ static void put_runner_here(struct stallcap_rec_writer *wr,
 	struct pt_regs *regs;
 	u32 len;
 
-	if (in_nmi() || current == task ||
+	if (!in_hardirq() || in_nmi() || current == task ||
 	    task_cpu(task) != smp_processor_id())
 		return;
 	regs = get_irq_regs();
