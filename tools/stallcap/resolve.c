@@ -192,6 +192,30 @@ static void resolve_kernel(struct resolver *r, const struct stallcap_sample_view
 	}
 }
 
+/* A task section's frames: kernel ones by symbol, user ones in its process. */
+static int resolve_task(struct resolver *r, const struct stallcap_task_view *tv,
+			struct sc_rtask *rt)
+{
+	struct stallcap_sample_view kv = { .kernel_ips = tv->kernel_ips };
+	int i;
+
+	rt->f = calloc(tv->nr_kernel + tv->nr_user + 1, sizeof(*rt->f));
+	if (!rt->f)
+		return -ENOMEM;
+	rt->nk = (int)tv->nr_kernel;
+	rt->nu = (int)tv->nr_user;
+	resolve_kernel(r, &kv, rt->f, rt->nk);
+	for (i = 0; i < rt->nu; i++) {
+		struct sc_frame *f = &rt->f[rt->nk + i];
+
+		f->addr = tv->user_ips[i];
+		f->method = SC_METHOD_FP;
+		f->is_return = i > 0;
+		usyms_resolve(r->us, tv->t.pid, f);
+	}
+	return 0;
+}
+
 static int resolve_sample(struct resolver *r, const struct sc_sample *m,
 			  struct sc_rsample *rs)
 {
@@ -208,6 +232,9 @@ static int resolve_sample(struct resolver *r, const struct sc_sample *m,
 	rs->nu = unwind_user(r->us, uv, r->unwind_flags, rs->uf, STALLCAP_MAX_FRAMES);
 	for (i = 0; i < rs->nu; i++)
 		usyms_resolve(r->us, uv->s.pid, &rs->uf[i]);
+	for (i = 0; i < (int)m->v.nr_tasks; i++)
+		if (resolve_task(r, &m->v.tasks[i], &rs->tasks[i]))
+			return -ENOMEM;
 	return 0;
 }
 
@@ -240,11 +267,13 @@ int resolve_stall(struct resolver *r, const struct sc_stall *st, struct sc_rstal
 
 void resolve_stall_free(struct sc_rstall *rs)
 {
-	unsigned int i;
+	unsigned int i, j;
 
 	for (i = 0; i < rs->nr; i++) {
 		free(rs->samples[i].kf);
 		free(rs->samples[i].uf);
+		for (j = 0; j < STALLCAP_VIEW_MAX_TASKS; j++)
+			free(rs->samples[i].tasks[j].f);
 	}
 	free(rs->samples);
 	memset(rs, 0, sizeof(*rs));

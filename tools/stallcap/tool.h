@@ -246,10 +246,17 @@ bool stall_defer_pending(const struct sc_stall *s);
 
 /* ---- resolving a stall for the formatters (resolve.c) ---- */
 
+/* the frames of a task section (runner, lock owner), resolved */
+struct sc_rtask {
+	struct sc_frame *f;	/* nk kernel frames, then nu user frames */
+	int nk, nu;
+};
+
 struct sc_rsample {
 	const struct sc_sample *smp;
 	struct sc_frame *kf, *uf;
 	int nk, nu;
+	struct sc_rtask tasks[STALLCAP_VIEW_MAX_TASKS];	/* as v.tasks */
 };
 
 struct sc_rstall {
@@ -294,6 +301,7 @@ bool sc_realtime(const struct sc_rstall *rs, const struct stallcap_sample *s, __
 		 __u64 *rt);
 /* what a sample says about why it stalled (format_why.c, issue 13) */
 void fmt_text_why(FILE *out, const struct sc_rsample *r);
+void sc_frame_line(FILE *out, const struct sc_frame *f, int i);
 void fmt_json_why(FILE *out, const struct sc_rsample *r);
 struct folded;
 struct folded *folded_new(void);

@@ -11,11 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tool.h"
 #include "why.h"
-
-#ifndef ARRAY_SIZE
-#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
-#endif
 
 #define VALID(t, f)	((t)->valid & (1ULL << STALLCAP_TIME_##f))
 
@@ -121,58 +118,29 @@ runner_of(const struct why_input *in, unsigned int hop)
 	unsigned int i;
 
 	for (i = 0; i < in->nr_runners; i++)
-		if (in->runners[i]->hop == hop)
-			return in->runners[i];
+		if (in->runners[i]->t.hop == hop)
+			return &in->runners[i]->t;
 	return NULL;
 }
 
-int why_collect(struct why_input *in, const struct stallcap_sample *s,
-		const void *secs, size_t len,
-		struct stallcap_sec_times *times_copy)
+void why_from_view(struct why_input *in, const struct stallcap_sample_view *v)
 {
-	const char *p = secs, *end = p + len;
-	const struct stallcap_section *sec;
-	const struct stallcap_sec_task *t;
+	const struct stallcap_task_view *tv;
+	unsigned int i;
 
 	memset(in, 0, sizeof(*in));
-	in->state = s->state;
-	in->cpu = s->cpu;
-	in->capture_ns = s->capture_ns;
-	while (p + sizeof(*sec) <= end) {
-		sec = (const void *)p;
-		if (sec->size < sizeof(*sec) || sec->size % 8 ||
-		    sec->size > (size_t)(end - p))
-			return -1;
-		switch (sec->type) {
-		case STALLCAP_SEC_TIMES:
-			memset(times_copy, 0, sizeof(*times_copy));
-			memcpy(times_copy, sec, sec->size < sizeof(*times_copy) ?
-			       sec->size : sizeof(*times_copy));
-			in->times = times_copy;
-			break;
-		case STALLCAP_SEC_WAIT:
-			if (sec->size >= sizeof(*in->wait))
-				in->wait = (const void *)sec;
-			break;
-		case STALLCAP_SEC_TASK:
-			t = (const void *)sec;
-			if (sec->size < sizeof(*t) || t->fixed_size < sizeof(*t) ||
-			    t->fixed_size + 8ULL * (t->nr_kernel_frames +
-						    t->nr_user_frames) > sec->size)
-				return -1;
-			if (t->role == STALLCAP_ROLE_RUNNER &&
-			    in->nr_runners < WHY_MAX_TASKS)
-				in->runners[in->nr_runners++] = t;
-			else if (t->role == STALLCAP_ROLE_OWNER &&
-				 in->nr_owners < STALLCAP_MAX_OWNER_HOPS)
-				in->owners[in->nr_owners++] = t;
-			break;
-		default:
-			break;
-		}
-		p += sec->size;
+	in->state = v->s.state;
+	in->cpu = v->s.cpu;
+	in->capture_ns = v->s.capture_ns;
+	in->times = stallcap_sample_times(v);
+	in->wait = stallcap_sample_wait(v);
+	for (i = 0; i < v->nr_tasks; i++) {
+		tv = &v->tasks[i];
+		if (tv->t.role == STALLCAP_ROLE_RUNNER)
+			in->runners[in->nr_runners++] = tv;
+		else if (tv->t.role == STALLCAP_ROLE_OWNER)
+			in->owners[in->nr_owners++] = tv;
 	}
-	return 0;
 }
 
 static void put_owner_chain(struct line *l, const struct why_input *in)
@@ -186,10 +154,11 @@ static void put_owner_chain(struct line *l, const struct why_input *in)
 		return;
 	}
 	for (i = 0; i < in->nr_owners; i++) {
-		o = in->owners[i];
+		o = &in->owners[i]->t;
 		if (i)
-			put(l, "; it waits on %s 0x%llx", why_wait_name(in->owners[i - 1]->wait_kind),
-			    (unsigned long long)in->owners[i - 1]->wait_object);
+			put(l, "; it waits on %s 0x%llx",
+			    why_wait_name(in->owners[i - 1]->t.wait_kind),
+			    (unsigned long long)in->owners[i - 1]->t.wait_object);
 		put(l, "%s held by tid %u (%.16s), ", i ? "" : ":", o->tid, o->comm);
 		put(l, "%s", state_word(o->state));
 		if (o->state == STALLCAP_STATE_RUNNING)
@@ -419,9 +388,9 @@ static void json_frames(FILE *out, const char *key, const __u64 *ips,
 	fputc(']', out);
 }
 
-static void json_task(FILE *out, const struct stallcap_sec_task *t, bool first)
+static void json_task(FILE *out, const struct stallcap_task_view *tv, bool first)
 {
-	const __u64 *ips = why_task_frames(t);
+	const struct stallcap_sec_task *t = &tv->t;
 	char comm[sizeof(t->comm) + 1];
 
 	fprintf(out, "%s{\"role\":\"%s\",\"hop\":%u,\"pid\":%u,\"tid\":%u,"
@@ -444,9 +413,8 @@ static void json_task(FILE *out, const struct stallcap_sec_task *t, bool first)
 	memcpy(comm, t->comm, sizeof(t->comm));
 	comm[sizeof(t->comm)] = '\0';
 	json_str(out, comm);
-	json_frames(out, "kernel_ips", ips, t->nr_kernel_frames);
-	json_frames(out, "user_ips", ips + t->nr_kernel_frames,
-		    t->nr_user_frames);
+	json_frames(out, "kernel_ips", tv->kernel_ips, tv->nr_kernel);
+	json_frames(out, "user_ips", tv->user_ips, tv->nr_user);
 	fputc('}', out);
 }
 

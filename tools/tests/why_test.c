@@ -10,8 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kselftest_harness.h"
+#include "tool.h"
 #include "why.h"
+#include "kselftest_harness.h"
 
 #define MS		1000000ULL
 #define CAPTURE		(5000 * MS)
@@ -76,25 +77,31 @@ static struct stallcap_sec_task *add_task(struct secbuf *sb, __u16 role,
 	return t;
 }
 
-static struct stallcap_sample sample(__u8 state)
+/* a record: the fixed part, then the sections of @sb */
+static int parse(struct secbuf *sb, __u8 state, struct stallcap_sample_view *v)
 {
-	struct stallcap_sample s;
+	static __u64 rec[sizeof(struct secbuf) / 8 + 32];
+	struct stallcap_sample *s = (void *)rec;
 
-	memset(&s, 0, sizeof(s));
-	s.state = state;
-	s.cpu = 1;
-	s.capture_ns = CAPTURE;
-	return s;
+	memset(rec, 0, sizeof(*s));
+	s->hdr.type = STALLCAP_REC_SAMPLE;
+	s->hdr.size = sizeof(*s) + sb->len;
+	s->fixed_size = sizeof(*s);
+	s->state = state;
+	s->cpu = 1;
+	s->capture_ns = CAPTURE;
+	memcpy(s + 1, sb->b, sb->len);
+	return stallcap_sample_parse(rec, s->hdr.size, v);
 }
 
 static char *verdict(struct secbuf *sb, __u8 state, struct why_input *in,
-		     struct stallcap_sec_times *copy)
+		     struct stallcap_sample_view *v)
 {
 	static char buf[512];
-	struct stallcap_sample s = sample(state);
 
-	if (why_collect(in, &s, sb->b, sb->len, copy))
+	if (parse(sb, state, v))
 		return NULL;
+	why_from_view(in, v);
 	why_verdict(in, buf, sizeof(buf));
 	return buf;
 }
@@ -102,7 +109,8 @@ static char *verdict(struct secbuf *sb, __u8 state, struct why_input *in,
 TEST(runnable_preempted_by_hog)
 {
 	struct secbuf sb = { .len = 0 };
-	struct stallcap_sec_times *t = add_times(&sb, CAPTURE - 15 * MS), copy;
+	struct stallcap_sec_times *t = add_times(&sb, CAPTURE - 15 * MS);
+	static struct stallcap_sample_view copy;
 	struct why_input in;
 
 	t->run_delay_ns = 14200 * 1000;
@@ -112,14 +120,16 @@ TEST(runnable_preempted_by_hog)
 	ASSERT_STREQ("runnable 14.2 ms of 15.0: preempted by hog (tid 161, SCHED_FIFO 50) on cpu 1",
 		     verdict(&sb, STALLCAP_STATE_RUNNABLE, &in, &copy));
 	ASSERT_EQ(1, in.nr_runners);
-	ASSERT_EQ(2, in.runners[0]->nr_kernel_frames);
-	ASSERT_EQ(0x1002, why_task_frames(in.runners[0])[2]);
+	ASSERT_EQ(2, in.runners[0]->nr_kernel);
+	ASSERT_EQ(1, in.runners[0]->nr_user);
+	ASSERT_EQ(0x1002, in.runners[0]->user_ips[0]);
 }
 
 TEST(blocked_on_futex_holder_preempted)
 {
 	struct secbuf sb = { .len = 0 };
-	struct stallcap_sec_times *t = add_times(&sb, CAPTURE - 901 * MS), copy;
+	struct stallcap_sec_times *t = add_times(&sb, CAPTURE - 901 * MS);
+	static struct stallcap_sample_view copy;
 	struct stallcap_sec_wait *w;
 	struct why_input in;
 
@@ -140,7 +150,7 @@ TEST(deadlock_cycle)
 	struct secbuf sb = { .len = 0 };
 	struct stallcap_sec_wait *w;
 	struct stallcap_sec_task *o;
-	struct stallcap_sec_times copy;
+	static struct stallcap_sample_view copy;
 	struct why_input in;
 
 	w = add(&sb, STALLCAP_SEC_WAIT, sizeof(*w));
@@ -159,7 +169,8 @@ TEST(deadlock_cycle)
 TEST(major_faults_with_delay_accounting)
 {
 	struct secbuf sb = { .len = 0 };
-	struct stallcap_sec_times *t = add_times(&sb, CAPTURE - 25 * MS), copy;
+	struct stallcap_sec_times *t = add_times(&sb, CAPTURE - 25 * MS);
+	static struct stallcap_sample_view copy;
 	struct why_input in;
 	char line[512];
 
@@ -178,7 +189,8 @@ TEST(major_faults_with_delay_accounting)
 TEST(unavailable_fields_are_left_out_and_null)
 {
 	struct secbuf sb = { .len = 0 };
-	struct stallcap_sec_times *t = add_times(&sb, CAPTURE - 30 * MS), copy;
+	struct stallcap_sec_times *t = add_times(&sb, CAPTURE - 30 * MS);
+	static struct stallcap_sample_view copy;
 	struct why_input in;
 	char line[512], *json = NULL;
 	size_t len = 0;
@@ -206,7 +218,8 @@ TEST(unavailable_fields_are_left_out_and_null)
 TEST(short_times_section_and_unknown_sections)
 {
 	struct secbuf sb = { .len = 0 };
-	struct stallcap_sec_times *t, copy;
+	struct stallcap_sec_times *t;
+	static struct stallcap_sample_view copy;
 	struct why_input in;
 
 	add(&sb, 0x7f01, 24);	/* unknown: skipped */
@@ -224,22 +237,18 @@ TEST(malformed_sections_are_refused)
 {
 	struct secbuf sb = { .len = 0 };
 	struct stallcap_sec_task *tk;
-	struct stallcap_sec_times copy;
-	struct stallcap_sample s = sample(STALLCAP_STATE_RUNNING);
-	struct why_input in;
+	static struct stallcap_sample_view v;
 
 	tk = add_task(&sb, STALLCAP_ROLE_RUNNER, 0, "x", 1, 0, 0, 1, 1);
 	tk->nr_user_frames = 9;	/* more frames than the section holds */
-	ASSERT_EQ(-1, why_collect(&in, &s, sb.b, sb.len, &copy));
-	sb.len = 0;
-	((struct stallcap_section *)add(&sb, STALLCAP_SEC_TIMES, 16))->size = 12;
-	ASSERT_EQ(-1, why_collect(&in, &s, sb.b, sb.len, &copy));
+	ASSERT_NE(0, parse(&sb, STALLCAP_STATE_RUNNING, &v));
 }
 
 TEST(runner_in_softirq_and_kthread)
 {
 	struct secbuf sb = { .len = 0 };
-	struct stallcap_sec_times *t = add_times(&sb, CAPTURE - 20 * MS), copy;
+	struct stallcap_sec_times *t = add_times(&sb, CAPTURE - 20 * MS);
+	static struct stallcap_sample_view copy;
 	struct stallcap_sec_task *r;
 	struct why_input in;
 
