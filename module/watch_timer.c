@@ -239,15 +239,17 @@ static enum hrtimer_restart poll_remote(struct stallcap_watch *w, u64 now)
 		remote_done(w);
 		return next_sample(w, now);
 	}
-	if (result == CAPTURE_PENDING) {
-		if (now - req->sent_ns < REMOTE_TIMEOUT_NS ||
-		    !stallcap_remote_revoke(req))
-			return restart_at(w, now + POLL_NS);
-	} else if (req->for_runner && !READ_ONCE(task->on_cpu)) {
+	if (result == CAPTURE_MISMATCH && req->for_runner &&
+	    !READ_ONCE(task->on_cpu)) {
 		/* as asked: another task ran there, named in req->runner */
 		req->cpu = -1;
 		capture_blocked_into(w, now, 0);
 		return next_sample(w, now);
+	}
+	if (result == CAPTURE_PENDING) {
+		if (now - req->sent_ns < REMOTE_TIMEOUT_NS ||
+		    !stallcap_remote_revoke(req))
+			return restart_at(w, now + POLL_NS);
 	} else {
 		req->for_runner = false;
 		req->retries++;

@@ -24,9 +24,9 @@
 #define HOG_PRIO	50
 
 struct hog {
-	pthread_t th;
+	pthread_t th, stopper;
 	int cpu;
-	int pipe[2];
+	int pipe[2], stop_pipe[2];
 	pid_t tid;
 	volatile int ready;
 };
@@ -40,10 +40,19 @@ WHY_NOINLINE void why_hog_spin(void)
 		__asm__ volatile("" ::: "memory");
 }
 
-/* Ends the hog's spin from CPU 0 after HOG_MS. */
+/*
+ * Ends the hog's spin from CPU 0, HOG_MS after the kick.  Created by the
+ * test thread (SCHED_OTHER): a thread created by the hog would inherit its
+ * SCHED_FIFO priority and CPU and never run.
+ */
 static void *hog_stopper_fn(void *arg)
 {
+	struct hog *h = arg;
+	char c;
+
 	why_pin(0);
+	if (read(h->stop_pipe[0], &c, 1) != 1)
+		abort();
 	usleep(HOG_MS * 1000);
 	hog_stop = 1;
 	return NULL;
@@ -52,7 +61,6 @@ static void *hog_stopper_fn(void *arg)
 static void *hog_fn(void *arg)
 {
 	struct hog *h = arg;
-	pthread_t stopper;
 	char c;
 
 	why_pin(h->cpu);
@@ -63,11 +71,7 @@ static void *hog_fn(void *arg)
 	__atomic_store_n(&h->ready, 1, __ATOMIC_RELEASE);
 	if (read(h->pipe[0], &c, 1) != 1)
 		return (void *)1L;
-	hog_stop = 0;
-	if (pthread_create(&stopper, NULL, hog_stopper_fn, NULL))
-		return (void *)1L;
 	why_hog_spin();
-	pthread_join(stopper, NULL);
 	return NULL;
 }
 
@@ -75,7 +79,10 @@ static int hog_start(struct hog *h, int cpu)
 {
 	h->cpu = cpu;
 	h->ready = 0;
-	if (pipe(h->pipe) || pthread_create(&h->th, NULL, hog_fn, h))
+	hog_stop = 0;
+	if (pipe(h->pipe) || pipe(h->stop_pipe) ||
+	    pthread_create(&h->stopper, NULL, hog_stopper_fn, h) ||
+	    pthread_create(&h->th, NULL, hog_fn, h))
 		return -1;
 	while (!__atomic_load_n(&h->ready, __ATOMIC_ACQUIRE))
 		usleep(1000);
@@ -84,15 +91,19 @@ static int hog_start(struct hog *h, int cpu)
 
 static void hog_kick(struct hog *h)
 {
-	if (write(h->pipe[1], "x", 1) != 1)
+	if (write(h->stop_pipe[1], "x", 1) != 1 ||
+	    write(h->pipe[1], "x", 1) != 1)
 		abort();
 }
 
 static void hog_join(struct hog *h)
 {
 	pthread_join(h->th, NULL);
+	pthread_join(h->stopper, NULL);
 	close(h->pipe[0]);
 	close(h->pipe[1]);
+	close(h->stop_pipe[0]);
+	close(h->stop_pipe[1]);
 }
 
 FIXTURE(why)
