@@ -581,4 +581,71 @@ TEST_F(why, major_page_faults)
 	close(pg.uffd);
 }
 
+/* ---- owners that exit while the chain is walked ---- */
+
+struct exiter {
+	pthread_mutex_t *m;
+	unsigned int hold_us;
+	volatile int locked;
+};
+
+static void *exiter_fn(void *arg)
+{
+	struct exiter *e = arg;
+
+	prctl(PR_SET_NAME, "why-holder");
+	pthread_mutex_lock(e->m);	/* never unlocked: exits holding it */
+	__atomic_store_n(&e->locked, 1, __ATOMIC_RELEASE);
+	usleep(e->hold_us);
+	return NULL;
+}
+
+/*
+ * The owner of a glibc mutex exits (holding it) around the first sample,
+ * at a different moment each round: every sample either names it or says
+ * it is gone; nothing else (the VM run fails on any kernel splat).
+ */
+TEST_F(why, owner_exits_during_capture)
+{
+	unsigned int round, named = 0, gone = 0;
+
+	for (round = 0; round < 10; round++) {
+		pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+		struct exiter e = { .m = &m, .hold_us = round * 3000 };
+		const struct stallcap_sec_wait *w;
+		struct stallcap_sample *smp;
+		struct timespec ts;
+		pthread_t th;
+
+		ASSERT_EQ(0, pthread_create(&th, NULL, exiter_fn, &e));
+		while (!__atomic_load_n(&e.locked, __ATOMIC_ACQUIRE))
+			usleep(100);
+		ASSERT_EQ(0, why_arm(&self->s, WHY_MS(TIMEOUT_MS)));
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 60 * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		ASSERT_EQ(ETIMEDOUT, pthread_mutex_timedlock(&m, &ts));
+		ASSERT_EQ(0, why_disarm(&self->s));
+		pthread_join(th, NULL);
+		smp = why_first_sample(&self->s, why_gettid(), self->buf,
+				       sizeof(self->buf));
+		ASSERT_NE(NULL, smp);
+		w = why_section(smp, STALLCAP_SEC_WAIT, 0);
+		ASSERT_NE(NULL, w);
+		ASSERT_EQ((uint64_t)(uintptr_t)&m, w->object);
+		if (w->nr_hops) {
+			ASSERT_NE(NULL, why_task(smp, STALLCAP_ROLE_OWNER, 1));
+			named++;
+		} else {
+			ASSERT_NE(0U, w->flags & STALLCAP_WAIT_F_OWNER_GONE);
+			gone++;
+		}
+	}
+	fprintf(stderr, "# owner named %u times, gone %u times\n", named, gone);
+	ASSERT_NE(0U, gone);
+}
+
 TEST_HARNESS_MAIN
