@@ -142,8 +142,9 @@ void stallcap_why_put_blocked(struct stallcap_rec_writer *wr,
 	stallcap_why_put_times(wr, w, task, s->capture_ns);
 	if (s->state != STALLCAP_STATE_RUNNABLE)
 		return;
+	/* the runner the NMI/IPI handler found, if the thread is still there */
 	if (req->for_runner && req->runner_len &&
-	    task_cpu(task) == req->cpu) {
+	    ((struct stallcap_sec_task *)req->runner)->cpu == task_cpu(task)) {
 		memcpy(stallcap_sec_start(wr), req->runner, req->runner_len);
 		stallcap_sec_end(wr, STALLCAP_SEC_TASK, req->runner_len);
 		return;

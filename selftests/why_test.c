@@ -492,7 +492,8 @@ TEST_F(why, deadlock_is_a_cycle)
 #define PAGER_DELAY_US	3000
 
 /*
- * A slow pager: every missing page of the region is served after
+ * A slow pager (a non-blocking userfaultfd: poll() reports only an error
+ * on a blocking one): every missing page of the region is served after
  * PAGER_DELAY_US, as a slow disk or network file system would.  The kernel
  * counts such a fault (retried after the wait) as a major fault.
  */
@@ -540,7 +541,7 @@ TEST_F(why, major_page_faults)
 	uint64_t span;
 	int i;
 
-	pg.uffd = syscall(SYS_userfaultfd, O_CLOEXEC);
+	pg.uffd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 	if (pg.uffd < 0)
 		SKIP(return, "no userfaultfd: %s", strerror(errno));
 	ASSERT_EQ(0, ioctl(pg.uffd, UFFDIO_API, &api));
