@@ -486,10 +486,20 @@ TEST_F(why, deadlock_is_a_cycle)
 	close(p[1]);
 }
 
-/* ---- a stall made of major page faults ---- */
+/*
+ * ---- a stall made of page faults ----
+ *
+ * The guest runs from an initramfs: no file there can leave the page cache,
+ * and block devices, loop, zram and ext4 are modules it does not carry.
+ * The faults come from a userfaultfd pager instead, which serves each page
+ * after PAGER_DELAY_US as a slow disk would.  The kernel counts them as
+ * major faults on some kernels (a retried fault) and minor on others (6.12
+ * retries a per-VMA-lock fault without FAULT_FLAG_TRIED), so the test asks
+ * for faults of either kind, and for the time to be blocked time.
+ */
 
 #define PAGER_PAGES	64
-#define PAGER_DELAY_US	3000
+#define PAGER_DELAY_US	2000
 
 /*
  * A slow pager (a non-blocking userfaultfd: poll() reports only an error
@@ -530,7 +540,7 @@ static void *pager_fn(void *arg)
 	return NULL;
 }
 
-TEST_F(why, major_page_faults)
+TEST_F(why, page_faults_served_slowly)
 {
 	struct uffdio_api api = { .api = UFFD_API };
 	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
@@ -556,7 +566,7 @@ TEST_F(why, major_page_faults)
 	ASSERT_EQ(0, ioctl(pg.uffd, UFFDIO_REGISTER, &reg));
 	ASSERT_EQ(0, pthread_create(&pg.th, NULL, pager_fn, &pg));
 
-	ASSERT_EQ(0, why_arm(&self->s, WHY_MS(TIMEOUT_MS)));
+	ASSERT_EQ(0, why_arm(&self->s, WHY_MS(40)));
 	for (i = 0; i < PAGER_PAGES; i++)
 		ASSERT_EQ(0x5a, mem[i * pg.psize]);
 	ASSERT_EQ(0, why_disarm(&self->s));
@@ -572,9 +582,11 @@ TEST_F(why, major_page_faults)
 	ASSERT_NE(0ULL, t->valid & (1ULL << STALLCAP_TIME_MAJ_FLT));
 	ASSERT_NE(0ULL, t->valid & (1ULL << STALLCAP_TIME_SLEEP));
 	span = smp->capture_ns - t->since_ns;
-	/* 20 ms of faults served after 3 ms each: a few at least */
-	ASSERT_GE(t->maj_flt, 3ULL);
-	ASSERT_LE(t->maj_flt, (uint64_t)PAGER_PAGES);
+	ASSERT_NE(0ULL, t->valid & (1ULL << STALLCAP_TIME_MIN_FLT));
+	ASSERT_EQ(STALLCAP_STATE_SLEEPING, smp->state);
+	/* faults served after 2 ms each over at least 40 ms: a few at least */
+	ASSERT_GE(t->maj_flt + t->min_flt, 2ULL);
+	ASSERT_LE(t->maj_flt + t->min_flt, (uint64_t)PAGER_PAGES + 8);
 	/* the time went to waiting for the pager, not to the CPU */
 	ASSERT_GE(t->sleep_ns, span / 2);
 	munmap((void *)mem, PAGER_PAGES * pg.psize);
