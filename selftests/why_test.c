@@ -14,8 +14,11 @@
  * whatever it was running.  So run delay must cover at least 3/4 of the
  * time from the wake-up to the capture (the scenario is run up to 3 times:
  * a host hiccup is no verdict), and on CPU + run delay may exceed the
- * interval by at most 5 ms: the scheduler clocks of two CPUs (arm on one,
- * capture on another) may differ by up to a tick (4 ms at HZ=250).
+ * interval by at most 10% + 5 ms: they are measured with the scheduler's
+ * clock (TSC), the interval with CLOCK_MONOTONIC, and a TCG guest's TSC
+ * calibration against an emulated timer on a loaded host was seen off by
+ * 6.6%; the clocks of two CPUs (arm on one, capture on another) may also
+ * differ by up to a tick (4 ms at HZ=250).
  */
 #include <linux/userfaultfd.h>
 #include <poll.h>
@@ -197,7 +200,7 @@ static void preempted_by_hog(struct __test_metadata *_metadata,
 	waited = smp->capture_ns - kicked;
 	ASSERT_GE(span, WHY_MS(RUNQ_TIMEOUT_MS));
 	ASSERT_GE(t->run_delay_ns, waited * 3 / 4);
-	ASSERT_LE(t->on_cpu_ns + t->run_delay_ns, span + WHY_MS(5));
+	ASSERT_LE(t->on_cpu_ns + t->run_delay_ns, span + span / 10 + WHY_MS(5));
 	ASSERT_GE(t->nivcsw, 1ULL);
 
 	ASSERT_NE(NULL, r);
@@ -587,8 +590,15 @@ TEST_F(why, page_faults_served_slowly)
 	/* faults served after 2 ms each over at least 40 ms: a few at least */
 	ASSERT_GE(t->maj_flt + t->min_flt, 2ULL);
 	ASSERT_LE(t->maj_flt + t->min_flt, (uint64_t)PAGER_PAGES + 8);
-	/* the time went to waiting for the pager, not to the CPU */
-	ASSERT_GE(t->sleep_ns, span / 2);
+	/*
+	 * The time went to waiting for the pager: every fault completed in
+	 * the interval but the first slept PAGER_DELAY_US at least.  TCG
+	 * spends milliseconds of emulated CPU per fault (16.8 ms for three
+	 * on 6.12-rt), so blocked time is asked to be a quarter of the
+	 * interval, not the bulk of it.
+	 */
+	ASSERT_GE(t->sleep_ns, (t->maj_flt + t->min_flt - 1) * PAGER_DELAY_US * 1000);
+	ASSERT_GE(t->sleep_ns, span / 4);
 	munmap((void *)mem, PAGER_PAGES * pg.psize);
 	free(pg.page);
 	close(pg.uffd);
