@@ -115,6 +115,7 @@ static int task_section(const struct stallcap_section *sec, __u32 size,
 	}
 	tv = &v->tasks[v->nr_tasks];
 	section_copy(&tv->t, sizeof(tv->t), sec, fixed);
+	tv->t.sec.size = size;
 	tv->t.fixed_size = fixed;
 	nk = tv->t.nr_kernel_frames;
 	nu = tv->t.nr_user_frames;

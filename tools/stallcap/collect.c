@@ -176,13 +176,21 @@ static void see_kernel(struct collector *c, const struct stallcap_sample_view *v
 	}
 }
 
-/* The ring is writable by the watched program: work on a private copy. */
+/*
+ * The ring is writable by the watched program: work on a private copy.  The
+ * size is read once and bounded by the end of the data area, whatever the
+ * header says by now.
+ */
 static const struct stallcap_rec_header *rec_copy(struct collector *c,
 						  const struct stallcap_rec_header *rec)
 {
-	__u32 size = rec->size;
+	const struct stallcap_ring *r = stallcap_session_ring(c->s);
+	__u32 size = __atomic_load_n(&rec->size, __ATOMIC_RELAXED);
+	size_t off = (const unsigned char *)rec - r->data;
 	__u64 *n;
 
+	if (size < sizeof(*rec) || size > r->mask + 1 - off)
+		return NULL;
 	if (size > c->copy_cap) {
 		n = realloc(c->copy, size);
 		if (!n)
@@ -202,7 +210,7 @@ static int on_record(const struct stallcap_rec_header *ring_rec, void *arg)
 	struct stallcap_sample_view v;
 
 	if (!rec)
-		return -ENOMEM;
+		return -EBADMSG;
 	if (rec->type == STALLCAP_REC_SAMPLE || rec->type == STALLCAP_REC_USER_STACK) {
 		if (!stallcap_sample_parse(rec, rec->size, &v)) {
 			see_process(c, &v);

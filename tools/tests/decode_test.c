@@ -3,6 +3,8 @@
  * Decoding records (stallcap_sample_parse, stallcap_stall_end_parse) and
  * grouping them into stalls (stalls.c), from synthetic records built here.
  */
+#include <sys/mman.h>
+
 #include "helpers.h"
 #include "kselftest_harness.h"
 
@@ -242,6 +244,8 @@ TEST(task_sections)
 	s->hdr.size = s0->hdr.size + 2 * (__u32)tsize;
 	ASSERT_EQ(0, stallcap_sample_parse(s, s->hdr.size, &v));
 	ASSERT_EQ(2, v.nr_tasks);
+	EXPECT_EQ(tsize, v.tasks[0].t.sec.size);
+	EXPECT_EQ(sizeof(*t), v.tasks[0].t.fixed_size);
 	EXPECT_EQ(77, v.tasks[0].t.tid);
 	EXPECT_EQ(STALLCAP_ROLE_OWNER, v.tasks[0].t.role);
 	EXPECT_EQ(2, v.tasks[0].nr_kernel);
@@ -256,6 +260,61 @@ TEST(task_sections)
 	EXPECT_EQ(-EBADMSG, stallcap_sample_parse(s, s->hdr.size, &v));
 	free(s);
 	free(s0);
+}
+
+/* [p, p + n) lies inside [lo, hi) */
+static bool inside(const void *p, size_t n, const void *lo, const void *hi)
+{
+	return !n || (p && (const char *)p >= (const char *)lo &&
+		      (const char *)p + n <= (const char *)hi);
+}
+
+/*
+ * Hostile records: random bytes of a valid record changed, the record put
+ * against a PROT_NONE page.  The parser never reads past the buffer (else
+ * this test dies of SIGSEGV) and what it accepts points inside it.
+ */
+TEST(mutated_records_stay_in_bounds)
+{
+	struct rec_spec sp = { .kips = kips, .nk = 3, .uips = uips, .nu = 2, .regs = &regs,
+			       .stack = stack, .stack_size = 20, .times = true,
+			       .fixed_tail = 8, .unknown_sec = 16 };
+	struct stallcap_sample *s = make_sample(&sp);
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), len = s->hdr.size;
+	unsigned char *map = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	unsigned char *buf, *end;
+	struct stallcap_sample_view v;
+	unsigned int i, j, accepted = 0;
+
+	ASSERT_NE(MAP_FAILED, map);
+	ASSERT_EQ(0, mprotect(map + page, page, PROT_NONE));
+	ASSERT_LE(len, page);
+	buf = map + page - len;
+	end = map + page;
+	srandom(1234);
+	for (i = 0; i < 20000; i++) {
+		memcpy(buf, s, len);
+		for (j = 0; j < 1 + (unsigned int)random() % 4; j++)
+			buf[random() % len] = (unsigned char)random();
+		if (stallcap_sample_parse(buf, len, &v))
+			continue;
+		accepted++;
+		ASSERT_LE(v.s.hdr.size, len);
+		ASSERT_TRUE(inside(v.kernel_ips, 8 * v.nr_kernel, buf, end));
+		ASSERT_TRUE(inside(v.user_ips, 8 * v.nr_user, buf, end));
+		ASSERT_TRUE(inside(v.stack, v.stack_size, buf, end));
+		ASSERT_TRUE(inside(v.regs, v.regs_size, buf, end));
+		for (j = 0; j < v.nr_tasks; j++) {
+			ASSERT_TRUE(inside(v.tasks[j].kernel_ips, 8 * v.tasks[j].nr_kernel,
+					   buf, end));
+			ASSERT_TRUE(inside(v.tasks[j].user_ips, 8 * v.tasks[j].nr_user,
+					   buf, end));
+		}
+	}
+	EXPECT_GT(accepted, 100);	/* changes in payload bytes are accepted */
+	munmap(map, 2 * page);
+	free(s);
 }
 
 TEST(stall_end_parts)

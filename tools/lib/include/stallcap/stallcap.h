@@ -210,7 +210,9 @@ struct stallcap_ring {
 
 /**
  * stallcap_record_fn - called for each complete record, PAD excluded
- * @rec: the record, in the ring: valid only during the call
+ * @rec: the record, in the ring: valid only during the call, and untrusted
+ *	(the ring is writable by whoever maps it): copy @rec->size bytes to
+ *	memory of your own before stallcap_sample_parse() and friends
  *
  * Return 0 to go on, a positive value to stop after this record, a negative
  * errno to stop before it (it stays in the ring) and fail with that value.
