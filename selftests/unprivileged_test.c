@@ -595,6 +595,8 @@ static int user_in_roots_session(void *arg)
 	struct sc_records rs = { 0 };
 	unsigned int kframes = 0;
 
+	/* mappings are not inherited across fork() (VM_DONTCOPY): map it here */
+	CHK(!sc_map(s), "mapping root's ring: %s", strerror(errno));
 	CHK(!stall_once(s, 2, 1, NULL), "no stall");
 	CHK(sc_ring_collect(s, &rs, STALLCAP_REC_STALL_END, 1, SC_WAIT_MS) == 1, "no stall-end");
 	for (size_t i = 0; i < rs.n; i++) {
