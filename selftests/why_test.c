@@ -473,6 +473,8 @@ TEST_F(why, deadlock_is_a_cycle)
 	ASSERT_EQ(0, l.second_rc);
 	smp = why_first_sample(&self->s, why_gettid(), self->buf,
 			       sizeof(self->buf));
+	if (!smp)
+		why_log_stats(&self->s);
 	ASSERT_NE(NULL, smp);
 	why_log_sample(smp);
 	w = why_section(smp, STALLCAP_SEC_WAIT, 0);
@@ -586,7 +588,6 @@ TEST_F(why, page_faults_served_slowly)
 	ASSERT_NE(0ULL, t->valid & (1ULL << STALLCAP_TIME_SLEEP));
 	span = smp->capture_ns - t->since_ns;
 	ASSERT_NE(0ULL, t->valid & (1ULL << STALLCAP_TIME_MIN_FLT));
-	ASSERT_EQ(STALLCAP_STATE_SLEEPING, smp->state);
 	/* faults served after 2 ms each over at least 40 ms: a few at least */
 	ASSERT_GE(t->maj_flt + t->min_flt, 2ULL);
 	ASSERT_LE(t->maj_flt + t->min_flt, (uint64_t)PAGER_PAGES + 8);

@@ -191,6 +191,20 @@ static inline bool why_ip_in(uint64_t ip, const char *name)
 	       !strcmp(di.dli_sname, name);
 }
 
+/* The session's counters, when a sample that must exist is missing. */
+static inline void why_log_stats(struct why_session *s)
+{
+	struct stallcap_stats st = { .size = sizeof(st) };
+
+	if (ioctl(s->fd, STALLCAP_IOC_GET_STATS, &st))
+		return;
+	fprintf(stderr, "# stats: stalls %llu samples %llu lost %llu lost_first %llu stall_ends %llu blocked %llu\n",
+		(unsigned long long)st.stalls, (unsigned long long)st.samples,
+		(unsigned long long)st.lost, (unsigned long long)st.lost_first,
+		(unsigned long long)st.stall_ends,
+		(unsigned long long)st.capture_blocked);
+}
+
 static inline void why_log_sample(const struct stallcap_sample *smp)
 {
 	const struct stallcap_sec_times *t = why_section(smp, STALLCAP_SEC_TIMES, 0);

@@ -330,9 +330,11 @@ int why_task_line(const struct stallcap_sec_task *t, char *buf, size_t len)
 		put(&l, "owner (hop %u): ", t->hop);
 	put_task(&l, t);
 	put(&l, ", pid %u, %s", t->pid, state_word(t->state));
-	if (t->role == STALLCAP_ROLE_OWNER && t->wait_kind)
-		put(&l, ", waits on %s 0x%llx", why_wait_name(t->wait_kind),
-		    (unsigned long long)t->wait_object);
+	if (t->role == STALLCAP_ROLE_OWNER && t->wait_kind) {
+		put(&l, ", waits on %s", why_wait_name(t->wait_kind));
+		if (t->wait_object)
+			put(&l, " 0x%llx", (unsigned long long)t->wait_object);
+	}
 	if (t->flags & STALLCAP_TASK_F_USER_HIDDEN)
 		put(&l, " (user stack hidden)");
 	if (t->flags & STALLCAP_TASK_F_KADDR_HIDDEN)
