@@ -11,19 +11,22 @@
  *          publish, and hand the watch back to its timer
  *          (stallcap_watch_chain_done()); else the sample is lost (counted)
  *
- * The work runs on a high-priority unbound workqueue, so a SCHED_FIFO hog
- * on one CPU does not hold it (an idle CPU pulls it).  The thread may wake
- * between the chain walk and the capture: the sample is then flagged
+ * The work runs on a high-priority workqueue bound to the CPU of the timer
+ * that queued it: the blocked thread's CPU, which its thread leaves idle
+ * for it, while the owner's CPU may be held by a SCHED_FIFO hog (an unbound
+ * worker placed there waited out the hog on PREEMPT_RT).  The thread may
+ * wake between the chain walk and the capture: the sample is then flagged
  * STALLCAP_SAMPLE_RACED.  The watch outlives its work: watch_destroy()
- * cancels it (cancel_work_sync) before freeing.  One item runs at a time
- * (ordered queue), so one scratch buffer serves them all.
+ * cancels it (cancel_work_sync) before freeing.  Each run allocates its
+ * scratch buffer (kvmalloc); without memory the sample has no chain.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/ptrace.h>
 #include <linux/sched.h>
 #include <linux/sched/task_stack.h>
-#include <linux/vmalloc.h>
+#include <linux/mm.h>
+#include <linux/slab.h>
 #include <linux/workqueue.h>
 #include <asm/unistd.h>
 
@@ -34,7 +37,6 @@
 			 2 * STALLCAP_MAX_OWNER_HOPS * STALLCAP_WHY_TASK_MAX)
 
 static struct workqueue_struct *chain_wq;
-static void *chain_buf;
 
 /**
  * stallcap_why_wants_chain() - is @task blocked in a futex wait?
@@ -57,7 +59,7 @@ bool stallcap_why_wants_chain(struct task_struct *task)
 /** stallcap_why_queue_chain() - hand @w's sample to the chain work */
 void stallcap_why_queue_chain(struct stallcap_watch *w)
 {
-	queue_work(chain_wq, &w->chain_work);
+	queue_work_on(smp_processor_id(), chain_wq, &w->chain_work);
 }
 
 static unsigned long switches(struct task_struct *task)
@@ -69,17 +71,19 @@ static void chain_work_fn(struct work_struct *work)
 {
 	struct stallcap_watch *w = container_of(work, struct stallcap_watch,
 						chain_work);
+	void *buf = kvmalloc(CHAIN_BYTES, GFP_KERNEL);
 	struct stallcap_why_ctx ctx;
 	unsigned long flags, sw;
-	u32 len;
+	u32 len = 0;
 
 	stallcap_why_ctx_of(w, &ctx);
 	sw = switches(w->task);
-	len = stallcap_why_chain(&ctx, w->task, chain_buf, CHAIN_BYTES);
+	if (buf)
+		len = stallcap_why_chain(&ctx, w->task, buf, CHAIN_BYTES);
 	raw_spin_lock_irqsave(&w->lock, flags);
-	stallcap_watch_chain_done(w, chain_buf, len,
-				  switches(w->task) != sw);
+	stallcap_watch_chain_done(w, buf, len, switches(w->task) != sw);
 	raw_spin_unlock_irqrestore(&w->lock, flags);
+	kvfree(buf);
 }
 
 /** stallcap_why_init_watch() - prepare @w's chain work */
@@ -96,23 +100,13 @@ void stallcap_why_cancel(struct stallcap_watch *w)
 
 int stallcap_why_init(void)
 {
-	chain_buf = vmalloc(CHAIN_BYTES);
-	if (!chain_buf)
-		return -ENOMEM;
-	chain_wq = alloc_ordered_workqueue("stallcap_why", WQ_HIGHPRI);
-	if (!chain_wq) {
-		vfree(chain_buf);
-		chain_buf = NULL;
-		return -ENOMEM;
-	}
-	return 0;
+	chain_wq = alloc_workqueue("stallcap_why", WQ_HIGHPRI, 0);
+	return chain_wq ? 0 : -ENOMEM;
 }
 
 void stallcap_why_exit(void)
 {
 	if (chain_wq)
 		destroy_workqueue(chain_wq);
-	vfree(chain_buf);
 	chain_wq = NULL;
-	chain_buf = NULL;
 }

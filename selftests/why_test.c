@@ -554,7 +554,7 @@ TEST_F(why, page_faults_served_slowly)
 	struct pager pg = { .psize = sysconf(_SC_PAGESIZE) };
 	volatile char *mem;
 	uint64_t span;
-	int i;
+	int i, attempt;
 
 	pg.uffd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 	if (pg.uffd < 0)
@@ -571,19 +571,25 @@ TEST_F(why, page_faults_served_slowly)
 	ASSERT_EQ(0, ioctl(pg.uffd, UFFDIO_REGISTER, &reg));
 	ASSERT_EQ(0, pthread_create(&pg.th, NULL, pager_fn, &pg));
 
-	ASSERT_EQ(0, why_arm(&self->s, WHY_MS(40)));
-	for (i = 0; i < PAGER_PAGES; i++)
-		ASSERT_EQ(0x5a, mem[i * pg.psize]);
-	ASSERT_EQ(0, why_disarm(&self->s));
+	/* a loaded TCG host may serve no fault in 40 ms: up to 3 rounds */
+	for (attempt = 0; attempt < 3; attempt++) {
+		ASSERT_EQ(0, madvise((void *)mem, PAGER_PAGES * pg.psize,
+				     MADV_DONTNEED));
+		ASSERT_EQ(0, why_arm(&self->s, WHY_MS(40)));
+		for (i = 0; i < PAGER_PAGES; i++)
+			ASSERT_EQ(0x5a, mem[i * pg.psize]);
+		ASSERT_EQ(0, why_disarm(&self->s));
+		smp = why_first_sample(&self->s, why_gettid(), self->buf,
+				       sizeof(self->buf));
+		ASSERT_NE(NULL, smp);
+		why_log_sample(smp);
+		t = why_section(smp, STALLCAP_SEC_TIMES, 0);
+		ASSERT_NE(NULL, t);
+		if (t->maj_flt + t->min_flt >= 2)
+			break;
+	}
 	pg.stop = 1;
 	pthread_join(pg.th, NULL);
-
-	smp = why_first_sample(&self->s, why_gettid(), self->buf,
-			       sizeof(self->buf));
-	ASSERT_NE(NULL, smp);
-	why_log_sample(smp);
-	t = why_section(smp, STALLCAP_SEC_TIMES, 0);
-	ASSERT_NE(NULL, t);
 	ASSERT_NE(0ULL, t->valid & (1ULL << STALLCAP_TIME_MAJ_FLT));
 	ASSERT_NE(0ULL, t->valid & (1ULL << STALLCAP_TIME_SLEEP));
 	span = smp->capture_ns - t->since_ns;
