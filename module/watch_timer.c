@@ -506,6 +506,8 @@ void stallcap_watch_chain_done(struct stallcap_watch *w, const void *chain,
 	void *rec, *buf;
 
 	if (w->dead || w->state != WATCH_CHAINING) {
+		/* counted in the stall's samples: lost, for the reader too */
+		stallcap_ring_count_lost(sess->ring);
 		stallcap_count(&sess->stats, SC_LOST, 1);
 		if (w->samples == 1)
 			stallcap_count(&sess->stats, SC_LOST_FIRST, 1);
