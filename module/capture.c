@@ -368,7 +368,7 @@ static void put_user_stack(struct stallcap_rec_writer *wr,
  * Context: hard-IRQ or NMI on the CPU the thread runs on; IRQs off.
  * Return: the record's length.
  */
-u32 stallcap_capture_current(const struct stallcap_watch *w,
+u32 stallcap_capture_current(struct stallcap_watch *w,
 			     struct stallcap_sample *s, void *rec,
 			     struct pt_regs *regs, u8 path)
 {
@@ -400,10 +400,12 @@ u32 stallcap_capture_current(const struct stallcap_watch *w,
 	}
 	if (!uregs) {
 		s->flags |= STALLCAP_SAMPLE_NO_USER;
-		return wr.len;
+		goto out;
 	}
 	stallcap_sec_put_regs(&wr, uregs);
 	put_user_stack(&wr, sess, uregs, &s->flags);
+out:
+	stallcap_why_put_times(&wr, w, current, s->capture_ns);
 	return wr.len;
 }
 
@@ -440,6 +442,7 @@ void stallcap_sample_finish(struct stallcap_watch *w, struct stallcap_sample *s,
 		stallcap_hist_add(&sess->stats, end - start_ns,
 				  (s64)(s->capture_ns - s->deadline_ns));
 	stallcap_count(&sess->stats, SC_SAMPLES, 1);
+	stallcap_why_published(w);
 	w->req.rec_len = len;
 	memcpy(ring_rec + hdr, (void *)s + hdr, sizeof(*s) - hdr);
 	if (buf != ring_rec) {

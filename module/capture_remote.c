@@ -38,6 +38,7 @@
 
 #include "compat.h"
 #include "stallcap.h"
+#include "why.h"
 
 #define NMI_WINDOW_NS	(20 * NSEC_PER_MSEC)
 
@@ -54,6 +55,8 @@ static void remote_capture(struct stallcap_capture_req *req,
 	void *buf;
 	u32 len;
 
+	if (current != w->task && req->for_runner)
+		stallcap_why_note_runner(req, regs);
 	if (current != w->task || current->mm != w->mm) {
 		/* pairs with smp_load_acquire() in poll_remote() */
 		smp_store_release(&req->result, CAPTURE_MISMATCH);

@@ -183,7 +183,8 @@ static long ioctl_get_info(struct stallcap_session *sess, unsigned long arg)
 	info.abi_version = STALLCAP_ABI_VERSION;
 	info.features = STALLCAP_FEAT_CPUTIME | STALLCAP_FEAT_HEARTBEAT |
 			STALLCAP_FEAT_DEFER_USER | STALLCAP_FEAT_GLOBAL |
-			STALLCAP_FEAT_SHARED_DEADLINE;
+			STALLCAP_FEAT_SHARED_DEADLINE | STALLCAP_FEAT_TIMES |
+			STALLCAP_FEAT_WHY;
 	if (stallcap_use_nmi)
 		info.features |= STALLCAP_FEAT_NMI;
 	if (sess->kaddr_visible)

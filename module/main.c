@@ -83,9 +83,12 @@ static int __init stallcap_init(void)
 	ret = stallcap_capture_init();
 	if (ret)
 		return ret;
-	ret = stallcap_remote_init();
+	ret = stallcap_why_init();
 	if (ret)
 		goto err_capture;
+	ret = stallcap_remote_init();
+	if (ret)
+		goto err_why;
 	ret = stallcap_watch_init();
 	if (ret)
 		goto err_remote;
@@ -99,6 +102,8 @@ err_watch:
 	stallcap_watch_exit();
 err_remote:
 	stallcap_remote_exit();
+err_why:
+	stallcap_why_exit();
 err_capture:
 	stallcap_capture_exit();
 	return ret;
@@ -110,6 +115,7 @@ static void __exit stallcap_exit(void)
 	stallcap_device_exit();
 	stallcap_watch_exit();
 	stallcap_remote_exit();
+	stallcap_why_exit();
 	stallcap_defer_exit();
 	stallcap_buddy_exit();
 	rcu_barrier();	/* watch_free_rcu() callbacks */

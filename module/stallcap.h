@@ -26,6 +26,8 @@
 
 #include <linux/stallcap.h>
 
+#include "why.h"
+
 /* ---- module parameters (main.c) ---- */
 extern unsigned int stallcap_min_deadline_us;
 extern unsigned int stallcap_max_watches_per_user;
@@ -172,6 +174,8 @@ void stallcap_device_exit(void);
  *	(CAP_SYS_ADMIN in the opener's credentials, not the caller's)
  * @may_stats_global: the opener may read the module-wide counters
  *	(CAP_SYS_ADMIN or CAP_PERFMON)
+ * @may_trace_all: the opener had CAP_SYS_PTRACE: user stacks of any task
+ *	named in a sample (runner, lock owners), not only the watched process
  * @uid: the opener, charged for the watches
  * @wait: poll() waiters
  * @wake_work: wakes @wait from NMI or hard-IRQ context
@@ -200,6 +204,7 @@ struct stallcap_session {
 	bool kaddr_visible;
 	bool may_global;
 	bool may_stats_global;
+	bool may_trace_all;
 	kuid_t uid;
 	wait_queue_head_t wait;
 	struct irq_work wake_work;
@@ -241,6 +246,7 @@ enum stallcap_watch_state {
 	WATCH_CAPTURING,	/* NMI/IPI sent, timer polls for the result */
 	WATCH_STALLED,		/* captured; timer runs for the next sample */
 	WATCH_STALLED_QUIET,	/* captured; no more samples until progress */
+	WATCH_CHAINING,		/* blocked in a futex: the chain work samples */
 };
 
 /**
@@ -257,6 +263,13 @@ enum stallcap_watch_state {
  * @retries: requests that found another thread on the CPU
  * @sent_ns: when the request was sent
  * @begin_ns: when the first request of this sample was tried
+ * @for_runner: sent for a runnable thread off CPU: the handler is expected
+ *	to find another task and describes it (the runner) in @runner
+ * @runner_len: bytes of the runner's STALLCAP_SEC_TASK section in @runner
+ * @times_now: counters read at this capture (STALLCAP_SEC_TIMES); they
+ *	become the watch's @times_base when the sample is published
+ * @times_taken: @times_now holds the capture's counters
+ * @runner: the runner's section, written by the NMI/IPI handler
  */
 struct stallcap_capture_req {
 	struct stallcap_watch *watch;
@@ -272,6 +285,11 @@ struct stallcap_capture_req {
 	u32 retries;
 	u64 sent_ns;
 	u64 begin_ns;
+	bool for_runner;
+	u32 runner_len;
+	struct stallcap_times_snap times_now;
+	bool times_taken;
+	u64 runner[STALLCAP_WHY_TASK_MAX / 8];
 };
 
 /**
@@ -307,6 +325,10 @@ struct stallcap_capture_req {
  * @counted_armed: the watch is counted in SC_ARMED
  * @req: capture request in flight (WATCH_CAPTURING)
  * @defer: deferred user-stack request (capture_deferred.c)
+ * @chain_work: takes a sample of the thread blocked in a futex wait, with
+ *	its owner chain, in process context (why_chain.c)
+ * @times_base: counters at the start of the next sample's interval (arm,
+ *	progress, or the previous sample): STALLCAP_SEC_TIMES
  * @task_node: node in the global task -> watches hash
  * @buddy_node: in the list the buddy checkers walk (buddy.c)
  * @uw: its user's entry in the per-user accounting (watch.c)
@@ -346,6 +368,8 @@ struct stallcap_watch {
 	bool counted_armed;
 	struct stallcap_capture_req req;
 	struct stallcap_defer *defer;
+	struct work_struct chain_work;
+	struct stallcap_times_snap times_base;
 	struct hlist_node task_node;
 	struct list_head buddy_node;
 	struct user_watches *uw;
@@ -365,6 +389,8 @@ void stallcap_watches_reap(struct work_struct *work);
 enum hrtimer_restart stallcap_watch_timer_fn(struct hrtimer *timer);
 void stallcap_watch_abandon_capture(struct stallcap_watch *w);
 void stallcap_watch_end_stall(struct stallcap_watch *w, u64 now);
+void stallcap_watch_chain_done(struct stallcap_watch *w, const void *chain,
+			       u32 chain_len, bool raced);
 u64 stallcap_task_cputime(struct task_struct *task);
 int stallcap_watch_init(void);
 void stallcap_watch_exit(void);
@@ -378,7 +404,7 @@ void stallcap_sample_init(struct stallcap_watch *w, struct stallcap_sample *s,
 			  u64 now);
 u32 stallcap_sample_max_len(const struct stallcap_session *sess);
 u8 stallcap_watch_clock(const struct stallcap_watch *w);
-u32 stallcap_capture_current(const struct stallcap_watch *w,
+u32 stallcap_capture_current(struct stallcap_watch *w,
 			     struct stallcap_sample *s, void *rec,
 			     struct pt_regs *regs, u8 path);
 void stallcap_put_kernel_ips(struct stallcap_rec_writer *wr,
@@ -391,7 +417,7 @@ unsigned int stallcap_unwind_kernel(struct task_struct *task,
 				    struct pt_regs *regs, u64 *ips, u32 *flags);
 struct pt_regs *stallcap_user_regs_of(struct task_struct *task,
 				      const struct mm_struct *mm);
-u32 stallcap_capture_blocked(const struct stallcap_watch *w,
+u32 stallcap_capture_blocked(struct stallcap_watch *w,
 			     struct stallcap_sample *s, void *rec);
 void stallcap_sample_finish(struct stallcap_watch *w, struct stallcap_sample *s,
 			    void *buf, void *ring_rec, u32 len, u64 start_ns,

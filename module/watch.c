@@ -170,6 +170,7 @@ static void watch_destroy(struct stallcap_watch *w)
 
 	watch_kill(w);
 	hrtimer_cancel(&w->timer);
+	stallcap_why_cancel(w);
 	list_del(&w->sess_node);
 	raw_spin_lock_irqsave(&task_watches_lock, flags);
 	hash_del_rcu(&w->task_node);
@@ -214,6 +215,7 @@ static struct stallcap_watch *watch_create(struct stallcap_session *sess)
 	w->req.watch = w;
 	w->req.cpu = -1;
 	raw_spin_lock_init(&w->lock);
+	stallcap_why_init_watch(w);
 	stallcap_hrtimer_setup(&w->timer, stallcap_watch_timer_fn,
 			       CLOCK_MONOTONIC, HRTIMER_MODE_ABS_PINNED_HARD);
 	list_add(&w->sess_node, &sess->watches);
@@ -267,6 +269,7 @@ static int watch_start(struct stallcap_watch *w, u64 now, u64 deadline)
 	stallcap_watch_end_stall(w, now);
 	w->armed_at = now;
 	w->deadline = deadline;
+	stallcap_why_rebase(w, now);
 	if (w->flags & STALLCAP_ARM_CPUTIME)
 		w->cpu_base = stallcap_task_cputime(w->task);
 	w->state = WATCH_ARMED;
@@ -381,6 +384,7 @@ int stallcap_watch_arm(struct stallcap_session *sess,
 		return ret;
 	if (current->flags & PF_EXITING)
 		return -ESRCH;
+	stallcap_times_refresh();
 	mutex_lock(&sess->lock);
 	ret = stallcap_session_ensure_ring(sess, false);
 	if (ret)

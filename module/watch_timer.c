@@ -168,6 +168,7 @@ static enum hrtimer_restart send_remote(struct stallcap_watch *w, u64 now)
 {
 	struct stallcap_capture_req *req = &w->req;
 
+	req->runner_len = 0;
 	if (stallcap_remote_send(req, task_cpu(w->task)))
 		req->cpu = -1;	/* slot busy: send on the next poll */
 	w->state = WATCH_CAPTURING;
@@ -217,6 +218,13 @@ static enum hrtimer_restart take_sample(struct stallcap_watch *w, u64 now)
 		w->state = WATCH_STALLED_QUIET;
 		return HRTIMER_NORESTART;
 	}
+	if (task != current && stallcap_why_wants_chain(task)) {
+		/* who holds its lock: read in process context */
+		w->samples++;
+		w->state = WATCH_CHAINING;
+		stallcap_why_queue_chain(w);
+		return HRTIMER_NORESTART;
+	}
 	rec = stallcap_ring_reserve(sess->ring, STALLCAP_REC_SAMPLE,
 				    stallcap_sample_max_len(sess));
 	w->samples++;
@@ -231,8 +239,11 @@ static enum hrtimer_restart take_sample(struct stallcap_watch *w, u64 now)
 	d->sample_index = w->samples - 1;
 	if (w->samples == 1)
 		d->suppressed = atomic_xchg(&sess->pending_suppressed, 0);
-	if (task != current && READ_ONCE(task->on_cpu) &&
-	    task_cpu(task) != smp_processor_id()) {
+	w->req.for_runner = false;
+	if (task != current && task_cpu(task) != smp_processor_id() &&
+	    (READ_ONCE(task->on_cpu) || stallcap_why_runnable(task))) {
+		/* running: capture it there; runnable: name what runs there */
+		w->req.for_runner = !READ_ONCE(task->on_cpu);
 		w->req.retries = 0;
 		w->req.begin_ns = now;
 		return send_remote(w, now);
@@ -276,11 +287,19 @@ static enum hrtimer_restart poll_remote(struct stallcap_watch *w, u64 now)
 		remote_done(w);
 		return next_sample(w, now);
 	}
+	if (result == CAPTURE_MISMATCH && req->for_runner &&
+	    !READ_ONCE(task->on_cpu)) {
+		/* as asked: another task ran there, named in req->runner */
+		req->cpu = -1;
+		capture_blocked_into(w, now, 0);
+		return next_sample(w, now);
+	}
 	if (result == CAPTURE_PENDING) {
 		if (now - req->sent_ns < REMOTE_TIMEOUT_NS ||
 		    !stallcap_remote_revoke(req))
 			return restart_at(w, now + POLL_NS);
 	} else {
+		req->for_runner = false;
 		req->retries++;
 		stallcap_count(&w->sess->stats, SC_MIGRATE_RETRIES, 1);
 		if (req->retries <= migrate_retries() &&
@@ -297,7 +316,7 @@ read_here:
 	}
 	/* migrated too often or the NMI never came: read it from here */
 	req->draft.migrate_retries = req->retries;
-	capture_here(w, now, STALLCAP_SAMPLE_MIGRATED);
+	capture_here(w, now, req->for_runner ? 0 : STALLCAP_SAMPLE_MIGRATED);
 	return next_sample(w, now);
 }
 
@@ -337,6 +356,7 @@ static enum hrtimer_restart beat_tick(struct stallcap_watch *w, u64 now)
 {
 	if (stallcap_beat_progress(w)) {
 		w->armed_at = now;
+		stallcap_why_rebase(w, now);
 	} else if (now - w->armed_at >= w->timeout_ns) {
 		w->deadline = w->armed_at + w->timeout_ns;
 		return deadline_passed(w, now);
@@ -510,4 +530,63 @@ void stallcap_watch_end_stall(struct stallcap_watch *w, u64 now)
 	}
 	w->stall_id = 0;
 	w->quiet = false;
+	stallcap_why_rebase(w, now);
+}
+
+/**
+ * stallcap_watch_chain_done() - the chain work's sample of a thread blocked
+ * in a futex wait
+ * @w: the watch, lock held (process context, IRQs off)
+ * @chain: the WAIT and owner TASK sections walked just before
+ * @chain_len: their bytes (0: none)
+ * @raced: the thread switched while the chain was walked
+ *
+ * Captures the thread as the timer would, appends @chain, publishes the
+ * sample and restarts the timer for the next one.  When progress, release
+ * or exit came first, the sample (already counted in the stall) is lost.
+ */
+void stallcap_watch_chain_done(struct stallcap_watch *w, const void *chain,
+			       u32 chain_len, bool raced)
+{
+	struct stallcap_session *sess = w->sess;
+	struct stallcap_sample *d = &w->req.draft;
+	u64 now = ktime_get_mono_fast_ns();
+	u32 len, max = stallcap_sample_max_len(sess);
+	void *rec, *buf;
+
+	if (w->dead || w->state != WATCH_CHAINING) {
+		/* counted in the stall's samples: lost, for the reader too */
+		stallcap_ring_count_lost(sess->ring);
+		stallcap_count(&sess->stats, SC_LOST, 1);
+		if (w->samples == 1)
+			stallcap_count(&sess->stats, SC_LOST_FIRST, 1);
+		return;
+	}
+	rec = stallcap_ring_reserve(sess->ring, STALLCAP_REC_SAMPLE, max);
+	if (!rec) {
+		stallcap_count(&sess->stats, SC_LOST, 1);
+		if (w->samples == 1)
+			stallcap_count(&sess->stats, SC_LOST_FIRST, 1);
+		goto next;
+	}
+	w->req.rec = rec;
+	w->req.for_runner = false;
+	stallcap_sample_init(w, d, now);
+	d->sample_index = w->samples - 1;
+	if (w->samples == 1)
+		d->suppressed = atomic_xchg(&sess->pending_suppressed, 0);
+	buf = stallcap_capture_buf();
+	len = stallcap_capture_blocked(w, d, buf);
+	if (raced)
+		d->flags |= STALLCAP_SAMPLE_RACED;
+	if (chain_len && len + chain_len <= max) {
+		memcpy(buf + len, chain, chain_len);
+		len += chain_len;
+	}
+	stallcap_count(&sess->stats, SC_CAPTURE_BLOCKED, 1);
+	stallcap_sample_finish(w, d, buf, rec, len, now, false);
+next:
+	if (next_sample(w, now) == HRTIMER_RESTART)
+		hrtimer_start(&w->timer, hrtimer_get_expires(&w->timer),
+			      HRTIMER_MODE_ABS_PINNED_HARD);
 }

@@ -95,7 +95,7 @@ TEST_F(abi, info_describes_the_module)
 	EXPECT_LE(sc_min_ring_bytes(STALLCAP_MAX_USER_STACK), i->max_ring_bytes)
 		TH_LOG("max_ring_bytes too small for the largest user_stack_bytes");
 	EXPECT_LT(0, i->max_watches_per_user);
-	EXPECT_EQ(0, i->features & ~((STALLCAP_FEAT_SHARED_DEADLINE << 1) - 1));
+	EXPECT_EQ(0, i->features & ~((STALLCAP_FEAT_WHY << 1) - 1));
 	EXPECT_TRUE(i->features & STALLCAP_FEAT_SHARED_DEADLINE);
 	/* not advertised until STALLCAP_IOC_ATTACH exists */
 	EXPECT_FALSE(i->features & STALLCAP_FEAT_ATTACH);

@@ -946,7 +946,9 @@ struct stallcap_sec_wait {
  *	follow at this offset from the section's start
  * @role: STALLCAP_ROLE_*
  * @hop: for STALLCAP_ROLE_OWNER, 1 for the owner of the thread's lock, 2 for
- *	the owner of what hop 1 waits on, ...; 0 for the runner
+ *	the owner of what hop 1 waits on, ...; for STALLCAP_ROLE_RUNNER, 0
+ *	when it ran on the stalled thread's CPU, N when it ran instead of
+ *	owner hop N (a runnable owner preempted on its CPU)
  * @flags: STALLCAP_TASK_F_*
  * @pid: thread group id (initial pid namespace)
  * @tid: thread id (initial pid namespace)
