@@ -726,7 +726,8 @@ TEST_F(abi, global_config_needs_cap_sys_admin)
 		struct stallcap_stats st;
 		struct sc_session s;
 
-		if (drop_cap(CAP_SYS_ADMIN))
+		/* STATS_GLOBAL also takes CAP_PERFMON */
+		if (drop_cap(CAP_SYS_ADMIN) || drop_cap(CAP_PERFMON))
 			_exit(2);
 		if (sc_open(&s))
 			_exit(3);

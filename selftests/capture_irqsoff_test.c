@@ -237,7 +237,8 @@ static bool run_once(struct __test_metadata *_metadata, FIXTURE_DATA(spin) *self
 		/* a capture that could not interrupt the thread claims no frame */
 		if (r->tid != (__u32)tid || r->capture_ns >= spin_end ||
 		    r->state != STALLCAP_STATE_RUNNING ||
-		    r->flags & (STALLCAP_SAMPLE_MIGRATED | STALLCAP_SAMPLE_ABANDONED))
+		    r->flags & (STALLCAP_SAMPLE_MIGRATED | STALLCAP_SAMPLE_ABANDONED |
+				STALLCAP_SAMPLE_IN_HARDIRQ))
 			continue;
 		during++;
 		in_fn += frame0_is(&self->ks, r, variant->fn);
@@ -247,7 +248,9 @@ static bool run_once(struct __test_metadata *_metadata, FIXTURE_DATA(spin) *self
 	 * pass before the spin (still in ARM, or on the way to the write):
 	 * then, or when it is late, try again.
 	 */
+	/* an NMI may also land in a hard IRQ taken on top of the spin */
 	if (first->capture_ns > bound || first->state != STALLCAP_STATE_RUNNING ||
+	    first->flags & STALLCAP_SAMPLE_IN_HARDIRQ ||
 	    !sc_kstack_has(&self->ks, first, spin_entry)) {
 		TH_LOG("attempt %d: first sample %lld us after arming (bound %llu us), state %u, path %u",
 		       attempt, (long long)(first->capture_ns - t0) / 1000,
