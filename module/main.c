@@ -71,6 +71,7 @@ static int __init stallcap_init(void)
 		return -EINVAL;
 	}
 	stallcap_defer_init();
+	stallcap_attach_init();
 	ret = stallcap_capture_init();
 	if (ret)
 		return ret;

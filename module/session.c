@@ -226,6 +226,17 @@ static int ioctl_arm(struct stallcap_session *sess, void __user *uarg)
 	return stallcap_watch_arm(sess, &arm);
 }
 
+static int ioctl_attach(struct stallcap_session *sess, void __user *uarg)
+{
+	struct stallcap_attach arg;
+	int ret;
+
+	ret = copy_arg_in(&arg, sizeof(arg), STALLCAP_ATTACH_SIZE_VER0, uarg);
+	if (ret)
+		return ret;
+	return stallcap_attach(sess, &arg);
+}
+
 static int ioctl_get_stats(struct stallcap_session *sess, void __user *uarg)
 {
 	struct stallcap_stats *st;
@@ -252,7 +263,8 @@ static int ioctl_get_info(struct stallcap_session *sess, void __user *uarg)
 	struct stallcap_info info = {
 		.abi_version = STALLCAP_ABI_VERSION,
 		.features = STALLCAP_FEAT_CPUTIME | STALLCAP_FEAT_HEARTBEAT |
-			    STALLCAP_FEAT_DEFER_USER | STALLCAP_FEAT_GLOBAL,
+			    STALLCAP_FEAT_DEFER_USER | STALLCAP_FEAT_GLOBAL |
+			    STALLCAP_FEAT_ATTACH,
 		.min_deadline_ns = stallcap_min_timeout_ns(),
 		.max_ring_bytes = min_t(u64, (u64)stallcap_max_ring_kb * 1024,
 					U32_MAX),
@@ -289,6 +301,10 @@ static long stallcap_ioctl(struct file *file, unsigned int cmd,
 		return ioctl_get_stats(sess, uarg);
 	case STALLCAP_IOC_GET_INFO:
 		return ioctl_get_info(sess, uarg);
+	case STALLCAP_IOC_ATTACH:
+		return ioctl_attach(sess, uarg);
+	case STALLCAP_IOC_DETACH:
+		return stallcap_detach(sess, arg);
 	default:
 		return -ENOTTY;
 	}
@@ -409,6 +425,7 @@ static int stallcap_release(struct inode *inode, struct file *file)
 	struct stallcap_session *sess = file->private_data;
 
 	stallcap_global_detach(sess);
+	stallcap_attach_release(sess);
 	stallcap_watches_destroy(sess);
 	irq_work_sync(&sess->wake_work);
 	stallcap_session_put(sess);

@@ -47,6 +47,7 @@ enum stallcap_counter {
 	SC_CAPTURE_IPI,
 	SC_CAPTURE_BLOCKED,
 	SC_MIGRATE_RETRIES,
+	SC_ATTACHED,
 	SC_NR_COUNTERS
 };
 
@@ -225,6 +226,8 @@ struct stallcap_capture_req {
  * @req: capture request in flight (WATCH_CAPTURING)
  * @defer: deferred user-stack request (capture_deferred.c)
  * @task_node: node in the global task -> watches hash
+ * @attach: the attach that made this watch (attach.c), NULL for ARM
+ * @ns_tid: attached watches: @tid in the attaching reader's pid namespace
  * @rcu: deferred free
  */
 struct stallcap_watch {
@@ -256,6 +259,8 @@ struct stallcap_watch {
 	struct stallcap_capture_req req;
 	struct stallcap_defer *defer;
 	struct hlist_node task_node;
+	struct stallcap_attach_ent *attach;
+	pid_t ns_tid;
 	struct rcu_head rcu;
 };
 
@@ -345,6 +350,67 @@ bool stallcap_defer_wanted(const struct stallcap_session *sess,
 			   const struct stallcap_sample *s);
 void stallcap_defer_init(void);
 void stallcap_defer_exit(void);
+
+/* ---- attached watches (attach.c, attach_wait.c) ---- */
+
+/**
+ * struct stallcap_attach_ent - one STALLCAP_IOC_ATTACH of one session
+ * @node: in the list of attaches (attach_lock)
+ * @mm_node: in the hash by @mm, read under RCU by the wait probes
+ * @sess: the attaching session (alive while !@dead)
+ * @leader: the process's thread group leader (reference held)
+ * @mm: the program's address space (mmgrab: compared, never reused)
+ * @ns: the attacher's pid namespace (reference held)
+ * @ns_pid: the process's id there, as given to ATTACH
+ * @tgid: the process's id in the initial namespace
+ * @timeout_ns: the deadline of a busy period
+ * @user_tag: copied into the records
+ * @cputime: STALLCAP_ATTACH_CPUTIME
+ * @unlimited: the attacher had CAP_SYS_RESOURCE (watch limit exempt)
+ * @dead: detached; no new watch
+ * @no_new_threads: a watch for a new thread failed (limit): stop trying
+ * @ref: the attach list and each queued new-thread task_work hold one
+ * @rcu: deferred free
+ */
+struct stallcap_attach_ent {
+	struct list_head node;
+	struct hlist_node mm_node;
+	struct stallcap_session *sess;
+	struct task_struct *leader;
+	struct mm_struct *mm;
+	struct pid_namespace *ns;
+	pid_t ns_pid;
+	pid_t tgid;
+	u64 timeout_ns;
+	u64 user_tag;
+	bool cputime;
+	bool unlimited;
+	bool dead;
+	bool no_new_threads;
+	refcount_t ref;
+	struct rcu_head rcu;
+};
+
+int stallcap_attach(struct stallcap_session *sess,
+		    const struct stallcap_attach *arg);
+int stallcap_detach(struct stallcap_session *sess, unsigned long pid);
+void stallcap_attach_release(struct stallcap_session *sess);
+void stallcap_attach_init(void);
+void stallcap_attach_watch_event(struct stallcap_watch *w, u32 event);
+bool stallcap_attach_wait_boundary(bool busy);
+int stallcap_wait_probes_register(void);
+void stallcap_wait_probes_unregister(void);
+struct stallcap_watch *stallcap_watch_create_attached(struct stallcap_session *sess,
+						      struct task_struct *task,
+						      struct stallcap_attach_ent *a);
+struct stallcap_watch *stallcap_watch_find_attached(struct stallcap_session *sess,
+						    struct task_struct *task,
+						    struct stallcap_attach_ent *a);
+void stallcap_watches_destroy_attached(struct stallcap_session *sess,
+				       struct stallcap_attach_ent *a);
+void stallcap_watch_busy(struct stallcap_watch *w, u64 now);
+void stallcap_watch_idle(struct stallcap_watch *w, u64 now);
+bool stallcap_watches_attached_mark(struct task_struct *task, bool busy);
 
 /* ---- system-wide readers (global.c) ---- */
 void stallcap_global_attach(struct stallcap_session *sess);

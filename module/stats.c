@@ -71,6 +71,7 @@ void stallcap_counters_read(struct stallcap_counters *sc,
 		[SC_CAPTURE_IPI] = &st->capture_ipi,
 		[SC_CAPTURE_BLOCKED] = &st->capture_blocked,
 		[SC_MIGRATE_RETRIES] = &st->migrate_retries,
+		[SC_ATTACHED] = &st->attached,
 	};
 	int i;
 
