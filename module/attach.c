@@ -189,21 +189,17 @@ static int attach_present_threads(struct stallcap_attach_ent *a)
 
 /* ---- new threads: a watch made when their first wait call returns ---- */
 
-struct attach_newthread {
-	struct callback_head twork;
-	struct stallcap_attach_ent *a;
-};
-
 static void attach_put(struct stallcap_attach_ent *a);
 
 static void newthread_fn(struct callback_head *cb)
 {
-	struct attach_newthread *nt = container_of(cb, struct attach_newthread,
-						   twork);
+	struct stallcap_attach_twork *nt = container_of(cb,
+							struct stallcap_attach_twork,
+							twork);
 	struct stallcap_attach_ent *a = nt->a;
 	struct stallcap_session *sess = NULL;
 
-	kfree(nt);
+	clear_bit_unlock(nt - a->tworks, &a->twork_busy);
 	mutex_lock(&attach_lock);
 	if (!a->dead && !(current->flags & PF_EXITING) &&
 	    current->mm == a->mm) {
@@ -222,27 +218,35 @@ static void newthread_fn(struct callback_head *cb)
 	module_put(THIS_MODULE);
 }
 
-/* @a's process has a thread without a watch: queue its creation. */
+/*
+ * @a's process has a thread without a watch: queue its creation.  No
+ * allocation here (a kprobe handler, preemption off, also on PREEMPT_RT):
+ * the request comes from the attach's pool; when all are in flight the
+ * thread's next wait call asks again.
+ */
 static void newthread_request(struct stallcap_attach_ent *a)
 {
-	struct attach_newthread *nt;
+	struct stallcap_attach_twork *nt;
+	unsigned int i;
 
 	if (READ_ONCE(a->no_new_threads) || current->flags & PF_EXITING)
 		return;
-	nt = kmalloc(sizeof(*nt), GFP_ATOMIC | __GFP_NOWARN);
-	if (!nt)
+	for (i = 0; i < STALLCAP_ATTACH_TWORKS; i++)
+		if (!test_and_set_bit_lock(i, &a->twork_busy))
+			break;
+	if (i == STALLCAP_ATTACH_TWORKS)
 		return;
+	nt = &a->tworks[i];
 	if (!refcount_inc_not_zero(&a->ref)) {
-		kfree(nt);
+		clear_bit_unlock(i, &a->twork_busy);
 		return;
 	}
 	__module_get(THIS_MODULE);
-	nt->a = a;
 	init_task_work(&nt->twork, newthread_fn);
 	if (task_work_add(current, &nt->twork, TWA_RESUME)) {
+		clear_bit_unlock(i, &a->twork_busy);
 		attach_put(a);
 		module_put(THIS_MODULE);
-		kfree(nt);
 	}
 }
 
@@ -325,6 +329,7 @@ attach_new(struct stallcap_session *sess, const struct stallcap_attach *arg,
 	   struct task_struct *leader, struct mm_struct *mm)
 {
 	struct stallcap_attach_ent *a = kzalloc(sizeof(*a), GFP_KERNEL);
+	unsigned int i;
 
 	if (!a)
 		return NULL;
@@ -339,6 +344,8 @@ attach_new(struct stallcap_session *sess, const struct stallcap_attach *arg,
 	a->user_tag = arg->user_tag;
 	a->cputime = arg->flags & STALLCAP_ATTACH_CPUTIME;
 	a->unlimited = capable(CAP_SYS_RESOURCE);
+	for (i = 0; i < STALLCAP_ATTACH_TWORKS; i++)
+		a->tworks[i].a = a;
 	refcount_set(&a->ref, 1);
 	return a;
 }

@@ -353,6 +353,19 @@ void stallcap_defer_exit(void);
 
 /* ---- attached watches (attach.c, attach_wait.c) ---- */
 
+#define STALLCAP_ATTACH_TWORKS	BITS_PER_LONG
+
+/**
+ * struct stallcap_attach_twork - a request to watch a new thread, run in
+ * that thread when its wait call returns (attach.c)
+ * @twork: the task_work
+ * @a: the attach (a reference is held while queued)
+ */
+struct stallcap_attach_twork {
+	struct callback_head twork;
+	struct stallcap_attach_ent *a;
+};
+
 /**
  * struct stallcap_attach_ent - one STALLCAP_IOC_ATTACH of one session
  * @node: in the list of attaches (attach_lock)
@@ -370,6 +383,8 @@ void stallcap_defer_exit(void);
  * @dead: detached; no new watch
  * @no_new_threads: a watch for a new thread failed (limit): stop trying
  * @ref: the attach list and each queued new-thread task_work hold one
+ * @twork_busy: bitmap of @tworks in flight
+ * @tworks: new-thread requests, taken without allocating
  * @rcu: deferred free
  */
 struct stallcap_attach_ent {
@@ -388,6 +403,8 @@ struct stallcap_attach_ent {
 	bool dead;
 	bool no_new_threads;
 	refcount_t ref;
+	unsigned long twork_busy;
+	struct stallcap_attach_twork tworks[STALLCAP_ATTACH_TWORKS];
 	struct rcu_head rcu;
 };
 
