@@ -108,6 +108,52 @@ int sc_rearm(struct sc *s, uint64_t timeout_ns);
 int sc_disarm(struct sc *s);
 int sc_stats(struct sc *s, struct stallcap_stats *st, uint32_t flags);
 
+/*
+ * Payload bytes of the first section of @type in sample @r (NULL when
+ * absent), skipping sections of other or unknown types; *@len gets the
+ * section's payload size.
+ */
+static inline const void *sc_section_payload(const struct stallcap_sample *r,
+					     uint16_t type, uint32_t *len)
+{
+	uint32_t off = r->fixed_size;
+
+	while (off >= sizeof(*r) && off + sizeof(struct stallcap_section) <= r->hdr.size) {
+		const struct stallcap_section *sec = (const void *)((const char *)r + off);
+
+		if (sec->size < sizeof(*sec) || (sec->size & 7) || sec->size > r->hdr.size - off)
+			break;
+		if (sec->type == type) {
+			*len = sec->size - sizeof(*sec);
+			return sec + 1;
+		}
+		off += sec->size;
+	}
+	*len = 0;
+	return NULL;
+}
+
+static inline uint32_t sc_nr_frames(const struct stallcap_sample *r, uint16_t type)
+{
+	uint32_t len;
+
+	sc_section_payload(r, type, &len);
+	return len / 8;
+}
+
+#define sc_nk(r)	sc_nr_frames((r), STALLCAP_SEC_KERNEL_IPS)
+#define sc_nu(r)	sc_nr_frames((r), STALLCAP_SEC_USER_IPS)
+
+static inline uint32_t sc_stack_size(const struct stallcap_sample *r)
+{
+	const struct stallcap_sec_user_stack *st;
+	uint32_t len;
+
+	st = (const void *)((const char *)sc_section_payload(r, STALLCAP_SEC_USER_STACK, &len) -
+			    sizeof(struct stallcap_section));
+	return len >= sizeof(*st) - sizeof(struct stallcap_section) ? st->len : 0;
+}
+
 /* What a benchmark keeps of a first sample. */
 struct sc_seen {
 	uint64_t cookie;

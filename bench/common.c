@@ -350,7 +350,7 @@ int sc_poll_sample(struct sc *s, pid_t tid, struct sc_seen *seen)
 			return -1;
 		if (h->type == STALLCAP_REC_USER_STACK) {
 			s->deferred_cookie = r->cookie;
-			s->deferred_user_frames = r->nr_user_frames;
+			s->deferred_user_frames = sc_nu(r);
 		}
 		if (h->type == STALLCAP_REC_SAMPLE && r->tid == (uint32_t)tid &&
 		    r->sample_index == 0 && !found) {
@@ -360,9 +360,9 @@ int sc_poll_sample(struct sc *s, pid_t tid, struct sc_seen *seen)
 			seen->flags = r->flags;
 			seen->state = r->state;
 			seen->path = r->path;
-			seen->nr_kernel_frames = r->nr_kernel_frames;
-			seen->nr_user_frames = r->nr_user_frames;
-			seen->stack_size = r->stack_size;
+			seen->nr_kernel_frames = sc_nk(r);
+			seen->nr_user_frames = sc_nu(r);
+			seen->stack_size = sc_stack_size(r);
 			found = 1;
 		}
 		tail += h->size;

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Section 1, hot-path cost: what a thread pays to say "I am making
- * progress", per operation, for stallcap's heartbeat store and REARM ioctl,
+ * progress", per operation, for stallcap's heartbeat store, its shared-
+ * deadline re-arm (one clock_gettime(CLOCK_MONOTONIC) and one plain store
+ * into the slot, timed against the same pair into ordinary memory) and its
+ * REARM ioctl,
  * for Seastar's two re-arm mechanisms (timer_settime() on a
  * CLOCK_THREAD_CPUTIME_ID POSIX timer; PERF_EVENT_IOC_PERIOD, its common
  * case, and PERF_EVENT_IOC_RESET on a task-clock perf event), and for the
@@ -48,6 +51,11 @@ struct hot {
 	void *beats_map;
 	size_t beats_len;
 	bool beat_armed;
+	struct sc shared_sess;		/* shared-deadline watch */
+	volatile __u64 *deadline;	/* &slot->deadline_ns */
+	void *shared_map;
+	size_t shared_len;
+	bool shared_armed;
 	timer_t timer;
 	bool have_timer;
 	int perf_fd;
@@ -88,16 +96,16 @@ static int beat_setup(struct hot *h, struct method *m)
 	ret = sc_open(&h->beat_sess, 0, 1, 4);
 	if (ret)
 		return ret;
-	h->beats_len = (size_t)h->beat_sess.cfg.beat_slots *
-		       sizeof(struct stallcap_beat_slot);
+	h->beats_len = (size_t)h->beat_sess.cfg.slots *
+		       sizeof(struct stallcap_slot);
 	h->beats_map = mmap(NULL, h->beats_len, PROT_READ | PROT_WRITE,
-			    MAP_SHARED, h->beat_sess.fd, STALLCAP_MMAP_BEATS);
+			    MAP_SHARED, h->beat_sess.fd, STALLCAP_MMAP_SLOTS);
 	if (h->beats_map == MAP_FAILED) {
 		h->beats_map = NULL;
 		return -errno;
 	}
 	slot = sc_arm(&h->beat_sess, NS_PER_SEC, STALLCAP_ARM_HEARTBEAT);
-	if (slot >= 0 && (size_t)slot < h->beat_sess.cfg.beat_slots) {
+	if (slot >= 0 && (size_t)slot < h->beat_sess.cfg.slots) {
 		h->beat_armed = true;
 	} else {
 		/* not available yet: still time the store into the mapped slot */
@@ -105,13 +113,62 @@ static int beat_setup(struct hot *h, struct method *m)
 			 "STALLCAP_ARM_HEARTBEAT: %s", strerror(errno));
 		slot = 0;
 	}
-	h->beat = &((struct stallcap_beat_slot *)h->beats_map)[slot].beats;
+	h->beat = &((struct stallcap_slot *)h->beats_map)[slot].beats;
 	return 0;
 }
 
 static void beat_run(struct hot *h, unsigned int n)
 {
 	store_loop(h->beat, n);
+}
+
+static int nop_setup(struct hot *h, struct method *m)
+{
+	return 0;
+}
+
+/* ---- shared deadline: clock_gettime() and a store, the whole re-arm ---- */
+
+/* Both deadline loops run this very code: only the target memory differs. */
+static __attribute__((noinline)) void deadline_loop(volatile __u64 *p,
+						    unsigned int n)
+{
+	while (n--)
+		*p = now_ns() + FAR_TIMEOUT_NS;
+}
+
+static void clock_store_run(struct hot *h, unsigned int n)
+{
+	deadline_loop(h->plain, n);
+}
+
+static int shared_setup(struct hot *h, struct method *m)
+{
+	int ret, slot;
+
+	ret = sc_open(&h->shared_sess, 0, 1, 4);
+	if (ret)
+		return ret;
+	h->shared_len = (size_t)h->shared_sess.cfg.slots *
+			sizeof(struct stallcap_slot);
+	h->shared_map = mmap(NULL, h->shared_len, PROT_READ | PROT_WRITE,
+			     MAP_SHARED, h->shared_sess.fd, STALLCAP_MMAP_SLOTS);
+	if (h->shared_map == MAP_FAILED) {
+		h->shared_map = NULL;
+		return -errno;
+	}
+	slot = sc_arm(&h->shared_sess, FAR_TIMEOUT_NS,
+		      STALLCAP_ARM_SHARED_DEADLINE);
+	if (slot < 0 || (size_t)slot >= h->shared_sess.cfg.slots)
+		return -errno;
+	h->shared_armed = true;
+	h->deadline = &((struct stallcap_slot *)h->shared_map)[slot].deadline_ns;
+	return 0;
+}
+
+static void shared_run(struct hot *h, unsigned int n)
+{
+	deadline_loop(h->deadline, n);
 }
 
 /* ---- stallcap REARM ---- */
@@ -229,11 +286,6 @@ static void perf_reset_run(struct hot *h, unsigned int n)
 
 /* ---- null system call ---- */
 
-static int nop_setup(struct hot *h, struct method *m)
-{
-	return 0;
-}
-
 static void getppid_run(struct hot *h, unsigned int n)
 {
 	while (n--)
@@ -245,6 +297,8 @@ static void getppid_run(struct hot *h, unsigned int n)
 static struct method methods[] = {
 	{ .key = "store", .batch = 10000, .setup = plain_setup, .run = plain_run },
 	{ .key = "heartbeat", .batch = 10000, .setup = beat_setup, .run = beat_run },
+	{ .key = "clock_store", .batch = 10000, .setup = nop_setup, .run = clock_store_run },
+	{ .key = "shared", .batch = 10000, .setup = shared_setup, .run = shared_run },
 	{ .key = "getppid", .batch = 1000, .setup = nop_setup, .run = getppid_run },
 	{ .key = "rearm", .batch = 1000, .setup = rearm_setup, .run = rearm_run },
 	{ .key = "enotty", .batch = 1000, .setup = enotty_setup, .run = enotty_run },
@@ -277,6 +331,7 @@ int bench_hotpath(void)
 
 	h.sess.fd = -1;
 	h.beat_sess.fd = -1;
+	h.shared_sess.fd = -1;
 	pin_self(0);
 	for (i = 0; i < NR_METHODS; i++) {
 		struct method *m = &methods[i];
@@ -329,6 +384,14 @@ int bench_hotpath(void)
 		if (!sc_stats(&h.beat_sess, &st, 0))
 			out_num((double)st.stalls, "hot.heartbeat.stalls");
 	}
+	out_num(h.shared_armed, "hot.shared.armed");
+	if (h.shared_armed) {
+		struct stallcap_stats st;
+
+		/* re-armed all along, far ahead: no stall */
+		if (!sc_stats(&h.shared_sess, &st, 0))
+			out_num((double)st.stalls, "hot.shared.stalls");
+	}
 	out_num(clock_cost_ns(), "hot.clock_gettime_ns");
 
 	if (h.have_timer)
@@ -337,6 +400,9 @@ int bench_hotpath(void)
 		close(h.perf_fd);
 	if (h.beats_map)
 		munmap(h.beats_map, h.beats_len);
+	if (h.shared_map)
+		munmap(h.shared_map, h.shared_len);
+	sc_close(&h.shared_sess);
 	sc_close(&h.beat_sess);
 	sc_close(&h.sess);
 	free((void *)h.plain);

@@ -14,7 +14,13 @@
  * ordinary SCHED_OTHER thread spinning in user mode, as an application's
  * would be; under the hog it is often preempted at its deadline and then
  * captured as a runnable (blocked-path) thread.
+ *
+ * The same stalls are also caught by a shared-deadline watch (the deadline
+ * stored into the slot with a plain store, no system call), to compare its
+ * lateness with REARM's: the module's timer expires at the deadline it last
+ * read, so both should be equally exact.
  */
+#include <sys/mman.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,8 +34,9 @@
 #define BLOCK		100
 
 struct lat {
-	double *base, *sc, *busy;
-	size_t nbase, nsc, nbusy;
+	double *base, *sc, *busy, *shared;
+	size_t nbase, nsc, nbusy, nshared;
+	unsigned int shared_missed;
 	unsigned int missed;
 	unsigned int path[STALLCAP_PATH_DEFERRED + 1];
 	unsigned int user_mode;
@@ -88,6 +95,68 @@ static int stallcap_block(struct lat *l, struct sc *s, unsigned int n)
 	return sc_disarm(s) ? -errno : 0;
 }
 
+/* The shared-deadline watch's session and slot. */
+struct shared {
+	struct sc s;
+	struct stallcap_slot *slots;
+	size_t len;
+};
+
+static int shared_open(struct shared *sh)
+{
+	int ret = sc_open(&sh->s, 0, 1, 64);
+
+	if (ret)
+		return ret;
+	sh->len = (size_t)sh->s.cfg.slots * sizeof(*sh->slots);
+	sh->slots = mmap(NULL, sh->len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 sh->s.fd, STALLCAP_MMAP_SLOTS);
+	if (sh->slots == MAP_FAILED) {
+		sh->slots = NULL;
+		return -errno;
+	}
+	return 0;
+}
+
+static void shared_close(struct shared *sh)
+{
+	if (sh->slots)
+		munmap(sh->slots, sh->len);
+	sc_close(&sh->s);
+}
+
+/*
+ * Stalls caught by a shared-deadline watch: ARM gives the first deadline,
+ * then each one is a plain store of now + period after the previous stall
+ * was seen (which also ends that stall).
+ */
+static int shared_block(struct lat *l, struct shared *sh, unsigned int n)
+{
+	pid_t tid = gettid_();
+	volatile __u64 *dl;
+	struct sc_seen seen;
+	unsigned int i;
+	int slot, ret;
+
+	slot = sc_arm(&sh->s, PERIOD_NS, STALLCAP_ARM_SHARED_DEADLINE);
+	if (slot < 0 || (size_t)slot >= sh->s.cfg.slots)
+		return -errno;
+	dl = &sh->slots[slot].deadline_ns;
+	for (i = 0; i < n; i++) {
+		if (i)
+			*dl = now_ns() + PERIOD_NS;
+		ret = sc_wait_sample(&sh->s, tid, &seen, NS_PER_SEC);
+		if (ret < 0)
+			return -EPROTO;
+		if (!ret) {
+			l->shared_missed++;
+			continue;
+		}
+		l->shared[l->nshared++] = (double)(int64_t)(seen.capture_ns - seen.deadline_ns);
+	}
+	return sc_disarm(&sh->s) ? -errno : 0;
+}
+
 /*
  * @busy_baseline: also measure the baseline with a SCHED_OTHER spinner on
  * vCPU 0, as the stalled thread keeps it busy during stallcap's blocks (a
@@ -97,6 +166,7 @@ static int run_mode(const char *mode, unsigned int n, bool busy_baseline)
 {
 	struct lat l = { 0 };
 	unsigned int done, chunk;
+	struct shared sh = { .s.fd = -1 };
 	struct sc s;
 	char key[64];
 	int ret;
@@ -104,11 +174,15 @@ static int run_mode(const char *mode, unsigned int n, bool busy_baseline)
 	l.base = calloc(n, sizeof(double));
 	l.sc = calloc(n, sizeof(double));
 	l.busy = calloc(n, sizeof(double));
-	if (!l.base || !l.sc || !l.busy)
+	l.shared = calloc(n, sizeof(double));
+	if (!l.base || !l.sc || !l.busy || !l.shared)
 		return -ENOMEM;
 	ret = sc_open(&s, 0, 1, 64);
 	if (ret)
 		goto out;
+	ret = shared_open(&sh);
+	if (ret)
+		goto out_close;
 	/* create the watch once; REARM moves it from then on */
 	if (sc_arm(&s, PERIOD_NS, 0) || sc_disarm(&s)) {
 		ret = -errno;
@@ -135,6 +209,9 @@ static int run_mode(const char *mode, unsigned int n, bool busy_baseline)
 		ret = stallcap_block(&l, &s, chunk);
 		if (ret)
 			goto out_close;
+		ret = shared_block(&l, &sh, chunk);
+		if (ret)
+			goto out_close;
 	}
 	snprintf(key, sizeof(key), "lateness.%s.baseline", mode);
 	out_summary(l.base, l.nbase, key);
@@ -150,9 +227,14 @@ static int run_mode(const char *mode, unsigned int n, bool busy_baseline)
 	out_num(l.path[STALLCAP_PATH_IPI], "%s.path_ipi", key);
 	out_num(l.path[STALLCAP_PATH_BLOCKED], "%s.path_blocked", key);
 	out_num(l.user_mode, "%s.user_mode", key);
+	snprintf(key, sizeof(key), "lateness.%s.shared", mode);
+	out_summary(l.shared, l.nshared, key);
+	out_num(l.shared_missed, "%s.missed", key);
 out_close:
+	shared_close(&sh);
 	sc_close(&s);
 out:
+	free(l.shared);
 	free(l.base);
 	free(l.sc);
 	free(l.busy);

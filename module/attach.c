@@ -106,7 +106,7 @@ void stallcap_attach_watch_event(struct stallcap_watch *w, u32 event)
 		.user_tag = a->user_tag,
 		.pid = w->task->tgid,
 		.tid = w->tid,
-		.ns_pid = a->ns_pid,
+		.ns_pid = w->ns_pid,
 		.ns_tid = w->ns_tid,
 	};
 	void *rec;
@@ -136,7 +136,6 @@ static int attach_watch_task(struct stallcap_attach_ent *a,
 	w = stallcap_watch_create_attached(a->sess, task, a);
 	if (IS_ERR(w))
 		return PTR_ERR(w);
-	w->ns_tid = task_pid_nr_ns(task, a->ns);
 	stallcap_attach_watch_event(w, STALLCAP_WATCH_STARTED);
 	if (busy)
 		stallcap_watch_busy(w, ktime_get_mono_fast_ns());
@@ -288,7 +287,6 @@ static void attach_free_rcu(struct rcu_head *rcu)
 
 	mmdrop(a->mm);
 	put_task_struct(a->leader);
-	put_pid_ns(a->ns);
 	kfree(a);
 }
 
@@ -337,7 +335,6 @@ attach_new(struct stallcap_session *sess, const struct stallcap_attach *arg,
 	a->leader = get_task_struct(leader);
 	a->mm = mm;
 	mmgrab(mm);
-	a->ns = get_pid_ns(task_active_pid_ns(current));
 	a->ns_pid = arg->pid;
 	a->tgid = leader->tgid;
 	a->timeout_ns = arg->timeout_ns;

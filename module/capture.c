@@ -123,6 +123,21 @@ u32 stallcap_sample_max_len(const struct stallcap_session *sess)
 }
 
 /**
+ * stallcap_watch_clock() - what triggers @w's stalls: STALLCAP_CLOCK_*
+ * @w: the watch
+ */
+u8 stallcap_watch_clock(const struct stallcap_watch *w)
+{
+	if (w->flags & STALLCAP_ARM_HEARTBEAT)
+		return STALLCAP_CLOCK_HEARTBEAT;
+	if (w->flags & STALLCAP_ARM_SHARED_DEADLINE)
+		return STALLCAP_CLOCK_SHARED;
+	if (w->flags & STALLCAP_ARM_CPUTIME)
+		return STALLCAP_CLOCK_CPUTIME;
+	return STALLCAP_CLOCK_WALL;
+}
+
+/**
  * stallcap_sample_init() - fill the fixed part that the watch knows
  * @w: the watch (its lock held)
  * @s: the kernel-private draft (w->req.draft)
@@ -136,6 +151,7 @@ void stallcap_sample_init(struct stallcap_watch *w, struct stallcap_sample *s,
 	struct task_struct *task = w->task;
 
 	memset(s, 0, sizeof(*s));
+	s->fixed_size = sizeof(*s);
 	s->stall_id = w->stall_id;
 	s->user_tag = w->user_tag;
 	s->deadline_ns = w->deadline;
@@ -143,14 +159,12 @@ void stallcap_sample_init(struct stallcap_watch *w, struct stallcap_sample *s,
 	s->timeout_ns = w->timeout_ns;
 	s->pid = task->tgid;
 	s->tid = w->tid;
+	s->ns_pid = w->ns_pid;
+	s->ns_tid = w->ns_tid;
 	s->cpu = task_cpu(task);
 	s->sample_index = w->samples;
-	if (w->flags & STALLCAP_ARM_HEARTBEAT)
-		s->clock = STALLCAP_CLOCK_HEARTBEAT;
-	else if (w->flags & STALLCAP_ARM_CPUTIME)
-		s->clock = STALLCAP_CLOCK_CPUTIME;
-	else
-		s->clock = STALLCAP_CLOCK_WALL;
+	s->clock = stallcap_watch_clock(w);
+	s->origin = w->attach ? STALLCAP_ORIGIN_ATTACH : STALLCAP_ORIGIN_ARM;
 	/* exec may be renaming the thread: only the armed program's name */
 	if (READ_ONCE(task->mm) == w->mm)
 		memcpy(s->comm, task->comm, sizeof(s->comm));
@@ -254,29 +268,6 @@ static u32 copy_user_stack(unsigned long sp, u8 *dst, u32 want, u32 *flags)
 	return done;
 }
 
-void stallcap_copy_user_regs(struct stallcap_user_regs *d,
-			     const struct pt_regs *r)
-{
-	d->ax = r->ax;
-	d->bx = r->bx;
-	d->cx = r->cx;
-	d->dx = r->dx;
-	d->si = r->si;
-	d->di = r->di;
-	d->bp = r->bp;
-	d->sp = r->sp;
-	d->r8 = r->r8;
-	d->r9 = r->r9;
-	d->r10 = r->r10;
-	d->r11 = r->r11;
-	d->r12 = r->r12;
-	d->r13 = r->r13;
-	d->r14 = r->r14;
-	d->r15 = r->r15;
-	d->ip = r->ip;
-	d->flags = r->flags;
-}
-
 /*
  * User registers of @task, or NULL for kernel threads, 32-bit tasks, and a
  * task whose address space is no longer @mm (it is exec'ing another program).
@@ -294,27 +285,47 @@ struct pt_regs *stallcap_user_regs_of(struct task_struct *task,
 }
 
 /**
- * stallcap_sample_end_len() - record length from the counts in @s
- * @s: a sample whose frame counts and stack size are final
+ * stallcap_put_kernel_ips() - a STALLCAP_SEC_KERNEL_IPS section, if allowed
+ * @wr: the writer
+ * @sess: the session: a reader who may not see kernel addresses gets no
+ *	section (never zeros) and STALLCAP_SAMPLE_KADDR_HIDDEN
+ * @task: the task (current, or one that is not running)
+ * @regs: interrupted kernel registers, or NULL for a sleeping task
+ * @flags: the sample's flags
  */
-u32 stallcap_sample_end_len(const struct stallcap_sample *s)
+void stallcap_put_kernel_ips(struct stallcap_rec_writer *wr,
+			     const struct stallcap_session *sess,
+			     struct task_struct *task, struct pt_regs *regs,
+			     u32 *flags)
 {
-	return ALIGN(sizeof(*s) + 8 * (s->nr_kernel_frames + s->nr_user_frames) +
-		     s->stack_size, 8);
+	u64 *ips = stallcap_sec_start(wr) + sizeof(struct stallcap_section);
+	unsigned int n;
+
+	if (!sess->kaddr_visible) {
+		*flags |= STALLCAP_SAMPLE_KADDR_HIDDEN;
+		return;
+	}
+	n = stallcap_unwind_kernel(task, regs, ips, flags);
+	stallcap_sec_end(wr, STALLCAP_SEC_KERNEL_IPS,
+			 sizeof(struct stallcap_section) + 8 * n);
 }
 
-/**
- * stallcap_hide_kernel_addresses() - zero kernel frames for a reader who may
- * not see kernel addresses
- * @s: the draft (its flag is set)
- * @kips: the frames in the record
- * @n: their number
- */
-void stallcap_hide_kernel_addresses(struct stallcap_sample *s, u64 *kips,
-				    unsigned int n)
+/* USER_IPS and USER_STACK sections of the current thread's user context. */
+static void put_user_stack(struct stallcap_rec_writer *wr,
+			   const struct stallcap_session *sess,
+			   const struct pt_regs *uregs, u32 *flags)
 {
-	memset(kips, 0, sizeof(*kips) * n);
-	s->flags |= STALLCAP_SAMPLE_KADDR_HIDDEN;
+	u64 *ips = stallcap_sec_start(wr) + sizeof(struct stallcap_section);
+	unsigned int n = stallcap_walk_user_frames(uregs, ips, flags, false);
+	u8 *stack;
+	u32 len;
+
+	stallcap_sec_end(wr, STALLCAP_SEC_USER_IPS,
+			 sizeof(struct stallcap_section) + 8 * n);
+	stack = stallcap_sec_start(wr) + sizeof(struct stallcap_sec_user_stack);
+	len = copy_user_stack(uregs->sp, stack, sess->cfg.user_stack_bytes,
+			      flags);
+	stallcap_sec_put_stack(wr, uregs->sp, len);
 }
 
 /**
@@ -334,13 +345,13 @@ u32 stallcap_capture_current(const struct stallcap_watch *w,
 			     struct pt_regs *regs, u8 path)
 {
 	const struct stallcap_session *sess = w->sess;
-	u64 *ips = rec + sizeof(*s);
-	unsigned int nk = 0, nu;
+	struct stallcap_rec_writer wr;
 	struct pt_regs *uregs;
 	/* the handler we run in entered hard-IRQ (or NMI) once itself */
 	unsigned int depth = (hardirq_count() >> HARDIRQ_SHIFT) - 1;
 
-	s->capture_ns = ktime_get_mono_fast_ns();
+	stallcap_sample_stamp(s);
+	stallcap_rec_begin(&wr, s, rec);
 	s->cpu = smp_processor_id();
 	s->path = path;
 	s->state = STALLCAP_STATE_RUNNING;
@@ -356,31 +367,24 @@ u32 stallcap_capture_current(const struct stallcap_watch *w,
 		uregs = user_64bit_mode(regs) && current->mm == w->mm ?
 			regs : NULL;
 	} else {
-		nk = stallcap_unwind_kernel(current, regs, ips, &s->flags);
-		if (!sess->kaddr_visible)
-			stallcap_hide_kernel_addresses(s, ips, nk);
+		stallcap_put_kernel_ips(&wr, sess, current, regs, &s->flags);
 		uregs = stallcap_user_regs_of(current, w->mm);
 	}
-	s->nr_kernel_frames = nk;
 	if (!uregs) {
 		s->flags |= STALLCAP_SAMPLE_NO_USER;
-		return stallcap_sample_end_len(s);
+		return wr.len;
 	}
-	stallcap_copy_user_regs(&s->regs, uregs);
-	nu = stallcap_walk_user_frames(uregs, ips + nk, &s->flags, false);
-	s->nr_user_frames = nu;
-	s->stack_start = uregs->sp;
-	s->stack_size = copy_user_stack(uregs->sp, (u8 *)(ips + nk + nu),
-					sess->cfg.user_stack_bytes, &s->flags);
-	return stallcap_sample_end_len(s);
+	stallcap_sec_put_regs(&wr, uregs);
+	put_user_stack(&wr, sess, uregs, &s->flags);
+	return wr.len;
 }
 
 /**
  * stallcap_sample_finish() - account and publish a sample
  * @w: the watch
  * @s: the draft (counts and flags final)
- * @buf: where frames and stack were built (a capture buffer), or @ring_rec
- *	itself, or NULL when there are none
+ * @buf: where the sections were built (a capture buffer, or the draft's
+ *	room for an abandoned capture), or @ring_rec itself
  * @ring_rec: the record reserved in the ring
  * @len: the record's length
  * @start_ns: when the capture began (for the cost histogram)
@@ -405,8 +409,9 @@ void stallcap_sample_finish(struct stallcap_watch *w, struct stallcap_sample *s,
 	stallcap_count(&sess->stats, SC_SAMPLES, 1);
 	w->req.rec_len = len;
 	memcpy(ring_rec + hdr, (void *)s + hdr, sizeof(*s) - hdr);
-	if (buf && buf != ring_rec) {
-		memcpy(buf, s, sizeof(*s));
+	if (buf != ring_rec) {
+		if (buf != (void *)s)
+			memcpy(buf, s, sizeof(*s));
 		memcpy(ring_rec + sizeof(*s), buf + sizeof(*s), len - sizeof(*s));
 	}
 	stallcap_ring_commit(sess->ring, ring_rec, stallcap_sample_max_len(sess),
@@ -414,9 +419,7 @@ void stallcap_sample_finish(struct stallcap_watch *w, struct stallcap_sample *s,
 	irq_work_queue(&sess->wake_work);
 	if (in_nmi())
 		return;
-	if (!buf)
-		stallcap_global_mirror(sess, STALLCAP_REC_SAMPLE, s, len);
-	else if (buf != ring_rec)
+	if (buf != ring_rec)
 		stallcap_global_mirror(sess, STALLCAP_REC_SAMPLE, buf, len);
 	else
 		stallcap_global_lost(sess);

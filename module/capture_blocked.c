@@ -54,31 +54,32 @@ u32 stallcap_capture_blocked(const struct stallcap_watch *w,
 	const struct stallcap_session *sess = w->sess;
 	struct task_struct *task = w->task;
 	unsigned long switches = switch_count(task);
-	u64 *ips = rec + sizeof(*s);
+	struct stallcap_rec_writer wr;
 	struct pt_regs *uregs;
-	unsigned int nk;
+	u64 *ips;
 
-	s->capture_ns = ktime_get_mono_fast_ns();
+	stallcap_sample_stamp(s);
+	stallcap_rec_begin(&wr, s, rec);
 	s->cpu = task_cpu(task);
 	s->path = STALLCAP_PATH_BLOCKED;
 	s->state = classify_state(task);
-	nk = stallcap_unwind_kernel(task, NULL, ips, &s->flags);
-	s->nr_kernel_frames = nk;
+	stallcap_put_kernel_ips(&wr, sess, task, NULL, &s->flags);
 	if (READ_ONCE(task->on_cpu) || switch_count(task) != switches)
 		s->flags |= STALLCAP_SAMPLE_RACED;
-	if (!sess->kaddr_visible)
-		stallcap_hide_kernel_addresses(s, ips, nk);
 	uregs = stallcap_user_regs_of(task, w->mm);
 	if (!uregs) {
 		s->flags |= STALLCAP_SAMPLE_NO_USER;
-		return stallcap_sample_end_len(s);
+		return wr.len;
 	}
-	stallcap_copy_user_regs(&s->regs, uregs);
-	ips[nk] = uregs->ip;
-	s->nr_user_frames = 1;
-	s->stack_start = uregs->sp;
+	stallcap_sec_put_regs(&wr, uregs);
+	ips = stallcap_sec_start(&wr) + sizeof(struct stallcap_section);
+	ips[0] = uregs->ip;
+	stallcap_sec_end(&wr, STALLCAP_SEC_USER_IPS,
+			 sizeof(struct stallcap_section) + sizeof(*ips));
+	/* where the stack is, none of it copied: read in its own context */
+	stallcap_sec_put_stack(&wr, uregs->sp, 0);
 	s->flags |= STALLCAP_SAMPLE_USTACK_REMOTE;
 	if (sess->cfg.user_stack_bytes)
 		s->flags |= STALLCAP_SAMPLE_COPY_PARTIAL;
-	return stallcap_sample_end_len(s);
+	return wr.len;
 }

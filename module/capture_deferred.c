@@ -53,42 +53,63 @@ static u32 defer_stack_extent(unsigned long sp, u32 max)
 	return len & ~7U;
 }
 
-/* Build the USER_STACK record in @s (room for @max_stack stack bytes). */
-static u32 defer_fill(struct stallcap_defer *d, struct stallcap_sample *s,
-		      u32 max_stack)
+/* The fixed part of the USER_STACK record, from the request. */
+static void defer_fill_fixed(struct stallcap_defer *d, struct stallcap_sample *s)
 {
-	struct pt_regs *uregs = task_pt_regs(current);
-	u64 *ips = (u64 *)(s + 1);
-	u32 want;
-
 	memset((u8 *)s + sizeof(s->hdr), 0, sizeof(*s) - sizeof(s->hdr));
 	s->stall_id = d->stall_id;
 	s->cookie = d->cookie;
 	s->user_tag = d->user_tag;
 	s->deadline_ns = d->deadline_ns;
 	s->timeout_ns = d->timeout_ns;
-	s->capture_ns = ktime_get_mono_fast_ns();
+	stallcap_sample_stamp(s);
 	s->pid = current->tgid;
 	s->tid = current->pid;
+	s->ns_pid = d->ns_pid;
+	s->ns_tid = d->ns_tid;
 	s->cpu = raw_smp_processor_id();
 	s->state = STALLCAP_STATE_RUNNING;
 	s->path = STALLCAP_PATH_DEFERRED;
 	s->clock = d->clock;
+	s->origin = d->origin;
 	s->flags = STALLCAP_SAMPLE_USER_MODE;
 	memcpy(s->comm, current->comm, sizeof(s->comm));
 	s->comm[sizeof(s->comm) - 1] = '\0';
-	stallcap_copy_user_regs(&s->regs, uregs);
-	s->nr_user_frames = stallcap_walk_user_frames(uregs, ips, &s->flags,
-						      true);
-	s->stack_start = uregs->sp;
+}
+
+/* Build the USER_STACK record in @s (room for @max_stack stack bytes). */
+static u32 defer_fill(struct stallcap_defer *d, struct stallcap_sample *s,
+		      u32 max_stack)
+{
+	struct pt_regs *uregs = task_pt_regs(current);
+	struct stallcap_rec_writer wr;
+	u32 want, len;
+	u64 *ips;
+	u8 *stack;
+
+	defer_fill_fixed(d, s);
+	stallcap_rec_begin(&wr, s, s);
+	stallcap_sec_put_regs(&wr, uregs);
+	ips = stallcap_sec_start(&wr) + sizeof(struct stallcap_section);
+	len = stallcap_walk_user_frames(uregs, ips, &s->flags, true);
+	stallcap_sec_end(&wr, STALLCAP_SEC_USER_IPS,
+			 sizeof(struct stallcap_section) + 8 * len);
+	stack = stallcap_sec_start(&wr) + sizeof(struct stallcap_sec_user_stack);
 	want = defer_stack_extent(uregs->sp, max_stack);
-	s->stack_size = want - copy_from_user(ips + s->nr_user_frames,
-					      (const void __user *)uregs->sp,
-					      want);
-	s->stack_size &= ~7U;
-	if (s->stack_size < want || want == max_stack)
+	len = want - copy_from_user(stack, (const void __user *)uregs->sp, want);
+	len &= ~7U;
+	if (len < want || want == max_stack)
 		s->flags |= STALLCAP_SAMPLE_COPY_PARTIAL;
-	return stallcap_sample_end_len(s);
+	stallcap_sec_put_stack(&wr, uregs->sp, len);
+	return wr.len;
+}
+
+/* A deferred user stack that never comes: counted, and seen in ctl->lost. */
+static void defer_lost(struct stallcap_session *sess)
+{
+	stallcap_count(&sess->stats, SC_LOST, 1);
+	stallcap_count(&sess->stats, SC_LOST_DEFERRED, 1);
+	stallcap_ring_count_lost(sess->ring);
 }
 
 static void defer_emit(struct stallcap_defer *d)
@@ -116,12 +137,14 @@ static void defer_emit(struct stallcap_defer *d)
 		irq_work_queue(&sess->wake_work);
 		stallcap_global_mirror(sess, STALLCAP_REC_USER_STACK, tmp, len);
 	} else {
+		/* the ring counted it in ctl->lost already */
 		stallcap_count(&sess->stats, SC_LOST, 1);
+		stallcap_count(&sess->stats, SC_LOST_DEFERRED, 1);
 	}
 	kvfree(tmp);
 	return;
 lost:
-	stallcap_count(&sess->stats, SC_LOST, 1);
+	defer_lost(sess);
 }
 
 /* Last step of a queued request: back to idle, or freed if orphaned. */
@@ -147,7 +170,7 @@ static void defer_queue_task_work(struct stallcap_defer *d)
 {
 	if (task_work_add(d->task, &d->twork, TWA_RESUME)) {
 		/* the thread is past exit_task_work(): no user stack ever */
-		stallcap_count(&d->sess->stats, SC_LOST, 1);
+		defer_lost(d->sess);
 		defer_done(d);
 	}
 }
@@ -232,6 +255,9 @@ void stallcap_defer_request(struct stallcap_watch *w, struct stallcap_sample *s,
 	d->deadline_ns = s->deadline_ns;
 	d->timeout_ns = s->timeout_ns;
 	d->clock = s->clock;
+	d->origin = s->origin;
+	d->ns_pid = s->ns_pid;
+	d->ns_tid = s->ns_tid;
 	stallcap_session_get(w->sess);
 	/* fields above before the state, pairs with the cmpxchg()s */
 	smp_store_release(&d->state, DEFER_QUEUED);

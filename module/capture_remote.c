@@ -48,6 +48,7 @@ static void remote_capture(struct stallcap_capture_req *req,
 	stallcap_count(&w->sess->stats, req->path == STALLCAP_PATH_NMI ?
 		       SC_CAPTURE_NMI : SC_CAPTURE_IPI, 1);
 	stallcap_sample_finish(w, &req->draft, buf, req->rec, len, start);
+	stallcap_hist_nmi(&w->sess->stats, ktime_get_mono_fast_ns() - start);
 	if (buf != req->rec)
 		stallcap_capture_buf_hold(req);	/* until the timer mirrors it */
 	/* record and rec_len before DONE, pairs with poll_remote() */

@@ -53,4 +53,15 @@ static inline void stallcap_vm_flags_clear(struct vm_area_struct *vma,
 #endif
 }
 
+/*
+ * The ring and slot mappings: never copied into a forked child (as after
+ * MADV_DONTFORK: its stores cannot move its parent's slots), never grown
+ * by mremap(), left out of core dumps, never executable.
+ */
+static inline void stallcap_vma_set_private(struct vm_area_struct *vma)
+{
+	stallcap_vm_flags_set(vma, VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP);
+	stallcap_vm_flags_clear(vma, VM_MAYEXEC);
+}
+
 #endif /* STALLCAP_COMPAT_H */

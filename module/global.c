@@ -60,8 +60,10 @@ void stallcap_global_lost(struct stallcap_session *src)
 		return;
 	rcu_read_lock();
 	list_for_each_entry_rcu(g, &global_readers, global_node)
-		if (g != src)
+		if (g != src) {
 			stallcap_count(&g->stats, SC_LOST, 1);
+			stallcap_ring_count_lost(g->ring);
+		}
 	rcu_read_unlock();
 }
 
@@ -91,6 +93,8 @@ void stallcap_global_mirror(struct stallcap_session *src, u16 type,
 		      stallcap_ring_reserve(g->ring, type, len) : NULL;
 		if (!dst) {
 			stallcap_count(&g->stats, SC_LOST, 1);
+			if (len > g->ring->size / 4)
+				stallcap_ring_count_lost(g->ring);
 			continue;
 		}
 		memcpy(dst + hdr, rec + hdr, len - hdr);

@@ -53,6 +53,11 @@ MODULE_PARM_DESC(capture, "How to interrupt a thread on another CPU: nmi (defaul
 
 bool stallcap_use_nmi __read_mostly = true;
 
+bool stallcap_abi_test __read_mostly;
+module_param_named(abi_test, stallcap_abi_test, bool, 0644);
+MODULE_PARM_DESC(abi_test,
+		 "Test readers: samples carry a longer fixed part and a section of an unassigned type (default off)");
+
 static struct miscdevice stallcap_misc = {
 	.minor = MISC_DYNAMIC_MINOR,
 	.name = "stallcap",
@@ -64,6 +69,7 @@ static int __init stallcap_init(void)
 {
 	int ret;
 
+	stallcap_abi_layout_check();
 	if (!strcmp(capture, "ipi")) {
 		stallcap_use_nmi = false;
 	} else if (strcmp(capture, "nmi")) {

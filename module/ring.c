@@ -28,10 +28,11 @@
 /**
  * stallcap_ring_create() - allocate a ring
  * @data_bytes: data area size, a power of two multiple of PAGE_SIZE
+ * @pid_ns_inum: the pid namespace of the records' ns ids, for the reader
  *
  * Return: the ring, or NULL when out of memory.
  */
-struct stallcap_ring *stallcap_ring_create(u32 data_bytes)
+struct stallcap_ring *stallcap_ring_create(u32 data_bytes, u64 pid_ns_inum)
 {
 	struct stallcap_ring *ring = kzalloc(sizeof(*ring), GFP_KERNEL);
 
@@ -50,6 +51,7 @@ struct stallcap_ring *stallcap_ring_create(u32 data_bytes)
 	ring->ctl->ctl_size = sizeof(*ring->ctl);
 	ring->ctl->data_offset = PAGE_SIZE;
 	ring->ctl->data_size = data_bytes;
+	ring->ctl->pid_ns_inum = pid_ns_inum;
 	return ring;
 }
 
@@ -95,8 +97,7 @@ void *stallcap_ring_reserve(struct stallcap_ring *ring, u16 type, u32 len)
 	pad = off + len > ring->size ? ring->size - off : 0;
 	/* A reader's bogus tail only makes the ring look full or empty. */
 	if (tail > head || head + pad + len - tail > ring->size) {
-		ring->lost++;
-		WRITE_ONCE(ring->ctl->lost, ring->lost);
+		WRITE_ONCE(ring->ctl->lost, ++ring->lost);
 		goto out;
 	}
 	if (pad) {
@@ -147,4 +148,21 @@ bool stallcap_ring_readable(struct stallcap_ring *ring)
 void stallcap_ring_set_suppressed(struct stallcap_ring *ring, u64 n)
 {
 	WRITE_ONCE(ring->ctl->suppressed, n);
+}
+
+/**
+ * stallcap_ring_count_lost() - a record that never reached the ring
+ * @ring: the ring
+ *
+ * For records lost before their reservation (a deferred user stack whose
+ * thread exited): the reader sees them in ctl->lost as ring-full losses.
+ * Context: any but NMI.
+ */
+void stallcap_ring_count_lost(struct stallcap_ring *ring)
+{
+	unsigned long flags;
+
+	raw_spin_lock_irqsave(&ring->lock, flags);
+	WRITE_ONCE(ring->ctl->lost, ++ring->lost);
+	raw_spin_unlock_irqrestore(&ring->lock, flags);
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * stallcap sessions: one open file of /dev/stallcap.  Its ioctls (one small
- * handler per command), its configuration, its ring mapping and poll().
+ * stallcap sessions: one open file of /dev/stallcap.  Its configuration,
+ * its ring and slot mappings and poll(); its ioctls are in ioctl.c.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -9,6 +9,7 @@
 #include <linux/capability.h>
 #include <linux/fs.h>
 #include <linux/mm.h>
+#include <linux/pid_namespace.h>
 #include <linux/poll.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -19,62 +20,32 @@
 
 #define DEFAULT_RING_BYTES	(1U << 20)
 #define DEFAULT_USER_STACK	16384
-#define DEFAULT_BEAT_SLOTS	64
+#define DEFAULT_SLOTS		64
 #define DEFAULT_MAX_SAMPLES	8
 #define DEFAULT_SAMPLE_CAP_NS	NSEC_PER_SEC
-#define MAX_BEAT_SLOTS		4096
+#define MAX_SLOTS		4096
 #define MAX_SAMPLES		64
-#define BEAT_SLOT_BYTES		sizeof(struct stallcap_beat_slot)
+#define SLOT_BYTES		sizeof(struct stallcap_slot)
 #define RATE_WINDOW_NS		(60 * NSEC_PER_SEC)
-
-/* ---- argument copying: extensible structs that carry their size ---- */
-
-static int copy_arg_in(void *dst, size_t ksize, size_t ver0,
-		       const void __user *uarg)
-{
-	u32 usize;
-
-	if (get_user(usize, (const u32 __user *)uarg))
-		return -EFAULT;
-	if (usize < ver0)
-		return -EINVAL;
-	if (usize > PAGE_SIZE)
-		return -E2BIG;
-	return copy_struct_from_user(dst, ksize, uarg, usize);
-}
-
-static int copy_arg_out(void __user *uarg, void *src, u32 ksize, u32 ver0)
-{
-	u32 usize;
-
-	if (get_user(usize, (const u32 __user *)uarg))
-		return -EFAULT;
-	if (usize < ver0)
-		return -EINVAL;
-	*(u32 *)src = ksize;
-	if (copy_to_user(uarg, src, min(usize, ksize)))
-		return -EFAULT;
-	return 0;
-}
 
 /* ---- configuration ---- */
 
-static void config_defaults(struct stallcap_config *c)
+void stallcap_config_defaults(struct stallcap_config *c)
 {
 	c->size = sizeof(*c);
 	if (!c->ring_bytes)
 		c->ring_bytes = DEFAULT_RING_BYTES;
 	if (!c->user_stack_bytes)
 		c->user_stack_bytes = DEFAULT_USER_STACK;
-	if (!c->beat_slots)
-		c->beat_slots = DEFAULT_BEAT_SLOTS;
+	if (!c->slots)
+		c->slots = DEFAULT_SLOTS;
 	if (!c->max_samples)
 		c->max_samples = DEFAULT_MAX_SAMPLES;
 	if (!c->sample_cap_ns)
 		c->sample_cap_ns = DEFAULT_SAMPLE_CAP_NS;
 }
 
-static int config_check(const struct stallcap_config *c)
+int stallcap_config_check(const struct stallcap_config *c)
 {
 	u64 max_ring = (u64)stallcap_max_ring_kb * 1024;
 
@@ -90,7 +61,7 @@ static int config_check(const struct stallcap_config *c)
 	    c->ring_bytes > max_ring ||
 	    c->ring_bytes < 4 * STALLCAP_RECORD_MAX_BYTES(c->user_stack_bytes))
 		return -ERANGE;
-	if (c->beat_slots % 64 || c->beat_slots > MAX_BEAT_SLOTS)
+	if (c->slots % 64 || c->slots > MAX_SLOTS)
 		return -ERANGE;
 	if (c->max_samples > MAX_SAMPLES)
 		return -ERANGE;
@@ -99,56 +70,8 @@ static int config_check(const struct stallcap_config *c)
 	return 0;
 }
 
-static int ioctl_set_config(struct stallcap_session *sess, void __user *uarg)
-{
-	const struct stallcap_config *cur = &sess->cfg;
-	struct stallcap_config c, old;
-	int ret;
-
-	ret = copy_arg_in(&c, sizeof(c), STALLCAP_CONFIG_SIZE_VER0, uarg);
-	if (ret)
-		return ret;
-	config_defaults(&c);
-	ret = config_check(&c);
-	if (ret)
-		return ret;
-	mutex_lock(&sess->lock);
-	if (sess->ring && (c.ring_bytes != cur->ring_bytes ||
-			   c.user_stack_bytes != cur->user_stack_bytes ||
-			   c.beat_slots != cur->beat_slots)) {
-		ret = -EBUSY;
-		goto out;
-	}
-	old = sess->cfg;
-	sess->cfg = c;
-	if (c.flags & STALLCAP_CFG_GLOBAL) {
-		/* a global reader needs its ring, of the size just set */
-		ret = stallcap_session_ensure_ring(sess);
-		if (ret) {
-			sess->cfg = old;
-			goto out;
-		}
-		stallcap_global_attach(sess);
-	} else {
-		stallcap_global_detach(sess);
-	}
-out:
-	mutex_unlock(&sess->lock);
-	return ret;
-}
-
-static int ioctl_get_config(struct stallcap_session *sess, void __user *uarg)
-{
-	struct stallcap_config c;
-
-	mutex_lock(&sess->lock);
-	c = sess->cfg;
-	mutex_unlock(&sess->lock);
-	return copy_arg_out(uarg, &c, sizeof(c), STALLCAP_CONFIG_SIZE_VER0);
-}
-
 /**
- * stallcap_session_ensure_ring() - create the ring and beat slots once
+ * stallcap_session_ensure_ring() - create the ring and the slots once
  * @sess: the session, sess->lock held
  *
  * After this the size-related configuration is frozen.
@@ -160,16 +83,16 @@ int stallcap_session_ensure_ring(struct stallcap_session *sess)
 	lockdep_assert_held(&sess->lock);
 	if (sess->ring)
 		return 0;
-	ring = stallcap_ring_create(sess->cfg.ring_bytes);
+	ring = stallcap_ring_create(sess->cfg.ring_bytes, sess->pid_ns->ns.inum);
 	if (!ring)
 		return -ENOMEM;
-	sess->beats = vmalloc_user(sess->cfg.beat_slots * BEAT_SLOT_BYTES);
-	sess->beat_used = bitmap_zalloc(sess->cfg.beat_slots, GFP_KERNEL);
-	if (!sess->beats || !sess->beat_used) {
-		vfree(sess->beats);
-		bitmap_free(sess->beat_used);
-		sess->beats = NULL;
-		sess->beat_used = NULL;
+	sess->slots = vmalloc_user(sess->cfg.slots * SLOT_BYTES);
+	sess->slot_used = bitmap_zalloc(sess->cfg.slots, GFP_KERNEL);
+	if (!sess->slots || !sess->slot_used) {
+		vfree(sess->slots);
+		bitmap_free(sess->slot_used);
+		sess->slots = NULL;
+		sess->slot_used = NULL;
 		stallcap_ring_destroy(ring);
 		return -ENOMEM;
 	}
@@ -213,103 +136,6 @@ bool stallcap_session_rate_ok(struct stallcap_session *sess, u64 now)
 	return ok;
 }
 
-/* ---- the other ioctls ---- */
-
-static int ioctl_arm(struct stallcap_session *sess, void __user *uarg)
-{
-	struct stallcap_arm arm;
-	int ret;
-
-	ret = copy_arg_in(&arm, sizeof(arm), STALLCAP_ARM_SIZE_VER0, uarg);
-	if (ret)
-		return ret;
-	return stallcap_watch_arm(sess, &arm);
-}
-
-static int ioctl_attach(struct stallcap_session *sess, void __user *uarg)
-{
-	struct stallcap_attach arg;
-	int ret;
-
-	ret = copy_arg_in(&arg, sizeof(arg), STALLCAP_ATTACH_SIZE_VER0, uarg);
-	if (ret)
-		return ret;
-	return stallcap_attach(sess, &arg);
-}
-
-static int ioctl_get_stats(struct stallcap_session *sess, void __user *uarg)
-{
-	struct stallcap_stats *st;
-	u32 flags;
-	int ret;
-
-	if (get_user(flags, &((struct stallcap_stats __user *)uarg)->flags))
-		return -EFAULT;
-	if (flags & ~STALLCAP_STATS_GLOBAL)
-		return -EINVAL;
-	st = kzalloc(sizeof(*st), GFP_KERNEL);
-	if (!st)
-		return -ENOMEM;
-	stallcap_counters_read(flags & STALLCAP_STATS_GLOBAL ?
-			       &stallcap_global : &sess->stats, st);
-	st->flags = flags;
-	ret = copy_arg_out(uarg, st, sizeof(*st), STALLCAP_STATS_SIZE_VER0);
-	kfree(st);
-	return ret;
-}
-
-static int ioctl_get_info(struct stallcap_session *sess, void __user *uarg)
-{
-	struct stallcap_info info = {
-		.abi_version = STALLCAP_ABI_VERSION,
-		.features = STALLCAP_FEAT_CPUTIME | STALLCAP_FEAT_HEARTBEAT |
-			    STALLCAP_FEAT_DEFER_USER | STALLCAP_FEAT_GLOBAL |
-			    STALLCAP_FEAT_ATTACH,
-		.min_deadline_ns = stallcap_min_timeout_ns(),
-		.max_ring_bytes = min_t(u64, (u64)stallcap_max_ring_kb * 1024,
-					U32_MAX),
-		.max_watches_per_user = stallcap_max_watches_per_user,
-	};
-
-	if (stallcap_use_nmi)
-		info.features |= STALLCAP_FEAT_NMI;
-	if (sess->kaddr_visible)
-		info.features |= STALLCAP_FEAT_KADDR;
-	return copy_arg_out(uarg, &info, sizeof(info), STALLCAP_INFO_SIZE_VER0);
-}
-
-static long stallcap_ioctl(struct file *file, unsigned int cmd,
-			   unsigned long arg)
-{
-	struct stallcap_session *sess = file->private_data;
-	void __user *uarg = (void __user *)arg;
-
-	switch (cmd) {
-	case STALLCAP_IOC_REARM:
-		return stallcap_watch_rearm(sess, arg);
-	case STALLCAP_IOC_ARM:
-		return ioctl_arm(sess, uarg);
-	case STALLCAP_IOC_DISARM:
-		return arg ? -EINVAL : stallcap_watch_disarm(sess);
-	case STALLCAP_IOC_RELEASE:
-		return arg ? -EINVAL : stallcap_watch_release(sess);
-	case STALLCAP_IOC_SET_CONFIG:
-		return ioctl_set_config(sess, uarg);
-	case STALLCAP_IOC_GET_CONFIG:
-		return ioctl_get_config(sess, uarg);
-	case STALLCAP_IOC_GET_STATS:
-		return ioctl_get_stats(sess, uarg);
-	case STALLCAP_IOC_GET_INFO:
-		return ioctl_get_info(sess, uarg);
-	case STALLCAP_IOC_ATTACH:
-		return ioctl_attach(sess, uarg);
-	case STALLCAP_IOC_DETACH:
-		return stallcap_detach(sess, arg);
-	default:
-		return -ENOTTY;
-	}
-}
-
 /* ---- mmap and poll ---- */
 
 static int stallcap_mmap(struct file *file, struct vm_area_struct *vma)
@@ -327,14 +153,14 @@ static int stallcap_mmap(struct file *file, struct vm_area_struct *vma)
 		ret = stallcap_session_ensure_ring(sess);
 		if (!ret)
 			ret = remap_vmalloc_range(vma, sess->ring->base, 0);
-	} else if (off == STALLCAP_MMAP_BEATS &&
-		   len <= sess->cfg.beat_slots * BEAT_SLOT_BYTES) {
+	} else if (off == STALLCAP_MMAP_SLOTS &&
+		   len <= sess->cfg.slots * SLOT_BYTES) {
 		ret = stallcap_session_ensure_ring(sess);
 		if (!ret)
-			ret = remap_vmalloc_range(vma, sess->beats, 0);
+			ret = remap_vmalloc_range(vma, sess->slots, 0);
 	}
 	if (!ret)
-		stallcap_vm_flags_clear(vma, VM_MAYEXEC);
+		stallcap_vma_set_private(vma);
 	mutex_unlock(&sess->lock);
 	return ret;
 }
@@ -382,7 +208,8 @@ static int stallcap_open(struct inode *inode, struct file *file)
 	if (!sess)
 		return -ENOMEM;
 	mutex_init(&sess->lock);
-	config_defaults(&sess->cfg);
+	stallcap_config_defaults(&sess->cfg);
+	sess->pid_ns = get_pid_ns(task_active_pid_ns(current));
 	INIT_LIST_HEAD(&sess->watches);
 	sess->kaddr_visible = kaddr_policy_allows(file);
 	sess->uid = current_uid();
@@ -414,8 +241,9 @@ void stallcap_session_put(struct stallcap_session *sess)
 		return;
 	irq_work_sync(&sess->wake_work);
 	stallcap_ring_destroy(sess->ring);
-	vfree(sess->beats);
-	bitmap_free(sess->beat_used);
+	vfree(sess->slots);
+	bitmap_free(sess->slot_used);
+	put_pid_ns(sess->pid_ns);
 	mutex_destroy(&sess->lock);
 	kfree(sess);
 }

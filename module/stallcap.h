@@ -19,6 +19,7 @@
 #include <linux/mutex.h>
 #include <linux/sched.h>
 #include <linux/spinlock.h>
+#include <linux/init.h>
 #include <linux/types.h>
 #include <linux/workqueue.h>
 
@@ -30,7 +31,9 @@ extern unsigned int stallcap_max_watches_per_user;
 extern unsigned int stallcap_max_ring_kb;
 extern unsigned int stallcap_migrate_retries;
 extern bool stallcap_use_nmi;
+extern bool stallcap_abi_test;
 u64 stallcap_min_timeout_ns(void);
+void __init stallcap_abi_layout_check(void);
 
 /* ---- counters (stats.c) ---- */
 enum stallcap_counter {
@@ -47,7 +50,11 @@ enum stallcap_counter {
 	SC_CAPTURE_IPI,
 	SC_CAPTURE_BLOCKED,
 	SC_MIGRATE_RETRIES,
+	SC_LOST_FIRST,
+	SC_LOST_DEFERRED,
 	SC_ATTACHED,
+	/* not in struct stallcap_stats: debugfs only */
+	SC_TIMER_EXPIRIES,
 	SC_NR_COUNTERS
 };
 
@@ -57,11 +64,13 @@ enum stallcap_counter {
  * @c: the counters, indexed by enum stallcap_counter
  * @cost: capture cost histogram (log2 ns buckets)
  * @late: capture lateness histogram (log2 ns buckets)
+ * @nmi: time in NMI/IPI handler context per remote capture (log2 ns buckets)
  */
 struct stallcap_counters {
 	atomic64_t c[SC_NR_COUNTERS];
 	atomic64_t cost[STALLCAP_HIST_BUCKETS];
 	atomic64_t late[STALLCAP_HIST_BUCKETS];
+	atomic64_t nmi[STALLCAP_HIST_BUCKETS];
 };
 
 extern struct stallcap_counters stallcap_global;
@@ -69,6 +78,7 @@ extern struct stallcap_counters stallcap_global;
 void stallcap_count(struct stallcap_counters *sc, enum stallcap_counter i,
 		    s64 delta);
 void stallcap_hist_add(struct stallcap_counters *sc, u64 cost_ns, s64 late_ns);
+void stallcap_hist_nmi(struct stallcap_counters *sc, u64 ns);
 void stallcap_counters_read(struct stallcap_counters *sc,
 			    struct stallcap_stats *st);
 void stallcap_stats_init(void);
@@ -96,13 +106,45 @@ struct stallcap_ring {
 	raw_spinlock_t lock;
 };
 
-struct stallcap_ring *stallcap_ring_create(u32 data_bytes);
+struct stallcap_ring *stallcap_ring_create(u32 data_bytes, u64 pid_ns_inum);
 void stallcap_ring_destroy(struct stallcap_ring *ring);
 void *stallcap_ring_reserve(struct stallcap_ring *ring, u16 type, u32 len);
 void stallcap_ring_commit(struct stallcap_ring *ring, void *rec, u32 reserved,
 			  u32 used);
 bool stallcap_ring_readable(struct stallcap_ring *ring);
 void stallcap_ring_set_suppressed(struct stallcap_ring *ring, u64 n);
+void stallcap_ring_count_lost(struct stallcap_ring *ring);
+
+/* ---- records: the fixed part and its sections (record.c) ---- */
+
+/* abi_test: bytes added to a sample's fixed part, and its extra section */
+#define STALLCAP_TEST_FIXED_EXTRA	8
+#define STALLCAP_TEST_SEC_TYPE		0x7f00
+#define STALLCAP_TEST_SEC_BYTES		24
+/* room for a sample's fixed part with nothing else but test additions */
+#define STALLCAP_DRAFT_BYTES	(sizeof(struct stallcap_sample) + \
+				 STALLCAP_TEST_FIXED_EXTRA + \
+				 STALLCAP_TEST_SEC_BYTES)
+
+/**
+ * struct stallcap_rec_writer - appends sections to a record being built
+ * @rec: the record (its header first); written, never read back
+ * @len: bytes of the record so far (the fixed part, then each section)
+ */
+struct stallcap_rec_writer {
+	u8 *rec;
+	u32 len;
+};
+
+void stallcap_rec_begin(struct stallcap_rec_writer *wr,
+			struct stallcap_sample *s, void *rec);
+void *stallcap_sec_start(struct stallcap_rec_writer *wr);
+void stallcap_sec_end(struct stallcap_rec_writer *wr, u16 type, u32 bytes);
+void stallcap_sec_put_regs(struct stallcap_rec_writer *wr,
+			   const struct pt_regs *r);
+void stallcap_sec_put_stack(struct stallcap_rec_writer *wr, u64 start,
+			    u32 len);
+void stallcap_sample_stamp(struct stallcap_sample *s);
 
 /* ---- sessions (session.c) ---- */
 
@@ -113,8 +155,9 @@ extern const struct file_operations stallcap_fops;
  * @lock: serialises configuration, ring creation and watch creation
  * @cfg: the configuration in force (defaults resolved)
  * @ring: the ring, NULL until the first ARM or mmap; then never changes
- * @beats: heartbeat slots, allocated with the ring
- * @beat_used: bitmap of beat slots in use
+ * @slots: watch slots (heartbeat, shared deadline), allocated with the ring
+ * @slot_used: bitmap of slots in use
+ * @pid_ns: the opener's pid namespace (reference held): records' ns ids
  * @watches: the session's watches (sess->lock); lookups by thread go
  *	through the global task hash (watch.c), which survives tid changes
  * @next_stall_id: last stall id handed out
@@ -136,8 +179,9 @@ struct stallcap_session {
 	struct mutex lock;
 	struct stallcap_config cfg;
 	struct stallcap_ring *ring;
-	struct stallcap_beat_slot *beats;
-	unsigned long *beat_used;
+	struct stallcap_slot *slots;
+	unsigned long *slot_used;
+	struct pid_namespace *pid_ns;
 	struct list_head watches;
 	atomic64_t next_stall_id;
 	struct stallcap_counters stats;
@@ -156,6 +200,9 @@ struct stallcap_session {
 };
 
 int stallcap_session_ensure_ring(struct stallcap_session *sess);
+void stallcap_config_defaults(struct stallcap_config *c);
+int stallcap_config_check(const struct stallcap_config *c);
+long stallcap_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 void stallcap_session_get(struct stallcap_session *sess);
 void stallcap_session_put(struct stallcap_session *sess);
 bool stallcap_session_rate_ok(struct stallcap_session *sess, u64 now);
@@ -174,6 +221,8 @@ enum stallcap_watch_state {
  * struct stallcap_capture_req - a capture to be done on another CPU
  * @watch: the watch asking (for its task, session and record fields)
  * @draft: kernel-private fixed part of the sample being captured
+ * @draft_room: @draft with room for abi_test's additions (abandoned
+ *	captures are built here)
  * @rec: the record reserved in the ring for the result (written, never read)
  * @rec_len: bytes the capture wrote
  * @result: CAPTURE_PENDING until the target CPU wrote DONE or MISMATCH
@@ -184,7 +233,10 @@ enum stallcap_watch_state {
  */
 struct stallcap_capture_req {
 	struct stallcap_watch *watch;
-	struct stallcap_sample draft;
+	union {
+		struct stallcap_sample draft;
+		u8 draft_room[STALLCAP_DRAFT_BYTES];
+	};
 	void *rec;
 	u32 rec_len;
 	int result;
@@ -200,6 +252,8 @@ struct stallcap_capture_req {
  * @task: the watched thread (reference held)
  * @tid: its thread id when the watch was made: records keep it even after
  *	an exec from a secondary thread takes the leader's
+ * @ns_pid: its thread group id in the session's pid namespace (0: not there)
+ * @ns_tid: its thread id there
  * @mm: its address space when armed (compared, never dereferenced): user
  *	memory is read only while the thread still runs that program
  * @sess_node: in the session's list of watches
@@ -213,7 +267,7 @@ struct stallcap_capture_req {
  * @armed_at: when the current deadline period began (ns)
  * @deadline: when the deadline passes / passed (ns)
  * @cpu_base: task CPU time at @armed_at (CPUTIME watches)
- * @beat_slot: heartbeat slot index, or -1
+ * @slot: slot index (heartbeat and shared-deadline watches), or -1
  * @last_beats: beat counter seen at the previous heartbeat check
  * @last_idle: idle mark seen at the previous heartbeat check
  * @stall_id: current stall, 0 when none
@@ -227,13 +281,14 @@ struct stallcap_capture_req {
  * @defer: deferred user-stack request (capture_deferred.c)
  * @task_node: node in the global task -> watches hash
  * @attach: the attach that made this watch (attach.c), NULL for ARM
- * @ns_tid: attached watches: @tid in the attaching reader's pid namespace
  * @rcu: deferred free
  */
 struct stallcap_watch {
 	struct stallcap_session *sess;
 	struct task_struct *task;
 	pid_t tid;
+	pid_t ns_pid;
+	pid_t ns_tid;
 	const struct mm_struct *mm;
 	struct list_head sess_node;
 	struct hrtimer timer;
@@ -246,7 +301,7 @@ struct stallcap_watch {
 	u64 armed_at;
 	u64 deadline;
 	u64 cpu_base;
-	int beat_slot;
+	int slot;
 	u64 last_beats;
 	bool last_idle;
 	u64 stall_id;
@@ -260,7 +315,6 @@ struct stallcap_watch {
 	struct stallcap_defer *defer;
 	struct hlist_node task_node;
 	struct stallcap_attach_ent *attach;
-	pid_t ns_tid;
 	struct rcu_head rcu;
 };
 
@@ -286,20 +340,20 @@ enum { CAPTURE_PENDING, CAPTURE_DONE, CAPTURE_MISMATCH };
 void stallcap_sample_init(struct stallcap_watch *w, struct stallcap_sample *s,
 			  u64 now);
 u32 stallcap_sample_max_len(const struct stallcap_session *sess);
+u8 stallcap_watch_clock(const struct stallcap_watch *w);
 u32 stallcap_capture_current(const struct stallcap_watch *w,
 			     struct stallcap_sample *s, void *rec,
 			     struct pt_regs *regs, u8 path);
-void stallcap_hide_kernel_addresses(struct stallcap_sample *s, u64 *kips,
-				    unsigned int n);
+void stallcap_put_kernel_ips(struct stallcap_rec_writer *wr,
+			     const struct stallcap_session *sess,
+			     struct task_struct *task, struct pt_regs *regs,
+			     u32 *flags);
 unsigned int stallcap_walk_user_frames(const struct pt_regs *uregs, u64 *ips,
 				       u32 *flags, bool may_fault);
 unsigned int stallcap_unwind_kernel(struct task_struct *task,
 				    struct pt_regs *regs, u64 *ips, u32 *flags);
-void stallcap_copy_user_regs(struct stallcap_user_regs *d,
-			     const struct pt_regs *r);
 struct pt_regs *stallcap_user_regs_of(struct task_struct *task,
 				      const struct mm_struct *mm);
-u32 stallcap_sample_end_len(const struct stallcap_sample *s);
 u32 stallcap_capture_blocked(const struct stallcap_watch *w,
 			     struct stallcap_sample *s, void *rec);
 void stallcap_sample_finish(struct stallcap_watch *w, struct stallcap_sample *s,
@@ -326,6 +380,8 @@ void stallcap_capture_buf_release(struct stallcap_capture_req *req);
  * @deadline_ns: likewise
  * @timeout_ns: likewise
  * @clock: likewise
+ * @ns_pid: likewise
+ * @ns_tid: likewise
  */
 struct stallcap_defer {
 	struct callback_head twork;
@@ -340,6 +396,9 @@ struct stallcap_defer {
 	u64 deadline_ns;
 	u64 timeout_ns;
 	u8 clock;
+	u8 origin;
+	u32 ns_pid;
+	u32 ns_tid;
 };
 
 struct stallcap_defer *stallcap_defer_alloc(struct task_struct *task);
@@ -373,8 +432,8 @@ struct stallcap_attach_twork {
  * @sess: the attaching session (alive while !@dead)
  * @leader: the process's thread group leader (reference held)
  * @mm: the program's address space (mmgrab: compared, never reused)
- * @ns: the attacher's pid namespace (reference held)
- * @ns_pid: the process's id there, as given to ATTACH
+ * @ns_pid: the process's id in the caller's pid namespace, as given to
+ *	ATTACH (DETACH names it so)
  * @tgid: the process's id in the initial namespace
  * @timeout_ns: the deadline of a busy period
  * @user_tag: copied into the records
@@ -393,7 +452,6 @@ struct stallcap_attach_ent {
 	struct stallcap_session *sess;
 	struct task_struct *leader;
 	struct mm_struct *mm;
-	struct pid_namespace *ns;
 	pid_t ns_pid;
 	pid_t tgid;
 	u64 timeout_ns;
@@ -436,11 +494,18 @@ void stallcap_global_mirror(struct stallcap_session *src, u16 type,
 			    const void *rec, u32 len);
 void stallcap_global_lost(struct stallcap_session *src);
 
-/* ---- heartbeat watches (heartbeat.c) ---- */
-int stallcap_beat_attach(struct stallcap_session *sess, struct stallcap_watch *w);
-void stallcap_beat_detach(struct stallcap_session *sess, struct stallcap_watch *w);
+/* ---- slots: heartbeat and shared-deadline watches (slot.c) ---- */
+#define STALLCAP_ARM_SLOT_KINDS	(STALLCAP_ARM_HEARTBEAT | \
+				 STALLCAP_ARM_SHARED_DEADLINE)
+bool stallcap_slot_available(struct stallcap_session *sess,
+			     const struct stallcap_watch *w);
+int stallcap_slot_attach(struct stallcap_session *sess, struct stallcap_watch *w,
+			 u32 kind, u64 deadline);
+void stallcap_slot_detach(struct stallcap_session *sess, struct stallcap_watch *w);
 bool stallcap_beat_progress(struct stallcap_watch *w);
 u64 stallcap_beat_period(const struct stallcap_watch *w);
+bool stallcap_shared_due(struct stallcap_watch *w, u64 now, u64 *next);
+bool stallcap_shared_moved(const struct stallcap_watch *w);
 
 int stallcap_remote_init(void);
 void stallcap_remote_exit(void);

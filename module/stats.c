@@ -50,6 +50,20 @@ void stallcap_hist_add(struct stallcap_counters *sc, u64 cost_ns, s64 late_ns)
 }
 
 /**
+ * stallcap_hist_nmi() - account the time one remote capture spent in NMI
+ * or IPI handler context
+ * @sc: the session's counters
+ * @ns: the time
+ */
+void stallcap_hist_nmi(struct stallcap_counters *sc, u64 ns)
+{
+	unsigned int b = hist_bucket(ns);
+
+	atomic64_inc(&sc->nmi[b]);
+	atomic64_inc(&stallcap_global.nmi[b]);
+}
+
+/**
  * stallcap_counters_read() - snapshot counters into the ABI struct
  * @sc: the counters
  * @st: filled from @sc (size and flags are left alone)
@@ -71,15 +85,19 @@ void stallcap_counters_read(struct stallcap_counters *sc,
 		[SC_CAPTURE_IPI] = &st->capture_ipi,
 		[SC_CAPTURE_BLOCKED] = &st->capture_blocked,
 		[SC_MIGRATE_RETRIES] = &st->migrate_retries,
+		[SC_LOST_FIRST] = &st->lost_first,
+		[SC_LOST_DEFERRED] = &st->lost_deferred,
 		[SC_ATTACHED] = &st->attached,
 	};
 	int i;
 
 	for (i = 0; i < SC_NR_COUNTERS; i++)
-		*dst[i] = atomic64_read(&sc->c[i]);
+		if (dst[i])
+			*dst[i] = atomic64_read(&sc->c[i]);
 	for (i = 0; i < STALLCAP_HIST_BUCKETS; i++) {
 		st->capture_cost_hist[i] = atomic64_read(&sc->cost[i]);
 		st->lateness_hist[i] = atomic64_read(&sc->late[i]);
+		st->nmi_time_hist[i] = atomic64_read(&sc->nmi[i]);
 	}
 }
 
@@ -99,6 +117,10 @@ static const char *const counter_names[SC_NR_COUNTERS] = {
 	[SC_CAPTURE_IPI] = "capture_ipi",
 	[SC_CAPTURE_BLOCKED] = "capture_blocked",
 	[SC_MIGRATE_RETRIES] = "migrate_retries",
+	[SC_LOST_FIRST] = "lost_first",
+	[SC_LOST_DEFERRED] = "lost_deferred",
+	[SC_ATTACHED] = "attached",
+	[SC_TIMER_EXPIRIES] = "timer_expiries",
 };
 
 static void show_hist(struct seq_file *m, const char *name, atomic64_t *h)
@@ -120,6 +142,7 @@ static int stats_show(struct seq_file *m, void *unused)
 			   (long long)atomic64_read(&stallcap_global.c[i]));
 	show_hist(m, "capture_cost", stallcap_global.cost);
 	show_hist(m, "lateness", stallcap_global.late);
+	show_hist(m, "nmi_time", stallcap_global.nmi);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(stats);

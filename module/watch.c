@@ -18,7 +18,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/binfmts.h>
-#include <linux/bitmap.h>
+#include <linux/pid_namespace.h>
 #include <linux/cred.h>
 #include <linux/hashtable.h>
 #include <linux/sched/task.h>
@@ -141,7 +141,7 @@ static void watch_destroy(struct stallcap_watch *w)
 	raw_spin_lock_irqsave(&task_watches_lock, flags);
 	hash_del_rcu(&w->task_node);
 	raw_spin_unlock_irqrestore(&task_watches_lock, flags);
-	stallcap_beat_detach(sess, w);
+	stallcap_slot_detach(sess, w);
 	user_watches_uncharge(sess->uid);
 	stallcap_count(&sess->stats, SC_WATCHES, -1);
 	if (w->attach)
@@ -180,6 +180,10 @@ static struct stallcap_watch *watch_create_task(struct stallcap_session *sess,
 	w->task = get_task_struct(task);
 	w->mm = READ_ONCE(task->mm);
 	w->tid = task_pid_nr(task);
+	/* here, not in the timer: pid lookups are no NMI or hard-IRQ work */
+	w->ns_pid = task_tgid_nr_ns(task, sess->pid_ns);
+	w->ns_tid = task_pid_nr_ns(task, sess->pid_ns);
+	w->slot = -1;
 	w->attach = a;
 	if (a) {
 		w->timeout_ns = a->timeout_ns;
@@ -187,7 +191,6 @@ static struct stallcap_watch *watch_create_task(struct stallcap_session *sess,
 		w->flags = a->cputime ? STALLCAP_ARM_CPUTIME : 0;
 		stallcap_count(&sess->stats, SC_ATTACHED, 1);
 	}
-	w->beat_slot = -1;
 	w->req.watch = w;
 	w->req.cpu = -1;
 	raw_spin_lock_init(&w->lock);
@@ -407,7 +410,9 @@ static int arm_check(const struct stallcap_arm *arm, u64 now, u64 *deadline)
 	if (f & ~STALLCAP_ARM_FLAGS_ALL || arm->__reserved)
 		return -EINVAL;
 	if ((f & STALLCAP_ARM_CPUTIME) &&
-	    (f & (STALLCAP_ARM_ABSOLUTE | STALLCAP_ARM_HEARTBEAT)))
+	    (f & (STALLCAP_ARM_ABSOLUTE | STALLCAP_ARM_SLOT_KINDS)))
+		return -EINVAL;
+	if ((f & STALLCAP_ARM_SLOT_KINDS) == STALLCAP_ARM_SLOT_KINDS)
 		return -EINVAL;
 	if ((f & STALLCAP_ARM_ABSOLUTE) && (f & STALLCAP_ARM_HEARTBEAT))
 		return -EINVAL;
@@ -422,13 +427,54 @@ static int arm_check(const struct stallcap_arm *arm, u64 now, u64 *deadline)
 	return check_timeout(arm->timeout_ns);
 }
 
+/*
+ * The calling thread's watch changes kind (deadline, heartbeat, shared
+ * deadline): stop it and give back a slot it no longer needs, in place, so
+ * that nothing can fail after the old watch was touched.  sess->lock held.
+ */
+static void watch_change_kind(struct stallcap_session *sess,
+			      struct stallcap_watch *w, u32 new_flags)
+{
+	unsigned long flags;
+
+	raw_spin_lock_irqsave(&w->lock, flags);
+	stallcap_watch_end_stall(w, ktime_get_mono_fast_ns());
+	w->state = WATCH_IDLE;
+	watch_count_armed(w, false);
+	raw_spin_unlock_irqrestore(&w->lock, flags);
+	hrtimer_cancel(&w->timer);
+	if (!(new_flags & STALLCAP_ARM_SLOT_KINDS))
+		stallcap_slot_detach(sess, w);
+}
+
+/* Find or make the calling thread's watch for @arm; sess->lock held. */
+static struct stallcap_watch *watch_for_arm(struct stallcap_session *sess,
+					    const struct stallcap_arm *arm)
+{
+	struct stallcap_watch *w;
+
+	rcu_read_lock();
+	w = watch_of_current(sess);	/* stays: only sess->lock holders free it */
+	rcu_read_unlock();
+	/* a failing ARM leaves the old watch as it was: check first */
+	if ((arm->flags & STALLCAP_ARM_SLOT_KINDS) &&
+	    !stallcap_slot_available(sess, w))
+		return ERR_PTR(-ENOSPC);
+	if (!w)
+		return watch_create(sess);
+	if ((w->flags ^ arm->flags) & STALLCAP_ARM_SLOT_KINDS)
+		watch_change_kind(sess, w, arm->flags);
+	return w;
+}
+
 /**
  * stallcap_watch_arm() - STALLCAP_IOC_ARM
  * @sess: the session
  * @arm: the validated-size argument
  *
  * Context: process, takes sess->lock.
- * Return: 0, or the beat slot for a heartbeat watch; -errno.
+ * Return: 0, or the slot index for a heartbeat or shared-deadline watch;
+ * -errno.
  */
 int stallcap_watch_arm(struct stallcap_session *sess,
 		       const struct stallcap_arm *arm)
@@ -447,34 +493,17 @@ int stallcap_watch_arm(struct stallcap_session *sess,
 	ret = stallcap_session_ensure_ring(sess);
 	if (ret)
 		goto out;
-	rcu_read_lock();
-	w = watch_of_current(sess);	/* stays: only sess->lock holders free it */
-	rcu_read_unlock();
-	if (w && (w->flags ^ arm->flags) & STALLCAP_ARM_HEARTBEAT) {
-		/* from deadline to heartbeat or back: a new watch, but a
-		 * failing ARM must leave the old one as it was
-		 */
-		ret = -ENOSPC;
-		if ((arm->flags & STALLCAP_ARM_HEARTBEAT) &&
-		    bitmap_full(sess->beat_used, sess->cfg.beat_slots))
-			goto out;
-		watch_destroy(w);
-		w = NULL;
+	w = watch_for_arm(sess, arm);
+	if (IS_ERR(w)) {
+		ret = PTR_ERR(w);
+		goto out;
 	}
-	if (!w) {
-		w = watch_create(sess);
-		if (IS_ERR(w)) {
-			ret = PTR_ERR(w);
-			goto out;
-		}
-	}
-	if (arm->flags & STALLCAP_ARM_HEARTBEAT) {
-		slot = stallcap_beat_attach(sess, w);
-		if (slot < 0) {
-			ret = slot;
-			goto out;
-		}
-	}
+	/* cannot fail: watch_for_arm() made sure of a slot */
+	if (arm->flags & STALLCAP_ARM_HEARTBEAT)
+		slot = stallcap_slot_attach(sess, w, STALLCAP_SLOT_HEARTBEAT, 0);
+	else if (arm->flags & STALLCAP_ARM_SHARED_DEADLINE)
+		slot = stallcap_slot_attach(sess, w, STALLCAP_SLOT_DEADLINE,
+					    deadline);
 	raw_spin_lock_irqsave(&w->lock, flags);
 	w->flags = arm->flags;
 	/* an absolute deadline's T is its distance, at least the minimum */
@@ -513,7 +542,7 @@ int stallcap_watch_rearm(struct stallcap_session *sess, u64 timeout_ns)
 	if (!w)
 		goto out;
 	raw_spin_lock_irqsave(&w->lock, flags);
-	if (w->flags & STALLCAP_ARM_HEARTBEAT) {
+	if (w->flags & STALLCAP_ARM_SLOT_KINDS) {
 		ret = -EINVAL;
 	} else {
 		if (!timeout_ns)

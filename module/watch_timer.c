@@ -8,7 +8,14 @@
  *                          +--(thread on another CPU)--> CAPTURING
  *   CAPTURING --poll: DONE--> STALLED
  *             --poll: MISMATCH--> resend (bounded) or capture as blocked
- *   any --progress (rearm, disarm, beat, release, exit)--> stall-end record
+ *   any --progress (rearm, disarm, beat, slot store, release, exit)-->
+ *        stall-end record
+ *
+ * A shared-deadline watch's timer expires at the deadline it last read from
+ * the slot: a later deadline there re-queues it (no stall), 0 (idle) makes
+ * it look again every T, an unchanged one is the stall.  While stalled it
+ * looks at the slot at every sample and at least every T/4: a new value
+ * ends the stall.
  *
  * The timer runs with the watch's lock held and never waits for another
  * CPU: a capture on another CPU is requested, then polled on a later expiry.
@@ -60,12 +67,12 @@ static enum hrtimer_restart restart_at(struct stallcap_watch *w, u64 when)
 	return HRTIMER_RESTART;
 }
 
-/* While stalled, a heartbeat watch also checks its slot every period. */
+/* While stalled, a slot watch also checks its slot every T/4. */
 static enum hrtimer_restart stalled_restart(struct stallcap_watch *w, u64 now)
 {
 	u64 when = w->state == WATCH_STALLED ? w->sample_at : U64_MAX;
 
-	if (w->flags & STALLCAP_ARM_HEARTBEAT)
+	if (w->flags & STALLCAP_ARM_SLOT_KINDS)
 		when = min(when, now + stallcap_beat_period(w));
 	return when == U64_MAX ? HRTIMER_NORESTART : restart_at(w, when);
 }
@@ -155,7 +162,8 @@ static enum hrtimer_restart take_sample(struct stallcap_watch *w, u64 now)
 		return restart_at(w, w->sample_at);
 	}
 
-	if (program_changed(w)) {
+	/* (the first sample: deadline_passed() has just looked) */
+	if (w->samples && program_changed(w)) {
 		w->state = WATCH_STALLED_QUIET;
 		return HRTIMER_NORESTART;
 	}
@@ -164,6 +172,8 @@ static enum hrtimer_restart take_sample(struct stallcap_watch *w, u64 now)
 	w->samples++;
 	if (!rec) {
 		stallcap_count(&sess->stats, SC_LOST, 1);
+		if (w->samples == 1)
+			stallcap_count(&sess->stats, SC_LOST_FIRST, 1);
 		return next_sample(w, now);
 	}
 	w->req.rec = rec;
@@ -284,9 +294,25 @@ static enum hrtimer_restart beat_tick(struct stallcap_watch *w, u64 now)
 	return restart_at(w, now + stallcap_beat_period(w));
 }
 
+/* A shared-deadline watch's timer while not stalled. */
+static enum hrtimer_restart shared_tick(struct stallcap_watch *w, u64 now)
+{
+	u64 next;
+
+	if (stallcap_shared_due(w, now, &next))
+		return deadline_passed(w, now);
+	return restart_at(w, next);
+}
+
 /* A stalled watch's timer: progress ends the stall, else sample again. */
 static enum hrtimer_restart stalled_tick(struct stallcap_watch *w, u64 now)
 {
+	if ((w->flags & STALLCAP_ARM_SHARED_DEADLINE) &&
+	    stallcap_shared_moved(w)) {
+		stallcap_watch_end_stall(w, now);
+		w->state = WATCH_ARMED;
+		return shared_tick(w, now);
+	}
 	if ((w->flags & STALLCAP_ARM_HEARTBEAT) && stallcap_beat_progress(w)) {
 		stallcap_watch_end_stall(w, now);
 		w->state = WATCH_ARMED;
@@ -315,10 +341,13 @@ enum hrtimer_restart stallcap_watch_timer_fn(struct hrtimer *timer)
 	/* Re-armed meanwhile: the new expiry is queued already. */
 	if (w->dead || hrtimer_is_queued(timer))
 		goto out;
+	stallcap_count(&w->sess->stats, SC_TIMER_EXPIRIES, 1);
 	switch (w->state) {
 	case WATCH_ARMED:
 		if (w->flags & STALLCAP_ARM_HEARTBEAT)
 			ret = beat_tick(w, now);
+		else if (w->flags & STALLCAP_ARM_SHARED_DEADLINE)
+			ret = shared_tick(w, now);
 		else if (now >= w->deadline)
 			ret = deadline_passed(w, now);
 		else
@@ -351,6 +380,7 @@ void stallcap_watch_abandon_capture(struct stallcap_watch *w)
 {
 	struct stallcap_capture_req *req = &w->req;
 	struct stallcap_sample *d = &req->draft;
+	struct stallcap_rec_writer wr;
 
 	if (w->state != WATCH_CAPTURING)
 		return;
@@ -363,12 +393,13 @@ void stallcap_watch_abandon_capture(struct stallcap_watch *w)
 			return;
 		}
 	}
-	d->capture_ns = ktime_get_mono_fast_ns();
+	stallcap_sample_stamp(d);
+	stallcap_rec_begin(&wr, d, req->draft_room);
 	d->path = stallcap_use_nmi ? STALLCAP_PATH_NMI : STALLCAP_PATH_IPI;
 	d->state = STALLCAP_STATE_RUNNING;	/* it was, on another CPU */
 	d->flags |= STALLCAP_SAMPLE_ABANDONED;
 	d->migrate_retries = req->retries;
-	stallcap_sample_finish(w, d, NULL, req->rec, stallcap_sample_end_len(d),
+	stallcap_sample_finish(w, d, req->draft_room, req->rec, wr.len,
 			       d->capture_ns);
 }
 
@@ -384,19 +415,31 @@ void stallcap_watch_end_stall(struct stallcap_watch *w, u64 now)
 {
 	struct stallcap_session *sess = w->sess;
 	struct stallcap_stall_end *e;
+	u64 mono, real;
 
 	stallcap_watch_abandon_capture(w);
 	if (!w->stall_id)
 		return;
-	now = max(now, ktime_get_mono_fast_ns());
+	mono = ktime_get_mono_fast_ns();
+	real = ktime_get_real_fast_ns();
+	/* realtime of the same instant as end_ns */
+	if (now > mono)
+		real += now - mono;
+	now = max(now, mono);
 	if (!w->quiet) {
 		struct stallcap_stall_end end = {
+			.fixed_size = sizeof(end),
+			.origin = w->attach ? STALLCAP_ORIGIN_ATTACH :
+				  STALLCAP_ORIGIN_ARM,
 			.stall_id = w->stall_id,
 			.user_tag = w->user_tag,
 			.deadline_ns = w->deadline,
 			.end_ns = now,
+			.end_realtime_ns = real,
 			.pid = w->task->tgid,
 			.tid = w->tid,
+			.ns_pid = w->ns_pid,
+			.ns_tid = w->ns_tid,
 			.nr_samples = w->samples,
 		};
 		const size_t hdr = sizeof(end.hdr);

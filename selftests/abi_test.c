@@ -95,8 +95,13 @@ TEST_F(abi, info_describes_the_module)
 	EXPECT_LE(sc_min_ring_bytes(STALLCAP_MAX_USER_STACK), i->max_ring_bytes)
 		TH_LOG("max_ring_bytes too small for the largest user_stack_bytes");
 	EXPECT_LT(0, i->max_watches_per_user);
-	EXPECT_EQ(0, i->features & ~((STALLCAP_FEAT_KADDR << 1) - 1));
-	for (int k = 0; k < 4; k++)
+	EXPECT_EQ(0, i->features & ~((STALLCAP_FEAT_SHARED_DEADLINE << 1) - 1));
+	EXPECT_TRUE(i->features & STALLCAP_FEAT_SHARED_DEADLINE);
+	/* not advertised until STALLCAP_IOC_ATTACH exists */
+	EXPECT_FALSE(i->features & STALLCAP_FEAT_ATTACH);
+	EXPECT_EQ(STALLCAP_ARCH_X86_64, i->arch);
+	EXPECT_EQ(sizeof(struct stallcap_sample), i->sample_fixed_size);
+	for (int k = 0; k < 3; k++)
 		EXPECT_EQ(0, i->__reserved[k]);
 }
 
@@ -112,13 +117,18 @@ TEST_F(abi, get_info_rejects_bad_sizes_and_pointers)
 	EXPECT_ERRNO(EFAULT, ioctl(self->s.fd, STALLCAP_IOC_GET_INFO, KERNEL_PTR));
 	EXPECT_ERRNO(EFAULT, ioctl(self->s.fd, STALLCAP_IOC_GET_INFO, self->readonly));
 
-	/* larger than known: size says what the module knows, tail untouched */
+	/* larger than known with a non-zero tail: E2BIG, nothing written */
 	memset(&big, 0xa5, sizeof(big));
+	big.i.size = sizeof(big);
+	EXPECT_ERRNO(E2BIG, ioctl(self->s.fd, STALLCAP_IOC_GET_INFO, &big));
+	EXPECT_EQ(sizeof(big), big.i.size);
+	/* with a zero tail: size says what the module knows, tail untouched */
+	memset(&big, 0, sizeof(big));
 	big.i.size = sizeof(big);
 	ASSERT_EQ(0, ioctl(self->s.fd, STALLCAP_IOC_GET_INFO, &big));
 	EXPECT_EQ(sizeof(struct stallcap_info), big.i.size);
 	EXPECT_EQ(STALLCAP_ABI_VERSION, big.i.abi_version);
-	EXPECT_EQ(0xa5a5a5a5a5a5a5a5ULL, big.tail[0]);
+	EXPECT_EQ(0, big.tail[0]);
 	expect_unchanged(_metadata, self);
 }
 
@@ -133,7 +143,7 @@ TEST_F(abi, config_defaults_are_resolved)
 	EXPECT_EQ(0, c->flags);
 	EXPECT_EQ(ring, c->ring_bytes);
 	EXPECT_EQ(16384, c->user_stack_bytes);
-	EXPECT_EQ(64, c->beat_slots);
+	EXPECT_EQ(64, c->slots);
 	EXPECT_EQ(8, c->max_samples);
 	EXPECT_EQ(SC_NSEC_PER_SEC, c->sample_cap_ns);
 	EXPECT_EQ(0, c->rate_limit);
@@ -145,13 +155,19 @@ TEST_F(abi, get_config_writes_only_what_it_knows)
 {
 	struct { struct stallcap_config c; uint64_t tail[2]; } big;
 
+	/* a tail the module does not know must be zero, even for output */
 	memset(&big, 0xa5, sizeof(big));
 	big.c.size = sizeof(big);
+	EXPECT_ERRNO(E2BIG, ioctl(self->s.fd, STALLCAP_IOC_GET_CONFIG, &big));
+	EXPECT_EQ(0xa5a5a5a5a5a5a5a5ULL, big.c.sample_cap_ns);
+	memset(&big, 0, sizeof(big));
+	big.c.size = sizeof(big);
+	big.tail[1] = 0;
 	ASSERT_EQ(0, ioctl(self->s.fd, STALLCAP_IOC_GET_CONFIG, &big));
 	EXPECT_EQ(sizeof(struct stallcap_config), big.c.size);
 	EXPECT_EQ(self->before.cfg.ring_bytes, big.c.ring_bytes);
-	EXPECT_EQ(0xa5a5a5a5a5a5a5a5ULL, big.tail[0]);
-	EXPECT_EQ(0xa5a5a5a5a5a5a5a5ULL, big.tail[1]);
+	EXPECT_EQ(0, big.tail[0]);
+	EXPECT_EQ(0, big.tail[1]);
 
 	memset(&big, 0, sizeof(big));
 	big.c.size = STALLCAP_CONFIG_SIZE_VER0 - 8;
@@ -187,14 +203,118 @@ TEST_F(abi, get_stats_rejects_unknown_flags_sizes_and_pointers)
 	expect_unchanged(_metadata, self);
 }
 
+/* ------------------------------------------------------------------------
+ * Sizes: every struct ioctl takes its size from the struct's size field
+ * ------------------------------------------------------------------------
+ */
+
+struct sized_cmd {
+	unsigned int cmd;
+	uint32_t ksize, ver0;
+	const char *name;
+};
+
+static const struct sized_cmd sized_cmds[] = {
+	{ STALLCAP_IOC_ARM, sizeof(struct stallcap_arm), STALLCAP_ARM_SIZE_VER0, "ARM" },
+	{ STALLCAP_IOC_SET_CONFIG, sizeof(struct stallcap_config), STALLCAP_CONFIG_SIZE_VER0,
+	  "SET_CONFIG" },
+	{ STALLCAP_IOC_GET_CONFIG, sizeof(struct stallcap_config), STALLCAP_CONFIG_SIZE_VER0,
+	  "GET_CONFIG" },
+	{ STALLCAP_IOC_GET_STATS, sizeof(struct stallcap_stats), STALLCAP_STATS_SIZE_VER0,
+	  "GET_STATS" },
+	{ STALLCAP_IOC_GET_INFO, sizeof(struct stallcap_info), STALLCAP_INFO_SIZE_VER0,
+	  "GET_INFO" },
+};
+
+static unsigned int with_size_bits(unsigned int cmd, unsigned int size)
+{
+	return (cmd & ~(_IOC_SIZEMASK << _IOC_SIZESHIFT)) |
+	       ((size & _IOC_SIZEMASK) << _IOC_SIZESHIFT);
+}
+
+/*
+ * Call @c with a struct of @size bytes in @buf: valid contents (an ARM of an
+ * hour, a SET_CONFIG of the defaults this session has), then @tail at byte
+ * @ksize + 8 when @size allows.  A successful ARM is released again.
+ */
+static long sized_call(int fd, const struct sized_cmd *c, unsigned int cmd, uint8_t *buf,
+		       size_t buflen, uint32_t size, uint8_t tail)
+{
+	long ret;
+
+	memset(buf, 0, buflen);
+	if (c->cmd == STALLCAP_IOC_ARM)
+		((struct stallcap_arm *)buf)->timeout_ns = HOUR_NS;
+	*(uint32_t *)buf = size;
+	if (size >= c->ksize + 16)
+		buf[c->ksize + 8] = tail;
+	ret = ioctl(fd, cmd, buf);
+	if (ret == 0 && c->cmd == STALLCAP_IOC_ARM && sc_release(fd))
+		return -2;
+	return ret;
+}
+
+TEST_F(abi, every_struct_ioctl_takes_its_size_from_the_size_field)
+{
+	size_t buflen = self->s.page + 64;
+	uint8_t *buf = calloc(1, buflen);
+
+	ASSERT_NE(NULL, buf);
+	for (size_t i = 0; i < sizeof(sized_cmds) / sizeof(sized_cmds[0]); i++) {
+		const struct sized_cmd *c = &sized_cmds[i];
+		uint32_t big = c->ksize + 16;
+		/* the size bits of the command say nothing: as declared, the larger size, garbage */
+		unsigned int cmds[3] = { c->cmd, with_size_bits(c->cmd, big),
+					 with_size_bits(c->cmd, 0x3a5b) };
+
+		for (int v = 0; v < 3; v++) {
+			unsigned int cmd = cmds[v];
+			bool get = _IOC_DIR(c->cmd) & _IOC_READ;
+
+			TH_LOG("%s, size bits %u", c->name, _IOC_SIZE(cmd));
+			/* VER0 and the size this header declares */
+			EXPECT_EQ(0, sized_call(self->s.fd, c, cmd, buf, buflen, c->ver0, 0));
+			EXPECT_EQ(0, sized_call(self->s.fd, c, cmd, buf, buflen, c->ksize, 0));
+			if (get)
+				EXPECT_EQ(c->ksize, *(uint32_t *)buf);
+			/* larger with a zero tail: works, output not beyond what is known */
+			EXPECT_EQ(0, sized_call(self->s.fd, c, cmd, buf, buflen, big, 0));
+			if (get) {
+				EXPECT_EQ(c->ksize, *(uint32_t *)buf);
+				for (uint32_t b = c->ksize; b < big; b++)
+					EXPECT_EQ(0, buf[b]);
+			}
+			/* a page exactly, zero tail: works */
+			EXPECT_EQ(0, sized_call(self->s.fd, c, cmd, buf, buflen, self->s.page, 0));
+			/* larger with a non-zero tail: E2BIG, nothing written */
+			EXPECT_ERRNO(E2BIG, sized_call(self->s.fd, c, cmd, buf, buflen, big, 1));
+			EXPECT_EQ(big, *(uint32_t *)buf);
+			EXPECT_EQ(1, buf[c->ksize + 8]);
+			/* below VER0: EINVAL */
+			EXPECT_ERRNO(EINVAL, sized_call(self->s.fd, c, cmd, buf, buflen,
+							c->ver0 - 8, 0));
+			EXPECT_ERRNO(EINVAL, sized_call(self->s.fd, c, cmd, buf, buflen, 0, 0));
+			/* above a page: E2BIG, even with a zero tail */
+			EXPECT_ERRNO(E2BIG, sized_call(self->s.fd, c, cmd, buf, buflen,
+						       self->s.page + 8, 0));
+		}
+	}
+	free(buf);
+	/* ARMs were released, SET_CONFIGs set the defaults in force: all as before */
+	expect_unchanged(_metadata, self);
+}
+
 TEST_F(abi, unknown_commands_are_enotty)
 {
 	uint64_t v = 0;
 
 	EXPECT_ERRNO(ENOTTY, ioctl(self->s.fd, _IO(STALLCAP_IOC_MAGIC, 0x7f), 0));
 	EXPECT_ERRNO(ENOTTY, ioctl(self->s.fd, _IO(STALLCAP_IOC_MAGIC, 0x00), 0));
-	/* a known number with another size or direction is another command */
-	EXPECT_ERRNO(ENOTTY, ioctl(self->s.fd, _IOW(STALLCAP_IOC_MAGIC, 0x01, uint64_t), &v));
+	/* a known number with another direction is another command */
+	EXPECT_ERRNO(ENOTTY, ioctl(self->s.fd, _IOR(STALLCAP_IOC_MAGIC, 0x01, uint64_t), &v));
+	EXPECT_ERRNO(ENOTTY, ioctl(self->s.fd, _IOWR(STALLCAP_IOC_MAGIC, 0x02, uint64_t), &v));
+	/* ATTACH and DETACH are not implemented by this module (yet) */
+	EXPECT_ERRNO(ENOTTY, ioctl(self->s.fd, STALLCAP_IOC_DETACH, 0));
 	EXPECT_ERRNO(ENOTTY, ioctl(self->s.fd, _IOR(STALLCAP_IOC_MAGIC, 0x07,
 						     struct stallcap_stats), &v));
 	EXPECT_ERRNO(ENOTTY, ioctl(self->s.fd, _IO(0x42, 0x01), 0));
@@ -462,7 +582,7 @@ static int set_config(int fd, const struct stallcap_config *c)
 TEST_F(abi, set_config_round_trips)
 {
 	struct stallcap_config c = {
-		.ring_bytes = 64 * 1024, .user_stack_bytes = 4096, .beat_slots = 128,
+		.ring_bytes = 128 * 1024, .user_stack_bytes = 4096, .slots = 128,
 		.max_samples = 3, .sample_cap_ns = SC_MS(50), .rate_limit = 7,
 	};
 	struct stallcap_config got;
@@ -473,7 +593,7 @@ TEST_F(abi, set_config_round_trips)
 	ASSERT_EQ(0, sc_get_config(self->s.fd, &got));
 	EXPECT_EQ(c.ring_bytes, got.ring_bytes);
 	EXPECT_EQ(c.user_stack_bytes, got.user_stack_bytes);
-	EXPECT_EQ(c.beat_slots, got.beat_slots);
+	EXPECT_EQ(c.slots, got.slots);
 	EXPECT_EQ(c.max_samples, got.max_samples);
 	EXPECT_EQ(c.sample_cap_ns, got.sample_cap_ns);
 	EXPECT_EQ(c.rate_limit, got.rate_limit);
@@ -548,8 +668,8 @@ TEST_F(abi, set_config_rejects_values_out_of_range)
 	BAD(user_stack_bytes, STALLCAP_MAX_USER_STACK + 8);
 	BAD(user_stack_bytes, 100);				/* not a multiple of 8 */
 	BAD(user_stack_bytes, 12);
-	BAD(beat_slots, 65);
-	BAD(beat_slots, 4096 + 64);
+	BAD(slots, 65);
+	BAD(slots, 4096 + 64);
 	BAD(max_samples, 65);
 	BAD(max_samples, 1000);
 	if (self->min > 1)
@@ -569,7 +689,7 @@ TEST_F(abi, set_config_rejects_values_out_of_range)
 		EXPECT_EQ(0, set_config(fd, &c));
 	memset(&c, 0, sizeof(c));
 	c.max_samples = 64;
-	c.beat_slots = 4096;
+	c.slots = 4096;
 	c.user_stack_bytes = 8;
 	c.ring_bytes = sc_min_ring_bytes(8);
 	EXPECT_EQ(0, set_config(fd, &c));
@@ -621,7 +741,7 @@ TEST_F(abi, ring_layout_is_frozen_once_mapped)
 	c.user_stack_bytes = 2048;
 	EXPECT_ERRNO(EBUSY, set_config(self->s.fd, &c));
 	c.user_stack_bytes = 1024;
-	c.beat_slots = 128;
+	c.slots = 128;
 	EXPECT_ERRNO(EBUSY, set_config(self->s.fd, &c));
 	memset(&c, 0, sizeof(c));			/* zeroes: the default ring */
 	EXPECT_ERRNO(EBUSY, set_config(self->s.fd, &c));
@@ -745,7 +865,7 @@ TEST_F(abi, mmap_rejects_bad_offsets_lengths_and_private_maps)
 
 	BAD_MMAP(EINVAL, len, PROT_READ | PROT_WRITE, MAP_SHARED, self->s.page);
 	BAD_MMAP(EINVAL, self->s.page, PROT_READ | PROT_WRITE, MAP_SHARED, 16 * self->s.page);
-	BAD_MMAP(EINVAL, len, PROT_READ | PROT_WRITE, MAP_SHARED, STALLCAP_MMAP_BEATS + self->s.page);
+	BAD_MMAP(EINVAL, len, PROT_READ | PROT_WRITE, MAP_SHARED, STALLCAP_MMAP_SLOTS + self->s.page);
 	BAD_MMAP(EINVAL, len + self->s.page, PROT_READ | PROT_WRITE, MAP_SHARED, 0);
 	BAD_MMAP(EINVAL, 2 * len, PROT_READ | PROT_WRITE, MAP_SHARED, 0);
 	BAD_MMAP(EINVAL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, 0);
@@ -767,7 +887,7 @@ TEST_F(abi, failed_mmap_leaves_the_ring_resizable)
 {
 	static const struct { size_t pages_more; unsigned long long off; int flags; } bad[] = {
 		{ 0, 1, MAP_SHARED },			/* offset one page */
-		{ 0, STALLCAP_MMAP_BEATS / 4096 + 1, MAP_SHARED },
+		{ 0, STALLCAP_MMAP_SLOTS / 4096 + 1, MAP_SHARED },
 		{ 1, 0, MAP_SHARED },			/* one page too long */
 		{ 0, 0, MAP_PRIVATE },
 	};

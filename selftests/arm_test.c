@@ -249,7 +249,7 @@ TEST_F(arm, cputime_watch_blames_spinning_not_sleeping)
 	EXPECT_EQ(self->timeout, r->timeout_ns);
 	EXPECT_EQ(TAG + 5, r->user_tag);
 	EXPECT_EQ(STALLCAP_STATE_RUNNING, r->state);
-	EXPECT_TRUE(sc_ip_in_fn(r->regs.ip, spin_in_user));
+	EXPECT_TRUE(sc_ip_in_fn(sc_regs(r)->ip, spin_in_user));
 	/* the rest of the budget was spent spinning (1 ms for accounting) */
 	if (used < self->timeout)
 		EXPECT_LE(t_spin + (self->timeout - used) - SC_MS(1), r->capture_ns)

@@ -113,12 +113,12 @@ static void check_deferred(struct __test_metadata *_metadata, FIXTURE_DATA(block
 	EXPECT_EQ(STALLCAP_PATH_DEFERRED, u->path);
 	EXPECT_EQ(r->tid, u->tid);
 	EXPECT_EQ(r->stall_id, u->stall_id);
-	EXPECT_EQ(0, u->nr_kernel_frames);
-	EXPECT_EQ(r->regs.ip, u->regs.ip);
-	EXPECT_EQ(r->regs.sp, u->regs.sp);
-	EXPECT_EQ(u->regs.sp, u->stack_start);
-	EXPECT_LE(1, u->nr_user_frames);
-	EXPECT_LT(0, u->stack_size);
+	EXPECT_EQ(0, sc_nk(u));
+	EXPECT_EQ(sc_regs(r)->ip, sc_regs(u)->ip);
+	EXPECT_EQ(sc_regs(r)->sp, sc_regs(u)->sp);
+	EXPECT_EQ(sc_regs(u)->sp, sc_stack_start(u));
+	EXPECT_LE(1, sc_nu(u));
+	EXPECT_LT(0, sc_stack_size(u));
 }
 
 /*
@@ -187,23 +187,23 @@ static void run_blocked(struct __test_metadata *_metadata, FIXTURE_DATA(blocked)
 	EXPECT_GT(SC_MAX_LATENESS_NS, r->capture_ns - r->deadline_ns);
 
 	/* the user registers saved at the system call's entry */
-	EXPECT_NE(0, r->regs.ip);
-	EXPECT_NE(0, r->regs.sp);
+	EXPECT_NE(0, sc_regs(r)->ip);
+	EXPECT_NE(0, sc_regs(r)->sp);
 	if (r->flags & SC_SAMPLE_USTACK_REMOTE) {
 		/* user memory not readable from here: registers only */
-		EXPECT_GE(1, r->nr_user_frames);
-		EXPECT_EQ(0, r->stack_size);
+		EXPECT_GE(1, sc_nu(r));
+		EXPECT_EQ(0, sc_stack_size(r));
 	} else {
-		ASSERT_LE(1, r->nr_user_frames);
-		EXPECT_EQ(r->regs.sp, r->stack_start);
+		ASSERT_LE(1, sc_nu(r));
+		EXPECT_EQ(sc_regs(r)->sp, sc_stack_start(r));
 	}
-	if (r->nr_user_frames)
-		EXPECT_EQ(r->regs.ip, sc_user_ips(r)[0]);
+	if (sc_nu(r))
+		EXPECT_EQ(sc_regs(r)->ip, sc_user_ips(r)[0]);
 	if (r->flags & STALLCAP_SAMPLE_DEFER_PENDING)
 		check_deferred(_metadata, self, r);
 
 	/* the kernel stack of the wait */
-	ASSERT_LE(3, r->nr_kernel_frames);
+	ASSERT_LE(3, sc_nk(r));
 	if (self->have_ks) {
 		EXPECT_TRUE(sc_kstack_has(&self->ks, r, wait_fns))
 			TH_LOG("no kernel frame in %s...", wait_fns[0]);

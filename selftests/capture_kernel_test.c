@@ -151,8 +151,8 @@ static void check_kernel_sample(struct __test_metadata *_metadata,
 	EXPECT_GT(SC_MAX_LATENESS_NS, r->capture_ns - r->deadline_ns);
 
 	/* kernel frames: real kernel text, naming the work and the entry */
-	ASSERT_LE(3, r->nr_kernel_frames);
-	for (unsigned int i = 0; i < r->nr_kernel_frames; i++)
+	ASSERT_LE(3, sc_nk(r));
+	for (unsigned int i = 0; i < sc_nk(r); i++)
 		unresolved += !sc_ksym_name(&self->ks, sc_kernel_ips(r)[i]);
 	EXPECT_EQ(0, unresolved) TH_LOG("kernel frames outside kernel text");
 	EXPECT_TRUE(sc_kstack_has(&self->ks, r, work_fns))
@@ -161,15 +161,15 @@ static void check_kernel_sample(struct __test_metadata *_metadata,
 		TH_LOG("no kernel frame in %s...", entry_fns[0]);
 
 	/* user side: the registers saved at the system call's entry */
-	EXPECT_TRUE(sc_ip_in_fn(r->regs.ip, raw_syscall6))
-		TH_LOG("regs.ip %#llx in %s", (unsigned long long)r->regs.ip,
-		       sc_usym_name(r->regs.ip) ?: "?");
-	ASSERT_LE(2, r->nr_user_frames);
+	EXPECT_TRUE(sc_ip_in_fn(sc_regs(r)->ip, raw_syscall6))
+		TH_LOG("regs.ip %#llx in %s", (unsigned long long)sc_regs(r)->ip,
+		       sc_usym_name(sc_regs(r)->ip) ?: "?");
+	ASSERT_LE(2, sc_nu(r));
 	EXPECT_EQ(1, sc_ustack_find(r, caller)) TH_LOG("the caller is not user frame 1");
-	EXPECT_NE(0, r->regs.sp);
-	EXPECT_EQ(r->regs.sp, r->stack_start);
+	EXPECT_NE(0, sc_regs(r)->sp);
+	EXPECT_EQ(sc_regs(r)->sp, sc_stack_start(r));
 	if (!(r->flags & STALLCAP_SAMPLE_COPY_PARTIAL))
-		EXPECT_EQ(self->s.cfg.user_stack_bytes, r->stack_size);
+		EXPECT_EQ(self->s.cfg.user_stack_bytes, sc_stack_size(r));
 
 	if (_metadata->exit_code)
 		sc_log_records(&self->ks, &self->rs);

@@ -112,11 +112,11 @@ static void check_user_sample(struct __test_metadata *_metadata, const struct sc
 		       (unsigned long long)(r->capture_ns - r->deadline_ns));
 
 	/* where: ip in spin_in_user, FP walk up through its callers */
-	EXPECT_TRUE(sc_ip_in_fn(r->regs.ip, spin_in_user))
-		TH_LOG("regs.ip %#llx is in %s", (unsigned long long)r->regs.ip,
-		       sc_usym_name(r->regs.ip) ?: "?");
-	ASSERT_LE(2, r->nr_user_frames);
-	EXPECT_EQ(r->regs.ip, sc_user_ips(r)[0]);
+	EXPECT_TRUE(sc_ip_in_fn(sc_regs(r)->ip, spin_in_user))
+		TH_LOG("regs.ip %#llx is in %s", (unsigned long long)sc_regs(r)->ip,
+		       sc_usym_name(sc_regs(r)->ip) ?: "?");
+	ASSERT_LE(2, sc_nu(r));
+	EXPECT_EQ(sc_regs(r)->ip, sc_user_ips(r)[0]);
 	EXPECT_EQ(0, sc_ustack_find(r, spin_in_user));
 	caller = sc_ustack_find(r, spin_in_user_caller);
 	EXPECT_EQ(1, caller) TH_LOG("spin_in_user_caller not frame 1");
@@ -125,18 +125,18 @@ static void check_user_sample(struct __test_metadata *_metadata, const struct sc
 					e->outer_name);
 
 	/* the raw copy: from regs.sp, as long as configured, the real stack */
-	EXPECT_NE(0, r->regs.sp);
-	EXPECT_NE(0, r->regs.bp);
-	EXPECT_EQ(r->regs.sp, r->stack_start);
+	EXPECT_NE(0, sc_regs(r)->sp);
+	EXPECT_NE(0, sc_regs(r)->bp);
+	EXPECT_EQ(sc_regs(r)->sp, sc_stack_start(r));
 	if (r->flags & STALLCAP_SAMPLE_COPY_PARTIAL) {
-		EXPECT_GT(s->cfg.user_stack_bytes, r->stack_size);
+		EXPECT_GT(s->cfg.user_stack_bytes, sc_stack_size(r));
 	} else {
-		EXPECT_EQ(s->cfg.user_stack_bytes, r->stack_size);
+		EXPECT_EQ(s->cfg.user_stack_bytes, sc_stack_size(r));
 	}
-	if (r->regs.bp >= r->regs.sp && r->regs.bp + 16 <= r->regs.sp + r->stack_size) {
+	if (sc_regs(r)->bp >= sc_regs(r)->sp && sc_regs(r)->bp + 16 <= sc_regs(r)->sp + sc_stack_size(r)) {
 		uint64_t ret;
 
-		memcpy(&ret, sc_stack(r) + (r->regs.bp + 8 - r->regs.sp), 8);
+		memcpy(&ret, sc_stack(r) + (sc_regs(r)->bp + 8 - sc_regs(r)->sp), 8);
 		EXPECT_EQ(sc_user_ips(r)[1], ret)
 			TH_LOG("the copy's return address at bp+8 is not user frame 1");
 	}
@@ -155,16 +155,16 @@ static void check_any_sample(struct __test_metadata *_metadata, const struct sta
 	EXPECT_FALSE(r->flags & STALLCAP_SAMPLE_NO_USER);
 	if (r->flags & STALLCAP_SAMPLE_ABANDONED)
 		return;
-	EXPECT_TRUE(sc_ip_in_fn(r->regs.ip, spin_in_user))
+	EXPECT_TRUE(sc_ip_in_fn(sc_regs(r)->ip, spin_in_user))
 		TH_LOG("sample %u: regs.ip %#llx is in %s", r->sample_index,
-		       (unsigned long long)r->regs.ip, sc_usym_name(r->regs.ip) ?: "?");
+		       (unsigned long long)sc_regs(r)->ip, sc_usym_name(sc_regs(r)->ip) ?: "?");
 	if (r->path == STALLCAP_PATH_BLOCKED) {
 		EXPECT_TRUE(r->state == STALLCAP_STATE_RUNNABLE ||
 			    r->state == STALLCAP_STATE_RUNNING) TH_LOG("state %u", r->state);
 	} else {
 		EXPECT_EQ(STALLCAP_STATE_RUNNING, r->state);
 		if (!(r->flags & STALLCAP_SAMPLE_USER_MODE))
-			EXPECT_LT(0, r->nr_kernel_frames);
+			EXPECT_LT(0, sc_nk(r));
 	}
 }
 
@@ -428,10 +428,10 @@ TEST(small_user_stack_copy_has_the_configured_size)
 
 	r = run_until_caught_in_user(_metadata, &sc, &run);
 	ASSERT_EQ(64, run.s.cfg.user_stack_bytes);
-	EXPECT_EQ(64, r->stack_size);
+	EXPECT_EQ(64, sc_stack_size(r));
 	EXPECT_FALSE(r->flags & STALLCAP_SAMPLE_COPY_PARTIAL);
-	EXPECT_EQ(r->regs.sp, r->stack_start);
-	EXPECT_TRUE(sc_ip_in_fn(r->regs.ip, spin_in_user));
+	EXPECT_EQ(sc_regs(r)->sp, sc_stack_start(r));
+	EXPECT_TRUE(sc_ip_in_fn(sc_regs(r)->ip, spin_in_user));
 	run_free(&run);
 }
 

@@ -92,7 +92,7 @@ static uint64_t depths_in_copy(const struct stallcap_sample *r)
 	const unsigned char *p = sc_stack(r);
 	uint64_t seen = 0;
 
-	for (uint32_t off = 0; off + 16 <= r->stack_size; off += 8) {
+	for (uint32_t off = 0; off + 16 <= sc_stack_size(r); off += 8) {
 		uint64_t w[2];
 
 		memcpy(w, p + off, sizeof(w));
@@ -225,39 +225,39 @@ static void check_user_stack(struct __test_metadata *_metadata, FIXTURE_DATA(def
 	EXPECT_EQ(k->deadline_ns, u->deadline_ns);
 	EXPECT_EQ(k->timeout_ns, u->timeout_ns);
 	EXPECT_EQ(k->clock, u->clock);
-	EXPECT_EQ(0, u->nr_kernel_frames);
+	EXPECT_EQ(0, sc_nk(u));
 	/* the same kernel entry: the same user registers */
-	EXPECT_EQ(k->regs.ip, u->regs.ip);
-	EXPECT_EQ(k->regs.sp, u->regs.sp);
-	EXPECT_EQ(k->regs.bp, u->regs.bp);
+	EXPECT_EQ(sc_regs(k)->ip, sc_regs(u)->ip);
+	EXPECT_EQ(sc_regs(k)->sp, sc_regs(u)->sp);
+	EXPECT_EQ(sc_regs(k)->bp, sc_regs(u)->bp);
 	EXPECT_LE(k->capture_ns, u->capture_ns);
 
 	/*
 	 * frames: raw_syscall6 (or deep_bottom itself, for an interrupt that
 	 * came between two calls), deep_bottom, DEPTH x deep_recurse, ..., main
 	 */
-	ASSERT_LE(DEPTH + 3, u->nr_user_frames);
+	ASSERT_LE(DEPTH + 3, sc_nu(u));
 	EXPECT_TRUE(sc_ip_in_fn(ip[0], raw_syscall6) || sc_ip_in_fn(ip[0], deep_bottom))
 		TH_LOG("frame 0 %#llx in %s", (unsigned long long)ip[0],
 		       sc_usym_name(ip[0]) ?: "?");
 	EXPECT_EQ(sc_ip_in_fn(ip[0], raw_syscall6) ? 1 : 0, sc_ustack_find(u, deep_bottom));
-	for (unsigned int i = 1; i < u->nr_user_frames; i++)
+	for (unsigned int i = 1; i < sc_nu(u); i++)
 		in_recurse += sc_ip_in_fn(ip[i] - 1, deep_recurse);
 	EXPECT_EQ(DEPTH, in_recurse);
 	at_main = sc_ustack_find(u, main);
-	EXPECT_LT(DEPTH + 1, at_main) TH_LOG("main not reached: %u frames", u->nr_user_frames);
+	EXPECT_LT(DEPTH + 1, at_main) TH_LOG("main not reached: %u frames", sc_nu(u));
 
 	/* the raw copy: from sp, far beyond the 4 KiB of the capture-time copy */
-	EXPECT_EQ(u->regs.sp, u->stack_start);
-	EXPECT_LT(USTACK, u->stack_size);
-	EXPECT_GE(STALLCAP_MAX_USER_STACK, u->stack_size);
+	EXPECT_EQ(sc_regs(u)->sp, sc_stack_start(u));
+	EXPECT_LT(USTACK, sc_stack_size(u));
+	EXPECT_GE(STALLCAP_MAX_USER_STACK, sc_stack_size(u));
 	depths = depths_in_copy(u);
 	EXPECT_TRUE(depths & 1) TH_LOG("innermost frame's locals not in the copy");
 	EXPECT_LE(32, __builtin_popcountll(depths))
 		TH_LOG("locals of only %d frames in %u bytes", __builtin_popcountll(depths),
-		       u->stack_size);
+		       sc_stack_size(u));
 	TH_LOG("deferred record: %u user frames (main at %d), %u bytes of stack holding "
-	       "%d of the %d frames", u->nr_user_frames, at_main, u->stack_size,
+	       "%d of the %d frames", sc_nu(u), at_main, sc_stack_size(u),
 	       __builtin_popcountll(depths), DEPTH);
 }
 
@@ -313,8 +313,8 @@ static void run_blocked(struct __test_metadata *_metadata, FIXTURE_DATA(deferred
 			TH_LOG("sample %zu without DEFER_PENDING", i);
 		EXPECT_NE(0, x->cookie);
 		EXPECT_EQ(k->cookie, x->cookie) TH_LOG("sample %zu: another cookie", i);
-		EXPECT_TRUE(sc_ip_in_fn(x->regs.ip, raw_syscall6));
-		EXPECT_GE(USTACK, x->stack_size);
+		EXPECT_TRUE(sc_ip_in_fn(sc_regs(x)->ip, raw_syscall6));
+		EXPECT_GE(USTACK, sc_stack_size(x));
 		if (self->have_ks) {
 			EXPECT_TRUE(sc_kstack_has(&self->ks, x, pipe_fns));
 		}
@@ -390,12 +390,12 @@ static void run_in_kernel(struct __test_metadata *_metadata, FIXTURE_DATA(deferr
 			TH_LOG("kernel-mode sample %u without DEFER_PENDING", x->sample_index);
 		EXPECT_NE(0, x->cookie);
 		/* in getrandom(), or in an interrupt that came between two calls */
-		EXPECT_TRUE(sc_ip_in_fn(x->regs.ip, raw_syscall6) ||
-			    sc_ip_in_fn(x->regs.ip, deep_bottom));
+		EXPECT_TRUE(sc_ip_in_fn(sc_regs(x)->ip, raw_syscall6) ||
+			    sc_ip_in_fn(sc_regs(x)->ip, deep_bottom));
 		if (x->path != STALLCAP_PATH_BLOCKED) {
 			/* read at capture, as configured: 4 KiB only */
 			EXPECT_EQ(STALLCAP_STATE_RUNNING, x->state);
-			EXPECT_GE(USTACK, x->stack_size);
+			EXPECT_GE(USTACK, sc_stack_size(x));
 		}
 		if (self->have_ks)
 			nr_named += sc_kstack_has(&self->ks, x, getrandom_fns);
@@ -406,9 +406,9 @@ static void run_in_kernel(struct __test_metadata *_metadata, FIXTURE_DATA(deferr
 			k = x;
 		} else if (u) {
 			/* the record of this sample's kernel entry: its registers */
-			EXPECT_EQ(x->regs.ip, u->regs.ip);
-			EXPECT_EQ(x->regs.sp, u->regs.sp);
-			EXPECT_EQ(x->regs.bp, u->regs.bp);
+			EXPECT_EQ(sc_regs(x)->ip, sc_regs(u)->ip);
+			EXPECT_EQ(sc_regs(x)->sp, sc_regs(u)->sp);
+			EXPECT_EQ(sc_regs(x)->bp, sc_regs(u)->bp);
 			EXPECT_LE(x->capture_ns, u->capture_ns);
 			EXPECT_EQ(x->stall_id, u->stall_id);
 		}

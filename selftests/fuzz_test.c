@@ -14,8 +14,10 @@
  * Pointers: NULL, unmapped, PROT_NONE, kernel (0xffffffff81000000, the
  * direct map), non-canonical, misaligned, straddling into a PROT_NONE page,
  * read-only memory (output ioctls must fail with EFAULT), and pointers into
- * a ring or beat mapping itself.  Sizes: 0, below VER0, VER0, above it with
- * a zero or non-zero tail, PAGE_SIZE, above PAGE_SIZE, huge.  mmap: the two
+ * a ring or slot mapping itself.  Sizes: 0, below VER0, VER0, above it with
+ * a zero or non-zero tail, PAGE_SIZE, above PAGE_SIZE, huge, for every
+ * struct ioctl (GET_* included); half the commands carry random size bits,
+ * which the module ignores.  mmap: the two
  * offsets and random ones (unaligned, overflowing), lengths from 0 to huge,
  * PROT_EXEC, MAP_PRIVATE, MAP_SHARED_VALIDATE with unknown flags, read-only
  * file descriptors; the data_tail of mapped rings gets random values.
@@ -89,7 +91,7 @@ struct fsess {
 	int ro_fd;		/* the device opened O_RDONLY: another session */
 	/* frozen once the ring exists: the model needs them for mmap/EBUSY */
 	bool ring;
-	uint32_t ring_bytes, user_stack_bytes, beat_slots;
+	uint32_t ring_bytes, user_stack_bytes, slots;
 	void *ring_map;		/* a RW mapping of control page + data */
 	size_t ring_map_len;
 };
@@ -315,6 +317,21 @@ static bool timeout_ok(struct fz *f, uint64_t v)
 }
 
 /* Fill an ARM argument; returns the errors its contents call for (0: none). */
+#define SLOT_KINDS	(STALLCAP_ARM_HEARTBEAT | STALLCAP_ARM_SHARED_DEADLINE)
+
+/*
+ * The module matches commands by type, number and direction: half the time
+ * the size bits say something else (a random size, or 0), with the same
+ * outcome expected.
+ */
+static unsigned int fz_cmd(struct fthread *t, unsigned int cmd)
+{
+	if (tu_pct(&t->rng, 50))
+		return cmd;
+	return (cmd & ~(_IOC_SIZEMASK << _IOC_SIZESHIFT)) |
+	       ((unsigned int)tu_below(&t->rng, _IOC_SIZEMASK + 1) << _IOC_SIZESHIFT);
+}
+
 static tu_errset fill_arm(struct fthread *t, struct stallcap_arm *a, uint64_t *now_out)
 {
 	struct fz *f = t->f;
@@ -332,7 +349,10 @@ static tu_errset fill_arm(struct fthread *t, struct stallcap_arm *a, uint64_t *n
 		break;
 	case 2:
 	case 3:
-		fl = tu_below(r, 8);		/* every combination of the known flags */
+		fl = tu_below(r, 16);		/* every combination of the known flags */
+		break;
+	case 7:
+		fl = STALLCAP_ARM_SHARED_DEADLINE | (tu_pct(r, 30) ? STALLCAP_ARM_ABSOLUTE : 0);
 		break;
 	case 4:
 		fl = STALLCAP_ARM_ABSOLUTE;
@@ -371,8 +391,9 @@ static tu_errset fill_arm(struct fthread *t, struct stallcap_arm *a, uint64_t *n
 	}
 	/* what the contents call for */
 	if ((fl & ~STALLCAP_ARM_FLAGS_ALL) || a->__reserved ||
-	    ((fl & STALLCAP_ARM_CPUTIME) && (fl & (STALLCAP_ARM_ABSOLUTE | STALLCAP_ARM_HEARTBEAT))) ||
-	    ((fl & STALLCAP_ARM_ABSOLUTE) && (fl & STALLCAP_ARM_HEARTBEAT)))
+	    ((fl & STALLCAP_ARM_CPUTIME) && (fl & (STALLCAP_ARM_ABSOLUTE | SLOT_KINDS))) ||
+	    ((fl & STALLCAP_ARM_ABSOLUTE) && (fl & STALLCAP_ARM_HEARTBEAT)) ||
+	    (fl & SLOT_KINDS) == SLOT_KINDS)
 		e |= E(EINVAL);
 	if (fl & STALLCAP_ARM_ABSOLUTE) {
 		/* the module reads the clock a little later: allow a margin */
@@ -394,7 +415,7 @@ static tu_errset fill_arm(struct fthread *t, struct stallcap_arm *a, uint64_t *n
 
 struct cfg_expect {
 	tu_errset e;
-	uint32_t ring_bytes, user_stack_bytes, beat_slots;	/* defaults resolved */
+	uint32_t ring_bytes, user_stack_bytes, slots;	/* defaults resolved */
 	bool global;
 };
 
@@ -418,7 +439,7 @@ static tu_errset fill_config(struct fthread *t, struct fsess *s, struct stallcap
 	if (tu_pct(r, 60) && s->ring) {
 		c->ring_bytes = s->ring_bytes;
 		c->user_stack_bytes = s->user_stack_bytes;
-		c->beat_slots = s->beat_slots;
+		c->slots = s->slots;
 	} else {
 		switch (tu_below(r, 5)) {
 		case 0:
@@ -447,10 +468,10 @@ static tu_errset fill_config(struct fthread *t, struct fsess *s, struct stallcap
 		}
 		switch (tu_below(r, 5)) {
 		case 0:
-			c->beat_slots = (uint32_t)tu_range(r, 0, 5000);
+			c->slots = (uint32_t)tu_range(r, 0, 5000);
 			break;
 		default:
-			c->beat_slots = tu_range(r, 0, 8) * 64;
+			c->slots = tu_range(r, 0, 8) * 64;
 		}
 	}
 	c->max_samples = tu_pct(r, 60) ? tu_range(r, 0, 8) : tu_pct(r, 50) ? tu_range(r, 9, 64) :
@@ -475,7 +496,7 @@ static tu_errset fill_config(struct fthread *t, struct fsess *s, struct stallcap
 	/* what the contents call for, defaults resolved as the module does */
 	rb = c->ring_bytes ? c->ring_bytes : 1U << 20;
 	usb = c->user_stack_bytes ? c->user_stack_bytes : 16384;
-	bs = c->beat_slots ? c->beat_slots : 64;
+	bs = c->slots ? c->slots : 64;
 	ms = c->max_samples;
 	cap = c->sample_cap_ns ? c->sample_cap_ns : SC_NSEC_PER_SEC;
 	if ((c->flags & ~STALLCAP_CFG_FLAGS_ALL) || c->__reserved[0] || c->__reserved[1] ||
@@ -494,12 +515,12 @@ static tu_errset fill_config(struct fthread *t, struct fsess *s, struct stallcap
 		e |= E(ERANGE);
 	if (cap < f->min_deadline)
 		e |= E(ERANGE);
-	if (s->ring && (rb != s->ring_bytes || usb != s->user_stack_bytes || bs != s->beat_slots))
+	if (s->ring && (rb != s->ring_bytes || usb != s->user_stack_bytes || bs != s->slots))
 		e |= E(EBUSY);
 	x->e = e;
 	x->ring_bytes = rb;
 	x->user_stack_bytes = usb;
-	x->beat_slots = bs;
+	x->slots = bs;
 	x->global = c->flags & STALLCAP_CFG_GLOBAL;
 	return e;
 }
@@ -586,14 +607,14 @@ static void freeze(struct fsess *s)
 	if (!s->ring_bytes) {
 		s->ring_bytes = 1U << 20;
 		s->user_stack_bytes = 16384;
-		s->beat_slots = 64;
+		s->slots = 64;
 	}
 }
 
 static void apply_arm_success(struct fthread *t, int slot, const struct stallcap_arm *a)
 {
 	t->has[slot] = true;
-	t->hb[slot] = a->flags & STALLCAP_ARM_HEARTBEAT;
+	t->hb[slot] = a->flags & SLOT_KINDS;
 	t->unsure[slot] = a->flags & STALLCAP_ARM_ABSOLUTE;
 	freeze(slot_sess(t, slot));
 }
@@ -623,11 +644,11 @@ static void fz_arm(struct fthread *t, int slot)
 	if (!s->ring)
 		doc |= E(ENOMEM);	/* the first ARM allocates the ring */
 	want = expect_ptr(f, &arg, size, tail, sizeof(a), true, content, doc);
-	if (want & TU_OK && ((a.flags & STALLCAP_ARM_HEARTBEAT) || !f->root))
-		want |= E(ENOSPC);	/* beat slots; the per-user limit */
+	if (want & TU_OK && ((a.flags & SLOT_KINDS) || !f->root))
+		want |= E(ENOSPC);	/* slots; the per-user limit */
 	if (check_nochange && sc_get_stats(s->s.fd, &before, 0))
 		check_nochange = false;
-	ret = ioctl(s->s.fd, STALLCAP_IOC_ARM, arg.p);
+	ret = ioctl(s->s.fd, fz_cmd(t, STALLCAP_IOC_ARM), arg.p);
 	err = errno;
 	judge(t, C_ARM, arg.desc, ret, err, doc, want);
 	if (ret >= 0) {
@@ -673,7 +694,7 @@ static void fz_rearm(struct fthread *t, int slot)
 	} else {
 		want = timeout_ok(f, v) ? TU_OK : E(ERANGE);
 	}
-	ret = ioctl(s->s.fd, STALLCAP_IOC_REARM, (unsigned long)v);
+	ret = ioctl(s->s.fd, fz_cmd(t, STALLCAP_IOC_REARM), (unsigned long)v);
 	judge(t, C_REARM, v ? "timeout" : "0", ret, errno, cmds[C_REARM].doc, want);
 	if (!ret && v)
 		t->unsure[slot] = false;
@@ -689,7 +710,7 @@ static void fz_disarm_release(struct fthread *t, int slot, bool release)
 
 	if (arg && !t->has[slot])
 		want |= E(ENOENT);	/* either check may come first */
-	ret = ioctl(s->s.fd, cmds[c].cmd, arg);
+	ret = ioctl(s->s.fd, fz_cmd(t, cmds[c].cmd), arg);
 	judge(t, c, arg ? "arg" : "0", ret, errno, cmds[c].doc, want);
 	if (!ret && release)
 		t->has[slot] = t->hb[slot] = false;
@@ -719,14 +740,14 @@ static void fz_set_config(struct fthread *t, int slot)
 		doc |= E(ENOMEM);	/* a global reader gets its ring at once */
 	want = expect_ptr(f, &arg, size, tail, sizeof(c), true, content, doc);
 	check_nochange = !shared && tu_pct(&t->rng, 10) && !sc_get_config(s->s.fd, &before);
-	ret = ioctl(s->s.fd, STALLCAP_IOC_SET_CONFIG, arg.p);
+	ret = ioctl(s->s.fd, fz_cmd(t, STALLCAP_IOC_SET_CONFIG), arg.p);
 	err = errno;
 	judge(t, C_SET_CONFIG, arg.desc, ret, err, doc, want);
 	if (!ret && (arg.kind == P_GOOD || arg.kind == P_STRADDLE)) {
 		if (!s->ring) {
 			s->ring_bytes = x.ring_bytes;
 			s->user_stack_bytes = x.user_stack_bytes;
-			s->beat_slots = x.beat_slots;
+			s->slots = x.slots;
 		}
 		if (x.global)
 			freeze(s);
@@ -737,7 +758,7 @@ static void fz_set_config(struct fthread *t, int slot)
 		if (!sc_get_config(s->s.fd, &now) && !s->ring) {
 			s->ring_bytes = now.ring_bytes;
 			s->user_stack_bytes = now.user_stack_bytes;
-			s->beat_slots = now.beat_slots;
+			s->slots = now.slots;
 			if (now.flags & STALLCAP_CFG_GLOBAL)
 				freeze(s);
 		}
@@ -783,11 +804,12 @@ static void fz_get(struct fthread *t, int slot, int c)
 			content = E(EINVAL);
 	}
 	place(t, &arg, &u, ksize, size, tail);
-	want = expect_ptr(f, &arg, size, tail, ksize, false, content, cmds[c].doc);
-	if (c == C_GET_STATS && (arg.kind == P_GOOD || arg.kind == P_STRADDLE) &&
-	    arg.avail >= 4 && arg.avail < 8)
-		want = E(EFAULT) | E(EINVAL);	/* the flags are read first */
-	ret = ioctl(s->s.fd, cmds[c].cmd, arg.p);
+	/* read as an input struct (tail, page), then written as an output */
+	want = expect_ptr(f, &arg, size, tail, ksize, true, content, cmds[c].doc);
+	if (want & TU_OK)
+		want = (want & ~TU_OK) |
+		       expect_ptr(f, &arg, size, tail, ksize, false, content, cmds[c].doc);
+	ret = ioctl(s->s.fd, fz_cmd(t, cmds[c].cmd), arg.p);
 	judge(t, c, arg.desc, ret, errno, cmds[c].doc, want);
 	if (!ret && arg.kind == P_GOOD && *(uint32_t *)arg.p != ksize)
 		fz_fail(f, "%s wrote size %u, the module knows %u", cname[c],
@@ -817,7 +839,7 @@ static void fz_random_cmd(struct fthread *t, int slot)
 			cmd = _IOC(tu_below(r, 4), STALLCAP_IOC_MAGIC, tu_below(r, 256),
 				   tu_below(r, 1 << 14));
 			break;
-		case 1:	/* a known number with another size or direction */
+		case 1:	/* a known number with another direction (any size) */
 			cmd = _IOC(tu_below(r, 4), STALLCAP_IOC_MAGIC, tu_range(r, 1, 8),
 				   tu_pct(r, 50) ? tu_below(r, 1024) : sizeof(struct stallcap_arm));
 			break;
@@ -826,8 +848,9 @@ static void fz_random_cmd(struct fthread *t, int slot)
 		}
 	} while (vfs_ioctl_type(cmd));
 	for (int i = 0; i < C_NR; i++)
-		if (cmd == cmds[i].cmd)
-			return;	/* a valid command after all: not this test */
+		if (_IOC_TYPE(cmd) == STALLCAP_IOC_MAGIC && _IOC_NR(cmd) == _IOC_NR(cmds[i].cmd) &&
+		    _IOC_DIR(cmd) == _IOC_DIR(cmds[i].cmd))
+			return;	/* a valid command after all (size bits are ignored) */
 	pick_ptr(t, &arg, true);
 	ret = ioctl(s->s.fd, cmd, tu_pct(r, 50) ? (unsigned long)arg.p : tu_next(r));
 	judge(t, C_RANDOM, "unknown command", ret, errno, E(ENOTTY), E(ENOTTY));
@@ -861,20 +884,20 @@ static void fz_mmap(struct fthread *t, int slot)
 		off = tu_next(r);
 		break;
 	case 2:
-		off = STALLCAP_MMAP_BEATS + (tu_pct(r, 50) ? page : -page);
+		off = STALLCAP_MMAP_SLOTS + (tu_pct(r, 50) ? page : -page);
 		break;
 	case 3:
 		off = (tu_next(r) | 0x8000000000000000ULL) & ~(page - 1);
 		break;
 	case 4:
 	case 5:
-		off = STALLCAP_MMAP_BEATS;
+		off = STALLCAP_MMAP_SLOTS;
 		break;
 	default:
 		off = STALLCAP_MMAP_RING;
 	}
 	ring_area = page + (s->ring ? s->ring_bytes : s->ring_bytes ? s->ring_bytes : 1U << 20);
-	beat_area = (uint64_t)(s->beat_slots ? s->beat_slots : 64) * 64;
+	beat_area = (uint64_t)(s->slots ? s->slots : 64) * 64;
 	switch (tu_below(r, 10)) {
 	case 0:
 		len = 0;
@@ -889,13 +912,13 @@ static void fz_mmap(struct fthread *t, int slot)
 		len = (size_t)tu_next(r);
 		break;
 	case 4:
-		len = (off == STALLCAP_MMAP_BEATS ? beat_area : ring_area) + page;
+		len = (off == STALLCAP_MMAP_SLOTS ? beat_area : ring_area) + page;
 		break;
 	case 5:
 		len = page;
 		break;
 	default:
-		len = off == STALLCAP_MMAP_BEATS ? beat_area : ring_area;
+		len = off == STALLCAP_MMAP_SLOTS ? beat_area : ring_area;
 		if (tu_pct(r, 30))
 			len -= tu_below(r, len / page) * page;
 	}
@@ -950,7 +973,7 @@ static void fz_mmap(struct fthread *t, int slot)
 			want = E(EINVAL) | E(EPERM);	/* EPERM: a noexec mount */
 		else if (off == STALLCAP_MMAP_RING && alen <= ring_area)
 			want = TU_OK | E(ENOMEM);
-		else if (off == STALLCAP_MMAP_BEATS && alen <= beat_area)
+		else if (off == STALLCAP_MMAP_SLOTS && alen <= beat_area)
 			want = TU_OK | E(ENOMEM);
 		else
 			want = E(EINVAL);
@@ -1006,7 +1029,7 @@ static int fsess_open(struct fz *f, struct fsess *s, bool map)
 	s->ring = true;
 	s->ring_bytes = s->s.cfg.ring_bytes;
 	s->user_stack_bytes = s->s.cfg.user_stack_bytes;
-	s->beat_slots = s->s.cfg.beat_slots;
+	s->slots = s->s.cfg.slots;
 	s->ring_map_len = f->page + s->ring_bytes;
 	s->ring_map = mmap(NULL, s->ring_map_len, PROT_READ | PROT_WRITE, MAP_SHARED, s->s.fd,
 			   STALLCAP_MMAP_RING);
@@ -1336,7 +1359,7 @@ TEST(failed_heartbeat_arm_changes_nothing)
 	ASSERT_EQ(0, sc_session_setup(&s, NULL));
 	if (!(s.info.features & STALLCAP_FEAT_HEARTBEAT))
 		SKIP(sc_session_close(&s); return, "no heartbeat watches");
-	n = s.cfg.beat_slots;
+	n = s.cfg.slots;
 	h = calloc(n, sizeof(*h));
 	th = calloc(n, sizeof(*th));
 	ASSERT_NE(NULL, h);
@@ -1501,10 +1524,10 @@ TEST(global_config_creates_the_ring_it_configures)
 		.size = sizeof(c),
 		.flags = STALLCAP_CFG_GLOBAL,
 		.ring_bytes = 2U << 20,		/* not the default 1 MiB */
-		.beat_slots = 128,		/* not the default 64 */
+		.slots = 128,		/* not the default 64 */
 	};
 	struct sc_session s;
-	size_t beats_len = 128 * sizeof(struct stallcap_beat_slot);
+	size_t beats_len = 128 * sizeof(struct stallcap_slot);
 	void *beats;
 
 	ASSERT_EQ(0, sc_open(&s));
@@ -1516,15 +1539,15 @@ TEST(global_config_creates_the_ring_it_configures)
 	ASSERT_EQ(0, ioctl(s.fd, STALLCAP_IOC_SET_CONFIG, &c));
 	ASSERT_EQ(0, sc_get_config(s.fd, &s.cfg));
 	EXPECT_EQ(c.ring_bytes, s.cfg.ring_bytes);
-	EXPECT_EQ(c.beat_slots, s.cfg.beat_slots);
+	EXPECT_EQ(c.slots, s.cfg.slots);
 	ASSERT_EQ(0, sc_map(&s)) TH_LOG("mmap of page + ring_bytes (%u) as GET_CONFIG reports",
 					s.cfg.ring_bytes);
 	EXPECT_EQ(s.cfg.ring_bytes, s.ctl->data_size)
 		TH_LOG("the ring was created with the configuration in force before the call, "
-		       "then the new one was installed: beat_slots and the beat bitmap disagree "
+		       "then the new one was installed: slots and the beat bitmap disagree "
 		       "the same way (the 65th heartbeat watch would index past both)");
-	beats = mmap(NULL, beats_len, PROT_READ | PROT_WRITE, MAP_SHARED, s.fd, STALLCAP_MMAP_BEATS);
-	EXPECT_NE(MAP_FAILED, beats) TH_LOG("mmap of the %u beat slots: %s", c.beat_slots,
+	beats = mmap(NULL, beats_len, PROT_READ | PROT_WRITE, MAP_SHARED, s.fd, STALLCAP_MMAP_SLOTS);
+	EXPECT_NE(MAP_FAILED, beats) TH_LOG("mmap of the %u beat slots: %s", c.slots,
 					    strerror(errno));
 	if (beats != MAP_FAILED)
 		munmap(beats, beats_len);
@@ -1539,7 +1562,8 @@ TEST(global_config_creates_the_ring_it_configures)
 #define ATTACK_RING		(4U << 20)
 #define ATTACK_TRIALS		1500
 #define ATTACK_FILL		0xa5
-#define ATTACK_BOGUS_FRAMES	0xffff
+/* a bogus fixed_size / section size: where a read-back would make it write */
+#define ATTACK_BOGUS_OFF	0x80000
 
 struct attack {
 	struct sc_session *s;
@@ -1549,7 +1573,10 @@ struct attack {
 	unsigned long writes;
 };
 
-/* Keep writing a bogus nr_kernel_frames into the newest busy sample. */
+/*
+ * Keep writing a bogus fixed_size and a bogus size into the first section
+ * header of the newest busy sample.
+ */
 static void *attacker_main(void *arg)
 {
 	struct attack *at = arg;
@@ -1575,7 +1602,10 @@ static void *attacker_main(void *arg)
 			struct stallcap_sample *r = (void *)(at->s->data + (at->target & (size - 1)));
 
 			if (__atomic_load_n(&r->hdr.flags, __ATOMIC_RELAXED) & STALLCAP_REC_F_BUSY) {
-				__atomic_store_n(&r->nr_kernel_frames, ATTACK_BOGUS_FRAMES,
+				struct stallcap_section *sec = (void *)(r + 1);
+
+				__atomic_store_n(&r->fixed_size, ATTACK_BOGUS_OFF, __ATOMIC_RELAXED);
+				__atomic_store_n(&sec->size, ATTACK_BOGUS_OFF - sizeof(*r),
 						 __ATOMIC_RELAXED);
 				at->writes++;
 			}
@@ -1635,7 +1665,7 @@ TEST_F_TIMEOUT(attack, ring_writes_cannot_make_the_kernel_write_outside_a_record
 		r = (void *)(s.data + pos);
 		if (r->hdr.type != STALLCAP_REC_SAMPLE)
 			continue;
-		win = pos + sizeof(*r) + 8ULL * ATTACK_BOGUS_FRAMES;
+		win = pos + ATTACK_BOGUS_OFF;
 		wlen = 8 * (STALLCAP_MAX_FRAMES + 2) + 8;
 		for (size_t i = 0; i < wlen && evidence < 0; i++) {
 			if (s.data[win + i] == ATTACK_FILL)
@@ -1649,8 +1679,7 @@ TEST_F_TIMEOUT(attack, ring_writes_cannot_make_the_kernel_write_outside_a_record
 		if (evidence >= 0)
 			break;
 		/* stop before the records reach the windows still to be checked */
-		if ((s.ctl->data_head & (size - 1)) + 2 * (sizeof(*r) + 8ULL * ATTACK_BOGUS_FRAMES +
-							   wlen) > size)
+		if ((s.ctl->data_head & (size - 1)) + 2 * (ATTACK_BOGUS_OFF + wlen) > size)
 			break;
 	}
 	at.stop = 1;
@@ -1659,8 +1688,8 @@ TEST_F_TIMEOUT(attack, ring_writes_cannot_make_the_kernel_write_outside_a_record
 		       at.writes, (unsigned long long)s.ctl->data_head);
 	EXPECT_EQ(-1, evidence)
 		TH_LOG("trial %d: the kernel wrote %zu bytes at data offset %#zx, %#zx bytes past "
-		       "the sample at %#zx whose nr_kernel_frames the reader overwrote while it "
-		       "was busy: the capture reads its frame counts back from the "
+		       "the sample at %#zx whose fixed_size and section size the reader overwrote "
+		       "while it was busy: the capture reads its offsets back from the "
 		       "user-writable ring", evidence, ev_len, ev_off, ev_off - ev_rec, ev_rec);
 	sc_session_close(&s);
 }

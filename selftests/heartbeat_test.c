@@ -50,7 +50,7 @@ SC_NOINLINE void hb_stuck_here(const volatile int *stop)
 FIXTURE(hb) {
 	struct sc_session s;
 	struct sc_records rs;
-	struct stallcap_beat_slot *slots;
+	struct stallcap_slot *slots;
 	size_t slots_len;
 	struct sc_ksyms ks;
 	bool have_ks;
@@ -105,10 +105,10 @@ FIXTURE_TEARDOWN(hb)
 })
 
 /* Arm a heartbeat watch for the calling thread; returns its slot. */
-static struct stallcap_beat_slot *hb_arm(struct __test_metadata *_metadata,
+static struct stallcap_slot *hb_arm(struct __test_metadata *_metadata,
 					 FIXTURE_DATA(hb) *self, uint64_t *armed)
 {
-	struct stallcap_beat_slot *b;
+	struct stallcap_slot *b;
 	int slot;
 
 	*armed = sc_now_ns();
@@ -117,8 +117,8 @@ static struct stallcap_beat_slot *hb_arm(struct __test_metadata *_metadata,
 		TH_LOG("ARM HEARTBEAT: %s", strerror(errno));
 		return NULL;
 	}
-	if (slot >= (int)self->s.cfg.beat_slots) {
-		TH_LOG("slot %d beyond beat_slots %u", slot, self->s.cfg.beat_slots);
+	if (slot >= (int)self->s.cfg.slots) {
+		TH_LOG("slot %d beyond slots %u", slot, self->s.cfg.slots);
 		return NULL;
 	}
 	b = &self->slots[slot];
@@ -164,7 +164,7 @@ static enum sc4_result hb_quiet(struct __test_metadata *_metadata, FIXTURE_DATA(
  * rightly reports comes now (the attempt is disturbed), not later.
  */
 static enum sc4_result hb_beat_phase(struct __test_metadata *_metadata,
-				     FIXTURE_DATA(hb) *self, struct stallcap_beat_slot *b,
+				     FIXTURE_DATA(hb) *self, struct stallcap_slot *b,
 				     uint64_t dur_ns, uint64_t *last, uint64_t *nr_beats,
 				     const char *what)
 {
@@ -327,7 +327,7 @@ static enum sc4_result stuck_loop(struct __test_metadata *_metadata, FIXTURE_DAT
 	struct sc_stopper st = { .cpu = self->other_cpu };
 	const struct stallcap_stall_end *end = NULL;
 	const struct stallcap_sample *r, *u;
-	struct stallcap_beat_slot *b;
+	struct stallcap_slot *b;
 	uint64_t nr_beats = 0, last, resume;
 
 	b = hb_arm(_metadata, self, &last);
@@ -369,9 +369,9 @@ static enum sc4_result stuck_loop(struct __test_metadata *_metadata, FIXTURE_DAT
 		TH_LOG("state %u", r->state);
 
 	/* where: in hb_stuck_here, called from this test, from main */
-	EXPECT_TRUE(sc_ip_in_fn(r->regs.ip, hb_stuck_here))
-		TH_LOG("regs.ip %#llx is in %s", (unsigned long long)r->regs.ip,
-		       sc_usym_name(r->regs.ip) ?: "?");
+	EXPECT_TRUE(sc_ip_in_fn(sc_regs(r)->ip, hb_stuck_here))
+		TH_LOG("regs.ip %#llx is in %s", (unsigned long long)sc_regs(r)->ip,
+		       sc_usym_name(sc_regs(r)->ip) ?: "?");
 	u = hb_user_frames(&self->rs, r);
 	ASSERT_NE(NULL, u) TH_LOG("user frames deferred, but no USER_STACK record");
 	EXPECT_EQ(0, sc_ustack_find(u, hb_stuck_here));
@@ -392,7 +392,7 @@ TEST_F(hb, beats_keep_it_quiet_and_a_stuck_loop_is_caught_in_its_function)
  */
 static enum sc4_result idle_sleep(struct __test_metadata *_metadata, FIXTURE_DATA(hb) *self)
 {
-	struct stallcap_beat_slot *b;
+	struct stallcap_slot *b;
 	uint64_t last;
 
 	b = hb_arm(_metadata, self, &last);
@@ -429,7 +429,7 @@ static enum sc4_result busy_sleep(struct __test_metadata *_metadata, FIXTURE_DAT
 {
 	const struct stallcap_stall_end *end = NULL;
 	const struct stallcap_sample *r;
-	struct stallcap_beat_slot *b;
+	struct stallcap_slot *b;
 	uint64_t last, resume;
 
 	b = hb_arm(_metadata, self, &last);
@@ -462,7 +462,7 @@ static enum sc4_result busy_sleep(struct __test_metadata *_metadata, FIXTURE_DAT
 	EXPECT_EQ(STALLCAP_STATE_SLEEPING, r->state);
 	EXPECT_EQ(STALLCAP_PATH_BLOCKED, r->path);
 	EXPECT_FALSE(r->flags & STALLCAP_SAMPLE_USER_MODE);
-	EXPECT_LE(3, r->nr_kernel_frames);
+	EXPECT_LE(3, sc_nk(r));
 	if (self->have_ks) {
 		EXPECT_TRUE(sc_kstack_has(&self->ks, r, sleep_fns))
 			TH_LOG("no kernel frame in nanosleep");
@@ -491,7 +491,7 @@ static enum sc4_result busy_after_idle(struct __test_metadata *_metadata,
 	struct sc_stopper st = { .cpu = self->other_cpu };
 	const struct stallcap_stall_end *end = NULL;
 	const struct stallcap_sample *r;
-	struct stallcap_beat_slot *b;
+	struct stallcap_slot *b;
 	uint64_t last, busy = 0;
 
 	b = hb_arm(_metadata, self, &last);
@@ -535,7 +535,7 @@ static enum sc4_result busy_after_idle(struct __test_metadata *_metadata,
 	hb_check_first(_metadata, r);
 	if (hb_detection(_metadata, r, busy) != SC4_OK)
 		return SC4_NOISY;
-	EXPECT_TRUE(sc_ip_in_fn(r->regs.ip, hb_stuck_here));
+	EXPECT_TRUE(sc_ip_in_fn(sc_regs(r)->ip, hb_stuck_here));
 	sc4_check_counters(&self->s, &self->rs);
 	return SC4_OK;
 }

@@ -300,7 +300,7 @@ TEST_F(life, a_session_after_the_races_still_captures)
 	ASSERT_LE(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_SAMPLE, 1, SC_WAIT_MS));
 	r = sc_first_sample_of(&self->rs, a.tid);
 	ASSERT_NE(NULL, r);
-	EXPECT_TRUE(sc_ip_in_fn(r->regs.ip, spin_in_user));
+	EXPECT_TRUE(sc_ip_in_fn(sc_regs(r)->ip, spin_in_user));
 }
 
 /* A forked child inherits the session but no watch: it cannot act on the parent's. */

@@ -155,7 +155,7 @@ static enum sc4_result backoff(struct __test_metadata *_metadata, FIXTURE_DATA(s
 		/* spinning on its CPU, or preempted there for a moment */
 		EXPECT_TRUE(x->state == STALLCAP_STATE_RUNNING ||
 			    x->state == STALLCAP_STATE_RUNNABLE) TH_LOG("state %u", x->state);
-		EXPECT_TRUE(sc_ip_in_fn(x->regs.ip, spin_in_user));
+		EXPECT_TRUE(sc_ip_in_fn(sc_regs(x)->ip, spin_in_user));
 		EXPECT_LE(lo, x->capture_ns) TH_LOG("sample %zu early", i);
 		if (x->capture_ns > hi) {
 			TH_LOG("sample %zu %.1f ms late", i, (x->capture_ns - lo) / 1e6);
@@ -388,7 +388,7 @@ static enum sc4_result running(struct __test_metadata *_metadata,
 		late |= r->capture_ns > resumed + CPU_T + CPU_LATE_MAX;
 		EXPECT_TRUE(r->state == STALLCAP_STATE_RUNNING ||
 			    r->state == STALLCAP_STATE_RUNNABLE) TH_LOG("state %u", r->state);
-		EXPECT_TRUE(sc_ip_in_fn(r->regs.ip, spin_in_user));
+		EXPECT_TRUE(sc_ip_in_fn(sc_regs(r)->ip, spin_in_user));
 	} else {
 		EXPECT_LE(t0 + CPU_T, r->deadline_ns);
 		EXPECT_GE(t1 + CPU_T, r->deadline_ns);

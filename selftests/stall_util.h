@@ -53,13 +53,13 @@ enum sc4_result { SC4_OK, SC4_NOISY };
  * ------------------------------------------------------------------------
  */
 
-/* Map the session's beat slots (cfg.beat_slots of them); NULL on error. */
-static inline struct stallcap_beat_slot *sc4_map_beats(struct sc_session *s, size_t *len)
+/* Map the session's beat slots (cfg.slots of them); NULL on error. */
+static inline struct stallcap_slot *sc4_map_beats(struct sc_session *s, size_t *len)
 {
 	void *p;
 
-	*len = (size_t)s->cfg.beat_slots * sizeof(struct stallcap_beat_slot);
-	p = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, STALLCAP_MMAP_BEATS);
+	*len = (size_t)s->cfg.slots * sizeof(struct stallcap_slot);
+	p = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, STALLCAP_MMAP_SLOTS);
 	return p == MAP_FAILED ? NULL : p;
 }
 
@@ -67,13 +67,13 @@ static inline struct stallcap_beat_slot *sc4_map_beats(struct sc_session *s, siz
  * The owner's side of the heartbeat contract: a plain (relaxed atomic) store
  * of beats + 1; only the owning thread writes beats and idle.
  */
-static inline void sc4_beat(struct stallcap_beat_slot *b)
+static inline void sc4_beat(struct stallcap_slot *b)
 {
 	__atomic_store_n(&b->beats, __atomic_load_n(&b->beats, __ATOMIC_RELAXED) + 1,
 			 __ATOMIC_RELAXED);
 }
 
-static inline void sc4_set_idle(struct stallcap_beat_slot *b, int idle)
+static inline void sc4_set_idle(struct stallcap_slot *b, int idle)
 {
 	__atomic_store_n(&b->idle, (__u32)idle, __ATOMIC_RELAXED);
 }
@@ -85,7 +85,7 @@ static inline void sc4_set_idle(struct stallcap_beat_slot *b, int idle)
  * progress marks the thread itself saw: when the host stalls the guest's
  * CPU for longer than the threshold, the module rightly sees no progress.
  */
-static inline uint64_t sc4_beat_for(struct stallcap_beat_slot *b, uint64_t dur_ns,
+static inline uint64_t sc4_beat_for(struct stallcap_slot *b, uint64_t dur_ns,
 				    uint64_t period_ns, uint64_t *last, uint64_t *nr_beats)
 {
 	uint64_t start = sc_now_ns(), now = start, next = start, gap = 0;

@@ -319,45 +319,196 @@ static inline void sc_session_close(struct sc_session *s)
  * ------------------------------------------------------------------------
  */
 
-static inline const __u64 *sc_kernel_ips(const struct stallcap_sample *r)
+/*
+ * Sections of a sample: the record's fixed part is fixed_size bytes, then
+ * come sections that carry their own size (see "Records" in the header).
+ * These helpers read records copied out of the ring (struct sc_records):
+ * hdr.size bytes are there.  They are what a reader built against this
+ * header does: known fields of the fixed part, known sections found by
+ * type, unknown ones skipped.
+ */
+
+/* Walk: the section at @off, or NULL at the end or on a malformed one. */
+static inline const struct stallcap_section *
+sc_section_at(const struct stallcap_sample *r, uint32_t off)
 {
-	return (const __u64 *)(r + 1);
+	const struct stallcap_section *sec = (const void *)((const char *)r + off);
+
+	if (off < r->fixed_size || off + sizeof(*sec) > r->hdr.size)
+		return NULL;
+	if (sec->size < sizeof(*sec) || (sec->size & 7) || sec->size > r->hdr.size - off)
+		return NULL;
+	return sec;
 }
 
-static inline const __u64 *sc_user_ips(const struct stallcap_sample *r)
+/* Iterate over the sections of @r: for (SC_FOR_EACH_SECTION(r, off, sec)) */
+#define SC_FOR_EACH_SECTION(r, off, sec)					\
+	uint32_t off = (r)->fixed_size;						\
+	((sec) = sc_section_at((r), off)) != NULL;				\
+	off += (sec)->size
+
+/* The first section of @type in @r, or NULL. */
+static inline const struct stallcap_section *sc_section(const struct stallcap_sample *r,
+							 uint16_t type)
 {
-	return sc_kernel_ips(r) + r->nr_kernel_frames;
+	const struct stallcap_section *sec;
+
+	for (SC_FOR_EACH_SECTION(r, off, sec))
+		if (sec->type == type)
+			return sec;
+	return NULL;
+}
+
+/* Sections of @r of types this header does not define. */
+static inline unsigned int sc_unknown_sections(const struct stallcap_sample *r)
+{
+	const struct stallcap_section *sec;
+	unsigned int n = 0;
+
+	for (SC_FOR_EACH_SECTION(r, off, sec))
+		n += sec->type < STALLCAP_SEC_REGS || sec->type > STALLCAP_SEC_TASK;
+	return n;
+}
+
+static inline unsigned int sc_nr_ips(const struct stallcap_sample *r, uint16_t type)
+{
+	const struct stallcap_section *sec = sc_section(r, type);
+
+	return sec ? (sec->size - sizeof(*sec)) / 8 : 0;
+}
+
+static inline const __u64 *sc_ips(const struct stallcap_sample *r, uint16_t type)
+{
+	static const __u64 none[1];
+	const struct stallcap_section *sec = sc_section(r, type);
+
+	return sec ? (const __u64 *)(sec + 1) : none;
+}
+
+#define sc_nk(r)		sc_nr_ips((r), STALLCAP_SEC_KERNEL_IPS)
+#define sc_nu(r)		sc_nr_ips((r), STALLCAP_SEC_USER_IPS)
+#define sc_kernel_ips(r)	sc_ips((r), STALLCAP_SEC_KERNEL_IPS)
+#define sc_user_ips(r)		sc_ips((r), STALLCAP_SEC_USER_IPS)
+
+/* The x86-64 user registers of @r; all zero when it has none. */
+static inline const struct stallcap_regs_x86_64 *sc_regs(const struct stallcap_sample *r)
+{
+	static const struct stallcap_regs_x86_64 none;
+	const struct stallcap_sec_regs *sec = (const void *)sc_section(r, STALLCAP_SEC_REGS);
+
+	if (!sec || sec->arch != STALLCAP_ARCH_X86_64 ||
+	    sec->regs_size < sizeof(none) || sec->sec.size < sizeof(*sec) + sizeof(none))
+		return &none;
+	return (const void *)(sec + 1);
+}
+
+static inline const struct stallcap_sec_user_stack *
+sc_stack_sec(const struct stallcap_sample *r)
+{
+	const struct stallcap_sec_user_stack *sec = (const void *)sc_section(r, STALLCAP_SEC_USER_STACK);
+
+	if (!sec || sec->sec.size < sizeof(*sec) || sec->len > sec->sec.size - sizeof(*sec))
+		return NULL;
+	return sec;
 }
 
 static inline const unsigned char *sc_stack(const struct stallcap_sample *r)
 {
-	return (const unsigned char *)(sc_user_ips(r) + r->nr_user_frames);
+	const struct stallcap_sec_user_stack *sec = sc_stack_sec(r);
+
+	return sec ? (const unsigned char *)(sec + 1) : (const unsigned char *)"";
 }
 
-/* Bytes a sample record must have for its counts (header included). */
-static inline uint64_t sc_sample_size(const struct stallcap_sample *r)
+static inline uint32_t sc_stack_size(const struct stallcap_sample *r)
 {
-	return sc_round8(sizeof(*r) + 8ULL * (r->nr_kernel_frames + r->nr_user_frames) +
-			 r->stack_size);
+	const struct stallcap_sec_user_stack *sec = sc_stack_sec(r);
+
+	return sec ? sec->len : 0;
+}
+
+static inline uint64_t sc_stack_start(const struct stallcap_sample *r)
+{
+	const struct stallcap_sec_user_stack *sec = sc_stack_sec(r);
+
+	return sec ? sec->start : 0;
 }
 
 /* flags a newer header may define; 0 when it does not */
-#ifdef STALLCAP_SAMPLE_USTACK_REMOTE
 #define SC_SAMPLE_USTACK_REMOTE	STALLCAP_SAMPLE_USTACK_REMOTE
-#else
-#define SC_SAMPLE_USTACK_REMOTE	0
-#endif
-#ifdef STALLCAP_SAMPLE_ABANDONED
 #define SC_SAMPLE_ABANDONED	STALLCAP_SAMPLE_ABANDONED
-#else
-#define SC_SAMPLE_ABANDONED	0
-#endif
+#define SC_SAMPLE_FLAGS_ALL	((STALLCAP_SAMPLE_PREEMPT_OFF << 1) - 1)
 
-#ifdef STALLCAP_SAMPLE_ABANDONED
-#define SC_SAMPLE_FLAGS_ALL	((STALLCAP_SAMPLE_ABANDONED << 1) - 1)
-#else
-#define SC_SAMPLE_FLAGS_ALL	((STALLCAP_SAMPLE_NO_USER << 1) - 1)
-#endif
+/* Sections well formed, reaching hdr.size exactly, known ones at most once. */
+static inline const char *sc_sections_check(const struct stallcap_sample *r)
+{
+	const struct stallcap_section *sec;
+	unsigned int seen = 0;
+	uint32_t end = r->fixed_size;
+
+	if (r->fixed_size < sizeof(*r) || (r->fixed_size & 7) || r->fixed_size > r->hdr.size)
+		return "bad fixed_size";
+	for (SC_FOR_EACH_SECTION(r, off, sec)) {
+		end = off + sec->size;
+		if (sec->flags)
+			return "section flags not zero";
+		if (sec->type >= STALLCAP_SEC_REGS && sec->type <= STALLCAP_SEC_TASK) {
+			if (sec->type != STALLCAP_SEC_TASK && (seen & (1U << sec->type)))
+				return "a section type twice";
+			seen |= 1U << sec->type;
+		} else if (sec->type < 0x7f00 || sec->type > 0x7fff) {
+			return "section of an unknown type outside 0x7f00..0x7fff";
+		}
+	}
+	if (end != r->hdr.size)
+		return "sections do not end at the record's size";
+	return NULL;
+}
+
+static inline const char *sc_sample_check(const struct stallcap_rec_header *h,
+					  const struct stallcap_config *cfg)
+{
+	const struct stallcap_sample *r = (const void *)h;
+	const char *why;
+
+	if (h->size < sizeof(*r))
+		return "sample shorter than struct stallcap_sample";
+	why = sc_sections_check(r);
+	if (why)
+		return why;
+	if (sc_nk(r) > STALLCAP_MAX_FRAMES || sc_nu(r) > STALLCAP_MAX_FRAMES)
+		return "more than STALLCAP_MAX_FRAMES frames";
+	if (h->type == STALLCAP_REC_SAMPLE && sc_stack_size(r) > cfg->user_stack_bytes)
+		return "stack_size above user_stack_bytes";
+	if (r->__reserved0)
+		return "sample __reserved0 not zero";
+	if (r->state < STALLCAP_STATE_RUNNING || r->state > STALLCAP_STATE_EXITING)
+		return "unknown sample state";
+	if (r->path < STALLCAP_PATH_LOCAL || r->path > STALLCAP_PATH_DEFERRED)
+		return "unknown sample path";
+	if (r->clock < STALLCAP_CLOCK_WALL || r->clock > STALLCAP_CLOCK_SHARED)
+		return "unknown sample clock";
+	if (r->origin != STALLCAP_ORIGIN_ARM)
+		return "sample origin is not ARM";
+	if (r->flags & ~SC_SAMPLE_FLAGS_ALL)
+		return "unknown sample flags";
+	if (r->sample_index >= SC_MAX_SAMPLES)
+		return "sample_index beyond the largest max_samples";
+	if ((r->flags & STALLCAP_SAMPLE_KADDR_HIDDEN) && sc_section(r, STALLCAP_SEC_KERNEL_IPS))
+		return "kernel frames although KADDR_HIDDEN";
+	if (h->type == STALLCAP_REC_USER_STACK && sc_section(r, STALLCAP_SEC_KERNEL_IPS))
+		return "USER_STACK record with kernel frames";
+	if (sc_section(r, STALLCAP_SEC_REGS) && sc_regs(r)->sp == 0 && sc_regs(r)->ip == 0)
+		return "REGS section of an unknown arch";
+	if (sc_nu(r) && sc_user_ips(r)[0] != sc_regs(r)->ip)
+		return "user frame 0 is not regs.ip";
+	if (sc_stack_sec(r) && sc_stack_start(r) != sc_regs(r)->sp)
+		return "stack_start is not regs.sp";
+	if (sc_section(r, STALLCAP_SEC_USER_STACK) && !sc_stack_sec(r))
+		return "USER_STACK section shorter than its len";
+	if (r->capture_realtime_ns < r->capture_ns)
+		return "capture_realtime_ns before capture_ns";
+	return NULL;
+}
 
 /*
  * Check one complete record against the documented layout; returns NULL if
@@ -366,7 +517,6 @@ static inline uint64_t sc_sample_size(const struct stallcap_sample *r)
 static inline const char *sc_record_check(const struct stallcap_rec_header *h,
 					  const struct stallcap_config *cfg)
 {
-	const struct stallcap_sample *r = (const void *)h;
 	const struct stallcap_stall_end *e = (const void *)h;
 
 	if (h->flags)
@@ -376,41 +526,18 @@ static inline const char *sc_record_check(const struct stallcap_rec_header *h,
 		return NULL;
 	case STALLCAP_REC_SAMPLE:
 	case STALLCAP_REC_USER_STACK:
-		if (h->size < sizeof(*r))
-			return "sample shorter than struct stallcap_sample";
-		if (r->nr_kernel_frames > STALLCAP_MAX_FRAMES ||
-		    r->nr_user_frames > STALLCAP_MAX_FRAMES)
-			return "more than STALLCAP_MAX_FRAMES frames";
-		if (h->type == STALLCAP_REC_SAMPLE && r->stack_size > cfg->user_stack_bytes)
-			return "stack_size above user_stack_bytes";
-		if (h->size != sc_sample_size(r))
-			return "sample size does not match its frame and stack counts";
-		if (r->__reserved0)
-			return "sample __reserved0 not zero";
-		if (r->state < STALLCAP_STATE_RUNNING || r->state > STALLCAP_STATE_EXITING)
-			return "unknown sample state";
-		if (r->path < STALLCAP_PATH_LOCAL || r->path > STALLCAP_PATH_DEFERRED)
-			return "unknown sample path";
-		if (r->clock < STALLCAP_CLOCK_WALL || r->clock > STALLCAP_CLOCK_HEARTBEAT)
-			return "unknown sample clock";
-		if (r->flags & ~SC_SAMPLE_FLAGS_ALL)
-			return "unknown sample flags";
-		if (r->sample_index >= SC_MAX_SAMPLES)
-			return "sample_index beyond the largest max_samples";
-		if (h->type == STALLCAP_REC_USER_STACK && r->nr_kernel_frames)
-			return "USER_STACK record with kernel frames";
-		if (r->nr_user_frames && sc_user_ips(r)[0] != r->regs.ip)
-			return "user frame 0 is not regs.ip";
-		if (r->stack_size && r->stack_start != r->regs.sp)
-			return "stack_start is not regs.sp";
-		return NULL;
+		return sc_sample_check(h, cfg);
 	case STALLCAP_REC_STALL_END:
-		if (h->size != sizeof(*e))
+		if (h->size != sizeof(*e) || e->fixed_size != sizeof(*e))
 			return "stall-end size is not sizeof(struct stallcap_stall_end)";
 		if (e->__reserved)
 			return "stall-end __reserved not zero";
+		if (e->origin != STALLCAP_ORIGIN_ARM)
+			return "stall-end origin is not ARM";
 		if (e->end_ns < e->deadline_ns)
 			return "stall ended before its deadline";
+		if (e->end_realtime_ns < e->end_ns)
+			return "end_realtime_ns before end_ns";
 		return NULL;
 	default:
 		return "unknown record type";
@@ -699,7 +826,7 @@ static inline bool sc_kstack_has(const struct sc_ksyms *ks, const struct stallca
 {
 	const __u64 *ip = sc_kernel_ips(r);
 
-	for (unsigned int i = 0; i < r->nr_kernel_frames; i++)
+	for (unsigned int i = 0; i < sc_nk(r); i++)
 		if (sc_name_has_prefix(sc_ksym_name(ks, ip[i]), prefixes) ||
 		    sc_name_has_prefix(sc_ksym_name(ks, ip[i] - 1), prefixes))
 			return true;
@@ -733,7 +860,7 @@ static inline int sc_ustack_find(const struct stallcap_sample *r, const void *fn
 {
 	const __u64 *ip = sc_user_ips(r);
 
-	for (unsigned int i = 0; i < r->nr_user_frames; i++)
+	for (unsigned int i = 0; i < sc_nu(r); i++)
 		if (sc_ip_in_fn(ip[i], fn) || (i && sc_ip_in_fn(ip[i] - 1, fn)))
 			return (int)i;
 	return -1;
@@ -755,16 +882,16 @@ static inline void sc_log_sample(const struct sc_ksyms *ks, const struct stallca
 		(long long)(r->capture_ns - r->deadline_ns));
 	fprintf(stderr, "#   ip %#llx sp %#llx bp %#llx, %u kernel / %u user frames, "
 		"stack %u bytes at %#llx\n",
-		(unsigned long long)r->regs.ip, (unsigned long long)r->regs.sp,
-		(unsigned long long)r->regs.bp, r->nr_kernel_frames, r->nr_user_frames,
-		r->stack_size, (unsigned long long)r->stack_start);
-	for (unsigned int i = 0; i < r->nr_kernel_frames; i++) {
+		(unsigned long long)sc_regs(r)->ip, (unsigned long long)sc_regs(r)->sp,
+		(unsigned long long)sc_regs(r)->bp, sc_nk(r), sc_nu(r),
+		sc_stack_size(r), (unsigned long long)sc_stack_start(r));
+	for (unsigned int i = 0; i < sc_nk(r); i++) {
 		const char *n = ks ? sc_ksym_name(ks, k[i]) : NULL;
 
 		fprintf(stderr, "#     k%-3u %#llx %s\n", i, (unsigned long long)k[i],
 			n ? n : "?");
 	}
-	for (unsigned int i = 0; i < r->nr_user_frames; i++) {
+	for (unsigned int i = 0; i < sc_nu(r); i++) {
 		const char *n = sc_usym_name(u[i]);
 
 		fprintf(stderr, "#     u%-3u %#llx %s\n", i, (unsigned long long)u[i],
@@ -837,7 +964,7 @@ static inline bool sc_stack_has_canary(const struct stallcap_sample *r)
 {
 	const unsigned char *p = sc_stack(r);
 
-	for (uint32_t off = 0; off + 32 <= r->stack_size; off += 8) {
+	for (uint32_t off = 0; off + 32 <= sc_stack_size(r); off += 8) {
 		uint64_t w[4];
 
 		memcpy(w, p + off, sizeof(w));

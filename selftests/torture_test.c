@@ -80,7 +80,7 @@ struct tsess {
 	pthread_mutex_t lock;		/* acct and draining */
 	struct tu_acct acct;
 	int drain_every_ms;		/* 0: poll() loop */
-	volatile struct stallcap_beat_slot *beats;
+	volatile struct stallcap_slot *beats;
 	size_t beats_len;
 	struct stallcap_stats last;	/* the stats thread's previous read */
 	bool broken;			/* a malformed record: reading stopped there */
@@ -250,7 +250,7 @@ static void op_arm(struct worker *w, int i)
 		}
 		if (!t_check(t, "ARM(HEARTBEAT)", i, ret, err, TU_OK | TU_E(ENOSPC)) || ret < 0)
 			return;
-		if ((uint64_t)ret * sizeof(struct stallcap_beat_slot) >= t->ses[i].beats_len) {
+		if ((uint64_t)ret * sizeof(struct stallcap_slot) >= t->ses[i].beats_len) {
 			t_fail(t, "ARM(HEARTBEAT) returned slot %d beyond the beat area", ret);
 			return;
 		}
@@ -387,7 +387,7 @@ static void op_stats(struct worker *w)
 static void op_beat(struct worker *w)
 {
 	for (int i = 0; i < NR_SESS; i++) {
-		volatile struct stallcap_beat_slot *b;
+		volatile struct stallcap_slot *b;
 
 		if (w->hb[i] < 0)
 			continue;
@@ -922,9 +922,9 @@ static int setup_session(struct torture *t, int i)
 	ts->fd_inherit = fcntl(ts->s.fd, F_DUPFD, 100);
 	if (ts->fd_inherit < 0)
 		return -errno;
-	ts->beats_len = ts->s.cfg.beat_slots * sizeof(struct stallcap_beat_slot);
+	ts->beats_len = ts->s.cfg.slots * sizeof(struct stallcap_slot);
 	ts->beats = mmap(NULL, ts->beats_len, PROT_READ | PROT_WRITE, MAP_SHARED, ts->s.fd,
-			 STALLCAP_MMAP_BEATS);
+			 STALLCAP_MMAP_SLOTS);
 	if (ts->beats == MAP_FAILED) {
 		ts->beats = NULL;
 		return -errno;

@@ -526,8 +526,9 @@ struct tu_verdict {
  *   ctl->suppressed == stats.suppressed
  *   stats.watches == stats.armed == 0
  *
- * and the documented invariant stalls == first samples + lost first samples
- * + suppressed.  stats.lost counts lost samples, stall-ends and deferred
+ * and the documented invariant stalls == first samples + stats.lost_first
+ * + suppressed, exactly; stats.lost_deferred == deferred requests never
+ * delivered.  stats.lost counts lost samples, stall-ends and deferred
  * user stacks; deferred requests are known exactly (a cookie each, on a
  * delivered sample), so their losses are too.  The ABI has no count of *which* records were lost, so the
  * lost first samples are derived: every reported (not suppressed) stall
@@ -571,14 +572,29 @@ static inline int tu_acct_check_final(struct tu_acct *a, const struct stallcap_s
 	else
 		v->lost_deferred = a->ck_n - a->user_stacks;
 	/*
-	 * ctl->lost counts what did not fit in the ring; stats.lost also a
-	 * deferred request whose thread exited first (uapi: "lost is
-	 * incremented"): the two may differ by at most those.
+	 * ctl->lost counts every record lost, a deferred user stack whose
+	 * thread exited first included; stats.lost_deferred exactly those
+	 * deferred requests that never became a USER_STACK record.
 	 */
-	if (ctl->lost > st->lost || st->lost - ctl->lost > v->lost_deferred)
+	if (ctl->lost != st->lost)
 		tu_acct_fail(a, "ctl->lost %llu, stats.lost %llu (%llu deferred requests lost)",
 			     (unsigned long long)ctl->lost, (unsigned long long)st->lost,
 			     (unsigned long long)v->lost_deferred);
+	if (st->lost_deferred != v->lost_deferred)
+		tu_acct_fail(a, "stats.lost_deferred %llu, %llu deferred requests never delivered",
+			     (unsigned long long)st->lost_deferred,
+			     (unsigned long long)v->lost_deferred);
+	if (st->lost_first + st->lost_deferred > st->lost)
+		tu_acct_fail(a, "stats.lost_first %llu + lost_deferred %llu > lost %llu",
+			     (unsigned long long)st->lost_first,
+			     (unsigned long long)st->lost_deferred, (unsigned long long)st->lost);
+	/* the invariant, exactly: every stall has its first sample somewhere */
+	if (st->stalls != a->first_samples + st->lost_first + st->suppressed)
+		tu_acct_fail(a, "stalls %llu != first samples delivered %llu + lost_first %llu "
+			     "+ suppressed %llu", (unsigned long long)st->stalls,
+			     (unsigned long long)a->first_samples,
+			     (unsigned long long)st->lost_first,
+			     (unsigned long long)st->suppressed);
 	if (ctl->suppressed != st->suppressed)
 		tu_acct_fail(a, "ctl->suppressed %llu, stats.suppressed %llu",
 			     (unsigned long long)ctl->suppressed,
@@ -631,6 +647,9 @@ static inline int tu_acct_check_final(struct tu_acct *a, const struct stallcap_s
 	}
 	v->lost_samples = st->lost - v->lost_ends - v->lost_deferred;
 	lost_first = n_reported - a->first_samples;
+	if (lost_first != st->lost_first)
+		tu_acct_fail(a, "%llu first samples missing, stats.lost_first %llu",
+			     (unsigned long long)lost_first, (unsigned long long)st->lost_first);
 	v->lost_first_min = known_lost_first;
 	v->lost_first_max = known_lost_first + v->lost_ends;
 	if (lost_first < v->lost_first_min || lost_first > v->lost_first_max)
@@ -902,10 +921,10 @@ static inline const char *tu_capture_check(char *why, size_t len)
 				 (unsigned long long)r->user_tag, (unsigned long long)r->stall_id);
 		else if (r->flags & SC_SAMPLE_ABANDONED)
 			snprintf(why, len, "sample %u abandoned", r->sample_index);
-		else if (!sc_ip_in_fn(r->regs.ip, spin_in_user))
+		else if (!sc_ip_in_fn(sc_regs(r)->ip, spin_in_user))
 			snprintf(why, len, "sample %u: regs.ip %#llx not in spin_in_user (%s)",
-				 r->sample_index, (unsigned long long)r->regs.ip,
-				 sc_usym_name(r->regs.ip) ?: "?");
+				 r->sample_index, (unsigned long long)sc_regs(r)->ip,
+				 sc_usym_name(sc_regs(r)->ip) ?: "?");
 		else if (r->path == STALLCAP_PATH_BLOCKED) {
 			/* preempted on its way back to user space: regs only */
 			if (r->state != STALLCAP_STATE_RUNNABLE)

@@ -210,20 +210,19 @@ static int user_sees_no_kernel_addresses(void *arg)
 		if (r->hdr.type != STALLCAP_REC_SAMPLE && r->hdr.type != STALLCAP_REC_USER_STACK)
 			continue;
 		samples++;
-		if (!r->nr_kernel_frames)
+		CHK(!sc_section(r, STALLCAP_SEC_KERNEL_IPS),
+		    "sample (path %u) with a kernel frames section (%u frames)", r->path, sc_nk(r));
+		if (r->hdr.type != STALLCAP_REC_SAMPLE || (r->flags & STALLCAP_SAMPLE_USER_MODE))
 			continue;
+		/* a kernel-mode sample: its kernel frames were left out */
 		with_kframes++;
 		CHK(r->flags & STALLCAP_SAMPLE_KADDR_HIDDEN,
-		    "sample (path %u) with %u kernel frames, KADDR_HIDDEN not set", r->path,
-		    r->nr_kernel_frames);
-		for (unsigned int k = 0; k < r->nr_kernel_frames; k++)
-			CHK(!sc_kernel_ips(r)[k], "kernel frame %u is %#llx (path %u)", k,
-			    (unsigned long long)sc_kernel_ips(r)[k], r->path);
-		CHK(r->regs.ip < 0x0000800000000000ULL && r->regs.sp < 0x0000800000000000ULL,
-		    "user registers ip %#llx sp %#llx", (unsigned long long)r->regs.ip,
-		    (unsigned long long)r->regs.sp);
+		    "kernel-mode sample (path %u) without KADDR_HIDDEN", r->path);
+		CHK(sc_regs(r)->ip < 0x0000800000000000ULL && sc_regs(r)->sp < 0x0000800000000000ULL,
+		    "user registers ip %#llx sp %#llx", (unsigned long long)sc_regs(r)->ip,
+		    (unsigned long long)sc_regs(r)->sp);
 	}
-	CHK(with_kframes, "none of %u samples had kernel frames: nothing was checked", samples);
+	CHK(with_kframes, "none of %u samples was in kernel mode: nothing was checked", samples);
 	sc_records_free(&rs);
 	sc_session_close(&s);
 	return 0;
@@ -596,12 +595,14 @@ static int user_in_roots_session(void *arg)
 	struct sc_records rs = { 0 };
 	unsigned int kframes = 0;
 
+	/* mappings are not inherited across fork() (VM_DONTCOPY): map it here */
+	CHK(!sc_map(s), "mapping root's ring: %s", strerror(errno));
 	CHK(!stall_once(s, 2, 1, NULL), "no stall");
 	CHK(sc_ring_collect(s, &rs, STALLCAP_REC_STALL_END, 1, SC_WAIT_MS) == 1, "no stall-end");
 	for (size_t i = 0; i < rs.n; i++) {
 		const struct stallcap_sample *r = (const void *)rs.rec[i];
 
-		if (r->hdr.type == STALLCAP_REC_SAMPLE && r->nr_kernel_frames &&
+		if (r->hdr.type == STALLCAP_REC_SAMPLE && sc_nk(r) &&
 		    !(r->flags & STALLCAP_SAMPLE_KADDR_HIDDEN) && sc_kernel_ips(r)[0])
 			kframes++;
 	}
@@ -696,7 +697,7 @@ static bool has_canary(const struct stallcap_sample *r)
 {
 	const unsigned char *p = sc_stack(r);
 
-	for (uint32_t off = 0; off + 8 <= r->stack_size; off += 8) {
+	for (uint32_t off = 0; off + 8 <= sc_stack_size(r); off += 8) {
 		uint64_t w;
 
 		memcpy(&w, p + off, 8);

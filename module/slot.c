@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stallcap watch slots: heartbeat and shared-deadline watches share a slot
+ * (struct stallcap_slot) of the session's slot area, mapped at
+ * STALLCAP_MMAP_SLOTS, with their thread.  The thread writes it with plain
+ * stores; the watch's timer reads it with READ_ONCE().  See the heartbeat
+ * and shared-deadline contracts on struct stallcap_slot in the uapi header.
+ */
+#include <linux/bitmap.h>
+#include <linux/minmax.h>
+
+#include "stallcap.h"
+
+/* A deadline further than this is looked at again then (garbage, U64_MAX). */
+#define SHARED_MAX_SLEEP_NS	(3600ULL * NSEC_PER_SEC)
+
+static struct stallcap_slot *slot_of(const struct stallcap_watch *w)
+{
+	return &w->sess->slots[w->slot];
+}
+
+/**
+ * stallcap_slot_available() - could @w get a slot?
+ * @sess: the session, sess->lock held
+ * @w: the watch, or NULL for a new one
+ */
+bool stallcap_slot_available(struct stallcap_session *sess,
+			     const struct stallcap_watch *w)
+{
+	lockdep_assert_held(&sess->lock);
+	return (w && w->slot >= 0) ||
+	       !bitmap_full(sess->slot_used, sess->cfg.slots);
+}
+
+/**
+ * stallcap_slot_attach() - give @w a slot of @kind
+ * @sess: the session, sess->lock held
+ * @w: the watch (not armed)
+ * @kind: STALLCAP_SLOT_HEARTBEAT or STALLCAP_SLOT_DEADLINE
+ * @deadline: the first deadline of a shared-deadline watch, else 0
+ *
+ * A watch that has a slot keeps it.
+ * Return: the slot index, or -ENOSPC when all slots are in use.
+ */
+int stallcap_slot_attach(struct stallcap_session *sess, struct stallcap_watch *w,
+			 u32 kind, u64 deadline)
+{
+	struct stallcap_slot *slot;
+	unsigned long i;
+
+	lockdep_assert_held(&sess->lock);
+	if (w->slot < 0) {
+		i = find_first_zero_bit(sess->slot_used, sess->cfg.slots);
+		if (i >= sess->cfg.slots)
+			return -ENOSPC;
+		set_bit(i, sess->slot_used);
+		w->slot = i;
+	}
+	slot = slot_of(w);
+	WRITE_ONCE(slot->beats, 0);
+	WRITE_ONCE(slot->idle, 0);
+	WRITE_ONCE(slot->tid, w->tid);
+	WRITE_ONCE(slot->kind, kind);
+	WRITE_ONCE(slot->deadline_ns, deadline);
+	WRITE_ONCE(slot->armed, 1);
+	w->last_beats = 0;
+	w->last_idle = false;
+	return w->slot;
+}
+
+/**
+ * stallcap_slot_detach() - give @w's slot back
+ * @sess: the session, sess->lock held
+ * @w: the watch, no longer armed
+ */
+void stallcap_slot_detach(struct stallcap_session *sess, struct stallcap_watch *w)
+{
+	struct stallcap_slot *slot;
+
+	if (w->slot < 0)
+		return;
+	slot = slot_of(w);
+	WRITE_ONCE(slot->armed, 0);
+	WRITE_ONCE(slot->kind, STALLCAP_SLOT_FREE);
+	clear_bit(w->slot, sess->slot_used);
+	w->slot = -1;
+}
+
+/**
+ * stallcap_beat_progress() - did @w's thread beat or go idle since last time?
+ * @w: a heartbeat watch, lock held
+ */
+bool stallcap_beat_progress(struct stallcap_watch *w)
+{
+	struct stallcap_slot *slot = slot_of(w);
+	u64 beats = READ_ONCE(slot->beats);
+	bool idle = READ_ONCE(slot->idle), was_idle = w->last_idle;
+
+	w->last_idle = idle;
+	if (beats != w->last_beats) {
+		w->last_beats = beats;
+		return true;
+	}
+	/* idle now, or busy again since the previous check: both progress */
+	return idle || was_idle;
+}
+
+/**
+ * stallcap_beat_period() - how often @w's slot is checked (heartbeat), or
+ * looked at while stalled (shared deadline)
+ * @w: a slot watch
+ */
+u64 stallcap_beat_period(const struct stallcap_watch *w)
+{
+	return max_t(u64, w->timeout_ns / 4,
+		     stallcap_min_timeout_ns());
+}
+
+/**
+ * stallcap_shared_due() - a shared-deadline watch's timer expired: did its
+ * thread miss the deadline in its slot?
+ * @w: the watch, lock held; w->deadline is the deadline last read
+ * @now: the time
+ * @next: when not missed: when to look again (a later deadline, or now + T
+ *	while the thread is idle)
+ *
+ * Return: true when the deadline read (now in w->deadline) has passed.
+ */
+bool stallcap_shared_due(struct stallcap_watch *w, u64 now, u64 *next)
+{
+	u64 d = READ_ONCE(slot_of(w)->deadline_ns);
+
+	if (!d) {	/* idle by design */
+		w->deadline = 0;
+		*next = now + max_t(u64, w->timeout_ns,
+				    stallcap_min_timeout_ns());
+		return false;
+	}
+	w->deadline = d;
+	if (d <= now)
+		return true;
+	*next = min(d, now + SHARED_MAX_SLEEP_NS);
+	return false;
+}
+
+/**
+ * stallcap_shared_moved() - did a stalled shared-deadline watch's thread
+ * store a new deadline (or 0) since the stall began?
+ * @w: the watch, lock held; w->deadline is the missed deadline
+ */
+bool stallcap_shared_moved(const struct stallcap_watch *w)
+{
+	return READ_ONCE(slot_of(w)->deadline_ns) != w->deadline;
+}

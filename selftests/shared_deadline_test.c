@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Shared-deadline watches (STALLCAP_ARM_SHARED_DEADLINE): the thread stores
+ * its next absolute deadline in its slot with a plain store, no system
+ * call.  Stores within T: no stall, and the watch's timer expires about
+ * once per T, not once per store.  No more stores: the stall is detected
+ * at the deadline stored (as exact as REARM's), and a new store ends it
+ * with a stall-end record.  0 (idle): no stall however long.  REARM on such
+ * a watch is EINVAL; a failed change of kind leaves the old watch as it was.
+ */
+#include "stallcap_test.h"
+
+#include "kselftest_harness.h"
+
+#define T		SC_MS(100)
+#define TAG		0x7368617265640001ULL
+#define BUSY_NS		(20 * 1000ULL)	/* one loop iteration's work */
+/* a stall comes at its deadline; allow half a period plus scheduling */
+#define MAX_LATE_NS	(T / 2)
+#define STATS_FILE	"/sys/kernel/debug/stallcap/stats"
+
+FIXTURE(sd) {
+	struct sc_session s;
+	struct sc_records rs;
+	struct stallcap_slot *slots;
+	size_t slots_len;
+};
+
+FIXTURE_SETUP(sd)
+{
+	memset(&self->rs, 0, sizeof(self->rs));
+	ASSERT_EQ(0, sc_session_setup(&self->s, NULL));
+	if (!(self->s.info.features & STALLCAP_FEAT_SHARED_DEADLINE))
+		SKIP(return, "no STALLCAP_FEAT_SHARED_DEADLINE");
+	self->slots_len = (size_t)self->s.cfg.slots * sizeof(*self->slots);
+	self->slots = mmap(NULL, self->slots_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			   self->s.fd, STALLCAP_MMAP_SLOTS);
+	ASSERT_NE(MAP_FAILED, self->slots);
+}
+
+FIXTURE_TEARDOWN(sd)
+{
+	if (self->slots && self->slots != MAP_FAILED)
+		munmap(self->slots, self->slots_len);
+	sc_records_free(&self->rs);
+	sc_session_close(&self->s);
+}
+
+/* The module-wide count of watch timer expiries (debugfs), or ~0. */
+static uint64_t timer_expiries(void)
+{
+	char line[256];
+	uint64_t v = ~0ULL;
+	FILE *f = fopen(STATS_FILE, "r");
+
+	if (!f)
+		return v;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "timer_expiries %llu", (unsigned long long *)&v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+static void store_deadline(struct stallcap_slot *slot, uint64_t d)
+{
+	__atomic_store_n(&slot->deadline_ns, d, __ATOMIC_RELAXED);
+}
+
+static void busy(uint64_t ns)
+{
+	uint64_t end = sc_now_ns() + ns;
+
+	while (sc_now_ns() < end)
+		;
+}
+
+/* Arm a shared-deadline watch for the calling thread: its slot, or NULL. */
+static struct stallcap_slot *sd_arm(struct __test_metadata *_metadata,
+				    FIXTURE_DATA(sd) *self, uint64_t *first)
+{
+	uint64_t before = sc_now_ns();
+	struct stallcap_slot *slot;
+	int idx = sc_arm(self->s.fd, T, STALLCAP_ARM_SHARED_DEADLINE, TAG);
+
+	EXPECT_LE(0, idx) TH_LOG("ARM: %s", strerror(errno));
+	if (idx < 0 || idx >= (int)self->s.cfg.slots)
+		return NULL;
+	slot = &self->slots[idx];
+	EXPECT_EQ(STALLCAP_SLOT_DEADLINE, slot->kind);
+	EXPECT_EQ(1, slot->armed);
+	EXPECT_EQ((uint32_t)sc_gettid(), slot->tid);
+	/* the first deadline, now + T, is in the slot */
+	EXPECT_LE(before + T, slot->deadline_ns);
+	EXPECT_GE(sc_now_ns() + T, slot->deadline_ns);
+	if (first)
+		*first = slot->deadline_ns;
+	return slot;
+}
+
+TEST_F(sd, stores_within_t_never_stall_and_rarely_wake_the_timer)
+{
+	uint64_t e0, e1, iters = 0, start, worst = 0, last;
+	struct stallcap_slot *slot = sd_arm(_metadata, self, NULL);
+
+	ASSERT_NE(NULL, slot);
+	e0 = timer_expiries();
+	if (e0 == ~0ULL)
+		SKIP(return, "no %s", STATS_FILE);
+	start = last = sc_now_ns();
+	while (sc_now_ns() - start < 10 * T) {
+		uint64_t now = sc_now_ns();
+
+		if (now - last > worst)
+			worst = now - last;
+		last = now;
+		store_deadline(slot, now + T);	/* the whole re-arm */
+		busy(BUSY_NS);
+		iters++;
+	}
+	e1 = timer_expiries();
+	store_deadline(slot, 0);
+	EXPECT_EQ(0, sc_release(self->s.fd));
+	ASSERT_LT(worst, T) TH_LOG("the guest stopped this thread for %llu ms: no verdict",
+				   (unsigned long long)(worst / SC_MS(1)));
+	EXPECT_EQ(0, SC_STAT(self->s.fd, stalls));
+	EXPECT_EQ(0, sc_ring_drain(&self->s, &self->rs));
+	ksft_print_msg("%llu stores, %llu timer expiries\n", (unsigned long long)iters,
+		       (unsigned long long)(e1 - e0));
+	EXPECT_LT(1000, iters);
+	/* about one expiry per T (10 here), never one per store */
+	EXPECT_GE(30, e1 - e0);
+	EXPECT_GT(iters / 20, e1 - e0);
+}
+
+/*
+ * Stall (no store) until captured, then store a new deadline: the stall's
+ * end.  *@end_store: when that store was made.  Returns false on timeout.
+ */
+static bool stall_then_store(struct sc_session *s, struct stallcap_slot *slot,
+			     uint64_t *end_store)
+{
+	struct sc_stopper st = { .cpu = -1 };
+
+	if (sc_stopper_start(&st, s->fd, 1, SC_WAIT_MS))
+		return false;
+	spin_in_user(&st.stop);
+	*end_store = sc_now_ns();
+	store_deadline(slot, *end_store + T);
+	sc_stopper_join(&st);
+	return !st.timed_out;
+}
+
+TEST_F(sd, missed_deadline_is_caught_at_the_deadline_and_a_store_ends_it)
+{
+	const struct stallcap_stall_end *e = NULL;
+	const struct stallcap_sample *r = NULL;
+	uint64_t d = 0, end_store = 0, late = 0;
+	struct stallcap_slot *slot = sd_arm(_metadata, self, NULL);
+
+	ASSERT_NE(NULL, slot);
+	for (int attempt = 0; attempt < SC_ATTEMPTS; attempt++) {
+		sc_records_free(&self->rs);
+		d = sc_now_ns() + T;
+		store_deadline(slot, d);
+		ASSERT_TRUE(stall_then_store(&self->s, slot, &end_store));
+		ASSERT_LE(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_STALL_END, 1,
+					     SC_WAIT_MS)) TH_LOG("no stall-end: %s", self->rs.err);
+		r = sc_first_sample_of(&self->rs, sc_gettid());
+		ASSERT_NE(NULL, r);
+		late = r->capture_ns - r->deadline_ns;
+		if (late < MAX_LATE_NS)
+			break;
+		TH_LOG("attempt %d: %llu us late", attempt, (unsigned long long)(late / 1000));
+	}
+	store_deadline(slot, 0);
+	EXPECT_EQ(0, sc_release(self->s.fd));
+	EXPECT_EQ(STALLCAP_CLOCK_SHARED, r->clock);
+	/* the deadline stored is the deadline missed, and it was caught then */
+	EXPECT_EQ(d, r->deadline_ns);
+	EXPECT_LE(r->deadline_ns, r->capture_ns);
+	EXPECT_GT(MAX_LATE_NS, late);
+	EXPECT_EQ(TAG, r->user_tag);
+	EXPECT_EQ(T, r->timeout_ns);
+	EXPECT_TRUE(sc_ip_in_fn(sc_regs(r)->ip, spin_in_user))
+		TH_LOG("regs.ip %#llx in %s", (unsigned long long)sc_regs(r)->ip,
+		       sc_usym_name(sc_regs(r)->ip) ?: "?");
+	ksft_print_msg("caught %llu us after the deadline\n", (unsigned long long)(late / 1000));
+	/* the new store ended it: within T/4 of the store (plus the guest's slack) */
+	e = sc_stall_end_of(&self->rs, r->stall_id);
+	ASSERT_NE(NULL, e);
+	EXPECT_EQ(d, e->deadline_ns);
+	EXPECT_LE(end_store, e->end_ns);
+	EXPECT_GT(end_store + T / 4 + SC_MAX_LATENESS_NS, e->end_ns);
+	EXPECT_EQ((uint32_t)sc_gettid(), e->tid);
+}
+
+TEST_F(sd, idle_never_stalls_and_a_deadline_after_idle_is_caught)
+{
+	struct stallcap_slot *slot = sd_arm(_metadata, self, NULL);
+	const struct stallcap_sample *r;
+	uint64_t end_store, d;
+
+	ASSERT_NE(NULL, slot);
+	store_deadline(slot, 0);	/* waiting by design */
+	sc_sleep_ms(4 * T / SC_MS(1));
+	EXPECT_EQ(0, SC_STAT(self->s.fd, stalls));
+	EXPECT_EQ(0, sc_ring_drain(&self->s, &self->rs));
+	/* busy again: a deadline after an idle period is seen within T of it */
+	d = sc_now_ns() + T;
+	store_deadline(slot, d);
+	ASSERT_TRUE(stall_then_store(&self->s, slot, &end_store));
+	ASSERT_LE(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_STALL_END, 1, SC_WAIT_MS));
+	store_deadline(slot, 0);
+	EXPECT_EQ(0, sc_release(self->s.fd));
+	r = sc_first_sample_of(&self->rs, sc_gettid());
+	ASSERT_NE(NULL, r);
+	EXPECT_EQ(d, r->deadline_ns);
+	EXPECT_GT(T + SC_MAX_LATENESS_NS, r->capture_ns - r->deadline_ns);
+}
+
+struct holders {
+	int fd;
+	pthread_barrier_t armed;
+	volatile int done;
+	int ok;
+};
+
+/* Hold a slot (a heartbeat watch) until told to let go. */
+static void *slot_holder(void *arg)
+{
+	struct holders *h = arg;
+
+	if (sc_arm(h->fd, 3600 * SC_NSEC_PER_SEC, STALLCAP_ARM_HEARTBEAT, 0) >= 0)
+		__atomic_add_fetch(&h->ok, 1, __ATOMIC_RELAXED);
+	pthread_barrier_wait(&h->armed);
+	while (!h->done)
+		sc_sleep_ms(5);
+	sc_release(h->fd);
+	return NULL;
+}
+
+TEST_F(sd, rearm_is_einval_and_a_failed_change_of_kind_keeps_the_watch)
+{
+	struct stallcap_slot *slot = sd_arm(_metadata, self, NULL);
+	unsigned int n = self->s.cfg.slots;
+	struct holders h = { .fd = self->s.fd };
+	pthread_t *th = calloc(n, sizeof(*th));
+	struct stallcap_stats st;
+
+	ASSERT_NE(NULL, slot);
+	ASSERT_NE(NULL, th);
+	errno = 0;
+	EXPECT_EQ(-1, sc_rearm(self->s.fd, 0));
+	EXPECT_EQ(EINVAL, errno);
+	/* to a plain deadline watch: the slot is given back */
+	ASSERT_EQ(0, sc_arm(self->s.fd, 3600 * SC_NSEC_PER_SEC, 0, TAG));
+	EXPECT_EQ(0, slot->armed);
+	EXPECT_EQ(STALLCAP_SLOT_FREE, slot->kind);
+	/* every slot taken by other threads' heartbeat watches */
+	ASSERT_EQ(0, pthread_barrier_init(&h.armed, NULL, n + 1));
+	for (unsigned int i = 0; i < n; i++)
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, slot_holder, &h));
+	pthread_barrier_wait(&h.armed);
+	EXPECT_EQ(n, h.ok);
+	/* the change of kind fails, and the deadline watch is as it was */
+	errno = 0;
+	EXPECT_EQ(-1, sc_arm(self->s.fd, T, STALLCAP_ARM_SHARED_DEADLINE, TAG));
+	EXPECT_EQ(ENOSPC, errno);
+	ASSERT_EQ(0, sc_get_stats(self->s.fd, &st, 0));
+	EXPECT_EQ(n + 1, st.watches);
+	EXPECT_EQ(n + 1, st.armed);
+	EXPECT_EQ(0, sc_rearm(self->s.fd, 0)) TH_LOG("the deadline watch is gone: %s",
+						     strerror(errno));
+	h.done = 1;
+	for (unsigned int i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&h.armed);
+	free(th);
+	/* with a free slot again, the change works */
+	EXPECT_LE(0, sc_arm(self->s.fd, T, STALLCAP_ARM_SHARED_DEADLINE, TAG));
+	EXPECT_EQ(0, sc_release(self->s.fd));
+}
+
+TEST_HARNESS_MAIN
