@@ -91,13 +91,20 @@ ABI(sizeof(struct stallcap_arm) == STALLCAP_ARM_SIZE_VER0);
 ABI(sizeof(struct stallcap_config) == STALLCAP_CONFIG_SIZE_VER0);
 ABI(sizeof(struct stallcap_info) == STALLCAP_INFO_SIZE_VER0);
 ABI(sizeof(struct stallcap_stats) == STALLCAP_STATS_SIZE_VER0);
-ABI(sizeof(struct stallcap_beat_slot) == 64);
+ABI(sizeof(struct stallcap_attach) == STALLCAP_ATTACH_SIZE_VER0);
+ABI(sizeof(struct stallcap_slot) == 64);
 ABI(offsetof(struct stallcap_ring_ctl, data_head) == 64);
 ABI(offsetof(struct stallcap_ring_ctl, data_tail) == 128);
 ABI(sizeof(struct stallcap_ring_ctl) == 192);
 ABI(sizeof(struct stallcap_rec_header) == 8);
 ABI(sizeof(struct stallcap_sample) % 8 == 0);
 ABI(sizeof(struct stallcap_stall_end) % 8 == 0);
+ABI(sizeof(struct stallcap_watch_event) % 8 == 0);
+ABI(sizeof(struct stallcap_section) == 8);
+ABI(sizeof(struct stallcap_sec_regs) == 16);
+ABI(sizeof(struct stallcap_regs_x86_64) == 18 * 8);
+ABI(sizeof(struct stallcap_regs_arm64) == 34 * 8);
+ABI(sizeof(struct stallcap_sec_task) % 8 == 0);
 #endif
 
 int main(void)

@@ -40,9 +40,44 @@ check "text: one block per stall with the thread and the deadline" \
 	grep -qE '^stall [0-9]+ of tid [0-9]+ \(spin-user\) on cpu [0-9]+: [0-9.]+ ms over a 20 ms deadline, running in user$' "$work/demo.txt"
 check "text: user frames with file:line" grep -q 'demo_spin_in_user+0x[0-9a-f]*  demo.c:[0-9]' "$work/demo.txt"
 
+# wall-clock times: today's date, ISO 8601 with microseconds, UTC with --utc
+today=$(date -u +%Y-%m-%d)
+stallcap report --utc "$work/demo.data" >"$work/demo-utc.txt"
+check "text: the stall began at a wall-clock time of today (UTC)" \
+	grep -qE "^  began ${today}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z, process [0-9]+ \(stallcap-demo\), wall clock, armed," "$work/demo-utc.txt"
+check "text: samples at wall-clock times" \
+	grep -qE "^  sample 0 at ${today}T[0-9:]{8}\.[0-9]{6}Z \(\+[0-9.]+ ms\)" "$work/demo-utc.txt"
+stallcap report -u -f json "$work/demo.data" >"$work/demo-utc.json"
+rt_sane() {
+	echo "$1" | grep -qE "\"capture_time\":\"${today}T[0-9:]{8}\.[0-9]{6}Z\"" &&
+		echo "$1" | grep -qE '"capture_realtime_ns":1[0-9]{18},' &&
+		echo "$1" | grep -q '"origin":"armed"'
+}
+check "json: realtime stamp, capture_time of today, origin armed" \
+	any_sample "$work/demo-utc.json" spin-user rt_sane
+# the initial pid namespace: the session's ids are the host's
+same_ids() {
+	p=$(echo "$1" | sed 's/.*"pid":\([0-9]*\),"tid":\([0-9]*\),"ns_pid":\([0-9]*\),"ns_tid":\([0-9]*\),.*/\1 \2 \3 \4/')
+	set -- $p
+	[ "$#" = 4 ] && [ "$1" = "$3" ] && [ "$2" = "$4" ] && [ "$1" != 0 ]
+}
+check "json: ns ids equal the host's in the initial namespace" \
+	any_sample "$work/demo.json" spin-user same_ids
+
 stallcap report -f json -- stallcap-demo --only lock-wait >"$work/live.json" 2>&1
 check "live report: the lock wait's user stack (deferred, after the stall's end)" \
 	any_sample "$work/live.json" lock-wait on_lock
+
+# shared deadline: armed once, re-armed by plain stores, caught the same
+stallcap record -o "$work/shared.data" -- stallcap-demo --shared --only spin-user \
+	>"$work/shared.out" 2>&1
+check "shared deadline: record exits 0" [ $? = 0 ]
+stallcap report -f json "$work/shared.data" >"$work/shared.json"
+shared_spin() { echo "$1" | grep -q '"clock":"shared"' && spin_in_user "$1"; }
+check "shared deadline: caught in demo_spin_in_user, clock shared" \
+	any_sample "$work/shared.json" spin-user shared_spin
+check "shared deadline: the stall ended (the idle store)" \
+	grep -q '"type":"stall_end"' "$work/shared.json"
 
 stallcap report -f folded "$work/demo.data" >"$work/demo.folded"
 check "folded: spin-user;...;demo_spin_in_user N" \

@@ -27,8 +27,8 @@ check "the other session's stall is recorded and resolved" \
 stallcap stats --json >"$work/stats.json"
 check "stats --json exits 0" [ $? = 0 ]
 cat "$work/stats.json" | sed 's/^/# /'
-check "stats: ABI 1, at least one stall counted" \
-	grep -qE '"abi_version":1,.*"stalls":[1-9]' "$work/stats.json"
+check "stats: ABI 2, x86-64 registers, at least one stall counted" \
+	grep -qE '"abi_version":2,.*"arch":"x86_64",.*"stalls":[1-9]' "$work/stats.json"
 check "stats text" sh -c 'stallcap stats | grep -q "^  stalls  *[1-9]"'
 
 if command -v su >/dev/null && id user >/dev/null 2>&1; then

@@ -9,6 +9,11 @@
  *   lock-wait   waits in demo_block_on_lock() for a mutex another thread
  *               holds                                      (blocked in futex)
  *
+ * Each deadline is armed with one ioctl (STALLCAP_IOC_ARM), or with
+ * --shared as a shared deadline: the thread stores its absolute deadline in
+ * its slot, no system call (stallcap_deadline_arm() once, then
+ * stallcap_deadline_in() / stallcap_deadline_idle()).
+ *
  * Run it under the tool to see the symbolized stacks:
  *   stallcap record -o demo.data -- stallcap-demo && stallcap report demo.data
  * Alone, it opens its own session and prints what it captured, unsymbolized.
@@ -29,6 +34,7 @@
 #define NOINLINE __attribute__((noinline))
 
 static struct stallcap_session *session;
+static bool use_shared;
 static unsigned long long deadline_ms = 20, stall_ms = 200, map_mb = 16;
 static volatile unsigned long demo_sink;
 
@@ -114,6 +120,7 @@ static void *stall_thread(void *arg)
 	enum stall_kind kind = (enum stall_kind)(long)arg;
 	struct lock_demo ld = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
 				PTHREAD_COND_INITIALIZER, 0 };
+	struct stallcap_slot *slot = NULL;
 	pthread_t holder;
 	int ret;
 
@@ -128,36 +135,58 @@ static void *stall_thread(void *arg)
 	printf("stallcap-demo: %-9s %s for %llu ms, past a %llu ms deadline\n",
 	       kind_name[kind], kind_what[kind], stall_ms, deadline_ms);
 	fflush(stdout);
-	ret = stallcap_watch_arm(session, deadline_ms * 1000000ULL, (__u64)kind + 1, 0);
+	if (use_shared) {
+		ret = stallcap_deadline_arm(session, deadline_ms * 1000000ULL,
+					    (__u64)kind + 1, 0, &slot);
+		ret = ret < 0 ? ret : 0;
+	} else {
+		ret = stallcap_watch_arm(session, deadline_ms * 1000000ULL, (__u64)kind + 1, 0);
+	}
 	if (ret)
 		fprintf(stderr, "stallcap-demo: arm: %s\n", strerror(-ret));
+	else if (slot)
+		stallcap_deadline_in(slot, deadline_ms * 1000000ULL);	/* one store */
 	if (kind == SPIN)
 		demo_spin_in_user(stall_ms);
 	else if (kind == KERNEL)
 		demo_stall_in_kernel(stall_ms);
 	else
 		demo_block_on_lock(&ld.lock);
-	stallcap_watch_disarm(session);		/* the stall ends here */
+	if (slot)
+		stallcap_deadline_idle(slot);	/* the stall ends here: one store */
+	else
+		stallcap_watch_disarm(session);	/* the stall ends here */
 	stallcap_watch_release(session);
 	if (kind == LOCK)
 		pthread_join(holder, NULL);
 	return (void *)(long)ret;
 }
 
-static int print_record(const struct stallcap_rec_header *rec, void *arg)
+static int print_record(const struct stallcap_rec_header *ring_rec, void *arg)
 {
 	struct stallcap_sample_view v;
+	__u32 size = ring_rec->size;
+	__u64 *rec;
 
-	if (rec->type == STALLCAP_REC_SAMPLE && !stallcap_sample_parse(rec, rec->size, &v))
+	if (ring_rec->type != STALLCAP_REC_SAMPLE)
+		return 0;
+	/* the ring is writable by anyone who maps it: check a private copy */
+	rec = malloc(size);
+	if (!rec)
+		return -ENOMEM;
+	memcpy(rec, ring_rec, size);
+	if (!stallcap_sample_parse(rec, size, &v))
 		printf("  stall %llu sample %u: tid %u (%.16s), %u kernel + %u user frames, "
-		       "ip 0x%llx\n", (unsigned long long)v.s->stall_id, v.s->sample_index,
-		       v.s->tid, v.s->comm, v.nr_kernel, v.nr_user,
-		       (unsigned long long)v.s->regs.ip);
+		       "ip 0x%llx\n", (unsigned long long)v.s.stall_id, v.s.sample_index,
+		       v.s.ns_tid, v.s.comm, v.nr_kernel, v.nr_user,
+		       (unsigned long long)(v.nr_user ? v.user_ips[0] : 0));
+	free(rec);
 	return 0;
 }
 
 static const char usage[] =
 "usage: stallcap-demo [--deadline-ms N] [--stall-ms N] [--map-mb N] [--only KIND]\n"
+"                     [--shared]\n"
 "  KIND: spin-user, in-kernel or lock-wait (default: all three in turn)\n";
 
 int main(int argc, char **argv)
@@ -167,6 +196,7 @@ int main(int argc, char **argv)
 		{ "stall-ms", required_argument, NULL, 's' },
 		{ "map-mb", required_argument, NULL, 'm' },
 		{ "only", required_argument, NULL, 'o' },
+		{ "shared", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -175,7 +205,7 @@ int main(int argc, char **argv)
 	pthread_t t;
 	void *res;
 
-	while ((opt = getopt_long(argc, argv, "d:s:m:o:h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "d:s:m:o:Sh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'd':
 			deadline_ms = strtoull(optarg, NULL, 0);
@@ -192,6 +222,9 @@ int main(int argc, char **argv)
 					only = k;
 			if (only < 0)
 				goto bad;
+			break;
+		case 'S':
+			use_shared = true;
 			break;
 		case 'h':
 			fputs(usage, stdout);

@@ -13,7 +13,7 @@
  * @ring_lock: the ring's single-consumer lock
  * @ring_map: mapping of the control page and data area (ring_len bytes)
  * @ring: view of @ring_map, published by @ring_ready (release/acquire)
- * @beats: the beat area (beats_len bytes), published with release
+ * @slots: the slot area (slots_len bytes), published with release
  */
 struct stallcap_session {
 	int fd;
@@ -23,8 +23,8 @@ struct stallcap_session {
 	size_t ring_len;
 	struct stallcap_ring ring;
 	int ring_ready;
-	struct stallcap_beat_slot *beats;
-	size_t beats_len;
+	struct stallcap_slot *slots;
+	size_t slots_len;
 };
 
 int scl_ioctl(int fd, unsigned long cmd, void *arg);

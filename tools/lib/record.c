@@ -1,50 +1,238 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
  * libstallcap: checking and splitting records.
+ *
+ * Records are self-describing (see "Records" in the uapi header): a fixed
+ * part of fixed_size bytes, then typed sections up to hdr.size.  This file
+ * reads the fixed part as min(fixed_size, what it knows), zero for the rest,
+ * and walks the sections with bounds checks, skipping types it does not
+ * know.  Every function here is a pure function of the caller's buffer.
  */
 #include <errno.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "internal.h"
 
-int stallcap_sample_parse(const void *rec, size_t len, struct stallcap_sample_view *v)
-{
-	const struct stallcap_sample *s = rec;
-	size_t need;
+/* smallest fixed part: the header and the fixed_size word (and its pair) */
+#define FIXED_MIN	16
 
-	if (!rec || !v || len < sizeof(*s))
+/*
+ * Check a record's header and fixed part against @len and copy the fixed
+ * part into @dst (@known bytes), zero-filling what the record lacks.
+ * Returns the fixed size the record declares, or -EBADMSG.
+ */
+static long fixed_copy(const void *rec, size_t len, __u16 type, void *dst, size_t known)
+{
+	const struct stallcap_rec_header *h = rec;
+	__u32 size, fixed;
+
+	if (len < FIXED_MIN)
 		return -EBADMSG;
-	if (s->hdr.type != STALLCAP_REC_SAMPLE && s->hdr.type != STALLCAP_REC_USER_STACK)
+	size = h->size;
+	memcpy(&fixed, (const char *)rec + sizeof(*h), sizeof(fixed));
+	if (h->type != type || size > len || size < FIXED_MIN || size % 8)
 		return -EBADMSG;
-	if (s->hdr.size > len || s->hdr.size < sizeof(*s) || s->hdr.size % 8)
+	if (fixed < FIXED_MIN || fixed > size)
 		return -EBADMSG;
-	if (s->nr_kernel_frames > STALLCAP_MAX_FRAMES ||
-	    s->nr_user_frames > STALLCAP_MAX_FRAMES ||
-	    s->stack_size > STALLCAP_MAX_USER_STACK)
+	memset(dst, 0, known);
+	memcpy(dst, rec, fixed < known ? fixed : known);
+	/* the copy keeps the values checked above, not a second read */
+	((struct stallcap_rec_header *)dst)->size = size;
+	memcpy((char *)dst + sizeof(*h), &fixed, sizeof(fixed));
+	return fixed;
+}
+
+static void section_copy(void *dst, size_t known, const struct stallcap_section *sec,
+			 __u32 size)
+{
+	memset(dst, 0, known);
+	memcpy(dst, sec, size < known ? size : known);
+	((struct stallcap_section *)dst)->size = size;
+}
+
+static int ips_section(const struct stallcap_section *sec, __u32 size,
+		       const __u64 **ips, unsigned int *nr)
+{
+	__u32 n = (size - sizeof(*sec)) / 8;
+
+	if (*ips || n > STALLCAP_MAX_FRAMES)
 		return -EBADMSG;
-	need = sizeof(*s) + 8 * ((size_t)s->nr_kernel_frames + s->nr_user_frames) +
-	       (((size_t)s->stack_size + 7) & ~(size_t)7);
-	if (need > s->hdr.size)
-		return -EBADMSG;
-	v->s = s;
-	v->kernel_ips = (const __u64 *)(s + 1);
-	v->nr_kernel = s->nr_kernel_frames;
-	v->user_ips = v->kernel_ips + v->nr_kernel;
-	v->nr_user = s->nr_user_frames;
-	v->stack = v->user_ips + v->nr_user;
-	v->stack_size = s->stack_size;
+	*ips = (const __u64 *)(sec + 1);
+	*nr = n;
 	return 0;
 }
 
-int stallcap_stall_end_parse(const void *rec, size_t len,
-			     const struct stallcap_stall_end **endp)
+static int regs_section(const struct stallcap_section *sec, __u32 size,
+			struct stallcap_sample_view *v)
 {
-	const struct stallcap_stall_end *e = rec;
+	const struct stallcap_sec_regs *r = (const void *)sec;
+	__u32 rsize;
 
-	if (!rec || !endp || len < sizeof(*e))
+	if (v->regs || size < sizeof(*r))
 		return -EBADMSG;
-	if (e->hdr.type != STALLCAP_REC_STALL_END || e->hdr.size > len ||
-	    e->hdr.size < sizeof(*e) || e->hdr.size % 8)
+	rsize = r->regs_size;
+	if (rsize > size - sizeof(*r))
 		return -EBADMSG;
-	*endp = e;
+	v->regs_arch = r->arch;
+	v->regs_size = rsize;
+	v->regs = r + 1;
 	return 0;
+}
+
+static int stack_section(const struct stallcap_section *sec, __u32 size,
+			 struct stallcap_sample_view *v)
+{
+	const struct stallcap_sec_user_stack *us = (const void *)sec;
+	__u32 n;
+
+	if (v->stack || size < sizeof(*us))
+		return -EBADMSG;
+	n = us->len;
+	if (n > size - sizeof(*us) || n > STALLCAP_MAX_USER_STACK)
+		return -EBADMSG;
+	v->stack = us + 1;
+	v->stack_start = us->start;
+	v->stack_size = n;
+	return 0;
+}
+
+static int task_section(const struct stallcap_section *sec, __u32 size,
+			struct stallcap_sample_view *v)
+{
+	const struct stallcap_sec_task *t = (const void *)sec;
+	struct stallcap_task_view *tv;
+	__u16 fixed, nk, nu;
+
+	if (size < offsetof(struct stallcap_sec_task, role))
+		return -EBADMSG;
+	fixed = t->fixed_size;
+	if (fixed < offsetof(struct stallcap_sec_task, role) || fixed % 8 || fixed > size)
+		return -EBADMSG;
+	if (v->nr_tasks == STALLCAP_VIEW_MAX_TASKS) {
+		v->nr_tasks_dropped++;
+		return 0;
+	}
+	tv = &v->tasks[v->nr_tasks];
+	section_copy(&tv->t, sizeof(tv->t), sec, fixed);
+	tv->t.sec.size = size;
+	tv->t.fixed_size = fixed;
+	nk = tv->t.nr_kernel_frames;
+	nu = tv->t.nr_user_frames;
+	if (nk > STALLCAP_MAX_FRAMES || nu > STALLCAP_MAX_FRAMES ||
+	    8 * ((size_t)nk + nu) > (size_t)(size - fixed))
+		return -EBADMSG;
+	tv->kernel_ips = nk ? (const __u64 *)((const char *)sec + fixed) : NULL;
+	tv->user_ips = nu ? (const __u64 *)((const char *)sec + fixed) + nk : NULL;
+	tv->nr_kernel = nk;
+	tv->nr_user = nu;
+	v->nr_tasks++;
+	return 0;
+}
+
+static int section(const struct stallcap_section *sec, __u32 size,
+		   struct stallcap_sample_view *v)
+{
+	switch (sec->type) {
+	case STALLCAP_SEC_REGS:
+		return regs_section(sec, size, v);
+	case STALLCAP_SEC_KERNEL_IPS:
+		return ips_section(sec, size, &v->kernel_ips, &v->nr_kernel);
+	case STALLCAP_SEC_USER_IPS:
+		return ips_section(sec, size, &v->user_ips, &v->nr_user);
+	case STALLCAP_SEC_USER_STACK:
+		return stack_section(sec, size, v);
+	case STALLCAP_SEC_TIMES:
+		if (v->has_times)
+			return -EBADMSG;
+		section_copy(&v->times, sizeof(v->times), sec, size);
+		v->has_times = 1;
+		return 0;
+	case STALLCAP_SEC_WAIT:
+		if (v->has_wait)
+			return -EBADMSG;
+		section_copy(&v->wait, sizeof(v->wait), sec, size);
+		v->has_wait = 1;
+		return 0;
+	case STALLCAP_SEC_TASK:
+		return task_section(sec, size, v);
+	default:
+		v->nr_unknown++;
+		return 0;
+	}
+}
+
+int stallcap_sample_parse(const void *rec, size_t len, struct stallcap_sample_view *v)
+{
+	const unsigned char *p = rec;
+	const struct stallcap_section *sec;
+	__u32 off, end, size;
+	long fixed;
+	__u16 type;
+	int ret;
+
+	if (!rec || !v || (uintptr_t)rec % 8)
+		return -EINVAL;
+	if (len < sizeof(struct stallcap_rec_header))
+		return -EBADMSG;
+	type = ((const struct stallcap_rec_header *)rec)->type;
+	if (type != STALLCAP_REC_SAMPLE && type != STALLCAP_REC_USER_STACK)
+		return -EBADMSG;
+	memset(v, 0, sizeof(*v));
+	fixed = fixed_copy(rec, len, type, &v->s, sizeof(v->s));
+	if (fixed < 0)
+		return (int)fixed;
+	if (fixed % 8)
+		return -EBADMSG;
+	end = v->s.hdr.size;
+	for (off = (__u32)fixed; off < end; off += size) {
+		if (end - off < sizeof(*sec))
+			return -EBADMSG;
+		sec = (const void *)(p + off);
+		size = sec->size;
+		if (size < sizeof(*sec) || size % 8 || size > end - off)
+			return -EBADMSG;
+		ret = section(sec, size, v);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+const struct stallcap_regs_x86_64 *
+stallcap_sample_regs_x86_64(const struct stallcap_sample_view *v)
+{
+	if (!v || !v->regs || v->regs_arch != STALLCAP_ARCH_X86_64 ||
+	    v->regs_size < sizeof(struct stallcap_regs_x86_64))
+		return NULL;
+	return v->regs;
+}
+
+const struct stallcap_regs_arm64 *
+stallcap_sample_regs_arm64(const struct stallcap_sample_view *v)
+{
+	if (!v || !v->regs || v->regs_arch != STALLCAP_ARCH_ARM64 ||
+	    v->regs_size < sizeof(struct stallcap_regs_arm64))
+		return NULL;
+	return v->regs;
+}
+
+int stallcap_stall_end_parse(const void *rec, size_t len, struct stallcap_stall_end *end)
+{
+	long fixed;
+
+	if (!rec || !end)
+		return -EINVAL;
+	fixed = fixed_copy(rec, len, STALLCAP_REC_STALL_END, end, sizeof(*end));
+	return fixed < 0 ? (int)fixed : 0;
+}
+
+int stallcap_watch_event_parse(const void *rec, size_t len, struct stallcap_watch_event *ev)
+{
+	long fixed;
+
+	if (!rec || !ev)
+		return -EINVAL;
+	fixed = fixed_copy(rec, len, STALLCAP_REC_WATCH, ev, sizeof(*ev));
+	return fixed < 0 ? (int)fixed : 0;
 }

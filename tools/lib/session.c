@@ -56,6 +56,9 @@ int stallcap_session_open(struct stallcap_session **sp,
 	if (flags & STALLCAP_OPEN_ENV) {
 		fd = env_fd();
 		if (fd >= 0) {
+			/* not passed on to what this program executes */
+			if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+				return -errno;
 			fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 			if (fd < 0)
 				return -errno;
@@ -87,7 +90,7 @@ int stallcap_session_adopt(struct stallcap_session **sp, int fd)
 {
 	if (!sp || fd < 0)
 		return -EINVAL;
-	if (fcntl(fd, F_GETFD) < 0)
+	if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
 		return -errno;
 	return session_new(sp, fd);
 }
@@ -98,8 +101,8 @@ void stallcap_session_close(struct stallcap_session *s)
 		return;
 	if (s->ring_map)
 		munmap(s->ring_map, s->ring_len);
-	if (s->beats)
-		munmap(s->beats, s->beats_len);
+	if (s->slots)
+		munmap(s->slots, s->slots_len);
 	close(s->fd);
 	pthread_mutex_destroy(&s->map_lock);
 	pthread_mutex_destroy(&s->ring_lock);
@@ -158,7 +161,7 @@ int stallcap_watch_arm(struct stallcap_session *s, __u64 timeout_ns, __u64 user_
 		.user_tag = user_tag,
 	};
 
-	if (!s || (flags & STALLCAP_ARM_HEARTBEAT))
+	if (!s || (flags & (STALLCAP_ARM_HEARTBEAT | STALLCAP_ARM_SHARED_DEADLINE)))
 		return -EINVAL;
 	return scl_ioctl(s->fd, STALLCAP_IOC_ARM, &arm);
 }

@@ -43,6 +43,9 @@ struct collector {
 	size_t npids, cappids;
 	struct buildid_cache *bc;
 	__u64 lost, suppressed, records;
+	__u64 *copy;			/* private copy of the record at hand */
+	size_t copy_cap;
+	bool same_pid_ns;		/* the records' ns ids are this tool's */
 	int err;
 };
 
@@ -83,19 +86,27 @@ static struct pid_entry *pid_get(struct collector *c, __u32 pid)
 	return e;
 }
 
-static void snapshot(struct collector *c, struct pid_entry *e)
+/*
+ * Snapshot a process's maps.  Records name it by its initial-namespace pid
+ * (the key everywhere in the tool) and by its pid in the session opener's
+ * namespace, which is the one /proc shows when the opener's namespace is
+ * this tool's.
+ */
+static void snapshot(struct collector *c, struct pid_entry *e, __u32 ns_pid)
 {
+	__u32 proc_pid = c->same_pid_ns && ns_pid ? ns_pid : e->pid;
 	struct sc_proc *p;
 	int ret;
 
 	e->snap_ns = now_ns(CLOCK_MONOTONIC);
-	ret = procmaps_snapshot(e->pid, c->bc, &p);
+	ret = procmaps_snapshot(proc_pid, c->bc, &p);
 	if (ret) {
 		if (!e->proc)
 			warnx_("pid %u: maps not readable (%s): its user frames stay unresolved",
 			       e->pid, strerror(-ret));
 		return;
 	}
+	p->pid = e->pid;
 	sc_proc_free(e->proc);
 	e->proc = p;
 	if (c->sk->proc)
@@ -105,24 +116,25 @@ static void snapshot(struct collector *c, struct pid_entry *e)
 /* Snapshot a new process, or again when a frame is outside the known text. */
 static void see_process(struct collector *c, const struct stallcap_sample_view *v)
 {
-	struct pid_entry *e = pid_get(c, v->s->pid);
+	const struct stallcap_regs_x86_64 *regs = stallcap_sample_regs_x86_64(v);
+	struct pid_entry *e = pid_get(c, v->s.pid);
 	unsigned int i;
 	bool missing = false;
 
 	if (!e)
 		return;
 	if (!e->snap_ns) {
-		snapshot(c, e);
+		snapshot(c, e, v->s.ns_pid);
 		return;
 	}
 	if (!e->proc || now_ns(CLOCK_MONOTONIC) - e->snap_ns < RESNAP_NS)
 		return;
 	for (i = 0; i < v->nr_user && !missing; i++)
 		missing = !sc_proc_is_text(e->proc, v->user_ips[i]);
-	if (v->s->regs.ip && !(v->s->flags & STALLCAP_SAMPLE_NO_USER))
-		missing |= !sc_proc_is_text(e->proc, v->s->regs.ip);
+	if (regs && regs->ip && !(v->s.flags & STALLCAP_SAMPLE_NO_USER))
+		missing |= !sc_proc_is_text(e->proc, regs->ip);
 	if (missing)
-		snapshot(c, e);
+		snapshot(c, e, v->s.ns_pid);
 }
 
 static bool ksym_sent(struct collector *c, __u64 addr)
@@ -164,11 +176,41 @@ static void see_kernel(struct collector *c, const struct stallcap_sample_view *v
 	}
 }
 
-static int on_record(const struct stallcap_rec_header *rec, void *arg)
+/*
+ * The ring is writable by the watched program: work on a private copy.  The
+ * size is read once and bounded by the end of the data area, whatever the
+ * header says by now.
+ */
+static const struct stallcap_rec_header *rec_copy(struct collector *c,
+						  const struct stallcap_rec_header *rec)
+{
+	const struct stallcap_ring *r = stallcap_session_ring(c->s);
+	__u32 size = __atomic_load_n(&rec->size, __ATOMIC_RELAXED);
+	size_t off = (const unsigned char *)rec - r->data;
+	__u64 *n;
+
+	if (size < sizeof(*rec) || size > r->mask + 1 - off)
+		return NULL;
+	if (size > c->copy_cap) {
+		n = realloc(c->copy, size);
+		if (!n)
+			return NULL;
+		c->copy = n;
+		c->copy_cap = size;
+	}
+	memcpy(c->copy, rec, size);
+	((struct stallcap_rec_header *)c->copy)->size = size;
+	return (const void *)c->copy;
+}
+
+static int on_record(const struct stallcap_rec_header *ring_rec, void *arg)
 {
 	struct collector *c = arg;
+	const struct stallcap_rec_header *rec = rec_copy(c, ring_rec);
 	struct stallcap_sample_view v;
 
+	if (!rec)
+		return -EBADMSG;
 	if (rec->type == STALLCAP_REC_SAMPLE || rec->type == STALLCAP_REC_USER_STACK) {
 		if (!stallcap_sample_parse(rec, rec->size, &v)) {
 			see_process(c, &v);
@@ -225,6 +267,9 @@ static int open_session(struct collector *c)
 	ret = stallcap_ring_map(c->s);
 	if (ret)
 		warnx_("cannot map the ring: %s", strerror(-ret));
+	else
+		c->same_pid_ns = stallcap_session_ring(c->s)->ctl->pid_ns_inum ==
+				 self_pid_ns();
 	return ret;
 }
 
@@ -248,20 +293,20 @@ static pid_t spawn(struct collector *c)
 
 static void send_host_info(struct collector *c)
 {
+	struct sc_host_info hi;
 	struct utsname u;
-	char boot[40] = "";
 	size_t len;
 	void *img;
-	FILE *f;
 
-	f = fopen("/proc/sys/kernel/random/boot_id", "re");
-	if (f) {
-		if (fgets(boot, sizeof(boot), f))
-			boot[strcspn(boot, "\n")] = 0;
-		fclose(f);
-	}
-	if (!uname(&u) && c->sk->info)
-		c->sk->info(c->sk, u.release, boot);
+	memset(&hi, 0, sizeof(hi));
+	if (!uname(&u))
+		snprintf(hi.release, sizeof(hi.release), "%s", u.release);
+	read_boot_id(hi.boot_id, sizeof(hi.boot_id));
+	hi.realtime_offset_ns = realtime_offset_ns();
+	hi.pid_ns_inum = stallcap_session_ring(c->s)->ctl->pid_ns_inum;
+	hi.reader_pid_ns_inum = self_pid_ns();
+	if (c->sk->info)
+		c->sk->info(c->sk, &hi);
 	if (!vdso_image(&img, &len)) {
 		if (c->sk->vdso)
 			c->sk->vdso(c->sk, img, len);
@@ -377,6 +422,7 @@ out:
 		sc_proc_free(c.pids[i].proc);
 	free(c.pids);
 	free(c.ksym_done);
+	free(c.copy);
 	ksyms_free(c.ks);
 	buildid_cache_free(c.bc);
 	return ret;

@@ -90,7 +90,7 @@ void folded_add_stall(struct folded *fo, const struct sc_rstall *rs)
 		m = open_memstream(&buf, &len);
 		if (!m)
 			return;
-		snprintf(comm, sizeof(comm), "%.16s", r->smp->v.s->comm);
+		snprintf(comm, sizeof(comm), "%.16s", r->smp->v.s.comm);
 		put(m, "", comm[0] ? comm : "?");
 		for (i = r->nu - 1; i >= 0; i--)
 			put_frame(m, "", &r->uf[i]);

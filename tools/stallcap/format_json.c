@@ -2,8 +2,11 @@
 /*
  * stallcap(1): JSON lines.  Per stall: one {"type":"stall"} line, one
  * {"type":"sample"} line per sample with every field of the record and its
- * resolved frames, and {"type":"stall_end"} when the end was seen.  Integers
- * are printed exactly (u64 timestamps included); addresses as "0x..." strings.
+ * resolved frames, and {"type":"stall_end"} when the end was seen;
+ * {"type":"watch"} lines for the watches of attached processes.  Integers
+ * are printed exactly (u64 timestamps included); addresses as "0x..." strings;
+ * pid/tid are the initial pid namespace's, ns_pid/ns_tid the session's;
+ * *_time fields are ISO 8601 wall-clock times (local, or UTC with --utc).
  */
 #include "tool.h"
 
@@ -57,20 +60,51 @@ static void frames(FILE *out, const char *key, const struct sc_frame *f, int n)
 	fputc(']', out);
 }
 
-static void regs(FILE *out, const struct stallcap_user_regs *r)
+/* Register names in the order of the uapi structs. */
+static const char *const x86_64_names[] = {
+	"ax", "bx", "cx", "dx", "si", "di", "bp", "sp", "r8", "r9", "r10",
+	"r11", "r12", "r13", "r14", "r15", "ip", "flags",
+};
+
+static void regs_list(FILE *out, const __u64 *v, const char *const *names, unsigned int n)
 {
-	static const char *const names[] = {
-		"ax", "bx", "cx", "dx", "si", "di", "bp", "sp", "r8", "r9", "r10",
-		"r11", "r12", "r13", "r14", "r15", "ip", "flags",
-	};
-	const __u64 *v = &r->ax;
 	unsigned int i;
 
-	fputs(",\"regs\":{", out);
-	for (i = 0; i < ARRAY_SIZE(names); i++)
+	fputc('{', out);
+	for (i = 0; i < n; i++)
 		fprintf(out, "%s\"%s\":\"0x%llx\"", i ? "," : "", names[i],
 			(unsigned long long)v[i]);
 	fputc('}', out);
+}
+
+/*
+ * "regs_arch" always; "regs" only for an architecture this tool knows, with
+ * that architecture's names; null otherwise (never guessed at).
+ */
+static void regs(FILE *out, const struct stallcap_sample_view *v)
+{
+	const struct stallcap_regs_x86_64 *x = stallcap_sample_regs_x86_64(v);
+	const struct stallcap_regs_arm64 *a = stallcap_sample_regs_arm64(v);
+	char name[8];
+	unsigned int i;
+
+	fprintf(out, ",\"regs_arch\":%u,\"regs_arch_name\":\"%s\",\"regs_size\":%u,\"regs\":",
+		v->regs_arch, sc_arch_name(v->regs_arch), v->regs_size);
+	if (x) {
+		regs_list(out, &x->ax, x86_64_names, ARRAY_SIZE(x86_64_names));
+	} else if (a) {
+		fputc('{', out);
+		for (i = 0; i < 31; i++) {
+			snprintf(name, sizeof(name), "x%u", i);
+			fprintf(out, "%s\"%s\":\"0x%llx\"", i ? "," : "", name,
+				(unsigned long long)a->x[i]);
+		}
+		fprintf(out, ",\"sp\":\"0x%llx\",\"pc\":\"0x%llx\",\"pstate\":\"0x%llx\"}",
+			(unsigned long long)a->sp, (unsigned long long)a->pc,
+			(unsigned long long)a->pstate);
+	} else {
+		fputs("null", out);
+	}
 }
 
 static void flags(FILE *out, __u32 f)
@@ -79,7 +113,7 @@ static void flags(FILE *out, __u32 f)
 		"user_mode", "irqs_off", "in_hardirq", "in_softirq", "kstack_trunc",
 		"ustack_trunc", "ustack_fault", "copy_partial", "kaddr_hidden",
 		"raced", "migrated", "defer_pending", "no_user", "ustack_remote",
-		"abandoned",
+		"abandoned", "preempt_off",
 	};
 	unsigned int i, n = 0;
 
@@ -90,30 +124,52 @@ static void flags(FILE *out, __u32 f)
 	fputc(']', out);
 }
 
-static void sample_line(FILE *out, const struct sc_rsample *r)
+/* ,"KEY":"ISO time" or null */
+static void time_field(FILE *out, const char *key, const struct sc_rstall *rs,
+		       const struct stallcap_sample *s, __u64 mono)
 {
-	const struct stallcap_sample *s = r->smp->v.s;
-	const struct stallcap_sample *u = r->smp->user.s;
+	char buf[48];
+	__u64 rt;
 
-	fprintf(out, "{\"type\":\"sample\",\"stall_id\":%llu,\"pid\":%u,\"tid\":%u,\"comm\":",
-		(unsigned long long)s->stall_id, s->pid, s->tid);
+	fprintf(out, ",\"%s\":", key);
+	if (!sc_realtime(rs, s, mono, &rt)) {
+		fputs("null", out);
+		return;
+	}
+	sc_wallclock(buf, sizeof(buf), rt);
+	json_str(out, buf);
+}
+
+static void sample_line(FILE *out, const struct sc_rstall *rs, const struct sc_rsample *r)
+{
+	const struct stallcap_sample *s = &r->smp->v.s;
+	const struct stallcap_sample_view *u = &r->smp->user;
+
+	fprintf(out, "{\"type\":\"sample\",\"stall_id\":%llu,\"pid\":%u,\"tid\":%u,"
+		"\"ns_pid\":%u,\"ns_tid\":%u,\"comm\":", (unsigned long long)s->stall_id,
+		s->pid, s->tid, s->ns_pid, s->ns_tid);
 	comm_str(out, s->comm);
 	fprintf(out, ",\"cpu\":%u,\"sample_index\":%u,\"state\":\"%s\",\"path\":\"%s\","
-		"\"clock\":\"%s\",\"record_type\":%u,\"cookie\":%llu,\"user_tag\":%llu,"
-		"\"deadline_ns\":%llu,\"capture_ns\":%llu,\"timeout_ns\":%llu,"
-		"\"lateness_ns\":%lld,\"suppressed\":%u,\"migrate_retries\":%u",
+		"\"clock\":\"%s\",\"origin\":\"%s\",\"record_type\":%u,\"fixed_size\":%u,"
+		"\"cookie\":%llu,\"user_tag\":%llu,\"deadline_ns\":%llu,\"capture_ns\":%llu,"
+		"\"capture_realtime_ns\":%llu,\"timeout_ns\":%llu,\"lateness_ns\":%lld,"
+		"\"suppressed\":%u,\"migrate_retries\":%u",
 		s->cpu, s->sample_index, sc_state_name(s->state), sc_path_name(s->path),
-		sc_clock_name(s->clock), s->hdr.type, (unsigned long long)s->cookie,
-		(unsigned long long)s->user_tag, (unsigned long long)s->deadline_ns,
-		(unsigned long long)s->capture_ns, (unsigned long long)s->timeout_ns,
-		(long long)(s->capture_ns - s->deadline_ns), s->suppressed,
-		s->migrate_retries);
+		sc_clock_name(s->clock), sc_origin_name(s->origin), s->hdr.type, s->fixed_size,
+		(unsigned long long)s->cookie, (unsigned long long)s->user_tag,
+		(unsigned long long)s->deadline_ns, (unsigned long long)s->capture_ns,
+		(unsigned long long)s->capture_realtime_ns, (unsigned long long)s->timeout_ns,
+		(long long)(s->capture_ns - s->deadline_ns), s->suppressed, s->migrate_retries);
+	time_field(out, "deadline_time", rs, s, s->deadline_ns);
+	time_field(out, "capture_time", rs, s, s->capture_ns);
 	flags(out, s->flags);
-	regs(out, &u->regs);
+	regs(out, u);
 	fprintf(out, ",\"nr_kernel_frames\":%u,\"nr_user_frames\":%u,\"stack_start\":\"0x%llx\","
-		"\"stack_size\":%u,\"deferred_user\":%s",
-		s->nr_kernel_frames, u->nr_user_frames, (unsigned long long)u->stack_start,
-		u->stack_size, r->smp->has_deferred ? "true" : "false");
+		"\"stack_size\":%u,\"deferred_user\":%s,\"unknown_sections\":%u",
+		r->smp->v.nr_kernel, u->nr_user, (unsigned long long)u->stack_start,
+		u->stack_size, r->smp->has_deferred ? "true" : "false", r->smp->v.nr_unknown);
+	fmt_json_why(out, r);
+	/* the frame lists come last: scripts cut the line at "kernel_stack" */
 	frames(out, "kernel_stack", r->kf, r->nk);
 	frames(out, "user_stack", r->uf, r->nu);
 	fputs("}\n", out);
@@ -122,30 +178,64 @@ static void sample_line(FILE *out, const struct sc_rsample *r)
 void fmt_json_stall(FILE *out, const struct sc_rstall *rs)
 {
 	const struct sc_stall *st = rs->st;
-	const struct stallcap_sample *s = rs->nr ? rs->samples[0].smp->v.s : NULL;
+	const struct stallcap_sample *s = rs->nr ? &rs->samples[0].smp->v.s : NULL;
 	unsigned int i;
 
-	fprintf(out, "{\"type\":\"stall\",\"stall_id\":%llu,\"pid\":%u,\"tid\":%u,\"comm\":",
-		(unsigned long long)st->stall_id, st->pid, st->tid);
+	fprintf(out, "{\"type\":\"stall\",\"stall_id\":%llu,\"pid\":%u,\"tid\":%u,"
+		"\"ns_pid\":%u,\"ns_tid\":%u,\"comm\":", (unsigned long long)st->stall_id,
+		st->pid, st->tid, s ? s->ns_pid : st->end.ns_pid, s ? s->ns_tid : st->end.ns_tid);
 	if (s)
 		comm_str(out, s->comm);
 	else
 		fputs("null", out);
 	fputs(",\"process\":", out);
 	json_str(out, rs->proc_comm);
-	fprintf(out, ",\"over_ns\":%llu,\"timeout_ns\":%llu,\"nr_samples\":%u,\"ended\":%s}\n",
+	fprintf(out, ",\"origin\":\"%s\",\"over_ns\":%llu,\"timeout_ns\":%llu,"
+		"\"nr_samples\":%u,\"ended\":%s",
+		sc_origin_name(s ? s->origin : st->end.origin),
 		(unsigned long long)sc_stall_over_ns(st),
 		(unsigned long long)(s ? s->timeout_ns : 0), rs->nr,
 		st->ended ? "true" : "false");
+	time_field(out, "deadline_time", rs, s, s ? s->deadline_ns : st->end.deadline_ns);
+	fputs("}\n", out);
 	for (i = 0; i < rs->nr; i++)
-		sample_line(out, &rs->samples[i]);
+		sample_line(out, rs, &rs->samples[i]);
 	if (!st->ended)
 		return;
 	fprintf(out, "{\"type\":\"stall_end\",\"stall_id\":%llu,\"pid\":%u,\"tid\":%u,"
-		"\"user_tag\":%llu,\"deadline_ns\":%llu,\"end_ns\":%llu,\"nr_samples\":%u}\n",
-		(unsigned long long)st->end.stall_id, st->end.pid, st->end.tid,
+		"\"ns_pid\":%u,\"ns_tid\":%u,\"origin\":\"%s\",\"fixed_size\":%u,"
+		"\"user_tag\":%llu,\"deadline_ns\":%llu,\"end_ns\":%llu,"
+		"\"end_realtime_ns\":%llu,\"nr_samples\":%u",
+		(unsigned long long)st->end.stall_id, st->end.pid, st->end.tid, st->end.ns_pid,
+		st->end.ns_tid, sc_origin_name(st->end.origin), st->end.fixed_size,
 		(unsigned long long)st->end.user_tag, (unsigned long long)st->end.deadline_ns,
-		(unsigned long long)st->end.end_ns, st->end.nr_samples);
+		(unsigned long long)st->end.end_ns, (unsigned long long)st->end.end_realtime_ns,
+		st->end.nr_samples);
+	time_field(out, "end_time", rs, NULL, st->end.end_ns);
+	fputs("}\n", out);
+}
+
+void fmt_json_watch(FILE *out, const struct stallcap_watch_event *ev)
+{
+	char buf[48];
+
+	fprintf(out, "{\"type\":\"watch\",\"event\":\"%s\",\"pid\":%u,\"tid\":%u,"
+		"\"ns_pid\":%u,\"ns_tid\":%u,\"comm\":",
+		ev->event == STALLCAP_WATCH_STARTED ? "started" :
+		ev->event == STALLCAP_WATCH_ENDED ? "ended" : "unknown",
+		ev->pid, ev->tid, ev->ns_pid, ev->ns_tid);
+	comm_str(out, ev->comm);
+	fprintf(out, ",\"fixed_size\":%u,\"time_ns\":%llu,\"realtime_ns\":%llu,"
+		"\"timeout_ns\":%llu,\"user_tag\":%llu,\"time\":", ev->fixed_size,
+		(unsigned long long)ev->time_ns, (unsigned long long)ev->realtime_ns,
+		(unsigned long long)ev->timeout_ns, (unsigned long long)ev->user_tag);
+	if (ev->realtime_ns) {
+		sc_wallclock(buf, sizeof(buf), ev->realtime_ns);
+		json_str(out, buf);
+	} else {
+		fputs("null", out);
+	}
+	fputs("}\n", out);
 }
 
 void fmt_json_lost(FILE *out, __u64 lost, __u64 suppressed)

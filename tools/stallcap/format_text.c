@@ -3,13 +3,18 @@
  * stallcap(1): the human-readable report, one block per stall:
  *
  *   stall 7 of tid 1234 (reactor-0) on cpu 1: 31.2 ms over a 25 ms deadline, running in kernel
- *     process 1230 (server), wall clock, tag 0x0, 2 samples, ended
- *     sample 0 at +0.1 ms, running in kernel, captured by nmi
+ *     began 2026-11-22T16:55:47.123456+01:00, process 1230 (server), wall clock, armed,
+ *     tag 0x0, 2 samples, ended
+ *     sample 0 at 2026-11-22T16:55:47.123556+01:00 (+0.1 ms), running in kernel, captured by nmi
  *       kernel:
  *         #0  0xffffffff81234567  do_sys_poll+0x2f1
  *       user:
  *         #0  0x000055d4c2a1b2c3  handle_event+0x1c  server.c:41  [fp] server
- *     sample 1 at +25.0 ms, running in kernel: same stacks as sample 0
+ *     sample 1 at ... (+25.0 ms), running in kernel: same stacks as sample 0
+ *
+ * Ids are the ones of the session's pid namespace, followed by the initial
+ * namespace's when they differ: "tid 12 (host 3456)".  Times are wall-clock
+ * (ISO 8601, local time or UTC with --utc).
  */
 #include <string.h>
 
@@ -62,6 +67,8 @@ static const char *deadline_kind(__u8 clock)
 		return "CPU-time deadline";
 	case STALLCAP_CLOCK_HEARTBEAT:
 		return "heartbeat threshold";
+	case STALLCAP_CLOCK_SHARED:
+		return "shared deadline";
 	default:
 		return "deadline";
 	}
@@ -103,6 +110,7 @@ static void sample_flags(FILE *out, const struct stallcap_sample *s)
 		{ STALLCAP_SAMPLE_NO_USER, "no user context" },
 		{ STALLCAP_SAMPLE_USTACK_REMOTE, "thread off CPU" },
 		{ STALLCAP_SAMPLE_ABANDONED, "capture abandoned" },
+		{ STALLCAP_SAMPLE_PREEMPT_OFF, "preemption disabled" },
 	};
 	unsigned int i;
 
@@ -113,27 +121,60 @@ static void sample_flags(FILE *out, const struct stallcap_sample *s)
 		fprintf(out, ", %u stalls suppressed before", s->suppressed);
 }
 
+/* "2026-11-22T16:55:47.123456+01:00" or "(wall clock unknown)" */
+static void wall(char *buf, size_t len, const struct sc_rstall *rs,
+		 const struct stallcap_sample *s, __u64 mono)
+{
+	__u64 rt;
+
+	if (sc_realtime(rs, s, mono, &rt))
+		sc_wallclock(buf, len, rt);
+	else
+		snprintf(buf, len, "(wall clock unknown)");
+}
+
+/*
+ * A register set this tool cannot interpret is said so, never guessed at:
+ * kernel frames and the module's frame-pointer walk stay valid.
+ */
+static void regs_note(FILE *out, const struct stallcap_sample_view *v)
+{
+	if (!v->regs || stallcap_sample_regs_x86_64(v))
+		return;
+	if (v->regs_arch == STALLCAP_ARCH_ARM64)
+		fprintf(out, "    registers: arm64, not unwound by this stallcap "
+			"(kernel frames and frame-pointer user frames only)\n");
+	else
+		fprintf(out, "    registers: architecture %u unknown to this stallcap, "
+			"not interpreted (kernel frames and frame-pointer user frames only)\n",
+			v->regs_arch);
+}
+
 static void sample_block(FILE *out, const struct sc_rstall *rs, unsigned int k)
 {
 	const struct sc_rsample *r = &rs->samples[k];
-	const struct stallcap_sample *s = r->smp->v.s;
-	char w[64], at[32];
+	const struct stallcap_sample *s = &r->smp->v.s;
+	char w[64], at[32], when[48];
 	unsigned int j;
 	int i;
 
 	where(w, sizeof(w), s);
 	ms(at, sizeof(at), s->capture_ns > s->deadline_ns ? s->capture_ns - s->deadline_ns : 0);
-	fprintf(out, "  sample %u at +%s, %s", s->sample_index, at, w);
+	wall(when, sizeof(when), rs, s, s->capture_ns);
+	fprintf(out, "  sample %u at %s (+%s), %s", s->sample_index, when, at, w);
 	for (j = 0; j < k; j++) {
 		if (sc_same_stack(&rs->samples[j], r)) {
 			fprintf(out, ": same stacks as sample %u\n",
-				rs->samples[j].smp->v.s->sample_index);
+				rs->samples[j].smp->v.s.sample_index);
+			fmt_text_why(out, r);
 			return;
 		}
 	}
 	fprintf(out, ", captured by %s", sc_path_name(s->path));
 	sample_flags(out, s);
 	fputc('\n', out);
+	regs_note(out, &r->smp->user);
+	fmt_text_why(out, r);
 	if (r->nk) {
 		fprintf(out, "    kernel:\n");
 		for (i = 0; i < r->nk; i++)
@@ -151,24 +192,30 @@ static void sample_block(FILE *out, const struct sc_rstall *rs, unsigned int k)
 void fmt_text_stall(FILE *out, const struct sc_rstall *rs)
 {
 	const struct sc_stall *st = rs->st;
-	const struct stallcap_sample *s = rs->nr ? rs->samples[0].smp->v.s : NULL;
-	char over[32], dl[32], w[64];
+	const struct stallcap_sample *s = rs->nr ? &rs->samples[0].smp->v.s : NULL;
+	char over[32], dl[32], w[64], tid[48], pid[48], when[48];
 
 	ms(over, sizeof(over), sc_stall_over_ns(st));
 	if (!s) {
-		fprintf(out, "stall %llu of tid %u: %s over its deadline, no sample recorded\n\n",
-			(unsigned long long)st->stall_id, st->tid, over);
+		sc_ids(tid, sizeof(tid), st->ended ? st->end.ns_tid : st->tid, st->tid);
+		wall(when, sizeof(when), rs, NULL, st->end.deadline_ns);
+		fprintf(out, "stall %llu of tid %s: %s over its deadline (began %s), "
+			"no sample recorded\n\n", (unsigned long long)st->stall_id, tid, over,
+			when);
 		return;
 	}
 	ms(dl, sizeof(dl), s->timeout_ns);
 	where(w, sizeof(w), s);
-	fprintf(out, "stall %llu of tid %u (%.16s) on cpu %u: %s over a %s %s, %s\n",
-		(unsigned long long)st->stall_id, st->tid, s->comm, s->cpu, over, dl,
+	sc_ids(tid, sizeof(tid), s->ns_tid, st->tid);
+	sc_ids(pid, sizeof(pid), s->ns_pid, st->pid);
+	wall(when, sizeof(when), rs, s, s->deadline_ns);
+	fprintf(out, "stall %llu of tid %s (%.16s) on cpu %u: %s over a %s %s, %s\n",
+		(unsigned long long)st->stall_id, tid, s->comm, s->cpu, over, dl,
 		deadline_kind(s->clock), w);
-	fprintf(out, "  process %u (%s), %s clock, tag 0x%llx, %u sample%s", st->pid,
-		rs->proc_comm && rs->proc_comm[0] ? rs->proc_comm : "?",
-		sc_clock_name(s->clock), (unsigned long long)s->user_tag, rs->nr,
-		rs->nr == 1 ? "" : "s");
+	fprintf(out, "  began %s, process %s (%s), %s clock, %s, tag 0x%llx, %u sample%s",
+		when, pid, rs->proc_comm && rs->proc_comm[0] ? rs->proc_comm : "?",
+		sc_clock_name(s->clock), sc_origin_name(s->origin),
+		(unsigned long long)s->user_tag, rs->nr, rs->nr == 1 ? "" : "s");
 	if (st->ended) {
 		fprintf(out, ", ended");
 		if (st->end.nr_samples > rs->nr)
@@ -181,4 +228,21 @@ void fmt_text_stall(FILE *out, const struct sc_rstall *rs)
 	for (unsigned int k = 0; k < rs->nr; k++)
 		sample_block(out, rs, k);
 	fputc('\n', out);
+}
+
+void fmt_text_watch(FILE *out, const struct stallcap_watch_event *ev)
+{
+	char tid[48], pid[48], when[48], dl[32];
+
+	sc_ids(tid, sizeof(tid), ev->ns_tid, ev->tid);
+	sc_ids(pid, sizeof(pid), ev->ns_pid, ev->pid);
+	if (ev->realtime_ns)
+		sc_wallclock(when, sizeof(when), ev->realtime_ns);
+	else
+		snprintf(when, sizeof(when), "(wall clock unknown)");
+	ms(dl, sizeof(dl), ev->timeout_ns);
+	fprintf(out, "watch %s at %s: tid %s (%.16s) of process %s, %s deadline, tag 0x%llx\n\n",
+		ev->event == STALLCAP_WATCH_STARTED ? "started" :
+		ev->event == STALLCAP_WATCH_ENDED ? "ended" : "event", when, tid, ev->comm,
+		pid, dl, (unsigned long long)ev->user_tag);
 }

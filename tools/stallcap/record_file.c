@@ -3,6 +3,7 @@
  * stallcap(1): writing and reading record files (format in record_file.h).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -103,13 +104,16 @@ static int sink_vdso(struct sc_sink *sk, const void *img, size_t len)
 	return chunk_write((struct scfile *)sk, SCF_VDSO, img, len, NULL, 0);
 }
 
-static int sink_info(struct sc_sink *sk, const char *release, const char *boot_id)
+static int sink_info(struct sc_sink *sk, const struct sc_host_info *hi)
 {
 	struct scf_info in;
 
 	memset(&in, 0, sizeof(in));
-	snprintf(in.release, sizeof(in.release), "%s", release);
-	snprintf(in.boot_id, sizeof(in.boot_id), "%s", boot_id);
+	snprintf(in.release, sizeof(in.release), "%s", hi->release);
+	snprintf(in.boot_id, sizeof(in.boot_id), "%s", hi->boot_id);
+	in.realtime_offset_ns = hi->realtime_offset_ns;
+	in.pid_ns_inum = hi->pid_ns_inum;
+	in.reader_pid_ns_inum = hi->reader_pid_ns_inum;
 	return chunk_write((struct scfile *)sk, SCF_INFO, &in, sizeof(in), NULL, 0);
 }
 
@@ -244,12 +248,30 @@ static int read_ksym(const __u8 *p, size_t len, struct sc_sink *sk)
 	return sk->ksym ? sk->ksym(sk, &k) : 0;
 }
 
+static int read_info(const __u8 *p, size_t len, struct sc_sink *sk)
+{
+	struct sc_host_info hi;
+	struct scf_info in;
+
+	if (len < offsetof(struct scf_info, realtime_offset_ns))
+		return -EBADMSG;
+	memset(&in, 0, sizeof(in));
+	memcpy(&in, p, len < sizeof(in) ? len : sizeof(in));
+	memset(&hi, 0, sizeof(hi));
+	snprintf(hi.release, sizeof(hi.release), "%.*s", (int)sizeof(in.release) - 1,
+		 in.release);
+	snprintf(hi.boot_id, sizeof(hi.boot_id), "%.*s", (int)sizeof(in.boot_id) - 1,
+		 in.boot_id);
+	hi.realtime_offset_ns = in.realtime_offset_ns;
+	hi.pid_ns_inum = in.pid_ns_inum;
+	hi.reader_pid_ns_inum = in.reader_pid_ns_inum;
+	return sk->info ? sk->info(sk, &hi) : 0;
+}
+
 static int read_chunk(__u32 type, const __u8 *p, size_t len, struct sc_sink *sk)
 {
 	const struct stallcap_rec_header *rec = (const void *)p;
 	const struct scf_lost *l = (const void *)p;
-	const struct scf_info *in = (const void *)p;
-	char rel[sizeof(in->release)], boot[sizeof(in->boot_id)];
 
 	switch (type) {
 	case SCF_RECORD:
@@ -267,11 +289,7 @@ static int read_chunk(__u32 type, const __u8 *p, size_t len, struct sc_sink *sk)
 	case SCF_VDSO:
 		return sk->vdso ? sk->vdso(sk, p, len) : 0;
 	case SCF_INFO:
-		if (len < sizeof(*in))
-			return -EBADMSG;
-		snprintf(rel, sizeof(rel), "%.*s", (int)sizeof(rel) - 1, in->release);
-		snprintf(boot, sizeof(boot), "%.*s", (int)sizeof(boot) - 1, in->boot_id);
-		return sk->info ? sk->info(sk, rel, boot) : 0;
+		return read_info(p, len, sk);
 	default:
 		return 0;
 	}

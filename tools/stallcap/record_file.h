@@ -8,12 +8,15 @@
  * Unknown chunk types are skipped; a truncated last chunk (the file is still
  * being written) ends the reading without error.
  *
- *   SCF_RECORD  a ring record, verbatim (struct stallcap_rec_header ...)
+ *   SCF_RECORD  a ring record as the module wrote it (struct
+ *               stallcap_rec_header ..., ABI version 2 layout: fixed part
+ *               of fixed_size bytes, then sections)
  *   SCF_PROC    struct scf_proc, then nr_maps x (struct scf_map + path)
  *   SCF_KSYM    struct scf_ksym + name + module name
  *   SCF_LOST    struct scf_lost: the ring's counters when they changed
  *   SCF_VDSO    the recording kernel's vDSO image
- *   SCF_INFO    struct scf_info
+ *   SCF_INFO    struct scf_info: the host (boot id), the wall-clock offset,
+ *               the pid namespaces; readers take min(size, sizeof) bytes
  * A chunk describing a process or a kernel symbol comes before the first
  * record that needs it.
  */
@@ -23,7 +26,8 @@
 #include <linux/types.h>
 
 #define SCF_MAGIC	"STALLCAP"
-#define SCF_VERSION	1
+/* 2: records of stallcap ABI version 2, struct scf_info grew */
+#define SCF_VERSION	2
 
 struct scf_header {
 	char magic[8];
@@ -81,6 +85,9 @@ struct scf_info {
 	char release[65];	/* uname -r of the recording host */
 	char boot_id[37];	/* /proc/sys/kernel/random/boot_id */
 	__u8 __pad[2];
+	__s64 realtime_offset_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC at start */
+	__u64 pid_ns_inum;	/* pid namespace of the records' ns ids */
+	__u64 reader_pid_ns_inum; /* pid namespace of the recording tool */
 };
 
 #define SCF_MAX_CHUNK	(1U << 24)

@@ -41,6 +41,7 @@ static const char report_help[] =
 "  -k, --kallsyms FILE  kernel symbols from FILE (default: the file's own,\n"
 "                       then /proc/kallsyms if recorded on this boot)\n"
 "  -o, --output FILE    write the report to FILE\n"
+"  -u, --utc            wall-clock times in UTC (default: local time)\n"
 "live:\n"
 COLLECT_HELP
 "  -h, --help           this text\n";
@@ -53,6 +54,7 @@ static const struct option report_options[] = {
 	{ "no-dwarf", no_argument, NULL, OPT_NO_DWARF },
 	{ "kallsyms", required_argument, NULL, 'k' },
 	{ "output", required_argument, NULL, 'o' },
+	{ "utc", no_argument, NULL, 'u' },
 	{ "help", no_argument, NULL, 'h' },
 	COLLECT_LONG_OPTIONS,
 	{ NULL, 0, NULL, 0 },
@@ -87,7 +89,19 @@ static void print_stall(struct report *rp, struct sc_stall *s)
 static int on_record(struct sc_sink *sk, const struct stallcap_rec_header *rec)
 {
 	struct report *rp = (struct report *)sk;
-	struct sc_stall *s = stalls_add(&rp->st, rec);
+	struct stallcap_watch_event ev;
+	struct sc_stall *s;
+
+	if (rec->type == STALLCAP_REC_WATCH) {
+		if (stallcap_watch_event_parse(rec, rec->size, &ev))
+			rp->st.bad_records++;
+		else if (rp->fmt == FMT_JSON)
+			fmt_json_watch(rp->out, &ev);
+		else if (rp->fmt == FMT_TEXT)
+			fmt_text_watch(rp->out, &ev);
+		return 0;
+	}
+	s = stalls_add(&rp->st, rec);
 
 	/*
 	 * live: a stall is shown once it ended and its deferred user stack
@@ -141,18 +155,15 @@ static int on_vdso(struct sc_sink *sk, const void *img, size_t len)
 	return 0;
 }
 
-static int on_info(struct sc_sink *sk, const char *release, const char *boot_id)
+static int on_info(struct sc_sink *sk, const struct sc_host_info *hi)
 {
 	struct report *rp = (struct report *)sk;
-	char boot[40] = "";
-	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	char boot[40];
 
-	if (f) {
-		if (fgets(boot, sizeof(boot), f))
-			boot[strcspn(boot, "\n")] = 0;
-		fclose(f);
-	}
-	rp->same_boot = boot[0] && !strcmp(boot, boot_id);
+	read_boot_id(boot, sizeof(boot));
+	rp->same_boot = boot[0] && !strcmp(boot, hi->boot_id);
+	rp->r.rt_offset_ns = hi->realtime_offset_ns;
+	rp->r.rt_offset_known = hi->realtime_offset_ns != 0;
 	return 0;
 }
 
@@ -238,7 +249,7 @@ int cmd_report(int argc, char **argv)
 			break;
 		}
 	}
-	while ((opt = getopt_long(argc, argv, "i:f:k:o:h" COLLECT_SHORT_OPTIONS,
+	while ((opt = getopt_long(argc, argv, "i:f:k:o:uh" COLLECT_SHORT_OPTIONS,
 				  report_options, NULL)) != -1) {
 		switch (opt) {
 		case 'i':
@@ -258,6 +269,9 @@ int cmd_report(int argc, char **argv)
 			break;
 		case 'o':
 			outpath = optarg;
+			break;
+		case 'u':
+			sc_time_utc = true;
 			break;
 		case 'h':
 			fputs(report_help, stdout);

@@ -42,9 +42,77 @@ const char *sc_clock_name(__u8 clock)
 		[STALLCAP_CLOCK_WALL] = "wall",
 		[STALLCAP_CLOCK_CPUTIME] = "cputime",
 		[STALLCAP_CLOCK_HEARTBEAT] = "heartbeat",
+		[STALLCAP_CLOCK_SHARED] = "shared",
 	};
 
 	return clock < ARRAY_SIZE(names) && names[clock] ? names[clock] : "unknown";
+}
+
+/* who made the watch: the thread itself (ARM) or the module (ATTACH) */
+const char *sc_origin_name(__u32 origin)
+{
+	switch (origin) {
+	case STALLCAP_ORIGIN_ARM:
+		return "armed";
+	case STALLCAP_ORIGIN_ATTACH:
+		return "attached";
+	default:
+		return "unknown";
+	}
+}
+
+const char *sc_arch_name(__u32 arch)
+{
+	switch (arch) {
+	case STALLCAP_ARCH_X86_64:
+		return "x86_64";
+	case STALLCAP_ARCH_ARM64:
+		return "arm64";
+	default:
+		return "unknown";
+	}
+}
+
+/**
+ * sc_realtime() - CLOCK_REALTIME of CLOCK_MONOTONIC time @mono of a stall
+ * @s: the sample @mono comes from (its own realtime stamp), or NULL
+ *
+ * A sample's stamps were read together, so its own pair converts exactly;
+ * else the stall's (first sample or end), else the recording's offset.
+ */
+bool sc_realtime(const struct sc_rstall *rs, const struct stallcap_sample *s, __u64 mono,
+		 __u64 *rt)
+{
+	if (s && s->capture_realtime_ns) {
+		*rt = mono + (s->capture_realtime_ns - s->capture_ns);
+		return true;
+	}
+	if (!rs->rt_known)
+		return false;
+	*rt = mono + (__u64)rs->rt_offset_ns;
+	return true;
+}
+
+/* The stall's realtime offset: from a sample, its end, or the recording. */
+static void stall_rt_offset(const struct resolver *r, const struct sc_stall *st,
+			    struct sc_rstall *out)
+{
+	const struct sc_sample *m;
+
+	for (m = st->samples; m; m = m->next) {
+		if (m->v.s.capture_realtime_ns) {
+			out->rt_offset_ns = (__s64)(m->v.s.capture_realtime_ns - m->v.s.capture_ns);
+			out->rt_known = true;
+			return;
+		}
+	}
+	if (st->ended && st->end.end_realtime_ns) {
+		out->rt_offset_ns = (__s64)(st->end.end_realtime_ns - st->end.end_ns);
+		out->rt_known = true;
+		return;
+	}
+	out->rt_offset_ns = r->rt_offset_ns;
+	out->rt_known = r->rt_offset_known;
 }
 
 const char *sc_method_name(__u8 method)
@@ -67,9 +135,9 @@ __u64 sc_stall_over_ns(const struct sc_stall *st)
 	if (st->ended && st->end.end_ns > st->end.deadline_ns)
 		return st->end.end_ns - st->end.deadline_ns;
 	for (m = st->samples; m; m = m->next)
-		if (m->v.s->capture_ns > m->v.s->deadline_ns &&
-		    m->v.s->capture_ns - m->v.s->deadline_ns > over)
-			over = m->v.s->capture_ns - m->v.s->deadline_ns;
+		if (m->v.s.capture_ns > m->v.s.deadline_ns &&
+		    m->v.s.capture_ns - m->v.s.deadline_ns > over)
+			over = m->v.s.capture_ns - m->v.s.deadline_ns;
 	return over;
 }
 
@@ -87,7 +155,7 @@ static bool same_frames(const struct sc_frame *a, int na, const struct sc_frame 
 
 bool sc_same_stack(const struct sc_rsample *a, const struct sc_rsample *b)
 {
-	return a->smp->v.s->state == b->smp->v.s->state &&
+	return a->smp->v.s.state == b->smp->v.s.state &&
 	       same_frames(a->kf, a->nk, b->kf, b->nk) &&
 	       same_frames(a->uf, a->nu, b->uf, b->nu);
 }
@@ -139,7 +207,7 @@ static int resolve_sample(struct resolver *r, const struct sc_sample *m,
 	resolve_kernel(r, &m->v, rs->kf, rs->nk);
 	rs->nu = unwind_user(r->us, uv, r->unwind_flags, rs->uf, STALLCAP_MAX_FRAMES);
 	for (i = 0; i < rs->nu; i++)
-		usyms_resolve(r->us, uv->s->pid, &rs->uf[i]);
+		usyms_resolve(r->us, uv->s.pid, &rs->uf[i]);
 	return 0;
 }
 
@@ -154,6 +222,7 @@ int resolve_stall(struct resolver *r, const struct sc_stall *st, struct sc_rstal
 	out->st = st;
 	p = usyms_proc(r->us, st->pid);
 	out->proc_comm = p ? p->comm : NULL;
+	stall_rt_offset(r, st, out);
 	for (m = st->samples; m; m = m->next)
 		n++;
 	out->samples = calloc(n + 1, sizeof(*out->samples));

@@ -82,17 +82,17 @@ static struct sc_sample *sample_copy(const struct stallcap_rec_header *rec)
  */
 static void link_deferred(struct sc_stall *s, struct sc_sample *n)
 {
-	bool is_user = n->v.s->hdr.type == STALLCAP_REC_USER_STACK;
+	bool is_user = n->v.s.hdr.type == STALLCAP_REC_USER_STACK;
 	struct sc_sample *m;
 
-	if (!n->v.s->cookie)
+	if (!n->v.s.cookie)
 		return;
 	for (m = s->samples; m; m = m->next) {
 		struct sc_sample *smp = is_user ? m : n, *us = is_user ? n : m;
 
-		if (m->v.s->cookie != n->v.s->cookie ||
-		    smp->v.s->hdr.type != STALLCAP_REC_SAMPLE ||
-		    us->v.s->hdr.type != STALLCAP_REC_USER_STACK || smp->has_deferred)
+		if (m->v.s.cookie != n->v.s.cookie ||
+		    smp->v.s.hdr.type != STALLCAP_REC_SAMPLE ||
+		    us->v.s.hdr.type != STALLCAP_REC_USER_STACK || smp->has_deferred)
 			continue;
 		smp->user = us->v;
 		smp->has_deferred = true;
@@ -107,7 +107,7 @@ static struct sc_stall *add_sample(struct stalls *st, const struct stallcap_rec_
 
 	if (!m)
 		return NULL;
-	s = stall_get(st, m->v.s->pid, m->v.s->tid, m->v.s->stall_id, true);
+	s = stall_get(st, m->v.s.pid, m->v.s.tid, m->v.s.stall_id, true);
 	if (!s) {
 		free(m);
 		return NULL;
@@ -125,7 +125,7 @@ static struct sc_stall *add_sample(struct stalls *st, const struct stallcap_rec_
 
 struct sc_stall *stalls_add(struct stalls *st, const struct stallcap_rec_header *rec)
 {
-	const struct stallcap_stall_end *e;
+	struct stallcap_stall_end e;
 	struct sc_stall *s = NULL;
 
 	st->records++;
@@ -137,9 +137,9 @@ struct sc_stall *stalls_add(struct stalls *st, const struct stallcap_rec_header 
 	case STALLCAP_REC_STALL_END:
 		if (stallcap_stall_end_parse(rec, rec->size, &e))
 			break;
-		s = stall_get(st, e->pid, e->tid, e->stall_id, true);
+		s = stall_get(st, e.pid, e.tid, e.stall_id, true);
 		if (s) {
-			s->end = *e;
+			s->end = e;
 			s->ended = true;
 		}
 		break;
@@ -157,8 +157,8 @@ bool stall_defer_pending(const struct sc_stall *s)
 	const struct sc_sample *m;
 
 	for (m = s->samples; m; m = m->next)
-		if ((m->v.s->flags & STALLCAP_SAMPLE_DEFER_PENDING) && !m->has_deferred &&
-		    m->v.s->hdr.type == STALLCAP_REC_SAMPLE)
+		if ((m->v.s.flags & STALLCAP_SAMPLE_DEFER_PENDING) && !m->has_deferred &&
+		    m->v.s.hdr.type == STALLCAP_REC_SAMPLE)
 			return true;
 	return false;
 }

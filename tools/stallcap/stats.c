@@ -32,11 +32,13 @@ static const struct { const char *name; size_t off; } counters[] = {
 	COUNTER(watches), COUNTER(armed), COUNTER(stalls), COUNTER(samples),
 	COUNTER(stall_ends), COUNTER(deferred), COUNTER(lost), COUNTER(suppressed),
 	COUNTER(capture_local), COUNTER(capture_nmi), COUNTER(capture_ipi),
-	COUNTER(capture_blocked), COUNTER(migrate_retries),
+	COUNTER(capture_blocked), COUNTER(migrate_retries), COUNTER(lost_first),
+	COUNTER(lost_deferred), COUNTER(attached),
 };
 
 static const char *const feature_names[] = {
 	"nmi", "heartbeat", "cputime", "defer_user", "global", "kaddr",
+	"shared_deadline", "attach", "times", "why",
 };
 
 static __u64 counter(const struct stallcap_stats *st, unsigned int i)
@@ -64,8 +66,10 @@ static void print_json(const struct stallcap_info *in, const struct stallcap_sta
 		if (in->features & (1ULL << i))
 			printf("%s\"%s\"", n++ ? "," : "", feature_names[i]);
 	printf("],\"min_deadline_ns\":%llu,\"max_ring_bytes\":%u,\"max_watches_per_user\":%u,"
-	       "\"scope\":\"%s\"", (unsigned long long)in->min_deadline_ns,
-	       in->max_ring_bytes, in->max_watches_per_user, global ? "global" : "session");
+	       "\"arch\":\"%s\",\"sample_fixed_size\":%u,\"scope\":\"%s\"",
+	       (unsigned long long)in->min_deadline_ns, in->max_ring_bytes,
+	       in->max_watches_per_user, sc_arch_name(in->arch), in->sample_fixed_size,
+	       global ? "global" : "session");
 	for (i = 0; i < ARRAY_SIZE(counters); i++)
 		printf(",\"%s\":%llu", counters[i].name, (unsigned long long)counter(st, i));
 	hist_json("capture_cost_hist", st->capture_cost_hist);
@@ -97,9 +101,9 @@ static void print_text(const struct stallcap_info *in, const struct stallcap_sta
 	for (i = 0; i < ARRAY_SIZE(feature_names); i++)
 		if (in->features & (1ULL << i))
 			printf(" %s", feature_names[i]);
-	printf("\n  min deadline %llu us, max ring %u KiB, %u watches per user\n",
+	printf("\n  min deadline %llu us, max ring %u KiB, %u watches per user, %s registers\n",
 	       (unsigned long long)(in->min_deadline_ns / 1000), in->max_ring_bytes / 1024,
-	       in->max_watches_per_user);
+	       in->max_watches_per_user, sc_arch_name(in->arch));
 	printf("counters (%s):\n", global ? "module-wide" : "this session");
 	for (i = 0; i < ARRAY_SIZE(counters); i++)
 		printf("  %-16s %llu\n", counters[i].name, (unsigned long long)counter(st, i));

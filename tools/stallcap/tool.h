@@ -24,6 +24,32 @@ extern const char *prog;
 void warnx_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 __u64 now_ns(int clock);
 
+/* ---- time and ids (util.c) ---- */
+
+extern bool sc_time_utc;	/* wall-clock times in UTC, else local time */
+void read_boot_id(char *buf, size_t len);
+__s64 realtime_offset_ns(void);
+__u64 self_pid_ns(void);
+void sc_wallclock(char *buf, size_t len, __u64 realtime_ns);
+void sc_ids(char *buf, size_t len, __u32 ns_id, __u32 host_id);
+
+/**
+ * struct sc_host_info - the recording host, as the record file keeps it
+ * @release: uname -r
+ * @boot_id: /proc/sys/kernel/random/boot_id
+ * @realtime_offset_ns: CLOCK_REALTIME - CLOCK_MONOTONIC when recording began
+ *	(records carry their own realtime stamps; this is the fallback)
+ * @pid_ns_inum: pid namespace of the records' ns_pid/ns_tid (control page)
+ * @reader_pid_ns_inum: pid namespace of the recording tool
+ */
+struct sc_host_info {
+	char release[65];
+	char boot_id[37];
+	__s64 realtime_offset_ns;
+	__u64 pid_ns_inum;
+	__u64 reader_pid_ns_inum;
+};
+
 /* ---- processes (procmaps.c) ---- */
 
 #define SC_PROT_R	1
@@ -86,7 +112,7 @@ struct sc_sink {
 	int (*ksym)(struct sc_sink *sk, const struct ksym *sym);
 	int (*lost)(struct sc_sink *sk, __u64 lost, __u64 suppressed);
 	int (*vdso)(struct sc_sink *sk, const void *img, size_t len);
-	int (*info)(struct sc_sink *sk, const char *release, const char *boot_id);
+	int (*info)(struct sc_sink *sk, const struct sc_host_info *hi);
 	int (*flush)(struct sc_sink *sk);
 };
 
@@ -251,6 +277,8 @@ struct sc_rstall {
 	const char *proc_comm;	/* process name from the snapshot, or NULL */
 	struct sc_rsample *samples;
 	unsigned int nr;
+	__s64 rt_offset_ns;	/* CLOCK_REALTIME - CLOCK_MONOTONIC for this stall */
+	bool rt_known;		/* rt_offset_ns is known */
 };
 
 struct resolver {
@@ -260,6 +288,8 @@ struct resolver {
 	bool live_tried;
 	struct usyms *us;
 	unsigned int unwind_flags;
+	__s64 rt_offset_ns;		/* the recording's realtime offset */
+	bool rt_offset_known;		/* (fallback for records without one) */
 };
 
 int resolve_stall(struct resolver *r, const struct sc_stall *st, struct sc_rstall *out);
@@ -276,6 +306,15 @@ bool sc_same_stack(const struct sc_rsample *a, const struct sc_rsample *b);
 void fmt_text_stall(FILE *out, const struct sc_rstall *rs);
 void fmt_json_stall(FILE *out, const struct sc_rstall *rs);
 void fmt_json_lost(FILE *out, __u64 lost, __u64 suppressed);
+void fmt_text_watch(FILE *out, const struct stallcap_watch_event *ev);
+void fmt_json_watch(FILE *out, const struct stallcap_watch_event *ev);
+const char *sc_origin_name(__u32 origin);
+const char *sc_arch_name(__u32 arch);
+bool sc_realtime(const struct sc_rstall *rs, const struct stallcap_sample *s, __u64 mono,
+		 __u64 *rt);
+/* what a sample says about why it stalled (format_why.c, issue 13) */
+void fmt_text_why(FILE *out, const struct sc_rsample *r);
+void fmt_json_why(FILE *out, const struct sc_rsample *r);
 struct folded;
 struct folded *folded_new(void);
 void folded_add_stall(struct folded *fo, const struct sc_rstall *rs);

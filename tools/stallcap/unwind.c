@@ -3,8 +3,10 @@
  * stallcap(1): user stacks: the module's frame-pointer walk, and DWARF
  * unwinding of the raw stack copy with libdwfl.
  *
- * The record carries the user registers and stack_size bytes copied from
- * regs.sp upwards.  libdwfl unwinds from those registers with the CFI of the
+ * The record carries the user registers (a register set tagged with its
+ * architecture: only STALLCAP_ARCH_X86_64 is unwound here, any other set is
+ * left alone and the frame-pointer walk stands) and stack_size bytes copied
+ * from the stack pointer upwards.  libdwfl unwinds from those registers with the CFI of the
  * mapped files (.eh_frame / .debug_frame); its memory_read callback serves
  * the copied bytes, so the process need not exist any more.
  *
@@ -24,7 +26,7 @@
 #include "tool.h"
 
 /* x86-64 DWARF register numbers 0..16: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip */
-static void dwarf_regs(const struct stallcap_user_regs *r, Dwarf_Word *w)
+static void dwarf_regs(const struct stallcap_regs_x86_64 *r, Dwarf_Word *w)
 {
 	w[0] = r->ax;
 	w[1] = r->dx;
@@ -52,14 +54,14 @@ static pid_t uw_next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
 	if (*thread_argp || !uw->cur)
 		return 0;
 	*thread_argp = uw;
-	return (pid_t)uw->cur->s->tid;
+	return (pid_t)uw->cur->s.tid;
 }
 
 static bool uw_get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
 {
 	struct unwind_state *uw = arg;
 
-	if (!uw->cur || (pid_t)uw->cur->s->tid != tid)
+	if (!uw->cur || (pid_t)uw->cur->s.tid != tid)
 		return false;
 	*thread_argp = uw;
 	return true;
@@ -70,7 +72,7 @@ static bool uw_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void
 {
 	const struct unwind_state *uw = arg;
 	const struct stallcap_sample_view *v = uw->cur;
-	__u64 start = v->s->stack_start;
+	__u64 start = v->stack_start;
 
 	if (addr < start || addr - start > v->stack_size ||
 	    v->stack_size - (addr - start) < sizeof(*result))
@@ -84,7 +86,7 @@ static bool uw_set_initial_registers(Dwfl_Thread *thread, void *arg)
 	const struct unwind_state *uw = arg;
 	Dwarf_Word regs[17];
 
-	dwarf_regs(&uw->cur->s->regs, regs);
+	dwarf_regs(stallcap_sample_regs_x86_64(uw->cur), regs);
 	return dwfl_thread_state_registers(thread, 0, 17, regs);
 }
 
@@ -125,21 +127,23 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 int unwind_dwarf(struct usyms *u, const struct stallcap_sample_view *v,
 		 __u64 *pcs, bool *is_return, int max, int *complete)
 {
-	struct unwind_state *uw = usyms_unwind_state(u, v->s->pid);
+	struct unwind_state *uw = usyms_unwind_state(u, v->s.pid);
 	struct frames_ctx c = { .pcs = pcs, .is_return = is_return, .max = max };
 	int ret;
 
+	const struct stallcap_regs_x86_64 *regs = stallcap_sample_regs_x86_64(v);
+
 	*complete = 0;
-	if (!uw || !v->stack_size || !v->s->regs.sp || max <= 0)
+	if (!uw || !v->stack_size || !regs || !regs->sp || max <= 0)
 		return -ENOENT;
 	if (!uw->attached) {
 		uw->cur = v;
-		if (!dwfl_attach_state(uw->dwfl, NULL, (pid_t)v->s->pid, &uw_callbacks, uw))
+		if (!dwfl_attach_state(uw->dwfl, NULL, (pid_t)v->s.pid, &uw_callbacks, uw))
 			return -ENOEXEC;
 		uw->attached = true;
 	}
 	uw->cur = v;
-	ret = dwfl_getthread_frames(uw->dwfl, (pid_t)v->s->tid, frame_cb, &c);
+	ret = dwfl_getthread_frames(uw->dwfl, (pid_t)v->s.tid, frame_cb, &c);
 	uw->cur = NULL;
 	*complete = ret == 0;
 	return c.n;
@@ -157,7 +161,7 @@ static void set_frame(struct sc_frame *f, __u64 addr, bool is_return, __u8 metho
 static int fp_frames(struct usyms *u, const struct stallcap_sample_view *v,
 		     struct sc_frame *out, int max)
 {
-	const struct sc_proc *p = usyms_proc(u, v->s->pid);
+	const struct sc_proc *p = usyms_proc(u, v->s.pid);
 	unsigned int i;
 	int n = 0;
 

@@ -13,7 +13,10 @@
 struct got {
 	struct sc_sink sink;
 	unsigned int records, procs, ksyms, lost_n, vdso_n, info_n;
-	__u64 last_stall_id, lost, suppressed;
+	__u64 last_stall_id, lost, suppressed, pid_ns, reader_pid_ns;
+	__s64 rt_offset;
+	unsigned char first_rec[1024];
+	__u32 first_rec_size;
 	__u32 proc_pid, nr_maps;
 	char map_path[256], comm[16], ksym_name[64], ksym_mod[64], release[80], boot[40];
 	__u8 build_id[SC_BUILD_ID_MAX];
@@ -28,9 +31,12 @@ static int g_record(struct sc_sink *sk, const struct stallcap_rec_header *rec)
 	struct got *g = (struct got *)sk;
 	struct stallcap_sample_view v;
 
-	g->records++;
+	if (!g->records++ && rec->size <= sizeof(g->first_rec)) {
+		memcpy(g->first_rec, rec, rec->size);
+		g->first_rec_size = rec->size;
+	}
 	if (!stallcap_sample_parse(rec, rec->size, &v))
-		g->last_stall_id = v.s->stall_id;
+		g->last_stall_id = v.s.stall_id;
 	return 0;
 }
 
@@ -78,13 +84,16 @@ static int g_vdso(struct sc_sink *sk, const void *img, size_t len)
 	return 0;
 }
 
-static int g_info(struct sc_sink *sk, const char *release, const char *boot)
+static int g_info(struct sc_sink *sk, const struct sc_host_info *hi)
 {
 	struct got *g = (struct got *)sk;
 
 	g->info_n++;
-	snprintf(g->release, sizeof(g->release), "%s", release);
-	snprintf(g->boot, sizeof(g->boot), "%s", boot);
+	snprintf(g->release, sizeof(g->release), "%s", hi->release);
+	snprintf(g->boot, sizeof(g->boot), "%s", hi->boot_id);
+	g->rt_offset = hi->realtime_offset_ns;
+	g->pid_ns = hi->pid_ns_inum;
+	g->reader_pid_ns = hi->reader_pid_ns_inum;
 	return 0;
 }
 
@@ -106,11 +115,21 @@ FIXTURE_TEARDOWN(file)
 	unlink(self->path);
 }
 
-/* A file with one chunk of each kind, around two records. */
+/*
+ * A file with one chunk of each kind, around two records; the sample is a
+ * newer module's (longer fixed part, unknown sections): kept as written.
+ */
+static struct stallcap_sample *written;
+
 static void write_file(struct __test_metadata *_metadata, const char *path)
 {
 	static const __u64 kips[] = { 0xffffffff81000010 };
-	struct rec_spec sp = { .stall_id = 5, .pid = 77, .tid = 78, .kips = kips, .nk = 1 };
+	struct rec_spec sp = { .stall_id = 5, .pid = 77, .tid = 78, .kips = kips, .nk = 1,
+			       .fixed_tail = 16, .unknown_sec = 24 };
+	struct sc_host_info hi = { .release = "6.1.0-test", .boot_id = "0123-boot",
+				   .realtime_offset_ns = 1700000000000000000LL,
+				   .pid_ns_inum = 4026531836ULL,
+				   .reader_pid_ns_inum = 4026532000ULL };
 	struct stallcap_stall_end e = make_end(5, 77, 78, 10, 20, 1);
 	struct sc_map maps[2] = {
 		{ .start = 0x1000, .end = 0x2000, .prot = SC_PROT_R, .path = "" },
@@ -129,7 +148,7 @@ static void write_file(struct __test_metadata *_metadata, const char *path)
 	ASSERT_NE(NULL, f);
 	memset(maps[1].build_id, 0xab, 20);
 	sk = scfile_sink(f);
-	EXPECT_EQ(0, sk->info(sk, "6.1.0-test", "0123-boot"));
+	EXPECT_EQ(0, sk->info(sk, &hi));
 	EXPECT_EQ(0, sk->vdso(sk, vdso, sizeof(vdso)));
 	EXPECT_EQ(0, sk->proc(sk, &p));
 	EXPECT_EQ(0, sk->ksym(sk, &k));
@@ -141,7 +160,8 @@ static void write_file(struct __test_metadata *_metadata, const char *path)
 	EXPECT_EQ(0, sk->record(sk, &e.hdr));
 	EXPECT_EQ(0, sk->lost(sk, 3, 4));
 	EXPECT_EQ(0, scfile_close(f));
-	free(s);
+	free(written);
+	written = s;
 }
 
 TEST_F(file, round_trip)
@@ -170,6 +190,24 @@ TEST_F(file, round_trip)
 	EXPECT_EQ(8192, self->g.vdso_len);
 	EXPECT_STREQ("6.1.0-test", self->g.release);
 	EXPECT_STREQ("0123-boot", self->g.boot);
+	EXPECT_EQ(1700000000000000000LL, self->g.rt_offset);
+	EXPECT_EQ(4026531836ULL, self->g.pid_ns);
+	EXPECT_EQ(4026532000ULL, self->g.reader_pid_ns);
+	/* the record comes back byte for byte as the module wrote it */
+	ASSERT_EQ(written->hdr.size, self->g.first_rec_size);
+	EXPECT_EQ(0, memcmp(written, self->g.first_rec, written->hdr.size));
+}
+
+/* A file of the previous format (ABI 1 records) is refused, not misread. */
+TEST_F(file, older_format_refused)
+{
+	struct scf_header h = { .magic = SCF_MAGIC, .version = 1, .header_size = sizeof(h) };
+	FILE *f = fopen(self->path, "w");
+
+	ASSERT_NE(NULL, f);
+	fwrite(&h, sizeof(h), 1, f);
+	fclose(f);
+	EXPECT_EQ(-EPROTONOSUPPORT, scfile_read(self->path, &self->g.sink));
 }
 
 TEST_F(file, truncated_reads_up_to_the_cut)

@@ -96,6 +96,8 @@ static bool json_line_ok(const char *line)
 /* ---- the stall ---- */
 
 #define D	1000000000ULL		/* the deadline, CLOCK_MONOTONIC */
+/* CLOCK_REALTIME of D: 2025-11-22T16:55:47.123456Z */
+#define RT_D	(1763830547ULL * NSEC_PER_SEC + 123456000ULL)
 #define KSYS	0xffffffff81a00000ULL
 #define KPOLL	0xffffffff81300000ULL
 
@@ -115,10 +117,12 @@ FIXTURE_SETUP(fmt)
 	struct sc_proc *p;
 	__u64 kips[2] = { KPOLL + 0x2f1, KSYS + 0x6f };
 	__u64 uips[4];
+	static const struct stallcap_regs_x86_64 regs = { .ip = 0x401000, .sp = 0x7ffc0000 };
 	struct rec_spec sp = {
 		.stall_id = 7, .pid = 1230, .tid = 1234, .cpu = 1, .comm = "reactor-0",
 		.timeout_ns = 25 * NSEC_PER_MSEC, .deadline_ns = D,
-		.capture_ns = D + 100000, .kips = kips, .nk = 2, .uips = uips, .nu = 4,
+		.capture_ns = D + 100000, .realtime_ns = RT_D + 100000,
+		.kips = kips, .nk = 2, .uips = uips, .nu = 4, .regs = &regs,
 	};
 	struct stallcap_stall_end e = make_end(7, 1230, 1234, D, D + 31200000, 2);
 	struct stallcap_sample *s;
@@ -145,6 +149,7 @@ FIXTURE_SETUP(fmt)
 	free(s);
 	sp.sample_index = 1;
 	sp.capture_ns = D + 25 * NSEC_PER_MSEC;
+	sp.realtime_ns = RT_D + 25 * NSEC_PER_MSEC;
 	s = make_sample(&sp);
 	stalls_add(&self->st, &s->hdr);
 	free(s);
@@ -152,6 +157,7 @@ FIXTURE_SETUP(fmt)
 	ASSERT_EQ(1, self->st.nr);
 	ASSERT_EQ(0, resolve_stall(&self->r, self->st.head, &self->rs));
 	self->m = open_memstream(&self->out, &self->len);
+	sc_time_utc = true;
 }
 
 FIXTURE_TEARDOWN(fmt)
@@ -172,17 +178,19 @@ TEST_F(fmt, text)
 	fflush(self->m);
 	EXPECT_EQ(0, strncmp(self->out, "stall 7 of tid 1234 (reactor-0) on cpu 1: 31.2 ms over "
 			     "a 25 ms deadline, running in kernel\n", 88));
-	EXPECT_NE(NULL, strstr(self->out, "  process 1230 (fixture-fp), wall clock, tag 0x0, "
-			       "2 samples, ended\n"));
-	EXPECT_NE(NULL, strstr(self->out, "  sample 0 at +0.10 ms, running in kernel, captured by nmi\n"));
+	EXPECT_NE(NULL, strstr(self->out, "  began 2025-11-22T16:55:47.123456Z, process 1230 "
+			       "(fixture-fp), wall clock, armed, tag 0x0, 2 samples, ended\n"));
+	EXPECT_NE(NULL, strstr(self->out, "  sample 0 at 2025-11-22T16:55:47.123556Z (+0.10 ms), "
+			       "running in kernel, captured by nmi\n"));
 	EXPECT_NE(NULL, strstr(self->out, "    kernel:\n      #0  0xffffffff813002f1  do_sys_poll+0x2f1\n"
 			       "      #1  0xffffffff81a0006f  entry_SYSCALL_64+0x6f\n    user:\n"));
 	EXPECT_NE(NULL, strstr(self->out, "  fixture_spin+0x4  fixture.c:"));
 	EXPECT_NE(NULL, strstr(self->out, "  fixture_level2+0x10  fixture.c:"));
 	EXPECT_NE(NULL, strstr(self->out, "  main+0x10  fixture.c:"));
 	EXPECT_NE(NULL, strstr(self->out, "[fp] fixture-fp\n"));
-	EXPECT_NE(NULL, strstr(self->out, "  sample 1 at +25 ms, running in kernel: "
-			       "same stacks as sample 0\n"));
+	EXPECT_NE(NULL, strstr(self->out, "  sample 1 at 2025-11-22T16:55:47.148456Z (+25 ms), "
+			       "running in kernel: same stacks as sample 0\n"));
+	EXPECT_EQ(NULL, strstr(self->out, "registers:"));	/* x86-64: no note */
 	if (getenv("SHOW") || !__test_passed(_metadata))
 		fprintf(stderr, "%s", self->out);
 }
@@ -196,9 +204,18 @@ TEST_F(fmt, json)
 	fmt_json_lost(self->m, 3, 1);
 	fflush(self->m);
 	EXPECT_NE(NULL, strstr(self->out, "{\"type\":\"stall\",\"stall_id\":7,\"pid\":1230,"
-			       "\"tid\":1234,\"comm\":\"reactor-0\",\"process\":\"fixture-fp\","
+			       "\"tid\":1234,\"ns_pid\":1230,\"ns_tid\":1234,\"comm\":\"reactor-0\","
+			       "\"process\":\"fixture-fp\",\"origin\":\"armed\","
 			       "\"over_ns\":31200000,\"timeout_ns\":25000000,\"nr_samples\":2,"
-			       "\"ended\":true}\n"));
+			       "\"ended\":true,\"deadline_time\":\"2025-11-22T16:55:47.123456Z\"}\n"));
+	EXPECT_NE(NULL, strstr(self->out, "\"capture_time\":\"2025-11-22T16:55:47.148456Z\""));
+	EXPECT_NE(NULL, strstr(self->out, "\"capture_realtime_ns\":1763830547148456000,"));
+	EXPECT_NE(NULL, strstr(self->out, "\"end_time\":\"2025-11-22T16:55:47.154656Z\""));
+	EXPECT_NE(NULL, strstr(self->out, "\"regs_arch\":1,\"regs_arch_name\":\"x86_64\","
+			       "\"regs_size\":144,\"regs\":{\"ax\":\"0x0\","));
+	EXPECT_NE(NULL, strstr(self->out, "\"ip\":\"0x401000\",\"flags\":\"0x0\"}"));
+	EXPECT_NE(NULL, strstr(self->out, "\"origin\":\"armed\",\"record_type\":2,"
+			       "\"fixed_size\":128,"));
 	EXPECT_NE(NULL, strstr(self->out, "\"sym\":\"do_sys_poll\",\"off\":753,\"dso\":\"kernel\""));
 	EXPECT_NE(NULL, strstr(self->out, "\"method\":\"fp\",\"sym\":\"fixture_spin\",\"off\":4"));
 	EXPECT_NE(NULL, strstr(self->out, "\"deadline_ns\":1000000000,\"capture_ns\":1025000000"));
@@ -217,12 +234,103 @@ TEST_F(fmt, json_escapes)
 {
 	struct sc_sample *m = self->st.head->samples;
 
-	strcpy(((struct stallcap_sample *)m->buf)->comm, "a\"b\\c\td");
+	strcpy(m->v.s.comm, "a\"b\\c\td");
 	fmt_json_stall(self->m, &self->rs);
 	fflush(self->m);
 	EXPECT_NE(NULL, strstr(self->out, "\"comm\":\"a\\\"b\\\\c\\u0009d\""));
 	EXPECT_TRUE(json_line_ok(strtok(self->out, "\n")));
 	EXPECT_FALSE(json_line_ok("{\"a\":1,}"));	/* the checker does check */
+}
+
+/* Ids of the session's pid namespace first, the initial namespace's after. */
+TEST_F(fmt, namespace_ids)
+{
+	struct sc_sample *m;
+
+	for (m = self->st.head->samples; m; m = m->next) {
+		m->v.s.ns_pid = 7;
+		m->v.s.ns_tid = 12;
+	}
+	fmt_text_stall(self->m, &self->rs);
+	fmt_json_stall(self->m, &self->rs);
+	fflush(self->m);
+	EXPECT_EQ(0, strncmp(self->out, "stall 7 of tid 12 (host 1234) (reactor-0) on cpu 1:", 51));
+	EXPECT_NE(NULL, strstr(self->out, ", process 7 (host 1230) (fixture-fp),"));
+	EXPECT_NE(NULL, strstr(self->out, "\"pid\":1230,\"tid\":1234,\"ns_pid\":7,\"ns_tid\":12,"));
+	fclose(self->m);
+	free(self->out);
+	self->out = NULL;
+	self->m = open_memstream(&self->out, &self->len);
+	/* not visible in the session's namespace */
+	for (m = self->st.head->samples; m; m = m->next)
+		m->v.s.ns_tid = 0;
+	fmt_text_stall(self->m, &self->rs);
+	fflush(self->m);
+	EXPECT_EQ(0, strncmp(self->out, "stall 7 of tid ? (host 1234) (reactor-0)", 40));
+	if (getenv("SHOW") || !__test_passed(_metadata))
+		fprintf(stderr, "%s", self->out);
+}
+
+/* A register set of an unknown architecture: said so, not interpreted. */
+TEST_F(fmt, unknown_arch_registers)
+{
+	struct sc_sample *m = self->st.head->samples;
+
+	m->user.regs_arch = 0x7e;
+	fmt_text_stall(self->m, &self->rs);
+	fmt_json_stall(self->m, &self->rs);
+	fflush(self->m);
+	EXPECT_NE(NULL, strstr(self->out, "    registers: architecture 126 unknown to this "
+			       "stallcap, not interpreted (kernel frames and frame-pointer user "
+			       "frames only)\n"));
+	/* the frames are still there */
+	EXPECT_NE(NULL, strstr(self->out, "do_sys_poll+0x2f1\n"));
+	EXPECT_NE(NULL, strstr(self->out, "  main+0x10  fixture.c:"));
+	EXPECT_NE(NULL, strstr(self->out, "\"regs_arch\":126,\"regs_arch_name\":\"unknown\","
+			       "\"regs_size\":144,\"regs\":null,"));
+}
+
+/* ISO 8601 with microseconds, UTC or local time with its offset. */
+TEST(wallclock)
+{
+	char buf[48];
+	char *tz = getenv("TZ");
+
+	sc_time_utc = true;
+	sc_wallclock(buf, sizeof(buf), RT_D);
+	EXPECT_STREQ("2025-11-22T16:55:47.123456Z", buf);
+	sc_wallclock(buf, sizeof(buf), 0);
+	EXPECT_STREQ("1970-01-01T00:00:00.000000Z", buf);
+	sc_time_utc = false;
+	setenv("TZ", "XST-2:30", 1);
+	tzset();
+	sc_wallclock(buf, sizeof(buf), RT_D + 999);
+	EXPECT_STREQ("2025-11-22T19:25:47.123456+02:30", buf);
+	setenv("TZ", "YST5", 1);
+	tzset();
+	sc_wallclock(buf, sizeof(buf), RT_D);
+	EXPECT_STREQ("2025-11-22T11:55:47.123456-05:00", buf);
+	if (tz)
+		setenv("TZ", tz, 1);
+	else
+		unsetenv("TZ");
+	tzset();
+}
+
+/* A record's realtime stamp converts its own monotonic times exactly. */
+TEST(realtime_conversion)
+{
+	struct stallcap_sample s = { .capture_ns = 5000, .capture_realtime_ns = 1005000 };
+	struct sc_rstall rs = { .rt_offset_ns = 7, .rt_known = true };
+	__u64 rt;
+
+	ASSERT_TRUE(sc_realtime(&rs, &s, 4000, &rt));
+	EXPECT_EQ(1004000, rt);
+	s.capture_realtime_ns = 0;	/* no stamp: the stall's offset */
+	ASSERT_TRUE(sc_realtime(&rs, &s, 4000, &rt));
+	EXPECT_EQ(4007, rt);
+	rs.rt_known = false;
+	EXPECT_FALSE(sc_realtime(&rs, &s, 4000, &rt));
 }
 
 TEST_F(fmt, folded)

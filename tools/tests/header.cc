@@ -1,17 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The installable header compiles as C++ (-std=c++11 -pedantic -Werror),
- * links against libstallcap.a, and its inline beat marks do what the uapi
- * contract says: plain stores to the thread's own slot.
+ * links against libstallcap.a, and its inline slot marks (heartbeat, shared
+ * deadline) do what the uapi contract says: plain stores to the thread's own
+ * slot.
  */
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 
 #include <stallcap/stallcap.h>
 
-static_assert(sizeof(struct stallcap_beat_slot) == 64, "beat slot is one cache line");
-static_assert(sizeof(struct stallcap_sample) == 264, "sample layout");
+static_assert(sizeof(struct stallcap_slot) == 64, "slot is one cache line");
+static_assert(sizeof(struct stallcap_sample) == 128, "sample fixed part");
 
 static int failures;
 
@@ -20,8 +22,10 @@ static int failures;
 
 int main()
 {
-	struct stallcap_beat_slot slot;
+	struct stallcap_slot slot;
 	struct stallcap_session *s = nullptr;
+	struct timespec t0, t1;
+	__u64 lo, hi;
 	int ret;
 
 	std::memset(&slot, 0, sizeof(slot));
@@ -32,6 +36,21 @@ int main()
 	CHECK(slot.idle == 1);
 	stallcap_beat_busy(&slot);
 	CHECK(slot.idle == 0 && slot.beats == 3);
+
+	/* shared deadline: absolute, relative to CLOCK_MONOTONIC, idle = 0 */
+	stallcap_deadline_set(&slot, 123456789ULL);
+	CHECK(slot.deadline_ns == 123456789ULL);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	stallcap_deadline_in(&slot, 5000000ULL);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	lo = (__u64)t0.tv_sec * 1000000000ULL + (__u64)t0.tv_nsec + 5000000ULL;
+	hi = (__u64)t1.tv_sec * 1000000000ULL + (__u64)t1.tv_nsec + 5000000ULL;
+	CHECK(slot.deadline_ns >= lo && slot.deadline_ns <= hi);
+	CHECK(slot.beats == 3 && slot.idle == 0);	/* nothing else written */
+	stallcap_deadline_idle(&slot);
+	CHECK(slot.deadline_ns == 0);
+	CHECK(stallcap_deadline_arm(nullptr, 1000000, 0, 0, nullptr) == -EINVAL);
+	CHECK(stallcap_watch_arm(nullptr, 1000000, 0, STALLCAP_ARM_SHARED_DEADLINE) == -EINVAL);
 
 	/* no device here: a negative errno, nothing else */
 	ret = stallcap_session_open(&s, nullptr, 0);

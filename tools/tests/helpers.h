@@ -26,55 +26,138 @@
 
 struct rec_spec {
 	__u16 type;
-	__u64 stall_id, cookie, deadline_ns, capture_ns, timeout_ns;
-	__u32 pid, tid, cpu, sample_index, flags;
-	__u8 state;
+	__u64 stall_id, cookie, deadline_ns, capture_ns, timeout_ns, realtime_ns;
+	__u32 pid, tid, ns_pid, ns_tid, cpu, sample_index, flags;
+	__u8 state, origin;
 	const char *comm;
 	const __u64 *kips, *uips;
 	unsigned int nk, nu;
 	const void *stack;
 	__u32 stack_size;
 	__u64 stack_start;
-	const struct stallcap_user_regs *regs;
+	const struct stallcap_regs_x86_64 *regs;
+	__u32 arch;		/* of regs; 0: STALLCAP_ARCH_X86_64 */
+	__u32 regs_size;	/* 0: sizeof(*regs) */
+	__u32 fixed_tail;	/* extra fixed-part bytes (a newer module), 0xa5 */
+	__u32 unknown_sec;	/* bytes of an unknown section before each known one */
+	bool times;		/* a STALLCAP_SEC_TIMES section */
 };
+
+#define ALIGN8_(x)	(((x) + 7) & ~(size_t)7)
+
+/* An unknown section (type 0x7f01, as the module's abi_test writes), 0x5a. */
+static inline size_t put_unknown(unsigned char *p, __u32 len)
+{
+	struct stallcap_section *sec = (void *)p;
+
+	if (!len)
+		return 0;
+	memset(p, 0x5a, len);
+	sec->size = len;
+	sec->type = 0x7f01;
+	sec->flags = 0;
+	return len;
+}
+
+static inline size_t put_section(unsigned char *p, __u16 type, const void *body,
+				 size_t hdr_len, const void *payload, size_t len)
+{
+	struct stallcap_section *sec = (void *)p;
+	size_t size = ALIGN8_(hdr_len + len);
+
+	memset(p, 0, size);
+	if (hdr_len > sizeof(*sec))
+		memcpy(p + sizeof(*sec), (const char *)body + sizeof(*sec),
+		       hdr_len - sizeof(*sec));
+	if (len)
+		memcpy(p + hdr_len, payload, len);
+	sec->size = (__u32)size;
+	sec->type = type;
+	return size;
+}
 
 /* A SAMPLE (or USER_STACK) record laid out as the module writes it. */
 static inline struct stallcap_sample *make_sample(const struct rec_spec *sp)
 {
-	size_t size = sizeof(struct stallcap_sample) + 8 * (sp->nk + sp->nu) +
-		      ((sp->stack_size + 7) & ~7U);
-	struct stallcap_sample *s = calloc(1, size);
-	__u64 *ips = (__u64 *)(s + 1);
+	size_t fixed = sizeof(struct stallcap_sample) + ALIGN8_(sp->fixed_tail);
+	__u32 rsize = sp->regs_size ? sp->regs_size : sizeof(struct stallcap_regs_x86_64);
+	size_t max = fixed + 5 * (sp->unknown_sec + 8) + sizeof(struct stallcap_sec_regs) +
+		     ALIGN8_(rsize) + 8 * (sp->nk + sp->nu) + 16 +
+		     sizeof(struct stallcap_sec_user_stack) + ALIGN8_(sp->stack_size) +
+		     sizeof(struct stallcap_sec_times);
+	struct stallcap_sample *s = calloc(1, max);
+	unsigned char *p = (unsigned char *)s;
+	size_t off = fixed;
 
-	s->hdr.size = (__u32)size;
+	memset(p + sizeof(*s), 0xa5, fixed - sizeof(*s));
 	s->hdr.type = sp->type ? sp->type : STALLCAP_REC_SAMPLE;
+	s->fixed_size = (__u32)fixed;
 	s->stall_id = sp->stall_id;
 	s->cookie = sp->cookie;
 	s->deadline_ns = sp->deadline_ns;
 	s->capture_ns = sp->capture_ns;
+	s->capture_realtime_ns = sp->realtime_ns;
 	s->timeout_ns = sp->timeout_ns;
 	s->pid = sp->pid;
 	s->tid = sp->tid;
+	s->ns_pid = sp->ns_pid ? sp->ns_pid : sp->pid;
+	s->ns_tid = sp->ns_tid ? sp->ns_tid : sp->tid;
 	s->cpu = sp->cpu;
 	s->sample_index = sp->sample_index;
 	s->state = sp->state ? sp->state : STALLCAP_STATE_RUNNING;
 	s->path = STALLCAP_PATH_NMI;
 	s->clock = STALLCAP_CLOCK_WALL;
+	s->origin = sp->origin ? sp->origin : STALLCAP_ORIGIN_ARM;
 	s->flags = sp->flags;
 	strncpy(s->comm, sp->comm ? sp->comm : "test", sizeof(s->comm));
-	if (sp->regs)
-		s->regs = *sp->regs;
-	s->nr_kernel_frames = (__u16)sp->nk;
-	s->nr_user_frames = (__u16)sp->nu;
-	s->stack_size = sp->stack_size;
-	s->stack_start = sp->stack_start;
-	if (sp->nk)
-		memcpy(ips, sp->kips, 8 * sp->nk);
-	if (sp->nu)
-		memcpy(ips + sp->nk, sp->uips, 8 * sp->nu);
-	if (sp->stack_size)
-		memcpy(ips + sp->nk + sp->nu, sp->stack, sp->stack_size);
+	off += put_unknown(p + off, sp->unknown_sec);
+	if (sp->regs) {
+		struct stallcap_sec_regs r = { .arch = sp->arch ? sp->arch : STALLCAP_ARCH_X86_64,
+					       .regs_size = rsize };
+		unsigned char buf[512] = { 0 };
+
+		memcpy(buf, sp->regs, rsize < sizeof(*sp->regs) ? rsize : sizeof(*sp->regs));
+		off += put_section(p + off, STALLCAP_SEC_REGS, &r, sizeof(r), buf, rsize);
+		off += put_unknown(p + off, sp->unknown_sec);
+	}
+	if (sp->nk) {
+		off += put_section(p + off, STALLCAP_SEC_KERNEL_IPS, NULL, 8, sp->kips, 8 * sp->nk);
+		off += put_unknown(p + off, sp->unknown_sec);
+	}
+	if (sp->nu) {
+		off += put_section(p + off, STALLCAP_SEC_USER_IPS, NULL, 8, sp->uips, 8 * sp->nu);
+		off += put_unknown(p + off, sp->unknown_sec);
+	}
+	if (sp->stack_size) {
+		struct stallcap_sec_user_stack us = { .start = sp->stack_start,
+						      .len = sp->stack_size };
+
+		off += put_section(p + off, STALLCAP_SEC_USER_STACK, &us, sizeof(us),
+				   sp->stack, sp->stack_size);
+		off += put_unknown(p + off, sp->unknown_sec);
+	}
+	if (sp->times) {
+		struct stallcap_sec_times t = { .valid = 1ULL << STALLCAP_TIME_ON_CPU,
+						.since_ns = sp->deadline_ns,
+						.on_cpu_ns = 12345 };
+
+		off += put_section(p + off, STALLCAP_SEC_TIMES, &t, sizeof(t), NULL, 0);
+	}
+	s->hdr.size = (__u32)off;
 	return s;
+}
+
+/* the sections of a made sample: where one of type @type starts, or NULL */
+static inline struct stallcap_section *find_section(struct stallcap_sample *s, __u16 type)
+{
+	unsigned char *p = (unsigned char *)s;
+	__u32 off;
+
+	for (off = s->fixed_size; off < s->hdr.size;
+	     off += ((struct stallcap_section *)(p + off))->size)
+		if (((struct stallcap_section *)(p + off))->type == type)
+			return (void *)(p + off);
+	return NULL;
 }
 
 static inline struct stallcap_stall_end make_end(__u64 stall_id, __u32 pid, __u32 tid,
@@ -86,9 +169,13 @@ static inline struct stallcap_stall_end make_end(__u64 stall_id, __u32 pid, __u3
 	memset(&e, 0, sizeof(e));
 	e.hdr.size = sizeof(e);
 	e.hdr.type = STALLCAP_REC_STALL_END;
+	e.fixed_size = sizeof(e);
+	e.origin = STALLCAP_ORIGIN_ARM;
 	e.stall_id = stall_id;
 	e.pid = pid;
 	e.tid = tid;
+	e.ns_pid = pid;
+	e.ns_tid = tid;
 	e.deadline_ns = deadline_ns;
 	e.end_ns = end_ns;
 	e.nr_samples = nr_samples;
@@ -225,7 +312,7 @@ static inline int fixture_capture(struct fixture *fx, struct capture *c)
 	return ret;
 }
 
-static inline void capture_regs(const struct capture *c, struct stallcap_user_regs *r)
+static inline void capture_regs(const struct capture *c, struct stallcap_regs_x86_64 *r)
 {
 	const struct user_regs_struct *u = &c->regs;
 
@@ -239,7 +326,7 @@ static inline void capture_regs(const struct capture *c, struct stallcap_user_re
 
 /* A sample record holding a capture. */
 static inline struct stallcap_sample *capture_sample(const struct capture *c, pid_t pid,
-						     struct stallcap_user_regs *regs)
+						     struct stallcap_regs_x86_64 *regs)
 {
 	struct rec_spec sp = {
 		.stall_id = 1, .pid = (__u32)pid, .tid = (__u32)pid,

@@ -12,7 +12,7 @@ FIXTURE(stack)
 {
 	struct fixture fx;
 	struct capture cap;
-	struct stallcap_user_regs regs;
+	struct stallcap_regs_x86_64 regs;
 	struct stallcap_sample *rec;
 	struct usyms *us;
 };
@@ -83,7 +83,7 @@ static int unwind(struct usyms *us, struct stallcap_sample *rec, unsigned int fl
 		return -1;
 	n = unwind_user(us, &v, flags, f, STALLCAP_MAX_FRAMES);
 	for (i = 0; i < n; i++)
-		usyms_resolve(us, v.s->pid, &f[i]);
+		usyms_resolve(us, v.s.pid, &f[i]);
 	return n;
 }
 
@@ -139,12 +139,38 @@ TEST_F(stack, truncated_copy_falls_back)
 	int n;
 
 	/* a copy too short to hold a frame: DWARF stops, the fp walk remains */
-	self->rec->stack_size = 8;
+	((struct stallcap_sec_user_stack *)find_section(self->rec,
+							STALLCAP_SEC_USER_STACK))->len = 8;
 	n = unwind(self->us, self->rec, 0, f);
 	ASSERT_GE(n, 1);
 	EXPECT_EQ(0, find(f, n, 0, "fixture_spin"));
 	if (variant->frame_pointers)
 		EXPECT_EQ(3, find(f, n, 1, "main"));
+}
+
+/*
+ * A register set of an architecture this tool does not know is never
+ * interpreted: no DWARF unwinding from it, the module's frame-pointer walk
+ * stands, labelled as such.
+ */
+TEST_F(stack, unknown_arch_registers_refused)
+{
+	struct stallcap_sec_regs *r = (void *)find_section(self->rec, STALLCAP_SEC_REGS);
+	struct sc_frame f[STALLCAP_MAX_FRAMES];
+	int n, i;
+
+	ASSERT_NE(NULL, r);
+	r->arch = 0x7e;
+	n = unwind(self->us, self->rec, 0, f);
+	ASSERT_GE(n, 1);
+	EXPECT_EQ(0, find(f, n, 0, "fixture_spin"));
+	for (i = 0; i < n; i++)
+		EXPECT_EQ(SC_METHOD_FP, f[i].method);
+	if (variant->frame_pointers) {
+		EXPECT_EQ(3, find(f, n, 1, "main"));
+	} else {
+		EXPECT_EQ(-1, find(f, n, 1, "main"));
+	}
 }
 
 TEST_HARNESS_MAIN

@@ -16,6 +16,7 @@
 #define STALLCAP_STALLCAP_H
 
 #include <stddef.h>
+#include <time.h>
 #include <linux/types.h>
 #include <linux/stallcap.h>
 
@@ -32,7 +33,9 @@ extern "C" {
  * @STALLCAP_OPEN_ENV: use the session whose fd STALLCAP_FD names when it is
  * set (as `stallcap record -- CMD` passes it to CMD); the configuration
  * argument is then ignored, the owner of the session configured it.  Without
- * STALLCAP_FD in the environment a new session is opened.
+ * STALLCAP_FD in the environment a new session is opened.  The inherited fd
+ * is marked close-on-exec and the session works on a close-on-exec
+ * duplicate: programs this one executes do not inherit the session.
  */
 #define STALLCAP_OPEN_ENV	(1U << 0)
 
@@ -47,7 +50,17 @@ struct stallcap_session;
 STALLCAP_API int stallcap_session_open(struct stallcap_session **sp,
 				       const struct stallcap_config *cfg,
 				       unsigned int flags);
-/** stallcap_session_adopt() - wrap an open session fd; the session owns it. */
+/**
+ * stallcap_session_open() opens the device O_CLOEXEC: an exec'd program
+ * never inherits a session unless its fd is handed over on purpose (clear
+ * FD_CLOEXEC in the child, as `stallcap record -- CMD` does).
+ */
+
+/**
+ * stallcap_session_adopt() - wrap an open session fd; the session owns it
+ *
+ * Sets FD_CLOEXEC on @fd.
+ */
 STALLCAP_API int stallcap_session_adopt(struct stallcap_session **sp, int fd);
 /** stallcap_session_close() - unmap, close and free; no other call may run. */
 STALLCAP_API void stallcap_session_close(struct stallcap_session *s);
@@ -85,30 +98,31 @@ STALLCAP_API int stallcap_watch_disarm(struct stallcap_session *s);
 STALLCAP_API int stallcap_watch_release(struct stallcap_session *s);
 
 /* ------------------------------------------------------------------------
- * Heartbeat watches
+ * Slot watches: heartbeat and shared deadline (no system call to re-arm)
  * ------------------------------------------------------------------------
+ *
+ * Both kinds live in a struct stallcap_slot of the session's slot area,
+ * which the library maps on first use.  The marks below follow the contract
+ * of struct stallcap_slot in the uapi header: only the owning thread writes
+ * its slot, with plain (relaxed atomic) stores; no read-modify-write
+ * instruction, no fence, no system call.  The slot mapping is not inherited
+ * by a forked child (VM_DONTCOPY): a child arms its own watches.
  */
 
 /**
  * stallcap_heartbeat_attach() - make the calling thread's watch a heartbeat
  * @threshold_ns: time without progress that counts as a stall
  * @user_tag: copied into every record of this watch
- * @slotp: receives the thread's beat slot, valid until the session closes
+ * @slotp: receives the thread's slot, valid until the session closes
  *
- * Maps the beat area on first use.  Returns the slot index (>= 0).
+ * Maps the slot area on first use.  Returns the slot index (>= 0).
  */
 STALLCAP_API int stallcap_heartbeat_attach(struct stallcap_session *s,
 					   __u64 threshold_ns, __u64 user_tag,
-					   struct stallcap_beat_slot **slotp);
-
-/*
- * The marks follow the contract of struct stallcap_beat_slot: only the owning
- * thread writes its slot, with plain (relaxed atomic) stores; no
- * read-modify-write instruction, no fence, no system call.
- */
+					   struct stallcap_slot **slotp);
 
 /** stallcap_beat() - the thread made progress (e.g. one event-loop iteration). */
-static inline void stallcap_beat(struct stallcap_beat_slot *slot)
+static inline void stallcap_beat(struct stallcap_slot *slot)
 {
 	__u64 beats = __atomic_load_n(&slot->beats, __ATOMIC_RELAXED);
 
@@ -116,16 +130,65 @@ static inline void stallcap_beat(struct stallcap_beat_slot *slot)
 }
 
 /** stallcap_beat_idle() - the thread is about to wait for work by design. */
-static inline void stallcap_beat_idle(struct stallcap_beat_slot *slot)
+static inline void stallcap_beat_idle(struct stallcap_slot *slot)
 {
 	__atomic_store_n(&slot->idle, 1U, __ATOMIC_RELAXED);
 }
 
 /** stallcap_beat_busy() - the wait is over: busy again, the window restarts. */
-static inline void stallcap_beat_busy(struct stallcap_beat_slot *slot)
+static inline void stallcap_beat_busy(struct stallcap_slot *slot)
 {
 	__atomic_store_n(&slot->idle, 0U, __ATOMIC_RELAXED);
 	stallcap_beat(slot);
+}
+
+/**
+ * stallcap_deadline_arm() - make the calling thread's watch a shared deadline
+ * @timeout_ns: the threshold T (sampling intervals); the first deadline is
+ *	now + T, or @timeout_ns itself with STALLCAP_ARM_ABSOLUTE
+ * @user_tag: copied into every record of this watch
+ * @flags: 0 or STALLCAP_ARM_ABSOLUTE
+ * @slotp: receives the thread's slot, valid until the session closes
+ *
+ * Arms a STALLCAP_ARM_SHARED_DEADLINE watch: afterwards the thread moves its
+ * deadline with stallcap_deadline_set() / _in() and marks its waits with
+ * stallcap_deadline_idle(), all plain stores.  Maps the slot area on first
+ * use.  Returns the slot index (>= 0).
+ */
+STALLCAP_API int stallcap_deadline_arm(struct stallcap_session *s, __u64 timeout_ns,
+				       __u64 user_tag, unsigned int flags,
+				       struct stallcap_slot **slotp);
+
+/**
+ * stallcap_deadline_set() - the next deadline is @abs_ns (CLOCK_MONOTONIC)
+ *
+ * One relaxed store.  The module's timer finds the moved deadline when it
+ * fires and sleeps until the new one: detection stays exact.
+ */
+static inline void stallcap_deadline_set(struct stallcap_slot *slot, __u64 abs_ns)
+{
+	__atomic_store_n(&slot->deadline_ns, abs_ns, __ATOMIC_RELAXED);
+}
+
+/**
+ * stallcap_deadline_in() - the next deadline is @rel_ns from now
+ *
+ * clock_gettime(CLOCK_MONOTONIC) (the vDSO: no system call) and one relaxed
+ * store.
+ */
+static inline void stallcap_deadline_in(struct stallcap_slot *slot, __u64 rel_ns)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	stallcap_deadline_set(slot, (__u64)ts.tv_sec * 1000000000ULL +
+				    (__u64)ts.tv_nsec + rel_ns);
+}
+
+/** stallcap_deadline_idle() - the thread waits for work by design: no deadline. */
+static inline void stallcap_deadline_idle(struct stallcap_slot *slot)
+{
+	stallcap_deadline_set(slot, 0);
 }
 
 /* ------------------------------------------------------------------------
@@ -147,7 +210,9 @@ struct stallcap_ring {
 
 /**
  * stallcap_record_fn - called for each complete record, PAD excluded
- * @rec: the record, in the ring: valid only during the call
+ * @rec: the record, in the ring: valid only during the call, and untrusted
+ *	(the ring is writable by whoever maps it): copy @rec->size bytes to
+ *	memory of your own before stallcap_sample_parse() and friends
  *
  * Return 0 to go on, a positive value to stop after this record, a negative
  * errno to stop before it (it stays in the ring) and fail with that value.
@@ -195,34 +260,119 @@ STALLCAP_API int stallcap_ring_counters(struct stallcap_session *s, __u64 *lost,
  */
 
 /**
- * struct stallcap_sample_view - the parts of a sample record
- * @s: the fixed part
- * @kernel_ips: @nr_kernel kernel return addresses, innermost first
+ * struct stallcap_task_view - one STALLCAP_SEC_TASK section
+ * @t: its fixed part, copied: fields the module did not write read as zero
+ * @kernel_ips: @nr_kernel kernel addresses, innermost first
+ * @user_ips: @nr_user user addresses, innermost first
+ */
+struct stallcap_task_view {
+	struct stallcap_sec_task t;
+	const __u64 *kernel_ips;
+	const __u64 *user_ips;
+	unsigned int nr_kernel;
+	unsigned int nr_user;
+};
+
+/** Task sections a sample view holds (the module writes 1 + owner hops). */
+#define STALLCAP_VIEW_MAX_TASKS	(2 + STALLCAP_MAX_OWNER_HOPS)
+
+/**
+ * struct stallcap_sample_view - the parts of a SAMPLE or USER_STACK record
+ * @s: the fixed part, copied: min(fixed_size, sizeof) bytes of the record,
+ *	fields beyond what the module wrote read as zero
+ * @regs_arch: STALLCAP_ARCH_* of the register set, 0 if the record has none
+ * @regs_size: bytes of the register set at @regs
+ * @regs: the register set, NULL if none; interpret it only through
+ *	stallcap_sample_regs_x86_64() / _arm64() (they check the arch tag)
+ * @kernel_ips: @nr_kernel kernel addresses, innermost first (NULL if none)
  * @user_ips: @nr_user user addresses (frame-pointer walk), innermost first
- * @stack: @stack_size bytes of raw user stack, copied from s->stack_start up
+ * @stack: @stack_size bytes of raw user stack, copied from @stack_start up
+ * @has_times: the record has a STALLCAP_SEC_TIMES section, copied to @times
+ *	(fields the module did not write read as zero); see
+ *	stallcap_sample_times()
+ * @has_wait: likewise for STALLCAP_SEC_WAIT and @wait
+ * @tasks: the STALLCAP_SEC_TASK sections in record order, @nr_tasks of them
+ *	(extra ones beyond STALLCAP_VIEW_MAX_TASKS are counted in
+ *	@nr_tasks_dropped)
+ * @nr_unknown: sections of a type this library does not know (skipped)
+ *
+ * The pointers point into the buffer given to stallcap_sample_parse(): the
+ * view (and any copy of it) is valid while that buffer is.
  */
 struct stallcap_sample_view {
-	const struct stallcap_sample *s;
+	struct stallcap_sample s;
+	__u32 regs_arch;
+	__u32 regs_size;
+	const void *regs;
 	const __u64 *kernel_ips;
 	const __u64 *user_ips;
 	const void *stack;
+	__u64 stack_start;
 	unsigned int nr_kernel;
 	unsigned int nr_user;
 	__u32 stack_size;
+	unsigned int nr_unknown;
+	int has_times;
+	int has_wait;
+	struct stallcap_sec_times times;
+	struct stallcap_sec_wait wait;
+	unsigned int nr_tasks;
+	unsigned int nr_tasks_dropped;
+	struct stallcap_task_view tasks[STALLCAP_VIEW_MAX_TASKS];
 };
 
 /**
  * stallcap_sample_parse() - check a SAMPLE or USER_STACK record and split it
- * @rec: the record; @len: bytes available at rec
+ * @rec: the record, 8-byte aligned, in memory the caller owns (a ring is
+ *	writable by the watched program: copy a record out of it first)
+ * @len: bytes available at @rec
+ * @v: receives the view
  *
- * Returns 0 or -EBADMSG if the counts do not fit the record's size.
+ * A pure function of the buffer: it reads it once per field, writes nothing
+ * but @v, and keeps no state.  The fixed part is read as min(fixed_size,
+ * sizeof(struct stallcap_sample)) bytes; sections are walked from
+ * fixed_size to hdr.size with bounds checks; unknown section types and
+ * unknown fixed-part bytes are skipped.  Returns 0, or -EBADMSG when a size
+ * or count does not fit the record (then @v is undefined), -EINVAL for a
+ * NULL or misaligned argument.
  */
 STALLCAP_API int stallcap_sample_parse(const void *rec, size_t len,
 				       struct stallcap_sample_view *v);
 
-/** stallcap_stall_end_parse() - check a STALL_END record. */
+/** stallcap_sample_regs_x86_64() - the registers if they are x86-64's, else NULL. */
+STALLCAP_API const struct stallcap_regs_x86_64 *
+stallcap_sample_regs_x86_64(const struct stallcap_sample_view *v);
+/** stallcap_sample_regs_arm64() - the registers if they are arm64's, else NULL. */
+STALLCAP_API const struct stallcap_regs_arm64 *
+stallcap_sample_regs_arm64(const struct stallcap_sample_view *v);
+
+/** stallcap_sample_times() - the sample's time breakdown, or NULL. */
+static inline const struct stallcap_sec_times *
+stallcap_sample_times(const struct stallcap_sample_view *v)
+{
+	return v->has_times ? &v->times : NULL;
+}
+
+/** stallcap_sample_wait() - what the blocked thread waits on, or NULL. */
+static inline const struct stallcap_sec_wait *
+stallcap_sample_wait(const struct stallcap_sample_view *v)
+{
+	return v->has_wait ? &v->wait : NULL;
+}
+
+/**
+ * stallcap_stall_end_parse() - check a STALL_END record and copy it
+ * @end: receives min(fixed_size, sizeof) bytes, the rest zero
+ */
 STALLCAP_API int stallcap_stall_end_parse(const void *rec, size_t len,
-					  const struct stallcap_stall_end **endp);
+					  struct stallcap_stall_end *end);
+
+/**
+ * stallcap_watch_event_parse() - check a STALLCAP_REC_WATCH record and copy it
+ * @ev: receives min(fixed_size, sizeof) bytes, the rest zero
+ */
+STALLCAP_API int stallcap_watch_event_parse(const void *rec, size_t len,
+					    struct stallcap_watch_event *ev);
 
 #ifdef __cplusplus
 }
