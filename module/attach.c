@@ -307,6 +307,33 @@ static int attach_check(const struct stallcap_attach *arg)
 	return 0;
 }
 
+/*
+ * The program @leader's process runs: its mm, from any live thread (the
+ * leader may have exited alone), with a reference; NULL if none.
+ */
+static struct mm_struct *attach_process_mm(struct task_struct *leader)
+{
+	struct task_struct *t, *found = NULL;
+	struct mm_struct *mm;
+
+	mm = get_task_mm(leader);
+	if (mm)
+		return mm;
+	rcu_read_lock();
+	for_each_thread(leader, t) {
+		if (READ_ONCE(t->mm)) {
+			found = get_task_struct(t);
+			break;
+		}
+	}
+	rcu_read_unlock();
+	if (!found)
+		return NULL;
+	mm = get_task_mm(found);
+	put_task_struct(found);
+	return mm;
+}
+
 /* The process @pid (caller's namespace), with a reference, or NULL. */
 static struct task_struct *attach_find_process(pid_t pid)
 {
@@ -443,7 +470,7 @@ int stallcap_attach(struct stallcap_session *sess,
 	if (!leader)
 		return -ESRCH;
 	ret = attach_permitted(leader);
-	mm = ret ? NULL : get_task_mm(leader);
+	mm = ret ? NULL : attach_process_mm(leader);
 	if (!ret && !mm)
 		ret = -ESRCH;	/* exiting, or a kernel thread */
 	if (!ret) {

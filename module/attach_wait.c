@@ -22,7 +22,7 @@
 #include "stallcap.h"
 
 /* IORING_ENTER_GETEVENTS of <linux/io_uring.h> (ABI, never changes) */
-#define SC_IORING_ENTER_GETEVENTS	(1U << 0)
+#define SC_IORING_ENTER_GETEVENTS	BIT(0)
 
 /*
  * Instances of a return probe: one per thread inside a probed call of a

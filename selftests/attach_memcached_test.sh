@@ -4,7 +4,7 @@
 # worker threads, each with its own libevent loop), started by
 # `stallcap record --deadline 20ms -- memcached ...`: its threads are created
 # after the attach and watched from their first epoll_wait on.  One multiget
-# of 50,000 keys keeps
+# of 10,000 keys keeps
 # the worker that serves that connection busy far past the deadline.  Only
 # that worker's thread is reported, in its event loop (event_base_loop of
 # libevent); the listener, the other workers and the maintenance threads
@@ -33,15 +33,17 @@ for k in 1 2 3 4 5 6 7 8; do
 	printf 'set k%s 0 0 5\r\nhello\r\nget k%s\r\nquit\r\n' "$k" "$k" |
 		nc 127.0.0.1 "$port" >/dev/null
 done
-# the stall: one request line with 50,000 keys
-awk 'BEGIN { printf "get"; for (i = 0; i < 50000; i++) printf " key%d", i
+# the stall: one request line with 10,000 keys
+awk 'BEGIN { printf "get"; for (i = 0; i < 10000; i++) printf " key%d", i
 	printf "\r\nquit\r\n" }' | nc 127.0.0.1 "$port" >"$work/multiget.out"
 check "the multiget is answered" grep -q '^END' "$work/multiget.out"
 sleep 0.5
 
 kill "$mc"
 wait "$rec"
-check "record exits when memcached does (terminated: 143)" [ $? = 143 ]
+rc=$?
+# memcached exits 0 on SIGTERM (or by the signal: 143)
+check "record exits when memcached does, with its status" [ "$rc" = 0 -o "$rc" = 143 ]
 sed 's/^/# record: /' "$work/record.out"
 
 stallcap report "$work/mc.data" >"$work/report.txt"
