@@ -141,6 +141,11 @@ struct collect_opts {
 	size_t npids;
 };
 
+/* ---- JIT symbols from /tmp/perf-PID.map (perfmap.c) ---- */
+const char *perfmap_lookup(__u32 pid, __u64 addr, __u64 *off);
+void perfmap_set_dir(const char *dir);
+void perfmap_free_all(void);
+
 /* ---- watching unmodified processes (record_attach.c) ---- */
 int parse_duration(const char *arg, __u64 *ns);
 int parse_pids(struct collect_opts *o, const char *arg);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The options of `stallcap record --deadline`: durations with units, pid
- * lists, and which combinations are accepted.
+ * lists, and which combinations are accepted; JIT symbols from perf maps.
  */
 #include "helpers.h"
 #include "kselftest_harness.h"
@@ -69,6 +69,36 @@ TEST(combinations)
 	o.cputime = true;
 	o.cmd = cmd;
 	EXPECT_NE(0, collect_check(&o)) TH_LOG("--cputime without --deadline");
+}
+
+TEST(perf_map)
+{
+	char dir[] = "/tmp/stallcap-perfmap.XXXXXX", path[64];
+	__u64 off = 0;
+	FILE *f;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/perf-4242.map", dir);
+	f = fopen(path, "w");
+	ASSERT_NE(NULL, f);
+	fputs("7f0000001000 80 LazyCompile:~busyLoop /srv/app.js:3:18\n"
+	      "garbage line\n"
+	      "7f0000000100 40 Builtin:ArgumentsAdaptorTrampoline\n"
+	      "7f0000002000 0 empty\n", f);
+	fclose(f);
+	perfmap_set_dir(dir);
+	EXPECT_STREQ("LazyCompile:~busyLoop /srv/app.js:3:18",
+		     perfmap_lookup(4242, 0x7f0000001010, &off));
+	EXPECT_EQ(0x10, off);
+	EXPECT_STREQ("Builtin:ArgumentsAdaptorTrampoline",
+		     perfmap_lookup(4242, 0x7f0000000100, &off));
+	EXPECT_EQ(0, off);
+	EXPECT_EQ(NULL, perfmap_lookup(4242, 0x7f0000001080, &off));
+	EXPECT_EQ(NULL, perfmap_lookup(4242, 0x7f0000002000, &off));
+	EXPECT_EQ(NULL, perfmap_lookup(4243, 0x7f0000001010, &off));
+	perfmap_free_all();
+	unlink(path);
+	rmdir(dir);
 }
 
 TEST_HARNESS_MAIN
