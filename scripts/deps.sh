@@ -25,7 +25,7 @@ packages=(
 	kmod cpio xz-utils zstd rsync busybox-static qemu-system-x86 sparse
 	elfutils libdw-dev libelf-dev pkg-config python3 perl
 	linux-source-6.12
-	redis-server redis-tools memcached
+	redis-server redis-tools memcached nodejs
 )
 
 missing=()

@@ -164,7 +164,7 @@ build_base() {
 }
 
 guest_servers="/usr/bin/redis-server /usr/bin/redis-cli /usr/bin/redis-benchmark
-	/usr/bin/memcached"
+	/usr/bin/memcached /usr/bin/node"
 
 # build_overlay NAME DIR: the per-boot part (module, config, test list)
 pack_overlay() {

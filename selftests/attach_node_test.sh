@@ -1,0 +1,68 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Node.js, unmodified, under `stallcap record --deadline 100ms -- node
+# --perf-basic-prof server.js`: an HTTP handler that blocks the event loop in
+# a named JavaScript function (busyLoop) is named through /tmp/perf-PID.map,
+# the map V8 writes for its JIT code; a synchronous crypto call
+# (crypto.pbkdf2Sync) shows its native frames.
+. ./tool_lib.sh
+need stallcap node nc
+
+port=8099
+cat >"$work/server.js" <<'JS'
+const http = require('http');
+const crypto = require('crypto');
+
+function busyLoop(ms) {
+	const end = Date.now() + ms;
+	let x = 0;
+	while (Date.now() < end)
+		for (let i = 0; i < 100000; i++)
+			x += i * 0.5;
+	return x;
+}
+
+http.createServer((req, res) => {
+	if (req.url === '/busy')
+		busyLoop(500);
+	else if (req.url === '/crypto')
+		crypto.pbkdf2Sync('secret', 'salt', 300000, 64, 'sha512');
+	res.end('ok\n');
+}).listen(process.argv[2], '127.0.0.1', () => console.log('listening'));
+JS
+
+get() { printf 'GET %s HTTP/1.0\r\n\r\n' "$1" | nc 127.0.0.1 "$port" 2>/dev/null; }
+
+stallcap record --deadline 100ms -o "$work/node.data" -- \
+	node --perf-basic-prof "$work/server.js" "$port" >"$work/record.out" 2>&1 &
+rec=$!
+i=0
+until get / | grep -q '^ok'; do
+	i=$((i + 1))
+	[ "$i" -lt 300 ] || break
+	sleep 0.1
+done
+check "node answers" sh -c "printf 'GET / HTTP/1.0\r\n\r\n' | nc 127.0.0.1 $port | grep -q '^ok'"
+node=$(pidof node)
+check "V8 writes /tmp/perf-$node.map" [ -s "/tmp/perf-$node.map" ]
+get / >/dev/null
+get /busy >/dev/null
+get / >/dev/null
+get /crypto >/dev/null
+get / >/dev/null
+kill "$node"
+wait "$rec"
+sed 's/^/# record: /' "$work/record.out"
+
+stallcap report "$work/node.data" >"$work/report.txt"
+stallcap report -f json "$work/node.data" >"$work/report.json"
+show "$work/report.txt"
+
+in_busy() { usyms "$1" | grep -q 'busyLoop'; }
+in_pbkdf2() { usyms "$1" | grep -qi 'pbkdf2'; }
+check "the blocked loop is named: busyLoop (from the perf map)" \
+	any_sample "$work/report.json" node in_busy
+check "the synchronous crypto call shows its native frames (PBKDF2)" \
+	any_sample "$work/report.json" node in_pbkdf2
+rm -f "/tmp/perf-$node.map"
+finish
