@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 # Debian's memcached, unmodified and multi-threaded (a listener and four
 # worker threads, each with its own libevent loop), started by
-# `stallcap record --deadline 150ms --cputime -- memcached ...` (CPU time
+# `stallcap record --deadline 100ms --cputime -- memcached ...` (CPU time
 # only: a worker preempted on the emulated guest's two vCPUs is not a
-# stall).  One multiget of 10,000 keys keeps the worker that serves that
+# stall).  One multiget of 50,000 keys keeps the worker that serves that
 # connection busy far past the deadline.  Only that worker's thread is
 # reported, in its event loop (event_base_loop of libevent); the listener,
 # the other workers and the maintenance threads (which never wait in epoll)
@@ -13,7 +13,7 @@
 need stallcap memcached nc awk
 
 port=11299
-stallcap record --deadline 150ms --cputime -o "$work/mc.data" -- \
+stallcap record --deadline 100ms --cputime -o "$work/mc.data" -- \
 	memcached -u root -l 127.0.0.1 -p "$port" -t 4 -U 0 >"$work/record.out" 2>&1 &
 rec=$!
 i=0
@@ -33,8 +33,8 @@ for k in 1 2 3 4 5 6 7 8; do
 	printf 'set k%s 0 0 5\r\nhello\r\nget k%s\r\nquit\r\n' "$k" "$k" |
 		nc 127.0.0.1 "$port" >/dev/null
 done
-# the stall: one request line with 10,000 keys
-awk 'BEGIN { printf "get"; for (i = 0; i < 10000; i++) printf " key%d", i
+# the stall: one request line with 50,000 keys
+awk 'BEGIN { printf "get"; for (i = 0; i < 50000; i++) printf " key%d", i
 	printf "\r\nquit\r\n" }' | nc 127.0.0.1 "$port" >"$work/multiget.out"
 check "the multiget is answered" grep -q '^END' "$work/multiget.out"
 sleep 0.5
