@@ -40,9 +40,10 @@ detach() {
 	wait "$rec"
 }
 
-# getppid p50 of stallcap_bench's hot section, in ns
+# getppid p50 of stallcap_bench's hot section (its short form: 20 batches of
+# 1000 calls per method), in ns
 getppid_p50() {
-	stallcap_bench hot 2>/dev/null | sed -n 's/^@bench hot\.getppid\.p50=//p'
+	stallcap_bench --smoke hot 2>/dev/null | sed -n 's/^@bench hot\.getppid\.p50=//p'
 }
 
 # redis-benchmark rps of SET and GET: "set get"
@@ -75,6 +76,7 @@ for round in 1 2; do
 	set -- $(bench_redis)
 	sa=$(max "$sa" "$1"); ra=$(max "$ra" "$2")
 	detach
+	echo "# attach round $round: getppid $gb / $ga ns, SET $sb / $sa, GET $rb / $ra"
 done
 echo "@bench attach.getppid.base.p50=$gb"
 echo "@bench attach.getppid.attached.p50=$ga"
