@@ -1,9 +1,12 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 # Node.js, unmodified, under `stallcap record --deadline 100ms -- node
-# --perf-basic-prof server.js`: an HTTP handler that blocks the event loop in
-# a named JavaScript function (busyLoop) is named through /tmp/perf-PID.map,
-# the map V8 writes for its JIT code; a synchronous crypto call
+# --perf-basic-prof --interpreted-frames-native-stack server.js`: an HTTP
+# handler that blocks the event loop in a named JavaScript function
+# (busyLoop) is named through /tmp/perf-PID.map, the map V8 writes for its
+# JIT code (and, with the second flag, for a copy of the interpreter's entry
+# per interpreted function: without it an interpreted function's frame is
+# Builtins_InterpreterEntryTrampoline); a synchronous crypto call
 # (crypto.pbkdf2Sync) shows its native frames.
 . ./tool_lib.sh
 need stallcap node nc
@@ -34,7 +37,7 @@ JS
 get() { printf 'GET %s HTTP/1.0\r\n\r\n' "$1" | nc 127.0.0.1 "$port" 2>/dev/null; }
 
 stallcap record --deadline 100ms -o "$work/node.data" -- \
-	node --perf-basic-prof "$work/server.js" "$port" >"$work/record.out" 2>&1 &
+	node --perf-basic-prof --interpreted-frames-native-stack "$work/server.js" "$port" >"$work/record.out" 2>&1 &
 rec=$!
 i=0
 until get / | grep -q '^ok'; do
