@@ -42,6 +42,11 @@ if insmod "$mod" $MODULE_PARAMS; then
 	mark insmod ok
 	timeout -k 10 "$BENCH_TIMEOUT" stallcap_bench $BENCH_ARGS $BENCH_SECTIONS
 	mark bench rc=$?
+	if [ -x /usr/share/stallcap/attach.sh ]; then
+		ip link set lo up 2>/dev/null
+		timeout -k 10 600 /usr/share/stallcap/attach.sh
+		mark bench-attach rc=$?
+	fi
 	rmmod stallcap && mark rmmod ok || mark rmmod fail
 else
 	mark insmod fail

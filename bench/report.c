@@ -611,6 +611,38 @@ static void sea_row(FILE *f, const char *scen, const char *label, const char *wh
 		d > 0 ? (u > 0 ? frac(u, d) : "no") : "–");
 }
 
+/* Watching an unmodified program: bench/attach.sh */
+static void md_attach(FILE *f)
+{
+	double gb = num("attach.getppid.base.p50");
+	double ga = num("attach.getppid.attached.p50");
+	double sb = num("attach.redis.set.base"), sa = num("attach.redis.set.attached");
+	double rb = num("attach.redis.get.base"), ra = num("attach.redis.get.attached");
+	double worst = sa / sb < ra / rb ? sa / sb : ra / rb;
+	char kept[64];
+
+	if (num("attach.available") != 1)
+		return;
+	fprintf(f, "### Watching an unmodified program (`stallcap record --deadline`)\n\n"
+		"`bench/attach.sh`: getppid() in another process, and redis-benchmark "
+		"(SET and GET, 100,000 requests each, 50 clients) against Debian's "
+		"redis-server, without and with a session attached to redis-server "
+		"with a 20 ms deadline on its event loop (better of two rounds each).\n\n"
+		"| | without | with `--deadline 20ms -p` | ratio |\n|---|---|---|---|\n");
+	fprintf(f, "| getppid() in another process, p50 ns | %s | %s | %s |\n",
+		fg(gb), fg(ga), ratio(ga, gb));
+	fprintf(f, "| redis SET, requests/s | %s | %s | %s |\n", fg(sb), fg(sa),
+		ratio(sa, sb));
+	fprintf(f, "| redis GET, requests/s | %s | %s | %s |\n\n", fg(rb), fg(ra),
+		ratio(ra, rb));
+	target("getppid in another process with an attach session / without",
+	       ga / gb, 1.05, false, ratio(ga, gb), NULL);
+	snprintf(kept, sizeof(kept), "%.1f%% of the throughput kept (worse of SET, GET)",
+		 100 * worst);
+	target("redis-benchmark throughput with a 20 ms event-loop deadline",
+	       worst, 0.95, true, kept, NULL);
+}
+
 static void md_seastar(FILE *f)
 {
 	static const char *const scen[] = { "user", "kernel", "preempted", "sleeping" };
@@ -773,6 +805,7 @@ int bench_report(const char *raw, const char *out)
 		md_capture(body);
 		md_scale(body);
 		md_seastar(body);
+		md_attach(body);
 		md_targets(md);
 		rewind(body);
 		while ((c = fgetc(body)) != EOF)

@@ -84,6 +84,20 @@ done
 install -m 755 "$top/bench/guest-init.sh" "$st/init"
 install -m 755 "$bdir/stallcap_bench" "$st/usr/bin/stallcap_bench"
 cp "$bdir/src/module/stallcap.ko" "$st/lib/modules/"
+# the attach section (bench/attach.sh): the stallcap tool, Debian's redis
+# and their shared libraries
+make -s -C "$top/tools" stallcap/stallcap || die "tools build failed"
+mkdir -p "$st/usr/share/stallcap"
+install -m 755 "$top/bench/attach.sh" "$st/usr/share/stallcap/attach.sh"
+for f in "$top/tools/stallcap/stallcap" /usr/bin/redis-server /usr/bin/redis-cli \
+	/usr/bin/redis-benchmark; do
+	[ -e "$f" ] || continue
+	cp -L "$f" "$st/usr/bin/$(basename "$f")"
+	ldd "$f" 2>/dev/null | awk '/=> \// { print $3 } /^[ \t]*\/[^ ]+ \(/ { print $1 }'
+done | sort -u | while read -r lib; do
+	mkdir -p "$st$(dirname "$lib")"
+	cp -L "$lib" "$st$lib"
+done
 echo "root:x:0:0:root:/root:/bin/sh" >"$st/etc/passwd"
 cat >"$st/etc/bench.conf" <<-EOF
 BENCH_ARGS='$bench_args'

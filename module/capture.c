@@ -164,7 +164,7 @@ void stallcap_sample_init(struct stallcap_watch *w, struct stallcap_sample *s,
 	s->cpu = task_cpu(task);
 	s->sample_index = w->samples;
 	s->clock = stallcap_watch_clock(w);
-	s->origin = STALLCAP_ORIGIN_ARM;
+	s->origin = w->attach ? STALLCAP_ORIGIN_ATTACH : STALLCAP_ORIGIN_ARM;
 	/* exec may be renaming the thread: only the armed program's name */
 	if (READ_ONCE(task->mm) == w->mm)
 		memcpy(s->comm, task->comm, sizeof(s->comm));

@@ -77,7 +77,7 @@ static void defer_fill_fixed(struct stallcap_defer *d, struct stallcap_sample *s
 	s->state = STALLCAP_STATE_RUNNING;
 	s->path = STALLCAP_PATH_DEFERRED;
 	s->clock = d->clock;
-	s->origin = STALLCAP_ORIGIN_ARM;
+	s->origin = d->origin;
 	s->flags = STALLCAP_SAMPLE_USER_MODE;
 	memcpy(s->comm, current->comm, sizeof(s->comm));
 	s->comm[sizeof(s->comm) - 1] = '\0';
@@ -279,6 +279,7 @@ void stallcap_defer_request(struct stallcap_watch *w, struct stallcap_sample *s,
 	d->deadline_ns = s->deadline_ns;
 	d->timeout_ns = s->timeout_ns;
 	d->clock = s->clock;
+	d->origin = s->origin;
 	d->ns_pid = s->ns_pid;
 	d->ns_tid = s->ns_tid;
 	stallcap_session_get(w->sess);

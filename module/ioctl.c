@@ -184,7 +184,7 @@ static long ioctl_get_info(struct stallcap_session *sess, unsigned long arg)
 	info.features = STALLCAP_FEAT_CPUTIME | STALLCAP_FEAT_HEARTBEAT |
 			STALLCAP_FEAT_DEFER_USER | STALLCAP_FEAT_GLOBAL |
 			STALLCAP_FEAT_SHARED_DEADLINE | STALLCAP_FEAT_TIMES |
-			STALLCAP_FEAT_WHY;
+			STALLCAP_FEAT_WHY | STALLCAP_FEAT_ATTACH;
 	if (stallcap_use_nmi)
 		info.features |= STALLCAP_FEAT_NMI;
 	if (sess->kaddr_visible)
@@ -196,6 +196,24 @@ static long ioctl_get_info(struct stallcap_session *sess, unsigned long arg)
 	info.arch = STALLCAP_ARCH_X86_64;
 	info.sample_fixed_size = sizeof(struct stallcap_sample);
 	return arg_out((void __user *)arg, &info, sizeof(info), usize);
+}
+
+static long ioctl_attach(struct stallcap_session *sess, unsigned long arg)
+{
+	struct stallcap_attach a;
+	u32 usize;
+	int ret;
+
+	ret = arg_in(&a, sizeof(a), STALLCAP_ATTACH_SIZE_VER0,
+		     (void __user *)arg, &usize);
+	if (ret)
+		return ret;
+	return stallcap_attach(sess, &a);
+}
+
+static long ioctl_detach(struct stallcap_session *sess, unsigned long arg)
+{
+	return stallcap_detach(sess, arg);
 }
 
 /* ---- dispatch ---- */
@@ -215,7 +233,6 @@ struct stallcap_ioctl_desc {
 #define STALLCAP_IOCTL(cmd, handler) \
 	{ .nr = _IOC_NR(cmd), .dir = _IOC_DIR(cmd), .fn = handler }
 
-/* STALLCAP_IOC_ATTACH and _DETACH are not implemented yet: ENOTTY */
 static const struct stallcap_ioctl_desc stallcap_ioctls[] = {
 	STALLCAP_IOCTL(STALLCAP_IOC_ARM, ioctl_arm),
 	STALLCAP_IOCTL(STALLCAP_IOC_REARM, ioctl_rearm),
@@ -225,6 +242,8 @@ static const struct stallcap_ioctl_desc stallcap_ioctls[] = {
 	STALLCAP_IOCTL(STALLCAP_IOC_GET_CONFIG, ioctl_get_config),
 	STALLCAP_IOCTL(STALLCAP_IOC_GET_STATS, ioctl_get_stats),
 	STALLCAP_IOCTL(STALLCAP_IOC_GET_INFO, ioctl_get_info),
+	STALLCAP_IOCTL(STALLCAP_IOC_ATTACH, ioctl_attach),
+	STALLCAP_IOCTL(STALLCAP_IOC_DETACH, ioctl_detach),
 };
 
 /**

@@ -80,6 +80,7 @@ static int __init stallcap_init(void)
 	}
 	stallcap_defer_init();
 	stallcap_buddy_init();
+	stallcap_attach_init();
 	ret = stallcap_capture_init();
 	if (ret)
 		return ret;

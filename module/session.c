@@ -273,6 +273,7 @@ static int stallcap_release(struct inode *inode, struct file *file)
 	struct stallcap_session *sess = file->private_data;
 
 	stallcap_global_detach(sess);
+	stallcap_attach_release(sess);
 	stallcap_watches_destroy(sess);
 	irq_work_sync(&sess->wake_work);
 	stallcap_session_put(sess);

@@ -336,6 +336,7 @@ struct stallcap_capture_req {
  * @fast_exempt: the opener had CAP_SYS_RESOURCE
  * @isolated: armed from a CPU isolated from timers: no timer queued, a
  *	buddy checker starts it on a housekeeping CPU when the deadline nears
+ * @attach: the attach that made this watch (attach.c), NULL for ARM
  * @rcu: deferred free
  */
 struct stallcap_watch {
@@ -376,6 +377,7 @@ struct stallcap_watch {
 	bool fast;
 	bool fast_exempt;
 	bool isolated;
+	struct stallcap_attach_ent *attach;
 	struct rcu_head rcu;
 };
 
@@ -461,6 +463,7 @@ struct stallcap_defer {
 	u64 deadline_ns;
 	u64 timeout_ns;
 	u8 clock;
+	u8 origin;
 	u32 ns_pid;
 	u32 ns_tid;
 };
@@ -473,6 +476,83 @@ bool stallcap_defer_wanted(const struct stallcap_session *sess,
 			   const struct stallcap_sample *s);
 void stallcap_defer_init(void);
 void stallcap_defer_exit(void);
+
+/* ---- attached watches (attach.c, attach_wait.c) ---- */
+
+#define STALLCAP_ATTACH_TWORKS	BITS_PER_LONG
+
+/**
+ * struct stallcap_attach_twork - a request to watch a new thread, run in
+ * that thread when its wait call returns (attach.c)
+ * @twork: the task_work
+ * @a: the attach (a reference is held while queued)
+ */
+struct stallcap_attach_twork {
+	struct callback_head twork;
+	struct stallcap_attach_ent *a;
+};
+
+/**
+ * struct stallcap_attach_ent - one STALLCAP_IOC_ATTACH of one session
+ * @node: in the list of attaches (attach_lock)
+ * @mm_node: in the hash by @mm, read under RCU by the wait probes
+ * @sess: the attaching session (alive while !@dead)
+ * @leader: the process's thread group leader (reference held)
+ * @mm: the program's address space (mmgrab: compared, never reused)
+ * @ns_pid: the process's id in the caller's pid namespace, as given to
+ *	ATTACH (DETACH names it so)
+ * @tgid: the process's id in the initial namespace
+ * @timeout_ns: the deadline of a busy period
+ * @user_tag: copied into the records
+ * @cputime: STALLCAP_ATTACH_CPUTIME
+ * @unlimited: the attacher had CAP_SYS_RESOURCE (watch limit exempt)
+ * @dead: detached; no new watch
+ * @no_new_threads: a watch for a new thread failed (limit): stop trying
+ * @ref: the attach list and each queued new-thread task_work hold one
+ * @twork_busy: bitmap of @tworks in flight
+ * @tworks: new-thread requests, taken without allocating
+ * @rcu: deferred free
+ */
+struct stallcap_attach_ent {
+	struct list_head node;
+	struct hlist_node mm_node;
+	struct stallcap_session *sess;
+	struct task_struct *leader;
+	struct mm_struct *mm;
+	pid_t ns_pid;
+	pid_t tgid;
+	u64 timeout_ns;
+	u64 user_tag;
+	bool cputime;
+	bool unlimited;
+	bool dead;
+	bool no_new_threads;
+	refcount_t ref;
+	unsigned long twork_busy;
+	struct stallcap_attach_twork tworks[STALLCAP_ATTACH_TWORKS];
+	struct rcu_head rcu;
+};
+
+int stallcap_attach(struct stallcap_session *sess,
+		    const struct stallcap_attach *arg);
+int stallcap_detach(struct stallcap_session *sess, unsigned long pid);
+void stallcap_attach_release(struct stallcap_session *sess);
+void stallcap_attach_init(void);
+void stallcap_attach_watch_event(struct stallcap_watch *w, u32 event);
+bool stallcap_attach_wait_boundary(bool busy);
+int stallcap_wait_probes_register(void);
+void stallcap_wait_probes_unregister(void);
+struct stallcap_watch *stallcap_watch_create_attached(struct stallcap_session *sess,
+						      struct task_struct *task,
+						      struct stallcap_attach_ent *a);
+struct stallcap_watch *stallcap_watch_find_attached(struct stallcap_session *sess,
+						    struct task_struct *task,
+						    struct stallcap_attach_ent *a);
+void stallcap_watches_destroy_attached(struct stallcap_session *sess,
+				       struct stallcap_attach_ent *a);
+void stallcap_watch_busy(struct stallcap_watch *w, u64 now);
+void stallcap_watch_idle(struct stallcap_watch *w, u64 now);
+bool stallcap_watches_attached_mark(struct task_struct *task, bool busy);
 
 /* ---- system-wide readers (global.c) ---- */
 void stallcap_global_attach(struct stallcap_session *sess);

@@ -65,10 +65,9 @@ static struct user_watches *user_watches_find(kuid_t uid)
 }
 
 /* Count one more watch of @uid; returns its entry (valid while counted). */
-static struct user_watches *user_watches_charge(kuid_t uid)
+static struct user_watches *user_watches_charge(kuid_t uid, bool unlimited)
 {
 	struct user_watches *u, *fresh = kzalloc(sizeof(*fresh), GFP_KERNEL);
-	bool unlimited = capable(CAP_SYS_RESOURCE);
 	int ret = 0;
 
 	if (!fresh)
@@ -158,6 +157,8 @@ static void watch_kill(struct stallcap_watch *w)
 		watch_count_armed(w, false);
 		watch_fast_update(w, U64_MAX);
 		w->state = WATCH_IDLE;
+		if (w->attach)
+			stallcap_attach_watch_event(w, STALLCAP_WATCH_ENDED);
 	}
 	raw_spin_unlock_irqrestore(&w->lock, flags);
 }
@@ -179,16 +180,25 @@ static void watch_destroy(struct stallcap_watch *w)
 	stallcap_slot_detach(sess, w);
 	user_watches_uncharge(sess->uid);
 	stallcap_count(&sess->stats, SC_WATCHES, -1);
+	if (w->attach)
+		stallcap_count(&sess->stats, SC_ATTACHED, -1);
 	call_rcu(&w->rcu, watch_free_rcu);
 }
 
-static struct stallcap_watch *watch_create(struct stallcap_session *sess)
+/*
+ * A watch of @task in @sess, made by @a (STALLCAP_IOC_ATTACH) or by the
+ * thread itself (@a NULL).  Context: process, sess->lock held.
+ */
+static struct stallcap_watch *watch_create_task(struct stallcap_session *sess,
+						struct task_struct *task,
+						struct stallcap_attach_ent *a)
 {
 	struct stallcap_watch *w;
 	unsigned long flags;
 	struct user_watches *uw;
 
-	uw = user_watches_charge(sess->uid);
+	uw = user_watches_charge(sess->uid, a ? a->unlimited :
+				 capable(CAP_SYS_RESOURCE));
 	if (IS_ERR(uw))
 		return ERR_CAST(uw);
 	w = kzalloc(sizeof(*w), GFP_KERNEL_ACCOUNT);
@@ -196,7 +206,7 @@ static struct stallcap_watch *watch_create(struct stallcap_session *sess)
 		user_watches_uncharge(sess->uid);
 		return ERR_PTR(-ENOMEM);
 	}
-	w->defer = stallcap_defer_alloc(current);
+	w->defer = stallcap_defer_alloc(task);
 	if (!w->defer) {
 		kfree(w);
 		user_watches_uncharge(sess->uid);
@@ -204,14 +214,21 @@ static struct stallcap_watch *watch_create(struct stallcap_session *sess)
 	}
 	w->sess = sess;
 	w->uw = uw;
-	w->fast_exempt = capable(CAP_SYS_RESOURCE);
-	w->task = get_task_struct(current);
-	w->mm = current->mm;
-	w->tid = task_pid_nr(current);
+	w->fast_exempt = a ? a->unlimited : capable(CAP_SYS_RESOURCE);
+	w->task = get_task_struct(task);
+	w->mm = READ_ONCE(task->mm);
+	w->tid = task_pid_nr(task);
 	/* here, not in the timer: pid lookups are no NMI or hard-IRQ work */
-	w->ns_pid = task_tgid_nr_ns(current, sess->pid_ns);
-	w->ns_tid = task_pid_nr_ns(current, sess->pid_ns);
+	w->ns_pid = task_tgid_nr_ns(task, sess->pid_ns);
+	w->ns_tid = task_pid_nr_ns(task, sess->pid_ns);
 	w->slot = -1;
+	w->attach = a;
+	if (a) {
+		w->timeout_ns = a->timeout_ns;
+		w->user_tag = a->user_tag;
+		w->flags = a->cputime ? STALLCAP_ARM_CPUTIME : 0;
+		stallcap_count(&sess->stats, SC_ATTACHED, 1);
+	}
 	w->req.watch = w;
 	w->req.cpu = -1;
 	raw_spin_lock_init(&w->lock);
@@ -220,11 +237,158 @@ static struct stallcap_watch *watch_create(struct stallcap_session *sess)
 			       CLOCK_MONOTONIC, HRTIMER_MODE_ABS_PINNED_HARD);
 	list_add(&w->sess_node, &sess->watches);
 	raw_spin_lock_irqsave(&task_watches_lock, flags);
-	hash_add_rcu(task_watches, &w->task_node, (unsigned long)current);
+	hash_add_rcu(task_watches, &w->task_node, (unsigned long)task);
 	raw_spin_unlock_irqrestore(&task_watches_lock, flags);
 	stallcap_buddy_add(w);
 	stallcap_count(&sess->stats, SC_WATCHES, 1);
 	return w;
+}
+
+static struct stallcap_watch *watch_create(struct stallcap_session *sess)
+{
+	return watch_create_task(sess, current, NULL);
+}
+
+/* ---- watches made by STALLCAP_IOC_ATTACH (attach.c) ---- */
+
+/**
+ * stallcap_watch_create_attached() - a watch of @task for the attach @a
+ * @sess: the attaching session
+ * @task: a thread of the attached process
+ * @a: the attach
+ *
+ * The watch starts idle.  Context: process, sess->lock held.
+ */
+struct stallcap_watch *stallcap_watch_create_attached(struct stallcap_session *sess,
+						      struct task_struct *task,
+						      struct stallcap_attach_ent *a)
+{
+	return watch_create_task(sess, task, a);
+}
+
+/**
+ * stallcap_watch_find_attached() - @task's watch for @a, or NULL
+ * @sess: the session
+ * @task: the thread
+ * @a: the attach
+ *
+ * Context: process, sess->lock held.
+ */
+struct stallcap_watch *stallcap_watch_find_attached(struct stallcap_session *sess,
+						    struct task_struct *task,
+						    struct stallcap_attach_ent *a)
+{
+	struct stallcap_watch *w;
+
+	list_for_each_entry(w, &sess->watches, sess_node)
+		if (w->task == task && w->attach == a && !READ_ONCE(w->dead))
+			return w;
+	return NULL;
+}
+
+/**
+ * stallcap_watches_destroy_attached() - free the watches made by @a
+ * @sess: the session
+ * @a: the attach
+ *
+ * Context: process, sess->lock held.
+ */
+void stallcap_watches_destroy_attached(struct stallcap_session *sess,
+				       struct stallcap_attach_ent *a)
+{
+	struct stallcap_watch *w, *tmp;
+
+	list_for_each_entry_safe(w, tmp, &sess->watches, sess_node)
+		if (w->attach == a)
+			watch_destroy(w);
+}
+
+/**
+ * stallcap_watch_busy() - an attached thread left its wait call: its
+ * deadline starts (as STALLCAP_IOC_REARM)
+ * @w: the watch
+ * @now: the time (ns)
+ *
+ * A timer still queued from an earlier busy period at an earlier expiry is
+ * left alone: its callback re-queues it at the new deadline, so an event
+ * loop touches its timer about once per timeout, not once per iteration.
+ * Context: any but NMI.
+ */
+void stallcap_watch_busy(struct stallcap_watch *w, u64 now)
+{
+	u64 deadline = now + w->timeout_ns;
+	unsigned long flags;
+	bool lazy;
+
+	raw_spin_lock_irqsave(&w->lock, flags);
+	if (w->dead)
+		goto out;
+	lazy = hrtimer_is_queued(&w->timer) &&
+	       ktime_to_ns(hrtimer_get_expires(&w->timer)) <= deadline;
+	stallcap_watch_end_stall(w, now);
+	w->armed_at = now;
+	w->deadline = deadline;
+	if (w->flags & STALLCAP_ARM_CPUTIME)
+		w->cpu_base = stallcap_task_cputime(w->task);
+	w->state = WATCH_ARMED;
+	watch_count_armed(w, true);
+	if (!lazy)
+		hrtimer_start(&w->timer, ns_to_ktime(deadline),
+			      HRTIMER_MODE_ABS_PINNED_HARD);
+out:
+	raw_spin_unlock_irqrestore(&w->lock, flags);
+}
+
+/**
+ * stallcap_watch_idle() - an attached thread entered its wait call: its
+ * deadline stops and a stall in progress ends (as STALLCAP_IOC_DISARM)
+ * @w: the watch
+ * @now: the time (ns)
+ *
+ * A queued timer stays queued: it expires once more and finds the watch
+ * idle.  Context: any but NMI.
+ */
+void stallcap_watch_idle(struct stallcap_watch *w, u64 now)
+{
+	unsigned long flags;
+
+	raw_spin_lock_irqsave(&w->lock, flags);
+	if (!w->dead && w->state != WATCH_IDLE) {
+		stallcap_watch_end_stall(w, now);
+		w->state = WATCH_IDLE;
+		watch_count_armed(w, false);
+	}
+	raw_spin_unlock_irqrestore(&w->lock, flags);
+}
+
+/**
+ * stallcap_watches_attached_mark() - mark @task's attached watches busy
+ * (left a wait call) or idle (entered one)
+ * @task: the current thread
+ * @busy: which
+ *
+ * Context: the thread's kretprobe handler.
+ * Return: whether @task has attached watches.
+ */
+bool stallcap_watches_attached_mark(struct task_struct *task, bool busy)
+{
+	u64 now = ktime_get_mono_fast_ns();
+	struct stallcap_watch *w;
+	bool found = false;
+
+	rcu_read_lock();
+	hash_for_each_possible_rcu(task_watches, w, task_node,
+				   (unsigned long)task) {
+		if (w->task != task || !w->attach)
+			continue;
+		found = true;
+		if (busy)
+			stallcap_watch_busy(w, now);
+		else
+			stallcap_watch_idle(w, now);
+	}
+	rcu_read_unlock();
+	return found;
 }
 
 /* The calling thread's watch in @sess.  Context: RCU read side. */
@@ -234,7 +398,7 @@ static struct stallcap_watch *watch_of_current(struct stallcap_session *sess)
 
 	hash_for_each_possible_rcu(task_watches, w, task_node,
 				   (unsigned long)current)
-		if (w->task == current && w->sess == sess &&
+		if (w->task == current && w->sess == sess && !w->attach &&
 		    !READ_ONCE(w->dead))
 			return w;
 	return NULL;

@@ -500,7 +500,8 @@ void stallcap_watch_end_stall(struct stallcap_watch *w, u64 now)
 	if (!w->quiet) {
 		struct stallcap_stall_end end = {
 			.fixed_size = sizeof(end),
-			.origin = STALLCAP_ORIGIN_ARM,
+			.origin = w->attach ? STALLCAP_ORIGIN_ATTACH :
+				  STALLCAP_ORIGIN_ARM,
 			.stall_id = w->stall_id,
 			.user_tag = w->user_tag,
 			.deadline_ns = w->deadline,

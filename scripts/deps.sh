@@ -31,6 +31,7 @@ packages=(
 	clang-14 libclang-rt-14-dev
 	linux-source-6.12 debootstrap
 	dpkg-dev debhelper dh-dkms dkms lintian fakeroot cmake pandoc
+	redis-server redis-tools memcached
 )
 
 missing=()

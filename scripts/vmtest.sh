@@ -164,10 +164,19 @@ build_base() {
 			copy_file "$top/tools/$src" "$st$dest"
 		done
 	fi
+	# real servers from Debian's packages (scripts/deps.sh), unmodified,
+	# for the attach tests: the binaries, their libraries (add_libs) and
+	# what they read at run time
+	for f in $guest_servers; do
+		[ -e "$f" ] && copy_file "$f" "$st$f"
+	done
 	add_libs "$st"
 	(cd "$st" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) |
 		gzip -1 >"$initramfs/base.cpio.gz"
 }
+
+guest_servers="/usr/bin/redis-server /usr/bin/redis-cli /usr/bin/redis-benchmark
+	/usr/bin/memcached"
 
 # build_overlay NAME DIR: the per-boot part (module, config, test list)
 pack_overlay() {

@@ -97,8 +97,7 @@ TEST_F(abi, info_describes_the_module)
 	EXPECT_LT(0, i->max_watches_per_user);
 	EXPECT_EQ(0, i->features & ~((STALLCAP_FEAT_WHY << 1) - 1));
 	EXPECT_TRUE(i->features & STALLCAP_FEAT_SHARED_DEADLINE);
-	/* not advertised until STALLCAP_IOC_ATTACH exists */
-	EXPECT_FALSE(i->features & STALLCAP_FEAT_ATTACH);
+	EXPECT_TRUE(i->features & STALLCAP_FEAT_ATTACH);
 	EXPECT_EQ(STALLCAP_ARCH_X86_64, i->arch);
 	EXPECT_EQ(sizeof(struct stallcap_sample), i->sample_fixed_size);
 	for (int k = 0; k < 3; k++)
@@ -313,8 +312,8 @@ TEST_F(abi, unknown_commands_are_enotty)
 	/* a known number with another direction is another command */
 	EXPECT_ERRNO(ENOTTY, ioctl(self->s.fd, _IOR(STALLCAP_IOC_MAGIC, 0x01, uint64_t), &v));
 	EXPECT_ERRNO(ENOTTY, ioctl(self->s.fd, _IOWR(STALLCAP_IOC_MAGIC, 0x02, uint64_t), &v));
-	/* ATTACH and DETACH are not implemented by this module (yet) */
-	EXPECT_ERRNO(ENOTTY, ioctl(self->s.fd, STALLCAP_IOC_DETACH, 0));
+	/* DETACH exists: nothing attached (attach_test covers both) */
+	EXPECT_ERRNO(ENOENT, ioctl(self->s.fd, STALLCAP_IOC_DETACH, 0));
 	EXPECT_ERRNO(ENOTTY, ioctl(self->s.fd, _IOR(STALLCAP_IOC_MAGIC, 0x07,
 						     struct stallcap_stats), &v));
 	EXPECT_ERRNO(ENOTTY, ioctl(self->s.fd, _IO(0x42, 0x01), 0));

@@ -851,6 +851,13 @@ static void fz_random_cmd(struct fthread *t, int slot)
 		if (_IOC_TYPE(cmd) == STALLCAP_IOC_MAGIC && _IOC_NR(cmd) == _IOC_NR(cmds[i].cmd) &&
 		    _IOC_DIR(cmd) == _IOC_DIR(cmds[i].cmd))
 			return;	/* a valid command after all (size bits are ignored) */
+	/* ATTACH and DETACH are valid too (attach_test covers them) */
+	if (_IOC_TYPE(cmd) == STALLCAP_IOC_MAGIC &&
+	    ((_IOC_NR(cmd) == _IOC_NR(STALLCAP_IOC_ATTACH) &&
+	      _IOC_DIR(cmd) == _IOC_DIR(STALLCAP_IOC_ATTACH)) ||
+	     (_IOC_NR(cmd) == _IOC_NR(STALLCAP_IOC_DETACH) &&
+	      _IOC_DIR(cmd) == _IOC_DIR(STALLCAP_IOC_DETACH))))
+		return;
 	pick_ptr(t, &arg, true);
 	ret = ioctl(s->s.fd, cmd, tu_pct(r, 50) ? (unsigned long)arg.p : tu_next(r));
 	judge(t, C_RANDOM, "unknown command", ret, errno, E(ENOTTY), E(ENOTTY));

@@ -487,8 +487,8 @@ static inline const char *sc_sample_check(const struct stallcap_rec_header *h,
 		return "unknown sample path";
 	if (r->clock < STALLCAP_CLOCK_WALL || r->clock > STALLCAP_CLOCK_SHARED)
 		return "unknown sample clock";
-	if (r->origin != STALLCAP_ORIGIN_ARM)
-		return "sample origin is not ARM";
+	if (r->origin != STALLCAP_ORIGIN_ARM && r->origin != STALLCAP_ORIGIN_ATTACH)
+		return "sample origin is neither ARM nor ATTACH";
 	if (r->flags & ~SC_SAMPLE_FLAGS_ALL)
 		return "unknown sample flags";
 	if (r->sample_index >= SC_MAX_SAMPLES)
@@ -532,13 +532,25 @@ static inline const char *sc_record_check(const struct stallcap_rec_header *h,
 			return "stall-end size is not sizeof(struct stallcap_stall_end)";
 		if (e->__reserved)
 			return "stall-end __reserved not zero";
-		if (e->origin != STALLCAP_ORIGIN_ARM)
-			return "stall-end origin is not ARM";
+		if (e->origin != STALLCAP_ORIGIN_ARM &&
+		    e->origin != STALLCAP_ORIGIN_ATTACH)
+			return "stall-end origin is neither ARM nor ATTACH";
 		if (e->end_ns < e->deadline_ns)
 			return "stall ended before its deadline";
 		if (e->end_realtime_ns < e->end_ns)
 			return "end_realtime_ns before end_ns";
 		return NULL;
+	case STALLCAP_REC_WATCH: {
+		const struct stallcap_watch_event *w = (const void *)h;
+
+		if (h->size != sizeof(*w) || w->fixed_size != sizeof(*w))
+			return "watch record size is not sizeof(struct stallcap_watch_event)";
+		if (w->event != STALLCAP_WATCH_STARTED && w->event != STALLCAP_WATCH_ENDED)
+			return "watch record event unknown";
+		if (w->realtime_ns < w->time_ns)
+			return "watch realtime_ns before time_ns";
+		return NULL;
+	}
 	default:
 		return "unknown record type";
 	}

@@ -295,6 +295,33 @@ static void send_host_info(struct collector *c)
 	}
 }
 
+/* --deadline: start the command unmodified, or take the -p processes. */
+static int attach_all(struct collector *c, pid_t *child)
+{
+	const struct collect_opts *o = c->o;
+	int fd = stallcap_session_fd(c->s), ret;
+	size_t i;
+
+	if (o->cmd) {
+		*child = spawn_unmodified(o->cmd);
+		if (*child < 0)
+			return *child;
+		ret = attach_process(o, fd, (__u32)*child);
+		if (ret) {
+			kill(*child, SIGTERM);
+			waitpid(*child, NULL, 0);
+			*child = 0;
+		}
+		return ret;
+	}
+	for (i = 0; i < o->npids; i++) {
+		ret = attach_process(o, fd, o->pids[i]);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 static int follow(struct collector *c, pid_t child, int *status)
 {
 	__u64 start = now_ns(CLOCK_MONOTONIC), t, grace = 0;
@@ -314,6 +341,8 @@ static int follow(struct collector *c, pid_t child, int *status)
 		}
 		if (grace && t >= grace)
 			break;
+		if (c->o->npids && !grace && !any_alive(c->o))
+			grace = t + GRACE_NS;
 	}
 	if (!ret)
 		ret = drain(c);
@@ -347,7 +376,11 @@ int collect_run(const struct collect_opts *o, struct sc_sink *sk, int *cmd_statu
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	send_host_info(&c);
-	if (o->cmd) {
+	if (o->deadline_ns) {
+		ret = attach_all(&c, &child);
+		if (ret)
+			goto out;
+	} else if (o->cmd) {
 		child = spawn(&c);
 		if (child < 0) {
 			ret = -errno;
@@ -405,6 +438,18 @@ static int parse_u32(const char *arg, __u32 *v, unsigned long long mult)
  */
 int collect_check(struct collect_opts *o)
 {
+	if ((o->npids || o->cputime) && !o->deadline_ns) {
+		warnx_("-p and --cputime go with --deadline DUR");
+		return -EINVAL;
+	}
+	if (o->deadline_ns) {
+		if (o->fd >= 0 || o->global || (o->npids && o->cmd) ||
+		    (!o->npids && !o->cmd)) {
+			warnx_("--deadline watches a command (-- CMD) or processes (-p PID), with no --fd or --global");
+			return -EINVAL;
+		}
+		return 0;
+	}
 	if (o->fd >= 0 && (o->global || o->cmd)) {
 		warnx_("--fd takes the application's session: no --global, no command");
 		return -EINVAL;
@@ -431,9 +476,22 @@ int collect_parse_opt(struct collect_opts *o, int opt, const char *arg)
 	case 'g':
 		o->global = true;
 		return 0;
-	case 'd':
-		o->duration = strtod(arg, &end);
-		return *end || o->duration < 0 ? -EINVAL : 0;
+	case 'd': {
+		__u64 ns;
+
+		if (parse_duration(arg, &ns))
+			return -EINVAL;
+		o->duration = ns / 1e9;
+		return 0;
+	}
+	case 'T':
+		return parse_duration(arg, &o->deadline_ns) ||
+		       !o->deadline_ns ? -EINVAL : 0;
+	case 'C':
+		o->cputime = true;
+		return 0;
+	case 'p':
+		return parse_pids(o, arg);
 	case 'R':
 		return parse_u32(arg, &o->cfg.ring_bytes, 1024);
 	case 'S':

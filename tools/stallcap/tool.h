@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/types.h>
 #include <stallcap/stallcap.h>
 
 #include "htab.h"
@@ -141,7 +142,23 @@ struct collect_opts {
 	double duration;	/* seconds, 0: until interrupted / cmd exits */
 	struct stallcap_config cfg;
 	bool verbose;
+	__u64 deadline_ns;	/* --deadline: watch unmodified processes */
+	bool cputime;		/* --cputime */
+	__u32 pids[64];		/* -p: running processes to attach to */
+	size_t npids;
 };
+
+/* ---- JIT symbols from /tmp/perf-PID.map (perfmap.c) ---- */
+const char *perfmap_lookup(__u32 pid, __u64 addr, __u64 *off);
+void perfmap_set_dir(const char *dir);
+void perfmap_free_all(void);
+
+/* ---- watching unmodified processes (record_attach.c) ---- */
+int parse_duration(const char *arg, __u64 *ns);
+int parse_pids(struct collect_opts *o, const char *arg);
+int attach_process(const struct collect_opts *o, int fd, __u32 pid);
+pid_t spawn_unmodified(char **cmd);
+bool any_alive(const struct collect_opts *o);
 
 int collect_run(const struct collect_opts *o, struct sc_sink *sk, int *cmd_status);
 int collect_parse_opt(struct collect_opts *o, int opt, const char *arg);
@@ -158,12 +175,20 @@ int collect_check(struct collect_opts *o);
 	{ "samples", required_argument, NULL, 'N' }, \
 	{ "rate-limit", required_argument, NULL, 'L' }, \
 	{ "defer-user", no_argument, NULL, 'D' }, \
-	{ "verbose", no_argument, NULL, 'v' }
-#define COLLECT_SHORT_OPTIONS "F:gd:R:S:N:L:Dv"
+	{ "verbose", no_argument, NULL, 'v' }, \
+	{ "deadline", required_argument, NULL, 'T' }, \
+	{ "cputime", no_argument, NULL, 'C' }, \
+	{ "pid", required_argument, NULL, 'p' }
+#define COLLECT_SHORT_OPTIONS "F:gd:R:S:N:L:DvT:Cp:"
 #define COLLECT_HELP \
+"  -T, --deadline DUR   watch an unmodified program: each thread's time\n" \
+"                       between event-loop waits (epoll, poll, select,\n" \
+"                       io_uring...) over DUR (20ms, 500us, 1s) is a stall\n" \
+"  -C, --cputime        with --deadline: count only CPU time\n" \
+"  -p, --pid PID[,PID]  with --deadline: attach to running processes\n" \
 "  -F, --fd N           read the session fd N the application passed\n" \
 "  -g, --global         read every session's records (needs CAP_SYS_ADMIN)\n" \
-"  -d, --duration SECS  stop after SECS seconds\n" \
+"  -d, --duration DUR   stop after DUR (seconds, or 20ms, 1s...)\n" \
 "  -R, --ring-kb KB     ring size of a session opened here (power of two)\n" \
 "  -S, --stack-bytes N  raw user stack bytes copied per sample\n" \
 "  -N, --samples N      samples per stall (1..64)\n" \

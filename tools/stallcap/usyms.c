@@ -368,7 +368,30 @@ struct unwind_state *usyms_unwind_state(struct usyms *u, __u32 pid)
 	return p->uw.dwfl ? &p->uw : NULL;
 }
 
+static void usyms_resolve_elf(struct usyms *u, __u32 pid, struct sc_frame *f);
+
+/*
+ * A frame's symbol from the ELF files mapped at capture, else, for code no
+ * file covers (JIT, interpreters), from the process's /tmp/perf-PID.map.
+ */
 void usyms_resolve(struct usyms *u, __u32 pid, struct sc_frame *f)
+{
+	__u64 a = f->is_return && f->addr ? f->addr - 1 : f->addr, off;
+	const char *name;
+
+	usyms_resolve_elf(u, pid, f);
+	if (f->sym || (f->dso && f->dso[0] == '/'))
+		return;
+	name = perfmap_lookup(pid, a, &off);
+	if (name) {
+		f->sym = name;
+		f->off = f->addr - (a - off);
+		if (!f->dso)
+			f->dso = "[perf-map]";
+	}
+}
+
+static void usyms_resolve_elf(struct usyms *u, __u32 pid, struct sc_frame *f)
 {
 	struct unwind_state *uw = usyms_unwind_state(u, pid);
 	__u64 a = f->is_return && f->addr ? f->addr - 1 : f->addr;

@@ -1,0 +1,537 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stallcap attach: watch an unmodified process's event loops
+ * (STALLCAP_IOC_ATTACH / STALLCAP_IOC_DETACH).
+ *
+ * A thread of an attached process is idle while it is inside an event-loop
+ * wait system call and busy from the moment such a call returns until it
+ * enters the next one.  The boundaries come from kretprobes on the system
+ * call entry points (attach_wait.c), registered only while an attach exists:
+ * unlike the raw syscall tracepoints, they cost nothing to a process's other
+ * system calls, and a wait call of a process nobody attached costs one hash
+ * lookup.  Each thread gets a module-made watch (origin ATTACH) in the
+ * reader's session, sharing the watches' timer state machine: going busy
+ * starts its deadline as a REARM would, going idle ends it (and a stall in
+ * progress) as a DISARM would.
+ *
+ * Threads present at ATTACH get their watch from the ioctl; a thread created
+ * later gets it at its first wait call, from a task_work that runs when that
+ * call returns to user space (process context: the watch is allocated and
+ * charged there).  Watches end with DETACH, the session's close, the
+ * thread's exit or the process's exec (the exec probe of watch.c ends the
+ * thread's watches; the new program has another mm, which the attach never
+ * matches again).  STALLCAP_REC_WATCH records tell the reader when a
+ * thread's watch starts and ends.
+ *
+ * Locking: attach_lock (mutex) protects the list of attaches and the probe
+ * registration; it nests inside sess->lock.  The hash by mm is read under
+ * RCU by the kretprobe handlers.  An attach is freed after an RCU grace
+ * period, once its watches are gone.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/capability.h>
+#include <linux/cred.h>
+#include <linux/hashtable.h>
+#include <linux/kprobes.h>
+#include <linux/module.h>
+#include <linux/pid_namespace.h>
+#include <linux/ptrace.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/task.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/task_work.h>
+#include <linux/timekeeping.h>
+
+#include "stallcap.h"
+
+#define MAX_TIMEOUT_NS	(3600ULL * NSEC_PER_SEC)
+
+static DEFINE_MUTEX(attach_lock);
+static LIST_HEAD(attaches);			/* attach_lock */
+static DEFINE_HASHTABLE(attach_by_mm, 6);	/* RCU readers, attach_lock */
+static unsigned int nr_attaches;		/* attach_lock */
+
+/* ---- permission: as perf -p, ptrace_may_access() ---- */
+
+typedef bool (*ptrace_may_access_t)(struct task_struct *task, unsigned int mode);
+static ptrace_may_access_t may_access;
+
+/*
+ * ptrace_may_access() is not exported to modules.  Its address is found once
+ * through a kprobe registered on it and removed at once, so that the
+ * kernel's own policy applies (credentials, dumpability, Yama and other
+ * LSMs).  Without it, only CAP_SYS_PTRACE may attach.
+ */
+static void find_ptrace_may_access(void)
+{
+	struct kprobe kp = { .symbol_name = "ptrace_may_access" };
+
+	if (register_kprobe(&kp))
+		return;
+	may_access = (ptrace_may_access_t)kp.addr;
+	unregister_kprobe(&kp);
+}
+
+static int attach_permitted(struct task_struct *task)
+{
+	if (!may_access)
+		return capable(CAP_SYS_PTRACE) ? 0 : -EPERM;
+	/* it takes task_lock() itself */
+	return may_access(task, PTRACE_MODE_ATTACH_REALCREDS) ? 0 : -EPERM;
+}
+
+/* ---- records ---- */
+
+/**
+ * stallcap_attach_watch_event() - write a STALLCAP_REC_WATCH record
+ * @w: an attached watch (w->attach set)
+ * @event: STALLCAP_WATCH_STARTED or STALLCAP_WATCH_ENDED
+ *
+ * Context: any but NMI.
+ */
+void stallcap_attach_watch_event(struct stallcap_watch *w, u32 event)
+{
+	struct stallcap_session *sess = w->sess;
+	const struct stallcap_attach_ent *a = w->attach;
+	const size_t hdr = sizeof(struct stallcap_rec_header);
+	struct stallcap_watch_event ev = {
+		.fixed_size = sizeof(ev),
+		.event = event,
+		.time_ns = ktime_get_mono_fast_ns(),
+		.realtime_ns = ktime_get_real_fast_ns(),
+		.timeout_ns = a->timeout_ns,
+		.user_tag = a->user_tag,
+		.pid = w->task->tgid,
+		.tid = w->tid,
+		.ns_pid = w->ns_pid,
+		.ns_tid = w->ns_tid,
+	};
+	void *rec;
+
+	strscpy_pad(ev.comm, w->task->comm, sizeof(ev.comm));
+	rec = stallcap_ring_reserve(sess->ring, STALLCAP_REC_WATCH, sizeof(ev));
+	if (!rec) {
+		stallcap_count(&sess->stats, SC_LOST, 1);
+		return;
+	}
+	memcpy(rec + hdr, (void *)&ev + hdr, sizeof(ev) - hdr);
+	stallcap_ring_commit(sess->ring, rec, sizeof(ev), sizeof(ev));
+	irq_work_queue(&sess->wake_work);
+	stallcap_global_mirror(sess, STALLCAP_REC_WATCH, &ev, sizeof(ev));
+}
+
+/* ---- watches of one attach ---- */
+
+/* Make @task's watch for @a.  Context: process, sess->lock held. */
+static int attach_watch_task(struct stallcap_attach_ent *a,
+			     struct task_struct *task, bool busy)
+{
+	struct stallcap_watch *w;
+
+	if (stallcap_watch_find_attached(a->sess, task, a))
+		return 0;
+	w = stallcap_watch_create_attached(a->sess, task, a);
+	if (IS_ERR(w))
+		return PTR_ERR(w);
+	stallcap_attach_watch_event(w, STALLCAP_WATCH_STARTED);
+	if (busy)
+		stallcap_watch_busy(w, ktime_get_mono_fast_ns());
+	return 0;
+}
+
+/*
+ * The threads of @a's process now: references taken, at most @max.
+ * Threads created meanwhile get their watch at their first wait call.
+ */
+static unsigned int collect_threads(struct stallcap_attach_ent *a,
+				    struct task_struct **tasks, unsigned int max)
+{
+	struct task_struct *t;
+	unsigned int n = 0;
+
+	rcu_read_lock();
+	for_each_thread(a->leader, t) {
+		if (n == max)
+			break;
+		if (READ_ONCE(t->mm) != a->mm || (t->flags & PF_EXITING))
+			continue;
+		tasks[n++] = get_task_struct(t);
+	}
+	rcu_read_unlock();
+	return n;
+}
+
+/* Watch the threads present now (they start idle).  sess->lock held. */
+static int attach_present_threads(struct stallcap_attach_ent *a)
+{
+	unsigned int i, n, max = get_nr_threads(a->leader) + 16;
+	struct task_struct **tasks;
+	int ret = 0;
+
+	tasks = kvcalloc(max, sizeof(*tasks), GFP_KERNEL);
+	if (!tasks)
+		return -ENOMEM;
+	n = collect_threads(a, tasks, max);
+	for (i = 0; i < n; i++) {
+		if (!ret)
+			ret = attach_watch_task(a, tasks[i], false);
+		put_task_struct(tasks[i]);
+	}
+	kvfree(tasks);
+	if (!ret && !n)
+		ret = -ESRCH;
+	return ret;
+}
+
+/* ---- new threads: a watch made when their first wait call returns ---- */
+
+static void attach_put(struct stallcap_attach_ent *a);
+
+static void newthread_fn(struct callback_head *cb)
+{
+	struct stallcap_attach_twork *nt = container_of(cb,
+							struct stallcap_attach_twork,
+							twork);
+	struct stallcap_attach_ent *a = nt->a;
+	struct stallcap_session *sess = NULL;
+
+	clear_bit_unlock(nt - a->tworks, &a->twork_busy);
+	mutex_lock(&attach_lock);
+	if (!a->dead && !(current->flags & PF_EXITING) &&
+	    current->mm == a->mm) {
+		sess = a->sess;
+		stallcap_session_get(sess);
+	}
+	mutex_unlock(&attach_lock);
+	if (sess) {
+		mutex_lock(&sess->lock);
+		if (!READ_ONCE(a->dead) && attach_watch_task(a, current, true))
+			WRITE_ONCE(a->no_new_threads, true);
+		mutex_unlock(&sess->lock);
+		stallcap_session_put(sess);
+	}
+	attach_put(a);
+	module_put(THIS_MODULE);
+}
+
+/*
+ * @a's process has a thread without a watch: queue its creation.  No
+ * allocation here (a kprobe handler, preemption off, also on PREEMPT_RT):
+ * the request comes from the attach's pool; when all are in flight the
+ * thread's next wait call asks again.
+ */
+static void newthread_request(struct stallcap_attach_ent *a)
+{
+	struct stallcap_attach_twork *nt;
+	unsigned int i;
+
+	if (READ_ONCE(a->no_new_threads) || current->flags & PF_EXITING)
+		return;
+	for (i = 0; i < STALLCAP_ATTACH_TWORKS; i++)
+		if (!test_and_set_bit_lock(i, &a->twork_busy))
+			break;
+	if (i == STALLCAP_ATTACH_TWORKS)
+		return;
+	nt = &a->tworks[i];
+	if (!refcount_inc_not_zero(&a->ref)) {
+		clear_bit_unlock(i, &a->twork_busy);
+		return;
+	}
+	__module_get(THIS_MODULE);
+	init_task_work(&nt->twork, newthread_fn);
+	if (task_work_add(current, &nt->twork, TWA_RESUME)) {
+		clear_bit_unlock(i, &a->twork_busy);
+		attach_put(a);
+		module_put(THIS_MODULE);
+	}
+}
+
+/**
+ * stallcap_attach_wait_boundary() - the current thread enters (idle) or
+ * leaves (busy) an event-loop wait
+ * @busy: true when the wait call returned
+ *
+ * Context: kretprobe handler of the current thread, preemption disabled.
+ * Return: true if the thread has attached watches (its return matters).
+ */
+bool stallcap_attach_wait_boundary(bool busy)
+{
+	struct stallcap_attach_ent *a;
+	struct mm_struct *mm = current->mm;
+	bool watched;
+
+	if (!mm)
+		return false;
+	watched = stallcap_watches_attached_mark(current, busy);
+	if (watched || busy)
+		return watched;
+	/* entering a wait without a watch: a thread created after ATTACH? */
+	rcu_read_lock();
+	hash_for_each_possible_rcu(attach_by_mm, a, mm_node, (unsigned long)mm)
+		if (a->mm == mm && !READ_ONCE(a->dead))
+			newthread_request(a);
+	rcu_read_unlock();
+	return false;
+}
+
+/* ---- ATTACH and DETACH ---- */
+
+static void attach_free_rcu(struct rcu_head *rcu)
+{
+	struct stallcap_attach_ent *a = container_of(rcu,
+						     struct stallcap_attach_ent,
+						     rcu);
+
+	mmdrop(a->mm);
+	put_task_struct(a->leader);
+	kfree(a);
+}
+
+static void attach_put(struct stallcap_attach_ent *a)
+{
+	if (refcount_dec_and_test(&a->ref))
+		call_rcu(&a->rcu, attach_free_rcu);
+}
+
+static int attach_check(const struct stallcap_attach *arg)
+{
+	if (arg->flags & ~STALLCAP_ATTACH_FLAGS_ALL || arg->__reserved0 ||
+	    memchr_inv(arg->__reserved, 0, sizeof(arg->__reserved)))
+		return -EINVAL;
+	if (arg->timeout_ns < stallcap_min_timeout_ns() ||
+	    arg->timeout_ns > MAX_TIMEOUT_NS)
+		return -ERANGE;
+	return 0;
+}
+
+/*
+ * The program @leader's process runs: its mm, from any live thread (the
+ * leader may have exited alone), with a reference; NULL if none.
+ */
+static struct mm_struct *attach_process_mm(struct task_struct *leader)
+{
+	struct task_struct *t, *found = NULL;
+	struct mm_struct *mm;
+
+	mm = get_task_mm(leader);
+	if (mm)
+		return mm;
+	rcu_read_lock();
+	for_each_thread(leader, t) {
+		if (READ_ONCE(t->mm)) {
+			found = get_task_struct(t);
+			break;
+		}
+	}
+	rcu_read_unlock();
+	if (!found)
+		return NULL;
+	mm = get_task_mm(found);
+	put_task_struct(found);
+	return mm;
+}
+
+/* The process @pid (caller's namespace), with a reference, or NULL. */
+static struct task_struct *attach_find_process(pid_t pid)
+{
+	struct task_struct *task;
+
+	if (pid <= 0)
+		return NULL;
+	rcu_read_lock();
+	task = pid_task(find_vpid(pid), PIDTYPE_TGID);
+	if (task)
+		get_task_struct(task);
+	rcu_read_unlock();
+	return task;
+}
+
+static struct stallcap_attach_ent *
+attach_new(struct stallcap_session *sess, const struct stallcap_attach *arg,
+	   struct task_struct *leader, struct mm_struct *mm)
+{
+	struct stallcap_attach_ent *a = kzalloc(sizeof(*a), GFP_KERNEL);
+	unsigned int i;
+
+	if (!a)
+		return NULL;
+	a->sess = sess;
+	a->leader = get_task_struct(leader);
+	a->mm = mm;
+	mmgrab(mm);
+	a->ns_pid = arg->pid;
+	a->tgid = leader->tgid;
+	a->timeout_ns = arg->timeout_ns;
+	a->user_tag = arg->user_tag;
+	a->cputime = arg->flags & STALLCAP_ATTACH_CPUTIME;
+	a->unlimited = capable(CAP_SYS_RESOURCE);
+	for (i = 0; i < STALLCAP_ATTACH_TWORKS; i++)
+		a->tworks[i].a = a;
+	refcount_set(&a->ref, 1);
+	return a;
+}
+
+/* Publish @a; the first attach registers the probes.  attach_lock held. */
+static int attach_publish(struct stallcap_attach_ent *a)
+{
+	int ret;
+
+	if (!nr_attaches) {
+		ret = stallcap_wait_probes_register();
+		if (ret)
+			return ret;
+	}
+	nr_attaches++;
+	list_add(&a->node, &attaches);
+	hash_add_rcu(attach_by_mm, &a->mm_node, (unsigned long)a->mm);
+	return 0;
+}
+
+/*
+ * End @a: no new watch after this, its watches destroyed, the probes gone
+ * with the last attach.  Context: process, sess->lock held.
+ */
+static void attach_end(struct stallcap_attach_ent *a)
+{
+	bool last;
+
+	mutex_lock(&attach_lock);
+	WRITE_ONCE(a->dead, true);
+	list_del(&a->node);
+	hash_del_rcu(&a->mm_node);
+	last = !--nr_attaches;
+	mutex_unlock(&attach_lock);
+	stallcap_watches_destroy_attached(a->sess, a);
+	if (last)
+		stallcap_wait_probes_unregister();
+	attach_put(a);
+}
+
+static bool attach_exists(struct stallcap_session *sess,
+			  const struct task_struct *leader,
+			  const struct mm_struct *mm)
+{
+	struct stallcap_attach_ent *a;
+
+	list_for_each_entry(a, &attaches, node)
+		if (a->sess == sess && a->tgid == leader->tgid && a->mm == mm)
+			return true;
+	return false;
+}
+
+/* Under sess->lock: the attach itself, once the target is known. */
+static int attach_locked(struct stallcap_session *sess,
+			 const struct stallcap_attach *arg,
+			 struct task_struct *leader, struct mm_struct *mm)
+{
+	struct stallcap_attach_ent *a;
+	int ret;
+
+	ret = stallcap_session_ensure_ring(sess, false);
+	if (ret)
+		return ret;
+	a = attach_new(sess, arg, leader, mm);
+	if (!a)
+		return -ENOMEM;
+	mutex_lock(&attach_lock);
+	ret = attach_exists(sess, leader, mm) ? -EEXIST : attach_publish(a);
+	mutex_unlock(&attach_lock);
+	if (ret) {
+		attach_put(a);
+		return ret;
+	}
+	ret = attach_present_threads(a);
+	if (ret)
+		attach_end(a);	/* a failing ATTACH leaves nothing */
+	return ret;
+}
+
+/**
+ * stallcap_attach() - STALLCAP_IOC_ATTACH
+ * @sess: the session
+ * @arg: the argument, size checked and copied
+ *
+ * Context: process, takes sess->lock.
+ */
+int stallcap_attach(struct stallcap_session *sess,
+		    const struct stallcap_attach *arg)
+{
+	struct task_struct *leader;
+	struct mm_struct *mm;
+	int ret;
+
+	ret = attach_check(arg);
+	if (ret)
+		return ret;
+	leader = attach_find_process(arg->pid);
+	if (!leader)
+		return -ESRCH;
+	ret = attach_permitted(leader);
+	mm = ret ? NULL : attach_process_mm(leader);
+	if (!ret && !mm)
+		ret = -ESRCH;	/* exiting, or a kernel thread */
+	if (!ret) {
+		mutex_lock(&sess->lock);
+		ret = attach_locked(sess, arg, leader, mm);
+		mutex_unlock(&sess->lock);
+	}
+	if (mm)
+		mmput(mm);
+	put_task_struct(leader);
+	return ret;
+}
+
+/**
+ * stallcap_detach() - STALLCAP_IOC_DETACH
+ * @sess: the session
+ * @pid: process id in the caller's namespace, 0 for every process
+ *
+ * Context: process, takes sess->lock.
+ */
+int stallcap_detach(struct stallcap_session *sess, unsigned long pid)
+{
+	struct stallcap_attach_ent *a, *found;
+	int ret = -ENOENT;
+
+	if (pid > INT_MAX)
+		return -ENOENT;
+	mutex_lock(&sess->lock);
+	do {
+		found = NULL;
+		mutex_lock(&attach_lock);
+		list_for_each_entry(a, &attaches, node) {
+			if (a->sess == sess && (!pid || a->ns_pid == pid)) {
+				found = a;
+				break;
+			}
+		}
+		mutex_unlock(&attach_lock);
+		if (found) {
+			attach_end(found);
+			ret = 0;
+		}
+	} while (found);
+	mutex_unlock(&sess->lock);
+	return ret;
+}
+
+/**
+ * stallcap_attach_release() - end a closing session's attaches
+ * @sess: the session
+ *
+ * Context: process; before the session's watches are destroyed.
+ */
+void stallcap_attach_release(struct stallcap_session *sess)
+{
+	stallcap_detach(sess, 0);
+}
+
+void stallcap_attach_init(void)
+{
+	find_ptrace_may_access();
+	if (!may_access)
+		pr_info("ptrace_may_access not found: only CAP_SYS_PTRACE may attach\n");
+}

@@ -1,0 +1,62 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Debian's memcached, unmodified and multi-threaded (a listener and four
+# worker threads, each with its own libevent loop), started by
+# `stallcap record --deadline 100ms --cputime -- memcached ...` (CPU time
+# only: a worker preempted on the emulated guest's two vCPUs is not a
+# stall).  One multiget of 50,000 keys keeps the worker that serves that
+# connection busy far past the deadline.  Only that worker's thread is
+# reported, in its event loop (event_base_loop of libevent); the listener,
+# the other workers and the maintenance threads (which never wait in epoll)
+# are not.  (attach_test covers threads created after the attach.)
+. ./tool_lib.sh
+need stallcap memcached nc awk
+
+port=11299
+stallcap record --deadline 100ms --cputime -o "$work/mc.data" -- \
+	memcached -u root -l 127.0.0.1 -p "$port" -t 4 -U 0 >"$work/record.out" 2>&1 &
+rec=$!
+i=0
+until echo version | nc 127.0.0.1 "$port" 2>/dev/null | grep -q VERSION; do
+	i=$((i + 1))
+	[ "$i" -lt 100 ] || break
+	sleep 0.1
+done
+check "memcached answers" sh -c "echo version | nc 127.0.0.1 $port | grep -q VERSION"
+mc=$(pidof memcached)
+check "memcached has 4 mc-worker threads" \
+	[ "$(cat /proc/$mc/task/*/comm | grep -c '^mc-worker$')" = 4 ]
+
+# ordinary requests (two per worker): no stall; a worker that was inside
+# epoll_wait at the attach counts as idle until it enters its next wait
+for k in 1 2 3 4 5 6 7 8; do
+	printf 'set k%s 0 0 5\r\nhello\r\nget k%s\r\nquit\r\n' "$k" "$k" |
+		nc 127.0.0.1 "$port" >/dev/null
+done
+# the stall: one request line with 50,000 keys
+awk 'BEGIN { printf "get"; for (i = 0; i < 50000; i++) printf " key%d", i
+	printf "\r\nquit\r\n" }' | nc 127.0.0.1 "$port" >"$work/multiget.out"
+check "the multiget is answered" grep -q '^END' "$work/multiget.out"
+sleep 0.5
+
+kill "$mc"
+wait "$rec"
+rc=$?
+# memcached exits 0 on SIGTERM (or by the signal: 143)
+check "record exits when memcached does, with its status" [ "$rc" = 0 -o "$rc" = 143 ]
+sed 's/^/# record: /' "$work/record.out"
+
+stallcap report "$work/mc.data" >"$work/report.txt"
+stallcap report -f json "$work/mc.data" >"$work/report.json"
+show "$work/report.txt"
+
+grep '"type":"sample"' "$work/report.json" >"$work/samples"
+tids=$(grep -o '"tid":[0-9]*' "$work/samples" | sort -u)
+in_loop() { usyms "$1" | grep -q '^event_base_loop '; }
+check "the stalled worker is reported" any_sample "$work/report.json" mc-worker in_loop
+check "only one thread is reported" [ "$(echo "$tids" | grep -c .)" = 1 ]
+check "and it is a worker thread" \
+	sh -c "! grep -v '\"comm\":\"mc-worker\"' '$work/samples' | grep -q ."
+check "the listener (the main thread) is never reported" \
+	sh -c "! grep -q '\"tid\":$mc,' '$work/samples'"
+finish

@@ -1,0 +1,74 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Debian's redis-server, unmodified and already running, attached with
+# `stallcap record --deadline 50ms -p PID`: the module watches its event
+# loop between epoll_wait calls, and each way of
+# stalling it is named in the report: DEBUG SLEEP (blocked in nanosleep under
+# debugCommand), KEYS * over 50,000 keys from DEBUG POPULATE (running in
+# keysCommand; 300,000 keys take 15 s under TCG) and a Lua busy loop in EVAL
+# (running under evalGenericCommand).  Idle time inside epoll_wait is never
+# reported, and a user may not attach to root's process.
+. ./tool_lib.sh
+need stallcap redis-server redis-cli
+
+port=6399
+cli() { redis-cli -p "$port" "$@"; }
+
+redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+	--enable-debug-command yes --daemonize no --loglevel warning \
+	>"$work/redis.out" 2>&1 &
+server=$!
+i=0
+until [ "$(cli ping 2>/dev/null)" = PONG ]; do
+	i=$((i + 1))
+	[ "$i" -lt 100 ] || break
+	sleep 0.1
+done
+check "redis-server answers" [ "$(cli ping)" = PONG ]
+
+stallcap record --deadline 50ms -p "$server" -o "$work/redis.data" >"$work/record.out" 2>&1 &
+rec=$!
+# attached within the tool's start; the event loop then passes through
+# epoll_wait at least every 100 ms (hz 10)
+sleep 1
+
+cli debug sleep 0.3 >/dev/null
+cli debug populate 50000 >/dev/null
+check "50000 keys" [ "$(cli dbsize)" = 50000 ]
+cli keys '*' >/dev/null
+cli eval 'local i = 0 while i < 1000000 do i = i + 1 end return i' 0 >/dev/null
+cli ping >/dev/null
+
+if command -v su >/dev/null && id user >/dev/null 2>&1; then
+	su user -s /bin/sh -c "stallcap record --deadline 20ms -p $server -o /tmp/x.data -d 1" \
+		>"$work/user.out" 2>&1
+	rc=$?
+	sed 's/^/# /' "$work/user.out"
+	refused() { [ "$rc" != 0 ] && grep -q "cannot attach to process $server: not permitted" "$work/user.out"; }
+	check "a user may not attach to root's redis-server: clear message" refused
+fi
+
+cli shutdown nosave >/dev/null 2>&1
+wait "$server"
+wait "$rec"
+check "record ends by itself when redis-server exits, status 0" [ $? = 0 ]
+sed 's/^/# record: /' "$work/record.out"
+
+stallcap report "$work/redis.data" >"$work/report.txt"
+stallcap report -f json "$work/redis.data" >"$work/report.json"
+show "$work/report.txt"
+
+sleeping() {
+	ksyms "$1" | grep -q nanosleep && usyms "$1" | grep -q '^debugCommand '
+}
+in_keys() { usyms "$1" | grep -q '^keysCommand '; }
+in_eval() { usyms "$1" | grep -q '^evalGenericCommand '; }
+in_epoll() { ksyms "$1" | grep -q '^ep_poll$\|^do_epoll_wait$'; }
+
+check "DEBUG SLEEP: blocked in nanosleep under debugCommand" \
+	any_sample "$work/report.json" redis-server sleeping
+check "KEYS *: running in keysCommand" any_sample "$work/report.json" redis-server in_keys
+check "EVAL busy loop: under evalGenericCommand" any_sample "$work/report.json" redis-server in_eval
+never_in_epoll() { ! any_sample "$work/report.json" redis-server in_epoll; }
+check "waiting in epoll_wait is never a stall" never_in_epoll
+finish

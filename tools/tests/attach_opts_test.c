@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The options of `stallcap record --deadline`: durations with units, pid
+ * lists, and which combinations are accepted; JIT symbols from perf maps.
+ */
+#include "helpers.h"
+#include "kselftest_harness.h"
+
+TEST(durations)
+{
+	__u64 ns = 0;
+
+	ASSERT_EQ(0, parse_duration("20ms", &ns));
+	EXPECT_EQ(20000000ULL, ns);
+	ASSERT_EQ(0, parse_duration("500us", &ns));
+	EXPECT_EQ(500000ULL, ns);
+	ASSERT_EQ(0, parse_duration("1.5s", &ns));
+	EXPECT_EQ(1500000000ULL, ns);
+	ASSERT_EQ(0, parse_duration("100ns", &ns));
+	EXPECT_EQ(100ULL, ns);
+	ASSERT_EQ(0, parse_duration("2", &ns));	/* seconds */
+	EXPECT_EQ(2000000000ULL, ns);
+	EXPECT_EQ(-EINVAL, parse_duration("20 ms", &ns));
+	EXPECT_EQ(-EINVAL, parse_duration("20min", &ns));
+	EXPECT_EQ(-EINVAL, parse_duration("ms", &ns));
+	EXPECT_EQ(-EINVAL, parse_duration("-1ms", &ns));
+	EXPECT_EQ(-EINVAL, parse_duration("2h", &ns));
+	EXPECT_EQ(-EINVAL, parse_duration("3601s", &ns));
+}
+
+TEST(pids)
+{
+	struct collect_opts o;
+
+	collect_opts_init(&o);
+	ASSERT_EQ(0, parse_pids(&o, "12,34"));
+	ASSERT_EQ(0, parse_pids(&o, "56"));
+	ASSERT_EQ(3, o.npids);
+	EXPECT_EQ(12, o.pids[0]);
+	EXPECT_EQ(34, o.pids[1]);
+	EXPECT_EQ(56, o.pids[2]);
+	EXPECT_EQ(-EINVAL, parse_pids(&o, "1,,2"));
+	EXPECT_EQ(-EINVAL, parse_pids(&o, "x"));
+	EXPECT_EQ(-EINVAL, parse_pids(&o, "0"));
+	EXPECT_EQ(-EINVAL, parse_pids(&o, "-5"));
+}
+
+TEST(combinations)
+{
+	static char *cmd[] = { "redis-server", NULL };
+	struct collect_opts o;
+
+	collect_opts_init(&o);
+	o.deadline_ns = 20000000;
+	EXPECT_NE(0, collect_check(&o)) TH_LOG("--deadline needs -p or a command");
+	o.cmd = cmd;
+	EXPECT_EQ(0, collect_check(&o));
+	o.npids = 1;
+	o.pids[0] = 1;
+	EXPECT_NE(0, collect_check(&o)) TH_LOG("-p and a command");
+	o.cmd = NULL;
+	EXPECT_EQ(0, collect_check(&o));
+	o.global = true;
+	EXPECT_NE(0, collect_check(&o)) TH_LOG("--deadline with --global");
+	collect_opts_init(&o);
+	o.npids = 1;
+	EXPECT_NE(0, collect_check(&o)) TH_LOG("-p without --deadline");
+	collect_opts_init(&o);
+	o.cputime = true;
+	o.cmd = cmd;
+	EXPECT_NE(0, collect_check(&o)) TH_LOG("--cputime without --deadline");
+}
+
+TEST(perf_map)
+{
+	char dir[] = "/tmp/stallcap-perfmap.XXXXXX", path[64];
+	__u64 off = 0;
+	FILE *f;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/perf-4242.map", dir);
+	f = fopen(path, "w");
+	ASSERT_NE(NULL, f);
+	fputs("7f0000001000 80 LazyCompile:~busyLoop /srv/app.js:3:18\n"
+	      "garbage line\n"
+	      "7f0000000100 40 Builtin:ArgumentsAdaptorTrampoline\n"
+	      "7f0000002000 0 empty\n", f);
+	fclose(f);
+	perfmap_set_dir(dir);
+	EXPECT_STREQ("LazyCompile:~busyLoop /srv/app.js:3:18",
+		     perfmap_lookup(4242, 0x7f0000001010, &off));
+	EXPECT_EQ(0x10, off);
+	EXPECT_STREQ("Builtin:ArgumentsAdaptorTrampoline",
+		     perfmap_lookup(4242, 0x7f0000000100, &off));
+	EXPECT_EQ(0, off);
+	EXPECT_EQ(NULL, perfmap_lookup(4242, 0x7f0000001080, &off));
+	EXPECT_EQ(NULL, perfmap_lookup(4242, 0x7f0000002000, &off));
+	EXPECT_EQ(NULL, perfmap_lookup(4243, 0x7f0000001010, &off));
+	perfmap_free_all();
+	unlink(path);
+	rmdir(dir);
+}
+
+TEST_HARNESS_MAIN
