@@ -433,7 +433,9 @@ struct stallcap_stats {
  *
  * fork(): both mappings are VM_DONTCOPY (as after MADV_DONTFORK): a child
  * does not inherit them, so its stores can never move its parent's slots;
- * in the child the range is unmapped.  The session file descriptor follows
+ * in the child the range is unmapped (a program that undoes this with
+ * madvise(MADV_DOFORK) on them shares its slots with its children on
+ * purpose).  The session file descriptor follows
  * the usual rules (libstallcap opens it O_CLOEXEC); a child or an exec'd
  * program that uses an inherited session may arm watches for its own
  * threads there (records carry its pid; the opener's limits apply) and may
@@ -516,7 +518,8 @@ struct stallcap_ring_ctl {
  * @idle: heartbeat: 1 while the thread waits for work by design (e.g. in
  *	epoll_wait), 0 while it is busy; a plain store
  * @armed: 1 while the slot belongs to a watch (written by the module)
- * @tid: the owning thread (written by the module)
+ * @tid: the owning thread, in the initial pid namespace (written by the
+ *	module)
  * @kind: STALLCAP_SLOT_* (written by the module)
  * @deadline_ns: shared deadline: the absolute CLOCK_MONOTONIC time (as
  *	clock_gettime() returns it through the vDSO) by which the thread will
