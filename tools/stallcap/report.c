@@ -14,7 +14,7 @@
 /* live: how long an ended stall waits for a deferred user stack */
 #define DEFER_WAIT_NS	(500 * NSEC_PER_MSEC)
 
-enum report_format { FMT_TEXT, FMT_JSON, FMT_FOLDED };
+enum report_format { FMT_TEXT, FMT_JSON, FMT_FOLDED, FMT_TOP };
 
 struct report {
 	struct sc_sink sink;	/* first: callbacks find the report */
@@ -23,8 +23,12 @@ struct report {
 	enum report_format fmt;
 	bool live;
 	struct folded *fo;
+	struct summary *sm;
+	unsigned int top;		/* --top N: groups shown (0: all) */
+	enum sc_group_by group_by;
+	struct sc_filter filt;
 	FILE *out;
-	__u64 lost, suppressed;
+	__u64 lost, suppressed, samples;
 	bool same_boot;
 	unsigned int printed;
 };
@@ -40,13 +44,18 @@ static const char report_help[] =
 "      --no-dwarf       user stacks from the frame-pointer walk only\n"
 "  -k, --kallsyms FILE  kernel symbols from FILE (default: the file's own,\n"
 "                       then /proc/kallsyms if recorded on this boot)\n"
+"      --top[=N]        culprit stacks ranked by stalled time (the N first),\n"
+"                       then stall durations per process, thread and tag\n"
+"      --group-by G     --top groups by: both (user and kernel stack, default),\n"
+"                       kernel, user, or state\n"
 "  -o, --output FILE    write the report to FILE\n"
 "  -u, --utc            wall-clock times in UTC (default: local time)\n"
+FILTER_HELP
 "live:\n"
 COLLECT_HELP
 "  -h, --help           this text\n";
 
-enum { OPT_NO_DWARF = 0x100 };
+enum { OPT_NO_DWARF = 0x100, OPT_TOP, OPT_GROUP_BY };
 
 static const struct option report_options[] = {
 	{ "input", required_argument, NULL, 'i' },
@@ -56,6 +65,9 @@ static const struct option report_options[] = {
 	{ "output", required_argument, NULL, 'o' },
 	{ "utc", no_argument, NULL, 'u' },
 	{ "help", no_argument, NULL, 'h' },
+	{ "top", optional_argument, NULL, OPT_TOP },
+	{ "group-by", required_argument, NULL, OPT_GROUP_BY },
+	FILTER_LONG_OPTIONS,
 	COLLECT_LONG_OPTIONS,
 	{ NULL, 0, NULL, 0 },
 };
@@ -65,8 +77,13 @@ static void print_stall(struct report *rp, struct sc_stall *s)
 	struct sc_rstall rs;
 
 	s->printed = true;
+	rp->samples += s->nr_samples;
 	if (resolve_stall(&rp->r, s, &rs)) {
 		warnx_("out of memory");
+		resolve_stall_free(&rs);
+		return;
+	}
+	if (!filter_match(&rp->filt, &rs)) {
 		resolve_stall_free(&rs);
 		return;
 	}
@@ -80,10 +97,24 @@ static void print_stall(struct report *rp, struct sc_stall *s)
 	case FMT_FOLDED:
 		folded_add_stall(rp->fo, &rs);
 		break;
+	case FMT_TOP:
+		summary_add_stall(rp->sm, &rs);
+		break;
 	}
 	rp->printed++;
 	resolve_stall_free(&rs);
 	fflush(rp->out);
+}
+
+/*
+ * A stall is shown (or added to the sums) once complete, then forgotten:
+ * memory follows the stalls in progress (and for folded and --top the
+ * distinct stacks), not the length of the recording.
+ */
+static void done_with(struct report *rp, struct sc_stall *s)
+{
+	print_stall(rp, s);
+	stalls_release(&rp->st, s);
 }
 
 static int on_record(struct sc_sink *sk, const struct stallcap_rec_header *rec)
@@ -106,12 +137,13 @@ static int on_record(struct sc_sink *sk, const struct stallcap_rec_header *rec)
 	/*
 	 * live: a stall is shown once it ended and its deferred user stack
 	 * came (written when the thread returns to user space, after the end)
-	 * or did not come in time; the rest when reading stops
+	 * or did not come in time; the rest when reading stops.  A file's
+	 * stalls are shown the same way, in the order they ended.
 	 */
-	if (rp->live && s && s->ended && !s->printed) {
+	if (s && s->ended && !s->printed) {
 		if (!stall_defer_pending(s))
-			print_stall(rp, s);
-		else if (!s->end_seen_ns)
+			done_with(rp, s);
+		else if (!s->end_seen_ns && rp->live)
 			s->end_seen_ns = now_ns(CLOCK_MONOTONIC);
 	}
 	return 0;
@@ -121,12 +153,14 @@ static int on_flush(struct sc_sink *sk)
 {
 	struct report *rp = (struct report *)sk;
 	__u64 now = now_ns(CLOCK_MONOTONIC);
-	struct sc_stall *s;
+	struct sc_stall *s, *next;
 
-	for (s = rp->st.head; s; s = s->next)
+	for (s = rp->st.head; s; s = next) {
+		next = s->next;
 		if (s->ended && !s->printed && s->end_seen_ns &&
 		    now - s->end_seen_ns >= DEFER_WAIT_NS)
-			print_stall(rp, s);
+			done_with(rp, s);
+	}
 	return 0;
 }
 
@@ -170,20 +204,27 @@ static int on_info(struct sc_sink *sk, const struct sc_host_info *hi)
 /* @failed: the input could not be read whole: no summary that looks complete */
 static void finish(struct report *rp, bool failed)
 {
+	__u64 samples;
 	struct sc_stall *s;
-	__u64 samples = 0;
 
-	for (s = rp->st.head; s; s = s->next) {
-		samples += s->nr_samples;
+	for (s = rp->st.head; s; s = s->next)
 		if (!s->printed)
 			print_stall(rp, s);
-	}
-	if (rp->fmt == FMT_FOLDED) {
+	samples = rp->samples;
+	if (rp->fmt == FMT_TOP) {
+		summary_print(rp->sm, rp->out, rp->top);
+		if (rp->lost || rp->suppressed)
+			fprintf(rp->out, "%llu records lost (ring full), %llu stalls suppressed"
+				" (rate limit)\n", (unsigned long long)rp->lost,
+				(unsigned long long)rp->suppressed);
+	} else if (rp->fmt == FMT_FOLDED) {
 		folded_print(rp->fo, rp->out);
 	} else if (rp->fmt == FMT_JSON) {
 		if (rp->lost || rp->suppressed)
 			fmt_json_lost(rp->out, rp->lost, rp->suppressed);
 	} else if (!failed) {
+		if (rp->filt.active)
+			fprintf(rp->out, "%u of ", rp->printed);
 		fprintf(rp->out, "%u stall%s, %llu sample%s", rp->st.nr, rp->st.nr == 1 ? "" : "s",
 			(unsigned long long)samples, samples == 1 ? "" : "s");
 		if (rp->lost || rp->suppressed)
@@ -194,6 +235,17 @@ static void finish(struct report *rp, bool failed)
 	}
 	if (rp->st.bad_records)
 		warnx_("%llu malformed records skipped", (unsigned long long)rp->st.bad_records);
+}
+
+static int parse_count(const char *arg, unsigned int *n)
+{
+	char *end;
+	unsigned long v = strtoul(arg, &end, 10);
+
+	if (end == arg || *end || v > 1000000)
+		return -EINVAL;
+	*n = (unsigned int)v;
+	return 0;
 }
 
 static int parse_format(const char *arg, enum report_format *fmt)
@@ -250,7 +302,8 @@ int cmd_report(int argc, char **argv)
 			break;
 		}
 	}
-	while ((opt = getopt_long(argc, argv, "i:f:k:o:uh" COLLECT_SHORT_OPTIONS,
+	while ((opt = getopt_long(argc, argv, "i:f:k:o:uh" FILTER_SHORT_OPTIONS
+				  COLLECT_SHORT_OPTIONS,
 				  report_options, NULL)) != -1) {
 		switch (opt) {
 		case 'i':
@@ -277,6 +330,25 @@ int cmd_report(int argc, char **argv)
 		case 'h':
 			fputs(report_help, stdout);
 			return 0;
+		case OPT_TOP:
+			rp.fmt = FMT_TOP;
+			if (optarg && parse_count(optarg, &rp.top)) {
+				warnx_("--top: bad count '%s'", optarg);
+				return 2;
+			}
+			break;
+		case OPT_GROUP_BY:
+			if (parse_group_by(optarg, &rp.group_by)) {
+				warnx_("unknown --group-by '%s' (both, kernel, user, state)", optarg);
+				return 2;
+			}
+			break;
+		case 'p':
+		case 't':
+		case FILTER_OPT_FIRST ... FILTER_OPT_FIRST + 5:
+			if (filter_parse_opt(&rp.filt, opt, optarg))
+				return 2;
+			break;
 		default:
 			if (collect_parse_opt(&o, opt, optarg)) {
 				fputs(report_help, stderr);
@@ -295,6 +367,8 @@ int cmd_report(int argc, char **argv)
 		warnx_("a file or a live source, not both");
 		return 2;
 	}
+	if (filter_finish(&rp.filt))
+		return 2;
 	if (outpath && !(rp.out = fopen(outpath, "we"))) {
 		warnx_("%s: %m", outpath);
 		return 1;
@@ -303,9 +377,10 @@ int cmd_report(int argc, char **argv)
 	rp.r.ks = ksyms_new();
 	rp.r.us = usyms_new();
 	rp.fo = folded_new();
+	rp.sm = summary_new(rp.group_by);
 	rp.r.live_path = kallsyms ? kallsyms : "/proc/kallsyms";
 	rp.same_boot = rp.live || kallsyms;
-	if (!rp.r.ks || !rp.r.us || !rp.fo)
+	if (!rp.r.ks || !rp.r.us || !rp.fo || !rp.sm)
 		return 1;
 	ret = run(&rp, &o, in ? in : "stallcap.data", &status);
 	if (kallsyms)
@@ -316,6 +391,7 @@ int cmd_report(int argc, char **argv)
 	ksyms_free(rp.r.live);
 	usyms_free(rp.r.us);
 	folded_free(rp.fo);
+	summary_free(rp.sm);
 	if (rp.out != stdout && fclose(rp.out))
 		ret = -EIO;
 	return exit_code(ret, &o, status);

@@ -44,7 +44,7 @@ static int write_hostile(const char *path)
 		.timeout_ns = NSEC_PER_MSEC, .deadline_ns = D, .capture_ns = D + 1,
 		.kips = kips, .nk = NR, .uips = uips, .nu = NR,
 	};
-	struct stallcap_stall_end e = make_end(3, 300, 301, D, D + 5, 1);
+	struct stallcap_stall_end e = make_end(3, 300, 301, D, D + 2 * NSEC_PER_MSEC, 1);
 	struct scfile *f = scfile_create(path);
 	char paths[NR][80];
 	struct stallcap_sample *s;
@@ -203,9 +203,9 @@ TEST_F(esc, folded_keeps_its_form)
 		n++;
 	}
 	regfree(&re);
-	EXPECT_EQ(1, n);	/* one sample, one line, its count 1 */
-	if (self->len > 2)
-		EXPECT_EQ(0, strcmp(self->buf + strlen(self->buf) - 2, " 1"));
+	EXPECT_EQ(1, n);	/* one sample, one line, its 2 ms stalled */
+	if (self->len > 5)
+		EXPECT_EQ(0, strcmp(self->buf + strlen(self->buf) - 5, " 2000"));
 }
 
 TEST_HARNESS_MAIN
