@@ -441,6 +441,11 @@ int parse_duration_ns(const char *arg, __u64 *ns);
 "                       relative to now (-10m, -2h, -30s)\n" \
 "      --state S[,S]    stalls with a sample in state running, runnable, blocked\n"
 
+/* ---- Prometheus text format (prometheus.c) ---- */
+
+int prom_file(FILE *out, const char *path);
+void prom_counter(FILE *out, const char *name, __u64 v, bool global);
+
 /* ---- subcommands ---- */
 
 int cmd_record(int argc, char **argv);

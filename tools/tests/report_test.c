@@ -90,7 +90,8 @@ FIXTURE_SETUP(rep)
 
 FIXTURE_TEARDOWN(rep)
 {
-	unlink(self->path);
+	if (!getenv("KEEP"))
+		unlink(self->path);
 }
 
 /* run `stallcap report FILE ARGS` (a shell word list); its stdout, exit status */
@@ -206,6 +207,41 @@ TEST_F(rep, filters_on_every_mode)
 	EXPECT_STREQ("alpha;kA_[k] 4000\nalpha;kB_[k] 9000\n", self->out);
 	ASSERT_EQ(0, report(self, "-f folded"));
 	EXPECT_STREQ("alpha;kA_[k] 4000\nalpha;kB_[k] 9000\nbeta;kC_[k] 50000\n", self->out);
+}
+
+/* stats --prometheus -i FILE, read back by the Prometheus client's parser */
+TEST_F(rep, prometheus_parsed_by_the_client)
+{
+	char cmd[12288], tool[4096];
+	size_t n;
+	FILE *p;
+	int st;
+
+	snprintf(tool, sizeof(tool), "%s", fixture_path("../stallcap/stallcap"));
+	snprintf(cmd, sizeof(cmd), "%s stats --prometheus -i %s | /usr/bin/python3 %s",
+		 tool, self->path, fixture_path("prom_parse.py"));
+	p = popen(cmd, "r");
+	ASSERT_NE(NULL, p);
+	n = fread(self->out, 1, sizeof(self->out) - 1, p);
+	self->out[n] = 0;
+	st = pclose(p);
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 3)
+		SKIP(return, "python3-prometheus-client not installed (scripts/deps.sh)");
+	ASSERT_EQ(0, st);
+	EXPECT_NE(NULL, strstr(self->out,
+		"counter stallcap_process_stalls_total comm=alpha,pid=10 2\n"
+		"counter stallcap_process_stalls_total comm=beta,pid=20 1\n")) TH_LOG("%s", self->out);
+	EXPECT_NE(NULL, strstr(self->out,
+		"histogram stallcap_process_stall_duration_seconds_bucket comm=alpha,le=0.002,pid=10 0\n"
+		"histogram stallcap_process_stall_duration_seconds_bucket comm=alpha,le=0.005,pid=10 1\n"
+		"histogram stallcap_process_stall_duration_seconds_bucket comm=alpha,le=0.01,pid=10 2\n"));
+	EXPECT_NE(NULL, strstr(self->out,
+		"histogram stallcap_process_stall_duration_seconds_count comm=beta,pid=20 1\n"));
+	EXPECT_NE(NULL, strstr(self->out,
+		"histogram stallcap_process_stall_duration_seconds_sum comm=alpha,pid=10 0.013\n"));
+	EXPECT_NE(NULL, strstr(self->out,
+		"histogram stallcap_process_stall_duration_seconds_bucket comm=beta,le=+Inf,pid=20 1\n"));
+	EXPECT_NE(NULL, strstr(self->out, "counter stallcap_file_records_lost_total  0\n"));
 }
 
 TEST_HARNESS_MAIN
