@@ -14,7 +14,7 @@
 /* live: how long an ended stall waits for a deferred user stack */
 #define DEFER_WAIT_NS	(500 * NSEC_PER_MSEC)
 
-enum report_format { FMT_TEXT, FMT_JSON, FMT_FOLDED, FMT_TOP };
+enum report_format { FMT_TEXT, FMT_JSON, FMT_FOLDED, FMT_TOP, FMT_PPROF };
 
 struct report {
 	struct sc_sink sink;	/* first: callbacks find the report */
@@ -24,6 +24,7 @@ struct report {
 	bool live;
 	struct folded *fo;
 	struct summary *sm;
+	struct pprof *pp;
 	unsigned int top;		/* --top N: groups shown (0: all) */
 	enum sc_group_by group_by;
 	struct sc_filter filt;
@@ -40,7 +41,9 @@ static const char report_help[] =
 "records live.  One block per stall: where the thread was, then kernel and\n"
 "user frames, each labelled with how it was found (fp, dwarf).\n\n"
 "  -i, --input FILE     the record file\n"
-"  -f, --format FMT     text (default), json (JSON lines) or folded\n"
+"  -f, --format FMT     text (default), json (JSON lines), folded (stacks\n"
+"                       weighted by stalled time in us) or pprof (gzipped\n"
+"                       profile.proto for go tool pprof; use -o FILE)\n"
 "      --no-dwarf       user stacks from the frame-pointer walk only\n"
 "  -k, --kallsyms FILE  kernel symbols from FILE (default: the file's own,\n"
 "                       then /proc/kallsyms if recorded on this boot)\n"
@@ -99,6 +102,9 @@ static void print_stall(struct report *rp, struct sc_stall *s)
 		break;
 	case FMT_TOP:
 		summary_add_stall(rp->sm, &rs);
+		break;
+	case FMT_PPROF:
+		pprof_add_stall(rp->pp, &rs);
 		break;
 	}
 	rp->printed++;
@@ -211,7 +217,10 @@ static void finish(struct report *rp, bool failed)
 		if (!s->printed)
 			print_stall(rp, s);
 	samples = rp->samples;
-	if (rp->fmt == FMT_TOP) {
+	if (rp->fmt == FMT_PPROF) {
+		if (!failed && pprof_write(rp->pp, rp->out))
+			warnx_("cannot write the profile");
+	} else if (rp->fmt == FMT_TOP) {
 		summary_print(rp->sm, rp->out, rp->top);
 		if (rp->lost || rp->suppressed)
 			fprintf(rp->out, "%llu records lost (ring full), %llu stalls suppressed"
@@ -256,6 +265,8 @@ static int parse_format(const char *arg, enum report_format *fmt)
 		*fmt = FMT_JSON;
 	else if (!strcmp(arg, "folded"))
 		*fmt = FMT_FOLDED;
+	else if (!strcmp(arg, "pprof"))
+		*fmt = FMT_PPROF;
 	else
 		return -EINVAL;
 	return 0;
@@ -311,7 +322,7 @@ int cmd_report(int argc, char **argv)
 			break;
 		case 'f':
 			if (parse_format(optarg, &rp.fmt)) {
-				warnx_("unknown format '%s' (text, json, folded)", optarg);
+				warnx_("unknown format '%s' (text, json, folded, pprof)", optarg);
 				return 2;
 			}
 			break;
@@ -378,9 +389,10 @@ int cmd_report(int argc, char **argv)
 	rp.r.us = usyms_new();
 	rp.fo = folded_new();
 	rp.sm = summary_new(rp.group_by);
+	rp.pp = pprof_new();
 	rp.r.live_path = kallsyms ? kallsyms : "/proc/kallsyms";
 	rp.same_boot = rp.live || kallsyms;
-	if (!rp.r.ks || !rp.r.us || !rp.fo || !rp.sm)
+	if (!rp.r.ks || !rp.r.us || !rp.fo || !rp.sm || !rp.pp)
 		return 1;
 	ret = run(&rp, &o, in ? in : "stallcap.data", &status);
 	if (kallsyms)
@@ -392,6 +404,7 @@ int cmd_report(int argc, char **argv)
 	usyms_free(rp.r.us);
 	folded_free(rp.fo);
 	summary_free(rp.sm);
+	pprof_free(rp.pp);
 	if (rp.out != stdout && fclose(rp.out))
 		ret = -EIO;
 	return exit_code(ret, &o, status);

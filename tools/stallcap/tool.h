@@ -441,6 +441,14 @@ int parse_duration_ns(const char *arg, __u64 *ns);
 "                       relative to now (-10m, -2h, -30s)\n" \
 "      --state S[,S]    stalls with a sample in state running, runnable, blocked\n"
 
+/* ---- pprof (export_pprof.c) ---- */
+
+struct pprof;
+struct pprof *pprof_new(void);
+void pprof_add_stall(struct pprof *pp, struct sc_rstall *rs);
+int pprof_write(struct pprof *pp, FILE *out);
+void pprof_free(struct pprof *pp);
+
 /* ---- Prometheus text format (prometheus.c) ---- */
 
 int prom_file(FILE *out, const char *path);

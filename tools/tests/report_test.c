@@ -244,4 +244,50 @@ TEST_F(rep, prometheus_parsed_by_the_client)
 	EXPECT_NE(NULL, strstr(self->out, "counter stallcap_file_records_lost_total  0\n"));
 }
 
+/* -f pprof: gzip + profile.proto, decoded by protoc (protobuf-compiler) */
+static int pprof_decode(struct _test_data_rep *self, const char *args)
+{
+	char cmd[32768], tool[4096], proto[4096];
+	size_t n;
+	FILE *p;
+
+	snprintf(tool, sizeof(tool), "%s", fixture_path("../stallcap/stallcap"));
+	snprintf(proto, sizeof(proto), "%s", fixture_path("../stallcap/proto"));
+	snprintf(cmd, sizeof(cmd), "%s report %s -f pprof %s -o %s.pb.gz && "
+		 "gzip -dc %s.pb.gz | protoc --decode perftools.profiles.Profile -I%s "
+		 "%s/profile.proto; st=$?; rm -f %s.pb.gz; exit $st", tool, self->path, args,
+		 self->path, self->path, proto, proto, self->path);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	n = fread(self->out, 1, sizeof(self->out) - 1, p);
+	self->out[n] = 0;
+	return pclose(p);
+}
+
+TEST_F(rep, pprof_decoded_by_protoc)
+{
+	static const char *const strs[] = {
+		"\"stalled\"", "\"nanoseconds\"", "\"kA\"", "\"kB\"", "\"kC\"",
+		"\"alpha\"", "\"beta\"", "\"running\"", "\"sleeping\"", "\"pid\"",
+		"\"tid\"", "\"tag\"", "\"comm\"", "\"state\"",
+	};
+	size_t i;
+
+	if (system("command -v protoc >/dev/null"))
+		SKIP(return, "protoc not installed (scripts/deps.sh)");
+	ASSERT_EQ(0, pprof_decode(self, ""));
+	/* the weights of the folded output, in ns: kC 50 ms, kB 9 ms, kA 1 + 3 ms */
+	EXPECT_NE(NULL, strstr(self->out, "value: 50000000\n"));
+	EXPECT_NE(NULL, strstr(self->out, "value: 9000000\n"));
+	EXPECT_NE(NULL, strstr(self->out, "value: 4000000\n")) TH_LOG("%s", self->out);
+	for (i = 0; i < ARRAY_SIZE(strs); i++)
+		EXPECT_NE(NULL, strstr(self->out, strs[i])) TH_LOG("string %zu missing", i);
+	/* the filters apply: only beta's stall */
+	ASSERT_EQ(0, pprof_decode(self, "-t 21"));
+	EXPECT_NE(NULL, strstr(self->out, "value: 50000000\n"));
+	EXPECT_EQ(NULL, strstr(self->out, "value: 9000000\n"));
+	EXPECT_EQ(NULL, strstr(self->out, "\"alpha\""));
+}
+
 TEST_HARNESS_MAIN
