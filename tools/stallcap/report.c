@@ -14,7 +14,7 @@
 /* live: how long an ended stall waits for a deferred user stack */
 #define DEFER_WAIT_NS	(500 * NSEC_PER_MSEC)
 
-enum report_format { FMT_TEXT, FMT_JSON, FMT_FOLDED, FMT_TOP, FMT_PPROF };
+enum report_format { FMT_TEXT, FMT_JSON, FMT_FOLDED, FMT_TOP, FMT_PPROF, FMT_HTML };
 
 struct report {
 	struct sc_sink sink;	/* first: callbacks find the report */
@@ -25,6 +25,7 @@ struct report {
 	struct folded *fo;
 	struct summary *sm;
 	struct pprof *pp;
+	struct html *html;
 	unsigned int top;		/* --top N: groups shown (0: all) */
 	enum sc_group_by group_by;
 	struct sc_filter filt;
@@ -43,7 +44,8 @@ static const char report_help[] =
 "  -i, --input FILE     the record file\n"
 "  -f, --format FMT     text (default), json (JSON lines), folded (stacks\n"
 "                       weighted by stalled time in us) or pprof (gzipped\n"
-"                       profile.proto for go tool pprof; use -o FILE)\n"
+"                       profile.proto for go tool pprof; use -o FILE) or\n"
+"                       html (flame graph of stalled time + stalls per thread)\n"
 "      --no-dwarf       user stacks from the frame-pointer walk only\n"
 "  -k, --kallsyms FILE  kernel symbols from FILE (default: the file's own,\n"
 "                       then /proc/kallsyms if recorded on this boot)\n"
@@ -105,6 +107,9 @@ static void print_stall(struct report *rp, struct sc_stall *s)
 		break;
 	case FMT_PPROF:
 		pprof_add_stall(rp->pp, &rs);
+		break;
+	case FMT_HTML:
+		html_add_stall(rp->html, &rs);
 		break;
 	}
 	rp->printed++;
@@ -217,7 +222,9 @@ static void finish(struct report *rp, bool failed)
 		if (!s->printed)
 			print_stall(rp, s);
 	samples = rp->samples;
-	if (rp->fmt == FMT_PPROF) {
+	if (rp->fmt == FMT_HTML) {
+		html_write(rp->html, rp->out);
+	} else if (rp->fmt == FMT_PPROF) {
 		if (!failed && pprof_write(rp->pp, rp->out))
 			warnx_("cannot write the profile");
 	} else if (rp->fmt == FMT_TOP) {
@@ -267,6 +274,8 @@ static int parse_format(const char *arg, enum report_format *fmt)
 		*fmt = FMT_FOLDED;
 	else if (!strcmp(arg, "pprof"))
 		*fmt = FMT_PPROF;
+	else if (!strcmp(arg, "html"))
+		*fmt = FMT_HTML;
 	else
 		return -EINVAL;
 	return 0;
@@ -322,7 +331,7 @@ int cmd_report(int argc, char **argv)
 			break;
 		case 'f':
 			if (parse_format(optarg, &rp.fmt)) {
-				warnx_("unknown format '%s' (text, json, folded, pprof)", optarg);
+				warnx_("unknown format '%s' (text, json, folded, pprof, html)", optarg);
 				return 2;
 			}
 			break;
@@ -390,9 +399,10 @@ int cmd_report(int argc, char **argv)
 	rp.fo = folded_new();
 	rp.sm = summary_new(rp.group_by);
 	rp.pp = pprof_new();
+	rp.html = html_new();
 	rp.r.live_path = kallsyms ? kallsyms : "/proc/kallsyms";
 	rp.same_boot = rp.live || kallsyms;
-	if (!rp.r.ks || !rp.r.us || !rp.fo || !rp.sm || !rp.pp)
+	if (!rp.r.ks || !rp.r.us || !rp.fo || !rp.sm || !rp.pp || !rp.html)
 		return 1;
 	ret = run(&rp, &o, in ? in : "stallcap.data", &status);
 	if (kallsyms)
@@ -405,6 +415,7 @@ int cmd_report(int argc, char **argv)
 	folded_free(rp.fo);
 	summary_free(rp.sm);
 	pprof_free(rp.pp);
+	html_free(rp.html);
 	if (rp.out != stdout && fclose(rp.out))
 		ret = -EIO;
 	return exit_code(ret, &o, status);

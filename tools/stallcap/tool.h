@@ -449,6 +449,14 @@ void pprof_add_stall(struct pprof *pp, struct sc_rstall *rs);
 int pprof_write(struct pprof *pp, FILE *out);
 void pprof_free(struct pprof *pp);
 
+/* ---- a self-contained HTML report (export_html.c) ---- */
+
+struct html;
+struct html *html_new(void);
+void html_add_stall(struct html *h, struct sc_rstall *rs);
+void html_write(struct html *h, FILE *out);
+void html_free(struct html *h);
+
 /* ---- Prometheus text format (prometheus.c) ---- */
 
 int prom_file(FILE *out, const char *path);

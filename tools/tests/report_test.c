@@ -290,4 +290,33 @@ TEST_F(rep, pprof_decoded_by_protoc)
 	EXPECT_EQ(NULL, strstr(self->out, "\"alpha\""));
 }
 
+/* -f html, read by Python's HTML parser: the flame graph and timeline are there */
+TEST_F(rep, html_flame_graph_and_timeline)
+{
+	char cmd[12288], tool[4096];
+	size_t n;
+	FILE *p;
+
+	snprintf(tool, sizeof(tool), "%s", fixture_path("../stallcap/stallcap"));
+	snprintf(cmd, sizeof(cmd), "%s report %s -f html | /usr/bin/python3 %s", tool,
+		 self->path, fixture_path("html_check.py"));
+	p = popen(cmd, "r");
+	ASSERT_NE(NULL, p);
+	n = fread(self->out, 1, sizeof(self->out) - 1, p);
+	self->out[n] = 0;
+	ASSERT_EQ(0, pclose(p));
+	/* widths: 1200 px for the 63 ms; kC 50 ms, kB 9 ms, kA 4 ms */
+	EXPECT_STREQ("svg flamegraph\n"
+		     "frame all (63.000 ms, 100.00%) 1200.00\n"
+		     "frame beta (50.000 ms, 79.37%) 952.38\n"
+		     "frame kC_[k] (50.000 ms, 79.37%) 952.38\n"
+		     "frame alpha (13.000 ms, 20.63%) 247.62\n"
+		     "frame kB_[k] (9.000 ms, 14.29%) 171.43\n"
+		     "frame kA_[k] (4.000 ms, 6.35%) 76.19\n"
+		     "svg timeline\n"
+		     "stall tid 11: 10.000 ms at +0.000 s\n"
+		     "stall tid 11: 3.000 ms at +100.000 s\n"
+		     "stall tid 21: 50.000 ms at +200.000 s\n", self->out);
+}
+
 TEST_HARNESS_MAIN
