@@ -177,6 +177,8 @@ int cmd_stats(int argc, char **argv)
 		return 0;	/* the file's metrics alone: no module here */
 	if (ret) {
 		warnx_("cannot open the session: %s", strerror(-ret));
+		if (fd < 0)
+			hint_open(ret, false);
 		return 1;
 	}
 	ret = stallcap_session_get_info(s, &in);

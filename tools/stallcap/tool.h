@@ -462,6 +462,13 @@ void html_free(struct html *h);
 int prom_file(FILE *out, const char *path);
 void prom_counter(FILE *out, const char *name, __u64 v, bool global);
 
+/* ---- one-line hints (hints.c) ---- */
+
+void hint_open(int err, bool global);
+void hint_lost(__u64 lost);
+void hint_kallsyms(int err);
+void hint_no_watch(__u64 records);
+
 /* ---- subcommands ---- */
 
 int cmd_record(int argc, char **argv);

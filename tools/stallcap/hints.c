@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stallcap(1): one-line hints after an error or a surprise, saying what to
+ * do about it (suppressed by sc_quiet, like every warning).
+ */
+#include <errno.h>
+
+#include "tool.h"
+
+/* why /dev/stallcap could not be opened */
+void hint_open(int err, bool global)
+{
+	switch (err) {
+	case -ENOENT:
+	case -ENODEV:
+	case -ENXIO:
+		warnx_("hint: the stallcap module is not loaded "
+		       "(sudo modprobe stallcap, or sudo insmod module/stallcap.ko)");
+		break;
+	case -EACCES:
+		warnx_("hint: /dev/stallcap is root:stallcap 0660: add yourself to group "
+		       "stallcap (sudo usermod -aG stallcap $USER, then log in again)");
+		break;
+	case -EPERM:
+		if (global)
+			warnx_("hint: --global reads every session: run it as root "
+			       "(it needs CAP_SYS_ADMIN)");
+		break;
+	}
+}
+
+void hint_lost(__u64 lost)
+{
+	if (lost)
+		warnx_("hint: %llu records did not fit in the ring and were lost: enlarge it "
+		       "with --ring-kb KB (a power of two, e.g. --ring-kb 4096)",
+		       (unsigned long long)lost);
+}
+
+void hint_kallsyms(int err)
+{
+	if (err == -EPERM)
+		warnx_("hint: kernel frames stay unresolved: /proc/kallsyms shows zeros "
+		       "(run as root, or with CAP_SYSLOG and kernel.kptr_restrict=0 or 1)");
+}
+
+void hint_no_watch(__u64 records)
+{
+	if (!records)
+		warnx_("hint: no records: no deadline was missed, or the command never armed "
+		       "a watch (it must use libstallcap's session from STALLCAP_FD)");
+}
