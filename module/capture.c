@@ -178,6 +178,11 @@ void stallcap_sample_init(struct stallcap_watch *w, struct stallcap_sample *s,
  * @ips: output, room for STALLCAP_MAX_FRAMES
  * @flags: STALLCAP_SAMPLE_KSTACK_TRUNC is set when frames were left out
  *
+ * Frame 0 of an interrupted context is the interrupted instruction itself:
+ * unwind_start() with registers steps over the register frame (as
+ * arch_stack_walk() knows, which stores regs->ip first), so it is stored
+ * here before the unwinder's first return address.
+ *
  * Return: number of addresses stored.
  */
 unsigned int stallcap_unwind_kernel(struct task_struct *task,
@@ -187,6 +192,8 @@ unsigned int stallcap_unwind_kernel(struct task_struct *task,
 	unsigned int n = 0;
 	unsigned long addr;
 
+	if (regs && !user_mode(regs))
+		ips[n++] = regs->ip;
 	for (unwind_start(&state, task, regs, NULL); !unwind_done(&state);
 	     unwind_next_frame(&state)) {
 		addr = unwind_get_return_address(&state);
@@ -199,6 +206,27 @@ unsigned int stallcap_unwind_kernel(struct task_struct *task,
 		ips[n++] = addr;
 	}
 	return n;
+}
+
+/**
+ * stallcap_interrupted_regs() - registers of the context this interrupt
+ * interrupted, found by unwinding up to the first interrupt frame
+ *
+ * For a call-function IPI (x86 sets no irq regs for it) and as a fallback
+ * when get_irq_regs() has none.  Return: NULL when there is none.
+ */
+struct pt_regs *stallcap_interrupted_regs(void)
+{
+	struct unwind_state state;
+	struct pt_regs *regs;
+
+	for (unwind_start(&state, current, NULL, NULL); !unwind_done(&state);
+	     unwind_next_frame(&state)) {
+		regs = unwind_get_entry_regs(&state, NULL);
+		if (regs)
+			return regs;
+	}
+	return NULL;
 }
 
 static bool read_user_frame(unsigned long frame[2], unsigned long fp,
@@ -340,7 +368,7 @@ static void put_user_stack(struct stallcap_rec_writer *wr,
  * Context: hard-IRQ or NMI on the CPU the thread runs on; IRQs off.
  * Return: the record's length.
  */
-u32 stallcap_capture_current(const struct stallcap_watch *w,
+u32 stallcap_capture_current(struct stallcap_watch *w,
 			     struct stallcap_sample *s, void *rec,
 			     struct pt_regs *regs, u8 path)
 {
@@ -372,10 +400,12 @@ u32 stallcap_capture_current(const struct stallcap_watch *w,
 	}
 	if (!uregs) {
 		s->flags |= STALLCAP_SAMPLE_NO_USER;
-		return wr.len;
+		goto out;
 	}
 	stallcap_sec_put_regs(&wr, uregs);
 	put_user_stack(&wr, sess, uregs, &s->flags);
+out:
+	stallcap_why_put_times(&wr, w, current, s->capture_ns);
 	return wr.len;
 }
 
@@ -389,13 +419,18 @@ u32 stallcap_capture_current(const struct stallcap_watch *w,
  * @len: the record's length
  * @start_ns: when the capture began (for the cost histogram)
  *
+ * @in_handler: called from the NMI/IPI handler of a remote capture: the
+ *	timer that asked wakes the reader and mirrors the record when it sees
+ *	the capture done, out of NMI (and once: not here and there)
+ *
  * Asks for a deferred user stack when the sample lacks it, copies draft and
- * buffer into the ring record, commits it, and (outside NMI) mirrors the
- * kernel copy to the system-wide readers.
+ * buffer into the ring record, commits it, and (from the timer) wakes the
+ * reader and mirrors the kernel copy to the system-wide readers.
  * Context: any, NMI included.
  */
 void stallcap_sample_finish(struct stallcap_watch *w, struct stallcap_sample *s,
-			    void *buf, void *ring_rec, u32 len, u64 start_ns)
+			    void *buf, void *ring_rec, u32 len, u64 start_ns,
+			    bool in_handler)
 {
 	struct stallcap_session *sess = w->sess;
 	const size_t hdr = sizeof(s->hdr);
@@ -407,6 +442,7 @@ void stallcap_sample_finish(struct stallcap_watch *w, struct stallcap_sample *s,
 		stallcap_hist_add(&sess->stats, end - start_ns,
 				  (s64)(s->capture_ns - s->deadline_ns));
 	stallcap_count(&sess->stats, SC_SAMPLES, 1);
+	stallcap_why_published(w);
 	w->req.rec_len = len;
 	memcpy(ring_rec + hdr, (void *)s + hdr, sizeof(*s) - hdr);
 	if (buf != ring_rec) {
@@ -416,9 +452,9 @@ void stallcap_sample_finish(struct stallcap_watch *w, struct stallcap_sample *s,
 	}
 	stallcap_ring_commit(sess->ring, ring_rec, stallcap_sample_max_len(sess),
 			     len);
-	irq_work_queue(&sess->wake_work);
-	if (in_nmi())
+	if (in_handler)
 		return;
+	irq_work_queue(&sess->wake_work);
 	if (buf != ring_rec)
 		stallcap_global_mirror(sess, STALLCAP_REC_SAMPLE, buf, len);
 	else

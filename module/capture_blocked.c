@@ -21,7 +21,7 @@
 
 static u8 classify_state(struct task_struct *task)
 {
-	unsigned int state = READ_ONCE(task->__state);
+	unsigned int state = stallcap_task_state(task);
 
 	if (task->exit_state || (task->flags & PF_EXITING))
 		return STALLCAP_STATE_EXITING;
@@ -48,7 +48,7 @@ static unsigned long switch_count(struct task_struct *task)
  * Context: hard-IRQ (the watch's timer), watch lock held.
  * Return: the record's length.
  */
-u32 stallcap_capture_blocked(const struct stallcap_watch *w,
+u32 stallcap_capture_blocked(struct stallcap_watch *w,
 			     struct stallcap_sample *s, void *rec)
 {
 	const struct stallcap_session *sess = w->sess;
@@ -69,7 +69,7 @@ u32 stallcap_capture_blocked(const struct stallcap_watch *w,
 	uregs = stallcap_user_regs_of(task, w->mm);
 	if (!uregs) {
 		s->flags |= STALLCAP_SAMPLE_NO_USER;
-		return wr.len;
+		goto out;
 	}
 	stallcap_sec_put_regs(&wr, uregs);
 	ips = stallcap_sec_start(&wr) + sizeof(struct stallcap_section);
@@ -81,5 +81,7 @@ u32 stallcap_capture_blocked(const struct stallcap_watch *w,
 	s->flags |= STALLCAP_SAMPLE_USTACK_REMOTE;
 	if (sess->cfg.user_stack_bytes)
 		s->flags |= STALLCAP_SAMPLE_COPY_PARTIAL;
+out:
+	stallcap_why_put_blocked(&wr, w, task, s);
 	return wr.len;
 }

@@ -13,14 +13,20 @@
  *
  * The request (struct stallcap_defer) is allocated with its watch.  While
  * queued it is owned by the task_work, which the kernel always runs (on
- * return to user space or in do_exit()); it holds a session reference and a
- * module reference.  From NMI, task_work_add() is reached through a per-CPU
+ * return to user space or in do_exit()); it holds a session reference, a
+ * reference to its task (the watch's may be dropped before an irq_work
+ * drain queues the task_work) and a module reference.  The task_work drops
+ * the module reference as its last step, so module exit waits, with
+ * synchronize_rcu_tasks(), for every task to have left the callback's
+ * remaining instructions (a voluntary switch or user mode).  From NMI, task_work_add() is reached through a per-CPU
  * irq_work draining a per-CPU lock-free list: the request itself carries no
  * irq_work, whose core would touch it after a task_work already freed it.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/mm.h>
+#include <linux/rcupdate.h>
+#include <linux/sched/task.h>
 #include <linux/module.h>
 #include <linux/sched/task_stack.h>
 #include <linux/slab.h>
@@ -34,6 +40,7 @@
 enum { DEFER_IDLE, DEFER_QUEUED, DEFER_ORPHANED };
 
 static atomic64_t defer_cookie;
+static atomic_t defer_used;	/* a request was ever queued */
 static DEFINE_PER_CPU(struct llist_head, defer_from_nmi);
 static DEFINE_PER_CPU(struct irq_work, defer_irq_work);
 
@@ -62,7 +69,6 @@ static void defer_fill_fixed(struct stallcap_defer *d, struct stallcap_sample *s
 	s->user_tag = d->user_tag;
 	s->deadline_ns = d->deadline_ns;
 	s->timeout_ns = d->timeout_ns;
-	stallcap_sample_stamp(s);
 	s->pid = current->tgid;
 	s->tid = current->pid;
 	s->ns_pid = d->ns_pid;
@@ -100,6 +106,12 @@ static u32 defer_fill(struct stallcap_defer *d, struct stallcap_sample *s,
 	len &= ~7U;
 	if (len < want || want == max_stack)
 		s->flags |= STALLCAP_SAMPLE_COPY_PARTIAL;
+	/*
+	 * Stamped after the reads, which may sleep (faults, the mmap lock): a
+	 * sample taken meanwhile is of the same kernel entry and shares the
+	 * cookie, and must not be later than the record that completes it.
+	 */
+	stallcap_sample_stamp(s);
 	stallcap_sec_put_stack(&wr, uregs->sp, len);
 	return wr.len;
 }
@@ -151,11 +163,13 @@ lost:
 static void defer_done(struct stallcap_defer *d)
 {
 	struct stallcap_session *sess = d->sess;
+	struct task_struct *task = d->task;
 
 	if (cmpxchg(&d->state, DEFER_QUEUED, DEFER_IDLE) != DEFER_QUEUED)
 		kfree(d);
+	put_task_struct(task);
 	stallcap_session_put(sess);
-	module_put(THIS_MODULE);
+	module_put(THIS_MODULE);	/* see stallcap_defer_exit() */
 }
 
 static void defer_task_work(struct callback_head *cb)
@@ -200,6 +214,14 @@ void stallcap_defer_exit(void)
 
 	for_each_possible_cpu(cpu)
 		irq_work_sync(per_cpu_ptr(&defer_irq_work, cpu));
+	/*
+	 * Every task_work has dropped its module reference (rmmod got here),
+	 * but the last one may still be executing its final instructions in
+	 * this module's text: wait until every task passed a voluntary
+	 * context switch or user mode.
+	 */
+	if (atomic_read(&defer_used))
+		synchronize_rcu_tasks();
 }
 
 /**
@@ -247,6 +269,8 @@ void stallcap_defer_request(struct stallcap_watch *w, struct stallcap_sample *s,
 	}
 	if (!try_module_get(THIS_MODULE))
 		return;
+	atomic_set(&defer_used, 1);
+	get_task_struct(d->task);	/* dropped by defer_done() */
 	d->cookie = atomic64_inc_return(&defer_cookie);
 	d->sess = w->sess;
 	d->mm = w->mm;

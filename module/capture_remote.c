@@ -7,13 +7,26 @@
  * CPU's slot with cmpxchg() and sends the NMI; it never waits: it polls the
  * request's result on its next expiry.  The handler claims the slot with
  * xchg(), checks that the thread it interrupted is the target, captures it
- * and commits the record.  A request can be revoked while unclaimed; a late
- * NMI for a revoked request is then swallowed (remote_stale) rather than
- * reported as unknown.  Requests live in their watch, freed after an RCU
- * grace period, which also waits for NMI handlers in flight.
+ * and commits the record.  A request can be revoked while unclaimed.
+ *
+ * NMIs carry no sender: whichever NMI comes first on the target claims the
+ * request (a perf or watchdog NMI that comes first captures the same
+ * thread).  An NMI that finds no request within NMI_WINDOW_NS of stallcap's
+ * last send to that CPU is taken for stallcap's own late one (after a
+ * revoke, or after another NMI claimed the request) and swallowed once, so
+ * that it is not reported as unknown; the window closes by itself, so an NMI
+ * that never came leaves nothing wrong behind.
+ *
+ * In IPI mode one call_single_data per target CPU is in flight at a time
+ * (remote_csd_busy): a sender that finds it queued leaves its request in the
+ * slot, where the queued call's handler finds it.
+ *
+ * Requests live in their watch, freed after an RCU grace period, which also
+ * waits for NMI handlers in flight.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/delay.h>
 #include <linux/percpu.h>
 #include <linux/smp.h>
 #include <linux/ktime.h>
@@ -23,11 +36,16 @@
 #include <asm/nmi.h>
 #include <asm/unwind.h>
 
+#include "compat.h"
 #include "stallcap.h"
+#include "why.h"
+
+#define NMI_WINDOW_NS	(20 * NSEC_PER_MSEC)
 
 static DEFINE_PER_CPU(struct stallcap_capture_req *, remote_req);
-static DEFINE_PER_CPU(atomic_t, remote_stale);
+static DEFINE_PER_CPU(u64, remote_nmi_until);
 static DEFINE_PER_CPU(call_single_data_t, remote_csd);
+static DEFINE_PER_CPU(atomic_t, remote_csd_busy);
 
 static void remote_capture(struct stallcap_capture_req *req,
 			   struct pt_regs *regs)
@@ -37,6 +55,8 @@ static void remote_capture(struct stallcap_capture_req *req,
 	void *buf;
 	u32 len;
 
+	if (current != w->task && req->for_runner)
+		stallcap_why_note_runner(req, regs);
 	if (current != w->task || current->mm != w->mm) {
 		/* pairs with smp_load_acquire() in poll_remote() */
 		smp_store_release(&req->result, CAPTURE_MISMATCH);
@@ -47,7 +67,7 @@ static void remote_capture(struct stallcap_capture_req *req,
 	req->draft.migrate_retries = req->retries;
 	stallcap_count(&w->sess->stats, req->path == STALLCAP_PATH_NMI ?
 		       SC_CAPTURE_NMI : SC_CAPTURE_IPI, 1);
-	stallcap_sample_finish(w, &req->draft, buf, req->rec, len, start);
+	stallcap_sample_finish(w, &req->draft, buf, req->rec, len, start, true);
 	stallcap_hist_nmi(&w->sess->stats, ktime_get_mono_fast_ns() - start);
 	if (buf != req->rec)
 		stallcap_capture_buf_hold(req);	/* until the timer mirrors it */
@@ -59,32 +79,18 @@ static int stallcap_nmi_handler(unsigned int type, struct pt_regs *regs)
 {
 	struct stallcap_capture_req *req;
 
+	u64 *until = this_cpu_ptr(&remote_nmi_until);
+
 	req = xchg(this_cpu_ptr(&remote_req), NULL);
-	if (!req) {
-		if (atomic_dec_if_positive(this_cpu_ptr(&remote_stale)) >= 0)
-			return NMI_HANDLED;
-		return NMI_DONE;	/* not ours */
+	if (req) {
+		remote_capture(req, regs);
+		return NMI_HANDLED;
 	}
-	remote_capture(req, regs);
-	return NMI_HANDLED;
-}
-
-/*
- * The registers the call-function IPI interrupted: x86 does not set
- * get_irq_regs() for it, so walk up to the first interrupt frame.
- */
-static struct pt_regs *ipi_interrupted_regs(void)
-{
-	struct unwind_state state;
-	struct pt_regs *regs;
-
-	for (unwind_start(&state, current, NULL, NULL); !unwind_done(&state);
-	     unwind_next_frame(&state)) {
-		regs = unwind_get_entry_regs(&state, NULL);
-		if (regs)
-			return regs;
+	if (ktime_get_mono_fast_ns() < READ_ONCE(*until)) {
+		WRITE_ONCE(*until, 0);	/* one late NMI of ours, once */
+		return NMI_HANDLED;
 	}
-	return NULL;
+	return NMI_DONE;	/* not ours */
 }
 
 static void stallcap_ipi_handler(void *unused)
@@ -92,10 +98,13 @@ static void stallcap_ipi_handler(void *unused)
 	struct stallcap_capture_req *req;
 	struct pt_regs *regs;
 
+	/* the csd may be queued again: a sender from now on sends it */
+	atomic_set(this_cpu_ptr(&remote_csd_busy), 0);
+	smp_mb__after_atomic();	/* busy cleared before the slot is read */
 	req = xchg(this_cpu_ptr(&remote_req), NULL);
 	if (!req)
 		return;
-	regs = get_irq_regs() ?: ipi_interrupted_regs();
+	regs = get_irq_regs() ?: stallcap_interrupted_regs();
 	if (regs)
 		remote_capture(req, regs);
 	else	/* pairs with smp_load_acquire() in poll_remote() */
@@ -122,11 +131,22 @@ int stallcap_remote_send(struct stallcap_capture_req *req, int cpu)
 	if (cmpxchg(slot, NULL, req))
 		return -EBUSY;
 	if (stallcap_use_nmi) {
+		WRITE_ONCE(*per_cpu_ptr(&remote_nmi_until, cpu),
+			   req->sent_ns + NMI_WINDOW_NS);
 		apic->send_IPI(cpu, NMI_VECTOR);
 		return 0;
 	}
+	/*
+	 * A csd still queued (for a revoked request, or another sender's)
+	 * will find this request in the slot: queue it only when it is not.
+	 * The cmpxchg()es order the slot before busy, pairing with the
+	 * handler's barrier between clearing busy and reading the slot.
+	 */
+	if (atomic_cmpxchg(per_cpu_ptr(&remote_csd_busy, cpu), 0, 1))
+		return 0;
 	if (smp_call_function_single_async(cpu, per_cpu_ptr(&remote_csd, cpu))) {
-		/* csd still queued for a revoked request: try again later */
+		/* cannot happen with busy held; undo rather than wait */
+		atomic_set(per_cpu_ptr(&remote_csd_busy, cpu), 0);
 		if (cmpxchg(slot, req, NULL) == req)
 			return -EBUSY;
 	}
@@ -142,11 +162,7 @@ int stallcap_remote_send(struct stallcap_capture_req *req, int cpu)
  */
 bool stallcap_remote_revoke(struct stallcap_capture_req *req)
 {
-	if (cmpxchg(per_cpu_ptr(&remote_req, req->cpu), req, NULL) != req)
-		return false;
-	if (req->path == STALLCAP_PATH_NMI)
-		atomic_inc(per_cpu_ptr(&remote_stale, req->cpu));
-	return true;
+	return cmpxchg(per_cpu_ptr(&remote_req, req->cpu), req, NULL) == req;
 }
 
 int stallcap_remote_init(void)
@@ -162,14 +178,19 @@ int stallcap_remote_init(void)
 				    "stallcap");
 }
 
-static void remote_nop(void *unused)
-{
-}
-
 void stallcap_remote_exit(void)
 {
-	if (stallcap_use_nmi)
+	int cpu;
+
+	if (stallcap_use_nmi) {
 		unregister_nmi_handler(NMI_LOCAL, "stallcap");
-	else
-		on_each_cpu(remote_nop, NULL, 1);	/* flush queued csds */
+		return;
+	}
+	/* no sender is left: wait for queued csds to have run, then for
+	 * their handlers (IRQs off) to have returned
+	 */
+	for_each_possible_cpu(cpu)
+		while (atomic_read(per_cpu_ptr(&remote_csd_busy, cpu)))
+			usleep_range(1000, 2000);
+	synchronize_rcu();
 }

@@ -34,16 +34,23 @@ void stallcap_global_attach(struct stallcap_session *sess)
  * stallcap_global_detach() - stop mirroring into @sess
  * @sess: the session
  *
- * The caller waits for an RCU grace period before freeing @sess.
+ * Waits for an RCU grace period after unlinking it: a later attach may add
+ * the same node again, which a reader still on it must not see.
+ * Context: process.
  */
 void stallcap_global_detach(struct stallcap_session *sess)
 {
+	bool was = false;
+
 	mutex_lock(&global_readers_lock);
 	if (sess->global) {
 		sess->global = false;
 		list_del_rcu(&sess->global_node);
+		was = true;
 	}
 	mutex_unlock(&global_readers_lock);
+	if (was)
+		synchronize_rcu();
 }
 
 /**

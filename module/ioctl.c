@@ -95,7 +95,7 @@ static int config_install(struct stallcap_session *sess,
 		return 0;
 	}
 	/* a global reader needs its ring, of the size just set */
-	ret = stallcap_session_ensure_ring(sess);
+	ret = stallcap_session_ensure_ring(sess, false);
 	if (ret) {
 		sess->cfg = old;
 		return ret;
@@ -115,7 +115,7 @@ static long ioctl_set_config(struct stallcap_session *sess, unsigned long arg)
 	if (ret)
 		return ret;
 	stallcap_config_defaults(&c);
-	ret = stallcap_config_check(&c);
+	ret = stallcap_config_check(sess, &c);
 	if (ret)
 		return ret;
 	mutex_lock(&sess->lock);
@@ -154,6 +154,9 @@ static long ioctl_get_stats(struct stallcap_session *sess, unsigned long arg)
 	flags = st->flags;
 	if (!ret && flags & ~STALLCAP_STATS_GLOBAL)
 		ret = -EINVAL;
+	/* other users' activity: for the same openers as a global reader */
+	if (!ret && (flags & STALLCAP_STATS_GLOBAL) && !sess->may_stats_global)
+		ret = -EPERM;
 	if (ret)
 		goto out;
 	memset(st, 0, sizeof(*st));
@@ -180,7 +183,8 @@ static long ioctl_get_info(struct stallcap_session *sess, unsigned long arg)
 	info.abi_version = STALLCAP_ABI_VERSION;
 	info.features = STALLCAP_FEAT_CPUTIME | STALLCAP_FEAT_HEARTBEAT |
 			STALLCAP_FEAT_DEFER_USER | STALLCAP_FEAT_GLOBAL |
-			STALLCAP_FEAT_SHARED_DEADLINE;
+			STALLCAP_FEAT_SHARED_DEADLINE | STALLCAP_FEAT_TIMES |
+			STALLCAP_FEAT_WHY;
 	if (stallcap_use_nmi)
 		info.features |= STALLCAP_FEAT_NMI;
 	if (sess->kaddr_visible)

@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * stallcap: catch the moment a thread misses its deadline and save its
- * stack.  Module parameters, the misc device, init and exit.
+ * stack.  Module parameters, init and exit.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/fs.h>
-#include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/rcupdate.h>
@@ -38,6 +37,11 @@ module_param_named(max_watches_per_user, stallcap_max_watches_per_user, uint, 06
 MODULE_PARM_DESC(max_watches_per_user,
 		 "Watches one user may hold; CAP_SYS_RESOURCE is exempt (default 4096)");
 
+unsigned int stallcap_max_fast_watches_per_user __read_mostly = 64;
+module_param_named(max_fast_watches_per_user, stallcap_max_fast_watches_per_user, uint, 0644);
+MODULE_PARM_DESC(max_fast_watches_per_user,
+		 "Armed watches with a timer period under 1 ms one user may hold; CAP_SYS_RESOURCE is exempt (default 64)");
+
 unsigned int stallcap_max_ring_kb __read_mostly = 65536;
 module_param_named(max_ring_kb, stallcap_max_ring_kb, uint, 0644);
 MODULE_PARM_DESC(max_ring_kb, "Largest ring data area per session, in KiB (default 65536)");
@@ -53,17 +57,15 @@ MODULE_PARM_DESC(capture, "How to interrupt a thread on another CPU: nmi (defaul
 
 bool stallcap_use_nmi __read_mostly = true;
 
+unsigned int stallcap_check_us __read_mostly = 1000;
+module_param_named(check_us, stallcap_check_us, uint, 0644);
+MODULE_PARM_DESC(check_us,
+		 "Period of the buddy checkers that watch deadlines on CPUs not taking interrupts, in microseconds (default 1000, floor 100)");
+
 bool stallcap_abi_test __read_mostly;
 module_param_named(abi_test, stallcap_abi_test, bool, 0644);
 MODULE_PARM_DESC(abi_test,
 		 "Test readers: samples carry a longer fixed part and a section of an unassigned type (default off)");
-
-static struct miscdevice stallcap_misc = {
-	.minor = MISC_DYNAMIC_MINOR,
-	.name = "stallcap",
-	.fops = &stallcap_fops,
-	.mode = 0666,
-};
 
 static int __init stallcap_init(void)
 {
@@ -77,16 +79,20 @@ static int __init stallcap_init(void)
 		return -EINVAL;
 	}
 	stallcap_defer_init();
+	stallcap_buddy_init();
 	ret = stallcap_capture_init();
 	if (ret)
 		return ret;
-	ret = stallcap_remote_init();
+	ret = stallcap_why_init();
 	if (ret)
 		goto err_capture;
+	ret = stallcap_remote_init();
+	if (ret)
+		goto err_why;
 	ret = stallcap_watch_init();
 	if (ret)
 		goto err_remote;
-	ret = misc_register(&stallcap_misc);
+	ret = stallcap_device_init();
 	if (ret)
 		goto err_watch;
 	stallcap_stats_init();
@@ -96,6 +102,8 @@ err_watch:
 	stallcap_watch_exit();
 err_remote:
 	stallcap_remote_exit();
+err_why:
+	stallcap_why_exit();
 err_capture:
 	stallcap_capture_exit();
 	return ret;
@@ -104,10 +112,12 @@ err_capture:
 static void __exit stallcap_exit(void)
 {
 	stallcap_stats_exit();
-	misc_deregister(&stallcap_misc);
+	stallcap_device_exit();
 	stallcap_watch_exit();
 	stallcap_remote_exit();
+	stallcap_why_exit();
 	stallcap_defer_exit();
+	stallcap_buddy_exit();
 	rcu_barrier();	/* watch_free_rcu() callbacks */
 	stallcap_capture_exit();
 }

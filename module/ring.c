@@ -34,11 +34,11 @@
  */
 struct stallcap_ring *stallcap_ring_create(u32 data_bytes, u64 pid_ns_inum)
 {
-	struct stallcap_ring *ring = kzalloc(sizeof(*ring), GFP_KERNEL);
+	struct stallcap_ring *ring = kzalloc(sizeof(*ring), GFP_KERNEL_ACCOUNT);
 
 	if (!ring)
 		return NULL;
-	ring->base = vmalloc_user(PAGE_SIZE + data_bytes);
+	ring->base = stallcap_alloc_user(PAGE_SIZE + data_bytes);
 	if (!ring->base) {
 		kfree(ring);
 		return NULL;
@@ -106,7 +106,7 @@ void *stallcap_ring_reserve(struct stallcap_ring *ring, u16 type, u32 len)
 	}
 	ring_write_header(ring, head, len, type, STALLCAP_REC_F_BUSY);
 	rec = ring->data + (head & (ring->size - 1));
-	ring->head = head + len;
+	WRITE_ONCE(ring->head, head + len);	/* read locklessly by poll() */
 	smp_store_release(&ring->ctl->data_head, ring->head);	/* A */
 out:
 	raw_spin_unlock_irqrestore(&ring->lock, flags);
@@ -139,10 +139,10 @@ void stallcap_ring_commit(struct stallcap_ring *ring, void *rec, u32 reserved,
 	smp_store_release(&hdr->flags, 0);	/* C, pairs with B */
 }
 
+/* Records to read?  From the private head: user space may write data_head. */
 bool stallcap_ring_readable(struct stallcap_ring *ring)
 {
-	return READ_ONCE(ring->ctl->data_head) !=
-	       READ_ONCE(ring->ctl->data_tail);
+	return READ_ONCE(ring->head) != READ_ONCE(ring->ctl->data_tail);
 }
 
 void stallcap_ring_set_suppressed(struct stallcap_ring *ring, u64 n)

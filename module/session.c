@@ -45,14 +45,16 @@ void stallcap_config_defaults(struct stallcap_config *c)
 		c->sample_cap_ns = DEFAULT_SAMPLE_CAP_NS;
 }
 
-int stallcap_config_check(const struct stallcap_config *c)
+int stallcap_config_check(const struct stallcap_session *sess,
+			  const struct stallcap_config *c)
 {
 	u64 max_ring = (u64)stallcap_max_ring_kb * 1024;
 
 	if (c->flags & ~STALLCAP_CFG_FLAGS_ALL ||
 	    memchr_inv(c->__reserved, 0, sizeof(c->__reserved)))
 		return -EINVAL;
-	if ((c->flags & STALLCAP_CFG_GLOBAL) && !capable(CAP_SYS_ADMIN))
+	/* the opener's right, as for kernel addresses: not the caller's */
+	if ((c->flags & STALLCAP_CFG_GLOBAL) && !sess->may_global)
 		return -EPERM;
 	if (c->user_stack_bytes > STALLCAP_MAX_USER_STACK ||
 	    c->user_stack_bytes % 8)
@@ -73,27 +75,37 @@ int stallcap_config_check(const struct stallcap_config *c)
 /**
  * stallcap_session_ensure_ring() - create the ring and the slots once
  * @sess: the session, sess->lock held
+ * @mmap_locked: called from mmap(), the caller's mmap lock held
  *
  * After this the size-related configuration is frozen.
  */
-int stallcap_session_ensure_ring(struct stallcap_session *sess)
+int stallcap_session_ensure_ring(struct stallcap_session *sess, bool mmap_locked)
 {
+	size_t slot_bytes = PAGE_ALIGN(sess->cfg.slots * SLOT_BYTES);
 	struct stallcap_ring *ring;
+	int ret;
 
 	lockdep_assert_held(&sess->lock);
 	if (sess->ring)
 		return 0;
+	/* the defaults too: max_ring_kb may be below the default ring */
+	ret = stallcap_config_check(sess, &sess->cfg);
+	if (ret)
+		return ret;
+	ret = stallcap_charge_locked(sess, (PAGE_SIZE + sess->cfg.ring_bytes +
+					    slot_bytes) >> PAGE_SHIFT, mmap_locked);
+	if (ret)
+		return ret;
 	ring = stallcap_ring_create(sess->cfg.ring_bytes, sess->pid_ns->ns.inum);
-	if (!ring)
-		return -ENOMEM;
-	sess->slots = vmalloc_user(sess->cfg.slots * SLOT_BYTES);
-	sess->slot_used = bitmap_zalloc(sess->cfg.slots, GFP_KERNEL);
-	if (!sess->slots || !sess->slot_used) {
+	sess->slots = stallcap_alloc_user(slot_bytes);
+	sess->slot_used = bitmap_zalloc(sess->cfg.slots, GFP_KERNEL_ACCOUNT);
+	if (!ring || !sess->slots || !sess->slot_used) {
 		vfree(sess->slots);
 		bitmap_free(sess->slot_used);
 		sess->slots = NULL;
 		sess->slot_used = NULL;
 		stallcap_ring_destroy(ring);
+		stallcap_uncharge_locked(sess);
 		return -ENOMEM;
 	}
 	/* ring initialised before it is seen, pairs with stallcap_poll() */
@@ -150,14 +162,16 @@ static int stallcap_mmap(struct file *file, struct vm_area_struct *vma)
 	mutex_lock(&sess->lock);
 	/* check before creating the ring: a failed mmap changes nothing */
 	if (off == STALLCAP_MMAP_RING && len <= PAGE_SIZE + sess->cfg.ring_bytes) {
-		ret = stallcap_session_ensure_ring(sess);
+		ret = stallcap_session_ensure_ring(sess, true);
 		if (!ret)
-			ret = remap_vmalloc_range(vma, sess->ring->base, 0);
+			ret = stallcap_map_user(vma, sess->ring->base,
+						PAGE_SIZE + sess->cfg.ring_bytes);
 	} else if (off == STALLCAP_MMAP_SLOTS &&
 		   len <= sess->cfg.slots * SLOT_BYTES) {
-		ret = stallcap_session_ensure_ring(sess);
+		ret = stallcap_session_ensure_ring(sess, true);
 		if (!ret)
-			ret = remap_vmalloc_range(vma, sess->slots, 0);
+			ret = stallcap_map_user(vma, sess->slots,
+						sess->cfg.slots * SLOT_BYTES);
 	}
 	if (!ret)
 		stallcap_vma_set_private(vma);
@@ -203,7 +217,7 @@ static bool kaddr_policy_allows(struct file *file)
 
 static int stallcap_open(struct inode *inode, struct file *file)
 {
-	struct stallcap_session *sess = kzalloc(sizeof(*sess), GFP_KERNEL);
+	struct stallcap_session *sess = kzalloc(sizeof(*sess), GFP_KERNEL_ACCOUNT);
 
 	if (!sess)
 		return -ENOMEM;
@@ -212,6 +226,11 @@ static int stallcap_open(struct inode *inode, struct file *file)
 	sess->pid_ns = get_pid_ns(task_active_pid_ns(current));
 	INIT_LIST_HEAD(&sess->watches);
 	sess->kaddr_visible = kaddr_policy_allows(file);
+	sess->may_global = file_ns_capable(file, &init_user_ns, CAP_SYS_ADMIN);
+	sess->may_stats_global = sess->may_global ||
+				 file_ns_capable(file, &init_user_ns, CAP_PERFMON);
+	sess->may_trace_all = file_ns_capable(file, &init_user_ns,
+					      CAP_SYS_PTRACE);
 	sess->uid = current_uid();
 	init_waitqueue_head(&sess->wait);
 	init_irq_work(&sess->wake_work, session_wake);
@@ -243,6 +262,7 @@ void stallcap_session_put(struct stallcap_session *sess)
 	stallcap_ring_destroy(sess->ring);
 	vfree(sess->slots);
 	bitmap_free(sess->slot_used);
+	stallcap_uncharge_locked(sess);
 	put_pid_ns(sess->pid_ns);
 	mutex_destroy(&sess->lock);
 	kfree(sess);

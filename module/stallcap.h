@@ -17,6 +17,7 @@
 #include <linux/irq_work.h>
 #include <linux/llist.h>
 #include <linux/mutex.h>
+#include <linux/percpu.h>
 #include <linux/sched.h>
 #include <linux/spinlock.h>
 #include <linux/init.h>
@@ -25,12 +26,16 @@
 
 #include <linux/stallcap.h>
 
+#include "why.h"
+
 /* ---- module parameters (main.c) ---- */
 extern unsigned int stallcap_min_deadline_us;
 extern unsigned int stallcap_max_watches_per_user;
 extern unsigned int stallcap_max_ring_kb;
 extern unsigned int stallcap_migrate_retries;
 extern bool stallcap_use_nmi;
+extern unsigned int stallcap_check_us;
+extern unsigned int stallcap_max_fast_watches_per_user;
 extern bool stallcap_abi_test;
 u64 stallcap_min_timeout_ns(void);
 void __init stallcap_abi_layout_check(void);
@@ -149,6 +154,8 @@ void stallcap_sample_stamp(struct stallcap_sample *s);
 /* ---- sessions (session.c) ---- */
 
 extern const struct file_operations stallcap_fops;
+int stallcap_device_init(void);
+void stallcap_device_exit(void);
 
 /**
  * struct stallcap_session - one open file of /dev/stallcap
@@ -163,6 +170,12 @@ extern const struct file_operations stallcap_fops;
  * @next_stall_id: last stall id handed out
  * @stats: the session's counters
  * @kaddr_visible: the opener may see kernel addresses (CAP_SYSLOG)
+ * @may_global: the opener may read system-wide records and counters
+ *	(CAP_SYS_ADMIN in the opener's credentials, not the caller's)
+ * @may_stats_global: the opener may read the module-wide counters
+ *	(CAP_SYS_ADMIN or CAP_PERFMON)
+ * @may_trace_all: the opener had CAP_SYS_PTRACE: user stacks of any task
+ *	named in a sample (runner, lock owners), not only the watched process
  * @uid: the opener, charged for the watches
  * @wait: poll() waiters
  * @wake_work: wakes @wait from NMI or hard-IRQ context
@@ -174,6 +187,9 @@ extern const struct file_operations stallcap_fops;
  * @ref: the open file and each queued deferred capture hold one
  * @global: a system-wide reader (STALLCAP_CFG_GLOBAL), on @global_node
  * @global_node: in the list of system-wide readers (global.c)
+ * @locked_mm: the address space whose locked_vm the ring and beat slots
+ *	are charged to (a reference held), or NULL
+ * @locked_pages: the pages charged
  */
 struct stallcap_session {
 	struct mutex lock;
@@ -186,6 +202,9 @@ struct stallcap_session {
 	atomic64_t next_stall_id;
 	struct stallcap_counters stats;
 	bool kaddr_visible;
+	bool may_global;
+	bool may_stats_global;
+	bool may_trace_all;
 	kuid_t uid;
 	wait_queue_head_t wait;
 	struct irq_work wake_work;
@@ -197,17 +216,29 @@ struct stallcap_session {
 	refcount_t ref;
 	bool global;
 	struct list_head global_node;
+	struct mm_struct *locked_mm;
+	unsigned long locked_pages;
 };
 
-int stallcap_session_ensure_ring(struct stallcap_session *sess);
+int stallcap_session_ensure_ring(struct stallcap_session *sess, bool mmap_locked);
 void stallcap_config_defaults(struct stallcap_config *c);
-int stallcap_config_check(const struct stallcap_config *c);
+int stallcap_config_check(const struct stallcap_session *sess,
+			  const struct stallcap_config *c);
 long stallcap_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
+
+/* ---- memory mapped to user space (memory.c) ---- */
+void *stallcap_alloc_user(size_t bytes);
+int stallcap_map_user(struct vm_area_struct *vma, void *base, size_t bytes);
+int stallcap_charge_locked(struct stallcap_session *sess, unsigned long pages,
+			   bool mmap_locked);
+void stallcap_uncharge_locked(struct stallcap_session *sess);
 void stallcap_session_get(struct stallcap_session *sess);
 void stallcap_session_put(struct stallcap_session *sess);
 bool stallcap_session_rate_ok(struct stallcap_session *sess, u64 now);
 
 /* ---- watches (watch.c) ---- */
+
+struct user_watches;
 
 enum stallcap_watch_state {
 	WATCH_IDLE,		/* registered, not armed */
@@ -215,6 +246,7 @@ enum stallcap_watch_state {
 	WATCH_CAPTURING,	/* NMI/IPI sent, timer polls for the result */
 	WATCH_STALLED,		/* captured; timer runs for the next sample */
 	WATCH_STALLED_QUIET,	/* captured; no more samples until progress */
+	WATCH_CHAINING,		/* blocked in a futex: the chain work samples */
 };
 
 /**
@@ -230,6 +262,14 @@ enum stallcap_watch_state {
  * @path: STALLCAP_PATH_NMI or STALLCAP_PATH_IPI
  * @retries: requests that found another thread on the CPU
  * @sent_ns: when the request was sent
+ * @begin_ns: when the first request of this sample was tried
+ * @for_runner: sent for a runnable thread off CPU: the handler is expected
+ *	to find another task and describes it (the runner) in @runner
+ * @runner_len: bytes of the runner's STALLCAP_SEC_TASK section in @runner
+ * @times_now: counters read at this capture (STALLCAP_SEC_TIMES); they
+ *	become the watch's @times_base when the sample is published
+ * @times_taken: @times_now holds the capture's counters
+ * @runner: the runner's section, written by the NMI/IPI handler
  */
 struct stallcap_capture_req {
 	struct stallcap_watch *watch;
@@ -244,6 +284,12 @@ struct stallcap_capture_req {
 	u8 path;
 	u32 retries;
 	u64 sent_ns;
+	u64 begin_ns;
+	bool for_runner;
+	u32 runner_len;
+	struct stallcap_times_snap times_now;
+	bool times_taken;
+	u64 runner[STALLCAP_WHY_TASK_MAX / 8];
 };
 
 /**
@@ -279,7 +325,17 @@ struct stallcap_capture_req {
  * @counted_armed: the watch is counted in SC_ARMED
  * @req: capture request in flight (WATCH_CAPTURING)
  * @defer: deferred user-stack request (capture_deferred.c)
+ * @chain_work: takes a sample of the thread blocked in a futex wait, with
+ *	its owner chain, in process context (why_chain.c)
+ * @times_base: counters at the start of the next sample's interval (arm,
+ *	progress, or the previous sample): STALLCAP_SEC_TIMES
  * @task_node: node in the global task -> watches hash
+ * @buddy_node: in the list the buddy checkers walk (buddy.c)
+ * @uw: its user's entry in the per-user accounting (watch.c)
+ * @fast: counted in the user's armed watches with a period under 1 ms
+ * @fast_exempt: the opener had CAP_SYS_RESOURCE
+ * @isolated: armed from a CPU isolated from timers: no timer queued, a
+ *	buddy checker starts it on a housekeeping CPU when the deadline nears
  * @rcu: deferred free
  */
 struct stallcap_watch {
@@ -312,7 +368,14 @@ struct stallcap_watch {
 	bool counted_armed;
 	struct stallcap_capture_req req;
 	struct stallcap_defer *defer;
+	struct work_struct chain_work;
+	struct stallcap_times_snap times_base;
 	struct hlist_node task_node;
+	struct list_head buddy_node;
+	struct user_watches *uw;
+	bool fast;
+	bool fast_exempt;
+	bool isolated;
 	struct rcu_head rcu;
 };
 
@@ -326,6 +389,8 @@ void stallcap_watches_reap(struct work_struct *work);
 enum hrtimer_restart stallcap_watch_timer_fn(struct hrtimer *timer);
 void stallcap_watch_abandon_capture(struct stallcap_watch *w);
 void stallcap_watch_end_stall(struct stallcap_watch *w, u64 now);
+void stallcap_watch_chain_done(struct stallcap_watch *w, const void *chain,
+			       u32 chain_len, bool raced);
 u64 stallcap_task_cputime(struct task_struct *task);
 int stallcap_watch_init(void);
 void stallcap_watch_exit(void);
@@ -339,7 +404,7 @@ void stallcap_sample_init(struct stallcap_watch *w, struct stallcap_sample *s,
 			  u64 now);
 u32 stallcap_sample_max_len(const struct stallcap_session *sess);
 u8 stallcap_watch_clock(const struct stallcap_watch *w);
-u32 stallcap_capture_current(const struct stallcap_watch *w,
+u32 stallcap_capture_current(struct stallcap_watch *w,
 			     struct stallcap_sample *s, void *rec,
 			     struct pt_regs *regs, u8 path);
 void stallcap_put_kernel_ips(struct stallcap_rec_writer *wr,
@@ -352,10 +417,12 @@ unsigned int stallcap_unwind_kernel(struct task_struct *task,
 				    struct pt_regs *regs, u64 *ips, u32 *flags);
 struct pt_regs *stallcap_user_regs_of(struct task_struct *task,
 				      const struct mm_struct *mm);
-u32 stallcap_capture_blocked(const struct stallcap_watch *w,
+u32 stallcap_capture_blocked(struct stallcap_watch *w,
 			     struct stallcap_sample *s, void *rec);
 void stallcap_sample_finish(struct stallcap_watch *w, struct stallcap_sample *s,
-			    void *buf, void *ring_rec, u32 len, u64 start_ns);
+			    void *buf, void *ring_rec, u32 len, u64 start_ns,
+			    bool in_handler);
+struct pt_regs *stallcap_interrupted_regs(void);
 int stallcap_capture_init(void);
 void stallcap_capture_exit(void);
 void *stallcap_capture_buf(void);
@@ -426,6 +493,17 @@ bool stallcap_beat_progress(struct stallcap_watch *w);
 u64 stallcap_beat_period(const struct stallcap_watch *w);
 bool stallcap_shared_due(struct stallcap_watch *w, u64 now, u64 *next);
 bool stallcap_shared_moved(const struct stallcap_watch *w);
+
+/* ---- buddy checkers (buddy.c) ---- */
+DECLARE_PER_CPU(unsigned long, stallcap_watch_expiries);
+DECLARE_PER_CPU(unsigned long, stallcap_buddy_expiries);
+DECLARE_PER_CPU(unsigned long, stallcap_buddy_rescues);
+u64 stallcap_buddy_period_ns(void);
+bool stallcap_cpu_takes_timers(void);
+void stallcap_buddy_add(struct stallcap_watch *w);
+void stallcap_buddy_del(struct stallcap_watch *w);
+void stallcap_buddy_init(void);
+void stallcap_buddy_exit(void);
 
 int stallcap_remote_init(void);
 void stallcap_remote_exit(void);

@@ -147,18 +147,37 @@ static int stats_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(stats);
 
+/*
+ * Timer expiries per CPU: the watches' timers, the buddy checkers, and the
+ * watch timers a checker took over from a CPU that did not take them.
+ */
+static int expiries_show(struct seq_file *m, void *unused)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		seq_printf(m, "cpu%d watch %lu buddy %lu rescued %lu\n", cpu,
+			   READ_ONCE(per_cpu(stallcap_watch_expiries, cpu)),
+			   READ_ONCE(per_cpu(stallcap_buddy_expiries, cpu)),
+			   READ_ONCE(per_cpu(stallcap_buddy_rescues, cpu)));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(expiries);
+
 static struct dentry *stats_dir;
 
 /**
  * stallcap_stats_init() - create /sys/kernel/debug/stallcap/stats
  *
  * One "name value" line per counter, then one line per histogram with its
- * STALLCAP_HIST_BUCKETS log2 buckets.  Failure is not fatal.
+ * STALLCAP_HIST_BUCKETS log2 buckets; and .../expiries, one line per CPU:
+ * "cpuN watch W buddy B rescued R" (timer expiries).  Failure is not fatal.
  */
 void stallcap_stats_init(void)
 {
 	stats_dir = debugfs_create_dir(KBUILD_MODNAME, NULL);
 	debugfs_create_file("stats", 0444, stats_dir, NULL, &stats_fops);
+	debugfs_create_file("expiries", 0444, stats_dir, NULL, &expiries_fops);
 }
 
 void stallcap_stats_exit(void)

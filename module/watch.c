@@ -40,7 +40,16 @@ struct user_watches {
 	struct hlist_node node;
 	kuid_t uid;
 	unsigned int count;
+	atomic_t fast;		/* armed watches with a period under FAST_NS */
 };
+
+/*
+ * A watch's timer expires about once per period (lazy re-arm): periods
+ * under 1 ms are the hard-IRQ work one user may cause on every CPU.  Their
+ * number is bounded per user (max_fast_watches_per_user; CAP_SYS_RESOURCE
+ * exempt, as for max_watches_per_user).
+ */
+#define FAST_NS		NSEC_PER_MSEC
 
 static DEFINE_HASHTABLE(user_watches, 6);
 static DEFINE_SPINLOCK(user_watches_lock);
@@ -55,14 +64,15 @@ static struct user_watches *user_watches_find(kuid_t uid)
 	return NULL;
 }
 
-static int user_watches_charge(kuid_t uid)
+/* Count one more watch of @uid; returns its entry (valid while counted). */
+static struct user_watches *user_watches_charge(kuid_t uid)
 {
 	struct user_watches *u, *fresh = kzalloc(sizeof(*fresh), GFP_KERNEL);
 	bool unlimited = capable(CAP_SYS_RESOURCE);
 	int ret = 0;
 
 	if (!fresh)
-		return -ENOMEM;
+		return ERR_PTR(-ENOMEM);
 	spin_lock(&user_watches_lock);
 	u = user_watches_find(uid);
 	if (!u) {
@@ -77,7 +87,30 @@ static int user_watches_charge(kuid_t uid)
 		u->count++;
 	spin_unlock(&user_watches_lock);
 	kfree(fresh);
-	return ret;
+	return ret ? ERR_PTR(ret) : u;
+}
+
+/*
+ * Account @w as armed with timer period @period (U64_MAX: not armed).
+ * Context: @w's lock held (atomic only).  Return: 0, or -ENOSPC when the
+ * user's fast watches are at max_fast_watches_per_user.
+ */
+static int watch_fast_update(struct stallcap_watch *w, u64 period)
+{
+	bool fast = period < FAST_NS;
+
+	if (fast == w->fast)
+		return 0;
+	if (!fast) {
+		atomic_dec(&w->uw->fast);
+	} else if (atomic_inc_return(&w->uw->fast) >
+		   READ_ONCE(stallcap_max_fast_watches_per_user) &&
+		   !w->fast_exempt) {
+		atomic_dec(&w->uw->fast);
+		return -ENOSPC;
+	}
+	w->fast = fast;
+	return 0;
 }
 
 static void user_watches_uncharge(kuid_t uid)
@@ -123,6 +156,7 @@ static void watch_kill(struct stallcap_watch *w)
 		w->dead = true;
 		stallcap_watch_end_stall(w, ktime_get_mono_fast_ns());
 		watch_count_armed(w, false);
+		watch_fast_update(w, U64_MAX);
 		w->state = WATCH_IDLE;
 	}
 	raw_spin_unlock_irqrestore(&w->lock, flags);
@@ -136,10 +170,12 @@ static void watch_destroy(struct stallcap_watch *w)
 
 	watch_kill(w);
 	hrtimer_cancel(&w->timer);
+	stallcap_why_cancel(w);
 	list_del(&w->sess_node);
 	raw_spin_lock_irqsave(&task_watches_lock, flags);
 	hash_del_rcu(&w->task_node);
 	raw_spin_unlock_irqrestore(&task_watches_lock, flags);
+	stallcap_buddy_del(w);
 	stallcap_slot_detach(sess, w);
 	user_watches_uncharge(sess->uid);
 	stallcap_count(&sess->stats, SC_WATCHES, -1);
@@ -150,12 +186,12 @@ static struct stallcap_watch *watch_create(struct stallcap_session *sess)
 {
 	struct stallcap_watch *w;
 	unsigned long flags;
-	int ret;
+	struct user_watches *uw;
 
-	ret = user_watches_charge(sess->uid);
-	if (ret)
-		return ERR_PTR(ret);
-	w = kzalloc(sizeof(*w), GFP_KERNEL);
+	uw = user_watches_charge(sess->uid);
+	if (IS_ERR(uw))
+		return ERR_CAST(uw);
+	w = kzalloc(sizeof(*w), GFP_KERNEL_ACCOUNT);
 	if (!w) {
 		user_watches_uncharge(sess->uid);
 		return ERR_PTR(-ENOMEM);
@@ -167,6 +203,8 @@ static struct stallcap_watch *watch_create(struct stallcap_session *sess)
 		return ERR_PTR(-ENOMEM);
 	}
 	w->sess = sess;
+	w->uw = uw;
+	w->fast_exempt = capable(CAP_SYS_RESOURCE);
 	w->task = get_task_struct(current);
 	w->mm = current->mm;
 	w->tid = task_pid_nr(current);
@@ -177,12 +215,14 @@ static struct stallcap_watch *watch_create(struct stallcap_session *sess)
 	w->req.watch = w;
 	w->req.cpu = -1;
 	raw_spin_lock_init(&w->lock);
+	stallcap_why_init_watch(w);
 	stallcap_hrtimer_setup(&w->timer, stallcap_watch_timer_fn,
 			       CLOCK_MONOTONIC, HRTIMER_MODE_ABS_PINNED_HARD);
 	list_add(&w->sess_node, &sess->watches);
 	raw_spin_lock_irqsave(&task_watches_lock, flags);
 	hash_add_rcu(task_watches, &w->task_node, (unsigned long)current);
 	raw_spin_unlock_irqrestore(&task_watches_lock, flags);
+	stallcap_buddy_add(w);
 	stallcap_count(&sess->stats, SC_WATCHES, 1);
 	return w;
 }
@@ -229,11 +269,21 @@ static int watch_start(struct stallcap_watch *w, u64 now, u64 deadline)
 	stallcap_watch_end_stall(w, now);
 	w->armed_at = now;
 	w->deadline = deadline;
+	stallcap_why_rebase(w, now);
 	if (w->flags & STALLCAP_ARM_CPUTIME)
 		w->cpu_base = stallcap_task_cputime(w->task);
 	w->state = WATCH_ARMED;
 	watch_count_armed(w, true);
-	if (!lazy)
+	if (lazy)
+		return 0;
+	/*
+	 * A CPU isolated from timers gets none: a buddy checker starts the
+	 * timer on its housekeeping CPU when the deadline comes near.
+	 */
+	w->isolated = !stallcap_cpu_takes_timers();
+	if (w->isolated)
+		hrtimer_try_to_cancel(&w->timer);
+	else
 		hrtimer_start(&w->timer, ns_to_ktime(deadline),
 			      HRTIMER_MODE_ABS_PINNED_HARD);
 	return 0;
@@ -303,6 +353,14 @@ static struct stallcap_watch *watch_for_arm(struct stallcap_session *sess,
 	return w;
 }
 
+/* The timer period an ARM asks for: a heartbeat is checked every T / 4. */
+static u64 arm_period(const struct stallcap_arm *arm, u64 timeout)
+{
+	if (arm->flags & STALLCAP_ARM_HEARTBEAT)
+		return max(timeout / 4, stallcap_min_timeout_ns());
+	return timeout;
+}
+
 /**
  * stallcap_watch_arm() - STALLCAP_IOC_ARM
  * @sess: the session
@@ -315,8 +373,9 @@ static struct stallcap_watch *watch_for_arm(struct stallcap_session *sess,
 int stallcap_watch_arm(struct stallcap_session *sess,
 		       const struct stallcap_arm *arm)
 {
-	u64 now = ktime_get_mono_fast_ns(), deadline;
-	struct stallcap_watch *w;
+	u64 now = ktime_get_mono_fast_ns(), deadline, timeout;
+	struct stallcap_watch *w, *old;
+	bool was_fast = false;
 	unsigned long flags;
 	int ret, slot = 0;
 
@@ -325,14 +384,49 @@ int stallcap_watch_arm(struct stallcap_session *sess,
 		return ret;
 	if (current->flags & PF_EXITING)
 		return -ESRCH;
+	stallcap_times_refresh();
 	mutex_lock(&sess->lock);
-	ret = stallcap_session_ensure_ring(sess);
+	ret = stallcap_session_ensure_ring(sess, false);
 	if (ret)
 		goto out;
+	/* an absolute deadline's T is its distance, at least the minimum */
+	timeout = arm->flags & STALLCAP_ARM_ABSOLUTE ?
+		  max_t(s64, (s64)(deadline - now), (s64)stallcap_min_timeout_ns()) :
+		  arm->timeout_ns;
+	/*
+	 * The per-user bound on fast watches is checked before anything
+	 * changes (a failing ARM changes nothing): on the thread's watch if it
+	 * has one, else on the new one, which goes again if refused.
+	 */
+	rcu_read_lock();
+	old = watch_of_current(sess);	/* stays: only sess->lock holders free it */
+	rcu_read_unlock();
+	if (old) {
+		raw_spin_lock_irqsave(&old->lock, flags);
+		was_fast = old->fast;
+		ret = watch_fast_update(old, arm_period(arm, timeout));
+		raw_spin_unlock_irqrestore(&old->lock, flags);
+		if (ret)
+			goto out;
+	}
 	w = watch_for_arm(sess, arm);
 	if (IS_ERR(w)) {
 		ret = PTR_ERR(w);
+		if (old) {	/* as it was */
+			raw_spin_lock_irqsave(&old->lock, flags);
+			watch_fast_update(old, was_fast ? 0 : U64_MAX);
+			raw_spin_unlock_irqrestore(&old->lock, flags);
+		}
 		goto out;
+	}
+	if (!old) {
+		raw_spin_lock_irqsave(&w->lock, flags);
+		ret = watch_fast_update(w, arm_period(arm, timeout));
+		raw_spin_unlock_irqrestore(&w->lock, flags);
+		if (ret) {
+			watch_destroy(w);
+			goto out;
+		}
 	}
 	/* cannot fail: watch_for_arm() made sure of a slot */
 	if (arm->flags & STALLCAP_ARM_HEARTBEAT)
@@ -341,12 +435,15 @@ int stallcap_watch_arm(struct stallcap_session *sess,
 		slot = stallcap_slot_attach(sess, w, STALLCAP_SLOT_DEADLINE,
 					    deadline);
 	raw_spin_lock_irqsave(&w->lock, flags);
+	/*
+	 * A relative deadline counts from now: creating the ring and the watch
+	 * (the first ARM) is not the thread's work.
+	 */
+	now = ktime_get_mono_fast_ns();
+	if (!(arm->flags & (STALLCAP_ARM_ABSOLUTE | STALLCAP_ARM_SLOT_KINDS)))
+		deadline = now + arm->timeout_ns;
 	w->flags = arm->flags;
-	/* an absolute deadline's T is its distance, at least the minimum */
-	w->timeout_ns = arm->flags & STALLCAP_ARM_ABSOLUTE ?
-			max_t(s64, (s64)(deadline - now),
-			      (s64)stallcap_min_timeout_ns()) :
-			arm->timeout_ns;
+	w->timeout_ns = timeout;
 	w->user_tag = arm->user_tag;
 	if (arm->flags & STALLCAP_ARM_HEARTBEAT)
 		deadline = now + stallcap_beat_period(w);
@@ -384,6 +481,8 @@ int stallcap_watch_rearm(struct stallcap_session *sess, u64 timeout_ns)
 		if (!timeout_ns)
 			timeout_ns = w->timeout_ns;
 		ret = check_timeout(timeout_ns);
+		if (!ret)
+			ret = watch_fast_update(w, timeout_ns);
 		if (!ret) {
 			w->timeout_ns = timeout_ns;
 			w->flags &= ~STALLCAP_ARM_ABSOLUTE;
@@ -416,6 +515,7 @@ int stallcap_watch_disarm(struct stallcap_session *sess)
 			stallcap_watch_end_stall(w, ktime_get_mono_fast_ns());
 			w->state = WATCH_IDLE;
 			watch_count_armed(w, false);
+			watch_fast_update(w, U64_MAX);
 			hrtimer_try_to_cancel(&w->timer);
 			ret = 0;
 		}
@@ -505,7 +605,7 @@ static void watches_of_task_end(struct task_struct *task)
 	rcu_read_unlock();
 }
 
-static void probe_sched_process_exit(void *data, struct task_struct *task)
+static void probe_sched_process_exit(STALLCAP_EXIT_PROBE_ARGS)
 {
 	watches_of_task_end(task);
 }

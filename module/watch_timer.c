@@ -33,6 +33,13 @@
 #define REMOTE_TIMEOUT_NS (20 * NSEC_PER_MSEC)	/* give up on a lost NMI */
 #define IRQ_RETRY_NS	(500 * NSEC_PER_USEC)	/* look again after an irq */
 #define IRQ_RETRIES	3
+#define MAX_MIGRATE_RETRIES 16	/* whatever the migrate_retries parameter */
+
+static u32 migrate_retries(void)
+{
+	return min_t(u32, READ_ONCE(stallcap_migrate_retries),
+		     MAX_MIGRATE_RETRIES);
+}
 
 /**
  * stallcap_task_cputime() - CPU time of @task, including the part that the
@@ -77,25 +84,33 @@ static enum hrtimer_restart stalled_restart(struct stallcap_watch *w, u64 now)
 	return when == U64_MAX ? HRTIMER_NORESTART : restart_at(w, when);
 }
 
-/* After a sample: schedule the next one, or stay quiet until progress. */
+/*
+ * After a sample: schedule the next one, or stay quiet until progress.
+ * SET_CONFIG may replace the configuration meanwhile: one snapshot of the
+ * two fields is used.  The next point of T, 2T, 4T, ... (capped) still ahead
+ * is found in at most log2(cap / T) doublings and one division: a timer
+ * that lagged for long skips the points it missed without looping.
+ */
 static enum hrtimer_restart next_sample(struct stallcap_watch *w, u64 now)
 {
 	const struct stallcap_config *cfg = &w->sess->cfg;
+	u32 max_samples = READ_ONCE(cfg->max_samples);
+	u64 min = stallcap_min_timeout_ns();
+	u64 cap = max(READ_ONCE(cfg->sample_cap_ns), min);
 
-	if (w->samples >= READ_ONCE(cfg->max_samples)) {
+	if (w->samples >= max_samples) {
 		w->state = WATCH_STALLED_QUIET;
 		return stalled_restart(w, now);
 	}
 	w->state = WATCH_STALLED;
 	/* never a zero interval (an absolute deadline already past) */
-	w->next_interval = max_t(u64, w->next_interval,
-				 stallcap_min_timeout_ns());
-	/* the next point of T, 2T, 4T, ... still ahead: late ones are skipped */
+	w->next_interval = clamp(w->next_interval, min, cap);
 	do {
 		w->sample_at += w->next_interval;
-		w->next_interval = min(w->next_interval * 2,
-				       READ_ONCE(cfg->sample_cap_ns));
-	} while (w->sample_at <= now);
+		w->next_interval = min(w->next_interval * 2, cap);
+	} while (w->sample_at <= now && w->next_interval < cap);
+	if (w->sample_at <= now)	/* intervals are at the cap now */
+		w->sample_at += ((now - w->sample_at) / cap + 1) * cap;
 	return stalled_restart(w, now);
 }
 
@@ -110,13 +125,50 @@ static void capture_blocked_into(struct stallcap_watch *w, u64 start,
 	d->flags |= flags;
 	len = stallcap_capture_blocked(w, d, buf);
 	stallcap_count(&w->sess->stats, SC_CAPTURE_BLOCKED, 1);
-	stallcap_sample_finish(w, d, buf, w->req.rec, len, start);
+	stallcap_sample_finish(w, d, buf, w->req.rec, len, start, false);
+}
+
+/*
+ * Capture from this CPU: the thread itself when the timer interrupted it
+ * (also after it migrated here while a remote capture was being tried: its
+ * stack read "as blocked" would start at this timer's own frame), else the
+ * thread as it waits.
+ */
+static void capture_here(struct stallcap_watch *w, u64 start, u32 flags)
+{
+	struct stallcap_sample *d = &w->req.draft;
+	void *buf = stallcap_capture_buf();
+	struct pt_regs *regs;
+	u32 len;
+
+	if (w->task != current) {
+		capture_blocked_into(w, start, flags);
+		return;
+	}
+	regs = get_irq_regs() ?: stallcap_interrupted_regs();
+	d->flags |= flags;
+	if (!regs) {
+		struct stallcap_rec_writer wr;
+
+		stallcap_sample_stamp(d);
+		stallcap_rec_begin(&wr, d, w->req.draft_room);
+		d->path = STALLCAP_PATH_LOCAL;
+		d->state = STALLCAP_STATE_RUNNING;
+		d->flags |= STALLCAP_SAMPLE_ABANDONED;
+		stallcap_sample_finish(w, d, w->req.draft_room, w->req.rec,
+				       wr.len, start, false);
+		return;
+	}
+	len = stallcap_capture_current(w, d, buf, regs, STALLCAP_PATH_LOCAL);
+	stallcap_count(&w->sess->stats, SC_CAPTURE_LOCAL, 1);
+	stallcap_sample_finish(w, d, buf, w->req.rec, len, start, false);
 }
 
 static enum hrtimer_restart send_remote(struct stallcap_watch *w, u64 now)
 {
 	struct stallcap_capture_req *req = &w->req;
 
+	req->runner_len = 0;
 	if (stallcap_remote_send(req, task_cpu(w->task)))
 		req->cpu = -1;	/* slot busy: send on the next poll */
 	w->state = WATCH_CAPTURING;
@@ -153,7 +205,6 @@ static enum hrtimer_restart take_sample(struct stallcap_watch *w, u64 now)
 	struct stallcap_sample *d = &w->req.draft;
 	struct task_struct *task = w->task;
 	void *rec;
-	u32 len;
 
 	/* a later sample: look again a little later, a bounded number of times */
 	if (w->samples && irq_retry(w)) {
@@ -165,6 +216,13 @@ static enum hrtimer_restart take_sample(struct stallcap_watch *w, u64 now)
 	/* (the first sample: deadline_passed() has just looked) */
 	if (w->samples && program_changed(w)) {
 		w->state = WATCH_STALLED_QUIET;
+		return HRTIMER_NORESTART;
+	}
+	if (task != current && stallcap_why_wants_chain(task)) {
+		/* who holds its lock: read in process context */
+		w->samples++;
+		w->state = WATCH_CHAINING;
+		stallcap_why_queue_chain(w);
 		return HRTIMER_NORESTART;
 	}
 	rec = stallcap_ring_reserve(sess->ring, STALLCAP_REC_SAMPLE,
@@ -181,20 +239,16 @@ static enum hrtimer_restart take_sample(struct stallcap_watch *w, u64 now)
 	d->sample_index = w->samples - 1;
 	if (w->samples == 1)
 		d->suppressed = atomic_xchg(&sess->pending_suppressed, 0);
-	if (task == current) {
-		void *buf = stallcap_capture_buf();
-
-		len = stallcap_capture_current(w, d, buf, get_irq_regs(),
-					       STALLCAP_PATH_LOCAL);
-		stallcap_count(&sess->stats, SC_CAPTURE_LOCAL, 1);
-		stallcap_sample_finish(w, d, buf, rec, len, now);
-		return next_sample(w, now);
-	}
-	if (READ_ONCE(task->on_cpu) && task_cpu(task) != smp_processor_id()) {
+	w->req.for_runner = false;
+	if (task != current && task_cpu(task) != smp_processor_id() &&
+	    (READ_ONCE(task->on_cpu) || stallcap_why_runnable(task))) {
+		/* running: capture it there; runnable: name what runs there */
+		w->req.for_runner = !READ_ONCE(task->on_cpu);
 		w->req.retries = 0;
+		w->req.begin_ns = now;
 		return send_remote(w, now);
 	}
-	capture_blocked_into(w, now, 0);
+	capture_here(w, now, 0);
 	return next_sample(w, now);
 }
 
@@ -204,6 +258,8 @@ static void remote_done(struct stallcap_watch *w)
 	struct stallcap_capture_req *req = &w->req;
 	void *buf = stallcap_capture_buf_held(req);
 
+	/* the handler left the wake-up and the mirroring to this timer */
+	irq_work_queue(&w->sess->wake_work);
 	if (buf) {
 		stallcap_global_mirror(w->sess, STALLCAP_REC_SAMPLE, buf,
 				       req->rec_len);
@@ -220,11 +276,22 @@ static enum hrtimer_restart poll_remote(struct stallcap_watch *w, u64 now)
 	struct task_struct *task = w->task;
 	int result;
 
-	if (req->cpu < 0)
-		return send_remote(w, now);
+	if (req->cpu < 0) {
+		/* the target's slot was busy: try again, as long as for an NMI */
+		if (now - req->begin_ns < REMOTE_TIMEOUT_NS)
+			return send_remote(w, now);
+		goto read_here;
+	}
 	result = smp_load_acquire(&req->result);	/* pairs with the handler */
 	if (result == CAPTURE_DONE) {
 		remote_done(w);
+		return next_sample(w, now);
+	}
+	if (result == CAPTURE_MISMATCH && req->for_runner &&
+	    !READ_ONCE(task->on_cpu)) {
+		/* as asked: another task ran there, named in req->runner */
+		req->cpu = -1;
+		capture_blocked_into(w, now, 0);
 		return next_sample(w, now);
 	}
 	if (result == CAPTURE_PENDING) {
@@ -232,14 +299,16 @@ static enum hrtimer_restart poll_remote(struct stallcap_watch *w, u64 now)
 		    !stallcap_remote_revoke(req))
 			return restart_at(w, now + POLL_NS);
 	} else {
+		req->for_runner = false;
 		req->retries++;
 		stallcap_count(&w->sess->stats, SC_MIGRATE_RETRIES, 1);
-		if (req->retries <= stallcap_migrate_retries &&
+		if (req->retries <= migrate_retries() &&
 		    READ_ONCE(task->on_cpu) &&
 		    task_cpu(task) != smp_processor_id())
 			return send_remote(w, now);
 	}
 	req->cpu = -1;	/* nothing outstanding on another CPU any more */
+read_here:
 	if (program_changed(w)) {
 		stallcap_watch_abandon_capture(w);
 		w->state = WATCH_STALLED_QUIET;
@@ -247,7 +316,7 @@ static enum hrtimer_restart poll_remote(struct stallcap_watch *w, u64 now)
 	}
 	/* migrated too often or the NMI never came: read it from here */
 	req->draft.migrate_retries = req->retries;
-	capture_blocked_into(w, now, STALLCAP_SAMPLE_MIGRATED);
+	capture_here(w, now, req->for_runner ? 0 : STALLCAP_SAMPLE_MIGRATED);
 	return next_sample(w, now);
 }
 
@@ -287,6 +356,7 @@ static enum hrtimer_restart beat_tick(struct stallcap_watch *w, u64 now)
 {
 	if (stallcap_beat_progress(w)) {
 		w->armed_at = now;
+		stallcap_why_rebase(w, now);
 	} else if (now - w->armed_at >= w->timeout_ns) {
 		w->deadline = w->armed_at + w->timeout_ns;
 		return deadline_passed(w, now);
@@ -337,6 +407,7 @@ enum hrtimer_restart stallcap_watch_timer_fn(struct hrtimer *timer)
 	enum hrtimer_restart ret = HRTIMER_NORESTART;
 	u64 now = ktime_get_mono_fast_ns();
 
+	this_cpu_inc(stallcap_watch_expiries);
 	raw_spin_lock(&w->lock);
 	/* Re-armed meanwhile: the new expiry is queued already. */
 	if (w->dead || hrtimer_is_queued(timer))
@@ -400,7 +471,7 @@ void stallcap_watch_abandon_capture(struct stallcap_watch *w)
 	d->flags |= STALLCAP_SAMPLE_ABANDONED;
 	d->migrate_retries = req->retries;
 	stallcap_sample_finish(w, d, req->draft_room, req->rec, wr.len,
-			       d->capture_ns);
+			       d->capture_ns, false);
 }
 
 /**
@@ -459,4 +530,63 @@ void stallcap_watch_end_stall(struct stallcap_watch *w, u64 now)
 	}
 	w->stall_id = 0;
 	w->quiet = false;
+	stallcap_why_rebase(w, now);
+}
+
+/**
+ * stallcap_watch_chain_done() - the chain work's sample of a thread blocked
+ * in a futex wait
+ * @w: the watch, lock held (process context, IRQs off)
+ * @chain: the WAIT and owner TASK sections walked just before
+ * @chain_len: their bytes (0: none)
+ * @raced: the thread switched while the chain was walked
+ *
+ * Captures the thread as the timer would, appends @chain, publishes the
+ * sample and restarts the timer for the next one.  When progress, release
+ * or exit came first, the sample (already counted in the stall) is lost.
+ */
+void stallcap_watch_chain_done(struct stallcap_watch *w, const void *chain,
+			       u32 chain_len, bool raced)
+{
+	struct stallcap_session *sess = w->sess;
+	struct stallcap_sample *d = &w->req.draft;
+	u64 now = ktime_get_mono_fast_ns();
+	u32 len, max = stallcap_sample_max_len(sess);
+	void *rec, *buf;
+
+	if (w->dead || w->state != WATCH_CHAINING) {
+		/* counted in the stall's samples: lost, for the reader too */
+		stallcap_ring_count_lost(sess->ring);
+		stallcap_count(&sess->stats, SC_LOST, 1);
+		if (w->samples == 1)
+			stallcap_count(&sess->stats, SC_LOST_FIRST, 1);
+		return;
+	}
+	rec = stallcap_ring_reserve(sess->ring, STALLCAP_REC_SAMPLE, max);
+	if (!rec) {
+		stallcap_count(&sess->stats, SC_LOST, 1);
+		if (w->samples == 1)
+			stallcap_count(&sess->stats, SC_LOST_FIRST, 1);
+		goto next;
+	}
+	w->req.rec = rec;
+	w->req.for_runner = false;
+	stallcap_sample_init(w, d, now);
+	d->sample_index = w->samples - 1;
+	if (w->samples == 1)
+		d->suppressed = atomic_xchg(&sess->pending_suppressed, 0);
+	buf = stallcap_capture_buf();
+	len = stallcap_capture_blocked(w, d, buf);
+	if (raced)
+		d->flags |= STALLCAP_SAMPLE_RACED;
+	if (chain_len && len + chain_len <= max) {
+		memcpy(buf + len, chain, chain_len);
+		len += chain_len;
+	}
+	stallcap_count(&sess->stats, SC_CAPTURE_BLOCKED, 1);
+	stallcap_sample_finish(w, d, buf, rec, len, now, false);
+next:
+	if (next_sample(w, now) == HRTIMER_RESTART)
+		hrtimer_start(&w->timer, hrtimer_get_expires(&w->timer),
+			      HRTIMER_MODE_ABS_PINNED_HARD);
 }

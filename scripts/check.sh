@@ -7,8 +7,10 @@
 # ends with the line "N passed, N failed"; exits non-zero if anything failed.
 #
 # Counted: the host builds of selftests and tools, each static check, the
-# tools' unit tests (one item), the tools' fuzz targets (one item), each selftest
-# on each kernel, the harness self-check; plus, as failures only, anything
+# tools' unit tests (one item), the tools' fuzz targets (one item), the
+# package test (scripts/package.sh: build, lintian, install, DKMS, consumers,
+# purge), each selftest on each kernel, the harness self-check; plus, as
+# failures only, anything
 # wrong with a kernel itself (module build, insmod, rmmod, splat, kmemleak,
 # guest timeout or crash).
 set -uo pipefail
@@ -86,14 +88,27 @@ host_build() {
 	done
 }
 
-read -r -a kernels <<<"${KERNELS:-6.1 6.12 6.12-rt debug}"
+read -r -a kernels <<<"${KERNELS:-5.10 6.1 6.12 6.12-rt 7.2 7.2-rt debug}"
 
+# The debug kernel (about 15 minutes of CPU on a fresh machine) builds in
+# the background at the lowest priority while the other steps run (the
+# guests of the other kernels wait on timers much of the time); its turn in
+# the loop below waits for the build (scripts/debug-kernel.sh locks).
+# DEBUG_KERNEL_BACKGROUND=0 builds it in its turn instead.
+if [[ " ${kernels[*]} " == *" debug "* ]] && [ "${DEBUG_KERNEL_BACKGROUND:-1}" = 1 ]; then
+	echo
+	echo "=== debug kernel: building in the background (log: $logs/debug-kernel.log)"
+	nice -n 19 "$top/scripts/debug-kernel.sh" >/dev/null 2>"$logs/debug-kernel.log" &
+fi
 step "host build" host_build
 step "static checks" "$top/scripts/static-check.sh"
 step "tools unit tests" tools_check
 step "tools fuzz targets" tools_fuzz
 if [ "${SELFCHECK:-1}" != 0 ]; then
 	step "harness self-check" "$top/scripts/vmtest.sh" --selfcheck
+fi
+if [ "${PACKAGES:-1}" != 0 ]; then
+	step "packages" "$top/scripts/package.sh" test
 fi
 for k in "${kernels[@]}"; do
 	step "kernel $k" "$top/scripts/vmtest.sh" "$k"

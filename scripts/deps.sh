@@ -5,6 +5,10 @@
 #  - Debian packages (compilers, qemu, busybox, sparse, elfutils, ...);
 #  - the kernel matrix: newest 6.1 LTS, 6.12 LTS and 6.12 LTS PREEMPT_RT of
 #    Debian 12 (headers installed with apt, images unpacked into the cache);
+#    newest 5.10 of Debian 11 and 7.2 (and 7.2 PREEMPT_RT) of unstable, whose
+#    headers need their own suite's compiler: each suite gets a build root
+#    (scripts/kernel-root.sh, cached outside the tree), only for the kernels
+#    named in KERNELS when it is set;
 #  - kselftest headers and checkpatch.pl from linux-source-6.12.
 # A second run only checks and returns in a few seconds.
 set -euo pipefail
@@ -27,7 +31,8 @@ packages=(
 	clang-14 libclang-rt-14-dev
 	protobuf-c-compiler libprotobuf-c-dev protobuf-compiler zlib1g-dev
 	python3-prometheus-client
-	linux-source-6.12
+	linux-source-6.12 debootstrap
+	dpkg-dev debhelper dh-dkms dkms lintian fakeroot cmake pandoc
 )
 
 missing=()
@@ -94,6 +99,37 @@ while read -r name ver; do
 	fi
 done <"$kernels_list"
 
+# Kernels of other suites (names of scripts/kernel-root.sh names): chosen once
+# per cache like the others (delete .cache/kernels-roots.list to refresh).
+roots_list="$cache/kernels-roots.list"
+want=()
+for name in $("$top/scripts/kernel-root.sh" names); do
+	if [ -n "${KERNELS:-}" ] && ! [[ " $KERNELS " == *" $name "* ]]; then
+		continue
+	fi
+	want+=("$name")
+done
+missing=()
+for name in "${want[@]}"; do
+	awk -v n="$name" '$1 == n { f = 1 } END { exit !f }' "$roots_list" 2>/dev/null ||
+		missing+=("$name")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "deps: choosing ${missing[*]} from their suites"
+	"$top/scripts/kernel-root.sh" resolve "${missing[@]}" >"$roots_list.new"
+	cat "$roots_list" "$roots_list.new" 2>/dev/null | sort -u -k1,1 >"$roots_list.tmp" || true
+	mv "$roots_list.tmp" "$roots_list"
+	rm -f "$roots_list.new"
+fi
+for name in "${want[@]}"; do
+	read -r ver suite < <(awk -v n="$name" '$1 == n { print $2, $3 }' "$roots_list")
+	"$top/scripts/kernel-root.sh" root "$suite" >/dev/null
+	if [ ! -s "$cache/kernels/$ver/vmlinuz" ]; then
+		echo "deps: unpacking the image of $ver ($name, $suite)"
+		"$top/scripts/kernel-root.sh" image "$ver" "$suite"
+	fi
+done
+
 # kselftest headers and checkpatch from linux-source-6.12
 ktools="$cache/linux-tools"
 if [ ! -s "$ktools/scripts/checkpatch.pl" ] || [ ! -s "$ktools/kselftest_harness.h" ]; then
@@ -114,6 +150,6 @@ if [ ! -s "$ktools/scripts/checkpatch.pl" ] || [ ! -s "$ktools/kselftest_harness
 	rm -rf "$tmp"
 fi
 
-echo "deps: ok ($(awk '{printf "%s%s", sep, $2; sep=", "}' "$kernels_list"))"
+echo "deps: ok ($(cat "$kernels_list" "$roots_list" 2>/dev/null | awk '{printf "%s%s", sep, $2; sep=", "}'))"
 exit
 }

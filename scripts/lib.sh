@@ -52,21 +52,32 @@ die() {
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 
-# kernel_info NAME: set KNAME KVER KDIR KIMAGE for a matrix kernel name
-# (a name of .cache/kernels.list, or "debug" for the lockdep/KASAN kernel).
+# kernel_info NAME: set KNAME KVER KDIR KIMAGE KROOT for a matrix kernel name:
+# a name of .cache/kernels.list (Debian 12's kernels, headers on the host),
+# of .cache/kernels-roots.list (other suites' kernels: KDIR is a path inside
+# the build root KROOT, see scripts/kernel-root.sh), or "debug" (the
+# lockdep/KASAN kernel).  KROOT is empty when the host builds the module.
 kernel_info() {
+	local suite
 	KNAME=$1
+	KROOT=
 	if [ "$KNAME" = debug ]; then
 		KDIR=$("$top/scripts/debug-kernel.sh") || return 1
 		KIMAGE=$KDIR/arch/x86/boot/bzImage
 		KVER=$(cat "$KDIR/../release" 2>/dev/null || make -s -C "$KDIR" kernelrelease)
 	else
 		KVER=$(awk -v n="$KNAME" '$1 == n { print $2 }' "$top/.cache/kernels.list" 2>/dev/null)
-		[ -n "$KVER" ] || { echo "unknown kernel '$KNAME' (not in .cache/kernels.list; run make deps)" >&2; return 1; }
 		KDIR=/lib/modules/$KVER/build
+		if [ -z "$KVER" ]; then
+			read -r KVER suite < <(awk -v n="$KNAME" '$1 == n { print $2, $3 }' \
+				"$top/.cache/kernels-roots.list" 2>/dev/null) || true
+			[ -n "$KVER" ] || { echo "unknown kernel '$KNAME' (not in .cache/kernels.list or kernels-roots.list; run make deps)" >&2; return 1; }
+			KROOT=$("$top/scripts/kernel-root.sh" root "$suite") || return 1
+			KDIR=/usr/src/linux-headers-$KVER
+		fi
 		KIMAGE=$top/.cache/kernels/$KVER/vmlinuz
 	fi
-	[ -d "$KDIR" ] || { echo "$KNAME: no kernel headers at $KDIR" >&2; return 1; }
+	[ -d "$KROOT$KDIR" ] || { echo "$KNAME: no kernel headers at $KROOT$KDIR" >&2; return 1; }
 	[ -s "$KIMAGE" ] || { echo "$KNAME: no kernel image at $KIMAGE" >&2; return 1; }
 }
 
@@ -84,8 +95,14 @@ sync_tree() {
 }
 
 # kbuild DIR KDIR LOG: build the external module tree in DIR against KDIR
+# (inside the build root $KROOT when kernel_info set one)
 kbuild() {
 	local dir=$1 kdir=$2 log=$3
+	if [ -n "${KROOT:-}" ]; then
+		BUILD_DIR=$build "$top/scripts/kernel-root.sh" make "$KROOT" -C "$kdir" M="$dir" \
+			KCFLAGS="${MODULE_KCFLAGS:--Werror}" -j"${JOBS:-2}" modules >"$log" 2>&1
+		return
+	fi
 	make -C "$kdir" M="$dir" KCFLAGS="${MODULE_KCFLAGS:--Werror}" \
 		-j"${JOBS:-2}" modules >"$log" 2>&1
 }

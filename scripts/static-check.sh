@@ -31,7 +31,7 @@ if [ ! -s "$checkpatch" ]; then
 	result FAIL static/checkpatch "checkpatch.pl missing: run make deps"
 	rc=1
 else
-	files=(module/*.[ch] uapi/linux/stallcap.h)
+	files=(module/*.[ch] selftests/kmod/*.c uapi/linux/stallcap.h)
 	perl "$checkpatch" --no-tree --quiet --file --show-types "${files[@]}" \
 		>"$out/checkpatch.txt" 2>&1
 	if [ -s "$out/checkpatch.txt" ]; then

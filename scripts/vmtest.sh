@@ -15,8 +15,15 @@
 #                                        that WARNs, an rmmod that fails and a
 #                                        guest that times out (default 6.1)
 #
-# KERNEL is a name of .cache/kernels.list (6.1, 6.12, 6.12-rt) or "debug"
-# (scripts/debug-kernel.sh: lockdep, KASAN, kmemleak; built once, ~15 min).
+# KERNEL is a name of .cache/kernels.list (6.1, 6.12, 6.12-rt: Debian 12's,
+# built on the host), of .cache/kernels-roots.list (5.10, 7.2, 7.2-rt: other
+# suites', built in their debootstrap root, see scripts/kernel-root.sh), or
+# "debug" (scripts/debug-kernel.sh: lockdep, KASAN, kmemleak; built once,
+# ~15 min).
+#
+# A second, short boot with nohz_full=1 isolcpus=1 runs isolated_cpu_test on
+# the kernels of ISOLATED_KERNELS (default "6.12 6.12-rt"; results named
+# KERNEL-isolated/...).
 #
 # Environment: FUZZ_KERNEL (the kernel whose fuzz_test makes its full 10^6
 # calls, default 6.1; the others make FUZZ_CALLS_SHORT=200000 in at most
@@ -65,13 +72,15 @@ if [ ${#kernels[@]} -eq 0 ]; then
 	case $mode in
 	run) kernels=("${RUN_KERNEL:-6.12}") ;;
 	selfcheck) kernels=("${SELFCHECK_KERNEL:-6.1}") ;;
-	*) read -r -a kernels <<<"${KERNELS:-6.1 6.12 6.12-rt debug}" ;;
+	*) read -r -a kernels <<<"${KERNELS:-5.10 6.1 6.12 6.12-rt 7.2 7.2-rt debug}" ;;
 	esac
 fi
 [ "$mode" = run ] && verbose=1
 
 SMP=${SMP:-2}
 initramfs=$build/initramfs
+STALLCAP_GID=990	# group stallcap in the guest
+isolated_kernels=${ISOLATED_KERNELS-6.12 6.12-rt}
 
 # Kernel log lines that mean trouble (extended regex, matched after the
 # "[ time]" prefix is removed).  Lockdep and KASAN reports start with a line
@@ -128,16 +137,19 @@ build_base() {
 	user:x:1000:1000:unprivileged test user:/home/user:/bin/sh
 	nobody:x:65534:65534:nobody:/nonexistent:/bin/false
 	EOF
+	# group stallcap (gid $STALLCAP_GID, the module's gid= in the guest):
+	# user is a member, nobody is not
 	cat >"$st/etc/group" <<-EOF
 	root:x:0:
 	user:x:1000:
+	stallcap:x:$STALLCAP_GID:user
 	nogroup:x:65534:
 	EOF
 	chown 1000:1000 "$st/home/user" 2>/dev/null || true
 	chmod 1777 "$st/tmp"
 
 	# selftests: every built file of selftests/ except sources and harness/
-	(cd "$top/selftests" && rsync -a --exclude='harness/' --exclude='*.[cho]' \
+	(cd "$top/selftests" && rsync -a --exclude='harness/' --exclude='kmod/' --exclude='*.[cho]' \
 		--exclude='Makefile' --exclude='.*' ./ "$st/selftests/")
 
 	# tools
@@ -172,6 +184,15 @@ build_module() {
 	kbuild "$dir" "$KDIR" "$logs/$k.build.log"
 }
 
+# build_test_module KNAME: the test-only module of the selftests (selftests/kmod)
+build_test_module() {
+	local k=$1 dir=$build/$1/kmod
+	mkdir -p "$dir"
+	rsync -a --include='*.c' --include='*.h' --include='Kbuild' --exclude='*' \
+		"$top/selftests/kmod/" "$dir/"
+	kbuild "$dir" "$KDIR" "$logs/$k.kmod-build.log"
+}
+
 build_harness_module() {
 	local k=$1 dir=$build/$1/harness
 	mkdir -p "$dir"
@@ -195,6 +216,9 @@ boot() {
 	: >"$con"
 	: >"$chan"
 	local cmdline="console=ttyS0,115200 panic=-1 log_buf_len=8M printk.devkmsg=on"
+	# 5.10 panics in its IO-APIC timer check under TCG ("IO-APIC + timer
+	# doesn't work!"); newer kernels skip the check in a VM by themselves
+	cmdline+=" no_timer_check"
 	# the whole kernel log on the console (a hung guest leaves no dmesg
 	# dump, and quiet would hide the stack dumps of a stall report)
 	cmdline+=" ${GUEST_CMDLINE-loglevel=7} ${kernel_cmdline:-}"
@@ -421,7 +445,7 @@ run_kernel() {
 	{
 		echo "MODE=$mode"
 		echo "TEST_TIMEOUT=$test_tmo"
-		echo "MODULE_PARAMS='${MODULE_PARAMS:-}'"
+		echo "MODULE_PARAMS='gid=$STALLCAP_GID ${MODULE_PARAMS:-}'"
 	} >"$conf"
 	case $mode in
 	run)
@@ -432,8 +456,17 @@ run_kernel() {
 				cp "$build/selftests.list" "$tests"
 		fi
 		;;
+	isolated)
+		grep -x 'isolated_cpu_test' "$build/selftests.list" >"$tests"
+		;;
 	check)
 		cp "$build/selftests.list" "$tests"
+		if ! build_test_module "$k"; then
+			result FAIL "$k/build" "test module build failed, see $logs/$k.kmod-build.log"
+			return 1
+		fi
+		cp "$build/$k/kmod/stallcap_spin.ko" "$dir/lib/modules/"
+		echo "EXTRA_MODULES=/lib/modules/stallcap_spin.ko" >>"$conf"
 		;;
 	selfcheck)
 		if ! build_harness_module "$k"; then
@@ -474,21 +507,29 @@ run_kernel() {
 		kernel_cmdline+=" STALLCAP_FUZZ_SECONDS=${FUZZ_SECONDS_SHORT:-90}"
 	fi
 
+	# a guest whose CPU 1 is isolated (nohz_full, isolcpus) for the tests
+	# that need one; results are named KERNEL-isolated/TEST
+	local label=$k
+	if [ "$mode" = isolated ]; then
+		kernel_cmdline+=" nohz_full=1 isolcpus=1"
+		label=$k-isolated
+	fi
+
 	local tag=$k
 	[ "$mode" = check ] || tag=$k-$mode
 	tag+=${TAG_SUFFIX:-}
 	results_before=$(($(wc -l <"$RESULTS") + 1))
 	boot "$tag" "$build/$k/initrd-$mode.gz" "$guest_tmo" "$mem" "${GUEST_SILENCE:-$((test_tmo + 120))}"
-	judge "$tag" "$k" "$tests"
+	judge "$tag" "$label" "$tests"
 
 	local bootup doneup
 	bootup=$(awk '$2 == "boot" { for (i = 3; i <= NF; i++) if ($i ~ /^uptime=/) print substr($i, 8) }' "$logs/$tag.chan.txt")
 	doneup=$(awk '$2 == "done" { print substr($3, 8) }' "$logs/$tag.chan.txt")
 	local counts
-	counts=$(awk -F'\t' -v k="$k/" 'NR >= n && index($2, k) == 1 {
+	counts=$(awk -F'\t' -v k="$label/" 'NR >= n && index($2, k) == 1 {
 			c[$1]++ } END { printf "%d passed, %d failed, %d skipped",
 			c["PASS"], c["FAIL"], c["SKIP"] }' n="$results_before" "$RESULTS")
-	printf -- '-- %s (%s): %s: %s; boot %ss, guest %ss, wall %ss\n' "$k" "$KVER" \
+	printf -- '-- %s (%s): %s: %s; boot %ss, guest %ss, wall %ss\n' "$label" "$KVER" \
 		"$([ "$judge_failed" = 0 ] && echo PASS || echo FAIL)" "$counts" \
 		"${bootup:-?}" "${doneup:-?}" "$(elapsed "$t0" "$(now)")"
 	if [ "$judge_failed" != 0 ]; then
@@ -586,7 +627,13 @@ rc=0
 for k in "${kernels[@]}"; do
 	case $mode in
 	selfcheck) selfcheck "$k" || rc=1 ;;
-	*) run_kernel "$k" || rc=1 ;;
+	*)
+		run_kernel "$k" || rc=1
+		# the isolated-CPU boot costs ~1 min: on ISOLATED_KERNELS only
+		if [ "$mode" = check ] && [[ " $isolated_kernels " == *" $k "* ]]; then
+			mode=isolated run_kernel "$k" || rc=1
+		fi
+		;;
 	esac
 done
 

@@ -95,7 +95,7 @@ TEST_F(abi, info_describes_the_module)
 	EXPECT_LE(sc_min_ring_bytes(STALLCAP_MAX_USER_STACK), i->max_ring_bytes)
 		TH_LOG("max_ring_bytes too small for the largest user_stack_bytes");
 	EXPECT_LT(0, i->max_watches_per_user);
-	EXPECT_EQ(0, i->features & ~((STALLCAP_FEAT_SHARED_DEADLINE << 1) - 1));
+	EXPECT_EQ(0, i->features & ~((STALLCAP_FEAT_WHY << 1) - 1));
 	EXPECT_TRUE(i->features & STALLCAP_FEAT_SHARED_DEADLINE);
 	/* not advertised until STALLCAP_IOC_ATTACH exists */
 	EXPECT_FALSE(i->features & STALLCAP_FEAT_ATTACH);
@@ -709,6 +709,12 @@ static int drop_cap(int cap)
 	return syscall(SYS_capset, &h, d);
 }
 
+/*
+ * STALLCAP_CFG_GLOBAL (and STATS_GLOBAL) need CAP_SYS_ADMIN in the
+ * credentials that opened the file: a process that dropped it opens a
+ * session that is refused; a file root opened keeps the right in a process
+ * that dropped it since (what the opener may do, as for kernel addresses).
+ */
 TEST_F(abi, global_config_needs_cap_sys_admin)
 {
 	struct stallcap_config c = { .flags = STALLCAP_CFG_GLOBAL };
@@ -717,13 +723,26 @@ TEST_F(abi, global_config_needs_cap_sys_admin)
 
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
-		if (drop_cap(CAP_SYS_ADMIN))
+		struct stallcap_stats st;
+		struct sc_session s;
+
+		/* STATS_GLOBAL also takes CAP_PERFMON */
+		if (drop_cap(CAP_SYS_ADMIN) || drop_cap(CAP_PERFMON))
 			_exit(2);
-		_exit(set_config(self->s.fd, &c) == -1 && errno == EPERM ? 0 : 1);
+		if (sc_open(&s))
+			_exit(3);
+		if (set_config(s.fd, &c) != -1 || errno != EPERM)
+			_exit(1);
+		if (sc_get_stats(s.fd, &st, STALLCAP_STATS_GLOBAL) != -1 || errno != EPERM)
+			_exit(4);
+		/* opened by root before the drop: allowed */
+		_exit(sc_get_stats(self->s.fd, &st, STALLCAP_STATS_GLOBAL) ? 5 : 0);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status));
-	EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("1: not EPERM, 2: cannot drop the capability");
+	EXPECT_EQ(0, WEXITSTATUS(status))
+		TH_LOG("1: SET_CONFIG not EPERM, 2: cannot drop the capability, 3: open, "
+		       "4: STATS_GLOBAL not EPERM, 5: root's file refused");
 	expect_unchanged(_metadata, self);
 }
 
@@ -836,6 +855,31 @@ TEST_F(abi, watches_beyond_the_per_user_limit_are_enospc)
 		       "4: ARM over the limit not ENOSPC, 8: failed ARM left a watch, "
 		       "16: RELEASE failed, 32: ARM after a RELEASE failed, "
 		       "100/101: setup");
+}
+
+/*
+ * The default ring size goes through the same checks as SET_CONFIG: with
+ * max_ring_kb below the 1 MiB default, a session that kept its defaults
+ * cannot create its ring (ERANGE), and one sized within the limit can.
+ */
+TEST_F(abi, default_ring_over_max_ring_kb_is_erange)
+{
+	const char *param = "/sys/module/stallcap/parameters/max_ring_kb";
+	struct stallcap_config c = { .size = sizeof(c), .ring_bytes = 256 * 1024 };
+	struct sc_session s;
+	int saved;
+
+	if (param_rw(param, &saved, 0) || param_rw(param, NULL, 512))
+		SKIP(return, "cannot set %s", param);
+	ASSERT_EQ(0, sc_open(&s));
+	EXPECT_EQ(-1, sc_arm(s.fd, SC_MS(10000), 0, 1));
+	EXPECT_EQ(ERANGE, errno);
+	EXPECT_EQ(0, SC_STAT(s.fd, watches)) TH_LOG("the failed ARM left a watch");
+	EXPECT_EQ(0, ioctl(s.fd, STALLCAP_IOC_SET_CONFIG, &c));
+	EXPECT_EQ(0, sc_arm(s.fd, SC_MS(10000), 0, 1));
+	EXPECT_EQ(0, sc_release(s.fd));
+	sc_session_close(&s);
+	ASSERT_EQ(0, param_rw(param, NULL, saved));
 }
 
 /* ------------------------------------------------------------------------

@@ -18,7 +18,8 @@ static const char *const schedule_fns[] = { "schedule", "__schedule", NULL };
 static const char *const futex_fns[] = {
 	"futex_wait", "__futex_wait", "do_futex", "__x64_sys_futex", NULL,
 };
-static const char *const pipe_fns[] = { "pipe_read", NULL };
+/* anonymous pipes read in anon_pipe_read() since Linux 6.16 */
+static const char *const pipe_fns[] = { "pipe_read", "anon_pipe_read", NULL };
 static const char *const vfork_fns[] = {
 	"wait_for_vfork_done", "kernel_clone", "__do_sys_vfork", "__x64_sys_vfork", NULL,
 };

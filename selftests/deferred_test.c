@@ -28,7 +28,8 @@
 
 int main(int argc, char **argv);	/* TEST_HARNESS_MAIN's, reached by the FP walk */
 
-static const char *const pipe_fns[] = { "pipe_read", NULL };
+/* anonymous pipes read in anon_pipe_read() since Linux 6.16 */
+static const char *const pipe_fns[] = { "pipe_read", "anon_pipe_read", NULL };
 static const char *const getrandom_fns[] = {
 	"__x64_sys_getrandom", "__do_sys_getrandom", "get_random_bytes_user", NULL,
 };

@@ -545,4 +545,83 @@ TEST_F(hb, busy_after_idle_is_reported_a_threshold_later)
 	HB_RUN(busy_after_idle);
 }
 
+/*
+ * A failing ARM changes nothing: with every beat slot taken, a thread with
+ * a deadline watch asking for a heartbeat keeps its deadline watch, and a
+ * thread without a watch gets none (not one left registered and charged).
+ */
+struct slot_taker {
+	int fd;
+	volatile int *go_home;
+	int ret;
+	volatile int done;
+};
+
+static void *slot_taker_fn(void *arg)
+{
+	struct slot_taker *t = arg;
+
+	t->ret = sc_arm(t->fd, SC_MS(60000), STALLCAP_ARM_HEARTBEAT, TAG);
+	t->done = 1;
+	while (!*t->go_home)
+		sc_sleep_ms(5);
+	sc_release(t->fd);
+	return NULL;
+}
+
+static void *one_more_fn(void *arg)
+{
+	struct slot_taker *t = arg;
+
+	t->ret = sc_arm(t->fd, SC_MS(60000), STALLCAP_ARM_HEARTBEAT, TAG) ? -errno : 0;
+	return NULL;
+}
+
+TEST_F(hb, failing_arm_leaves_nothing_behind)
+{
+	unsigned int n = self->s.cfg.slots;
+	struct slot_taker *t = calloc(n + 1, sizeof(*t));
+	pthread_t *th = calloc(n + 1, sizeof(*th));
+	volatile int go_home = 0;
+	struct stallcap_stats st;
+	uint64_t watches;
+
+	ASSERT_NE(NULL, t);
+	ASSERT_NE(NULL, th);
+	ASSERT_EQ(0, sc_arm(self->s.fd, SC_MS(60000), 0, TAG));
+	for (unsigned int i = 0; i < n; i++) {
+		t[i] = (struct slot_taker){ .fd = self->s.fd, .go_home = &go_home };
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, slot_taker_fn, &t[i]));
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		while (!t[i].done)
+			sc_sleep_ms(1);
+		ASSERT_LE(0, t[i].ret) TH_LOG("slot taker %u: %s", i, strerror(errno));
+	}
+	ASSERT_EQ(0, sc_get_stats(self->s.fd, &st, 0));
+	watches = st.watches;
+	ASSERT_EQ(n + 1, watches);
+
+	/* the deadline watch asks for a heartbeat: refused, and kept */
+	EXPECT_EQ(-1, sc_arm(self->s.fd, SC_MS(60000), STALLCAP_ARM_HEARTBEAT, TAG));
+	EXPECT_EQ(ENOSPC, errno);
+	EXPECT_EQ(0, sc_rearm(self->s.fd, 0)) TH_LOG("deadline watch gone or changed: %s",
+						      strerror(errno));
+
+	/* a thread without a watch: refused, and no watch left behind */
+	t[n] = (struct slot_taker){ .fd = self->s.fd, .go_home = &go_home };
+	ASSERT_EQ(0, pthread_create(&th[n], NULL, one_more_fn, &t[n]));
+	pthread_join(th[n], NULL);
+	EXPECT_EQ(-ENOSPC, t[n].ret);
+	ASSERT_EQ(0, sc_get_stats(self->s.fd, &st, 0));
+	EXPECT_EQ(watches, st.watches) TH_LOG("the refused ARM left a watch");
+
+	go_home = 1;
+	for (unsigned int i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	EXPECT_EQ(0, sc_release(self->s.fd));
+	free(t);
+	free(th);
+}
+
 TEST_HARNESS_MAIN

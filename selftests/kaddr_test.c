@@ -4,6 +4,7 @@
  * /proc/kallsyms: CAP_SYSLOG, and kptr_restrict below 2); the others get
  * zeros, STALLCAP_SAMPLE_KADDR_HIDDEN, and no STALLCAP_FEAT_KADDR.
  */
+#include <grp.h>
 #include <sys/wait.h>
 
 #include "stallcap_test.h"
@@ -116,7 +117,8 @@ TEST_F(kaddr, unprivileged_reader_gets_zeros_and_the_flag)
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
-		if (setgid(USER_UID) || setuid(USER_UID))
+		/* as the user logs in: its groups (stallcap, for the device) */
+		if (initgroups("user", USER_UID) || setgid(USER_UID) || setuid(USER_UID))
 			_exit(100);
 		_exit(hidden_stall());
 	}

@@ -168,6 +168,10 @@ TEST(poll_and_epoll_report_records_waiting)
 	EXPECT_EQ(0, poll(&pfd, 1, 0));
 	EXPECT_EQ(0, epoll_wait(ep, &out, 1, 0));
 	EXPECT_EQ(0, rs.err[0]) TH_LOG("%s", rs.err);
+
+	/* data_head is the reader's to scribble on: poll() does not trust it */
+	__atomic_store_n(&s.ctl->data_head, s.ctl->data_tail + 4096, __ATOMIC_RELEASE);
+	EXPECT_EQ(0, poll(&pfd, 1, 0)) TH_LOG("poll() believed a forged data_head");
 	close(ep);
 	sc_records_free(&rs);
 	sc_session_close(&s);

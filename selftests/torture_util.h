@@ -22,6 +22,7 @@
 #define STALLCAP_TORTURE_UTIL_H
 
 #include <grp.h>
+#include <pwd.h>
 #include <stddef.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -825,7 +826,11 @@ static inline int tu_param_write(const char *name, long long v)
  */
 static inline int tu_drop_privileges(uid_t uid, gid_t gid)
 {
-	if (setgroups(0, NULL) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid))
+	struct passwd *pw = getpwuid(uid);
+
+	/* the user's groups from /etc/group: user is in group stallcap */
+	if ((pw ? initgroups(pw->pw_name, gid) : setgroups(0, NULL)) ||
+	    setresgid(gid, gid, gid) || setresuid(uid, uid, uid))
 		return -errno;
 	if (geteuid() != uid || getegid() != gid)
 		return -EPERM;

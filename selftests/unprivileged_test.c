@@ -642,6 +642,132 @@ TEST_F_TIMEOUT(unpriv, fd_passed_to_another_uid_keeps_working, 120)
 }
 
 /* ------------------------------------------------------------------------
+ * Watches with timer periods under 1 ms are bounded per user
+ * ------------------------------------------------------------------------
+ */
+
+struct fast_arm {
+	int fd;
+	uint64_t timeout;
+	int ret;
+};
+
+static void *fast_arm_fn(void *arg)
+{
+	struct fast_arm *a = arg;
+
+	a->ret = sc_arm(a->fd, a->timeout, 0, 1) ? -errno : 0;
+	if (!a->ret)
+		sc_release(a->fd);
+	return NULL;
+}
+
+/* Arm a watch in a new thread of this process (which releases it). */
+static int arm_in_thread(int fd, uint64_t timeout)
+{
+	struct fast_arm a = { .fd = fd, .timeout = timeout };
+	pthread_t th;
+
+	if (pthread_create(&th, NULL, fast_arm_fn, &a))
+		return -EAGAIN;
+	pthread_join(th, NULL);
+	return a.ret;
+}
+
+static int user_over_fast_limit(void *arg)
+{
+	uint64_t fast = SC_MS(1) / 2, slow = SC_MS(2);
+	struct sc_session s;
+	int ret;
+
+	CHK(!sc_session_setup(&s, &(struct sc_opts){ .no_map = true }), "session");
+	if (fast < s.info.min_deadline_ns)
+		fast = s.info.min_deadline_ns;
+	CHK(!sc_arm(s.fd, SC_MS(60000) + fast, 0, 1), "slow ARM");
+	CHK(!sc_rearm(s.fd, fast), "first fast watch: %s", strerror(errno));
+	ret = arm_in_thread(s.fd, slow);
+	CHK(!ret, "a slow watch is not bounded: %s", strerror(-ret));
+	/* the limit (1) is taken: a second fast watch is refused, changing nothing */
+	ret = arm_in_thread(s.fd, fast);
+	CHK(ret == -ENOSPC, "second fast ARM: %s", ret ? strerror(-ret) : "ok");
+	CHK(SC_STAT(s.fd, watches) == 1, "the refused ARM left a watch");
+	/* back to a slow timeout: the second fits */
+	CHK(!sc_rearm(s.fd, slow), "REARM slow: %s", strerror(errno));
+	ret = arm_in_thread(s.fd, fast);
+	CHK(!ret, "fast ARM once the first is slow again: %s", strerror(-ret));
+	CHK(!sc_disarm(s.fd), "disarm");
+	sc_session_close(&s);
+	return 0;
+}
+
+TEST_F(unpriv, fast_watches_are_bounded_per_user)
+{
+	long long saved = tu_param_read("max_fast_watches_per_user");
+
+	if (saved < 0 || tu_param_write("max_fast_watches_per_user", 1))
+		SKIP(return, "no max_fast_watches_per_user parameter");
+	EXPECT_EQ(0, run_as(TU_USER_UID, TU_USER_GID, user_over_fast_limit, NULL));
+	tu_param_write("max_fast_watches_per_user", saved);
+}
+
+/* ------------------------------------------------------------------------
+ * Ring memory is charged to the user's locked memory (RLIMIT_MEMLOCK)
+ * ------------------------------------------------------------------------
+ */
+
+static int arm_in_new_session(struct sc_session *s, uint32_t ring_bytes)
+{
+	struct sc_opts o = { .ring_bytes = ring_bytes, .user_stack_bytes = 8, .no_map = true };
+	int ret = sc_session_setup(s, ring_bytes ? &o : &(struct sc_opts){ .no_map = true });
+
+	if (ret)
+		return ret;
+	return sc_arm(s->fd, SC_MS(60000), 0, 1) ? -errno : 0;
+}
+
+static int user_over_memlock(void *arg)
+{
+	uint32_t ring = sc_min_ring_bytes(8);
+	/* ring + control page + 64 beat slots: one session's charge */
+	uint64_t one = ring + 2 * sysconf(_SC_PAGESIZE);
+	struct rlimit rl;
+	struct sc_session s[4];
+	int ret;
+
+	CHK(!getrlimit(RLIMIT_MEMLOCK, &rl), "getrlimit");
+	CHK(rl.rlim_max >= 3 * one, "hard RLIMIT_MEMLOCK %llu too low",
+	    (unsigned long long)rl.rlim_max);
+	rl.rlim_cur = 3 * one - one / 2;	/* room for two sessions */
+	CHK(!setrlimit(RLIMIT_MEMLOCK, &rl), "setrlimit");
+
+	/* the 1 MiB default ring is over the limit */
+	ret = arm_in_new_session(&s[0], 0);
+	CHK(ret == -EPERM, "ARM with the default ring over RLIMIT_MEMLOCK: %s", strerror(-ret));
+	CHK(SC_STAT(s[0].fd, watches) == 0, "the refused ARM left a watch");
+	sc_session_close(&s[0]);
+
+	/* small rings: two fit, the third does not, until one is closed */
+	for (int i = 0; i < 2; i++) {
+		ret = arm_in_new_session(&s[i], ring);
+		CHK(!ret, "ARM in small session %d: %s", i, strerror(-ret));
+	}
+	ret = arm_in_new_session(&s[2], ring);
+	CHK(ret == -EPERM, "third session over RLIMIT_MEMLOCK: %s", ret ? strerror(-ret) : "ok");
+	sc_session_close(&s[2]);
+	sc_session_close(&s[0]);
+	ret = arm_in_new_session(&s[3], ring);
+	CHK(!ret, "ARM after a session's memory was given back: %s", strerror(-ret));
+	sc_session_close(&s[1]);
+	sc_session_close(&s[3]);
+	return 0;
+}
+
+TEST_F(unpriv, ring_memory_is_charged_against_rlimit_memlock)
+{
+	EXPECT_EQ(0, run_as(TU_USER_UID, TU_USER_GID, user_over_memlock, NULL));
+}
+
+/* ------------------------------------------------------------------------
  * STALLCAP_CFG_GLOBAL
  * ------------------------------------------------------------------------
  */
@@ -660,6 +786,10 @@ static int user_asks_for_global(void *arg)
 	c.flags = STALLCAP_CFG_GLOBAL | STALLCAP_CFG_DEFER_USER;
 	CHK(ioctl(s.fd, STALLCAP_IOC_SET_CONFIG, &c) == -1 && errno == EPERM,
 	    "SET_CONFIG(GLOBAL | DEFER_USER) by a user: %s", strerror(errno));
+	CHK(sc_get_stats(s.fd, &(struct stallcap_stats){ 0 }, STALLCAP_STATS_GLOBAL) == -1 &&
+	    errno == EPERM, "GET_STATS(GLOBAL) by a user: %s", strerror(errno));
+	CHK(!sc_get_stats(s.fd, &(struct stallcap_stats){ 0 }, 0),
+	    "GET_STATS of the user's own session: %s", strerror(errno));
 	sc_session_close(&s);
 	return 0;
 }
@@ -667,6 +797,57 @@ static int user_asks_for_global(void *arg)
 TEST_F(unpriv, global_reader_needs_cap_sys_admin)
 {
 	EXPECT_EQ(0, run_as(TU_USER_UID, TU_USER_GID, user_asks_for_global, NULL));
+}
+
+/* The user opens the device and hands the file to root. */
+static int user_opens_for_root(void *arg)
+{
+	struct passing *p = arg;
+	struct sc_session s;
+	char ch;
+
+	close(p->sock[1]);
+	CHK(!sc_open(&s), "open");
+	CHK(!send_fd(p->sock[0], s.fd), "sendmsg");
+	CHK(read(p->sock[0], &ch, 1) == 1, "wait for root");
+	sc_session_close(&s);
+	return 0;
+}
+
+/*
+ * What a session may do follows its opener's credentials, not the caller's:
+ * root calling on a file a user opened cannot make it a global reader, nor
+ * read the module-wide counters through it.
+ */
+TEST_F(unpriv, global_rights_follow_the_opener_not_the_caller)
+{
+	struct stallcap_config c = { .size = sizeof(c), .flags = STALLCAP_CFG_GLOBAL };
+	struct stallcap_stats st;
+	struct passing p;
+	pid_t u;
+	int fd, status;
+
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, p.sock));
+	u = fork();
+	ASSERT_LE(0, u);
+	if (u == 0) {
+		int ret = tu_drop_privileges(TU_USER_UID, TU_USER_GID);
+
+		_exit(ret ? 253 : user_opens_for_root(&p) ? 1 : 0);
+	}
+	close(p.sock[0]);
+	fd = recv_fd(p.sock[1]);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(-1, ioctl(fd, STALLCAP_IOC_SET_CONFIG, &c));
+	EXPECT_EQ(EPERM, errno);
+	EXPECT_EQ(-1, sc_get_stats(fd, &st, STALLCAP_STATS_GLOBAL));
+	EXPECT_EQ(EPERM, errno);
+	EXPECT_EQ(0, sc_get_stats(fd, &st, 0));
+	close(fd);
+	ASSERT_EQ(1, write(p.sock[1], "x", 1));
+	ASSERT_EQ(u, waitpid(u, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) TH_LOG("user: %#x", status);
+	close(p.sock[1]);
 }
 
 /* ------------------------------------------------------------------------

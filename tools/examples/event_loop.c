@@ -14,7 +14,8 @@
  *    hot path (the clock is read through the vDSO) and exact detection.
  *
  * (A fourth way needs no change to the program at all: a reader's
- * STALLCAP_IOC_ATTACH watches its epoll_wait() boundaries; see the README.)
+ * STALLCAP_IOC_ATTACH, where the module offers it (STALLCAP_FEAT_ATTACH),
+ * watches its epoll_wait() boundaries; see the README.)
  *
  * Every fifth tick one handler is slow (--slow-ms), which stallcap catches.
  * Alone, the example reads its own ring and prints what it caught; under

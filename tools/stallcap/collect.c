@@ -244,9 +244,7 @@ static int open_session(struct collector *c)
 			warnx_("a system-wide reader needs CAP_SYS_ADMIN");
 	}
 	if (ret) {
-		warnx_("cannot open the session: %s", strerror(-ret));
-		if (o->fd < 0)
-			hint_open(ret, o->global);
+		warn_open(ret);
 		return ret;
 	}
 	ret = stallcap_ring_map(c->s);

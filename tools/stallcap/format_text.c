@@ -74,7 +74,7 @@ static const char *deadline_kind(__u8 clock)
 	}
 }
 
-static void frame_line(FILE *out, const struct sc_frame *f, int i)
+void sc_frame_line(FILE *out, const struct sc_frame *f, int i)
 {
 	fprintf(out, "      #%-2d 0x%016llx  ", i, (unsigned long long)f->addr);
 	if (f->sym) {
@@ -186,12 +186,12 @@ static void sample_block(FILE *out, const struct sc_rstall *rs, const struct sc_
 	if (r->nk) {
 		fprintf(out, "    kernel:\n");
 		for (i = 0; i < r->nk; i++)
-			frame_line(out, &r->kf[i], i);
+			sc_frame_line(out, &r->kf[i], i);
 	}
 	if (r->nu) {
 		fprintf(out, "    user%s:\n", r->smp->has_deferred ? " (deferred)" : "");
 		for (i = 0; i < r->nu; i++)
-			frame_line(out, &r->uf[i], i);
+			sc_frame_line(out, &r->uf[i], i);
 	} else if (!(s->flags & STALLCAP_SAMPLE_NO_USER)) {
 		fprintf(out, "    user: no frames\n");
 	}

@@ -1,33 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * stallcap(1): one-line hints after an error or a surprise, saying what to
- * do about it (suppressed by sc_quiet, like every warning).
+ * do about it (suppressed by sc_quiet, like every warning).  Why
+ * /dev/stallcap could not be opened: warn_open() (util.c).
  */
 #include <errno.h>
 
 #include "tool.h"
-
-/* why /dev/stallcap could not be opened */
-void hint_open(int err, bool global)
-{
-	switch (err) {
-	case -ENOENT:
-	case -ENODEV:
-	case -ENXIO:
-		warnx_("hint: the stallcap module is not loaded "
-		       "(sudo modprobe stallcap, or sudo insmod module/stallcap.ko)");
-		break;
-	case -EACCES:
-		warnx_("hint: /dev/stallcap is root:stallcap 0660: add yourself to group "
-		       "stallcap (sudo usermod -aG stallcap $USER, then log in again)");
-		break;
-	case -EPERM:
-		if (global)
-			warnx_("hint: --global reads every session: run it as root "
-			       "(it needs CAP_SYS_ADMIN)");
-		break;
-	}
-}
 
 void hint_lost(__u64 lost)
 {

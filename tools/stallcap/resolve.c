@@ -192,6 +192,27 @@ static void resolve_kernel(struct resolver *r, const struct stallcap_sample_view
 	}
 }
 
+/* A task section's frames: kernel ones by symbol, user ones in its process. */
+static void resolve_task(struct resolver *r, const struct stallcap_task_view *tv,
+			 struct sc_rtask *rt)
+{
+	struct stallcap_sample_view kv = { .kernel_ips = tv->kernel_ips };
+	int i;
+
+	rt->nk = (int)tv->nr_kernel;
+	rt->nu = (int)tv->nr_user;
+	resolve_kernel(r, &kv, rt->f, rt->nk);
+	for (i = 0; i < rt->nu; i++) {
+		struct sc_frame *f = &rt->f[rt->nk + i];
+
+		memset(f, 0, sizeof(*f));
+		f->addr = tv->user_ips[i];
+		f->method = SC_METHOD_FP;
+		f->is_return = i > 0;
+		usyms_resolve(r->us, tv->t.pid, f);
+	}
+}
+
 /* Resolve @m into rs->cur, in the stall's reused frame buffers. */
 static void resolve_sample(struct sc_rstall *rs, const struct sc_sample *m)
 {
@@ -208,6 +229,10 @@ static void resolve_sample(struct sc_rstall *rs, const struct sc_sample *m)
 	c->nu = unwind_user(r->us, uv, r->unwind_flags, c->uf, STALLCAP_MAX_FRAMES);
 	for (i = 0; i < c->nu; i++)
 		usyms_resolve(r->us, uv->s.pid, &c->uf[i]);
+	for (i = 0; i < (int)m->v.nr_tasks && i < STALLCAP_VIEW_MAX_TASKS; i++) {
+		c->tasks[i].f = rs->tbuf[i];
+		resolve_task(r, &m->v.tasks[i], &c->tasks[i]);
+	}
 }
 
 /*
@@ -219,6 +244,7 @@ int resolve_stall(struct resolver *r, const struct sc_stall *st, struct sc_rstal
 {
 	const struct sc_sample *m;
 	const struct sc_proc *p;
+	unsigned int i;
 
 	memset(out, 0, sizeof(*out));
 	out->st = st;
@@ -235,7 +261,15 @@ int resolve_stall(struct resolver *r, const struct sc_stall *st, struct sc_rstal
 	}
 	out->kbuf = calloc(STALLCAP_MAX_FRAMES, sizeof(*out->kbuf));
 	out->ubuf = calloc(STALLCAP_MAX_FRAMES, sizeof(*out->ubuf));
-	return out->kbuf && out->ubuf ? 0 : -ENOMEM;
+	if (!out->kbuf || !out->ubuf)
+		return -ENOMEM;
+	for (i = 0; i < STALLCAP_VIEW_MAX_TASKS; i++) {
+		/* a task section holds at most this many frames of each kind */
+		out->tbuf[i] = calloc(2 * STALLCAP_MAX_FRAMES, sizeof(*out->tbuf[i]));
+		if (!out->tbuf[i])
+			return -ENOMEM;
+	}
+	return 0;
 }
 
 int resolve_stall_next(struct sc_rstall *rs)
@@ -263,7 +297,11 @@ void resolve_stall_rewind(struct sc_rstall *rs)
 
 void resolve_stall_free(struct sc_rstall *rs)
 {
+	unsigned int i;
+
 	free(rs->kbuf);
 	free(rs->ubuf);
+	for (i = 0; i < STALLCAP_VIEW_MAX_TASKS; i++)
+		free(rs->tbuf[i]);
 	memset(rs, 0, sizeof(*rs));
 }

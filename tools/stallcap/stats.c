@@ -3,6 +3,7 @@
  * stallcap stats: the module's or a session's counters (STALLCAP_IOC_GET_STATS)
  * and what the module supports (STALLCAP_IOC_GET_INFO).
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,14 +177,14 @@ int cmd_stats(int argc, char **argv)
 	if (ret && file && fd < 0)
 		return 0;	/* the file's metrics alone: no module here */
 	if (ret) {
-		warnx_("cannot open the session: %s", strerror(-ret));
-		if (fd < 0)
-			hint_open(ret, false);
+		warn_open(ret);
 		return 1;
 	}
 	ret = stallcap_session_get_info(s, &in);
 	if (!ret)
 		ret = stallcap_session_get_stats(s, &st, global ? STALLCAP_STATS_GLOBAL : 0);
+	if (ret == -EPERM && global)
+		warnx_("the module-wide counters need CAP_SYS_ADMIN");
 	if (ret) {
 		warnx_("cannot read the counters: %s", strerror(-ret));
 	} else if (prom) {

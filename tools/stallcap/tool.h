@@ -25,6 +25,7 @@ extern const char *prog;
 extern bool sc_quiet;		/* warnx_() prints nothing (fuzzing) */
 int open_regular(const char *path);
 void warnx_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void warn_open(int err);
 __u64 now_ns(int clock);
 
 /* ---- time and ids (util.c) ---- */
@@ -268,6 +269,12 @@ bool stall_defer_pending(const struct sc_stall *s);
 
 /* ---- resolving a stall for the formatters, one sample at a time (resolve.c) ---- */
 
+/* the frames of a task section (runner, lock owner), resolved */
+struct sc_rtask {
+	struct sc_frame *f;	/* nk kernel frames, then nu user frames */
+	int nk, nu;
+};
+
 /**
  * struct sc_rsample - one sample's frames, symbolized
  * @kf: @nk kernel frames; @uf: @nu user frames.  Both live in buffers of the
@@ -277,6 +284,7 @@ struct sc_rsample {
 	const struct sc_sample *smp;
 	struct sc_frame *kf, *uf;
 	int nk, nu;
+	struct sc_rtask tasks[STALLCAP_VIEW_MAX_TASKS];	/* as v.tasks */
 };
 
 struct resolver;
@@ -298,6 +306,7 @@ struct sc_rstall {
 	const struct sc_sample *next;
 	bool started;
 	struct sc_frame *kbuf, *ubuf;
+	struct sc_frame *tbuf[STALLCAP_VIEW_MAX_TASKS];
 	__s64 rt_offset_ns;	/* CLOCK_REALTIME - CLOCK_MONOTONIC for this stall */
 	bool rt_known;		/* rt_offset_ns is known */
 };
@@ -364,6 +373,7 @@ bool sc_realtime(const struct sc_rstall *rs, const struct stallcap_sample *s, __
 		 __u64 *rt);
 /* what a sample says about why it stalled (format_why.c, issue 13) */
 void fmt_text_why(FILE *out, const struct sc_rsample *r);
+void sc_frame_line(FILE *out, const struct sc_frame *f, int i);
 void fmt_json_why(FILE *out, const struct sc_rsample *r);
 struct folded;
 struct folded *folded_new(void);
@@ -464,7 +474,6 @@ void prom_counter(FILE *out, const char *name, __u64 v, bool global);
 
 /* ---- one-line hints (hints.c) ---- */
 
-void hint_open(int err, bool global);
 void hint_lost(__u64 lost);
 void hint_kallsyms(int err);
 void hint_no_watch(__u64 records);

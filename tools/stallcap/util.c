@@ -29,6 +29,18 @@ void warnx_(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+/* Why the session could not be opened (@err: a negative errno). */
+void warn_open(int err)
+{
+	if (err == -EACCES)
+		warnx_("no permission on " STALLCAP_DEVICE ": add yourself to group stallcap "
+		       "(as root: adduser $USER stallcap), then log in again");
+	else if (err == -ENOENT)
+		warnx_("no " STALLCAP_DEVICE ": is the stallcap module loaded?");
+	else
+		warnx_("cannot open the session: %s", strerror(-err));
+}
+
 __u64 now_ns(int clock)
 {
 	struct timespec ts;

@@ -37,6 +37,12 @@
  *  E2BIG   size larger than known and the unknown tail is not zero, or
  *          larger than a page
  *  ENOMEM  out of kernel memory
+ *  EPERM   (ARM, mmap, SET_CONFIG with STALLCAP_CFG_GLOBAL: the calls that
+ *          create the session's ring and slots) the ring and slots would
+ *          take the caller's locked memory (locked_vm, where they are
+ *          charged, as perf and io_uring charge their buffers) over
+ *          RLIMIT_MEMLOCK; CAP_IPC_LOCK is exempt.  The memory is also
+ *          charged to the caller's memory cgroup.
  *  ENOTTY  unknown command (type, number or direction)
  *
  * Who may open the device: root and members of the device's group (module
@@ -122,9 +128,15 @@
  * STALLCAP_ARM_SHARED_DEADLINE.
  * Errors:
  *  ERANGE  timeout below the module's min_deadline_us, above 1 hour, or an
- *          absolute deadline already in the past by more than 1 hour
+ *          absolute deadline already in the past by more than 1 hour; or
+ *          the session's configuration (its defaults included) is out of
+ *          the module's ranges when the ring is created (max_ring_kb
+ *          lowered below the default ring size)
  *  ENOSPC  the user's max_watches_per_user watches exist already, or no
- *          free slot in this session
+ *          free slot in this session, or the user's
+ *          max_fast_watches_per_user watches with a timer period under
+ *          1 ms (a timeout, or a heartbeat's timeout / 4) are armed already
+ *          (CAP_SYS_RESOURCE of the opener's thread is exempt)
  *  ESRCH   the calling thread is exiting
  *  EPERM   the ring or slot memory would exceed RLIMIT_MEMLOCK (see
  *          STALLCAP_IOC_SET_CONFIG)
@@ -377,7 +389,9 @@ struct stallcap_stats {
  * watch to now + arg nanoseconds; arg 0 means the timeout of its last ARM.
  * The argument is the value itself, not a pointer: the hot path copies
  * nothing.  Errors: ENOENT (no watch for this thread in this session),
- * ERANGE (as for ARM), EINVAL (a heartbeat or shared-deadline watch).
+ * ERANGE (as for ARM), EINVAL (a heartbeat or shared-deadline watch), ENOSPC
+ * (a timeout under 1 ms beyond the user's max_fast_watches_per_user, as for
+ * ARM).
  */
 #define STALLCAP_IOC_REARM	_IO(STALLCAP_IOC_MAGIC, 0x02)
 /**
@@ -932,7 +946,9 @@ struct stallcap_sec_wait {
  *	follow at this offset from the section's start
  * @role: STALLCAP_ROLE_*
  * @hop: for STALLCAP_ROLE_OWNER, 1 for the owner of the thread's lock, 2 for
- *	the owner of what hop 1 waits on, ...; 0 for the runner
+ *	the owner of what hop 1 waits on, ...; for STALLCAP_ROLE_RUNNER, 0
+ *	when it ran on the stalled thread's CPU, N when it ran instead of
+ *	owner hop N (a runnable owner preempted on its CPU)
  * @flags: STALLCAP_TASK_F_*
  * @pid: thread group id (initial pid namespace)
  * @tid: thread id (initial pid namespace)

@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stallcap buddy checkers: deadlines watched from CPUs that take interrupts.
+ *
+ * A watch's timer is queued on the CPU its thread armed it from (the cheap
+ * local path: the timer interrupt lands on the thread).  That CPU cannot
+ * take the timer while it runs with interrupts disabled, in a long hard-IRQ
+ * handler, or with its timers isolated away (nohz_full).  So, as the kernel's
+ * buddy hard-lockup detector does, each housekeeping CPU runs a checker (a
+ * HARD hrtimer, every check_us) while watches exist:
+ *
+ *  - a watch whose timer is queued but overdue by a whole period is on a CPU
+ *    that does not take interrupts: the checker moves the timer onto its own
+ *    CPU and lets it expire at once; the watch's timer callback then finds
+ *    its thread running on another CPU and captures it by NMI, which reaches
+ *    code running with interrupts off.  The timer stays on the checker's CPU
+ *    until the thread starts it again from its own CPU (the re-arm after the
+ *    stall; a lazy re-arm, which only moves the deadline later, leaves it).
+ *  - a watch armed from a CPU isolated from timers (not housekeeping for
+ *    HK_TYPE_TIMER) queues no timer there (watch_start()); the checker starts
+ *    its timer on its own CPU once the deadline is less than a period away.
+ *
+ * The checkers walk a list of every watch under RCU and read a watch's state
+ * without its lock; only a suspect watch is locked, with a trylock (a CPU
+ * stuck with the lock held is skipped until it lets go).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/cpu.h>
+#include <linux/cpumask.h>
+#include <linux/hrtimer.h>
+#include <linux/ktime.h>
+#include <linux/percpu.h>
+#include <linux/rculist.h>
+#include <linux/sched/isolation.h>
+#include <linux/smp.h>
+#include <linux/timekeeping.h>
+#include <linux/workqueue.h>
+
+#include "compat.h"
+#include "stallcap.h"
+
+static LIST_HEAD(buddy_watches);
+static DEFINE_RAW_SPINLOCK(buddy_lock);	/* list writers, checker start/stop */
+static DEFINE_PER_CPU(struct hrtimer, buddy_timer);
+static DEFINE_PER_CPU(bool, buddy_running);	/* buddy_lock */
+static DEFINE_PER_CPU(struct work_struct, buddy_start_work);
+
+DEFINE_PER_CPU(unsigned long, stallcap_watch_expiries);
+DEFINE_PER_CPU(unsigned long, stallcap_buddy_expiries);
+DEFINE_PER_CPU(unsigned long, stallcap_buddy_rescues);
+
+/** stallcap_buddy_period_ns() - how often the checkers look */
+u64 stallcap_buddy_period_ns(void)
+{
+	return max_t(u64, (u64)READ_ONCE(stallcap_check_us) * NSEC_PER_USEC,
+		     100 * NSEC_PER_USEC);
+}
+
+/**
+ * stallcap_cpu_takes_timers() - may a watch's timer be queued on this CPU?
+ *
+ * Context: preemption off.  False on a CPU isolated from timers (nohz_full).
+ */
+bool stallcap_cpu_takes_timers(void)
+{
+	return housekeeping_cpu(smp_processor_id(), HK_TYPE_TIMER);
+}
+
+/* Is @w's timer overdue (or, for an isolated thread, due within a period)? */
+static bool buddy_suspect(struct stallcap_watch *w, u64 now, u64 period)
+{
+	struct hrtimer *t = &w->timer;
+
+	if (READ_ONCE(w->dead) || READ_ONCE(w->state) == WATCH_IDLE)
+		return false;
+	if (hrtimer_is_queued(t))
+		return ktime_to_ns(hrtimer_get_expires(t)) + period <= now;
+	return READ_ONCE(w->isolated) && READ_ONCE(w->state) == WATCH_ARMED &&
+	       READ_ONCE(w->deadline) < now + period;
+}
+
+static void buddy_check(struct stallcap_watch *w, u64 now, u64 period)
+{
+	struct hrtimer *t = &w->timer;
+	u64 when = now;
+
+	if (!buddy_suspect(w, now, period) || !raw_spin_trylock(&w->lock))
+		return;
+	if (buddy_suspect(w, now, period) && !hrtimer_callback_running(t)) {
+		if (!hrtimer_is_queued(t)) {
+			/* an isolated thread's deadline, started from here */
+			when = max(now, w->deadline);
+			w->isolated = false;
+		} else {
+			this_cpu_inc(stallcap_buddy_rescues);
+		}
+		/* pinned, from here: the timer moves to this CPU */
+		hrtimer_start(t, ns_to_ktime(when), HRTIMER_MODE_ABS_PINNED_HARD);
+	}
+	raw_spin_unlock(&w->lock);
+}
+
+/* Stop this CPU's checker when no watch is left?  Context: its callback. */
+static bool buddy_stop(void)
+{
+	bool stop;
+
+	raw_spin_lock(&buddy_lock);
+	stop = list_empty(&buddy_watches);
+	if (stop)
+		__this_cpu_write(buddy_running, false);
+	raw_spin_unlock(&buddy_lock);
+	return stop;
+}
+
+static enum hrtimer_restart buddy_fn(struct hrtimer *timer)
+{
+	u64 now = ktime_get_mono_fast_ns(), period = stallcap_buddy_period_ns();
+	struct stallcap_watch *w;
+
+	this_cpu_inc(stallcap_buddy_expiries);
+	rcu_read_lock();
+	list_for_each_entry_rcu(w, &buddy_watches, buddy_node)
+		buddy_check(w, now, period);
+	rcu_read_unlock();
+	if (buddy_stop())
+		return HRTIMER_NORESTART;
+	hrtimer_forward_now(timer, ns_to_ktime(period));
+	return HRTIMER_RESTART;
+}
+
+/* Runs in a kworker bound to the checker's CPU. */
+static void buddy_start_here(struct work_struct *work)
+{
+	preempt_disable();
+	hrtimer_start(this_cpu_ptr(&buddy_timer),
+		      ns_to_ktime(stallcap_buddy_period_ns()),
+		      HRTIMER_MODE_REL_PINNED_HARD);
+	preempt_enable();
+}
+
+/*
+ * Start the checker of every housekeeping CPU that has none running, from a
+ * work item on that CPU: the arming thread does not wait for other CPUs.
+ */
+static void buddy_start_all(void)
+{
+	unsigned long flags;
+	bool start;
+	int cpu;
+
+	cpus_read_lock();
+	for_each_cpu_and(cpu, housekeeping_cpumask(HK_TYPE_TIMER),
+			 cpu_online_mask) {
+		raw_spin_lock_irqsave(&buddy_lock, flags);
+		start = !per_cpu(buddy_running, cpu);
+		per_cpu(buddy_running, cpu) = true;
+		raw_spin_unlock_irqrestore(&buddy_lock, flags);
+		if (start)
+			queue_work_on(cpu, system_highpri_wq,
+				      per_cpu_ptr(&buddy_start_work, cpu));
+	}
+	cpus_read_unlock();
+}
+
+/**
+ * stallcap_buddy_add() - watch @w's deadlines from the checkers too
+ * @w: a new watch
+ *
+ * Context: process.
+ */
+void stallcap_buddy_add(struct stallcap_watch *w)
+{
+	unsigned long flags;
+
+	raw_spin_lock_irqsave(&buddy_lock, flags);
+	list_add_tail_rcu(&w->buddy_node, &buddy_watches);
+	raw_spin_unlock_irqrestore(&buddy_lock, flags);
+	buddy_start_all();
+}
+
+/**
+ * stallcap_buddy_del() - @w is being destroyed
+ * @w: the watch; freed after an RCU grace period, which the checkers honour
+ */
+void stallcap_buddy_del(struct stallcap_watch *w)
+{
+	unsigned long flags;
+
+	raw_spin_lock_irqsave(&buddy_lock, flags);
+	list_del_rcu(&w->buddy_node);
+	raw_spin_unlock_irqrestore(&buddy_lock, flags);
+}
+
+void stallcap_buddy_init(void)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		stallcap_hrtimer_setup(per_cpu_ptr(&buddy_timer, cpu), buddy_fn,
+				       CLOCK_MONOTONIC, HRTIMER_MODE_REL_PINNED_HARD);
+		INIT_WORK(per_cpu_ptr(&buddy_start_work, cpu), buddy_start_here);
+	}
+}
+
+/* Context: module exit, every watch gone. */
+void stallcap_buddy_exit(void)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		cancel_work_sync(per_cpu_ptr(&buddy_start_work, cpu));
+		hrtimer_cancel(per_cpu_ptr(&buddy_timer, cpu));
+	}
+}

@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stallcap "who holds the lock": for a thread blocked in a futex wait, the
+ * STALLCAP_SEC_WAIT section and one STALLCAP_SEC_TASK section per owner hop.
+ *
+ * What a thread waits on comes from the system call it sleeps in: the user
+ * registers saved at its kernel entry (orig_ax = futex, di = uaddr, si = op).
+ * Who owns it comes from user memory, read with access_process_vm():
+ *  - PI futexes (FUTEX_LOCK_PI, _LOCK_PI2): the futex word holds the owner's
+ *    tid (FUTEX_TID_MASK), as the kernel's own PI code reads it;
+ *  - plain futex waits (FUTEX_WAIT, _WAIT_BITSET): when the word is 1 or 2
+ *    (glibc's locked / locked-with-waiters), the owner is the __owner field
+ *    of struct __pthread_mutex_s, 8 bytes after the word (x86-64 glibc), and
+ *    must be a thread of the same address space; anything else (condition
+ *    variables, semaphores, process-shared mutexes) is OWNER_UNKNOWN.
+ * The chain then follows what each owner waits on, up to
+ * STALLCAP_MAX_OWNER_HOPS, and stops with STALLCAP_WAIT_F_CYCLE when an
+ * owner is a thread seen before (a deadlock).  Kernel mutexes and
+ * rw-semaphores: these kernels do not expose what a task blocks on (no
+ * hung-task blocker tracking before 6.15), so such waits are
+ * STALLCAP_WAIT_OTHER with the owner unknown.
+ *
+ * Context: process context only (access_process_vm() sleeps): the chain is
+ * walked by a work item, never in the hard-IRQ timer.  Every owner is held
+ * by a task reference taken under RCU (find_pid_ns() + pid_task() +
+ * get_task_struct()), so an owner that exits meanwhile stays readable and
+ * is reported with STALLCAP_WAIT_F_OWNER_GONE.  User memory is read only of
+ * tasks this reader may see (why_task.c's rule); else OWNER_UNKNOWN.
+ * A runnable owner's CPU is asked (call-function IPI, waited for from
+ * process context) what runs there instead: a RUNNER section with the
+ * owner's hop.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <uapi/linux/futex.h>
+#include <linux/mm.h>
+#include <linux/pid.h>
+#include <linux/pid_namespace.h>
+#include <linux/ptrace.h>
+#include <linux/rcupdate.h>
+#include <linux/sched.h>
+#include <linux/sched/task.h>
+#include <linux/sched/task_stack.h>
+#include <linux/smp.h>
+#include <asm/irq_regs.h>
+#include <asm/unistd.h>
+
+#include "stallcap.h"
+#include "why.h"
+
+#define GLIBC_OWNER_OFFSET	8	/* __owner in struct __pthread_mutex_s */
+
+struct why_wait {
+	u32 kind;
+	u64 uaddr;
+};
+
+/* What a task off CPU waits on, from the system call it sleeps in. */
+static void wait_of(struct task_struct *task, struct why_wait *ww)
+{
+	struct pt_regs *regs;
+	unsigned int op;
+
+	ww->kind = STALLCAP_WAIT_NONE;
+	ww->uaddr = 0;
+	if (stallcap_why_state(task) != STALLCAP_STATE_SLEEPING &&
+	    stallcap_why_state(task) != STALLCAP_STATE_UNINTERRUPTIBLE)
+		return;
+	ww->kind = STALLCAP_WAIT_OTHER;
+	if ((task->flags & PF_KTHREAD) || !task->mm)
+		return;
+	regs = task_pt_regs(task);
+	if (!user_64bit_mode(regs) || regs->orig_ax != __NR_futex)
+		return;
+	op = regs->si & FUTEX_CMD_MASK;
+	switch (op) {
+	case FUTEX_WAIT:
+	case FUTEX_WAIT_BITSET:
+		ww->kind = STALLCAP_WAIT_FUTEX;
+		break;
+	case FUTEX_LOCK_PI:
+	case FUTEX_LOCK_PI2:
+		ww->kind = STALLCAP_WAIT_PI_FUTEX;
+		break;
+	default:
+		return;
+	}
+	ww->uaddr = regs->di;
+}
+
+static struct task_struct *task_by_tid(struct task_struct *waiter, pid_t tid)
+{
+	struct task_struct *t = NULL;
+	struct pid *pid;
+
+	rcu_read_lock();
+	pid = find_pid_ns(tid, task_active_pid_ns(waiter));
+	if (pid)
+		t = pid_task(pid, PIDTYPE_PID);
+	if (t)
+		get_task_struct(t);
+	rcu_read_unlock();
+	return t;
+}
+
+/*
+ * The owner of what @waiter waits on, with a reference, or NULL with
+ * OWNER_UNKNOWN or OWNER_GONE set in @flags.
+ */
+static struct task_struct *owner_of(const struct stallcap_why_ctx *ctx,
+				    struct task_struct *waiter,
+				    const struct why_wait *ww, u32 *flags)
+{
+	u32 word[3];
+	int want = ww->kind == STALLCAP_WAIT_PI_FUTEX ? 4 : sizeof(word);
+	struct task_struct *owner;
+	pid_t tid;
+
+	if (!stallcap_why_user_visible(ctx, waiter) ||
+	    access_process_vm(waiter, ww->uaddr, word, want, 0) != want)
+		goto unknown;
+	if (ww->kind == STALLCAP_WAIT_PI_FUTEX)
+		tid = word[0] & FUTEX_TID_MASK;
+	else if (word[0] == 1 || word[0] == 2)
+		tid = (pid_t)word[GLIBC_OWNER_OFFSET / 4];
+	else
+		goto unknown;
+	if (tid <= 0)
+		goto unknown;
+	owner = task_by_tid(waiter, tid);
+	if (!owner || owner->exit_state) {
+		if (owner)
+			put_task_struct(owner);
+		*flags |= STALLCAP_WAIT_F_OWNER_GONE;
+		return NULL;
+	}
+	/* the glibc layout is trusted only within one process */
+	if (ww->kind == STALLCAP_WAIT_FUTEX && owner->mm != waiter->mm) {
+		put_task_struct(owner);
+		goto unknown;
+	}
+	return owner;
+unknown:
+	*flags |= STALLCAP_WAIT_F_OWNER_UNKNOWN;
+	return NULL;
+}
+
+struct runner_req {
+	const struct stallcap_why_ctx *ctx;
+	struct task_struct *owner;
+	void *dst;
+	u32 len;
+};
+
+static void runner_ipi(void *arg)
+{
+	struct runner_req *rr = arg;
+	struct pt_regs *regs = get_irq_regs() ?: stallcap_interrupted_regs();
+
+	if (regs && current != rr->owner)
+		rr->len = stallcap_why_runner(rr->ctx, regs, rr->dst);
+}
+
+/* What runs on a runnable owner's CPU instead of it. */
+static u32 owner_runner(const struct stallcap_why_ctx *ctx,
+			struct task_struct *owner, u16 hop, void *dst)
+{
+	struct runner_req rr = { .ctx = ctx, .owner = owner, .dst = dst };
+	struct stallcap_sec_task *t = dst;
+	int cpu = task_cpu(owner);
+
+	if (stallcap_why_state(owner) != STALLCAP_STATE_RUNNABLE ||
+	    cpu == raw_smp_processor_id() || !cpu_online(cpu))
+		return 0;
+	if (smp_call_function_single(cpu, runner_ipi, &rr, 1) || !rr.len)
+		return 0;
+	t->hop = hop;
+	return rr.len;
+}
+
+static bool seen_before(const pid_t *seen, unsigned int n, pid_t tid)
+{
+	while (n--)
+		if (seen[n] == tid)
+			return true;
+	return false;
+}
+
+/**
+ * stallcap_why_chain() - what @task waits on and the chain of its owners
+ * @ctx: what the reader may see
+ * @task: the blocked thread (reference held by the caller)
+ * @dst: where the WAIT and TASK sections go
+ * @room: bytes available at @dst; at least sizeof(struct stallcap_sec_wait)
+ *
+ * Context: process context, may sleep.  Bounded: STALLCAP_MAX_OWNER_HOPS
+ * owners, each read once.
+ * Return: bytes written (0 when @task is not blocked).
+ */
+u32 stallcap_why_chain(const struct stallcap_why_ctx *ctx,
+		       struct task_struct *task, void *dst, u32 room)
+{
+	struct stallcap_sec_wait *w = dst;
+	pid_t seen[STALLCAP_MAX_OWNER_HOPS + 1];
+	struct task_struct *cur = task, *owner;
+	struct stallcap_sec_task *t;
+	struct why_wait ww, next;
+	unsigned int hop, nseen = 0;
+	u32 len = sizeof(*w);
+
+	wait_of(task, &ww);
+	if (ww.kind == STALLCAP_WAIT_NONE)
+		return 0;
+	memset(w, 0, sizeof(*w));
+	w->sec.type = STALLCAP_SEC_WAIT;
+	w->sec.size = sizeof(*w);
+	w->kind = ww.kind;
+	w->object = ww.uaddr;
+	if (ww.kind != STALLCAP_WAIT_FUTEX && ww.kind != STALLCAP_WAIT_PI_FUTEX) {
+		w->flags |= STALLCAP_WAIT_F_OWNER_UNKNOWN;
+		return len;
+	}
+	seen[nseen++] = task->pid;
+	for (hop = 1; ; hop++) {
+		owner = owner_of(ctx, cur, &ww, &w->flags);
+		if (!owner)
+			break;
+		if (seen_before(seen, nseen, owner->pid)) {
+			w->flags |= STALLCAP_WAIT_F_CYCLE;
+			put_task_struct(owner);
+			break;
+		}
+		if (hop > STALLCAP_MAX_OWNER_HOPS ||
+		    room - len < 2 * STALLCAP_WHY_TASK_MAX) {
+			w->flags |= STALLCAP_WAIT_F_TRUNCATED;
+			put_task_struct(owner);
+			break;
+		}
+		wait_of(owner, &next);
+		t = dst + len;
+		len += stallcap_why_task(ctx, owner, STALLCAP_ROLE_OWNER, hop, t);
+		t->wait_kind = next.kind;
+		t->wait_object = next.uaddr;
+		w->nr_hops = hop;
+		len += owner_runner(ctx, owner, hop, dst + len);
+		seen[nseen++] = owner->pid;
+		if (cur != task)
+			put_task_struct(cur);
+		cur = owner;
+		ww = next;
+		if (ww.kind != STALLCAP_WAIT_FUTEX &&
+		    ww.kind != STALLCAP_WAIT_PI_FUTEX)
+			break;
+	}
+	if (cur != task)
+		put_task_struct(cur);
+	return len;
+}

@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stallcap "where the time went": a snapshot of a thread's own accounting
+ * (scheduler, fault and context-switch counters, delay accounting) and of
+ * its CPU's interrupt counters, taken when a watch is armed and at every
+ * sample; a sample carries the differences as STALLCAP_SEC_TIMES.
+ *
+ * Snapshots only load counters (no lock, no allocation): they run in the
+ * arming thread, the hard-IRQ watch timer and the NMI/IPI handler alike.
+ * Counters another CPU updates may be read a few nanoseconds stale.
+ *
+ * What each field rests on, and when its valid bit is set:
+ *  - on_cpu: se.sum_exec_runtime plus the running slice not yet added
+ *    (stallcap_task_cputime()); always;
+ *  - user/system: task->utime/stime as the kernel accounts them (ticks, or
+ *    context tracking on nohz_full CPUs); always;
+ *  - run_delay: sched_info.run_delay plus the wait in progress when the
+ *    thread is queued now (sched_info.last_queued); CONFIG_SCHED_INFO;
+ *  - nvcsw, nivcsw, min_flt, maj_flt: always;
+ *  - delay accounting (blkio, swapin, reclaim, compaction, thrashing):
+ *    CONFIG_TASK_DELAY_ACCT and kernel.task_delayacct = 1 when the watch
+ *    was armed and at the capture (the module reads the sysctl from process
+ *    context, see stallcap_times_refresh());
+ *  - cpu_irqs/cpu_softirqs: the per-CPU counts of the thread's CPU, when the
+ *    thread is on the same CPU at both ends of the interval;
+ *  - cpu_irq_ns/cpu_softirq_ns: CONFIG_IRQ_TIME_ACCOUNTING, same CPU;
+ *  - steal: CONFIG_PARAVIRT_TIME_ACCOUNTING with a KVM steal clock, same
+ *    CPU;
+ *  - sleep: the rest of the interval, interval - on_cpu - run_delay
+ *    (derived; valid when both are);
+ *  - iowait: not provided separately (blkio_delay is the I/O wait).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/spinlock.h>
+#include <linux/delayacct.h>
+#include <linux/fs.h>
+#include <linux/jiffies.h>
+#include <linux/kernel_stat.h>
+#include <linux/sched.h>
+#include <linux/sched/clock.h>
+#include <linux/string.h>
+#include <asm/hardirq.h>
+#ifdef CONFIG_KVM_GUEST
+#include <asm/kvm_para.h>
+#endif
+
+#include "stallcap.h"
+#include "why.h"
+
+#define BIT_OF(f)	BIT_ULL(STALLCAP_TIME_##f)
+#define TASK_BITS	(BIT_OF(ON_CPU) | BIT_OF(USER) | BIT_OF(SYSTEM) | \
+			 BIT_OF(NVCSW) | BIT_OF(NIVCSW) | BIT_OF(MIN_FLT) | \
+			 BIT_OF(MAJ_FLT))
+#define DELAY_BITS	(BIT_OF(BLKIO_DELAY) | BIT_OF(SWAPIN_DELAY) | \
+			 BIT_OF(RECLAIM_DELAY) | BIT_OF(COMPACT_DELAY) | \
+			 BIT_OF(THRASHING_DELAY))
+#define CPU_BITS	(BIT_OF(CPU_IRQS) | BIT_OF(CPU_SOFTIRQS) | \
+			 BIT_OF(CPU_IRQ_TIME) | BIT_OF(CPU_SOFTIRQ_TIME) | \
+			 BIT_OF(STEAL))
+
+/* kernel.task_delayacct as last read from process context */
+static bool delayacct_enabled __read_mostly;
+static unsigned long delayacct_read_at;
+static bool delayacct_read_once;
+
+/**
+ * stallcap_times_refresh() - re-read kernel.task_delayacct (at most 1/s)
+ *
+ * Context: process context (ARM), may sleep.  A missing or unreadable
+ * sysctl (no /proc/sys in this mount namespace) leaves delay accounting
+ * marked unavailable.
+ */
+void stallcap_times_refresh(void)
+{
+	struct file *f;
+	char buf[4] = "";
+	loff_t pos = 0;
+
+	if (!IS_ENABLED(CONFIG_TASK_DELAY_ACCT))
+		return;
+	if (READ_ONCE(delayacct_read_once) &&
+	    time_before(jiffies, READ_ONCE(delayacct_read_at) + HZ))
+		return;
+	WRITE_ONCE(delayacct_read_at, jiffies);
+	WRITE_ONCE(delayacct_read_once, true);
+	f = filp_open("/proc/sys/kernel/task_delayacct", O_RDONLY, 0);
+	if (IS_ERR(f)) {
+		WRITE_ONCE(delayacct_enabled, false);
+		return;
+	}
+	if (kernel_read(f, buf, sizeof(buf) - 1, &pos) > 0)
+		WRITE_ONCE(delayacct_enabled, buf[0] == '1');
+	else
+		WRITE_ONCE(delayacct_enabled, false);
+	filp_close(f, NULL);
+}
+
+static void snap_delays(struct task_struct *task,
+			struct stallcap_times_snap *sn)
+{
+#ifdef CONFIG_TASK_DELAY_ACCT
+	const struct task_delay_info *d = READ_ONCE(task->delays);
+
+	if (!d || !READ_ONCE(delayacct_enabled))
+		return;
+	sn->blkio = READ_ONCE(d->blkio_delay);
+	sn->swapin = READ_ONCE(d->swapin_delay);
+	sn->reclaim = READ_ONCE(d->freepages_delay);
+	sn->compact = READ_ONCE(d->compact_delay);
+	sn->thrashing = READ_ONCE(d->thrashing_delay);
+	sn->valid |= DELAY_BITS;
+#endif
+}
+
+static void snap_sched_info(struct task_struct *task,
+			    struct stallcap_times_snap *sn)
+{
+#ifdef CONFIG_SCHED_INFO
+	u64 queued = READ_ONCE(task->sched_info.last_queued);
+	u64 now;
+
+	sn->run_delay = READ_ONCE(task->sched_info.run_delay);
+	/* queued now: the wait in progress is not in run_delay yet */
+	if (queued) {
+		now = sched_clock_cpu(task_cpu(task));
+		if (now > queued)
+			sn->run_delay += now - queued;
+	}
+	sn->valid |= BIT_OF(RUN_DELAY);
+#endif
+}
+
+static bool have_steal_clock(void)
+{
+#if defined(CONFIG_PARAVIRT_TIME_ACCOUNTING) && defined(CONFIG_KVM_GUEST)
+	return kvm_para_available() &&
+	       kvm_para_has_feature(KVM_FEATURE_STEAL_TIME);
+#else
+	return false;
+#endif
+}
+
+static unsigned long cpu_hardirqs(int cpu)
+{
+	unsigned long n = kstat_cpu(cpu).irqs_sum;
+
+	/* x86 system vectors are counted apart from device interrupts */
+#ifdef CONFIG_X86_LOCAL_APIC
+	n += per_cpu(irq_stat, cpu).apic_timer_irqs;
+#endif
+#ifdef CONFIG_SMP
+	n += per_cpu(irq_stat, cpu).irq_resched_count;
+	n += per_cpu(irq_stat, cpu).irq_call_count;
+#endif
+	return n;
+}
+
+static void snap_cpu(int cpu, struct stallcap_times_snap *sn)
+{
+	const u64 *cpustat = kcpustat_cpu(cpu).cpustat;
+	unsigned long soft = 0;
+	int i;
+
+	for (i = 0; i < NR_SOFTIRQS; i++)
+		soft += kstat_cpu(cpu).softirqs[i];
+	sn->cpu_irqs = cpu_hardirqs(cpu);
+	sn->cpu_softirqs = soft;
+	sn->valid |= BIT_OF(CPU_IRQS) | BIT_OF(CPU_SOFTIRQS);
+	if (IS_ENABLED(CONFIG_IRQ_TIME_ACCOUNTING)) {
+		sn->cpu_irq_ns = READ_ONCE(cpustat[CPUTIME_IRQ]);
+		sn->cpu_softirq_ns = READ_ONCE(cpustat[CPUTIME_SOFTIRQ]);
+		sn->valid |= BIT_OF(CPU_IRQ_TIME) | BIT_OF(CPU_SOFTIRQ_TIME);
+	}
+	if (have_steal_clock()) {
+		sn->steal_ns = READ_ONCE(cpustat[CPUTIME_STEAL]);
+		sn->valid |= BIT_OF(STEAL);
+	}
+}
+
+/**
+ * stallcap_times_snap() - read @task's counters now
+ * @task: the watched thread (a reference held)
+ * @sn: output
+ * @now: CLOCK_MONOTONIC time of the snapshot (ns)
+ *
+ * Context: any, NMI included: loads only.
+ */
+void stallcap_times_snap(struct task_struct *task,
+			 struct stallcap_times_snap *sn, u64 now)
+{
+	memset(sn, 0, sizeof(*sn));
+	sn->at_ns = now;
+	sn->cpu = task_cpu(task);
+	sn->on_cpu = stallcap_task_cputime(task);
+	sn->utime = READ_ONCE(task->utime);
+	sn->stime = READ_ONCE(task->stime);
+	sn->nvcsw = READ_ONCE(task->nvcsw);
+	sn->nivcsw = READ_ONCE(task->nivcsw);
+	sn->min_flt = READ_ONCE(task->min_flt);
+	sn->maj_flt = READ_ONCE(task->maj_flt);
+	sn->valid = TASK_BITS;
+	snap_sched_info(task, sn);
+	snap_delays(task, sn);
+	snap_cpu(sn->cpu, sn);
+}
+
+static u64 delta(u64 now, u64 then)
+{
+	return now > then ? now - then : 0;
+}
+
+/**
+ * stallcap_times_fill() - the STALLCAP_SEC_TIMES section for [@a, @b]
+ * @a: snapshot at the start of the interval (arm or previous sample)
+ * @b: snapshot at the capture
+ * @t: output section (header included)
+ *
+ * Context: any, NMI included.
+ * Return: the section's size.
+ */
+u32 stallcap_times_fill(const struct stallcap_times_snap *a,
+			const struct stallcap_times_snap *b,
+			struct stallcap_sec_times *t)
+{
+	u64 valid = a->valid & b->valid, span, busy;
+
+	memset(t, 0, sizeof(*t));
+	t->sec.size = sizeof(*t);
+	t->sec.type = STALLCAP_SEC_TIMES;
+	if (a->cpu != b->cpu)
+		valid &= ~CPU_BITS;
+	t->valid = valid;
+	t->since_ns = a->at_ns;
+	t->on_cpu_ns = delta(b->on_cpu, a->on_cpu);
+	t->user_ns = delta(b->utime, a->utime);
+	t->system_ns = delta(b->stime, a->stime);
+	t->run_delay_ns = delta(b->run_delay, a->run_delay);
+	t->nvcsw = delta(b->nvcsw, a->nvcsw);
+	t->nivcsw = delta(b->nivcsw, a->nivcsw);
+	t->min_flt = delta(b->min_flt, a->min_flt);
+	t->maj_flt = delta(b->maj_flt, a->maj_flt);
+	if (valid & DELAY_BITS) {
+		t->blkio_delay_ns = delta(b->blkio, a->blkio);
+		t->swapin_delay_ns = delta(b->swapin, a->swapin);
+		t->reclaim_delay_ns = delta(b->reclaim, a->reclaim);
+		t->compact_delay_ns = delta(b->compact, a->compact);
+		t->thrashing_delay_ns = delta(b->thrashing, a->thrashing);
+	}
+	if (valid & BIT_OF(CPU_IRQS)) {
+		t->cpu_irqs = delta(b->cpu_irqs, a->cpu_irqs);
+		t->cpu_softirqs = delta(b->cpu_softirqs, a->cpu_softirqs);
+	}
+	if (valid & BIT_OF(CPU_IRQ_TIME)) {
+		t->cpu_irq_ns = delta(b->cpu_irq_ns, a->cpu_irq_ns);
+		t->cpu_softirq_ns = delta(b->cpu_softirq_ns, a->cpu_softirq_ns);
+	}
+	if (valid & BIT_OF(STEAL))
+		t->steal_ns = delta(b->steal_ns, a->steal_ns);
+	if ((valid & BIT_OF(ON_CPU)) && (valid & BIT_OF(RUN_DELAY))) {
+		span = delta(b->at_ns, a->at_ns);
+		busy = t->on_cpu_ns + t->run_delay_ns;
+		t->sleep_ns = delta(span, busy);
+		t->valid |= BIT_OF(SLEEP);
+	}
+	return t->sec.size;
+}

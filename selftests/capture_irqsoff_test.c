@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A thread that misses its deadline while its own CPU runs with interrupts
+ * off, preemption off, or in a softirq: the test-only module stallcap_spin
+ * (selftests/kmod) spins in a named function that calls nothing for ten
+ * deadlines.  The stall must be caught while it happens: the first sample
+ * within 2x the deadline plus the buddy checking period after arming, with
+ * the right context flag, the spinning function as kernel frame 0, and more
+ * samples during the spin.  Pinned and unpinned, idle and with both vCPUs
+ * busy.
+ */
+#include <sys/stat.h>
+#include <sys/utsname.h>
+
+#include "stallcap_test.h"
+
+#include "kselftest_harness.h"
+
+#define TAG		0x697271736f666631ULL
+#define SPIN_DIR	"/sys/kernel/debug/stallcap_spin/"
+#define TIMEOUT		SC_MS(20)
+#define SPIN_MS		200	/* ten deadlines */
+#define ATTEMPTS	5	/* a loaded TCG host delays the guest now and then */
+
+FIXTURE(spin) {
+	struct sc_session s;
+	struct sc_records rs;
+	struct sc_ksyms ks;
+	uint64_t period;
+	pthread_t busy[2];
+	volatile int stop_busy;
+	int nr_busy;
+};
+
+FIXTURE_VARIANT(spin) {
+	const char *file;	/* SPIN_DIR file */
+	const char *fn;		/* the function spinning */
+	uint32_t flag;		/* the sample flag its context must carry */
+	bool needs_nmi;		/* only an NMI reaches it */
+	bool pinned;
+	bool busy;		/* a busy thread on each vCPU */
+};
+
+FIXTURE_VARIANT_ADD(spin, irqsoff_pinned) {
+	.file = "irqsoff", .fn = "stallcap_spin_irqsoff_loop",
+	.flag = STALLCAP_SAMPLE_IRQS_OFF, .needs_nmi = true, .pinned = true,
+};
+
+FIXTURE_VARIANT_ADD(spin, irqsoff_unpinned) {
+	.file = "irqsoff", .fn = "stallcap_spin_irqsoff_loop",
+	.flag = STALLCAP_SAMPLE_IRQS_OFF, .needs_nmi = true,
+};
+
+FIXTURE_VARIANT_ADD(spin, irqsoff_pinned_busy) {
+	.file = "irqsoff", .fn = "stallcap_spin_irqsoff_loop",
+	.flag = STALLCAP_SAMPLE_IRQS_OFF, .needs_nmi = true, .pinned = true,
+	.busy = true,
+};
+
+FIXTURE_VARIANT_ADD(spin, irqsoff_unpinned_busy) {
+	.file = "irqsoff", .fn = "stallcap_spin_irqsoff_loop",
+	.flag = STALLCAP_SAMPLE_IRQS_OFF, .needs_nmi = true, .busy = true,
+};
+
+FIXTURE_VARIANT_ADD(spin, preemptoff_pinned) {
+	.file = "preemptoff", .fn = "stallcap_spin_preemptoff_loop",
+	.pinned = true,
+};
+
+FIXTURE_VARIANT_ADD(spin, preemptoff_unpinned_busy) {
+	.file = "preemptoff", .fn = "stallcap_spin_preemptoff_loop",
+	.busy = true,
+};
+
+FIXTURE_VARIANT_ADD(spin, softirq_pinned) {
+	.file = "softirq", .fn = "stallcap_spin_softirq_loop",
+	.flag = STALLCAP_SAMPLE_IN_SOFTIRQ, .pinned = true,
+};
+
+FIXTURE_VARIANT_ADD(spin, softirq_unpinned_busy) {
+	.file = "softirq", .fn = "stallcap_spin_softirq_loop",
+	.flag = STALLCAP_SAMPLE_IN_SOFTIRQ, .busy = true,
+};
+
+static bool preempt_rt(void)
+{
+	struct utsname u;
+
+	return !uname(&u) && strstr(u.version, "PREEMPT_RT");
+}
+
+static void *busy_fn(void *arg)
+{
+	FIXTURE_DATA(spin) *self = arg;
+
+	while (!self->stop_busy)
+		;
+	return NULL;
+}
+
+static uint64_t read_check_us(void)
+{
+	FILE *f = fopen("/sys/module/stallcap/parameters/check_us", "r");
+	unsigned long long us = 0;
+
+	if (f) {
+		if (fscanf(f, "%llu", &us) != 1)
+			us = 0;
+		fclose(f);
+	}
+	return us * 1000;
+}
+
+FIXTURE_SETUP(spin)
+{
+	char path[128];
+
+	self->s.fd = -1;
+	snprintf(path, sizeof(path), SPIN_DIR "%s", variant->file);
+	if (access(path, W_OK))
+		SKIP(return, "no test module (%s)", path);
+	if (geteuid() != 0)
+		SKIP(return, "needs root (kernel addresses, debugfs)");
+	ASSERT_EQ(0, sc_session_setup(&self->s, NULL));
+	if (variant->needs_nmi && !(self->s.info.features & STALLCAP_FEAT_NMI))
+		SKIP(return, "capture by IPI cannot reach a CPU with interrupts off");
+	if (variant->flag == STALLCAP_SAMPLE_IN_SOFTIRQ && variant->busy && preempt_rt())
+		SKIP(return, "PREEMPT_RT runs softirqs preemptibly: a busy thread preempts the spin");
+	ASSERT_TRUE(self->s.info.features & STALLCAP_FEAT_KADDR);
+	ASSERT_EQ(0, sc_ksyms_load(&self->ks));
+	self->period = read_check_us();
+	ASSERT_LT(0, self->period) TH_LOG("no check_us parameter");
+	if (variant->busy) {
+		for (int i = 0; i < 2; i++) {
+			cpu_set_t set;
+
+			ASSERT_EQ(0, pthread_create(&self->busy[i], NULL, busy_fn, self));
+			CPU_ZERO(&set);
+			CPU_SET(i, &set);
+			pthread_setaffinity_np(self->busy[i], sizeof(set), &set);
+			self->nr_busy++;
+		}
+	}
+	if (variant->pinned) {
+		ASSERT_EQ(0, sc_pin_self(0));
+	} else {
+		cpu_set_t all;
+
+		CPU_ZERO(&all);
+		for (int i = 0; i < CPU_SETSIZE; i++)
+			CPU_SET(i, &all);
+		sched_setaffinity(0, sizeof(all), &all);
+	}
+}
+
+FIXTURE_TEARDOWN(spin)
+{
+	self->stop_busy = 1;
+	for (int i = 0; i < self->nr_busy; i++)
+		pthread_join(self->busy[i], NULL);
+	sc_ksyms_free(&self->ks);
+	sc_records_free(&self->rs);
+	sc_session_close(&self->s);
+}
+
+static int spin_ms(const char *file, unsigned int ms)
+{
+	char path[128], buf[16];
+	int fd, len, ret = 0;
+
+	snprintf(path, sizeof(path), SPIN_DIR "%s", file);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	len = snprintf(buf, sizeof(buf), "%u", ms);
+	if (write(fd, buf, len) != len)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static const char *const spin_entry[] = { "spin_write", NULL };
+
+/* Is @r's kernel frame 0 in the function named @fn? */
+static bool frame0_is(const struct sc_ksyms *ks, const struct stallcap_sample *r,
+		      const char *fn)
+{
+	const char *name;
+
+	if (!sc_nk(r))
+		return false;
+	name = sc_ksym_name(ks, sc_kernel_ips(r)[0]);
+	return name && !strcmp(name, fn);
+}
+
+/*
+ * One spin under a deadline; returns true when it met the timing acceptance
+ * (a loaded TCG host may delay the guest: the caller tries again).
+ */
+static bool run_once(struct __test_metadata *_metadata, FIXTURE_DATA(spin) *self,
+		     const FIXTURE_VARIANT(spin) *variant, int attempt)
+{
+	const struct stallcap_sample *first, *r;
+	uint64_t t0, t1, bound, spin_end;
+	unsigned int during = 0, in_fn = 0;
+	pid_t tid = sc_gettid();
+
+	t0 = sc_now_ns();
+	ASSERT_EQ(0, sc_arm(self->s.fd, TIMEOUT, 0, TAG));
+	ASSERT_EQ(0, spin_ms(variant->file, SPIN_MS));
+	t1 = sc_now_ns();
+	ASSERT_EQ(0, sc_disarm(self->s.fd));
+	/*
+	 * No stall at all: the only CPU that could see it (the other vCPU)
+	 * did not run for the whole spin, which a TCG guest on an overloaded
+	 * host sees.  Logged, and tried again like a late one.
+	 */
+	first = NULL;
+	if (sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_STALL_END, 1, SC_WAIT_MS) == 1)
+		first = sc_first_sample_of(&self->rs, tid);
+	if (!first) {
+		TH_LOG("attempt %d: no stall recorded (spin took %llu us)", attempt,
+		       (unsigned long long)(t1 - t0) / 1000);
+		ASSERT_GT(ATTEMPTS, attempt) TH_LOG("never caught");
+		sc_records_free(&self->rs);
+		return false;
+	}
+
+	/*
+	 * Within 2x the deadline plus the checking period, and during the
+	 * spin: it began after t0 and lasts SPIN_MS (the write may return
+	 * much later when a busy thread preempts this one after the spin).
+	 */
+	bound = t0 + 2 * TIMEOUT + self->period;
+	spin_end = t0 + SC_MS(SPIN_MS);
+	for (size_t i = 0; (r = sc_records_nth(&self->rs, STALLCAP_REC_SAMPLE, i)); i++) {
+		/* a capture that could not interrupt the thread claims no frame */
+		if (r->tid != (__u32)tid || r->capture_ns >= spin_end ||
+		    r->state != STALLCAP_STATE_RUNNING ||
+		    r->flags & (STALLCAP_SAMPLE_MIGRATED | STALLCAP_SAMPLE_ABANDONED |
+				STALLCAP_SAMPLE_IN_HARDIRQ))
+			continue;
+		during++;
+		in_fn += frame0_is(&self->ks, r, variant->fn);
+	}
+	/*
+	 * A vCPU descheduled by a loaded host for a whole deadline lets it
+	 * pass before the spin (still in ARM, or on the way to the write):
+	 * then, or when it is late, try again.
+	 */
+	/* an NMI may also land in a hard IRQ taken on top of the spin */
+	if (first->capture_ns > bound || first->state != STALLCAP_STATE_RUNNING ||
+	    first->flags & STALLCAP_SAMPLE_IN_HARDIRQ ||
+	    !sc_kstack_has(&self->ks, first, spin_entry)) {
+		TH_LOG("attempt %d: first sample %lld us after arming (bound %llu us), state %u, path %u",
+		       attempt, (long long)(first->capture_ns - t0) / 1000,
+		       (unsigned long long)(bound - t0) / 1000, first->state, first->path);
+		sc_log_sample(&self->ks, first);
+		ASSERT_GT(ATTEMPTS, attempt) TH_LOG("never caught in time");
+		sc_records_free(&self->rs);
+		return false;
+	}
+
+	EXPECT_EQ(TAG, first->user_tag);
+	EXPECT_LT(first->capture_ns, spin_end) TH_LOG("first sample after the spin");
+	EXPECT_LE(SC_MS(SPIN_MS), t1 - t0) TH_LOG("the spin took only %llu us",
+						  (unsigned long long)(t1 - t0) / 1000);
+	EXPECT_TRUE(frame0_is(&self->ks, first, variant->fn))
+		TH_LOG("kernel frame 0 is %s, not %s",
+		       sc_nk(first) ?
+		       sc_ksym_name(&self->ks, sc_kernel_ips(first)[0]) ?: "?" : "none",
+		       variant->fn);
+	EXPECT_FALSE(first->flags & STALLCAP_SAMPLE_USER_MODE);
+	if (variant->flag)
+		EXPECT_TRUE(first->flags & variant->flag)
+			TH_LOG("flags %#x lack %#x", first->flags, variant->flag);
+	if (variant->needs_nmi)
+		EXPECT_EQ(STALLCAP_PATH_NMI, first->path);
+	EXPECT_LE(2, during) TH_LOG("only %u samples during the spin", during);
+	EXPECT_EQ(during, in_fn) TH_LOG("samples during the spin outside %s", variant->fn);
+	if (_metadata->exit_code)
+		sc_log_records(&self->ks, &self->rs);
+	return true;
+}
+
+TEST_F_TIMEOUT(spin, caught_during_the_spin, 60)
+{
+	for (int attempt = 1; !run_once(_metadata, self, variant, attempt); attempt++)
+		;
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Isolated CPUs stay quiet: in a guest booted with nohz_full=1 isolcpus=1
+ * (scripts/vmtest.sh boots one on some kernels), a thread on CPU 1 that
+ * re-arms its deadline 100,000 times and always meets it costs CPU 1 no
+ * stallcap timer expiry (the module's per-CPU counts in debugfs
+ * stallcap/expiries: watch timers and buddy checkers), while CPU 0 watches
+ * its deadline; and a deadline it misses is still captured, from CPU 0 by
+ * NMI.  Elsewhere the test skips.
+ */
+#include "stallcap_test.h"
+
+#include "kselftest_harness.h"
+
+#define TAG		0x69736f6c61746564ULL
+#define EXPIRIES	"/sys/kernel/debug/stallcap/expiries"
+#define TIMEOUT		SC_MS(20)
+#define REARMS		100000
+
+struct expiries {
+	unsigned long watch, buddy;
+};
+
+static int read_expiries(int cpu, struct expiries *e)
+{
+	FILE *f = fopen(EXPIRIES, "r");
+	unsigned long w, b, r;
+	char line[160];
+	int c, ret = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "cpu%d watch %lu buddy %lu rescued %lu", &c, &w, &b, &r) == 4 &&
+		    c == cpu) {
+			e->watch = w;
+			e->buddy = b;
+			ret = 0;
+		}
+	fclose(f);
+	return ret;
+}
+
+static bool cpu1_is_nohz_full(void)
+{
+	FILE *f = fopen("/sys/devices/system/cpu/nohz_full", "r");
+	char buf[64] = "";
+	bool yes;
+
+	if (!f)
+		return false;
+	yes = fgets(buf, sizeof(buf), f) && (!strcmp(buf, "1\n") || !strncmp(buf, "1-", 2) ||
+					   !strncmp(buf, "1,", 2));
+	fclose(f);
+	return yes;
+}
+
+FIXTURE(iso) {
+	struct sc_session s;
+	struct sc_records rs;
+};
+
+FIXTURE_SETUP(iso)
+{
+	struct expiries e;
+
+	self->s.fd = -1;
+	if (!cpu1_is_nohz_full())
+		SKIP(return, "CPU 1 is not nohz_full (boot with nohz_full=1 isolcpus=1)");
+	if (read_expiries(1, &e))
+		SKIP(return, "no %s", EXPIRIES);
+	ASSERT_EQ(0, sc_session_setup(&self->s, NULL));
+	ASSERT_EQ(0, sc_pin_self(1));
+}
+
+FIXTURE_TEARDOWN(iso)
+{
+	sc_records_free(&self->rs);
+	sc_session_close(&self->s);
+}
+
+TEST_F_TIMEOUT(iso, rearming_on_an_isolated_cpu_fires_no_timer_there, 240)
+{
+	struct expiries b1, a1, b0, a0;
+	uint64_t t0, t1;
+
+	ASSERT_EQ(0, read_expiries(1, &b1));
+	ASSERT_EQ(0, read_expiries(0, &b0));
+	t0 = sc_now_ns();
+	ASSERT_EQ(0, sc_arm(self->s.fd, TIMEOUT, 0, TAG));
+	for (int i = 0; i < REARMS; i++)
+		ASSERT_EQ(0, sc_rearm(self->s.fd, 0));
+	ASSERT_EQ(0, sc_disarm(self->s.fd));
+	t1 = sc_now_ns();
+	ASSERT_EQ(0, read_expiries(1, &a1));
+	ASSERT_EQ(0, read_expiries(0, &a0));
+	TH_LOG("%d re-arms in %llu ms; CPU 0: %lu watch, %lu buddy expiries", REARMS,
+	       (unsigned long long)(t1 - t0) / SC_MS(1), a0.watch - b0.watch,
+	       a0.buddy - b0.buddy);
+
+	EXPECT_EQ(0, a1.watch - b1.watch) TH_LOG("watch timers expired on CPU 1");
+	EXPECT_EQ(0, a1.buddy - b1.buddy) TH_LOG("buddy checkers expired on CPU 1");
+	/* the deadline was watched, from CPU 0 */
+	EXPECT_LT(0, a0.buddy - b0.buddy);
+	/* no stall: every re-arm came within the deadline (unless the host
+	 * stopped the vCPU for a whole deadline: then the stall is recorded)
+	 */
+	if (SC_STAT(self->s.fd, stalls))
+		TH_LOG("note: %llu stalls (a descheduled vCPU)",
+		       (unsigned long long)SC_STAT(self->s.fd, stalls));
+}
+
+TEST_F_TIMEOUT(iso, a_missed_deadline_on_an_isolated_cpu_is_captured, 120)
+{
+	const struct stallcap_sample *r;
+	struct expiries b1, a1;
+	volatile uint64_t n = 0;
+	uint64_t t0;
+
+	ASSERT_EQ(0, read_expiries(1, &b1));
+	/* the deadline may find the thread preempted: then it is tried again */
+	for (int attempt = 1; ; attempt++) {
+		t0 = sc_now_ns();
+		ASSERT_EQ(0, sc_arm(self->s.fd, TIMEOUT, 0, TAG));
+		while (sc_now_ns() < t0 + 5 * TIMEOUT)
+			n++;
+		ASSERT_EQ(0, sc_disarm(self->s.fd));
+		ASSERT_EQ(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_STALL_END, 1,
+					     SC_WAIT_MS));
+		r = sc_first_sample_of(&self->rs, sc_gettid());
+		ASSERT_NE(NULL, r);
+		if (r->state == STALLCAP_STATE_RUNNING || attempt == SC_ATTEMPTS)
+			break;
+		TH_LOG("attempt %d: state %u, path %u", attempt, r->state, r->path);
+		sc_records_free(&self->rs);
+	}
+	ASSERT_EQ(0, read_expiries(1, &a1));
+	EXPECT_EQ(TAG, r->user_tag);
+	EXPECT_EQ(1, r->cpu);
+	EXPECT_EQ(STALLCAP_STATE_RUNNING, r->state);
+	EXPECT_EQ(self->s.info.features & STALLCAP_FEAT_NMI ? STALLCAP_PATH_NMI :
+		  STALLCAP_PATH_IPI, r->path);
+	EXPECT_GT(t0 + 5 * TIMEOUT, r->capture_ns) TH_LOG("captured after the stall");
+	EXPECT_EQ(0, a1.watch - b1.watch) TH_LOG("watch timers expired on CPU 1");
+	EXPECT_EQ(0, a1.buddy - b1.buddy);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stallcap_spin: a test-only module that keeps the calling thread in the
+ * kernel, in a named function that calls nothing, for a given time:
+ *
+ *   echo MS > /sys/kernel/debug/stallcap_spin/irqsoff     local_irq_save()
+ *   echo MS > /sys/kernel/debug/stallcap_spin/preemptoff  preempt_disable()
+ *   echo MS > /sys/kernel/debug/stallcap_spin/softirq     in a tasklet, run
+ *                                                         by local_bh_enable()
+ *
+ * The spinning functions are stallcap_spin_irqsoff_loop(),
+ * stallcap_spin_preemptoff_loop() and stallcap_spin_softirq_loop(): the
+ * innermost frame of any capture taken during the spin.  They read the TSC
+ * inline, so an interrupt always lands in them and never in a callee.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/debugfs.h>
+#include <linux/delay.h>
+#include <linux/ktime.h>
+#include <linux/math64.h>
+#include <linux/fs.h>
+#include <linux/interrupt.h>
+#include <linux/kernel.h>
+#include <linux/module.h>
+#include <linux/preempt.h>
+#include <linux/uaccess.h>
+#include <asm/msr.h>
+#include <asm/tsc.h>
+
+#define MAX_MS	2000
+
+/* TSC cycles per ms, measured against CLOCK_MONOTONIC at load (tsc_khz
+ * need not match the TSC a TCG guest reads)
+ */
+static u64 cycles_per_ms;
+
+static u64 ms_to_cycles(unsigned int ms)
+{
+	return (u64)ms * cycles_per_ms;
+}
+
+static void calibrate(void)
+{
+	u64 t0 = ktime_get_ns(), c0 = rdtsc(), t1, c1;
+
+	msleep(50);
+	c1 = rdtsc();
+	t1 = ktime_get_ns();
+	cycles_per_ms = div64_u64((c1 - c0) * NSEC_PER_MSEC, t1 - t0);
+	pr_info("%llu TSC cycles per ms (tsc_khz %u)\n", cycles_per_ms, tsc_khz);
+}
+
+/* Kept out of line and named: the tests look for these names. */
+static noinline void stallcap_spin_irqsoff_loop(u64 cycles)
+{
+	u64 end = rdtsc() + cycles;
+
+	while (rdtsc() < end)
+		cpu_relax();
+}
+
+static noinline void stallcap_spin_preemptoff_loop(u64 cycles)
+{
+	u64 end = rdtsc() + cycles;
+
+	while (rdtsc() < end)
+		cpu_relax();
+}
+
+static noinline void stallcap_spin_softirq_loop(u64 cycles)
+{
+	u64 end = rdtsc() + cycles;
+
+	while (rdtsc() < end)
+		cpu_relax();
+}
+
+static u64 softirq_cycles;
+
+static void spin_tasklet_fn(struct tasklet_struct *t)
+{
+	stallcap_spin_softirq_loop(READ_ONCE(softirq_cycles));
+}
+
+static DECLARE_TASKLET(spin_tasklet, spin_tasklet_fn);
+
+enum spin_kind { SPIN_IRQSOFF, SPIN_PREEMPTOFF, SPIN_SOFTIRQ };
+
+static void spin(enum spin_kind kind, unsigned int ms)
+{
+	unsigned long flags;
+
+	switch (kind) {
+	case SPIN_IRQSOFF:
+		local_irq_save(flags);
+		stallcap_spin_irqsoff_loop(ms_to_cycles(ms));
+		local_irq_restore(flags);
+		break;
+	case SPIN_PREEMPTOFF:
+		preempt_disable();
+		stallcap_spin_preemptoff_loop(ms_to_cycles(ms));
+		preempt_enable();
+		break;
+	case SPIN_SOFTIRQ:
+		WRITE_ONCE(softirq_cycles, ms_to_cycles(ms));
+		/* the tasklet runs here, in this thread, at local_bh_enable() */
+		local_bh_disable();
+		tasklet_schedule(&spin_tasklet);
+		local_bh_enable();
+		break;
+	}
+}
+
+static ssize_t spin_write(struct file *file, const char __user *ubuf,
+			  size_t len, loff_t *ppos)
+{
+	enum spin_kind kind = (uintptr_t)file_inode(file)->i_private;
+	unsigned int ms;
+	int ret;
+
+	ret = kstrtouint_from_user(ubuf, len, 10, &ms);
+	if (ret)
+		return ret;
+	if (ms > MAX_MS)
+		return -ERANGE;
+	spin(kind, ms);
+	return len;
+}
+
+static const struct file_operations spin_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.write = spin_write,
+	.llseek = noop_llseek,
+};
+
+static struct dentry *dir;
+
+static int __init stallcap_spin_init(void)
+{
+	calibrate();
+	if (!cycles_per_ms)
+		return -ENODEV;
+	dir = debugfs_create_dir("stallcap_spin", NULL);
+	debugfs_create_file("irqsoff", 0200, dir, (void *)SPIN_IRQSOFF,
+			    &spin_fops);
+	debugfs_create_file("preemptoff", 0200, dir, (void *)SPIN_PREEMPTOFF,
+			    &spin_fops);
+	debugfs_create_file("softirq", 0200, dir, (void *)SPIN_SOFTIRQ,
+			    &spin_fops);
+	return 0;
+}
+
+static void __exit stallcap_spin_exit(void)
+{
+	debugfs_remove_recursive(dir);
+	tasklet_kill(&spin_tasklet);
+}
+
+module_init(stallcap_spin_init);
+module_exit(stallcap_spin_exit);
+MODULE_DESCRIPTION("stallcap test-only module: spins in the kernel on request");
+MODULE_LICENSE("GPL");
