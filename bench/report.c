@@ -675,6 +675,35 @@ static void md_seastar(FILE *f)
 		us(num("seastar.user.posix.handler.p99")));
 }
 
+/* host side (bench/report-scale.sh): stallcap report over a generated file */
+static void md_report_scale(FILE *f)
+{
+	double n = num("host.report.stalls"), top = num("host.report.top.cpu_s");
+	char m[128];
+
+	fprintf(f, "### Reports at scale (host side)\n\n");
+	if (isnan(n) || isnan(top)) {
+		fprintf(f, "Not measured (bench/report-scale.sh did not run).\n\n");
+		target("100,000 stalls: `report --top` < 5 s CPU", NAN, 5, false, "", NULL);
+		return;
+	}
+	fprintf(f, "`stallcap report` over %s generated stalls (%s MiB record file, "
+		"50 distinct stacks, 500 threads), on the host:\n\n"
+		"| mode | CPU s | wall s | peak RSS MiB |\n|---|---|---|---|\n", fx(n, 0),
+		fx(num("host.report.file_mib"), 0));
+	fprintf(f, "| `--top` | %s | %s | %s |\n", fx(top, 2), fx(num("host.report.top.wall_s"), 2),
+		fx(num("host.report.top.maxrss_kib") / 1024, 1));
+	fprintf(f, "| `-f folded` | %s | %s | %s |\n", fx(num("host.report.folded.cpu_s"), 2),
+		fx(num("host.report.folded.wall_s"), 2),
+		fx(num("host.report.folded.maxrss_kib") / 1024, 1));
+	fprintf(f, "| text (every stall) | %s | %s | %s |\n\n",
+		fx(num("host.report.text.cpu_s"), 2), fx(num("host.report.text.wall_s"), 2),
+		fx(num("host.report.text.maxrss_kib") / 1024, 1));
+	snprintf(m, sizeof(m), "%s s CPU, %s MiB peak RSS", fx(top, 2),
+		 fx(num("host.report.top.maxrss_kib") / 1024, 1));
+	target("100,000 stalls: `report --top` < 5 s CPU", top, 5, false, m, NULL);
+}
+
 static void md_targets(FILE *f)
 {
 	int i;
@@ -806,6 +835,7 @@ int bench_report(const char *raw, const char *out)
 		md_scale(body);
 		md_seastar(body);
 		md_attach(body);
+		md_report_scale(body);
 		md_targets(md);
 		rewind(body);
 		while ((c = fgetc(body)) != EOF)

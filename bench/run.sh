@@ -167,6 +167,7 @@ raw=$bdir/raw.txt
 {
 	grep '^@bench ' "$chan.txt"
 	[ -z "$ipi_error" ] || echo "@bench capture.ipi.error=$ipi_error"
+	"$top/bench/report-scale.sh" || echo "@bench host.report.error=1"
 	echo "@bench meta.date=$(date -u +%Y-%m-%d)"
 	echo "@bench meta.host_cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
 	echo "@bench meta.host_cores=$(nproc)"

@@ -29,6 +29,8 @@ packages=(
 	kmod cpio xz-utils zstd rsync busybox-static qemu-system-x86 sparse
 	elfutils libdw-dev libelf-dev pkg-config python3 perl
 	clang-14 libclang-rt-14-dev
+	protobuf-c-compiler libprotobuf-c-dev protobuf-compiler zlib1g-dev
+	python3-prometheus-client
 	linux-source-6.12 debootstrap
 	dpkg-dev debhelper dh-dkms dkms lintian fakeroot cmake pandoc
 	redis-server redis-tools memcached

@@ -82,6 +82,15 @@ check "shared deadline: the stall ended (the idle store)" \
 stallcap report -f folded "$work/demo.data" >"$work/demo.folded"
 check "folded: spin-user;...;demo_spin_in_user N" \
 	grep -qE '^spin-user;.*;demo_spin_in_user [0-9]+$' "$work/demo.folded"
-check "folded: in-kernel stack ends in [k] frames" \
-	grep -qE '^in-kernel;.*demo_stall_in_kernel;.*\[k\] [^;]+ [0-9]+$' "$work/demo.folded"
+check "folded: in-kernel stack ends in _[k] frames" \
+	grep -qE '^in-kernel;.*demo_stall_in_kernel;.*;[^;]+_\[k\] [0-9]+$' "$work/demo.folded"
+
+stallcap report --top=3 "$work/demo.data" >"$work/demo.top"
+check "top: ranked stacks, the first with its stalls and percentiles" \
+	grep -qE '^#1 [0-9.]+ ms \([0-9.]+%\)  [0-9]+ stalls?  p50 ' "$work/demo.top"
+check "top: a duration histogram for the demo process" \
+	grep -qE '^process [0-9]+ \(.*\): [0-9]+ stall' "$work/demo.top"
+stallcap report --comm spin-user "$work/demo.data" >"$work/demo.spin"
+check "filter --comm: only spin-user's stalls" \
+	sh -c '! grep -q "in-kernel" "$1" && grep -q "spin-user" "$1"' sh "$work/demo.spin"
 finish

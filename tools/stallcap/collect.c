@@ -175,9 +175,11 @@ static void see_kernel(struct collector *c, const struct stallcap_sample_view *v
 
 	if (c->ks_err == 1) {
 		c->ks_err = ksyms_load(c->ks, "/proc/kallsyms");
-		if (c->ks_err)
+		if (c->ks_err) {
 			warnx_("/proc/kallsyms: %s: kernel frames stay unresolved",
 			       strerror(-c->ks_err));
+			hint_kallsyms(c->ks_err);
+		}
 	}
 	for (i = 0; i < v->nr_kernel && !c->ks_err; i++) {
 		k = ksyms_find(c->ks, v->kernel_ips[i] - (i > 0));
@@ -392,9 +394,9 @@ int collect_run(const struct collect_opts *o, struct sc_sink *sk, int *cmd_statu
 		fprintf(stderr, "%s: %llu records, %llu lost, %llu suppressed\n", prog,
 			(unsigned long long)c.records, (unsigned long long)c.lost,
 			(unsigned long long)c.suppressed);
-	else if (c.lost)
-		warnx_("%llu records did not fit in the ring and were lost",
-		       (unsigned long long)c.lost);
+	hint_lost(c.lost);
+	if (o->cmd && !o->global && o->fd < 0 && !ret)
+		hint_no_watch(c.records);
 out:
 	if (c.s)
 		stallcap_session_close(c.s);	/* an adopted fd too */

@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * stallcap(1): folded stacks, one line per distinct stack with its sample
- * count, root first, as flamegraph.pl, inferno and speedscope read them:
+ * stallcap(1): folded stacks, one line per distinct stack with the
+ * stalled time it stands for in microseconds, root first, as flamegraph.pl,
+ * inferno and speedscope read them:
  *
- *   reactor-0;main;run_loop;handle_event;[k] entry_SYSCALL_64;[k] do_sys_poll 3
+ *   reactor-0;main;run_loop;handle_event;entry_SYSCALL_64_[k];do_sys_poll_[k] 12000
  *
  * The thread name comes first, then user frames (outermost first), then
- * kernel frames marked "[k] ".  A frame without a symbol is "[dso]" or
- * "[unknown]".  Names are escaped (escape.c): a line never holds a newline
+ * kernel frames with the "_[k]" suffix (flamegraph.pl --color=java and
+ * inferno colour them as kernel code).  A frame without a symbol is "[dso]"
+ * or "[unknown]".  Samples are spaced T, 2T, 4T...: each weighs the
+ * stalled time it stands for (sc_weights_next(), summary.c), not 1, so
+ * a flame graph's widths are stalled time.  Names are escaped (escape.c): a line never holds a newline
  * or a control character, and ';' inside a name is shown as ':', so every
  * line keeps the form "a;b;c N".  Lines are counted in a hash table: memory
  * grows with the distinct stacks, not the samples.
@@ -21,7 +25,8 @@
 struct fline {
 	struct hnode node;
 	struct fline *all_next;
-	size_t count, len;
+	__u64 ns;
+	size_t len;
 	char line[];
 };
 
@@ -54,24 +59,8 @@ void folded_free(struct folded *fo)
 	free(fo);
 }
 
-static void put_frame(FILE *m, const char *prefix, const struct sc_frame *f)
-{
-	const char *b;
-
-	fputc(';', m);
-	fputs(prefix, m);
-	if (f->sym) {
-		folded_str(m, f->sym);
-		return;
-	}
-	b = f->dso ? strrchr(f->dso, '/') : NULL;
-	fputc('[', m);
-	folded_str(m, b ? b + 1 : f->dso ? f->dso : "unknown");
-	fputc(']', m);
-}
-
-/* Count one more sample of the stack @line (@len bytes). */
-static void add_line(struct folded *fo, const char *line, size_t len)
+/* Add @ns of stalled time to the stack @line (@len bytes). */
+static void add_line(struct folded *fo, const char *line, size_t len, __u64 ns)
 {
 	__u64 h = hash_bytes(line, len, 0);
 	struct fline *l;
@@ -80,14 +69,14 @@ static void add_line(struct folded *fo, const char *line, size_t len)
 	htab_for_each_possible(&fo->h, n, h) {
 		l = container_of(n, struct fline, node);
 		if (l->len == len && !memcmp(l->line, line, len)) {
-			l->count++;
+			l->ns += ns;
 			return;
 		}
 	}
 	l = malloc(sizeof(*l) + len + 1);
 	if (!l)
 		return;
-	l->count = 1;
+	l->ns = ns;
 	l->len = len;
 	memcpy(l->line, line, len);
 	l->line[len] = 0;
@@ -100,32 +89,38 @@ static void add_line(struct folded *fo, const char *line, size_t len)
 	fo->n++;
 }
 
-static void add_sample(struct folded *fo, const struct sc_rsample *r)
+static void add_sample(struct folded *fo, const struct sc_rsample *r, __u64 ns)
 {
 	char comm[17], *buf = NULL;
 	size_t len;
 	FILE *m;
-	int i;
 
 	m = open_memstream(&buf, &len);
 	if (!m)
 		return;
 	snprintf(comm, sizeof(comm), "%.16s", r->smp->v.s.comm);
 	folded_str(m, comm[0] ? comm : "?");
-	for (i = r->nu - 1; i >= 0; i--)
-		put_frame(m, "", &r->uf[i]);
-	for (i = r->nk - 1; i >= 0; i--)
-		put_frame(m, "[k] ", &r->kf[i]);
+	if (r->nu + r->nk) {
+		fputc(';', m);
+		sc_stack_key(m, r, true, true);
+	}
 	if (!fclose(m))
-		add_line(fo, buf, len);
+		add_line(fo, buf, len, ns);
 	free(buf);
 }
 
 void folded_add_stall(struct folded *fo, struct sc_rstall *rs)
 {
+	struct sc_weights sw;
+	__u64 w;
+
 	resolve_stall_rewind(rs);
-	while (resolve_stall_next(rs) > 0)
-		add_sample(fo, &rs->cur);
+	sc_weights_start(&sw, rs->st);
+	while (resolve_stall_next(rs) > 0) {
+		w = sc_weights_next(&sw, rs->cur.smp);
+		if (w)
+			add_sample(fo, &rs->cur, w);
+	}
 }
 
 static int cmp_line(const void *a, const void *b)
@@ -133,7 +128,7 @@ static int cmp_line(const void *a, const void *b)
 	return strcmp((*(struct fline *const *)a)->line, (*(struct fline *const *)b)->line);
 }
 
-/* The lines sorted (as `sort` would), each with its count. */
+/* The lines sorted (as `sort` would), each with its microseconds (>= 1). */
 void folded_print(struct folded *fo, FILE *out)
 {
 	struct fline **v, *l;
@@ -148,6 +143,8 @@ void folded_print(struct folded *fo, FILE *out)
 		v[i++] = l;
 	qsort(v, fo->n, sizeof(*v), cmp_line);
 	for (i = 0; i < fo->n; i++)
-		fprintf(out, "%s %zu\n", v[i]->line, v[i]->count);
+		if (v[i]->ns >= 500)
+			fprintf(out, "%s %llu\n", v[i]->line,
+				(unsigned long long)((v[i]->ns + 500) / 1000));
 	free(v);
 }

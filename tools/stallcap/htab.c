@@ -57,6 +57,21 @@ int htab_add(struct htab *h, struct hnode *n, __u64 hash)
 	return 0;
 }
 
+void htab_del(struct htab *h, struct hnode *n)
+{
+	struct hnode **pp;
+
+	if (!h->nb)
+		return;
+	for (pp = &h->b[n->hash & (h->nb - 1)]; *pp; pp = &(*pp)->next) {
+		if (*pp == n) {
+			*pp = n->next;
+			h->n--;
+			return;
+		}
+	}
+}
+
 static struct hnode *same_hash(struct hnode *n, __u64 hash)
 {
 	while (n && n->hash != hash)

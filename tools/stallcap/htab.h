@@ -29,6 +29,8 @@ void htab_init(struct htab *h);
 void htab_free(struct htab *h);
 /** htab_add() - insert @n under @hash; 0 or -ENOMEM (then nothing changed). */
 int htab_add(struct htab *h, struct hnode *n, __u64 hash);
+/** htab_del() - remove @n (added before); the table does not shrink. */
+void htab_del(struct htab *h, struct hnode *n);
 /** htab_first() - the first node with @hash, or NULL. */
 struct hnode *htab_first(const struct htab *h, __u64 hash);
 /** htab_next() - the next node with the same hash as @n, or NULL. */

@@ -14,7 +14,7 @@
 /* live: how long an ended stall waits for a deferred user stack */
 #define DEFER_WAIT_NS	(500 * NSEC_PER_MSEC)
 
-enum report_format { FMT_TEXT, FMT_JSON, FMT_FOLDED };
+enum report_format { FMT_TEXT, FMT_JSON, FMT_FOLDED, FMT_TOP, FMT_PPROF, FMT_HTML };
 
 struct report {
 	struct sc_sink sink;	/* first: callbacks find the report */
@@ -23,8 +23,14 @@ struct report {
 	enum report_format fmt;
 	bool live;
 	struct folded *fo;
+	struct summary *sm;
+	struct pprof *pp;
+	struct html *html;
+	unsigned int top;		/* --top N: groups shown (0: all) */
+	enum sc_group_by group_by;
+	struct sc_filter filt;
 	FILE *out;
-	__u64 lost, suppressed;
+	__u64 lost, suppressed, samples;
 	bool same_boot;
 	unsigned int printed;
 };
@@ -36,17 +42,25 @@ static const char report_help[] =
 "records live.  One block per stall: where the thread was, then kernel and\n"
 "user frames, each labelled with how it was found (fp, dwarf).\n\n"
 "  -i, --input FILE     the record file\n"
-"  -f, --format FMT     text (default), json (JSON lines) or folded\n"
+"  -f, --format FMT     text (default), json (JSON lines), folded (stacks\n"
+"                       weighted by stalled time in us) or pprof (gzipped\n"
+"                       profile.proto for go tool pprof; use -o FILE) or\n"
+"                       html (flame graph of stalled time + stalls per thread)\n"
 "      --no-dwarf       user stacks from the frame-pointer walk only\n"
 "  -k, --kallsyms FILE  kernel symbols from FILE (default: the file's own,\n"
 "                       then /proc/kallsyms if recorded on this boot)\n"
+"      --top[=N]        culprit stacks ranked by stalled time (the N first),\n"
+"                       then stall durations per process, thread and tag\n"
+"      --group-by G     --top groups by: both (user and kernel stack, default),\n"
+"                       kernel, user, or state\n"
 "  -o, --output FILE    write the report to FILE\n"
 "  -u, --utc            wall-clock times in UTC (default: local time)\n"
+FILTER_HELP
 "live:\n"
 COLLECT_HELP
 "  -h, --help           this text\n";
 
-enum { OPT_NO_DWARF = 0x100 };
+enum { OPT_NO_DWARF = 0x100, OPT_TOP, OPT_GROUP_BY };
 
 static const struct option report_options[] = {
 	{ "input", required_argument, NULL, 'i' },
@@ -56,6 +70,9 @@ static const struct option report_options[] = {
 	{ "output", required_argument, NULL, 'o' },
 	{ "utc", no_argument, NULL, 'u' },
 	{ "help", no_argument, NULL, 'h' },
+	{ "top", optional_argument, NULL, OPT_TOP },
+	{ "group-by", required_argument, NULL, OPT_GROUP_BY },
+	FILTER_LONG_OPTIONS,
 	COLLECT_LONG_OPTIONS,
 	{ NULL, 0, NULL, 0 },
 };
@@ -65,8 +82,13 @@ static void print_stall(struct report *rp, struct sc_stall *s)
 	struct sc_rstall rs;
 
 	s->printed = true;
+	rp->samples += s->nr_samples;
 	if (resolve_stall(&rp->r, s, &rs)) {
 		warnx_("out of memory");
+		resolve_stall_free(&rs);
+		return;
+	}
+	if (!filter_match(&rp->filt, &rs)) {
 		resolve_stall_free(&rs);
 		return;
 	}
@@ -80,10 +102,30 @@ static void print_stall(struct report *rp, struct sc_stall *s)
 	case FMT_FOLDED:
 		folded_add_stall(rp->fo, &rs);
 		break;
+	case FMT_TOP:
+		summary_add_stall(rp->sm, &rs);
+		break;
+	case FMT_PPROF:
+		pprof_add_stall(rp->pp, &rs);
+		break;
+	case FMT_HTML:
+		html_add_stall(rp->html, &rs);
+		break;
 	}
 	rp->printed++;
 	resolve_stall_free(&rs);
 	fflush(rp->out);
+}
+
+/*
+ * A stall is shown (or added to the sums) once complete, then forgotten:
+ * memory follows the stalls in progress (and for folded and --top the
+ * distinct stacks), not the length of the recording.
+ */
+static void done_with(struct report *rp, struct sc_stall *s)
+{
+	print_stall(rp, s);
+	stalls_release(&rp->st, s);
 }
 
 static int on_record(struct sc_sink *sk, const struct stallcap_rec_header *rec)
@@ -106,12 +148,13 @@ static int on_record(struct sc_sink *sk, const struct stallcap_rec_header *rec)
 	/*
 	 * live: a stall is shown once it ended and its deferred user stack
 	 * came (written when the thread returns to user space, after the end)
-	 * or did not come in time; the rest when reading stops
+	 * or did not come in time; the rest when reading stops.  A file's
+	 * stalls are shown the same way, in the order they ended.
 	 */
-	if (rp->live && s && s->ended && !s->printed) {
+	if (s && s->ended && !s->printed) {
 		if (!stall_defer_pending(s))
-			print_stall(rp, s);
-		else if (!s->end_seen_ns)
+			done_with(rp, s);
+		else if (!s->end_seen_ns && rp->live)
 			s->end_seen_ns = now_ns(CLOCK_MONOTONIC);
 	}
 	return 0;
@@ -121,12 +164,14 @@ static int on_flush(struct sc_sink *sk)
 {
 	struct report *rp = (struct report *)sk;
 	__u64 now = now_ns(CLOCK_MONOTONIC);
-	struct sc_stall *s;
+	struct sc_stall *s, *next;
 
-	for (s = rp->st.head; s; s = s->next)
+	for (s = rp->st.head; s; s = next) {
+		next = s->next;
 		if (s->ended && !s->printed && s->end_seen_ns &&
 		    now - s->end_seen_ns >= DEFER_WAIT_NS)
-			print_stall(rp, s);
+			done_with(rp, s);
+	}
 	return 0;
 }
 
@@ -170,20 +215,32 @@ static int on_info(struct sc_sink *sk, const struct sc_host_info *hi)
 /* @failed: the input could not be read whole: no summary that looks complete */
 static void finish(struct report *rp, bool failed)
 {
+	__u64 samples;
 	struct sc_stall *s;
-	__u64 samples = 0;
 
-	for (s = rp->st.head; s; s = s->next) {
-		samples += s->nr_samples;
+	for (s = rp->st.head; s; s = s->next)
 		if (!s->printed)
 			print_stall(rp, s);
-	}
-	if (rp->fmt == FMT_FOLDED) {
+	samples = rp->samples;
+	if (rp->fmt == FMT_HTML) {
+		html_write(rp->html, rp->out);
+	} else if (rp->fmt == FMT_PPROF) {
+		if (!failed && pprof_write(rp->pp, rp->out))
+			warnx_("cannot write the profile");
+	} else if (rp->fmt == FMT_TOP) {
+		summary_print(rp->sm, rp->out, rp->top);
+		if (rp->lost || rp->suppressed)
+			fprintf(rp->out, "%llu records lost (ring full), %llu stalls suppressed"
+				" (rate limit)\n", (unsigned long long)rp->lost,
+				(unsigned long long)rp->suppressed);
+	} else if (rp->fmt == FMT_FOLDED) {
 		folded_print(rp->fo, rp->out);
 	} else if (rp->fmt == FMT_JSON) {
 		if (rp->lost || rp->suppressed)
 			fmt_json_lost(rp->out, rp->lost, rp->suppressed);
 	} else if (!failed) {
+		if (rp->filt.active)
+			fprintf(rp->out, "%u of ", rp->printed);
 		fprintf(rp->out, "%u stall%s, %llu sample%s", rp->st.nr, rp->st.nr == 1 ? "" : "s",
 			(unsigned long long)samples, samples == 1 ? "" : "s");
 		if (rp->lost || rp->suppressed)
@@ -196,6 +253,17 @@ static void finish(struct report *rp, bool failed)
 		warnx_("%llu malformed records skipped", (unsigned long long)rp->st.bad_records);
 }
 
+static int parse_count(const char *arg, unsigned int *n)
+{
+	char *end;
+	unsigned long v = strtoul(arg, &end, 10);
+
+	if (end == arg || *end || v > 1000000)
+		return -EINVAL;
+	*n = (unsigned int)v;
+	return 0;
+}
+
 static int parse_format(const char *arg, enum report_format *fmt)
 {
 	if (!strcmp(arg, "text"))
@@ -204,6 +272,10 @@ static int parse_format(const char *arg, enum report_format *fmt)
 		*fmt = FMT_JSON;
 	else if (!strcmp(arg, "folded"))
 		*fmt = FMT_FOLDED;
+	else if (!strcmp(arg, "pprof"))
+		*fmt = FMT_PPROF;
+	else if (!strcmp(arg, "html"))
+		*fmt = FMT_HTML;
 	else
 		return -EINVAL;
 	return 0;
@@ -250,7 +322,8 @@ int cmd_report(int argc, char **argv)
 			break;
 		}
 	}
-	while ((opt = getopt_long(argc, argv, "i:f:k:o:uh" COLLECT_SHORT_OPTIONS,
+	while ((opt = getopt_long(argc, argv, "i:f:k:o:uh" FILTER_SHORT_OPTIONS
+				  COLLECT_SHORT_OPTIONS,
 				  report_options, NULL)) != -1) {
 		switch (opt) {
 		case 'i':
@@ -258,7 +331,7 @@ int cmd_report(int argc, char **argv)
 			break;
 		case 'f':
 			if (parse_format(optarg, &rp.fmt)) {
-				warnx_("unknown format '%s' (text, json, folded)", optarg);
+				warnx_("unknown format '%s' (text, json, folded, pprof, html)", optarg);
 				return 2;
 			}
 			break;
@@ -277,6 +350,25 @@ int cmd_report(int argc, char **argv)
 		case 'h':
 			fputs(report_help, stdout);
 			return 0;
+		case OPT_TOP:
+			rp.fmt = FMT_TOP;
+			if (optarg && parse_count(optarg, &rp.top)) {
+				warnx_("--top: bad count '%s'", optarg);
+				return 2;
+			}
+			break;
+		case OPT_GROUP_BY:
+			if (parse_group_by(optarg, &rp.group_by)) {
+				warnx_("unknown --group-by '%s' (both, kernel, user, state)", optarg);
+				return 2;
+			}
+			break;
+		case 'p':
+		case 't':
+		case FILTER_OPT_FIRST ... FILTER_OPT_FIRST + 5:
+			if (filter_parse_opt(&rp.filt, opt, optarg))
+				return 2;
+			break;
 		default:
 			if (collect_parse_opt(&o, opt, optarg)) {
 				fputs(report_help, stderr);
@@ -295,6 +387,8 @@ int cmd_report(int argc, char **argv)
 		warnx_("a file or a live source, not both");
 		return 2;
 	}
+	if (filter_finish(&rp.filt))
+		return 2;
 	if (outpath && !(rp.out = fopen(outpath, "we"))) {
 		warnx_("%s: %m", outpath);
 		return 1;
@@ -303,9 +397,12 @@ int cmd_report(int argc, char **argv)
 	rp.r.ks = ksyms_new();
 	rp.r.us = usyms_new();
 	rp.fo = folded_new();
+	rp.sm = summary_new(rp.group_by);
+	rp.pp = pprof_new();
+	rp.html = html_new();
 	rp.r.live_path = kallsyms ? kallsyms : "/proc/kallsyms";
 	rp.same_boot = rp.live || kallsyms;
-	if (!rp.r.ks || !rp.r.us || !rp.fo)
+	if (!rp.r.ks || !rp.r.us || !rp.fo || !rp.sm || !rp.pp || !rp.html)
 		return 1;
 	ret = run(&rp, &o, in ? in : "stallcap.data", &status);
 	if (kallsyms)
@@ -316,6 +413,9 @@ int cmd_report(int argc, char **argv)
 	ksyms_free(rp.r.live);
 	usyms_free(rp.r.us);
 	folded_free(rp.fo);
+	summary_free(rp.sm);
+	pprof_free(rp.pp);
+	html_free(rp.html);
 	if (rp.out != stdout && fclose(rp.out))
 		ret = -EIO;
 	return exit_code(ret, &o, status);

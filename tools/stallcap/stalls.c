@@ -8,6 +8,9 @@
  * in arrival order.  A deferred USER_STACK record completes the samples of
  * its stall that carry the same cookie: a second table indexes
  * (tid, stall_id, cookie).  Every record is filed in constant time.
+ *
+ * A report that is done with a stall (aggregated or printed once it ended)
+ * releases it: memory then follows the stalls in progress, not the input.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -27,7 +30,7 @@ struct cookie_ent {
 	__u64 cookie;
 	struct sc_sample *user;
 	struct sc_sample *pending;
-	struct cookie_ent *all_next;
+	struct cookie_ent *stall_next;	/* the stall's entries */
 };
 
 void stalls_init(struct stalls *st)
@@ -37,23 +40,31 @@ void stalls_init(struct stalls *st)
 	htab_init(&st->by_cookie);
 }
 
-void stalls_free(struct stalls *st)
+static void stall_free(struct stalls *st, struct sc_stall *s, bool unindex)
 {
-	struct sc_stall *s, *sn;
 	struct sc_sample *m, *mn;
 	struct cookie_ent *c, *cn;
 
+	for (m = s->samples; m; m = mn) {
+		mn = m->next;
+		free(m);
+	}
+	for (c = s->cookies; c; c = cn) {
+		cn = c->stall_next;
+		if (unindex)
+			htab_del(&st->by_cookie, &c->node);
+		free(c);
+	}
+	free(s);
+}
+
+void stalls_free(struct stalls *st)
+{
+	struct sc_stall *s, *sn;
+
 	for (s = st->head; s; s = sn) {
 		sn = s->next;
-		for (m = s->samples; m; m = mn) {
-			mn = m->next;
-			free(m);
-		}
-		free(s);
-	}
-	for (c = st->cookies; c; c = cn) {
-		cn = c->all_next;
-		free(c);
+		stall_free(st, s, false);
 	}
 	htab_free(&st->by_id);
 	htab_free(&st->by_cookie);
@@ -95,13 +106,34 @@ static struct sc_stall *stall_get(struct stalls *st, __u32 pid, __u32 tid, __u64
 		free(s);
 		return NULL;
 	}
+	s->prev = st->tail;
 	if (st->tail)
 		st->tail->next = s;
 	else
 		st->head = s;
 	st->tail = s;
 	st->nr++;
+	st->live++;
 	return s;
+}
+
+/*
+ * Forget a stall the report is done with: its samples, its index entries.
+ * A record of it that comes later starts a new stall (with no end).
+ */
+void stalls_release(struct stalls *st, struct sc_stall *s)
+{
+	htab_del(&st->by_id, &s->node);
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		st->head = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	else
+		st->tail = s->prev;
+	st->live--;
+	stall_free(st, s, true);
 }
 
 static struct sc_sample *sample_copy(const struct stallcap_rec_header *rec)
@@ -120,7 +152,7 @@ static struct sc_sample *sample_copy(const struct stallcap_rec_header *rec)
 	return m;
 }
 
-static struct cookie_ent *cookie_get(struct stalls *st, const struct sc_stall *s,
+static struct cookie_ent *cookie_get(struct stalls *st, struct sc_stall *s,
 				     __u64 cookie)
 {
 	__u64 h = hash_u64(cookie ^ stall_hash(s->tid, s->stall_id));
@@ -141,8 +173,8 @@ static struct cookie_ent *cookie_get(struct stalls *st, const struct sc_stall *s
 		free(c);
 		return NULL;
 	}
-	c->all_next = st->cookies;
-	st->cookies = c;
+	c->stall_next = s->cookies;
+	s->cookies = c;
 	return c;
 }
 

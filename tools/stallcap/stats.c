@@ -11,18 +11,24 @@
 #include "tool.h"
 
 static const char stats_help[] =
-"usage: stallcap stats [--fd N] [--global] [--json]\n\n"
+"usage: stallcap stats [--fd N] [--global] [--json | --prometheus [-i FILE]]\n\n"
 "Print the module's counters, or with --fd those of the application's\n"
 "session N (--global as well: the module's again).\n\n"
 "  -F, --fd N      the session to read\n"
 "  -g, --global    module-wide counters (the default without --fd)\n"
 "  -j, --json      one JSON object\n"
+"  -P, --prometheus  the Prometheus text format (counters as stallcap_*_total)\n"
+"  -i, --input FILE  with --prometheus: also per-process stall counts and\n"
+"                  duration histograms of the record file FILE (then the\n"
+"                  module's counters only if it is loaded)\n"
 "  -h, --help      this text\n";
 
 static const struct option stats_options[] = {
 	{ "fd", required_argument, NULL, 'F' },
 	{ "global", no_argument, NULL, 'g' },
 	{ "json", no_argument, NULL, 'j' },
+	{ "prometheus", no_argument, NULL, 'P' },
+	{ "input", required_argument, NULL, 'i' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -118,16 +124,25 @@ static void print_text(const struct stallcap_info *in, const struct stallcap_sta
 	}
 }
 
+static void print_prometheus(const struct stallcap_stats *st, bool global)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(counters); i++)
+		prom_counter(stdout, counters[i].name, counter(st, i), global);
+}
+
 int cmd_stats(int argc, char **argv)
 {
 	struct stallcap_session *s = NULL;
 	struct stallcap_stats st;
 	struct stallcap_info in;
-	bool global = false, json = false;
+	bool global = false, json = false, prom = false;
+	const char *file = NULL;
 	int opt, fd = -1, ret;
 	char *end;
 
-	while ((opt = getopt_long(argc, argv, "F:gjh", stats_options, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "F:gjPi:h", stats_options, NULL)) != -1) {
 		switch (opt) {
 		case 'F':
 			fd = (int)strtol(optarg, &end, 10);
@@ -140,6 +155,12 @@ int cmd_stats(int argc, char **argv)
 		case 'j':
 			json = true;
 			break;
+		case 'P':
+			prom = true;
+			break;
+		case 'i':
+			file = optarg;
+			break;
 		case 'h':
 			fputs(stats_help, stdout);
 			return 0;
@@ -147,10 +168,14 @@ int cmd_stats(int argc, char **argv)
 			goto usage;
 		}
 	}
-	if (optind < argc)
+	if (optind < argc || (file && !prom) || (json && prom))
 		goto usage;
+	if (file && prom_file(stdout, file))
+		return 1;
 	global |= fd < 0;
 	ret = fd >= 0 ? stallcap_session_adopt(&s, fd) : stallcap_session_open(&s, NULL, 0);
+	if (ret && file && fd < 0)
+		return 0;	/* the file's metrics alone: no module here */
 	if (ret) {
 		warn_open(ret);
 		return 1;
@@ -162,6 +187,8 @@ int cmd_stats(int argc, char **argv)
 		warnx_("the module-wide counters need CAP_SYS_ADMIN");
 	if (ret) {
 		warnx_("cannot read the counters: %s", strerror(-ret));
+	} else if (prom) {
+		print_prometheus(&st, global);
 	} else if (json) {
 		print_json(&in, &st, global);
 	} else {

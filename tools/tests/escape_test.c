@@ -44,7 +44,7 @@ static int write_hostile(const char *path)
 		.timeout_ns = NSEC_PER_MSEC, .deadline_ns = D, .capture_ns = D + 1,
 		.kips = kips, .nk = NR, .uips = uips, .nu = NR,
 	};
-	struct stallcap_stall_end e = make_end(3, 300, 301, D, D + 5, 1);
+	struct stallcap_stall_end e = make_end(3, 300, 301, D, D + 2 * NSEC_PER_MSEC, 1);
 	struct scfile *f = scfile_create(path);
 	char paths[NR][80];
 	struct stallcap_sample *s;
@@ -203,9 +203,49 @@ TEST_F(esc, folded_keeps_its_form)
 		n++;
 	}
 	regfree(&re);
-	EXPECT_EQ(1, n);	/* one sample, one line, its count 1 */
-	if (self->len > 2)
-		EXPECT_EQ(0, strcmp(self->buf + strlen(self->buf) - 2, " 1"));
+	EXPECT_EQ(1, n);	/* one sample, one line, its 2 ms stalled */
+	if (self->len > 5)
+		EXPECT_EQ(0, strcmp(self->buf + strlen(self->buf) - 5, " 2000"));
+}
+
+/* --top and html: hostile names stay inert (html: one frame per name, whole) */
+TEST_F(esc, top_and_html_are_safe)
+{
+	char cmd[8192];
+	FILE *p;
+	int frames = 0;
+	char line[4096];
+
+	{
+		char *argv[] = { "report", self->in, "--top", "-o", self->out, NULL };
+
+		optind = 0;
+		ASSERT_EQ(0, cmd_report(5, argv));
+	}
+	free(self->buf);
+	self->buf = NULL;
+	{
+		FILE *f = fopen(self->out, "r");
+
+		ASSERT_NE(NULL, f);
+		self->buf = calloc(1, 1 << 16);
+		self->len = fread(self->buf, 1, (1 << 16) - 1, f);
+		fclose(f);
+	}
+	EXPECT_TRUE(terminal_safe(self->buf, self->len));
+	EXPECT_NE(NULL, strstr(self->buf, "ok-\xc3\xa9t\xc3\xa9_[k]\n"));
+	ASSERT_EQ(0, report(self, "html"));
+	EXPECT_TRUE(terminal_safe(self->buf, self->len));
+	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s < %s", fixture_path("html_check.py"),
+		 self->out);
+	p = popen(cmd, "r");
+	ASSERT_NE(NULL, p);
+	while (fgets(line, sizeof(line), p)) {
+		EXPECT_EQ(NULL, strstr(line, "external"));
+		frames += !strncmp(line, "frame ", 6);
+	}
+	EXPECT_EQ(0, pclose(p));
+	EXPECT_EQ(2 + 2 * NR, frames);	/* all, the thread, NR user + NR kernel frames */
 }
 
 TEST_HARNESS_MAIN

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The tool explains itself: without the module, `record` and `stats` say
+ * how to load it, and a failed `record` leaves an existing data file as it
+ * was and no temporary file behind.  Skipped where /dev/stallcap exists.
+ */
+#include <dirent.h>
+
+#include "helpers.h"
+#include "kselftest_harness.h"
+
+static int run(const char *args, char *out, size_t len)
+{
+	char cmd[8192];
+	size_t n;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "%s %s 2>&1", fixture_path("../stallcap/stallcap"), args);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	n = fread(out, 1, len - 1, p);
+	out[n] = 0;
+	return pclose(p);
+}
+
+TEST(no_module_hint_and_old_file_kept)
+{
+	char dir[] = "/tmp/stallcap-hints-XXXXXX", path[128], args[256], out[4096];
+	struct dirent *de;
+	int files = 0;
+	DIR *d;
+	FILE *f;
+
+	if (!access("/dev/stallcap", F_OK))
+		SKIP(return, "the module is loaded here");
+	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/stall.data", dir);
+	f = fopen(path, "w");
+	ASSERT_NE(NULL, f);
+	fputs("an older recording", f);
+	fclose(f);
+	snprintf(args, sizeof(args), "record -o %s -- true", path);
+	EXPECT_NE(0, run(args, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "is the stallcap module loaded?")) TH_LOG("%s", out);
+	f = fopen(path, "r");
+	ASSERT_NE(NULL, f);
+	ASSERT_NE(NULL, fgets(out, sizeof(out), f));
+	fclose(f);
+	EXPECT_STREQ("an older recording", out);
+	d = opendir(dir);
+	ASSERT_NE(NULL, d);
+	while ((de = readdir(d)))
+		files += de->d_name[0] != '.';
+	closedir(d);
+	EXPECT_EQ(1, files);	/* the old file put back: no stall.data.old */
+	unlink(path);
+	rmdir(dir);
+	EXPECT_NE(0, run("stats", out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "is the stallcap module loaded?"));
+	/* the output is checked before the session is opened or CMD started */
+	EXPECT_EQ(1 << 8, run("record -o /nonexistent/x.data -- true", out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "cannot create"));
+	EXPECT_EQ(NULL, strstr(out, "module loaded"));
+	EXPECT_EQ(2 << 8, run("record --bogus -- true", out, sizeof(out)));
+}
+
+TEST(version)
+{
+	char out[256];
+
+	ASSERT_EQ(0, run("--version", out, sizeof(out)));
+	EXPECT_EQ(0, strncmp(out, "stallcap 0.", 11)) TH_LOG("%s", out);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * report --top, its histograms, --group-by, the filters on every mode and
+ * the folded weights, on a small file written by the tool's own writer and
+ * read back by the tool itself (its output compared exactly).
+ *
+ * Three stalls, kernel stacks only (symbols kA, kB, kC):
+ *   1: alpha (pid 10, tid 11, tag 0x1), running: kA at +1 ms, kB at +2 ms,
+ *      ended at +10 ms: kA weighs 1 ms, kB 1 + 8 ms; it lasted 10 ms
+ *   2: alpha, running: kA at +1 ms, ended at +3 ms: kA 3 ms
+ *   3: beta (pid 20, tid 21, tag 0x2), sleeping: kC at +1 ms, ended at +50 ms
+ * 100 s apart in wall-clock time from 2023-11-14T22:13:20Z.
+ */
+#include "helpers.h"
+#include "kselftest_harness.h"
+
+#define RT0	1700000000000000000ULL	/* 2023-11-14T22:13:20Z */
+#define KA	0xffffffff81001000ULL
+#define KB	0xffffffff81002000ULL
+#define KC	0xffffffff81003000ULL
+
+struct smp_def {
+	__u32 pid, tid;
+	const char *comm;
+	__u64 tag, stall_id, ip, at_ms;
+	__u8 state;
+};
+
+static void put_sample(struct sc_sink *sk, const struct smp_def *d, __u64 base)
+{
+	__u64 ip = d->ip + 0x10;
+	struct rec_spec sp = { .stall_id = d->stall_id, .pid = d->pid, .tid = d->tid,
+			       .comm = d->comm, .deadline_ns = base,
+			       .capture_ns = base + d->at_ms * NSEC_PER_MSEC,
+			       .timeout_ns = NSEC_PER_MSEC, .state = d->state,
+			       .kips = &ip, .nk = 1 };
+	struct stallcap_sample *s;
+
+	sp.realtime_ns = RT0 + (base - NSEC_PER_SEC) + d->at_ms * NSEC_PER_MSEC;
+	s = make_sample(&sp);
+	s->user_tag = d->tag;
+	sk->record(sk, &s->hdr);
+	free(s);
+}
+
+static int write_file(const char *path)
+{
+	static const struct { const char *name; __u64 addr; } syms[] = {
+		{ "kA", KA }, { "kB", KB }, { "kC", KC },
+	};
+	struct scfile *f = scfile_create(path);
+	struct stallcap_stall_end e;
+	struct sc_sink *sk;
+	__u64 b1 = NSEC_PER_SEC, b2 = b1 + 100 * NSEC_PER_SEC, b3 = b2 + 100 * NSEC_PER_SEC;
+	size_t i;
+
+	if (!f)
+		return -1;
+	sk = scfile_sink(f);
+	for (i = 0; i < ARRAY_SIZE(syms); i++) {
+		struct ksym k = { .addr = syms[i].addr, .size = 0x100, .name = syms[i].name };
+
+		sk->ksym(sk, &k);
+	}
+	put_sample(sk, &(struct smp_def){ 10, 11, "alpha", 1, 1, KA, 1, 0 }, b1);
+	put_sample(sk, &(struct smp_def){ 10, 11, "alpha", 1, 1, KB, 2, 0 }, b1);
+	e = make_end(1, 10, 11, b1, b1 + 10 * NSEC_PER_MSEC, 2);
+	sk->record(sk, &e.hdr);
+	put_sample(sk, &(struct smp_def){ 10, 11, "alpha", 1, 2, KA, 1, 0 }, b2);
+	e = make_end(2, 10, 11, b2, b2 + 3 * NSEC_PER_MSEC, 1);
+	sk->record(sk, &e.hdr);
+	put_sample(sk, &(struct smp_def){ 20, 21, "beta", 2, 1, KC, 1,
+					  STALLCAP_STATE_SLEEPING }, b3);
+	e = make_end(1, 20, 21, b3, b3 + 50 * NSEC_PER_MSEC, 1);
+	sk->record(sk, &e.hdr);
+	return scfile_close(f);
+}
+
+FIXTURE(rep)
+{
+	char path[64];
+	char out[8192];
+};
+
+FIXTURE_SETUP(rep)
+{
+	snprintf(self->path, sizeof(self->path), "/tmp/stallcap-report-test.%d", getpid());
+	ASSERT_EQ(0, write_file(self->path));
+}
+
+FIXTURE_TEARDOWN(rep)
+{
+	if (!getenv("KEEP"))
+		unlink(self->path);
+}
+
+/* run `stallcap report FILE ARGS` (a shell word list); its stdout, exit status */
+static int report(struct _test_data_rep *self, const char *args)
+{
+	char cmd[8192];
+	size_t n;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "TZ=UTC %s report %s %s", fixture_path("../stallcap/stallcap"),
+		 self->path, args);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	n = fread(self->out, 1, sizeof(self->out) - 1, p);
+	self->out[n] = 0;
+	return pclose(p);
+}
+
+TEST_F(rep, top_ranks_stacks_by_stalled_time)
+{
+	ASSERT_EQ(0, report(self, "--top"));
+	EXPECT_STREQ(
+"3 stalls, 63.000 ms stalled; by user and kernel stack, 3 groups, ranked by stalled time\n"
+"#1 50.000 ms (79.4%)  1 stall  p50 50.000 ms  p99 50.000 ms  max 50.000 ms\n"
+"    1 thread: 21  1 tag: 0x2\n"
+"    kC_[k]\n"
+"#2 9.000 ms (14.3%)  1 stall  p50 10.000 ms  p99 10.000 ms  max 10.000 ms\n"
+"    1 thread: 11  1 tag: 0x1\n"
+"    kB_[k]\n"
+"#3 4.000 ms (6.3%)  2 stalls  p50 3.000 ms  p99 10.000 ms  max 10.000 ms\n"
+"    1 thread: 11  1 tag: 0x1\n"
+"    kA_[k]\n"
+"\n"
+"stall durations\n"
+"process 20 (beta): 1 stall, 50.000 ms\n"
+"    32-64ms:1\n"
+"process 10 (alpha): 2 stalls, 13.000 ms\n"
+"    2-4ms:1 8-16ms:1\n"
+"thread 21 (beta): 1 stall, 50.000 ms\n"
+"    32-64ms:1\n"
+"thread 11 (alpha): 2 stalls, 13.000 ms\n"
+"    2-4ms:1 8-16ms:1\n"
+"tag 0x2: 1 stall, 50.000 ms\n"
+"    32-64ms:1\n"
+"tag 0x1: 2 stalls, 13.000 ms\n"
+"    2-4ms:1 8-16ms:1\n", self->out);
+}
+
+TEST_F(rep, top_n_and_group_by_state)
+{
+	static const char want[] =
+"3 stalls, 63.000 ms stalled; by thread state, 2 groups, ranked by stalled time\n"
+"#1 50.000 ms (79.4%)  1 stall  p50 50.000 ms  p99 50.000 ms  max 50.000 ms\n"
+"    1 thread: 21  1 tag: 0x2\n"
+"    sleeping\n"
+"(1 more)\n\n";
+
+	ASSERT_EQ(0, report(self, "--top=1 --group-by state"));
+	EXPECT_EQ(0, strncmp(self->out, want, strlen(want))) TH_LOG("%s", self->out);
+	ASSERT_EQ(0, report(self, "--top --group-by kernel"));
+	EXPECT_NE(NULL, strstr(self->out, "by kernel stack, 3 groups"));
+	EXPECT_NE(0, report(self, "--top --group-by nonsense"));
+}
+
+/* each filter alone, then together; --top's first line counts what passed */
+TEST_F(rep, filters)
+{
+	static const struct { const char *args, *first; } cases[] = {
+		{ "--top -p 10", "2 stalls, 13.000 ms" },
+		{ "--top -t 21", "1 stall, 50.000 ms" },
+		{ "--top --comm alpha", "2 stalls, 13.000 ms" },
+		{ "--top --tag 2", "1 stall, 50.000 ms" },
+		{ "--top --tag 0x1", "2 stalls, 13.000 ms" },
+		{ "--top --min-duration 5ms", "2 stalls, 60.000 ms" },
+		{ "--top --min-duration 10000us", "2 stalls, 60.000 ms" },
+		{ "--top --state blocked", "1 stall, 50.000 ms" },
+		{ "--top --state running,runnable", "2 stalls, 13.000 ms" },
+		{ "--top -u --since 2023-11-14T22:14:00 --until 2023-11-14T22:16:00",
+		  "1 stall, 3.000 ms" },
+		{ "--top -u --since 2023-11-14T22:15:00.5", NULL },
+		{ "--top --since -1h", "0 stalls, 0.000 ms" },
+		{ "--top -p 10 --min-duration 5ms --state running", "1 stall, 10.000 ms" },
+		{ "--top --state idle", NULL },
+		{ "--top --min-duration 5parsecs", NULL },
+	};
+	size_t i;
+	int st;
+
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		st = report(self, cases[i].args);
+		if (!cases[i].first) {
+			EXPECT_NE(0, st) TH_LOG("%s: accepted", cases[i].args);
+			continue;
+		}
+		EXPECT_EQ(0, st);
+		EXPECT_EQ(0, strncmp(self->out, cases[i].first, strlen(cases[i].first)))
+			TH_LOG("%s: %.80s", cases[i].args, self->out);
+	}
+}
+
+/* the filters apply to the stall blocks, JSON and folded output too */
+TEST_F(rep, filters_on_every_mode)
+{
+	ASSERT_EQ(0, report(self, "-p 20"));
+	EXPECT_NE(NULL, strstr(self->out, "1 of 3 stalls, 4 samples\n")) TH_LOG("%s", self->out);
+	EXPECT_EQ(NULL, strstr(self->out, "alpha"));
+	ASSERT_EQ(0, report(self, "-f json --comm beta"));
+	EXPECT_NE(NULL, strstr(self->out, "\"comm\":\"beta\""));
+	EXPECT_EQ(NULL, strstr(self->out, "alpha"));
+	ASSERT_EQ(0, report(self, "-f folded -t 11"));
+	/* weighted by stalled time in µs, kernel frames _[k] */
+	EXPECT_STREQ("alpha;kA_[k] 4000\nalpha;kB_[k] 9000\n", self->out);
+	ASSERT_EQ(0, report(self, "-f folded"));
+	EXPECT_STREQ("alpha;kA_[k] 4000\nalpha;kB_[k] 9000\nbeta;kC_[k] 50000\n", self->out);
+}
+
+/* stats --prometheus -i FILE, read back by the Prometheus client's parser */
+TEST_F(rep, prometheus_parsed_by_the_client)
+{
+	char cmd[12288], tool[4096];
+	size_t n;
+	FILE *p;
+	int st;
+
+	snprintf(tool, sizeof(tool), "%s", fixture_path("../stallcap/stallcap"));
+	snprintf(cmd, sizeof(cmd), "%s stats --prometheus -i %s | /usr/bin/python3 %s",
+		 tool, self->path, fixture_path("prom_parse.py"));
+	p = popen(cmd, "r");
+	ASSERT_NE(NULL, p);
+	n = fread(self->out, 1, sizeof(self->out) - 1, p);
+	self->out[n] = 0;
+	st = pclose(p);
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 3)
+		SKIP(return, "python3-prometheus-client not installed (scripts/deps.sh)");
+	ASSERT_EQ(0, st);
+	EXPECT_NE(NULL, strstr(self->out,
+		"counter stallcap_process_stalls_total comm=alpha,pid=10 2\n"
+		"counter stallcap_process_stalls_total comm=beta,pid=20 1\n")) TH_LOG("%s", self->out);
+	EXPECT_NE(NULL, strstr(self->out,
+		"histogram stallcap_process_stall_duration_seconds_bucket comm=alpha,le=0.002,pid=10 0\n"
+		"histogram stallcap_process_stall_duration_seconds_bucket comm=alpha,le=0.005,pid=10 1\n"
+		"histogram stallcap_process_stall_duration_seconds_bucket comm=alpha,le=0.01,pid=10 2\n"));
+	EXPECT_NE(NULL, strstr(self->out,
+		"histogram stallcap_process_stall_duration_seconds_count comm=beta,pid=20 1\n"));
+	EXPECT_NE(NULL, strstr(self->out,
+		"histogram stallcap_process_stall_duration_seconds_sum comm=alpha,pid=10 0.013\n"));
+	EXPECT_NE(NULL, strstr(self->out,
+		"histogram stallcap_process_stall_duration_seconds_bucket comm=beta,le=+Inf,pid=20 1\n"));
+	EXPECT_NE(NULL, strstr(self->out, "counter stallcap_file_records_lost_total  0\n"));
+}
+
+/* -f pprof: gzip + profile.proto, decoded by protoc (protobuf-compiler) */
+static int pprof_decode(struct _test_data_rep *self, const char *args)
+{
+	char cmd[32768], tool[4096], proto[4096];
+	size_t n;
+	FILE *p;
+
+	snprintf(tool, sizeof(tool), "%s", fixture_path("../stallcap/stallcap"));
+	snprintf(proto, sizeof(proto), "%s", fixture_path("../stallcap/proto"));
+	snprintf(cmd, sizeof(cmd), "%s report %s -f pprof %s -o %s.pb.gz && "
+		 "gzip -dc %s.pb.gz | protoc --decode perftools.profiles.Profile -I%s "
+		 "%s/profile.proto; st=$?; rm -f %s.pb.gz; exit $st", tool, self->path, args,
+		 self->path, self->path, proto, proto, self->path);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	n = fread(self->out, 1, sizeof(self->out) - 1, p);
+	self->out[n] = 0;
+	return pclose(p);
+}
+
+TEST_F(rep, pprof_decoded_by_protoc)
+{
+	static const char *const strs[] = {
+		"\"stalled\"", "\"nanoseconds\"", "\"kA\"", "\"kB\"", "\"kC\"",
+		"\"alpha\"", "\"beta\"", "\"running\"", "\"sleeping\"", "\"pid\"",
+		"\"tid\"", "\"tag\"", "\"comm\"", "\"state\"",
+	};
+	size_t i;
+
+	if (system("command -v protoc >/dev/null"))
+		SKIP(return, "protoc not installed (scripts/deps.sh)");
+	ASSERT_EQ(0, pprof_decode(self, ""));
+	/* the weights of the folded output, in ns: kC 50 ms, kB 9 ms, kA 1 + 3 ms */
+	EXPECT_NE(NULL, strstr(self->out, "value: 50000000\n"));
+	EXPECT_NE(NULL, strstr(self->out, "value: 9000000\n"));
+	EXPECT_NE(NULL, strstr(self->out, "value: 4000000\n")) TH_LOG("%s", self->out);
+	for (i = 0; i < ARRAY_SIZE(strs); i++)
+		EXPECT_NE(NULL, strstr(self->out, strs[i])) TH_LOG("string %zu missing", i);
+	/* the filters apply: only beta's stall */
+	ASSERT_EQ(0, pprof_decode(self, "-t 21"));
+	EXPECT_NE(NULL, strstr(self->out, "value: 50000000\n"));
+	EXPECT_EQ(NULL, strstr(self->out, "value: 9000000\n"));
+	EXPECT_EQ(NULL, strstr(self->out, "\"alpha\""));
+}
+
+/* -f html, read by Python's HTML parser: the flame graph and timeline are there */
+TEST_F(rep, html_flame_graph_and_timeline)
+{
+	char cmd[12288], tool[4096];
+	size_t n;
+	FILE *p;
+
+	snprintf(tool, sizeof(tool), "%s", fixture_path("../stallcap/stallcap"));
+	snprintf(cmd, sizeof(cmd), "%s report %s -f html | /usr/bin/python3 %s", tool,
+		 self->path, fixture_path("html_check.py"));
+	p = popen(cmd, "r");
+	ASSERT_NE(NULL, p);
+	n = fread(self->out, 1, sizeof(self->out) - 1, p);
+	self->out[n] = 0;
+	ASSERT_EQ(0, pclose(p));
+	/* widths: 1200 px for the 63 ms; kC 50 ms, kB 9 ms, kA 4 ms */
+	EXPECT_STREQ("svg flamegraph\n"
+		     "frame all (63.000 ms, 100.00%) 1200.00\n"
+		     "frame beta (50.000 ms, 79.37%) 952.38\n"
+		     "frame kC_[k] (50.000 ms, 79.37%) 952.38\n"
+		     "frame alpha (13.000 ms, 20.63%) 247.62\n"
+		     "frame kB_[k] (9.000 ms, 14.29%) 171.43\n"
+		     "frame kA_[k] (4.000 ms, 6.35%) 76.19\n"
+		     "svg timeline\n"
+		     "stall tid 11: 10.000 ms at +0.000 s\n"
+		     "stall tid 11: 3.000 ms at +100.000 s\n"
+		     "stall tid 21: 50.000 ms at +200.000 s\n", self->out);
+}
+
+TEST_HARNESS_MAIN
