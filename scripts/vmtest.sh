@@ -26,8 +26,8 @@
 # KERNEL-isolated/...).
 #
 # Environment: FUZZ_KERNEL (the kernel whose fuzz_test makes its full 10^6
-# calls, default 6.1; the others make FUZZ_CALLS_SHORT=200000 in at most
-# FUZZ_SECONDS_SHORT=90 s), TEST_TIMEOUT (s per test, default 300, doubled on debug),
+# calls, default 6.1; the others make FUZZ_CALLS_SHORT=100000 in at most
+# FUZZ_SECONDS_SHORT=45 s), TEST_TIMEOUT (s per test, default 300, doubled on debug),
 # GUEST_TIMEOUT (s per boot), GUEST_SILENCE (s without guest output before
 # the guest counts as hung, default TEST_TIMEOUT + 120), SMP (vCPUs, default 2), MEM (default 1G, 2G on
 # debug), MODULE_PARAMS (insmod arguments), MODULE_KCFLAGS (default -Werror),
@@ -512,8 +512,8 @@ run_kernel() {
 	# get a shorter run, so that make check stays within CI's budget.
 	kernel_cmdline=
 	if [ "$k" != "${FUZZ_KERNEL:-6.1}" ]; then
-		kernel_cmdline="STALLCAP_FUZZ_CALLS=${FUZZ_CALLS_SHORT:-200000}"
-		kernel_cmdline+=" STALLCAP_FUZZ_SECONDS=${FUZZ_SECONDS_SHORT:-90}"
+		kernel_cmdline="STALLCAP_FUZZ_CALLS=${FUZZ_CALLS_SHORT:-100000}"
+		kernel_cmdline+=" STALLCAP_FUZZ_SECONDS=${FUZZ_SECONDS_SHORT:-45}"
 	fi
 
 	# a guest whose CPU 1 is isolated (nohz_full, isolcpus) for the tests

@@ -27,8 +27,8 @@ for t in capture_user_test capture_blocked_test torture_test; do
 	./$t || { echo "# $t failed in IPI mode"; rc=1; }
 done
 echo "# --- fuzz_test (capture=ipi)"
-STALLCAP_FUZZ_CALLS=${STALLCAP_IPI_FUZZ_CALLS:-100000} \
-STALLCAP_FUZZ_SECONDS=${STALLCAP_IPI_FUZZ_SECONDS:-45} ./fuzz_test ||
+STALLCAP_FUZZ_CALLS=${STALLCAP_IPI_FUZZ_CALLS:-50000} \
+STALLCAP_FUZZ_SECONDS=${STALLCAP_IPI_FUZZ_SECONDS:-20} ./fuzz_test ||
 	{ echo "# fuzz_test failed in IPI mode"; rc=1; }
 rmmod stallcap || rc=1
 insmod "$MODULE" gid="$GID" || rc=1
