@@ -381,6 +381,12 @@ struct stallcap_watch {
 	struct rcu_head rcu;
 };
 
+/* shared by watch.c (lifetime) and watch_arm.c (the ARM ioctls) */
+struct stallcap_watch *stallcap_watch_create(struct stallcap_session *sess);
+void stallcap_watch_destroy(struct stallcap_watch *w);
+struct stallcap_watch *stallcap_watch_of_current(struct stallcap_session *sess);
+void stallcap_watch_count_armed(struct stallcap_watch *w, bool armed);
+int stallcap_watch_fast_update(struct stallcap_watch *w, u64 period);
 int stallcap_watch_arm(struct stallcap_session *sess,
 		       const struct stallcap_arm *arm);
 int stallcap_watch_rearm(struct stallcap_session *sess, u64 timeout_ns);

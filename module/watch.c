@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * stallcap watches: creation, arming, disarming, release, and their end when
+ * stallcap watches: creation, lookup, release, and their end when
  * their thread exits or execs (sched_process_exit and sched_process_exec
  * tracepoint probes: like POSIX timers, watches do not survive exec, and a
  * set-user-ID program is never captured into its caller's session) or their
@@ -29,7 +29,6 @@
 #include "compat.h"
 #include "stallcap.h"
 
-#define MAX_TIMEOUT_NS	(3600ULL * NSEC_PER_SEC)
 
 static DEFINE_HASHTABLE(task_watches, 12);
 static DEFINE_RAW_SPINLOCK(task_watches_lock);
@@ -94,7 +93,7 @@ static struct user_watches *user_watches_charge(kuid_t uid, bool unlimited)
  * Context: @w's lock held (atomic only).  Return: 0, or -ENOSPC when the
  * user's fast watches are at max_fast_watches_per_user.
  */
-static int watch_fast_update(struct stallcap_watch *w, u64 period)
+int stallcap_watch_fast_update(struct stallcap_watch *w, u64 period)
 {
 	bool fast = period < FAST_NS;
 
@@ -137,7 +136,7 @@ static void watch_free_rcu(struct rcu_head *rcu)
 	kfree(w);
 }
 
-static void watch_count_armed(struct stallcap_watch *w, bool armed)
+void stallcap_watch_count_armed(struct stallcap_watch *w, bool armed)
 {
 	if (w->counted_armed == armed)
 		return;
@@ -154,8 +153,8 @@ static void watch_kill(struct stallcap_watch *w)
 	if (!w->dead) {
 		w->dead = true;
 		stallcap_watch_end_stall(w, ktime_get_mono_fast_ns());
-		watch_count_armed(w, false);
-		watch_fast_update(w, U64_MAX);
+		stallcap_watch_count_armed(w, false);
+		stallcap_watch_fast_update(w, U64_MAX);
 		w->state = WATCH_IDLE;
 		if (w->attach)
 			stallcap_attach_watch_event(w, STALLCAP_WATCH_ENDED);
@@ -164,7 +163,7 @@ static void watch_kill(struct stallcap_watch *w)
 }
 
 /* Unlink and free @w.  Context: process, sess->lock held. */
-static void watch_destroy(struct stallcap_watch *w)
+void stallcap_watch_destroy(struct stallcap_watch *w)
 {
 	struct stallcap_session *sess = w->sess;
 	unsigned long flags;
@@ -244,7 +243,7 @@ static struct stallcap_watch *watch_create_task(struct stallcap_session *sess,
 	return w;
 }
 
-static struct stallcap_watch *watch_create(struct stallcap_session *sess)
+struct stallcap_watch *stallcap_watch_create(struct stallcap_session *sess)
 {
 	return watch_create_task(sess, current, NULL);
 }
@@ -300,7 +299,7 @@ void stallcap_watches_destroy_attached(struct stallcap_session *sess,
 
 	list_for_each_entry_safe(w, tmp, &sess->watches, sess_node)
 		if (w->attach == a)
-			watch_destroy(w);
+			stallcap_watch_destroy(w);
 }
 
 /**
@@ -331,7 +330,7 @@ void stallcap_watch_busy(struct stallcap_watch *w, u64 now)
 	if (w->flags & STALLCAP_ARM_CPUTIME)
 		w->cpu_base = stallcap_task_cputime(w->task);
 	w->state = WATCH_ARMED;
-	watch_count_armed(w, true);
+	stallcap_watch_count_armed(w, true);
 	if (!lazy)
 		hrtimer_start(&w->timer, ns_to_ktime(deadline),
 			      HRTIMER_MODE_ABS_PINNED_HARD);
@@ -356,7 +355,7 @@ void stallcap_watch_idle(struct stallcap_watch *w, u64 now)
 	if (!w->dead && w->state != WATCH_IDLE) {
 		stallcap_watch_end_stall(w, now);
 		w->state = WATCH_IDLE;
-		watch_count_armed(w, false);
+		stallcap_watch_count_armed(w, false);
 	}
 	raw_spin_unlock_irqrestore(&w->lock, flags);
 }
@@ -392,7 +391,7 @@ bool stallcap_watches_attached_mark(struct task_struct *task, bool busy)
 }
 
 /* The calling thread's watch in @sess.  Context: RCU read side. */
-static struct stallcap_watch *watch_of_current(struct stallcap_session *sess)
+struct stallcap_watch *stallcap_watch_of_current(struct stallcap_session *sess)
 {
 	struct stallcap_watch *w;
 
@@ -402,314 +401,6 @@ static struct stallcap_watch *watch_of_current(struct stallcap_session *sess)
 		    !READ_ONCE(w->dead))
 			return w;
 	return NULL;
-}
-
-/* ---- arming ---- */
-
-static int check_timeout(u64 timeout_ns)
-{
-	if (timeout_ns < stallcap_min_timeout_ns() ||
-	    timeout_ns > MAX_TIMEOUT_NS)
-		return -ERANGE;
-	return 0;
-}
-
-/* (Re)start @w's deadline at @deadline (ns).  Lock held. */
-static int watch_start(struct stallcap_watch *w, u64 now, u64 deadline)
-{
-	bool lazy;
-
-	if (w->dead)
-		return -ENOENT;
-	/*
-	 * Moving an armed deadline later leaves the queued timer alone: when
-	 * it fires early, the callback re-queues it at w->deadline.  An event
-	 * loop re-arming every iteration then touches the timer about once
-	 * per timeout instead of once per iteration (as Seastar re-arms its
-	 * timer at most once per period).
-	 */
-	lazy = w->state == WATCH_ARMED && hrtimer_is_queued(&w->timer) &&
-	       ktime_to_ns(hrtimer_get_expires(&w->timer)) <= deadline;
-	stallcap_watch_end_stall(w, now);
-	w->armed_at = now;
-	w->deadline = deadline;
-	stallcap_why_rebase(w, now);
-	if (w->flags & STALLCAP_ARM_CPUTIME)
-		w->cpu_base = stallcap_task_cputime(w->task);
-	w->state = WATCH_ARMED;
-	watch_count_armed(w, true);
-	if (lazy)
-		return 0;
-	/*
-	 * A CPU isolated from timers gets none: a buddy checker starts the
-	 * timer on its housekeeping CPU when the deadline comes near.
-	 */
-	w->isolated = !stallcap_cpu_takes_timers();
-	if (w->isolated)
-		hrtimer_try_to_cancel(&w->timer);
-	else
-		hrtimer_start(&w->timer, ns_to_ktime(deadline),
-			      HRTIMER_MODE_ABS_PINNED_HARD);
-	return 0;
-}
-
-static int arm_check(const struct stallcap_arm *arm, u64 now, u64 *deadline)
-{
-	u32 f = arm->flags;
-
-	if (f & ~STALLCAP_ARM_FLAGS_ALL || arm->__reserved)
-		return -EINVAL;
-	if ((f & STALLCAP_ARM_CPUTIME) &&
-	    (f & (STALLCAP_ARM_ABSOLUTE | STALLCAP_ARM_SLOT_KINDS)))
-		return -EINVAL;
-	if ((f & STALLCAP_ARM_SLOT_KINDS) == STALLCAP_ARM_SLOT_KINDS)
-		return -EINVAL;
-	if ((f & STALLCAP_ARM_ABSOLUTE) && (f & STALLCAP_ARM_HEARTBEAT))
-		return -EINVAL;
-	if (f & STALLCAP_ARM_ABSOLUTE) {
-		if (arm->timeout_ns + MAX_TIMEOUT_NS < now ||
-		    arm->timeout_ns > now + MAX_TIMEOUT_NS)
-			return -ERANGE;
-		*deadline = arm->timeout_ns;
-		return 0;
-	}
-	*deadline = now + arm->timeout_ns;
-	return check_timeout(arm->timeout_ns);
-}
-
-/*
- * The calling thread's watch changes kind (deadline, heartbeat, shared
- * deadline): stop it and give back a slot it no longer needs, in place, so
- * that nothing can fail after the old watch was touched.  sess->lock held.
- */
-static void watch_change_kind(struct stallcap_session *sess,
-			      struct stallcap_watch *w, u32 new_flags)
-{
-	unsigned long flags;
-
-	raw_spin_lock_irqsave(&w->lock, flags);
-	stallcap_watch_end_stall(w, ktime_get_mono_fast_ns());
-	w->state = WATCH_IDLE;
-	watch_count_armed(w, false);
-	raw_spin_unlock_irqrestore(&w->lock, flags);
-	hrtimer_cancel(&w->timer);
-	if (!(new_flags & STALLCAP_ARM_SLOT_KINDS))
-		stallcap_slot_detach(sess, w);
-}
-
-/* Find or make the calling thread's watch for @arm; sess->lock held. */
-static struct stallcap_watch *watch_for_arm(struct stallcap_session *sess,
-					    const struct stallcap_arm *arm)
-{
-	struct stallcap_watch *w;
-
-	rcu_read_lock();
-	w = watch_of_current(sess);	/* stays: only sess->lock holders free it */
-	rcu_read_unlock();
-	/* a failing ARM leaves the old watch as it was: check first */
-	if ((arm->flags & STALLCAP_ARM_SLOT_KINDS) &&
-	    !stallcap_slot_available(sess, w))
-		return ERR_PTR(-ENOSPC);
-	if (!w)
-		return watch_create(sess);
-	if ((w->flags ^ arm->flags) & STALLCAP_ARM_SLOT_KINDS)
-		watch_change_kind(sess, w, arm->flags);
-	return w;
-}
-
-/* The timer period an ARM asks for: a heartbeat is checked every T / 4. */
-static u64 arm_period(const struct stallcap_arm *arm, u64 timeout)
-{
-	if (arm->flags & STALLCAP_ARM_HEARTBEAT)
-		return max(timeout / 4, stallcap_min_timeout_ns());
-	return timeout;
-}
-
-/**
- * stallcap_watch_arm() - STALLCAP_IOC_ARM
- * @sess: the session
- * @arm: the validated-size argument
- *
- * Context: process, takes sess->lock.
- * Return: 0, or the slot index for a heartbeat or shared-deadline watch;
- * -errno.
- */
-int stallcap_watch_arm(struct stallcap_session *sess,
-		       const struct stallcap_arm *arm)
-{
-	u64 now = ktime_get_mono_fast_ns(), deadline, timeout;
-	struct stallcap_watch *w, *old;
-	bool was_fast = false;
-	unsigned long flags;
-	int ret, slot = 0;
-
-	ret = arm_check(arm, now, &deadline);
-	if (ret)
-		return ret;
-	if (current->flags & PF_EXITING)
-		return -ESRCH;
-	stallcap_times_refresh();
-	mutex_lock(&sess->lock);
-	ret = stallcap_session_ensure_ring(sess, false);
-	if (ret)
-		goto out;
-	/* an absolute deadline's T is its distance, at least the minimum */
-	timeout = arm->flags & STALLCAP_ARM_ABSOLUTE ?
-		  max_t(s64, (s64)(deadline - now), (s64)stallcap_min_timeout_ns()) :
-		  arm->timeout_ns;
-	/*
-	 * The per-user bound on fast watches is checked before anything
-	 * changes (a failing ARM changes nothing): on the thread's watch if it
-	 * has one, else on the new one, which goes again if refused.
-	 */
-	rcu_read_lock();
-	old = watch_of_current(sess);	/* stays: only sess->lock holders free it */
-	rcu_read_unlock();
-	if (old) {
-		raw_spin_lock_irqsave(&old->lock, flags);
-		was_fast = old->fast;
-		ret = watch_fast_update(old, arm_period(arm, timeout));
-		raw_spin_unlock_irqrestore(&old->lock, flags);
-		if (ret)
-			goto out;
-	}
-	w = watch_for_arm(sess, arm);
-	if (IS_ERR(w)) {
-		ret = PTR_ERR(w);
-		if (old) {	/* as it was */
-			raw_spin_lock_irqsave(&old->lock, flags);
-			watch_fast_update(old, was_fast ? 0 : U64_MAX);
-			raw_spin_unlock_irqrestore(&old->lock, flags);
-		}
-		goto out;
-	}
-	if (!old) {
-		raw_spin_lock_irqsave(&w->lock, flags);
-		ret = watch_fast_update(w, arm_period(arm, timeout));
-		raw_spin_unlock_irqrestore(&w->lock, flags);
-		if (ret) {
-			watch_destroy(w);
-			goto out;
-		}
-	}
-	/* cannot fail: watch_for_arm() made sure of a slot */
-	if (arm->flags & STALLCAP_ARM_HEARTBEAT)
-		slot = stallcap_slot_attach(sess, w, STALLCAP_SLOT_HEARTBEAT, 0);
-	else if (arm->flags & STALLCAP_ARM_SHARED_DEADLINE)
-		slot = stallcap_slot_attach(sess, w, STALLCAP_SLOT_DEADLINE,
-					    deadline);
-	raw_spin_lock_irqsave(&w->lock, flags);
-	/*
-	 * A relative deadline counts from now: creating the ring and the watch
-	 * (the first ARM) is not the thread's work.
-	 */
-	now = ktime_get_mono_fast_ns();
-	if (!(arm->flags & (STALLCAP_ARM_ABSOLUTE | STALLCAP_ARM_SLOT_KINDS)))
-		deadline = now + arm->timeout_ns;
-	w->flags = arm->flags;
-	w->timeout_ns = timeout;
-	w->user_tag = arm->user_tag;
-	if (arm->flags & STALLCAP_ARM_HEARTBEAT)
-		deadline = now + stallcap_beat_period(w);
-	ret = watch_start(w, now, deadline);
-	raw_spin_unlock_irqrestore(&w->lock, flags);
-	if (!ret)
-		ret = slot;
-out:
-	mutex_unlock(&sess->lock);
-	return ret;
-}
-
-/**
- * stallcap_watch_rearm() - STALLCAP_IOC_REARM, the hot path
- * @sess: the session
- * @timeout_ns: relative timeout, 0 for the last one
- *
- * Context: process; no sleeping lock, no copy from user.
- */
-int stallcap_watch_rearm(struct stallcap_session *sess, u64 timeout_ns)
-{
-	u64 now = ktime_get_mono_fast_ns();
-	struct stallcap_watch *w;
-	unsigned long flags;
-	int ret = -ENOENT;
-
-	rcu_read_lock();
-	w = watch_of_current(sess);
-	if (!w)
-		goto out;
-	raw_spin_lock_irqsave(&w->lock, flags);
-	if (w->flags & STALLCAP_ARM_SLOT_KINDS) {
-		ret = -EINVAL;
-	} else {
-		if (!timeout_ns)
-			timeout_ns = w->timeout_ns;
-		ret = check_timeout(timeout_ns);
-		if (!ret)
-			ret = watch_fast_update(w, timeout_ns);
-		if (!ret) {
-			w->timeout_ns = timeout_ns;
-			w->flags &= ~STALLCAP_ARM_ABSOLUTE;
-			ret = watch_start(w, now, now + timeout_ns);
-		}
-	}
-	raw_spin_unlock_irqrestore(&w->lock, flags);
-out:
-	rcu_read_unlock();
-	return ret;
-}
-
-/**
- * stallcap_watch_disarm() - STALLCAP_IOC_DISARM
- * @sess: the session
- *
- * Never blocks: a timer callback running meanwhile sees the idle state.
- */
-int stallcap_watch_disarm(struct stallcap_session *sess)
-{
-	struct stallcap_watch *w;
-	unsigned long flags;
-	int ret = -ENOENT;
-
-	rcu_read_lock();
-	w = watch_of_current(sess);
-	if (w) {
-		raw_spin_lock_irqsave(&w->lock, flags);
-		if (!w->dead) {
-			stallcap_watch_end_stall(w, ktime_get_mono_fast_ns());
-			w->state = WATCH_IDLE;
-			watch_count_armed(w, false);
-			watch_fast_update(w, U64_MAX);
-			hrtimer_try_to_cancel(&w->timer);
-			ret = 0;
-		}
-		raw_spin_unlock_irqrestore(&w->lock, flags);
-	}
-	rcu_read_unlock();
-	return ret;
-}
-
-/**
- * stallcap_watch_release() - STALLCAP_IOC_RELEASE
- * @sess: the session
- *
- * Context: process, takes sess->lock, waits for a running timer callback.
- */
-int stallcap_watch_release(struct stallcap_session *sess)
-{
-	struct stallcap_watch *w;
-	int ret = -ENOENT;
-
-	mutex_lock(&sess->lock);
-	rcu_read_lock();
-	w = watch_of_current(sess);
-	rcu_read_unlock();
-	if (w) {
-		watch_destroy(w);
-		ret = 0;
-	}
-	mutex_unlock(&sess->lock);
-	return ret;
 }
 
 /**
@@ -726,7 +417,7 @@ void stallcap_watches_reap(struct work_struct *work)
 	mutex_lock(&sess->lock);
 	list_for_each_entry_safe(w, tmp, &sess->watches, sess_node)
 		if (READ_ONCE(w->dead))
-			watch_destroy(w);
+			stallcap_watch_destroy(w);
 	mutex_unlock(&sess->lock);
 }
 
@@ -742,7 +433,7 @@ void stallcap_watches_destroy(struct stallcap_session *sess)
 
 	mutex_lock(&sess->lock);
 	list_for_each_entry_safe(w, tmp, &sess->watches, sess_node)
-		watch_destroy(w);
+		stallcap_watch_destroy(w);
 	mutex_unlock(&sess->lock);
 	synchronize_rcu();
 	cancel_work_sync(&sess->reap_work);
