@@ -64,7 +64,7 @@ u64 stallcap_buddy_period_ns(void)
  */
 bool stallcap_cpu_takes_timers(void)
 {
-	return housekeeping_cpu(smp_processor_id(), HK_TYPE_TIMER);
+	return housekeeping_cpu(smp_processor_id(), STALLCAP_HK_TIMER);
 }
 
 /* Is @w's timer overdue (or, for an isolated thread, due within a period)? */
@@ -151,7 +151,7 @@ static void buddy_start_all(void)
 	int cpu;
 
 	cpus_read_lock();
-	for_each_cpu_and(cpu, housekeeping_cpumask(HK_TYPE_TIMER),
+	for_each_cpu_and(cpu, housekeeping_cpumask(STALLCAP_HK_TIMER),
 			 cpu_online_mask) {
 		raw_spin_lock_irqsave(&buddy_lock, flags);
 		start = !per_cpu(buddy_running, cpu);

@@ -9,6 +9,9 @@
 #ifndef STALLCAP_COMPAT_H
 #define STALLCAP_COMPAT_H
 
+#include <linux/fs.h>
+#include <linux/futex.h>
+#include <linux/hardirq.h>
 #include <linux/hrtimer.h>
 #include <linux/mm.h>
 #include <linux/sched.h>
@@ -82,12 +85,66 @@ static inline void stallcap_vm_flags_clear(struct vm_area_struct *vma,
 #endif
 }
 
-/* Inode attribute changes take an idmap, no longer a user namespace (6.3). */
-#ifdef STALLCAP_HAVE_MNT_IDMAP
-#define STALLCAP_NOP_IDMAP	(&nop_mnt_idmap)
+/*
+ * notify_change() on a device node: an idmap since 6.3, a user namespace
+ * since 5.12, neither before.
+ */
+static inline int stallcap_notify_change(struct dentry *dentry,
+					 struct iattr *attr)
+{
+#if defined(STALLCAP_HAVE_MNT_IDMAP)
+	return notify_change(&nop_mnt_idmap, dentry, attr, NULL);
+#elif defined(STALLCAP_HAVE_NOTIFY_CHANGE_USERNS)
+	return notify_change(&init_user_ns, dentry, attr, NULL);
 #else
-#define STALLCAP_NOP_IDMAP	(&init_user_ns)
+	return notify_change(dentry, attr, NULL);
 #endif
+}
+
+/*
+ * Local timer, reschedule and call-function interrupts of @cpu: x86 counts
+ * these system vectors apart from device interrupts, in one array since 7.x.
+ */
+static inline unsigned long stallcap_cpu_sysvec_irqs(int cpu)
+{
+	const irq_cpustat_t *st = &per_cpu(irq_stat, cpu);
+	unsigned long n = 0;
+
+#ifdef CONFIG_X86_LOCAL_APIC
+#ifdef STALLCAP_HAVE_IRQ_COUNTS
+	n += st->counts[IRQ_COUNT_APIC_TIMER];
+#else
+	n += st->apic_timer_irqs;
+#endif
+#endif
+#ifdef CONFIG_SMP
+#ifdef STALLCAP_HAVE_IRQ_COUNTS
+	n += st->counts[IRQ_COUNT_RESCHEDULE];
+	n += st->counts[IRQ_COUNT_CALL_FUNCTION];
+#else
+	n += st->irq_resched_count + st->irq_call_count;
+#endif
+#endif
+	return n;
+}
+
+/* FUTEX_LOCK_PI2 (5.14): user ABI, so its number is fixed */
+#ifndef FUTEX_LOCK_PI2
+#define FUTEX_LOCK_PI2		13
+#endif
+
+/* in_irq() became in_hardirq() (5.11). */
+#ifndef in_hardirq
+#define in_hardirq()		in_irq()
+#endif
+
+/* Timer housekeeping CPUs: enum hk_type since 5.18, hk_flags before. */
+#ifdef STALLCAP_HAVE_HK_TYPE
+#define STALLCAP_HK_TIMER	HK_TYPE_TIMER
+#else
+#define STALLCAP_HK_TIMER	HK_FLAG_TIMER
+#endif
+
 /*
  * The ring and slot mappings: never copied into a forked child (as after
  * MADV_DONTFORK: its stores cannot move its parent's slots), never grown

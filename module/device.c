@@ -58,8 +58,7 @@ static void device_set_group(void)
 		ret = mnt_want_write(path.mnt);
 		if (!ret) {
 			inode_lock(inode);
-			ret = notify_change(STALLCAP_NOP_IDMAP, path.dentry, &ia,
-					    NULL);
+			ret = stallcap_notify_change(path.dentry, &ia);
 			inode_unlock(inode);
 			mnt_drop_write(path.mnt);
 		}

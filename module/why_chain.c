@@ -30,6 +30,7 @@
 #include <linux/workqueue.h>
 #include <asm/unistd.h>
 
+#include "compat.h"
 #include "stallcap.h"
 #include "why.h"
 
@@ -49,7 +50,7 @@ bool stallcap_why_wants_chain(struct task_struct *task)
 	struct pt_regs *regs;
 
 	if (!chain_wq || READ_ONCE(task->on_cpu) ||
-	    READ_ONCE(task->__state) == TASK_RUNNING ||
+	    stallcap_task_state(task) == TASK_RUNNING ||
 	    (task->flags & (PF_KTHREAD | PF_EXITING)) || !task->mm)
 		return false;
 	regs = task_pt_regs(task);

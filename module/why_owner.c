@@ -45,6 +45,7 @@
 #include <asm/irq_regs.h>
 #include <asm/unistd.h>
 
+#include "compat.h"
 #include "stallcap.h"
 #include "why.h"
 

@@ -19,6 +19,7 @@
 #include <linux/string.h>
 #include <asm/irq_regs.h>
 
+#include "compat.h"
 #include "stallcap.h"
 #include "why.h"
 
@@ -53,7 +54,7 @@ void stallcap_why_rebase(struct stallcap_watch *w, u64 now)
  */
 bool stallcap_why_runnable(struct task_struct *task)
 {
-	return READ_ONCE(task->__state) == TASK_RUNNING &&
+	return stallcap_task_state(task) == TASK_RUNNING &&
 	       !READ_ONCE(task->on_cpu) && !task->exit_state;
 }
 

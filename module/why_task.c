@@ -41,7 +41,7 @@
  */
 u8 stallcap_why_state(struct task_struct *task)
 {
-	unsigned int state = READ_ONCE(task->__state);
+	unsigned int state = stallcap_task_state(task);
 
 	if (task->exit_state || (READ_ONCE(task->flags) & PF_EXITING))
 		return STALLCAP_STATE_EXITING;

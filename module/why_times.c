@@ -45,6 +45,7 @@
 #include <asm/kvm_para.h>
 #endif
 
+#include "compat.h"
 #include "stallcap.h"
 #include "why.h"
 
@@ -107,9 +108,12 @@ static void snap_delays(struct task_struct *task,
 	sn->blkio = READ_ONCE(d->blkio_delay);
 	sn->swapin = READ_ONCE(d->swapin_delay);
 	sn->reclaim = READ_ONCE(d->freepages_delay);
-	sn->compact = READ_ONCE(d->compact_delay);
 	sn->thrashing = READ_ONCE(d->thrashing_delay);
-	sn->valid |= DELAY_BITS;
+	sn->valid |= DELAY_BITS & ~BIT_OF(COMPACT_DELAY);
+#ifdef STALLCAP_HAVE_COMPACT_DELAY
+	sn->compact = READ_ONCE(d->compact_delay);
+	sn->valid |= BIT_OF(COMPACT_DELAY);
+#endif
 #endif
 }
 
@@ -143,17 +147,7 @@ static bool have_steal_clock(void)
 
 static unsigned long cpu_hardirqs(int cpu)
 {
-	unsigned long n = kstat_cpu(cpu).irqs_sum;
-
-	/* x86 system vectors are counted apart from device interrupts */
-#ifdef CONFIG_X86_LOCAL_APIC
-	n += per_cpu(irq_stat, cpu).apic_timer_irqs;
-#endif
-#ifdef CONFIG_SMP
-	n += per_cpu(irq_stat, cpu).irq_resched_count;
-	n += per_cpu(irq_stat, cpu).irq_call_count;
-#endif
-	return n;
+	return kstat_cpu(cpu).irqs_sum + stallcap_cpu_sysvec_irqs(cpu);
 }
 
 static void snap_cpu(int cpu, struct stallcap_times_snap *sn)
@@ -240,13 +234,14 @@ u32 stallcap_times_fill(const struct stallcap_times_snap *a,
 	t->nivcsw = delta(b->nivcsw, a->nivcsw);
 	t->min_flt = delta(b->min_flt, a->min_flt);
 	t->maj_flt = delta(b->maj_flt, a->maj_flt);
-	if (valid & DELAY_BITS) {
+	if (valid & (DELAY_BITS & ~BIT_OF(COMPACT_DELAY))) {
 		t->blkio_delay_ns = delta(b->blkio, a->blkio);
 		t->swapin_delay_ns = delta(b->swapin, a->swapin);
 		t->reclaim_delay_ns = delta(b->reclaim, a->reclaim);
-		t->compact_delay_ns = delta(b->compact, a->compact);
 		t->thrashing_delay_ns = delta(b->thrashing, a->thrashing);
 	}
+	if (valid & BIT_OF(COMPACT_DELAY))
+		t->compact_delay_ns = delta(b->compact, a->compact);
 	if (valid & BIT_OF(CPU_IRQS)) {
 		t->cpu_irqs = delta(b->cpu_irqs, a->cpu_irqs);
 		t->cpu_softirqs = delta(b->cpu_softirqs, a->cpu_softirqs);
