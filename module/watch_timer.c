@@ -488,6 +488,17 @@ void stallcap_watch_end_stall(struct stallcap_watch *w, u64 now)
 	struct stallcap_stall_end *e;
 	u64 mono, real;
 
+	if (w->state == WATCH_CHAINING) {
+		/*
+		 * The chain work holds this stall's sample: lost, counted here
+		 * once (the work may be pending for the next stall by then).
+		 */
+		stallcap_ring_count_lost(sess->ring);
+		stallcap_count(&sess->stats, SC_LOST, 1);
+		if (w->samples == 1)
+			stallcap_count(&sess->stats, SC_LOST_FIRST, 1);
+		w->state = WATCH_STALLED_QUIET;
+	}
 	stallcap_watch_abandon_capture(w);
 	if (!w->stall_id)
 		return;
@@ -555,14 +566,9 @@ void stallcap_watch_chain_done(struct stallcap_watch *w, const void *chain,
 	u32 len, max = stallcap_sample_max_len(sess);
 	void *rec, *buf;
 
-	if (w->dead || w->state != WATCH_CHAINING) {
-		/* counted in the stall's samples: lost, for the reader too */
-		stallcap_ring_count_lost(sess->ring);
-		stallcap_count(&sess->stats, SC_LOST, 1);
-		if (w->samples == 1)
-			stallcap_count(&sess->stats, SC_LOST_FIRST, 1);
+	/* the stall ended first: its end counted this sample lost */
+	if (w->dead || w->state != WATCH_CHAINING)
 		return;
-	}
 	rec = stallcap_ring_reserve(sess->ring, STALLCAP_REC_SAMPLE, max);
 	if (!rec) {
 		stallcap_count(&sess->stats, SC_LOST, 1);
