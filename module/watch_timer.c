@@ -49,10 +49,20 @@ static u32 migrate_retries(void)
 u64 stallcap_task_cputime(struct task_struct *task)
 {
 	u64 sum = READ_ONCE(task->se.sum_exec_runtime), start, now;
+	int tries = 3;
 
 	if (task != current && !READ_ONCE(task->on_cpu))
 		return sum;
-	start = READ_ONCE(task->se.exec_start);
+	/*
+	 * sum and exec_start as of one accounting: the scheduler moves
+	 * exec_start, then adds the slice to sum (from a tick on top of us,
+	 * or on the task's CPU); a sum older than exec_start would lose that
+	 * slice and later blame it on the thread.
+	 */
+	do {
+		start = READ_ONCE(task->se.exec_start);
+		sum = READ_ONCE(task->se.sum_exec_runtime);
+	} while (start != READ_ONCE(task->se.exec_start) && --tries);
 	now = sched_clock_cpu(task_cpu(task));
 	/*
 	 * The slice since the scheduler last accounted it: usually under a
