@@ -2,14 +2,15 @@
 /*
  * stallcap memory that user space maps (rings, beat slots): allocated with
  * __GFP_ACCOUNT (charged to the caller's memory cgroup), charged to the
- * opener's locked_vm against RLIMIT_MEMLOCK as io_uring and perf charge
- * their buffers (CAP_IPC_LOCK exempt), and mapped page by page.
+ * opener's pinned_vm against RLIMIT_MEMLOCK as perf charges its buffers
+ * (CAP_IPC_LOCK exempt), and mapped page by page.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/capability.h>
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
 #include <linux/vmalloc.h>
 
 #include "compat.h"
@@ -48,10 +49,16 @@ int stallcap_map_user(struct vm_area_struct *vma, void *base, size_t bytes)
 }
 
 /**
- * stallcap_charge_locked() - charge @pages to the caller's locked_vm
+ * stallcap_charge_locked() - charge @pages to the caller's pinned memory
  * @sess: the session; remembers the address space charged
  * @pages: pages about to be allocated for it
- * @mmap_locked: the caller holds its mmap lock (in mmap())
+ * @mmap_locked: the caller holds its mmap lock (in mmap()); either way no
+ *	lock is taken here: the charge is an atomic counter, as perf's
+ *
+ * The pages count in the address space's pinned_vm against RLIMIT_MEMLOCK
+ * (CAP_IPC_LOCK exempt), as perf charges its ring buffers: taking the mmap
+ * lock here (account_locked_vm()) would order it after sess->lock in ARM
+ * and before it in mmap(), a lock inversion.
  *
  * Context: process, the opener's or a thread sharing its resources.
  * Return: 0, or -EPERM when RLIMIT_MEMLOCK would be exceeded (as perf).
@@ -59,18 +66,17 @@ int stallcap_map_user(struct vm_area_struct *vma, void *base, size_t bytes)
 int stallcap_charge_locked(struct stallcap_session *sess, unsigned long pages,
 			   bool mmap_locked)
 {
+	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
 	struct mm_struct *mm = current->mm;
-	int ret;
+	s64 total;
 
 	if (!mm)
 		return 0;
-	if (mmap_locked)
-		ret = __account_locked_vm(mm, pages, true, current,
-					  capable(CAP_IPC_LOCK));
-	else
-		ret = account_locked_vm(mm, pages, true);
-	if (ret)
+	total = atomic64_add_return(pages, &mm->pinned_vm);
+	if (total > limit && !capable(CAP_IPC_LOCK)) {
+		atomic64_sub(pages, &mm->pinned_vm);
 		return -EPERM;	/* the uapi header's errno, as perf's */
+	}
 	mmgrab(mm);
 	sess->locked_mm = mm;
 	sess->locked_pages = pages;
@@ -82,7 +88,7 @@ void stallcap_uncharge_locked(struct stallcap_session *sess)
 {
 	if (!sess->locked_mm)
 		return;
-	account_locked_vm(sess->locked_mm, sess->locked_pages, false);
+	atomic64_sub(sess->locked_pages, &sess->locked_mm->pinned_vm);
 	mmdrop(sess->locked_mm);
 	sess->locked_mm = NULL;
 }

@@ -39,8 +39,8 @@
  *  ENOMEM  out of kernel memory
  *  EPERM   (ARM, mmap, SET_CONFIG with STALLCAP_CFG_GLOBAL: the calls that
  *          create the session's ring and slots) the ring and slots would
- *          take the caller's locked memory (locked_vm, where they are
- *          charged, as perf and io_uring charge their buffers) over
+ *          take the caller's pinned memory (pinned_vm, where they are
+ *          charged, as perf charges its buffers) over
  *          RLIMIT_MEMLOCK; CAP_IPC_LOCK is exempt.  The memory is also
  *          charged to the caller's memory cgroup.
  *  ENOTTY  unknown command (type, number or direction)
@@ -237,7 +237,7 @@ struct stallcap_attach {
  *
  * STALLCAP_IOC_SET_CONFIG replaces the whole configuration; a field left 0
  * takes its default.  The ring and slot memory are charged to the opener's
- * locked memory (locked_vm, as perf charges its buffers: RLIMIT_MEMLOCK
+ * pinned memory (pinned_vm, as perf charges its buffers: RLIMIT_MEMLOCK
  * unless CAP_IPC_LOCK) when they are created, by the first ARM, ATTACH or
  * mmap, or by SET_CONFIG with STALLCAP_CFG_GLOBAL.  Errors:
  *  EBUSY   ring_bytes, user_stack_bytes or slots change after the ring was
