@@ -28,9 +28,17 @@ check "redis-server answers" [ "$(cli ping)" = PONG ]
 
 stallcap record --deadline 50ms -p "$server" -o "$work/redis.data" >"$work/record.out" 2>&1 &
 rec=$!
-# attached within the tool's start; the event loop then passes through
+# wait for the attach itself (the module counts its watches: a second is not
+# always enough on the debug kernel); the event loop then passes through
 # epoll_wait at least every 100 ms (hz 10)
-sleep 1
+i=0
+until grep -qE '^attached [1-9]' /sys/kernel/debug/stallcap/stats 2>/dev/null; do
+	i=$((i + 1))
+	[ "$i" -lt 300 ] || break
+	sleep 0.1
+done
+check "the attach is in place" grep -qE '^attached [1-9]' /sys/kernel/debug/stallcap/stats
+sleep 0.3
 
 cli debug sleep 0.3 >/dev/null
 cli debug populate 50000 >/dev/null
