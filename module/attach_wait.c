@@ -78,8 +78,9 @@ static unsigned int nr_registered;
 /**
  * stallcap_wait_probes_register() - register the wait-call kretprobes
  *
- * A call the running kernel does not have (e.g. io_uring compiled out) is
- * skipped; epoll_wait and poll must be there.
+ * A call the running kernel does not have (io_uring compiled out,
+ * epoll_pwait2 before 5.11) is skipped; epoll_wait, epoll_pwait and poll
+ * must be there.
  * Context: process, attach_lock held.
  */
 int stallcap_wait_probes_register(void)
@@ -97,7 +98,8 @@ int stallcap_wait_probes_register(void)
 		rp->nmissed = 0;
 		ret = register_kretprobe(rp);
 		if (ret) {
-			if (i < 4)	/* epoll_wait, epoll_pwait(2), poll */
+			/* epoll_wait, epoll_pwait and poll (not epoll_pwait2) */
+			if (i < 4 && i != 2)
 				goto fail;
 			pr_info_once("%s not probed (%d)\n", rp->kp.symbol_name,
 				     ret);
