@@ -128,6 +128,13 @@ static inline unsigned long stallcap_cpu_sysvec_irqs(int cpu)
 	return n;
 }
 
+/* A per-CPU workqueue says so since 6.17 (WQ_PERCPU), as the default was. */
+#ifdef STALLCAP_HAVE_WQ_PERCPU
+#define STALLCAP_WQ_PERCPU	WQ_PERCPU
+#else
+#define STALLCAP_WQ_PERCPU	0
+#endif
+
 /* FUTEX_LOCK_PI2 (5.14): user ABI, so its number is fixed */
 #ifndef FUTEX_LOCK_PI2
 #define FUTEX_LOCK_PI2		13

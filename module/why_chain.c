@@ -101,7 +101,7 @@ void stallcap_why_cancel(struct stallcap_watch *w)
 
 int stallcap_why_init(void)
 {
-	chain_wq = alloc_workqueue("stallcap_why", WQ_HIGHPRI, 0);
+	chain_wq = alloc_workqueue("stallcap_why", WQ_HIGHPRI | STALLCAP_WQ_PERCPU, 0);
 	return chain_wq ? 0 : -ENOMEM;
 }
 
