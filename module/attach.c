@@ -44,6 +44,7 @@
 #include <linux/string.h>
 #include <linux/task_work.h>
 #include <linux/timekeeping.h>
+#include <linux/workqueue.h>
 
 #include "stallcap.h"
 
@@ -279,15 +280,28 @@ bool stallcap_attach_wait_boundary(bool busy)
 
 /* ---- ATTACH and DETACH ---- */
 
+static struct workqueue_struct *attach_free_wq;
+
+/* Process context: __mmdrop() takes locks that softirq context may not. */
+static void attach_free_work(struct work_struct *work)
+{
+	struct stallcap_attach_ent *a = container_of(work,
+						     struct stallcap_attach_ent,
+						     free_work);
+
+	mmdrop(a->mm);
+	put_task_struct(a->leader);
+	kfree(a);
+}
+
 static void attach_free_rcu(struct rcu_head *rcu)
 {
 	struct stallcap_attach_ent *a = container_of(rcu,
 						     struct stallcap_attach_ent,
 						     rcu);
 
-	mmdrop(a->mm);
-	put_task_struct(a->leader);
-	kfree(a);
+	INIT_WORK(&a->free_work, attach_free_work);
+	queue_work(attach_free_wq, &a->free_work);
 }
 
 static void attach_put(struct stallcap_attach_ent *a)
@@ -529,9 +543,22 @@ void stallcap_attach_release(struct stallcap_session *sess)
 	stallcap_detach(sess, 0);
 }
 
-void stallcap_attach_init(void)
+int stallcap_attach_init(void)
 {
+	attach_free_wq = alloc_workqueue("stallcap_attach", WQ_UNBOUND, 0);
+	if (!attach_free_wq)
+		return -ENOMEM;
 	find_ptrace_may_access();
 	if (!may_access)
 		pr_info("ptrace_may_access not found: only CAP_SYS_PTRACE may attach\n");
+	return 0;
+}
+
+/**
+ * stallcap_attach_exit() - after rcu_barrier(): the last attach entries
+ * are freed (destroy_workqueue() drains their work)
+ */
+void stallcap_attach_exit(void)
+{
+	destroy_workqueue(attach_free_wq);
 }

@@ -80,10 +80,12 @@ static int __init stallcap_init(void)
 	}
 	stallcap_defer_init();
 	stallcap_buddy_init();
-	stallcap_attach_init();
-	ret = stallcap_capture_init();
+	ret = stallcap_attach_init();
 	if (ret)
 		return ret;
+	ret = stallcap_capture_init();
+	if (ret)
+		goto err_attach;
 	ret = stallcap_why_init();
 	if (ret)
 		goto err_capture;
@@ -107,6 +109,8 @@ err_why:
 	stallcap_why_exit();
 err_capture:
 	stallcap_capture_exit();
+err_attach:
+	stallcap_attach_exit();
 	return ret;
 }
 
@@ -119,7 +123,8 @@ static void __exit stallcap_exit(void)
 	stallcap_why_exit();
 	stallcap_defer_exit();
 	stallcap_buddy_exit();
-	rcu_barrier();	/* watch_free_rcu() callbacks */
+	rcu_barrier();	/* watch_free_rcu() and attach_free_rcu() callbacks */
+	stallcap_attach_exit();
 	stallcap_capture_exit();
 }
 

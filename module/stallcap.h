@@ -517,7 +517,8 @@ struct stallcap_attach_twork {
  * @ref: the attach list and each queued new-thread task_work hold one
  * @twork_busy: bitmap of @tworks in flight
  * @tworks: new-thread requests, taken without allocating
- * @rcu: deferred free
+ * @rcu: deferred free, after a grace period
+ * @free_work: then the free itself, in process context (attach.c)
  */
 struct stallcap_attach_ent {
 	struct list_head node;
@@ -537,13 +538,15 @@ struct stallcap_attach_ent {
 	unsigned long twork_busy;
 	struct stallcap_attach_twork tworks[STALLCAP_ATTACH_TWORKS];
 	struct rcu_head rcu;
+	struct work_struct free_work;
 };
 
 int stallcap_attach(struct stallcap_session *sess,
 		    const struct stallcap_attach *arg);
 int stallcap_detach(struct stallcap_session *sess, unsigned long pid);
 void stallcap_attach_release(struct stallcap_session *sess);
-void stallcap_attach_init(void);
+int stallcap_attach_init(void);
+void stallcap_attach_exit(void);
 void stallcap_attach_watch_event(struct stallcap_watch *w, u32 event);
 bool stallcap_attach_wait_boundary(bool busy);
 int stallcap_wait_probes_register(void);
