@@ -19,7 +19,11 @@
 #include "compat.h"
 #include "stallcap.h"
 
-static u8 classify_state(struct task_struct *task)
+/**
+ * stallcap_task_off_cpu_state() - STALLCAP_STATE_* of a task not on a CPU
+ * @task: the task
+ */
+u8 stallcap_task_off_cpu_state(struct task_struct *task)
 {
 	unsigned int state = stallcap_task_state(task);
 
@@ -62,7 +66,7 @@ u32 stallcap_capture_blocked(struct stallcap_watch *w,
 	stallcap_rec_begin(&wr, s, rec);
 	s->cpu = task_cpu(task);
 	s->path = STALLCAP_PATH_BLOCKED;
-	s->state = classify_state(task);
+	s->state = stallcap_task_off_cpu_state(task);
 	stallcap_put_kernel_ips(&wr, sess, task, NULL, &s->flags);
 	if (READ_ONCE(task->on_cpu) || switch_count(task) != switches)
 		s->flags |= STALLCAP_SAMPLE_RACED;

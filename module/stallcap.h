@@ -425,6 +425,7 @@ unsigned int stallcap_unwind_kernel(struct task_struct *task,
 				    struct pt_regs *regs, u64 *ips, u32 *flags);
 struct pt_regs *stallcap_user_regs_of(struct task_struct *task,
 				      const struct mm_struct *mm);
+u8 stallcap_task_off_cpu_state(struct task_struct *task);
 u32 stallcap_capture_blocked(struct stallcap_watch *w,
 			     struct stallcap_sample *s, void *rec);
 void stallcap_sample_finish(struct stallcap_watch *w, struct stallcap_sample *s,

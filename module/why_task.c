@@ -41,19 +41,11 @@
  */
 u8 stallcap_why_state(struct task_struct *task)
 {
-	unsigned int state = stallcap_task_state(task);
-
 	if (task->exit_state || (READ_ONCE(task->flags) & PF_EXITING))
 		return STALLCAP_STATE_EXITING;
 	if (READ_ONCE(task->on_cpu))
 		return STALLCAP_STATE_RUNNING;
-	if (state == TASK_RUNNING)
-		return STALLCAP_STATE_RUNNABLE;
-	if (state & (__TASK_STOPPED | __TASK_TRACED))
-		return STALLCAP_STATE_STOPPED;
-	if (state & (TASK_UNINTERRUPTIBLE | STALLCAP_TASK_RTLOCK_WAIT))
-		return STALLCAP_STATE_UNINTERRUPTIBLE;
-	return STALLCAP_STATE_SLEEPING;
+	return stallcap_task_off_cpu_state(task);
 }
 
 static void task_ids(const struct stallcap_why_ctx *ctx,
