@@ -31,7 +31,8 @@
 # GUEST_TIMEOUT (s per boot), GUEST_SILENCE (s without guest output before
 # the guest counts as hung, default TEST_TIMEOUT + 120), SMP (vCPUs, default 2), MEM (default 1G, 2G on
 # debug), MODULE_PARAMS (insmod arguments), MODULE_KCFLAGS (default -Werror),
-# V=1 (stream the guest's output), RESULTS (results file, see scripts/lib.sh).
+# V=1 (stream the guest's output), RESULTS (results file, see scripts/lib.sh),
+# TESTS (names of selftests to run instead of all, e.g. TESTS="arm_test why_test").
 #
 # A kernel fails when a test fails (exit status other than 0 = pass and 4 =
 # skip) or times out, when insmod or rmmod fails, when the guest does not
@@ -473,7 +474,14 @@ run_kernel() {
 		grep -x 'isolated_cpu_test' "$build/selftests.list" >"$tests"
 		;;
 	check)
-		cp "$build/selftests.list" "$tests"
+		if [ -n "${TESTS:-}" ]; then
+			printf '%s\n' $TESTS | grep -x -F -f - "$build/selftests.list" >"$tests" || {
+				result FAIL "$k/tests" "TESTS='$TESTS' names no selftest"
+				return 1
+			}
+		else
+			cp "$build/selftests.list" "$tests"
+		fi
 		if ! build_test_module "$k"; then
 			result FAIL "$k/build" "test module build failed, see $logs/$k.kmod-build.log"
 			return 1
@@ -643,7 +651,8 @@ for k in "${kernels[@]}"; do
 	*)
 		run_kernel "$k" || rc=1
 		# the isolated-CPU boot costs ~1 min: on ISOLATED_KERNELS only
-		if [ "$mode" = check ] && [[ " $isolated_kernels " == *" $k "* ]]; then
+		if [ "$mode" = check ] && [[ " $isolated_kernels " == *" $k "* ]] &&
+			{ [ -z "${TESTS:-}" ] || [[ " $TESTS " == *" isolated_cpu_test "* ]]; }; then
 			mode=isolated run_kernel "$k" || rc=1
 		fi
 		;;
