@@ -57,7 +57,8 @@ static const char report_help[] =
 "      --top[=N]        culprit stacks ranked by stalled time (the N first),\n"
 "                       then stall durations per process, thread and tag\n"
 "      --group-by G     --top groups by: both (user and kernel stack, default),\n"
-"                       kernel, user, or state\n"
+"                       kernel, user, state, or verdict (why it stalled:\n"
+"                       runnable: preempted by X, blocked on futex...)\n"
 "  -o, --output FILE    write the report to FILE\n"
 "  -u, --utc            wall-clock times in UTC (default: local time)\n"
 FILTER_HELP
@@ -384,7 +385,7 @@ int cmd_report(int argc, char **argv)
 			break;
 		case OPT_GROUP_BY:
 			if (parse_group_by(optarg, &rp.group_by)) {
-				warnx_("unknown --group-by '%s' (both, kernel, user, state)", optarg);
+				warnx_("unknown --group-by '%s' (both, kernel, user, state, verdict)", optarg);
 				return 2;
 			}
 			break;
