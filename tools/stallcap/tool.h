@@ -225,6 +225,37 @@ void sc_names_set_demangle(struct sc_names *n, bool on);
 const char *sc_names_get(struct sc_names *n, const char *raw);
 char *sc_demangle(const char *sym);
 
+/* ---- what a user address is, cached (addrinfo.c) ---- */
+
+/**
+ * struct sc_addrinfo - a user address looked up
+ * @sym: its ELF symbol (display name), or NULL; @sym_start: where it starts
+ * @file, @line: the address's source line, in the function @sym (the
+ *	outermost call site when code is inlined there), or NULL
+ * @inl: the functions inlined at the address, innermost first, each at its
+ *	source line (the innermost at the address's own line)
+ */
+struct sc_addrinfo {
+	__u64 addr;
+	const char *sym;
+	__u64 sym_start;
+	const char *file;
+	int line;
+	int ninl;
+	struct {
+		const char *sym, *file;
+		int line;
+	} inl[];
+};
+
+struct addrinfo_cache;
+struct Dwfl;
+struct addrinfo_cache *addrinfo_new(void);
+void addrinfo_clear(struct addrinfo_cache *c);
+void addrinfo_free(struct addrinfo_cache *c);
+const struct sc_addrinfo *addrinfo_get(struct addrinfo_cache *c, struct Dwfl *d, __u64 a,
+				       struct sc_names *names, bool inlines);
+
 /* ---- inline frames (inline.c) ---- */
 
 struct Dwfl_Module;

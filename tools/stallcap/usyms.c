@@ -37,6 +37,7 @@ struct uproc {
 	struct sc_proc *proc;		/* newest snapshot, older ones chained */
 	struct unwind_state uw;
 	bool dirty;			/* snapshot added since uw.dwfl was built */
+	struct addrinfo_cache *ac;	/* addresses looked up in uw.dwfl */
 	struct uproc *next;
 };
 
@@ -120,6 +121,7 @@ void usyms_free(struct usyms *u)
 		n = p->next;
 		if (p->uw.dwfl)
 			dwfl_end(p->uw.dwfl);
+		addrinfo_free(p->ac);
 		sc_proc_free(p->proc);
 		free(p);
 	}
@@ -420,6 +422,7 @@ struct unwind_state *usyms_unwind_state(struct usyms *u, __u32 pid)
 	if (!p)
 		return NULL;
 	if (p->dirty || !p->uw.dwfl) {
+		addrinfo_clear(p->ac);	/* it points into the old Dwfl */
 		if (p->uw.dwfl)
 			dwfl_end(p->uw.dwfl);
 		p->uw.dwfl = build_dwfl(u, p);
@@ -452,54 +455,64 @@ void usyms_resolve(struct usyms *u, __u32 pid, struct sc_frame *f)
 	}
 }
 
-static void usyms_resolve_elf(struct usyms *u, __u32 pid, struct sc_frame *f)
+/* what the address of @f is, looked up in its process's Dwfl, or NULL */
+static const struct sc_addrinfo *addr_info(struct usyms *u, __u32 pid, const struct sc_frame *f)
 {
 	struct unwind_state *uw = usyms_unwind_state(u, pid);
 	__u64 a = f->is_return && f->addr ? f->addr - 1 : f->addr;
+	struct uproc *p;
+
+	if (!uw)
+		return NULL;
+	p = container_of(uw, struct uproc, uw);
+	if (!p->ac)
+		p->ac = addrinfo_new();
+	return p->ac ? addrinfo_get(p->ac, uw->dwfl, a, u->names, !u->no_inline) : NULL;
+}
+
+static void usyms_resolve_elf(struct usyms *u, __u32 pid, struct sc_frame *f)
+{
+	const struct sc_addrinfo *ai;
 	const struct sc_map *m;
-	Dwfl_Module *mod;
-	Dwfl_Line *line;
-	GElf_Off off;
-	GElf_Sym sym;
-	const char *name;
-	int lineno;
 
 	m = sc_proc_find(usyms_proc(u, pid), f->addr);
 	f->dso = m && m->path[0] ? m->path : NULL;
 	if (m)
 		f->dso_off = f->addr - m->start + m->pgoff;
-	if (!uw)
+	ai = addr_info(u, pid, f);
+	if (!ai)
 		return;
-	mod = dwfl_addrmodule(uw->dwfl, a);
-	if (!mod)
-		return;
-	name = dwfl_module_addrinfo(mod, a, &off, &sym, NULL, NULL, NULL);
-	if (name) {
-		f->sym = sc_names_get(u->names, name);
-		f->off = f->addr - (a - off);
+	if (ai->sym) {
+		f->sym = ai->sym;
+		f->off = f->addr - ai->sym_start;
 	}
-	line = dwfl_module_getsrc(mod, a);
-	if (line) {
-		f->file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
-		f->line = lineno;
-	}
+	f->file = ai->file;
+	f->line = ai->line;
 }
 
 /**
  * usyms_inlines() - the functions inlined at @f's address (resolved by
- * usyms_resolve()), innermost first, into @out (at most @max); @f's file:line
- * become the call site in its own function.  Returns how many.
+ * usyms_resolve()), innermost first, into @out (at most @max, the innermost
+ * kept).  Returns how many.
  */
 int usyms_inlines(struct usyms *u, __u32 pid, struct sc_frame *f, struct sc_frame *out,
 		  int max)
 {
-	struct unwind_state *uw;
-	__u64 a = f->is_return && f->addr ? f->addr - 1 : f->addr;
-	Dwfl_Module *mod;
+	const struct sc_addrinfo *ai;
+	int i;
 
 	if (u->no_inline || max <= 0 || !f->sym || !f->dso || f->dso[0] != '/')
 		return 0;
-	uw = usyms_unwind_state(u, pid);
-	mod = uw ? dwfl_addrmodule(uw->dwfl, a) : NULL;
-	return mod ? dw_inline_frames(mod, a, u->names, f, out, max) : 0;
+	ai = addr_info(u, pid, f);
+	if (!ai || ai->sym != f->sym)
+		return 0;
+	for (i = 0; i < ai->ninl && i < max; i++) {
+		out[i] = *f;
+		out[i].inlined = true;
+		out[i].sym = ai->inl[i].sym;
+		out[i].off = 0;
+		out[i].file = ai->inl[i].file;
+		out[i].line = ai->inl[i].line;
+	}
+	return i;
 }
