@@ -82,7 +82,7 @@ none:
  * @names: display names
  * @f: the frame of @a, symbolized; its file:line become the outermost call
  *	site when there are inline frames
- * @out: where the inline frames go (at most @max)
+ * @out: where the inline frames go (at most @max, the innermost ones)
  *
  * Returns the number of inline frames written.
  */
@@ -91,27 +91,31 @@ int dw_inline_frames(Dwfl_Module *mod, __u64 a, struct sc_names *names,
 {
 	const char *file = f->file;
 	int line = f->line, n, i, k = 0;
+	bool inlined = false;
 	Dwarf_Die *scopes;
 
 	n = concrete_scopes(mod, a, &scopes);
-	for (i = 0; i < n && k < max; i++) {
+	for (i = 0; i < n; i++) {
 		int tag = dwarf_tag(&scopes[i]);
 
 		if (tag == DW_TAG_subprogram)
 			break;
 		if (tag != DW_TAG_inlined_subroutine)
 			continue;
-		out[k] = *f;
-		out[k].inlined = true;
-		out[k].sym = sc_names_get(names, die_name(&scopes[i]));
-		out[k].off = 0;
-		out[k].file = file;
-		out[k].line = line;
-		k++;
+		if (k < max) {		/* deeper ones cut, the call site still found */
+			out[k] = *f;
+			out[k].inlined = true;
+			out[k].sym = sc_names_get(names, die_name(&scopes[i]));
+			out[k].off = 0;
+			out[k].file = file;
+			out[k].line = line;
+			k++;
+		}
 		call_site(&scopes[i], &file, &line);
+		inlined = true;
 	}
 	free(scopes);
-	if (k) {
+	if (inlined) {
 		f->file = file;
 		f->line = line;
 	}

@@ -63,11 +63,8 @@ void sc_names_free(struct sc_names *n)
 	free(n);
 }
 
-/**
- * sc_demangle() - @sym demangled (malloc'ed), or NULL if it is not a C++
- * symbol (Itanium mangling: "_Z...") the demangler accepts
- */
-char *sc_demangle(const char *sym)
+/* @sym demangled (malloc'ed), or NULL if not a C++ symbol ("_Z...") it accepts */
+static char *demangle(const char *sym)
 {
 	int status = -1;
 	char *d;
@@ -92,7 +89,7 @@ static char *display(const struct sc_names *n, char *copy)
 		copy[len] = 0;		/* symbol version dropped */
 	if (n->no_demangle)
 		return copy;
-	d = sc_demangle(copy);
+	d = demangle(copy);
 	return d ? d : copy;
 }
 

@@ -223,7 +223,6 @@ struct sc_names *sc_names_new(void);
 void sc_names_free(struct sc_names *n);
 void sc_names_set_demangle(struct sc_names *n, bool on);
 const char *sc_names_get(struct sc_names *n, const char *raw);
-char *sc_demangle(const char *sym);
 
 /* ---- what a user address is, cached (addrinfo.c) ---- */
 
@@ -566,6 +565,7 @@ void hint_no_watch(__u64 records);
 int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
+int cmd_archive(int argc, char **argv);
 int exit_code(int ret, const struct collect_opts *o, int status);
 
 #endif /* STALLCAP_TOOL_H */

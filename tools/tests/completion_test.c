@@ -33,6 +33,8 @@ static const char *complete(const char *words)
 TEST(options_from_help)
 {
 	EXPECT_STREQ("record report\n", complete("re"));
+	EXPECT_STREQ("archive\n", complete("ar"));
+	EXPECT_STREQ("--help --output\n", complete("archive --"));
 	EXPECT_STREQ("--no-demangle --no-dwarf --no-inline\n", complete("report --no-"));
 	EXPECT_STREQ("--symfs\n", complete("report --sym"));
 	EXPECT_STREQ("--group-by\n", complete("report --gr"));

@@ -297,4 +297,30 @@ TEST_F(cxx, symfs_debuglink)
 	EXPECT_STREQ(FOLDED, self->out);
 }
 
+/*
+ * stallcap archive: the binary (stripped, its debug file beside it by
+ * .gnu_debuglink) and the debug file packed; unpacked elsewhere, the record
+ * reports as on the recording host with --symfs
+ */
+TEST_F(cxx, archive_then_symfs)
+{
+	char args[256];
+
+	ASSERT_EQ(0, sh("cd %s/bin && objcopy --only-keep-debug server server.debug && "
+			"strip --strip-all server && objcopy --add-gnu-debuglink=server.debug server",
+			self->dir));
+	ASSERT_EQ(0, sh("%s archive %s -o %s/a.tar.gz >%s/archive.out",
+			fixture_path("../stallcap/stallcap"), self->data, self->dir, self->dir));
+	ASSERT_EQ(0, sh("tar -tzf %s/a.tar.gz | grep -qx '%s' && "
+			"tar -tzf %s/a.tar.gz | grep -qx '%s.debug'",
+			self->dir, self->bin + 1, self->dir, self->bin + 1));
+	ASSERT_EQ(0, sh("rm -r %s/bin && mkdir %s/prod && tar -xzf %s/a.tar.gz -C %s/prod",
+			self->dir, self->dir, self->dir, self->dir));
+	ASSERT_EQ(0, report(self, "-f folded 2>/dev/null"));
+	EXPECT_EQ(NULL, strstr(self->out, RING));
+	snprintf(args, sizeof(args), "-f folded --symfs %s/prod", self->dir);
+	ASSERT_EQ(0, report(self, args));
+	EXPECT_STREQ(FOLDED, self->out);
+}
+
 TEST_HARNESS_MAIN
