@@ -70,7 +70,7 @@ static int add_path(struct archive *ar, const char *path)
 	p = malloc(sizeof(*p) + strlen(path) + 1);
 	if (!p)
 		return -ENOMEM;
-	strcpy(p->path, path);
+	memcpy(p->path, path, strlen(path) + 1);
 	if (htab_add(&ar->seen, &p->node, h)) {
 		free(p);
 		return -ENOMEM;
@@ -179,6 +179,19 @@ static int run_tar(struct archive *ar, const char *out)
 	return 0;
 }
 
+static int archive_write(struct archive *ar, const char *out)
+{
+	int ret = run_tar(ar, out);
+
+	if (ret) {
+		warnx_("%s: tar failed", out);
+		return ret;
+	}
+	printf("%s: %u files%s\n", out, ar->nr,
+	       ar->changed ? " (some changed since the recording were left out)" : "");
+	return 0;
+}
+
 int cmd_archive(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -221,11 +234,8 @@ int cmd_archive(int argc, char **argv)
 		       strerror(-ret));
 	else if (!ar.nr)
 		warnx_("%s: no mapped file to archive", in);
-	else if ((ret = run_tar(&ar, out)))
-		warnx_("%s: tar failed", out);
 	else
-		printf("%s: %u files%s\n", out, ar.nr,
-		       ar.changed ? " (some changed since the recording were left out)" : "");
+		ret = archive_write(&ar, out);
 	for (p = ar.all; p; p = n) {
 		n = p->next;
 		free(p);
