@@ -80,7 +80,7 @@ static struct addr_ent *lookup(Dwfl_Module *mod, __u64 a, struct sc_names *names
 	if (!e)
 		return NULL;
 	e->info.addr = a;
-	e->info.sym = sc_names_get(names, name);
+	e->info.sym = sc_names_get(names, name, true);
 	e->info.sym_start = a - off;
 	e->info.file = f.file;
 	e->info.line = f.line;

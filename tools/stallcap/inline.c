@@ -105,7 +105,7 @@ int dw_inline_frames(Dwfl_Module *mod, __u64 a, struct sc_names *names,
 		if (k < max) {		/* deeper ones cut, the call site still found */
 			out[k] = *f;
 			out[k].inlined = true;
-			out[k].sym = sc_names_get(names, die_name(&scopes[i]));
+			out[k].sym = sc_names_get(names, die_name(&scopes[i]), false);
 			out[k].off = 0;
 			out[k].file = file;
 			out[k].line = line;

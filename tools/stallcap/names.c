@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * stallcap(1): the names frames are shown with.  A symbol as the ELF file,
- * the DWARF or a perf map spells it becomes its display name once: without
- * its symbol version ("memcpy@@GLIBC_2.14" is memcpy) and, for a C++ symbol,
+ * the DWARF or a perf map spells it becomes its display name once: an ELF
+ * symbol without its version ("memcpy@@GLIBC_2.14" is memcpy; a perf map's
+ * "LazyCompile:~f /app/@scope/x.js" keeps its '@') and, for a C++ symbol,
  * demangled ("_ZN3app4RingIiEclEm" is app::Ring<int>::operator()(unsigned
  * long)) by the demangler of the C++ runtime, as perf and eu-stack show them.
  * Names are kept in a table for the life of the resolver, so formatters may
@@ -24,6 +25,7 @@ struct name_ent {
 	struct name_ent *all_next;
 	char *shown;		/* the copy after raw[], or a demangled name */
 	bool owned;		/* shown was malloc'ed by the demangler */
+	bool versioned;		/* an ELF symbol: "@VERSION" dropped */
 	char raw[];
 };
 
@@ -80,12 +82,12 @@ static char *demangle(const char *sym)
 }
 
 /* @copy (a copy of the raw name) unversioned, or its demangled form */
-static char *display(const struct sc_names *n, char *copy)
+static char *display(const struct sc_names *n, char *copy, bool versioned)
 {
 	size_t len = strcspn(copy, "@");
 	char *d;
 
-	if (copy[len] && len)
+	if (versioned && copy[len] && len)
 		copy[len] = 0;		/* symbol version dropped */
 	if (n->no_demangle)
 		return copy;
@@ -93,8 +95,11 @@ static char *display(const struct sc_names *n, char *copy)
 	return d ? d : copy;
 }
 
-/** sc_names_get() - the display name of @raw (NULL: NULL), valid until sc_names_free() */
-const char *sc_names_get(struct sc_names *n, const char *raw)
+/**
+ * sc_names_get() - the display name of @raw (NULL: NULL), valid until
+ * sc_names_free(); @versioned: an ELF symbol, which may carry "@VERSION"
+ */
+const char *sc_names_get(struct sc_names *n, const char *raw, bool versioned)
 {
 	size_t len;
 	struct name_ent *e;
@@ -104,10 +109,10 @@ const char *sc_names_get(struct sc_names *n, const char *raw)
 	if (!raw || !n)
 		return raw;
 	len = strlen(raw);
-	hash = hash_bytes(raw, len, 0);
+	hash = hash_bytes(raw, len, versioned);
 	htab_for_each_possible(&n->tab, h, hash) {
 		e = container_of(h, struct name_ent, node);
-		if (!strcmp(e->raw, raw))
+		if (e->versioned == versioned && !strcmp(e->raw, raw))
 			return e->shown;
 	}
 	e = malloc(sizeof(*e) + 2 * (len + 1));
@@ -115,7 +120,8 @@ const char *sc_names_get(struct sc_names *n, const char *raw)
 		return raw;
 	memcpy(e->raw, raw, len + 1);
 	memcpy(e->raw + len + 1, raw, len + 1);
-	e->shown = display(n, e->raw + len + 1);
+	e->versioned = versioned;
+	e->shown = display(n, e->raw + len + 1, versioned);
 	e->owned = e->shown != e->raw + len + 1;
 	if (htab_add(&n->tab, &e->node, hash)) {
 		if (e->owned)

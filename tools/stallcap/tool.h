@@ -222,7 +222,7 @@ struct sc_names;
 struct sc_names *sc_names_new(void);
 void sc_names_free(struct sc_names *n);
 void sc_names_set_demangle(struct sc_names *n, bool on);
-const char *sc_names_get(struct sc_names *n, const char *raw);
+const char *sc_names_get(struct sc_names *n, const char *raw, bool versioned);
 
 /* ---- what a user address is, cached (addrinfo.c) ---- */
 

@@ -448,7 +448,7 @@ void usyms_resolve(struct usyms *u, __u32 pid, struct sc_frame *f)
 		return;
 	name = perfmap_lookup(pid, a, &off);
 	if (name) {
-		f->sym = sc_names_get(u->names, name);
+		f->sym = sc_names_get(u->names, name, false);
 		f->off = f->addr - (a - off);
 		if (!f->dso)
 			f->dso = "[perf-map]";
