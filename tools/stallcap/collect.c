@@ -63,6 +63,12 @@ static void on_signal(int sig)
 	stop_signal = sig;
 }
 
+/** collect_stop() - collect_run() returns after this round (a sink that is done). */
+void collect_stop(void)
+{
+	stop_signal = SIGTERM;
+}
+
 void collect_opts_init(struct collect_opts *o)
 {
 	memset(o, 0, sizeof(*o));

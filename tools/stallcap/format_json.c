@@ -192,11 +192,19 @@ static void sample_line(FILE *out, const struct sc_rstall *rs, const struct sc_r
 	fputs("}\n", out);
 }
 
-void fmt_json_stall(FILE *out, struct sc_rstall *rs)
+/*
+ * fmt_json_stall_part() - the stall line and its sample lines (@from 0), or
+ * the sample lines from the @from-th on; then the stall_end line if it
+ * ended.  @live: the stall line says "ongoing":true for a stall without end.
+ */
+void fmt_json_stall_part(FILE *out, struct sc_rstall *rs, unsigned int from, bool live)
 {
 	const struct sc_stall *st = rs->st;
 	const struct stallcap_sample *s = rs->first;
+	unsigned int i = 0;
 
+	if (from)
+		goto samples;
 	fprintf(out, "{\"type\":\"stall\",\"stall_id\":%llu,\"pid\":%u,\"tid\":%u,"
 		"\"ns_pid\":%u,\"ns_tid\":%u,\"comm\":", (unsigned long long)st->stall_id,
 		st->pid, st->tid, s ? s->ns_pid : st->end.ns_pid, s ? s->ns_tid : st->end.ns_tid);
@@ -212,11 +220,15 @@ void fmt_json_stall(FILE *out, struct sc_rstall *rs)
 		(unsigned long long)sc_stall_over_ns(st),
 		(unsigned long long)(s ? s->timeout_ns : 0), rs->nr,
 		st->ended ? "true" : "false");
+	if (live)
+		fprintf(out, ",\"ongoing\":%s", st->ended ? "false" : "true");
 	time_field(out, "deadline_time", rs, s, s ? s->deadline_ns : st->end.deadline_ns);
 	fputs("}\n", out);
+samples:
 	resolve_stall_rewind(rs);
 	while (resolve_stall_next(rs) > 0)
-		sample_line(out, rs, &rs->cur);
+		if (i++ >= from)
+			sample_line(out, rs, &rs->cur);
 	if (!st->ended)
 		return;
 	fprintf(out, "{\"type\":\"stall_end\",\"stall_id\":%llu,\"pid\":%u,\"tid\":%u,"
@@ -230,6 +242,11 @@ void fmt_json_stall(FILE *out, struct sc_rstall *rs)
 		st->end.nr_samples);
 	time_field(out, "end_time", rs, NULL, st->end.end_ns);
 	fputs("}\n", out);
+}
+
+void fmt_json_stall(FILE *out, struct sc_rstall *rs)
+{
+	fmt_json_stall_part(out, rs, 0, false);
 }
 
 void fmt_json_watch(FILE *out, const struct stallcap_watch_event *ev)

@@ -199,30 +199,35 @@ static void sample_block(FILE *out, const struct sc_rstall *rs, const struct sc_
 	}
 }
 
-void fmt_text_stall(FILE *out, struct sc_rstall *rs)
+/* "stall 7 of tid 1234 (comm)" */
+static void stall_name(FILE *out, const struct sc_rstall *rs)
 {
 	const struct sc_stall *st = rs->st;
 	const struct stallcap_sample *s = rs->first;
-	char over[32], dl[32], w[64], tid[48], pid[48], when[48];
-	struct stack_set *seen;
+	char tid[48];
+
+	sc_ids(tid, sizeof(tid), s ? s->ns_tid : st->end.ns_tid, st->tid);
+	fprintf(out, "stall %llu of tid %s (", (unsigned long long)st->stall_id, tid);
+	if (s)
+		text_strn(out, s->comm, sizeof(s->comm));
+	else
+		fputc('?', out);
+	fputc(')', out);
+}
+
+static void stall_header(FILE *out, struct sc_rstall *rs, bool live)
+{
+	const struct sc_stall *st = rs->st;
+	const struct stallcap_sample *s = rs->first;
+	char over[32], dl[32], w[64], pid[48], when[48];
 
 	ms(over, sizeof(over), sc_stall_over_ns(st));
-	if (!s) {
-		sc_ids(tid, sizeof(tid), st->ended ? st->end.ns_tid : st->tid, st->tid);
-		wall(when, sizeof(when), rs, NULL, st->end.deadline_ns);
-		fprintf(out, "stall %llu of tid %s: %s over its deadline (began %s), "
-			"no sample recorded\n\n", (unsigned long long)st->stall_id, tid, over,
-			when);
-		return;
-	}
 	ms(dl, sizeof(dl), s->timeout_ns);
 	where(w, sizeof(w), s);
-	sc_ids(tid, sizeof(tid), s->ns_tid, st->tid);
 	sc_ids(pid, sizeof(pid), s->ns_pid, st->pid);
 	wall(when, sizeof(when), rs, s, s->deadline_ns);
-	fprintf(out, "stall %llu of tid %s (", (unsigned long long)st->stall_id, tid);
-	text_strn(out, s->comm, sizeof(s->comm));
-	fprintf(out, ") on cpu %u: %s over a %s %s, %s\n", s->cpu, over, dl,
+	stall_name(out, rs);
+	fprintf(out, " on cpu %u: %s over a %s %s, %s\n", s->cpu, over, dl,
 		deadline_kind(s->clock), w);
 	fprintf(out, "  began %s, process %s (", when, pid);
 	text_str(out, rs->proc_comm && rs->proc_comm[0] ? rs->proc_comm : "?");
@@ -234,16 +239,67 @@ void fmt_text_stall(FILE *out, struct sc_rstall *rs)
 		if (st->end.nr_samples > rs->nr)
 			fprintf(out, " (%u samples taken, %u not in the ring)",
 				st->end.nr_samples, st->end.nr_samples - rs->nr);
+	} else if (live) {
+		fprintf(out, ", ongoing (no end yet)");
 	} else {
 		fprintf(out, ", no end seen (still stalled at the last sample)");
 	}
 	fputc('\n', out);
+}
+
+/*
+ * fmt_text_stall_part() - a stall, or what a live report did not show of it
+ * yet: the header and every sample (@from 0), or the samples from the
+ * @from-th shown on, under a one-line reminder, then "ended" if it ended.
+ * @live: a stall without an end is in progress ("ongoing"), not cut short.
+ */
+void fmt_text_stall_part(FILE *out, struct sc_rstall *rs, unsigned int from, bool live)
+{
+	const struct sc_stall *st = rs->st;
+	struct stack_set *seen;
+	char over[32], when[48], tid[48];
+	unsigned int i = 0;
+
+	if (!rs->first) {
+		ms(over, sizeof(over), sc_stall_over_ns(st));
+		sc_ids(tid, sizeof(tid), st->ended ? st->end.ns_tid : st->tid, st->tid);
+		wall(when, sizeof(when), rs, NULL, st->end.deadline_ns);
+		fprintf(out, "stall %llu of tid %s: %s over its deadline (began %s), "
+			"no sample recorded\n\n", (unsigned long long)st->stall_id, tid, over,
+			when);
+		return;
+	}
+	if (!from) {
+		stall_header(out, rs, live);
+	} else if (from < rs->nr) {
+		stall_name(out, rs);
+		fprintf(out, ", %s: samples %u to %u of %u\n", st->ended ? "ended" : "ongoing",
+			from, rs->nr - 1, rs->nr);
+	}
 	seen = stack_set_new();
 	resolve_stall_rewind(rs);
-	while (resolve_stall_next(rs) > 0)
-		sample_block(out, rs, &rs->cur, seen);
+	while (resolve_stall_next(rs) > 0) {
+		__u32 first;
+
+		if (i++ >= from)
+			sample_block(out, rs, &rs->cur, seen);
+		else if (seen)
+			stack_set_seen(seen, &rs->cur, &first);
+	}
 	stack_set_free(seen);
-	fputc('\n', out);
+	if (from && st->ended) {
+		ms(over, sizeof(over), sc_stall_over_ns(st));
+		stall_name(out, rs);
+		fprintf(out, " ended: %s over its deadline, %u sample%s\n", over, rs->nr,
+			rs->nr == 1 ? "" : "s");
+	}
+	if (from < rs->nr || st->ended)
+		fputc('\n', out);
+}
+
+void fmt_text_stall(FILE *out, struct sc_rstall *rs)
+{
+	fmt_text_stall_part(out, rs, 0, false);
 }
 
 void fmt_text_watch(FILE *out, const struct stallcap_watch_event *ev)

@@ -14,6 +14,8 @@
 
 /* live: how long an ended stall waits for a deferred user stack */
 #define DEFER_WAIT_NS	(500 * NSEC_PER_MSEC)
+/* stalls held at once (in progress, or waiting for their user stack) */
+#define MAX_STALLS_DEFAULT	10000
 
 enum report_format { FMT_TEXT, FMT_JSON, FMT_FOLDED, FMT_TOP, FMT_PPROF, FMT_HTML };
 
@@ -34,6 +36,8 @@ struct report {
 	__u64 lost, suppressed, samples;
 	bool same_boot;
 	unsigned int printed;
+	unsigned int max_stalls;	/* --max-stalls: stalls held at once */
+	__u64 evicted;			/* stalls let go of over max_stalls */
 };
 
 static const char report_help[] =
@@ -61,12 +65,17 @@ static const char report_help[] =
 "                       runnable: preempted by X, blocked on futex...)\n"
 "  -o, --output FILE    write the report to FILE\n"
 "  -u, --utc            wall-clock times in UTC (default: local time)\n"
+"      --max-stalls N   stalls held at once, in progress or waiting for a\n"
+"                       deferred stack (default 10000); over it, the oldest\n"
+"                       is printed as it stands and let go (counted)\n"
 FILTER_HELP
-"live:\n"
+"live: a stall is printed at its first samples, marked ongoing, its later\n"
+"samples as they come, then its end (text and json)\n"
 COLLECT_HELP
 "  -h, --help           this text\n";
 
-enum { OPT_NO_DWARF = 0x100, OPT_TOP, OPT_GROUP_BY, OPT_NO_DEMANGLE, OPT_NO_INLINE, OPT_SYMFS };
+enum { OPT_NO_DWARF = 0x100, OPT_TOP, OPT_GROUP_BY, OPT_NO_DEMANGLE, OPT_NO_INLINE, OPT_SYMFS,
+       OPT_MAX_STALLS };
 
 static const struct option report_options[] = {
 	{ "input", required_argument, NULL, 'i' },
@@ -81,10 +90,50 @@ static const struct option report_options[] = {
 	{ "help", no_argument, NULL, 'h' },
 	{ "top", optional_argument, NULL, OPT_TOP },
 	{ "group-by", required_argument, NULL, OPT_GROUP_BY },
+	{ "max-stalls", required_argument, NULL, OPT_MAX_STALLS },
 	FILTER_LONG_OPTIONS,
 	COLLECT_LONG_OPTIONS,
 	{ NULL, 0, NULL, 0 },
 };
+
+static bool shows_ongoing(const struct report *rp)
+{
+	return rp->live && (rp->fmt == FMT_TEXT || rp->fmt == FMT_JSON);
+}
+
+/* text and json: the part of @s not printed yet (all of it, or what came since) */
+static void print_part(struct report *rp, struct sc_rstall *rs, struct sc_stall *s)
+{
+	if (rp->fmt == FMT_TEXT)
+		fmt_text_stall_part(rp->out, rs, s->shown, rp->live);
+	else
+		fmt_json_stall_part(rp->out, rs, s->shown, rp->live);
+	s->shown = rs->nr;
+	s->fresh = false;
+}
+
+/*
+ * live: a stall in progress is printed at its first samples, marked
+ * ongoing, and its later samples as they come; print_stall() prints the
+ * rest and its end.  A deadlocked thread shows up without an end.
+ */
+static void print_ongoing(struct report *rp, struct sc_stall *s)
+{
+	struct sc_rstall rs;
+
+	if (resolve_stall(&rp->r, s, &rs)) {
+		warnx_("out of memory");
+		resolve_stall_free(&rs);
+		return;
+	}
+	if (s->shown || filter_match(&rp->filt, &rs)) {
+		if (!s->shown)
+			rp->printed++;
+		print_part(rp, &rs, s);
+		fflush(rp->out);
+	}
+	resolve_stall_free(&rs);
+}
 
 static void print_stall(struct report *rp, struct sc_stall *s)
 {
@@ -97,16 +146,20 @@ static void print_stall(struct report *rp, struct sc_stall *s)
 		resolve_stall_free(&rs);
 		return;
 	}
+	if (s->shown) {		/* shown while ongoing: the rest, whatever the filter */
+		print_part(rp, &rs, s);
+		resolve_stall_free(&rs);
+		fflush(rp->out);
+		return;
+	}
 	if (!filter_match(&rp->filt, &rs)) {
 		resolve_stall_free(&rs);
 		return;
 	}
 	switch (rp->fmt) {
 	case FMT_TEXT:
-		fmt_text_stall(rp->out, &rs);
-		break;
 	case FMT_JSON:
-		fmt_json_stall(rp->out, &rs);
+		print_part(rp, &rs, s);
 		break;
 	case FMT_FOLDED:
 		folded_add_stall(rp->fo, &rs);
@@ -137,6 +190,28 @@ static void done_with(struct report *rp, struct sc_stall *s)
 	stalls_release(&rp->st, s);
 }
 
+/*
+ * Over --max-stalls held: the oldest stall is printed as it stands and let
+ * go (a later record of it starts a new one), so that memory stays bounded
+ * when ends never come (a ring that lost them, threads stuck for days).
+ */
+static void evict_oldest(struct report *rp, struct sc_stall *keep)
+{
+	struct sc_stall *old = rp->st.head;
+
+	if (old == keep)
+		old = old->next;
+	if (!old)
+		return;
+	if (!old->printed)
+		print_stall(rp, old);
+	if (rp->fmt == FMT_TEXT && old->shown)
+		fprintf(rp->out, "stall %llu of tid %u: let go before its end (over %u held)\n\n",
+			(unsigned long long)old->stall_id, old->tid, rp->max_stalls);
+	stalls_release(&rp->st, old);
+	rp->evicted++;
+}
+
 static int on_record(struct sc_sink *sk, const struct stallcap_rec_header *rec)
 {
 	struct report *rp = (struct report *)sk;
@@ -153,6 +228,10 @@ static int on_record(struct sc_sink *sk, const struct stallcap_rec_header *rec)
 		return 0;
 	}
 	s = stalls_add(&rp->st, rec);
+	if (s && rp->st.live > rp->max_stalls)
+		evict_oldest(rp, s);
+	if (s && !s->ended && rec->type == STALLCAP_REC_SAMPLE)
+		s->fresh = true;
 
 	/*
 	 * live: a stall is shown once it ended and its deferred user stack
@@ -180,6 +259,8 @@ static int on_flush(struct sc_sink *sk)
 		if (s->ended && !s->printed && s->end_seen_ns &&
 		    now - s->end_seen_ns >= DEFER_WAIT_NS)
 			done_with(rp, s);
+		else if (!s->ended && s->fresh && shows_ongoing(rp))
+			print_ongoing(rp, s);
 	}
 	return 0;
 }
@@ -256,10 +337,16 @@ static void finish(struct report *rp, bool failed)
 			fprintf(rp->out, "; %llu records lost (ring full), %llu stalls suppressed"
 				" (rate limit)", (unsigned long long)rp->lost,
 				(unsigned long long)rp->suppressed);
+		if (rp->evicted)
+			fprintf(rp->out, "; %llu let go before their end (over %u held)",
+				(unsigned long long)rp->evicted, rp->max_stalls);
 		fputc('\n', rp->out);
 	}
 	if (rp->st.bad_records)
 		warnx_("%llu malformed records skipped", (unsigned long long)rp->st.bad_records);
+	if (rp->evicted)
+		warnx_("%llu stalls let go before their end (over --max-stalls %u held)",
+		       (unsigned long long)rp->evicted, rp->max_stalls);
 }
 
 static int parse_count(const char *arg, unsigned int *n)
@@ -316,11 +403,73 @@ static int run(struct report *rp, struct collect_opts *o, const char *in, int *s
 	return collect_run(o, &rp->sink, status);
 }
 
+static int report_setup(struct report *rp)
+{
+	stalls_init(&rp->st);
+	rp->r.ks = ksyms_new();
+	rp->r.us = usyms_new();
+	rp->fo = folded_new();
+	rp->sm = summary_new(rp->group_by);
+	rp->pp = pprof_new();
+	rp->html = html_new();
+	return rp->r.ks && rp->r.us && rp->fo && rp->sm && rp->pp && rp->html ? 0 : -ENOMEM;
+}
+
+static void report_teardown(struct report *rp)
+{
+	stalls_free(&rp->st);
+	ksyms_free(rp->r.ks);
+	ksyms_free(rp->r.live);
+	usyms_free(rp->r.us);
+	folded_free(rp->fo);
+	summary_free(rp->sm);
+	pprof_free(rp->pp);
+	html_free(rp->html);
+}
+
+/*
+ * report_live_new() - a live report fed by hand, as the collector feeds
+ * one (host tests): text or JSON lines to @out, @max_stalls held at once.
+ */
+struct report *report_live_new(FILE *out, bool json, unsigned int max_stalls)
+{
+	struct report *rp = calloc(1, sizeof(*rp));
+
+	if (!rp)
+		return NULL;
+	rp->sink = (struct sc_sink){ on_record, on_proc, on_ksym, on_lost, on_vdso, on_info,
+				     on_flush };
+	rp->out = out;
+	rp->live = true;
+	rp->fmt = json ? FMT_JSON : FMT_TEXT;
+	rp->max_stalls = max_stalls;
+	if (report_setup(rp)) {
+		report_teardown(rp);
+		free(rp);
+		return NULL;
+	}
+	return rp;
+}
+
+struct sc_sink *report_live_sink(struct report *rp)
+{
+	return &rp->sink;
+}
+
+/** report_live_end() - what reading stops prints (the summary), then free. */
+void report_live_end(struct report *rp)
+{
+	finish(rp, false);
+	report_teardown(rp);
+	free(rp);
+}
+
 int cmd_report(int argc, char **argv)
 {
 	struct report rp = {
 		.sink = { on_record, on_proc, on_ksym, on_lost, on_vdso, on_info, on_flush },
 		.out = stdout,
+		.max_stalls = MAX_STALLS_DEFAULT,
 	};
 	const char *in = NULL, *kallsyms = NULL, *outpath = NULL, *symfs = NULL;
 	bool demangle = true, inlines = true;
@@ -383,6 +532,12 @@ int cmd_report(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case OPT_MAX_STALLS:
+			if (parse_count(optarg, &rp.max_stalls) || !rp.max_stalls) {
+				warnx_("--max-stalls: bad count '%s'", optarg);
+				return 2;
+			}
+			break;
 		case OPT_GROUP_BY:
 			if (parse_group_by(optarg, &rp.group_by)) {
 				warnx_("unknown --group-by '%s' (both, kernel, user, state, verdict)", optarg);
@@ -423,17 +578,10 @@ int cmd_report(int argc, char **argv)
 		warnx_("%s: %m", outpath);
 		return 1;
 	}
-	stalls_init(&rp.st);
-	rp.r.ks = ksyms_new();
-	rp.r.us = usyms_new();
-	rp.fo = folded_new();
-	rp.sm = summary_new(rp.group_by);
-	rp.pp = pprof_new();
-	rp.html = html_new();
+	if (report_setup(&rp))
+		return 1;
 	rp.r.live_path = kallsyms ? kallsyms : "/proc/kallsyms";
 	rp.same_boot = rp.live || kallsyms;
-	if (!rp.r.ks || !rp.r.us || !rp.fo || !rp.sm || !rp.pp || !rp.html)
-		return 1;
 	usyms_set_demangle(rp.r.us, demangle);
 	usyms_set_inline(rp.r.us, inlines);
 	if (symfs && usyms_set_symfs(rp.r.us, symfs))
@@ -442,14 +590,7 @@ int cmd_report(int argc, char **argv)
 	if (kallsyms)
 		rp.r.live_path = kallsyms;
 	finish(&rp, ret != 0);
-	stalls_free(&rp.st);
-	ksyms_free(rp.r.ks);
-	ksyms_free(rp.r.live);
-	usyms_free(rp.r.us);
-	folded_free(rp.fo);
-	summary_free(rp.sm);
-	pprof_free(rp.pp);
-	html_free(rp.html);
+	report_teardown(&rp);
 	if (rp.out != stdout && fclose(rp.out))
 		ret = -EIO;
 	return exit_code(ret, &o, status);

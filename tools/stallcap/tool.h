@@ -161,6 +161,7 @@ pid_t spawn_unmodified(char **cmd);
 bool any_alive(const struct collect_opts *o);
 
 int collect_run(const struct collect_opts *o, struct sc_sink *sk, int *cmd_status);
+void collect_stop(void);
 int collect_parse_opt(struct collect_opts *o, int opt, const char *arg);
 void collect_opts_init(struct collect_opts *o);
 int collect_check(struct collect_opts *o);
@@ -316,6 +317,8 @@ struct sc_stall {
 	bool ended;
 	bool printed;
 	__u64 end_seen_ns;	/* live report: when the end arrived */
+	unsigned int shown;	/* live report: samples already printed */
+	bool fresh;		/* live report: samples came since the last print */
 	struct sc_stall *next, *prev;
 	struct cookie_ent *cookies;	/* stalls.c: its deferred-stack entries */
 };
@@ -445,6 +448,8 @@ void folded_str(FILE *out, const char *s);
 
 void fmt_text_stall(FILE *out, struct sc_rstall *rs);
 void fmt_json_stall(FILE *out, struct sc_rstall *rs);
+void fmt_text_stall_part(FILE *out, struct sc_rstall *rs, unsigned int from, bool live);
+void fmt_json_stall_part(FILE *out, struct sc_rstall *rs, unsigned int from, bool live);
 void fmt_json_lost(FILE *out, __u64 lost, __u64 suppressed);
 void fmt_text_watch(FILE *out, const struct stallcap_watch_event *ev);
 void fmt_json_watch(FILE *out, const struct stallcap_watch_event *ev);
@@ -463,6 +468,19 @@ void folded_print(struct folded *fo, FILE *out);
 void folded_free(struct folded *fo);
 void json_str(FILE *out, const char *s);
 void json_strn(FILE *out, const char *s, size_t n);
+
+/* ---- a live report fed by hand (report.c; host tests) ---- */
+struct report;
+struct report *report_live_new(FILE *out, bool json, unsigned int max_stalls);
+struct sc_sink *report_live_sink(struct report *rp);
+void report_live_end(struct report *rp);
+
+/* ---- stallcap top (top.c) ---- */
+struct top;
+struct top *top_new(FILE *out, bool batch, unsigned int max_stalls);
+struct sc_sink *top_sink(struct top *tp);
+void top_render(struct top *tp, __u64 now, double secs);
+void top_free(struct top *tp);
 
 /* ---- aggregation (summary.c) and filters (filter.c) ---- */
 
@@ -564,6 +582,7 @@ void hint_no_watch(__u64 records);
 
 int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_archive(int argc, char **argv);
 int exit_code(int ret, const struct collect_opts *o, int status);
