@@ -471,7 +471,7 @@ int cmd_report(int argc, char **argv)
 		.out = stdout,
 		.max_stalls = MAX_STALLS_DEFAULT,
 	};
-	const char *in = NULL, *kallsyms = NULL, *outpath = NULL, *symfs = NULL;
+	const char *in = NULL, *kallsyms = NULL, *outpath = NULL, *symfs = NULL, *pid_arg = NULL;
 	bool demangle = true, inlines = true;
 	struct collect_opts o;
 	int opt, ret, status, i;
@@ -545,6 +545,8 @@ int cmd_report(int argc, char **argv)
 			}
 			break;
 		case 'p':
+			pid_arg = optarg;	/* a filter, or with --deadline what to watch */
+			break;
 		case 't':
 		case FILTER_OPT_FIRST ... FILTER_OPT_FIRST + 5:
 			if (filter_parse_opt(&rp.filt, opt, optarg))
@@ -557,6 +559,16 @@ int cmd_report(int argc, char **argv)
 			}
 			rp.live |= opt == 'F' || opt == 'g';
 		}
+	}
+	if (pid_arg && o.deadline_ns) {
+		/* perf's -p: the processes to watch (and so the only ones shown) */
+		if (parse_pids(&o, pid_arg)) {
+			warnx_("-p: bad process list '%s'", pid_arg);
+			return 2;
+		}
+		rp.live = true;
+	} else if (pid_arg && filter_parse_opt(&rp.filt, 'p', pid_arg)) {
+		return 2;
 	}
 	if (optind < argc && !in)
 		in = argv[optind++];

@@ -1,0 +1,100 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# A watchdog's view of a deadlock: stallcap-deadlock's two threads take two
+# mutexes in opposite orders and block forever.  While they are blocked (the
+# stall has no end), the live `stallcap report` (text and JSON) must already
+# show the stall as ongoing with its samples, and `stallcap top -b` must show
+# the threads stalled right now: blocked, a futex wait in the kernel stack,
+# lock_pair (the function taking the locks) among the user frames.
+. ./tool_lib.sh
+need stallcap stallcap-deadlock
+
+stallcap-deadlock >"$work/dl.out" &
+dl=$!
+sleep 0.2
+stallcap report --deadline 20ms -p "$dl" >"$work/live.txt" 2>"$work/live.err" &
+rep=$!
+stallcap report -f json --deadline 20ms -p "$dl" >"$work/live.json" 2>"$work/json.err" &
+json=$!
+stallcap top -b -n 4 --deadline 20ms -p "$dl" >"$work/top.txt" 2>"$work/top.err" &
+top=$!
+
+# wait until CMD succeeds, up to 10 s
+until_ok() {
+	i=0
+	while [ "$i" -lt 100 ]; do
+		"$@" && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+watching() { [ "$(grep -c "^watch started" "$work/live.txt")" -ge 3 ] &&
+	[ "$(grep -c '"type":"watch"' "$work/live.json")" -ge 3 ] &&
+	grep -q "^threads watched 3," "$work/top.txt"; }
+check "report, report -f json and top watch the 3 threads" until_ok watching
+
+kill -USR1 "$dl"
+ongoing() { grep -q "^stall .* (locker-ab) on cpu .*" "$work/live.txt" &&
+	grep -q "ongoing (no end yet)" "$work/live.txt"; }
+check "the deadlocked thread is reported while it lasts" until_ok ongoing
+sleep 0.5
+# a copy as it stands: both programs still running, the threads still stuck
+cp "$work/live.txt" "$work/now.txt"
+cp "$work/live.json" "$work/now.json"
+check "the reports are still running" kill -0 "$rep" "$json"
+check "the program is still deadlocked" kill -0 "$dl"
+show "$work/now.txt"
+
+# the stall block of thread COMM as printed so far
+block() {
+	awk -v comm="($1)" '
+		/^stall / { inside = index($0, comm) > 0 && index($0, " on cpu ") > 0 }
+		/^$/ { inside = 0 }
+		inside { print }' "$work/now.txt"
+}
+ab=$(block locker-ab)
+check "locker-ab: stall marked ongoing" \
+	sh -c 'echo "$1" | grep -q "ongoing (no end yet)"' _ "$ab"
+check "locker-ab: no end printed" \
+	sh -c '! grep -q "(locker-ab) ended" "$1"' _ "$work/now.txt"
+check "locker-ab: its first sample, blocked" \
+	sh -c 'echo "$1" | grep -qE "^  sample 0 at .*, blocked in kernel \((sleeping|uninterruptible)\)"' _ "$ab"
+check "locker-ab: a futex wait in its kernel stack" \
+	sh -c 'echo "$1" | sed -n "/^    kernel:/,/^    user/p" | grep -q futex' _ "$ab"
+check "locker-ab: lock_pair among its user frames" \
+	sh -c 'echo "$1" | sed -n "/^    user/,\$p" | grep -q " lock_pair+0x"' _ "$ab"
+check "locker-ba: reported too" grep -q "(locker-ba) on cpu .*" "$work/now.txt"
+
+line=$(grep '"type":"stall"' "$work/now.json" | grep '"comm":"locker-ab"' | head -n 1)
+check "json: the stall line says ongoing" \
+	sh -c 'echo "$1" | grep -q "\"ended\":false,\"ongoing\":true"' _ "$line"
+check "json: no stall_end yet" sh -c '! grep -q "\"type\":\"stall_end\"" "$1"' _ "$work/now.json"
+futex_in() { ksyms "$1" | grep -q futex; }
+lock_in() { usyms "$1" | grep -q "^lock_pair "; }
+check "json: a sample with a futex wait in its kernel stack" any_sample "$work/now.json" locker-ab futex_in
+check "json: a sample with lock_pair in its user stack" any_sample "$work/now.json" locker-ab lock_in
+
+# top: 4 frames a second apart, the last ones with both threads stalled now
+wait "$top"
+check "top -b -n 4 exits 0 by itself" [ $? = 0 ]
+show "$work/top.txt"
+check "top: 4 frames" [ "$(grep -c '^stallcap top - ' "$work/top.txt")" = 4 ]
+last=$(awk '/^stallcap top - / { f = "" } { f = f $0 "\n" } END { printf "%s", f }' "$work/top.txt")
+check "top: both threads stalled now, in the thread table" \
+	sh -c 'echo "$1" | grep -E " locker-ab .* ongoing [0-9.]+ ms$" &&
+	       echo "$1" | grep -E " locker-ba .* ongoing [0-9.]+ ms$"' _ "$last"
+check "top: the worst stall is ongoing, blocked, of a locker thread" \
+	sh -c 'echo "$1" | grep -A1 "^worst stalls" | grep -qE "^  ongoing +[0-9.]+ ms over 20.0 ms  tid [0-9]+ \(locker-(ab|ba)\) stall [0-9]+: [0-9]+ samples?, blocked"' _ "$last"
+check "top: its kernel frames show the futex wait" \
+	sh -c 'echo "$1" | grep -A3 "^worst stalls" | grep -E "^    kernel: " | grep -q futex' _ "$last"
+check "top: its user frames show lock_pair" \
+	sh -c 'echo "$1" | grep -A3 "^worst stalls" | grep -E "^    user: " | grep -q "lock_pair"' _ "$last"
+
+kill -INT "$rep" "$json"
+wait "$rep"
+check "report exits 0 on SIGINT" [ $? = 0 ]
+wait "$json"
+kill -KILL "$dl"
+wait "$dl" 2>/dev/null
+finish
