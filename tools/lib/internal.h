@@ -24,6 +24,9 @@ struct scl_ring_buf {
  * @ring: view of @ring_map, published by @ring_ready (release/acquire)
  * @ring_buf: private record copies of stallcap_ring_consume(), under @ring_lock
  * @slots: the slot area (slots_len bytes), published with release
+ * @noop: opened with STALLCAP_OPEN_NOOP and no module: every call succeeds
+ *	and does nothing; @noop_slot takes the inline slot stores
+ * @reporter: stallcap_report()'s state, under @ring_lock
  */
 struct stallcap_session {
 	int fd;
@@ -36,6 +39,9 @@ struct stallcap_session {
 	struct scl_ring_buf ring_buf;
 	struct stallcap_slot *slots;
 	size_t slots_len;
+	int noop;
+	struct stallcap_slot noop_slot;
+	struct stallcap_reporter *reporter;
 };
 
 int scl_ioctl(int fd, unsigned long cmd, void *arg);

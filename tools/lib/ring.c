@@ -170,7 +170,7 @@ int stallcap_ring_map(struct stallcap_session *s)
 
 	if (!s)
 		return -EINVAL;
-	if (__atomic_load_n(&s->ring_ready, __ATOMIC_ACQUIRE))
+	if (s->noop || __atomic_load_n(&s->ring_ready, __ATOMIC_ACQUIRE))
 		return 0;
 	pthread_mutex_lock(&s->map_lock);
 	ret = 0;
@@ -210,6 +210,8 @@ int stallcap_ring_consume(struct stallcap_session *s, stallcap_record_fn fn, voi
 {
 	int ret;
 
+	if (s && s->noop)
+		return 0;
 	if (!stallcap_session_ring(s))
 		return -ENXIO;
 	pthread_mutex_lock(&s->ring_lock);
@@ -225,6 +227,10 @@ int stallcap_ring_wait(struct stallcap_session *s, int timeout_ms)
 
 	if (!s)
 		return -EINVAL;
+	if (s->noop) {		/* nothing ever comes: wait as asked */
+		poll(NULL, 0, timeout_ms);
+		return 0;
+	}
 	pfd.fd = s->fd;
 	pfd.events = POLLIN;
 	do
@@ -241,6 +247,13 @@ int stallcap_ring_counters(struct stallcap_session *s, __u64 *lost, __u64 *suppr
 {
 	struct stallcap_ring *r = stallcap_session_ring(s);
 
+	if (s && s->noop) {
+		if (lost)
+			*lost = 0;
+		if (suppressed)
+			*suppressed = 0;
+		return 0;
+	}
 	if (!r)
 		return -ENXIO;
 	if (lost)

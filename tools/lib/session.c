@@ -51,7 +51,7 @@ int stallcap_session_open(struct stallcap_session **sp,
 {
 	int fd, ret;
 
-	if (!sp || (flags & ~STALLCAP_OPEN_ENV))
+	if (!sp || (flags & ~(STALLCAP_OPEN_ENV | STALLCAP_OPEN_NOOP)))
 		return -EINVAL;
 	if (flags & STALLCAP_OPEN_ENV) {
 		fd = env_fd();
@@ -71,6 +71,13 @@ int stallcap_session_open(struct stallcap_session **sp,
 			return fd;
 	}
 	fd = open(STALLCAP_DEVICE, O_RDWR | O_CLOEXEC);
+	if (fd < 0 && (flags & STALLCAP_OPEN_NOOP) &&
+	    (errno == ENOENT || errno == ENODEV || errno == ENXIO)) {
+		ret = session_new(sp, -1);
+		if (!ret)
+			(*sp)->noop = 1;
+		return ret;
+	}
 	if (fd < 0)
 		return -errno;
 	if (cfg) {
@@ -103,7 +110,9 @@ void stallcap_session_close(struct stallcap_session *s)
 		munmap(s->ring_map, s->ring_len);
 	if (s->slots)
 		munmap(s->slots, s->slots_len);
-	close(s->fd);
+	stallcap_reporter_free(s->reporter);
+	if (s->fd >= 0)
+		close(s->fd);
 	free(s->ring_buf.buf);
 	pthread_mutex_destroy(&s->map_lock);
 	pthread_mutex_destroy(&s->ring_lock);
@@ -112,7 +121,12 @@ void stallcap_session_close(struct stallcap_session *s)
 
 int stallcap_session_fd(const struct stallcap_session *s)
 {
-	return s ? s->fd : -EINVAL;
+	return s && !s->noop ? s->fd : -EINVAL;
+}
+
+int stallcap_session_is_noop(const struct stallcap_session *s)
+{
+	return s && s->noop;
 }
 
 int stallcap_session_set_config(struct stallcap_session *s,
@@ -120,6 +134,8 @@ int stallcap_session_set_config(struct stallcap_session *s,
 {
 	if (!s || !cfg)
 		return -EINVAL;
+	if (s->noop)
+		return 0;
 	return scl_ioctl(s->fd, STALLCAP_IOC_SET_CONFIG, (void *)cfg);
 }
 
@@ -129,7 +145,7 @@ int stallcap_session_get_config(struct stallcap_session *s, struct stallcap_conf
 		return -EINVAL;
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->size = sizeof(*cfg);
-	return scl_ioctl(s->fd, STALLCAP_IOC_GET_CONFIG, cfg);
+	return s->noop ? 0 : scl_ioctl(s->fd, STALLCAP_IOC_GET_CONFIG, cfg);
 }
 
 int stallcap_session_get_info(struct stallcap_session *s, struct stallcap_info *info)
@@ -138,7 +154,7 @@ int stallcap_session_get_info(struct stallcap_session *s, struct stallcap_info *
 		return -EINVAL;
 	memset(info, 0, sizeof(*info));
 	info->size = sizeof(*info);
-	return scl_ioctl(s->fd, STALLCAP_IOC_GET_INFO, info);
+	return s->noop ? 0 : scl_ioctl(s->fd, STALLCAP_IOC_GET_INFO, info);
 }
 
 int stallcap_session_get_stats(struct stallcap_session *s, struct stallcap_stats *st,
@@ -149,7 +165,7 @@ int stallcap_session_get_stats(struct stallcap_session *s, struct stallcap_stats
 	memset(st, 0, sizeof(*st));
 	st->size = sizeof(*st);
 	st->flags = flags;
-	return scl_ioctl(s->fd, STALLCAP_IOC_GET_STATS, st);
+	return s->noop ? 0 : scl_ioctl(s->fd, STALLCAP_IOC_GET_STATS, st);
 }
 
 int stallcap_watch_arm(struct stallcap_session *s, __u64 timeout_ns, __u64 user_tag,
@@ -164,6 +180,8 @@ int stallcap_watch_arm(struct stallcap_session *s, __u64 timeout_ns, __u64 user_
 
 	if (!s || (flags & (STALLCAP_ARM_HEARTBEAT | STALLCAP_ARM_SHARED_DEADLINE)))
 		return -EINVAL;
+	if (s->noop)
+		return 0;
 	return scl_ioctl(s->fd, STALLCAP_IOC_ARM, &arm);
 }
 
@@ -171,19 +189,20 @@ int stallcap_watch_rearm(struct stallcap_session *s, __u64 timeout_ns)
 {
 	if (!s)
 		return -EINVAL;
-	return scl_ioctl(s->fd, STALLCAP_IOC_REARM, (void *)(unsigned long)timeout_ns);
+	return s->noop ? 0 : scl_ioctl(s->fd, STALLCAP_IOC_REARM,
+				       (void *)(unsigned long)timeout_ns);
 }
 
 int stallcap_watch_disarm(struct stallcap_session *s)
 {
 	if (!s)
 		return -EINVAL;
-	return scl_ioctl(s->fd, STALLCAP_IOC_DISARM, NULL);
+	return s->noop ? 0 : scl_ioctl(s->fd, STALLCAP_IOC_DISARM, NULL);
 }
 
 int stallcap_watch_release(struct stallcap_session *s)
 {
 	if (!s)
 		return -EINVAL;
-	return scl_ioctl(s->fd, STALLCAP_IOC_RELEASE, NULL);
+	return s->noop ? 0 : scl_ioctl(s->fd, STALLCAP_IOC_RELEASE, NULL);
 }

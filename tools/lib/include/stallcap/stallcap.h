@@ -16,6 +16,7 @@
 #define STALLCAP_STALLCAP_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <time.h>
 #include <linux/types.h>
 #include <linux/stallcap.h>
@@ -38,6 +39,17 @@ extern "C" {
  * duplicate: programs this one executes do not inherit the session.
  */
 #define STALLCAP_OPEN_ENV	(1U << 0)
+/**
+ * @STALLCAP_OPEN_NOOP: when the module is absent (no /dev/stallcap: ENOENT,
+ * ENODEV, ENXIO), return a no-op session instead of failing: every call on
+ * it succeeds and does nothing (watches are not armed, the slot marks go to
+ * a private slot nobody reads, the ring is empty, counters and
+ * configuration read as zero, stallcap_ring_wait() just waits), so call
+ * sites need no "if (stallcap)".  stallcap_session_is_noop() tells, e.g. to
+ * log it once; stallcap_session_fd() gives -EINVAL.  Other open errors
+ * (EACCES...) are still returned.
+ */
+#define STALLCAP_OPEN_NOOP	(1U << 1)
 
 struct stallcap_session;
 
@@ -66,6 +78,8 @@ STALLCAP_API int stallcap_session_adopt(struct stallcap_session **sp, int fd);
 STALLCAP_API void stallcap_session_close(struct stallcap_session *s);
 /** stallcap_session_fd() - the session fd, e.g. to pass to `stallcap record --fd`. */
 STALLCAP_API int stallcap_session_fd(const struct stallcap_session *s);
+/** stallcap_session_is_noop() - 1 for a no-op session (STALLCAP_OPEN_NOOP), else 0. */
+STALLCAP_API int stallcap_session_is_noop(const struct stallcap_session *s);
 
 STALLCAP_API int stallcap_session_set_config(struct stallcap_session *s,
 					     const struct stallcap_config *cfg);
@@ -379,6 +393,64 @@ STALLCAP_API int stallcap_stall_end_parse(const void *rec, size_t len,
  */
 STALLCAP_API int stallcap_watch_event_parse(const void *rec, size_t len,
 					    struct stallcap_watch_event *ev);
+
+/* ------------------------------------------------------------------------
+ * In-process reporting: the application writes its stalls into its own log
+ * ------------------------------------------------------------------------
+ *
+ * Lines start with "stallcap: ": a sample (thread, how far past its
+ * deadline, state, cpu), its kernel frames as the record's addresses, its
+ * user frames named with dladdr() ("fn+0x1c (/path/lib.so)"), a stall's end
+ * (its duration past the deadline, samples taken).  The library depends on
+ * libc alone: dladdr() knows dynamic symbols only (link the program with
+ * -rdynamic to name its own functions, static ones stay "+0xoff (file)"),
+ * and no kernel symbol, DWARF or inline frame is looked up.  For all of
+ * that, hand the session to the tool (`stallcap report --fd N`, or record
+ * and report later).
+ */
+
+/**
+ * stallcap_format_record() - one record as text, as snprintf() does
+ * @rec: a record as stallcap_record_fn gets it (SAMPLE, USER_STACK,
+ *	STALL_END, WATCH; other types give "")
+ * @buf: receives the text, NUL-terminated, cut at @len - 1 bytes
+ * @len: bytes at @buf (0: only measure)
+ *
+ * Stateless: a deferred user stack (a USER_STACK record) is formatted on its
+ * own; stallcap_report_record() merges it into its samples.  Returns the
+ * length of the whole text (more than @len - 1: it was cut), -EBADMSG for a
+ * malformed record, -EINVAL.
+ */
+STALLCAP_API int stallcap_format_record(const struct stallcap_rec_header *rec, char *buf,
+					size_t len);
+
+struct stallcap_reporter;
+
+/** stallcap_reporter_new() - a reporter writing to @out; -EINVAL, -ENOMEM. */
+STALLCAP_API int stallcap_reporter_new(struct stallcap_reporter **rp, FILE *out);
+/**
+ * stallcap_report_record() - a stallcap_record_fn writing each record to
+ * the reporter (@reporter), a sample waiting for its deferred user stack
+ * (STALLCAP_SAMPLE_DEFER_PENDING) held until the USER_STACK record of its
+ * cookie comes, then written once with those user frames (at most 16 held:
+ * the oldest is written without them when more come).  0, or -ENOMEM.
+ */
+STALLCAP_API int stallcap_report_record(const struct stallcap_rec_header *rec,
+					void *reporter);
+/** stallcap_reporter_flush() - write the held samples as they are, fflush(). */
+STALLCAP_API void stallcap_reporter_flush(struct stallcap_reporter *r);
+/** stallcap_reporter_free() - flush, then free. */
+STALLCAP_API void stallcap_reporter_free(struct stallcap_reporter *r);
+
+/**
+ * stallcap_report() - the one call: write the records waiting in the
+ * session's ring to @out (mapping the ring on first use), deferred user
+ * stacks merged across calls (the session keeps a reporter for @out)
+ *
+ * Returns the records consumed (0 on a no-op session), or a negative errno
+ * of stallcap_ring_map() / stallcap_ring_read().
+ */
+STALLCAP_API int stallcap_report(struct stallcap_session *s, FILE *out);
 
 #ifdef __cplusplus
 }
