@@ -50,7 +50,8 @@ static unsigned long long now_ns(void)
 	return (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec;
 }
 
-static __attribute__((noinline)) void handle_tick(unsigned long n, unsigned long slow_ms)
+/* not static: with -rdynamic, dladdr() names it in the in-process report */
+__attribute__((noinline)) void handle_tick(unsigned long n, unsigned long slow_ms)
 {
 	unsigned long long until = now_ns() + (n % 5 == 4 ? slow_ms : 1) * 1000000ULL;
 
