@@ -193,15 +193,18 @@ static void sample_line(FILE *out, const struct sc_rstall *rs, const struct sc_r
 }
 
 /*
- * fmt_json_stall_part() - the stall line and its sample lines (@from 0), or
- * the sample lines from the @from-th on; then the stall_end line if it
- * ended.  @live: the stall line says "ongoing":true for a stall without end.
+ * fmt_json_stall_part() - the stall line and its sample lines before the
+ * @to-th (@from 0), or the sample lines from the @from-th on; then the
+ * stall_end line if it ended (and all samples are shown).  @live: the stall
+ * line says "ongoing":true for a stall without end.
  */
-void fmt_json_stall_part(FILE *out, struct sc_rstall *rs, unsigned int from, bool live)
+void fmt_json_stall_part(FILE *out, struct sc_rstall *rs, unsigned int from, unsigned int to,
+			 bool live)
 {
 	const struct sc_stall *st = rs->st;
 	const struct stallcap_sample *s = rs->first;
 	unsigned int i = 0;
+	bool more = false;
 
 	if (from)
 		goto samples;
@@ -226,10 +229,15 @@ void fmt_json_stall_part(FILE *out, struct sc_rstall *rs, unsigned int from, boo
 	fputs("}\n", out);
 samples:
 	resolve_stall_rewind(rs);
-	while (resolve_stall_next(rs) > 0)
+	while (resolve_stall_next(rs) > 0) {
+		if (i >= to) {
+			more = true;
+			break;
+		}
 		if (i++ >= from)
 			sample_line(out, rs, &rs->cur);
-	if (!st->ended)
+	}
+	if (!st->ended || more)
 		return;
 	fprintf(out, "{\"type\":\"stall_end\",\"stall_id\":%llu,\"pid\":%u,\"tid\":%u,"
 		"\"ns_pid\":%u,\"ns_tid\":%u,\"origin\":\"%s\",\"fixed_size\":%u,"
@@ -246,7 +254,7 @@ samples:
 
 void fmt_json_stall(FILE *out, struct sc_rstall *rs)
 {
-	fmt_json_stall_part(out, rs, 0, false);
+	fmt_json_stall_part(out, rs, 0, ~0U, false);
 }
 
 void fmt_json_watch(FILE *out, const struct stallcap_watch_event *ev)

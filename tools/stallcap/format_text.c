@@ -249,11 +249,13 @@ static void stall_header(FILE *out, struct sc_rstall *rs, bool live)
 
 /*
  * fmt_text_stall_part() - a stall, or what a live report did not show of it
- * yet: the header and every sample (@from 0), or the samples from the
- * @from-th shown on, under a one-line reminder, then "ended" if it ended.
+ * yet: the header and the samples before the @to-th (@from 0), or the
+ * samples from the @from-th on, under a one-line reminder; then "ended" if
+ * it ended (and all samples are shown).
  * @live: a stall without an end is in progress ("ongoing"), not cut short.
  */
-void fmt_text_stall_part(FILE *out, struct sc_rstall *rs, unsigned int from, bool live)
+void fmt_text_stall_part(FILE *out, struct sc_rstall *rs, unsigned int from, unsigned int to,
+			 bool live)
 {
 	const struct sc_stall *st = rs->st;
 	struct stack_set *seen;
@@ -269,37 +271,43 @@ void fmt_text_stall_part(FILE *out, struct sc_rstall *rs, unsigned int from, boo
 			when);
 		return;
 	}
+	if (to > rs->nr)
+		to = rs->nr;
 	if (!from) {
 		stall_header(out, rs, live);
-	} else if (from < rs->nr) {
+	} else if (from < to) {
+		ms(over, sizeof(over), sc_stall_over_ns(st));
 		stall_name(out, rs);
-		fprintf(out, ", %s: samples %u to %u of %u\n", st->ended ? "ended" : "ongoing",
-			from, rs->nr - 1, rs->nr);
+		fprintf(out, ", %s: samples %u to %u of %u, %s over %s\n",
+			st->ended ? "ended" : "ongoing", from, to - 1, rs->nr, over,
+			st->ended ? "its deadline" : "so far");
 	}
 	seen = stack_set_new();
 	resolve_stall_rewind(rs);
 	while (resolve_stall_next(rs) > 0) {
 		__u32 first;
 
+		if (i >= to)
+			break;
 		if (i++ >= from)
 			sample_block(out, rs, &rs->cur, seen);
 		else if (seen)
 			stack_set_seen(seen, &rs->cur, &first);
 	}
 	stack_set_free(seen);
-	if (from && st->ended) {
+	if (from && st->ended && to == rs->nr) {
 		ms(over, sizeof(over), sc_stall_over_ns(st));
 		stall_name(out, rs);
 		fprintf(out, " ended: %s over its deadline, %u sample%s\n", over, rs->nr,
 			rs->nr == 1 ? "" : "s");
 	}
-	if (from < rs->nr || st->ended)
+	if (from < to || (st->ended && to == rs->nr))
 		fputc('\n', out);
 }
 
 void fmt_text_stall(FILE *out, struct sc_rstall *rs)
 {
-	fmt_text_stall_part(out, rs, 0, false);
+	fmt_text_stall_part(out, rs, 0, ~0U, false);
 }
 
 void fmt_text_watch(FILE *out, const struct stallcap_watch_event *ev)

@@ -101,26 +101,56 @@ static bool shows_ongoing(const struct report *rp)
 	return rp->live && (rp->fmt == FMT_TEXT || rp->fmt == FMT_JSON);
 }
 
-/* text and json: the part of @s not printed yet (all of it, or what came since) */
-static void print_part(struct report *rp, struct sc_rstall *rs, struct sc_stall *s)
+/* text and json: the part of @s not printed yet, up to its @to-th sample */
+static void print_part(struct report *rp, struct sc_rstall *rs, struct sc_stall *s,
+		       unsigned int to)
 {
 	if (rp->fmt == FMT_TEXT)
-		fmt_text_stall_part(rp->out, rs, s->shown, rp->live);
+		fmt_text_stall_part(rp->out, rs, s->shown, to, rp->live);
 	else
-		fmt_json_stall_part(rp->out, rs, s->shown, rp->live);
-	s->shown = rs->nr;
-	s->fresh = false;
+		fmt_json_stall_part(rp->out, rs, s->shown, to, rp->live);
+	if (to > rs->nr)
+		to = rs->nr;
+	if (to > s->shown)
+		s->shown = to;
+}
+
+/*
+ * The samples of a stall in progress that can be shown now: those before
+ * the first one still waiting, for less than DEFER_WAIT_NS, for its
+ * deferred user stack (in the order resolve_stall_next() shows them).
+ */
+static unsigned int ready_samples(const struct sc_stall *s, __u64 now)
+{
+	const struct sc_sample *m;
+	unsigned int n = 0;
+
+	for (m = s->samples; m; m = m->next) {
+		if (m->merged)
+			continue;
+		if ((m->v.s.flags & STALLCAP_SAMPLE_DEFER_PENDING) && !m->has_deferred &&
+		    now - m->seen_ns < DEFER_WAIT_NS)
+			break;
+		n++;
+	}
+	return n;
 }
 
 /*
  * live: a stall in progress is printed at its first samples, marked
  * ongoing, and its later samples as they come; print_stall() prints the
- * rest and its end.  A deadlocked thread shows up without an end.
+ * rest and its end.  A deadlocked thread shows up without an end.  A
+ * sample waiting for its deferred user stack waits for it DEFER_WAIT_NS at
+ * most, then is shown without it.
  */
-static void print_ongoing(struct report *rp, struct sc_stall *s)
+static void print_ongoing(struct report *rp, struct sc_stall *s, __u64 now)
 {
+	unsigned int to = ready_samples(s, now);
 	struct sc_rstall rs;
 
+	if (to <= s->shown)
+		return;		/* still fresh: tried again at the next flush */
+	s->fresh = false;
 	if (resolve_stall(&rp->r, s, &rs)) {
 		warnx_("out of memory");
 		resolve_stall_free(&rs);
@@ -129,7 +159,7 @@ static void print_ongoing(struct report *rp, struct sc_stall *s)
 	if (s->shown || filter_match(&rp->filt, &rs)) {
 		if (!s->shown)
 			rp->printed++;
-		print_part(rp, &rs, s);
+		print_part(rp, &rs, s, to);
 		fflush(rp->out);
 	}
 	resolve_stall_free(&rs);
@@ -147,7 +177,7 @@ static void print_stall(struct report *rp, struct sc_stall *s)
 		return;
 	}
 	if (s->shown) {		/* shown while ongoing: the rest, whatever the filter */
-		print_part(rp, &rs, s);
+		print_part(rp, &rs, s, ~0U);
 		resolve_stall_free(&rs);
 		fflush(rp->out);
 		return;
@@ -159,7 +189,7 @@ static void print_stall(struct report *rp, struct sc_stall *s)
 	switch (rp->fmt) {
 	case FMT_TEXT:
 	case FMT_JSON:
-		print_part(rp, &rs, s);
+		print_part(rp, &rs, s, ~0U);
 		break;
 	case FMT_FOLDED:
 		folded_add_stall(rp->fo, &rs);
@@ -230,8 +260,10 @@ static int on_record(struct sc_sink *sk, const struct stallcap_rec_header *rec)
 	s = stalls_add(&rp->st, rec);
 	if (s && rp->st.live > rp->max_stalls)
 		evict_oldest(rp, s);
-	if (s && !s->ended && rec->type == STALLCAP_REC_SAMPLE)
+	if (s && !s->ended && rec->type == STALLCAP_REC_SAMPLE) {
 		s->fresh = true;
+		s->last->seen_ns = now_ns(CLOCK_MONOTONIC);
+	}
 
 	/*
 	 * live: a stall is shown once it ended and its deferred user stack
@@ -260,7 +292,7 @@ static int on_flush(struct sc_sink *sk)
 		    now - s->end_seen_ns >= DEFER_WAIT_NS)
 			done_with(rp, s);
 		else if (!s->ended && s->fresh && shows_ongoing(rp))
-			print_ongoing(rp, s);
+			print_ongoing(rp, s, now);
 	}
 	return 0;
 }

@@ -302,6 +302,7 @@ struct sc_sample {
 	struct sc_sample *next;
 	struct sc_sample *cookie_next;	/* stalls.c: waiting for its user stack */
 	bool has_deferred;	/* user stack completed by a USER_STACK record */
+	__u64 seen_ns;		/* live report: when it arrived (CLOCK_MONOTONIC) */
 	bool merged;		/* a USER_STACK record merged into its sample */
 	__u64 buf[];
 };
@@ -448,8 +449,10 @@ void folded_str(FILE *out, const char *s);
 
 void fmt_text_stall(FILE *out, struct sc_rstall *rs);
 void fmt_json_stall(FILE *out, struct sc_rstall *rs);
-void fmt_text_stall_part(FILE *out, struct sc_rstall *rs, unsigned int from, bool live);
-void fmt_json_stall_part(FILE *out, struct sc_rstall *rs, unsigned int from, bool live);
+void fmt_text_stall_part(FILE *out, struct sc_rstall *rs, unsigned int from, unsigned int to,
+			 bool live);
+void fmt_json_stall_part(FILE *out, struct sc_rstall *rs, unsigned int from, unsigned int to,
+			 bool live);
 void fmt_json_lost(FILE *out, __u64 lost, __u64 suppressed);
 void fmt_text_watch(FILE *out, const struct stallcap_watch_event *ev);
 void fmt_json_watch(FILE *out, const struct stallcap_watch_event *ev);

@@ -193,9 +193,13 @@ static __u64 over_ns(const struct sc_stall *s, __u64 now)
 	return over;
 }
 
-/* The stall as the worst list shows it: the frames of its last sample. */
+/*
+ * The stall as the worst list shows it: the frames of its last sample, the
+ * only one resolved (resolve_stall_next() starts after the one before it).
+ */
 static void make_line(struct top *tp, const struct sc_stall *s, __u64 now, struct top_line *l)
 {
+	const struct sc_sample *m, *last = NULL, *before = NULL, *prev = NULL;
 	struct sc_rstall rs;
 
 	memset(l, 0, sizeof(*l));
@@ -204,14 +208,25 @@ static void make_line(struct top *tp, const struct sc_stall *s, __u64 now, struc
 	l->stall_id = s->stall_id;
 	l->tid = s->tid;
 	l->at_ns = now;
-	if (resolve_stall(&tp->r, s, &rs)) {
-		resolve_stall_free(&rs);
+	for (m = s->samples; m; prev = m, m = m->next) {
+		if (m->merged)
+			continue;
+		l->nr++;
+		last = m;
+		before = prev;
+	}
+	if (!last || resolve_stall(&tp->r, s, &rs)) {
+		if (last)
+			resolve_stall_free(&rs);
 		return;
 	}
-	while (resolve_stall_next(&rs) > 0) {
+	if (before) {
+		rs.started = true;
+		rs.next = before;
+	}
+	if (resolve_stall_next(&rs) > 0) {
 		const struct stallcap_sample *smp = &rs.cur.smp->v.s;
 
-		l->nr = rs.nr;
 		l->timeout_ns = smp->timeout_ns;
 		memcpy(l->comm, smp->comm, sizeof(l->comm));
 		l->comm[sizeof(l->comm) - 1] = '\0';
@@ -602,7 +617,7 @@ int cmd_top(int argc, char **argv)
 	double delay = 1.0;
 	struct collect_opts o;
 	struct top *tp;
-	int opt, ret, status, i;
+	int opt, ret, status, i, idx = -1;
 	char *end;
 
 	collect_opts_init(&o);
@@ -615,7 +630,12 @@ int cmd_top(int argc, char **argv)
 		}
 	}
 	while ((opt = getopt_long(argc, argv, "bn:h" COLLECT_SHORT_OPTIONS, top_options,
-				  NULL)) != -1) {
+				  &idx)) != -1) {
+		if (opt == 'd' && idx >= 0 && !strcmp(top_options[idx].name, "duration")) {
+			warnx_("top has no --duration: -n N stops after N frames");
+			return 2;
+		}
+		idx = -1;
 		switch (opt) {
 		case 'b':
 			batch = true;

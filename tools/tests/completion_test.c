@@ -38,6 +38,9 @@ TEST(options_from_help)
 	EXPECT_STREQ("--no-demangle --no-dwarf --no-inline\n", complete("report --no-"));
 	EXPECT_STREQ("--symfs\n", complete("report --sym"));
 	EXPECT_STREQ("--group-by\n", complete("report --gr"));
+	EXPECT_STREQ("top\n", complete("to"));
+	EXPECT_STREQ("--iterations\n", complete("top --it"));
+	EXPECT_STREQ("--max-stalls\n", complete("report --max"));
 }
 
 TEST(option_values)

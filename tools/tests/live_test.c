@@ -128,7 +128,7 @@ TEST(text_ongoing_then_end)
 	sk->flush(sk);
 	out = mem_take(&m, &from);
 	EXPECT_STREQ(
-"stall 1 of tid 11 (locker), ongoing: samples 1 to 2 of 3\n"
+"stall 1 of tid 11 (locker), ongoing: samples 1 to 2 of 3, 4 ms over so far\n"
 "  sample 1 at 2023-11-14T22:13:20.002000Z (+2 ms), blocked in kernel (sleeping): same stacks as sample 0\n"
 "  sample 2 at 2023-11-14T22:13:20.004000Z (+4 ms), blocked in kernel (sleeping): same stacks as sample 0\n"
 "\n", out);
@@ -192,6 +192,74 @@ TEST(json_ongoing_then_end)
 	out = mem_take(&m, &from);
 	EXPECT_STREQ("", out);
 	free(out);
+	fclose(m.f);
+	free(m.buf);
+}
+
+/*
+ * A sample whose user stack is deferred is shown once its USER_STACK record
+ * came (merged), or after 500 ms without it; the samples after it wait too.
+ */
+TEST(deferred_stack_waited_for)
+{
+	__u64 kip = KSCHED + 0x10, uip = 0x401000;
+	struct rec_spec sp = { .stall_id = 4, .pid = 10, .tid = 13, .comm = "locker",
+			       .deadline_ns = NSEC_PER_SEC, .capture_ns = NSEC_PER_SEC + NSEC_PER_MSEC,
+			       .timeout_ns = 20 * NSEC_PER_MSEC, .kips = &kip, .nk = 1,
+			       .flags = STALLCAP_SAMPLE_DEFER_PENDING, .cookie = 77 };
+	struct stallcap_sample *smp;
+	struct mem_out m;
+	struct report *rp;
+	struct sc_sink *sk;
+	size_t from = 0;
+	char *out;
+
+	mem_open(&m);
+	rp = report_live_new(m.f, false, 100);
+	ASSERT_NE(NULL, rp);
+	sk = report_live_sink(rp);
+	add_ksyms(sk);
+	smp = make_sample(&sp);
+	sk->record(sk, &smp->hdr);
+	free(smp);
+	put(sk, 4, 13, 1, NSEC_PER_SEC, 2);	/* not deferred, but after it */
+	sk->flush(sk);
+	out = mem_take(&m, &from);
+	EXPECT_STREQ("", out);
+	free(out);
+	/* its user stack: both samples shown, the first with it */
+	sp.type = STALLCAP_REC_USER_STACK;
+	sp.flags = 0;
+	sp.uips = &uip;
+	sp.nu = 1;
+	smp = make_sample(&sp);
+	sk->record(sk, &smp->hdr);
+	free(smp);
+	sk->flush(sk);
+	out = mem_take(&m, &from);
+	EXPECT_EQ(1, count(out, "ongoing (no end yet)")) TH_LOG("%s", out);
+	EXPECT_EQ(1, count(out, "    user (deferred):\n      #0  0x0000000000401000"));
+	EXPECT_EQ(1, count(out, "  sample 1 at "));
+	free(out);
+
+	/* another stall whose user stack never comes: shown after 500 ms */
+	sp.type = 0;
+	sp.stall_id = 5;
+	sp.flags = STALLCAP_SAMPLE_DEFER_PENDING;
+	sp.nu = 0;
+	smp = make_sample(&sp);
+	sk->record(sk, &smp->hdr);
+	free(smp);
+	sk->flush(sk);
+	out = mem_take(&m, &from);
+	EXPECT_STREQ("", out);
+	free(out);
+	usleep(550 * 1000);
+	sk->flush(sk);
+	out = mem_take(&m, &from);
+	EXPECT_EQ(1, count(out, "stall 5 of tid 13 (locker) on cpu 0")) TH_LOG("%s", out);
+	free(out);
+	report_live_end(rp);
 	fclose(m.f);
 	free(m.buf);
 }
