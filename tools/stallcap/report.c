@@ -255,12 +255,14 @@ static int on_record(struct sc_sink *sk, const struct stallcap_rec_header *rec)
 			fmt_json_watch(rp->out, &ev);
 		else if (rp->fmt == FMT_TEXT)
 			fmt_text_watch(rp->out, &ev);
+		if (rp->live)
+			fflush(rp->out);	/* a watchdog reads it now */
 		return 0;
 	}
 	s = stalls_add(&rp->st, rec);
 	if (s && rp->st.live > rp->max_stalls)
 		evict_oldest(rp, s);
-	if (s && !s->ended && rec->type == STALLCAP_REC_SAMPLE) {
+	if (rp->live && s && !s->ended && rec->type == STALLCAP_REC_SAMPLE) {
 		s->fresh = true;
 		s->last->seen_ns = now_ns(CLOCK_MONOTONIC);
 	}

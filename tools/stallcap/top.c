@@ -43,6 +43,7 @@ struct top_thread {
 	__u64 win_stalls;	/* stalls begun in the current interval */
 	__u64 win_over_ns;	/* over-deadline time of stalls ended in it */
 	double rate, over_rate;	/* of the last interval, per second */
+	__u64 now_over_ns;	/* its worst stall in progress (1: just begun), 0: none */
 	__u64 max_over_ns;
 	__u64 last_ns;		/* last record, CLOCK_MONOTONIC of the tool */
 };
@@ -323,19 +324,25 @@ static int cmp_line(const void *a, const void *b)
 	return x->over_ns < y->over_ns ? 1 : x->over_ns > y->over_ns ? -1 : 0;
 }
 
-static __u64 thread_now(const struct top *tp, const struct top_thread *t, __u64 now)
+/* Each thread's worst stall in progress, in one pass over the stalls held. */
+static void threads_now(struct top *tp, struct top_thread **v, __u64 now)
 {
 	const struct sc_stall *s;
-	__u64 worst = 0, o;
+	struct top_thread *t;
+	unsigned int i;
+	__u64 o;
 
+	for (i = 0; i < tp->nthreads; i++)
+		v[i]->now_over_ns = 0;
 	for (s = tp->st.head; s; s = s->next) {
-		if (s->tid != t->tid || s->ended)
+		if (s->ended || !(t = thread_find(tp, s->tid)))
 			continue;
 		o = over_ns(s, now);
-		if (o > worst || !worst)
-			worst = o ? o : 1;
+		if (!o)
+			o = 1;
+		if (o > t->now_over_ns)
+			t->now_over_ns = o;
 	}
-	return worst;
 }
 
 static int cmp_thread(const void *a, const void *b)
@@ -359,12 +366,13 @@ static void print_threads(struct top *tp, FILE *out, __u64 now, unsigned int max
 
 	if (!v)
 		return;
+	threads_now(tp, v, now);
 	qsort(v, tp->nthreads, sizeof(*v), cmp_thread);
 	fprintf(out, "\n    TID     PID COMM             STALLS/s OVER ms/s  TOTAL    MAX ms  NOW\n");
 	/* threads stalled right now first, then by over-deadline time per second */
 	for (j = 0; j < 2; j++) {
 		for (i = 0; i < tp->nthreads && shown < max; i++) {
-			__u64 cur = thread_now(tp, v[i], now);
+			__u64 cur = v[i]->now_over_ns;
 
 			if ((j == 0) != (cur != 0))
 				continue;
