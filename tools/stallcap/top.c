@@ -273,6 +273,7 @@ static int on_record(struct sc_sink *sk, const struct stallcap_rec_header *rec)
 {
 	struct top *tp = (struct top *)sk;
 	struct stallcap_watch_event ev;
+	struct stallcap_sample_view v;
 	struct top_thread *t;
 	struct sc_stall *s;
 	unsigned int had;
@@ -286,6 +287,14 @@ static int on_record(struct sc_sink *sk, const struct stallcap_rec_header *rec)
 		}
 		return 0;
 	}
+	/*
+	 * top does not wait for deferred user stacks: one that comes after its
+	 * stall ended (and was let go) would start a stall that never ends.
+	 */
+	if (rec->type == STALLCAP_REC_USER_STACK &&
+	    (stallcap_sample_parse(rec, rec->size, &v) ||
+	     !stalls_find(&tp->st, v.s.tid, v.s.stall_id)))
+		return 0;
 	had = tp->st.nr;
 	s = stalls_add(&tp->st, rec);
 	if (!s)
@@ -309,7 +318,6 @@ static int on_record(struct sc_sink *sk, const struct stallcap_rec_header *rec)
 	} else if (s->samples) {
 		thread_get(tp, s->pid, s->tid, s->samples->v.s.comm);
 	}
-	/* the deferred user stack is not waited for: top shows what there is */
 	if (s->ended)
 		stall_ended(tp, s, now_ns(CLOCK_MONOTONIC));
 	return 0;

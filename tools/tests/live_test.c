@@ -345,10 +345,22 @@ TEST(top_shows_ongoing_then_ended)
 			       " 2 samples, blocked (sleeping)\n")) TH_LOG("%s", out);
 	free(out);
 
+	/* its deferred user stack, after the end: no new stall */
+	{
+		__u64 uip = 0x401000;
+		struct rec_spec sp = { .type = STALLCAP_REC_USER_STACK, .stall_id = 3, .pid = 10,
+				       .tid = 21, .comm = "locker", .deadline_ns = base,
+				       .capture_ns = base, .uips = &uip, .nu = 1, .cookie = 5 };
+		struct stallcap_sample *us = make_sample(&sp);
+
+		sk->record(sk, &us->hdr);
+		free(us);
+	}
 	/* 10 s later, the ended stall is no longer among the worst */
 	top_render(tp, now + 11 * NSEC_PER_SEC, 1.0);
 	out = mem_take(&m, &from);
 	EXPECT_NE(NULL, strstr(out, "ended in the last 10 s):\n  none\n")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "stalls 1 (0 ongoing)")) TH_LOG("%s", out);
 	free(out);
 	top_free(tp);
 	fclose(m.f);
