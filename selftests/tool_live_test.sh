@@ -38,19 +38,34 @@ watching() { [ "$(grep -c "^watch started" "$work/live.txt")" -ge 3 ] &&
 	grep -q "^threads watched 3," "$work/top.txt"; }
 check "report, report -f json and top watch the 3 threads" until_ok watching
 
-# block FILE COMM: the first block of the last stall of thread COMM printed
-# as ongoing (earlier stalls of its poll loop, preempted in a loaded guest,
-# may come first, and may have been printed as ongoing before they ended)
+# block FILE COMM: the last stall of thread COMM printed as ongoing, its
+# first block and the blocks of its later samples (earlier stalls of its
+# poll loop, preempted in a loaded guest, may come first, and may have been
+# printed as ongoing before they ended)
 block() {
 	awk -v comm="($2)" '
-		/^stall / && / on cpu / { b = ""; inside = index($0, comm) > 0 }
-		/^$/ { if (inside && b ~ /ongoing \(no end yet\)/) last = b; inside = 0 }
-		inside { b = b $0 "\n" }
+		/^stall [0-9]+ of tid .* on cpu / {
+			inside = index($0, comm) > 0 ? 1 : 0; cur = $2; cap = "" }
+		/^stall [0-9]+ of tid .*, (ongoing|ended): samples / {
+			inside = (index($0, comm) > 0 && $2 == id) ? 2 : 0 }
+		/^$/ { if (inside == 1 && cap ~ /ongoing \(no end yet\)/) { last = cap; id = cur }
+			inside = 0 }
+		inside == 1 { cap = cap $0 "\n" }
+		inside == 2 { last = last $0 "\n" }
 		END { printf "%s", last }' "$1"
+}
+# the JSON sample lines of the last ongoing stall of locker-ab
+json_stall() {
+	line=$(grep '"type":"stall"' "$1" | grep '"comm":"locker-ab"' | grep '"ongoing":true' | tail -n 1)
+	jid=$(echo "$line" | sed -n 's/.*"stall_id":\([0-9]*\),.*/\1/p')
+	[ -n "$jid" ] && grep '"type":"sample"' "$1" | grep "\"stall_id\":$jid,"
 }
 
 kill -USR1 "$dl"
-ongoing() { block "$work/live.txt" locker-ab | grep -q "futex"; }
+# the stall may begin in the barrier wait before the locks (a slow guest):
+# wait for a sample in the lock wait itself
+ongoing() { block "$work/live.txt" locker-ab | grep -q "__lll_lock_wait+0x" &&
+	json_stall "$work/live.json" | grep -q '"sym":"__lll_lock_wait"'; }
 check "the deadlocked thread is reported while it lasts" until_ok ongoing
 sleep 0.5
 # a copy as it stands: both programs still running, the threads still stuck
@@ -66,8 +81,8 @@ echo "# the deadlock: stall ${id:-?} of locker-ab"
 check "locker-ab: a stall marked ongoing" [ -n "$id" ]
 check "locker-ab: no end printed for it" \
 	sh -c '! grep -q "^stall $2 of tid .*(locker-ab) ended" "$1"' _ "$work/now.txt" "$id"
-check "locker-ab: its first sample, blocked" \
-	sh -c 'echo "$1" | grep -qE "^  sample 0 at .*, blocked in kernel \((sleeping|uninterruptible)\)"' _ "$ab"
+check "locker-ab: samples of it blocked" \
+	sh -c 'echo "$1" | grep -qE "^  sample [0-9]+ at .*, blocked in kernel \((sleeping|uninterruptible)\)"' _ "$ab"
 check "locker-ab: a futex wait in its kernel stack" \
 	sh -c 'echo "$1" | sed -n "/^    kernel:/,/^    user/p" | grep -q futex' _ "$ab"
 check "locker-ab: the lock-wait function as its user frame" \
@@ -76,13 +91,13 @@ check "locker-ab: the lock holder's user stack shows lock_pair" \
 	sh -c 'echo "$1" | grep -q "owner (hop 1): locker-ba" && echo "$1" | grep -q " lock_pair+0x"' _ "$ab"
 check "locker-ba: an ongoing stall too" [ -n "$(block "$work/now.txt" locker-ba)" ]
 
-line=$(grep '"type":"stall"' "$work/now.json" | grep '"comm":"locker-ab"' | grep '"ongoing":true' | head -n 1)
+line=$(grep '"type":"stall"' "$work/now.json" | grep '"comm":"locker-ab"' | grep '"ongoing":true' | tail -n 1)
 jid=$(echo "$line" | sed -n 's/.*"stall_id":\([0-9]*\),.*/\1/p')
 check "json: a stall line of locker-ab says ongoing" [ -n "$jid" ]
 check "json: no stall_end for it" \
 	sh -c '! grep "\"type\":\"stall_end\",\"stall_id\":$2," "$1" | grep -q "\"tid\":$3,"' _ \
 	"$work/now.json" "$jid" "$(echo "$line" | sed -n 's/.*"tid":\([0-9]*\),.*/\1/p')"
-grep '"type":"sample"' "$work/now.json" | grep "\"stall_id\":$jid," >"$work/dl.json"
+json_stall "$work/now.json" >"$work/dl.json"
 futex_in() { ksyms "$1" | grep -q futex; }
 lock_in() { usyms "$1" | grep -q "^__lll_lock_wait "; }
 check "json: a sample of it with a futex wait in its kernel stack" \
