@@ -92,7 +92,9 @@ splat_re+='suspicious RCU usage|^=+$|KASAN:|UBSAN:|KFENCE:|ODEBUG:|list_(add|del
 splat_re+='turning off the locking correctness validator|'
 splat_re+='scheduling while atomic|sleeping function called from invalid context|'
 splat_re+='detected stalls? on CPU|RCU stall|rcu_(sched|preempt) (self-)?detected stall|'
-splat_re+='soft lockup|hard LOCKUP|blocked for more than|Call Trace:|stack-protector|double fault'
+splat_re+='soft lockup|hard LOCKUP|blocked for more than|Call Trace:|stack-protector|double fault|'
+# an NMI handler over 1 ms (stallcap's copies its user stack after the handler)
+splat_re+='NMI handler .* took too long'
 # Expected lines that a pattern above could match (none today; be strict).
 allow_re='module verification failed: signature and/or required key missing|loading out-of-tree module taints kernel'
 
