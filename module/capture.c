@@ -436,9 +436,9 @@ u32 stallcap_capture_current(struct stallcap_watch *w,
  *	read from, when the return is true
  * @len: output: the record's length so far
  *
- * Writes the context, kernel frames, user registers and CPU times: all that
- * stallcap_capture_current() writes before and after the user stack.
- * stallcap_capture_user() appends the user stack later.
+ * Writes the context, kernel frames and user registers: what
+ * stallcap_capture_current() writes before the user stack;
+ * stallcap_capture_rest() appends the rest later.
  * Context: the NMI or IPI handler.
  * Return: true when the user stack is still to be read.
  */
@@ -452,29 +452,34 @@ bool stallcap_capture_head(struct stallcap_watch *w, struct stallcap_sample *s,
 	u = capture_begin(w, s, &wr, rec, regs, path);
 	if (u)
 		*uregs = *u;
-	stallcap_why_put_times(&wr, w, current, s->capture_ns);
 	*len = wr.len;
 	return u;
 }
 
 /**
- * stallcap_capture_user() - append the user stack to a head's record
+ * stallcap_capture_rest() - append the user stack and CPU times to a head
  * @w: the watch
  * @s: the draft
  * @rec: the record stallcap_capture_head() began
  * @len: its length so far
- * @uregs: the user registers stallcap_capture_head() copied
+ * @uregs: the user registers stallcap_capture_head() copied, or NULL when
+ *	the user stack is not to be read (or there is none)
+ * @task: the captured thread
  *
- * Context: the current thread is the one captured, still in the same
- * kernel entry (or user-mode interruption) as at stallcap_capture_head().
+ * Context: any, NMI included; with @uregs, the current thread must be
+ * @task, still in the same kernel entry (or user-mode interruption) as at
+ * stallcap_capture_head().
  * Return: the record's length.
  */
-u32 stallcap_capture_user(struct stallcap_watch *w, struct stallcap_sample *s,
-			  void *rec, u32 len, const struct pt_regs *uregs)
+u32 stallcap_capture_rest(struct stallcap_watch *w, struct stallcap_sample *s,
+			  void *rec, u32 len, const struct pt_regs *uregs,
+			  struct task_struct *task)
 {
 	struct stallcap_rec_writer wr = { .rec = rec, .len = len };
 
-	put_user_stack(&wr, w->sess, uregs, &s->flags);
+	if (uregs)
+		put_user_stack(&wr, w->sess, uregs, &s->flags);
+	stallcap_why_put_times(&wr, w, task, s->capture_ns);
 	return wr.len;
 }
 

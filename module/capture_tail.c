@@ -3,9 +3,10 @@
  * stallcap NMI/IPI captures in two steps: little work in the handler.
  *
  * The NMI (or IPI) handler of a remote capture saves what only it can see:
- * the interrupted context, the kernel frames, the user registers and the
- * CPU times (stallcap_capture_head()).  The user stack, up to 64 KiB copied
- * and walked, is left to an irq_work queued on the same CPU, which also
+ * the interrupted context, the kernel frames and the user registers
+ * (stallcap_capture_head()).  The user stack, up to 64 KiB copied and
+ * walked, and the CPU times (STALLCAP_SEC_TIMES: counters read microseconds
+ * later) are left to an irq_work queued on the same CPU, which also
  * commits the record; the timer that asked mirrors it to the system-wide
  * readers when it sees the capture done, as before.
  *
@@ -114,12 +115,12 @@ static void tail_complete(struct stallcap_capture_req *req, bool in_time)
 	struct stallcap_sample *s = &req->draft;
 	u32 len = t->len;
 
-	if (in_time)
-		len = stallcap_capture_user(w, s, t->buf, len, &t->uregs);
-	else if (t->user_mode)
+	if (!in_time && t->user_mode)
 		s->flags |= STALLCAP_SAMPLE_USTACK_MISSED;
-	else
+	else if (!in_time)
 		stallcap_defer_request(w, s, in_nmi());
+	len = stallcap_capture_rest(w, s, t->buf, len,
+				    in_time ? &t->uregs : NULL, t->task);
 	/* never the last reference: the watch holds one while it waits */
 	put_task_struct(t->task);
 	tail_publish(req, t->buf, len, t->start_ns, false);
@@ -180,8 +181,11 @@ void stallcap_tail_capture(struct stallcap_capture_req *req,
 		len = stallcap_capture_current(w, s, buf, regs, req->path);
 		goto publish;
 	}
-	if (!stallcap_capture_head(w, s, buf, regs, req->path, &t->uregs, &len))
+	if (!stallcap_capture_head(w, s, buf, regs, req->path, &t->uregs,
+				   &len)) {
+		len = stallcap_capture_rest(w, s, buf, len, NULL, current);
 		goto publish;
+	}
 	t->buf = buf;
 	t->len = len;
 	t->start_ns = start;
@@ -191,10 +195,10 @@ void stallcap_tail_capture(struct stallcap_capture_req *req,
 		return;
 	}
 	/* another capture's tail waits on this CPU: read it now or later */
-	if (user_mode(regs))
-		len = stallcap_capture_user(w, s, buf, len, &t->uregs);
-	else
+	if (!user_mode(regs))
 		stallcap_defer_request(w, s, in_nmi());
+	len = stallcap_capture_rest(w, s, buf, len,
+				    user_mode(regs) ? &t->uregs : NULL, current);
 publish:
 	tail_publish(req, buf, len, start, true);
 }

@@ -451,8 +451,9 @@ void stallcap_put_kernel_ips(struct stallcap_rec_writer *wr,
 bool stallcap_capture_head(struct stallcap_watch *w, struct stallcap_sample *s,
 			   void *rec, struct pt_regs *regs, u8 path,
 			   struct pt_regs *uregs, u32 *len);
-u32 stallcap_capture_user(struct stallcap_watch *w, struct stallcap_sample *s,
-			  void *rec, u32 len, const struct pt_regs *uregs);
+u32 stallcap_capture_rest(struct stallcap_watch *w, struct stallcap_sample *s,
+			  void *rec, u32 len, const struct pt_regs *uregs,
+			  struct task_struct *task);
 unsigned int stallcap_walk_user_frames(const struct pt_regs *uregs, u64 *ips,
 				       u32 *flags, bool may_fault);
 unsigned int stallcap_unwind_kernel(struct task_struct *task,
