@@ -138,22 +138,28 @@ static void tail_run(struct irq_work *work)
  * Leave the user stack to this CPU's irq_work.  Return: false when another
  * capture's tail is waiting on this CPU.
  */
-static bool tail_queue(struct stallcap_capture_req *req, struct pt_regs *regs)
+static bool tail_queue(struct stallcap_capture_req *req, struct pt_regs *regs,
+		       u64 start)
 {
+	struct stallcap_capture_req **slot = this_cpu_ptr(&tail_req);
 	struct stallcap_capture_tail *t = &req->tail;
 
+	/* only this CPU's handler fills the slot: free until the store below */
+	if (READ_ONCE(*slot))
+		return false;
 	t->user_mode = user_mode(regs);
 	t->irqs_off = !(regs->flags & X86_EFLAGS_IF);
 	t->task = current;
 	t->switches = current->nvcsw + current->nivcsw;
 	t->queued_ns = ktime_get_mono_fast_ns();
 	get_task_struct(current);
-	/* the tail's fields before the slot (a full barrier), pairs with steal */
-	if (cmpxchg(this_cpu_ptr(&tail_req), NULL, req)) {
-		put_task_struct(current);	/* current: never the last */
-		return false;
-	}
+	/* it runs after this handler returns, finding the slot set */
 	irq_work_queue(this_cpu_ptr(&tail_work));
+	/* the watch's last use here: once in the slot, a timer may complete it */
+	stallcap_hist_nmi(&req->watch->sess->stats,
+			  ktime_get_mono_fast_ns() - start);
+	/* the tail's fields before the slot, pairs with stallcap_tail_steal() */
+	smp_store_release(slot, req);
 	return true;
 }
 
@@ -189,11 +195,8 @@ void stallcap_tail_capture(struct stallcap_capture_req *req,
 	t->buf = buf;
 	t->len = len;
 	t->start_ns = start;
-	if (tail_queue(req, regs)) {
-		stallcap_hist_nmi(&w->sess->stats,
-				  ktime_get_mono_fast_ns() - start);
+	if (tail_queue(req, regs, start))
 		return;
-	}
 	/* another capture's tail waits on this CPU: read it now or later */
 	if (!user_mode(regs))
 		stallcap_defer_request(w, s, in_nmi());
@@ -217,7 +220,7 @@ bool stallcap_tail_steal(struct stallcap_capture_req *req, bool now)
 {
 	struct stallcap_capture_req **slot = per_cpu_ptr(&tail_req, req->cpu);
 
-	/* pairs with the cmpxchg() in tail_queue() */
+	/* pairs with the release in tail_queue() */
 	if (smp_load_acquire(slot) != req)
 		return false;
 	if (!now && (!READ_ONCE(req->tail.irqs_off) ||
