@@ -24,6 +24,7 @@
 #define SAMPLES		32	/* samples per stall */
 #define SAMPLE_CAP	SC_MS(2)	/* between them */
 #define ROUNDS		6	/* stalls, alternately in and after the handler */
+#define P99_ATTEMPTS	5
 
 /* What the spinner thread does in one round. */
 struct round {
@@ -296,8 +297,8 @@ static void hist_sub(uint64_t *acc, const struct stallcap_stats *a, const struct
 		acc[i] += b->nmi_time_hist[i] - a->nmi_time_hist[i];
 }
 
-/* Lower bound of the bucket holding the 99th percentile; n: entries. */
-static uint64_t hist_p99(const uint64_t *h, uint64_t *n)
+/* Lower bound of the bucket holding percentile @pct; n: entries. */
+static uint64_t hist_pct(const uint64_t *h, unsigned int pct, uint64_t *n)
 {
 	uint64_t sum = 0, seen = 0;
 
@@ -306,7 +307,7 @@ static uint64_t hist_p99(const uint64_t *h, uint64_t *n)
 	*n = sum;
 	for (int i = 0; i < STALLCAP_HIST_BUCKETS; i++) {
 		seen += h[i];
-		if (seen * 100 >= sum * 99)
+		if (seen * 100 >= sum * pct)
 			return 1ULL << i;
 	}
 	return 0;
@@ -331,7 +332,7 @@ static void hist_log(struct __test_metadata *_metadata, const char *what, const 
 static bool measure(struct __test_metadata *_metadata, struct sc_session *s, int attempt)
 {
 	uint64_t hist[2][STALLCAP_HIST_BUCKETS] = {};
-	uint64_t p99[2], n[2];
+	uint64_t p99[2], p50[2], n[2];
 
 	for (int round = 0; round < ROUNDS; round++) {
 		int mode = round & 1;	/* 0: in the handler, 1: after it */
@@ -348,30 +349,38 @@ static bool measure(struct __test_metadata *_metadata, struct sc_session *s, int
 	}
 	hist_log(_metadata, "ns in the handler, copy in the handler", hist[0]);
 	hist_log(_metadata, "ns in the handler, copy after it", hist[1]);
-	p99[0] = hist_p99(hist[0], &n[0]);
-	p99[1] = hist_p99(hist[1], &n[1]);
-	TH_LOG("attempt %d: time in the NMI/IPI handler, p99 (log2 buckets): copy in the "
-	       "handler %llu ns (%llu captures), after it %llu ns (%llu captures): ratio %.4f",
-	       attempt, (unsigned long long)p99[0], (unsigned long long)n[0],
-	       (unsigned long long)p99[1], (unsigned long long)n[1],
+	p50[0] = hist_pct(hist[0], 50, &n[0]);
+	p50[1] = hist_pct(hist[1], 50, &n[1]);
+	p99[0] = hist_pct(hist[0], 99, &n[0]);
+	p99[1] = hist_pct(hist[1], 99, &n[1]);
+	TH_LOG("attempt %d: time in the NMI/IPI handler (log2 buckets), copy in the handler "
+	       "(%llu captures) / after it (%llu captures): p50 %llu / %llu ns, ratio %.4f; "
+	       "p99 %llu / %llu ns, ratio %.4f", attempt,
+	       (unsigned long long)n[0], (unsigned long long)n[1],
+	       (unsigned long long)p50[0], (unsigned long long)p50[1],
+	       p50[0] ? (double)p50[1] / (double)p50[0] : 0.0,
+	       (unsigned long long)p99[0], (unsigned long long)p99[1],
 	       p99[0] ? (double)p99[1] / (double)p99[0] : 0.0);
 	EXPECT_LE(SAMPLES, n[0]);
 	EXPECT_LE(SAMPLES, n[1]);
+	/* the median without the copy: always below, whatever the host does */
+	EXPECT_GE(p50[0], 2 * p50[1]);
 	return n[0] >= SAMPLES && n[1] >= SAMPLES && p99[0] >= 4 * p99[1];
 }
 
 /*
  * The same stalls (the spinner, 64 KiB copies, SAMPLES samples each), taken
  * alternately with the copy in the handler and after it: p99 of the time
- * in NMI/IPI context is at most a quarter.  The host preempting a vCPU in
- * the middle of a handler makes an outlier now and then: one of
- * SC_ATTEMPTS measurements must show it.
+ * in NMI/IPI context is at most a quarter, the median at most a half.  A
+ * loaded host preempting a vCPU in the middle of a handler makes an outlier
+ * of milliseconds now and then, in either mode, which decides the p99 of
+ * about 100 captures: one of P99_ATTEMPTS measurements must show it.
  */
 TEST_F_TIMEOUT(defer, time_in_the_handler_drops_to_a_quarter, 300)
 {
 	for (int attempt = 1; !measure(_metadata, &self->s, attempt); attempt++) {
 		ASSERT_EQ(0, _metadata->exit_code);
-		ASSERT_GT(SC_ATTEMPTS, attempt) TH_LOG("p99 above a quarter in every attempt");
+		ASSERT_GT(P99_ATTEMPTS, attempt) TH_LOG("p99 above a quarter in every attempt");
 	}
 }
 
