@@ -334,12 +334,19 @@ read_here:
 static enum hrtimer_restart deadline_passed(struct stallcap_watch *w, u64 now)
 {
 	struct stallcap_session *sess = w->sess;
-	u64 used;
+	u64 used, cpu;
 
 	if (program_changed(w))
 		return HRTIMER_NORESTART;	/* the exec probe ends the watch */
 	if (w->flags & STALLCAP_ARM_CPUTIME) {
-		used = stallcap_task_cputime(w->task) - w->cpu_base;
+		/*
+		 * The estimate of the running slice may read a little
+		 * below the base taken at arm (tens of us seen on 5.10):
+		 * nothing used then, never a wrapped difference (that
+		 * blamed a thread that had not run at all).
+		 */
+		cpu = stallcap_task_cputime(w->task);
+		used = cpu > w->cpu_base ? cpu - w->cpu_base : 0;
 		if (used < w->timeout_ns)
 			return restart_at(w, now + w->timeout_ns - used);
 	}
