@@ -340,10 +340,11 @@ static enum hrtimer_restart deadline_passed(struct stallcap_watch *w, u64 now)
 		return HRTIMER_NORESTART;	/* the exec probe ends the watch */
 	if (w->flags & STALLCAP_ARM_CPUTIME) {
 		/*
-		 * The estimate of the running slice may read a little
-		 * below the base taken at arm (tens of us seen on 5.10):
-		 * nothing used then, never a wrapped difference (that
-		 * blamed a thread that had not run at all).
+		 * The base may hold a running slice estimated from
+		 * sched_clock, a little ahead of what the scheduler (on its
+		 * rq clock) later adds for that slice: a sleeping thread can
+		 * read a few microseconds below its base.  That is no time
+		 * used, not 2^64 ns of it.
 		 */
 		cpu = stallcap_task_cputime(w->task);
 		used = cpu > w->cpu_base ? cpu - w->cpu_base : 0;
