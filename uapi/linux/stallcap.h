@@ -284,6 +284,13 @@ struct stallcap_config {
 #define STALLCAP_FEAT_ATTACH		(1ULL << 7) /* STALLCAP_IOC_ATTACH */
 #define STALLCAP_FEAT_TIMES		(1ULL << 8) /* STALLCAP_SEC_TIMES */
 #define STALLCAP_FEAT_WHY		(1ULL << 9) /* _SEC_WAIT and _SEC_TASK */
+/*
+ * Kernel mutexes, rw-semaphores held for writing and semaphores: what a
+ * blocked task waits on and who holds it (the kernel tracks it: Linux 6.16
+ * and later with CONFIG_DETECT_HUNG_TASK_BLOCKER, not PREEMPT_RT); without
+ * it such waits are STALLCAP_WAIT_OTHER with STALLCAP_WAIT_F_OWNER_UNKNOWN.
+ */
+#define STALLCAP_FEAT_KERNEL_LOCKS	(1ULL << 10)
 
 /* struct stallcap_info.arch and struct stallcap_sec_regs.arch */
 #define STALLCAP_ARCH_X86_64	1
