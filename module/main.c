@@ -46,6 +46,12 @@ unsigned int stallcap_max_ring_kb __read_mostly = 65536;
 module_param_named(max_ring_kb, stallcap_max_ring_kb, uint, 0644);
 MODULE_PARM_DESC(max_ring_kb, "Largest ring data area per session, in KiB (default 65536)");
 
+/* 1032 KiB: one default session (control page, 1 MiB ring, 64 slots) */
+unsigned int stallcap_mlock_kb __read_mostly = 1032;
+module_param_named(mlock_kb, stallcap_mlock_kb, uint, 0644);
+MODULE_PARM_DESC(mlock_kb,
+		 "Ring and slot memory each user may lock beyond RLIMIT_MEMLOCK, in KiB per online CPU, as perf's perf_event_mlock_kb (default 1032: one default session per CPU)");
+
 unsigned int stallcap_migrate_retries __read_mostly = 3;
 module_param_named(migrate_retries, stallcap_migrate_retries, uint, 0644);
 MODULE_PARM_DESC(migrate_retries,

@@ -38,6 +38,7 @@ extern unsigned int stallcap_check_us;
 extern unsigned int stallcap_max_fast_watches_per_user;
 extern bool stallcap_abi_test;
 extern bool stallcap_user_copy_in_handler;
+extern unsigned int stallcap_mlock_kb;
 u64 stallcap_min_timeout_ns(void);
 void __init stallcap_abi_layout_check(void);
 
@@ -59,6 +60,8 @@ enum stallcap_counter {
 	SC_LOST_FIRST,
 	SC_LOST_DEFERRED,
 	SC_ATTACHED,
+	SC_LOCKED_BYTES,
+	SC_LOCKED_RLIMIT_BYTES,
 	/* not in struct stallcap_stats: debugfs only */
 	SC_TIMER_EXPIRIES,
 	SC_NR_COUNTERS
@@ -158,6 +161,26 @@ extern const struct file_operations stallcap_fops;
 int stallcap_device_init(void);
 void stallcap_device_exit(void);
 
+struct stallcap_user_locked;
+
+/**
+ * struct stallcap_locked - where a session's ring and slot memory is charged
+ * @user: the caller's user's allowance (mlock_kb), NULL if not charged
+ * @user_pages: pages charged to @user
+ * @mm: the address space whose pinned_vm holds the rest against
+ *	RLIMIT_MEMLOCK (a reference held), or NULL
+ * @mm_pages: pages charged to @mm
+ * @pages: all the pages charged (without an address space, the part beyond
+ *	the allowance is counted here only)
+ */
+struct stallcap_locked {
+	struct stallcap_user_locked *user;
+	unsigned long user_pages;
+	struct mm_struct *mm;
+	unsigned long mm_pages;
+	unsigned long pages;
+};
+
 /**
  * struct stallcap_session - one open file of /dev/stallcap
  * @lock: serialises configuration, ring creation and watch creation
@@ -188,9 +211,7 @@ void stallcap_device_exit(void);
  * @ref: the open file and each queued deferred capture hold one
  * @global: a system-wide reader (STALLCAP_CFG_GLOBAL), on @global_node
  * @global_node: in the list of system-wide readers (global.c)
- * @locked_mm: the address space whose locked_vm the ring and beat slots
- *	are charged to (a reference held), or NULL
- * @locked_pages: the pages charged
+ * @locked: what the ring and beat slots are charged to (memory.c)
  */
 struct stallcap_session {
 	struct mutex lock;
@@ -217,8 +238,7 @@ struct stallcap_session {
 	refcount_t ref;
 	bool global;
 	struct list_head global_node;
-	struct mm_struct *locked_mm;
-	unsigned long locked_pages;
+	struct stallcap_locked locked;
 };
 
 int stallcap_session_ensure_ring(struct stallcap_session *sess, bool mmap_locked);
@@ -233,6 +253,8 @@ int stallcap_map_user(struct vm_area_struct *vma, void *base, size_t bytes);
 int stallcap_charge_locked(struct stallcap_session *sess, unsigned long pages,
 			   bool mmap_locked);
 void stallcap_uncharge_locked(struct stallcap_session *sess);
+u64 stallcap_mlock_bytes(void);
+u64 stallcap_mlock_used_bytes(kuid_t uid);
 void stallcap_session_get(struct stallcap_session *sess);
 void stallcap_session_put(struct stallcap_session *sess);
 bool stallcap_session_rate_ok(struct stallcap_session *sess, u64 now);

@@ -74,7 +74,7 @@ if [ ${#kernels[@]} -eq 0 ]; then
 	case $mode in
 	run) kernels=("${RUN_KERNEL:-6.12}") ;;
 	selfcheck) kernels=("${SELFCHECK_KERNEL:-6.1}") ;;
-	*) read -r -a kernels <<<"${KERNELS:-6.1 6.12 6.12-rt 7.2 7.2-rt debug}" ;;
+	*) read -r -a kernels <<<"${KERNELS:-5.10 6.1 6.12 6.12-rt 7.2 7.2-rt debug}" ;;
 	esac
 fi
 [ "$mode" = run ] && verbose=1

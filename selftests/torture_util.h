@@ -839,6 +839,47 @@ static inline int tu_drop_privileges(uid_t uid, gid_t gid)
 	return 0;
 }
 
+/* A check in a child of tu_run_as(): print why and return the line number. */
+#define TU_CHK(cond, ...) do {							\
+	if (!(cond)) {								\
+		fprintf(stderr, "#   uid %d, line %d: ", (int)getuid(), __LINE__);	\
+		fprintf(stderr, __VA_ARGS__);					\
+		fputc('\n', stderr);						\
+		return __LINE__;						\
+	}									\
+} while (0)
+
+typedef int (*tu_as_fn)(void *arg);
+
+/* Run @fn in a child as @uid/@gid; its result (0 ok), or 255 if it died. */
+static inline int tu_run_as(uid_t uid, gid_t gid, tu_as_fn fn, void *arg)
+{
+	int status, ret;
+	pid_t pid;
+
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0)
+		return 254;
+	if (pid == 0) {
+		ret = tu_drop_privileges(uid, gid);
+		if (ret) {
+			fprintf(stderr, "#   cannot become uid %d: %s\n", (int)uid, strerror(-ret));
+			_exit(253);
+		}
+		ret = fn(arg);
+		fflush(stderr);
+		_exit(ret ? 1 : 0);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		return 254;
+	if (!WIFEXITED(status)) {
+		fprintf(stderr, "#   child as uid %d died: status %#x\n", (int)uid, status);
+		return 255;
+	}
+	return WEXITSTATUS(status);
+}
+
 /* ------------------------------------------------------------------------
  * "A normal capture still works"
  * ------------------------------------------------------------------------

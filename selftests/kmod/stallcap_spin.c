@@ -46,13 +46,38 @@ static u64 ms_to_cycles(unsigned int ms)
 	return (u64)ms * cycles_per_ms;
 }
 
+/*
+ * A TSC reading and the CLOCK_MONOTONIC time of it, taken with interrupts
+ * off; false if the vCPU was held up between the two clock reads (a loaded
+ * host stops TCG vCPUs for milliseconds: one such gap skewed a 50 ms
+ * calibration by 5%).
+ */
+static bool clock_pair(u64 *t, u64 *c)
+{
+	unsigned long flags;
+	u64 before, after;
+
+	local_irq_save(flags);
+	before = ktime_get_ns();
+	*c = rdtsc();
+	after = ktime_get_ns();
+	local_irq_restore(flags);
+	*t = before + (after - before) / 2;
+	return after - before < 20 * NSEC_PER_USEC;
+}
+
 static void calibrate(void)
 {
-	u64 t0 = ktime_get_ns(), c0 = rdtsc(), t1, c1;
+	u64 t0, c0, t1, c1;
+	int tries = 20;
 
-	msleep(50);
-	c1 = rdtsc();
-	t1 = ktime_get_ns();
+	do {
+		while (!clock_pair(&t0, &c0) && --tries)
+			;
+		msleep(50);
+		while (!clock_pair(&t1, &c1) && --tries)
+			;
+	} while (tries > 0 && --tries && t1 - t0 > 80 * NSEC_PER_MSEC);
 	cycles_per_ms = div64_u64((c1 - c0) * NSEC_PER_MSEC, t1 - t0);
 	pr_info("%llu TSC cycles per ms (tsc_khz %u)\n", cycles_per_ms, tsc_khz);
 }
