@@ -62,6 +62,19 @@ static void remote_capture(struct stallcap_capture_req *req,
 		smp_store_release(&req->result, CAPTURE_MISMATCH);
 		return;
 	}
+	/*
+	 * An interrupt on top of the thread (stallcap's own buddy checker or
+	 * watch timer among them) is not its stall: the timer asks again a
+	 * little later, a bounded number of times; then the thread is taken
+	 * as it is, flagged IN_HARDIRQ/IN_SOFTIRQ, the handler's frames above
+	 * its own.
+	 */
+	if (req->irq_retries < STALLCAP_IRQ_RETRIES &&
+	    stallcap_interrupted_an_interrupt()) {
+		/* pairs with smp_load_acquire() in poll_remote() */
+		smp_store_release(&req->result, CAPTURE_IRQ);
+		return;
+	}
 	buf = stallcap_capture_buf_remote() ?: req->rec;
 	len = stallcap_capture_current(w, &req->draft, buf, regs, req->path);
 	req->draft.migrate_retries = req->retries;

@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * An NMI sent to capture a thread spinning in user code on another CPU may
+ * land while that CPU serves an interrupt on top of the thread: stallcap's
+ * own buddy checker (buddy_fn), a watch timer, the tick.  That interrupt is
+ * not the thread's stall: the handler must put the capture off (bounded)
+ * rather than report the interrupt handler as the thread's frame 0.
+ *
+ * To make the collision likely the buddy checkers run at their shortest
+ * period (check_us=100) on both CPUs, and the thread is sampled at the
+ * shortest interval (sample_cap = min_deadline) for many samples, by NMI
+ * from CPU 0 while it spins on CPU 1; idle watches in other sessions make
+ * every buddy_fn walk a long list.  No sample may have a function of the
+ * stallcap module as its kernel frame 0, and few may be flagged as taken in
+ * an interrupt: after the bounded retries only a run of collisions is (before
+ * the fix about a quarter of the NMIs landed in an interrupt under TCG).
+ */
+#include "stallcap_test.h"
+
+#include "kselftest_harness.h"
+
+#define TAG		0x6e6d69697271ULL
+#define CHECK_US	"/sys/module/stallcap/parameters/check_us"
+#define STALLS		12	/* stalls of max_samples samples each */
+#define MIN_NMI_SAMPLES	200	/* NMI samples needed for the test to mean much */
+#define BUDGET_MS	20000	/* keep going for this long to reach them */
+#define IDLE_WATCHES	192	/* armed far ahead: buddy_fn walks them all */
+
+/* Names of the stallcap module's text symbols in /proc/kallsyms. */
+struct own_syms {
+	char **name;
+	size_t n;
+};
+
+static int own_syms_load(struct own_syms *o)
+{
+	FILE *f = fopen("/proc/kallsyms", "r");
+	char line[512], name[256], mod[64], type;
+	unsigned long long addr;
+
+	memset(o, 0, sizeof(*o));
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx %c %255s [%63[^]]]", &addr, &type, name, mod) != 4)
+			continue;
+		if (strcmp(mod, "stallcap") || (type != 't' && type != 'T'))
+			continue;
+		o->name = realloc(o->name, (o->n + 1) * sizeof(*o->name));
+		if (!o->name)
+			abort();
+		o->name[o->n++] = strdup(name);
+	}
+	fclose(f);
+	return o->n ? 0 : -1;
+}
+
+static bool own_sym(const struct own_syms *o, const char *name)
+{
+	if (!name)
+		return false;
+	for (size_t i = 0; i < o->n; i++)
+		if (!strcmp(o->name[i], name))
+			return true;
+	return false;
+}
+
+static void own_syms_free(struct own_syms *o)
+{
+	for (size_t i = 0; i < o->n; i++)
+		free(o->name[i]);
+	free(o->name);
+}
+
+static int read_param(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fgets(buf, (int)len, f) != NULL;
+	fclose(f);
+	return ok ? 0 : -1;
+}
+
+static int write_param(const char *path, const char *val)
+{
+	FILE *f = fopen(path, "w");
+	int ret;
+
+	if (!f)
+		return -1;
+	ret = fputs(val, f) < 0;
+	ret |= fclose(f);
+	return ret ? -1 : 0;
+}
+
+FIXTURE(nmi_irq) {
+	struct sc_session s;
+	struct sc_ksyms ks;
+	struct own_syms own;
+	char check_us[32];
+	bool restore;
+	struct sc_session idle[IDLE_WATCHES];
+	int nr_idle;
+};
+
+FIXTURE_SETUP(nmi_irq)
+{
+	struct sc_opts o = {
+		.ring_bytes = 4 << 20, .user_stack_bytes = 64,
+		.max_samples = SC_MAX_SAMPLES,
+	};
+
+	self->s.fd = -1;
+	if (geteuid() != 0)
+		SKIP(return, "needs root (check_us, kernel addresses)");
+	if (sc_nr_cpus_allowed() < 2)
+		SKIP(return, "needs 2 CPUs");
+	ASSERT_EQ(0, sc_open(&self->s));
+	if (!(self->s.info.features & STALLCAP_FEAT_NMI))
+		SKIP(return, "capture by IPI: no NMI lands on top of an interrupt");
+	ASSERT_TRUE(self->s.info.features & STALLCAP_FEAT_KADDR);
+	o.sample_cap_ns = self->s.info.min_deadline_ns;
+	ASSERT_EQ(0, sc_configure(&self->s, &o));
+	ASSERT_EQ(0, sc_map(&self->s));
+	ASSERT_EQ(0, sc_ksyms_load(&self->ks));
+	ASSERT_EQ(0, own_syms_load(&self->own)) TH_LOG("no [stallcap] symbols");
+	ASSERT_TRUE(own_sym(&self->own, "buddy_fn")) TH_LOG("buddy_fn not named");
+	ASSERT_EQ(0, read_param(CHECK_US, self->check_us, sizeof(self->check_us)));
+	ASSERT_EQ(0, write_param(CHECK_US, "100"));
+	self->restore = true;
+	ASSERT_EQ(0, sc_pin_self(0));
+	for (int i = 0; i < IDLE_WATCHES; i++) {
+		struct sc_opts idle = {
+			.user_stack_bytes = 8, .ring_bytes = sc_min_ring_bytes(8),
+			.no_map = true,
+		};
+		struct sc_session *s = &self->idle[i];
+
+		ASSERT_EQ(0, sc_session_setup(s, &idle));
+		self->nr_idle++;
+		ASSERT_EQ(0, sc_arm(s->fd, SC_MS(60000), 0, TAG + 1));
+	}
+}
+
+FIXTURE_TEARDOWN(nmi_irq)
+{
+	if (self->restore)
+		write_param(CHECK_US, self->check_us);
+	for (int i = 0; i < self->nr_idle; i++)
+		sc_session_close(&self->idle[i]);
+	own_syms_free(&self->own);
+	sc_ksyms_free(&self->ks);
+	sc_session_close(&self->s);
+}
+
+/* One stall: armed on CPU 0, spinning on CPU 1 until @samples were taken. */
+static int stall_once(struct sc_session *s, uint64_t timeout, uint64_t *t_spin)
+{
+	struct sc_stopper st = { .cpu = 0 };
+	int ret;
+
+	if (sc_pin_self(0))
+		return -1;
+	if (sc_stopper_start(&st, s->fd, SC_MAX_SAMPLES, SC_WAIT_MS))
+		return -1;
+	ret = sc_arm(s->fd, timeout, 0, TAG);
+	sc_pin_self(1);	/* the timer stays on CPU 0: NMIs to CPU 1 */
+	*t_spin = sc_now_ns();
+	if (!ret)
+		spin_in_user_caller(&st.stop);
+	else
+		st.stop = 1;
+	sc_stopper_join(&st);
+	if (sc_disarm(s->fd))
+		ret = -1;
+	return ret;
+}
+
+TEST_F(nmi_irq, nmi_on_top_of_an_interrupt_is_not_the_threads_frame_0)
+{
+	uint64_t timeout = SC_MS(1), end = sc_now_ns() + SC_MS(BUDGET_MS);
+	size_t nmi = 0, kernel_mode = 0, irq_flag = 0, own = 0;
+	struct sc_records rs = {};
+
+	for (int i = 0; i < STALLS || (nmi < MIN_NMI_SAMPLES && sc_now_ns() < end); i++) {
+		uint64_t t_spin = 0;
+
+		ASSERT_EQ(0, stall_once(&self->s, timeout, &t_spin));
+		ASSERT_LE(0, sc_ring_collect(&self->s, &rs, STALLCAP_REC_STALL_END,
+					     sc_records_count(&rs, STALLCAP_REC_STALL_END) + 1,
+					     SC_WAIT_MS));
+		for (size_t j = 0; j < rs.n; j++) {
+			const struct stallcap_sample *r = (const void *)rs.rec[j];
+			const char *fn;
+
+			if (r->hdr.type != STALLCAP_REC_SAMPLE || r->capture_ns < t_spin ||
+			    r->path != STALLCAP_PATH_NMI || r->user_tag != TAG)
+				continue;
+			nmi++;
+			/* the thread's own user registers, under any interrupt */
+			EXPECT_FALSE(r->flags & STALLCAP_SAMPLE_NO_USER);
+			if (r->flags & (STALLCAP_SAMPLE_IN_HARDIRQ | STALLCAP_SAMPLE_IN_SOFTIRQ))
+				irq_flag++;
+			if (r->flags & STALLCAP_SAMPLE_USER_MODE || !sc_nk(r))
+				continue;
+			kernel_mode++;
+			fn = sc_ksym_name(&self->ks, sc_kernel_ips(r)[0]);
+			if (own_sym(&self->own, fn) && ++own <= 3) {
+				TH_LOG("sample %u of stall %llu: frame 0 is stallcap's %s",
+				       r->sample_index, (unsigned long long)r->stall_id, fn);
+				sc_log_sample(&self->ks, r);
+			}
+		}
+		sc_records_free(&rs);
+		memset(&rs, 0, sizeof(rs));
+	}
+	TH_LOG("%zu NMI samples: %zu in kernel mode, %zu flagged in an interrupt, %zu with a stallcap function as frame 0",
+	       nmi, kernel_mode, irq_flag, own);
+	EXPECT_LE(MIN_NMI_SAMPLES, nmi) TH_LOG("too few NMI samples to judge");
+	EXPECT_EQ(0, own);
+	EXPECT_GT(nmi / 10, irq_flag) TH_LOG("more than one NMI in ten reported an interrupt");
+}
+
+TEST_HARNESS_MAIN
