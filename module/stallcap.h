@@ -430,6 +430,25 @@ static inline bool stallcap_interrupted_an_interrupt(void)
 	       (softirq_count() & SOFTIRQ_OFFSET);
 }
 
+/* stallcap's own hrtimer callback (buddy checker, watch timer) runs here */
+DECLARE_PER_CPU(unsigned int, stallcap_own_irq);
+
+/*
+ * Bracket stallcap's own hard-IRQ callbacks: an NMI that lands inside one
+ * takes the thread it interrupted, not stallcap's handler.
+ */
+static inline void stallcap_own_irq_enter(void)
+{
+	__this_cpu_inc(stallcap_own_irq);
+	barrier();	/* before the callback's work, for an NMI here */
+}
+
+static inline void stallcap_own_irq_exit(void)
+{
+	barrier();	/* after the callback's work */
+	__this_cpu_dec(stallcap_own_irq);
+}
+
 /* Fixed part of a sample, filled by the timer before any capture path. */
 void stallcap_sample_init(struct stallcap_watch *w, struct stallcap_sample *s,
 			  u64 now);

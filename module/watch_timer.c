@@ -297,10 +297,15 @@ static enum hrtimer_restart poll_remote(struct stallcap_watch *w, u64 now)
 		return next_sample(w, now);
 	}
 	if (result == CAPTURE_IRQ) {
-		/* an interrupt ran on top of the thread: send again later */
+		/*
+		 * An interrupt ran on top of the thread: send again on the next
+		 * poll (the NMI's own latency spaces the tries), the time limit
+		 * for a busy slot counted from now.
+		 */
 		req->irq_retries++;
 		req->cpu = -1;
-		return restart_at(w, now + IRQ_RETRY_NS);
+		req->begin_ns = now;
+		return restart_at(w, now + POLL_NS);
 	}
 	if (result == CAPTURE_PENDING) {
 		if (now - req->sent_ns < REMOTE_TIMEOUT_NS ||
@@ -416,6 +421,7 @@ enum hrtimer_restart stallcap_watch_timer_fn(struct hrtimer *timer)
 	u64 now = ktime_get_mono_fast_ns();
 
 	this_cpu_inc(stallcap_watch_expiries);
+	stallcap_own_irq_enter();
 	raw_spin_lock(&w->lock);
 	/* Re-armed meanwhile: the new expiry is queued already. */
 	if (w->dead || hrtimer_is_queued(timer))
@@ -444,6 +450,7 @@ enum hrtimer_restart stallcap_watch_timer_fn(struct hrtimer *timer)
 	}
 out:
 	raw_spin_unlock(&w->lock);
+	stallcap_own_irq_exit();
 	return ret;
 }
 

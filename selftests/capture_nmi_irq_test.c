@@ -26,11 +26,22 @@
 #define BUDGET_MS	20000	/* keep going for this long to reach them */
 #define IDLE_WATCHES	192	/* armed far ahead: buddy_fn walks them all */
 
-/* Names of the stallcap module's text symbols in /proc/kallsyms. */
+/*
+ * Addresses of the stallcap module's text symbols in /proc/kallsyms, sorted:
+ * a frame is stallcap's when the symbol containing it is one of them (names
+ * alone are ambiguous: the module has its own copies of kernel inlines).
+ */
 struct own_syms {
-	char **name;
+	uint64_t *addr;
 	size_t n;
 };
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
 
 static int own_syms_load(struct own_syms *o)
 {
@@ -46,30 +57,53 @@ static int own_syms_load(struct own_syms *o)
 			continue;
 		if (strcmp(mod, "stallcap") || (type != 't' && type != 'T'))
 			continue;
-		o->name = realloc(o->name, (o->n + 1) * sizeof(*o->name));
-		if (!o->name)
+		o->addr = realloc(o->addr, (o->n + 1) * sizeof(*o->addr));
+		if (!o->addr)
 			abort();
-		o->name[o->n++] = strdup(name);
+		o->addr[o->n++] = addr;
 	}
 	fclose(f);
+	qsort(o->addr, o->n, sizeof(*o->addr), cmp_u64);
 	return o->n ? 0 : -1;
 }
 
-static bool own_sym(const struct own_syms *o, const char *name)
+/* Address of the text symbol containing @ip, or 0. */
+static uint64_t ksym_addr(const struct sc_ksyms *ks, uint64_t ip)
 {
-	if (!name)
-		return false;
-	for (size_t i = 0; i < o->n; i++)
-		if (!strcmp(o->name[i], name))
+	size_t lo = 0, hi = ks->n;
+
+	if (!ks->n || ip < ks->sym[0].addr)
+		return 0;
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ks->sym[mid].addr <= ip)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return ks->sym[lo].addr;
+}
+
+/* Is @ip inside a function of the stallcap module? */
+static bool own_ip(const struct sc_ksyms *ks, const struct own_syms *o, uint64_t ip)
+{
+	uint64_t a = ksym_addr(ks, ip);
+
+	return a && bsearch(&a, o->addr, o->n, sizeof(*o->addr), cmp_u64);
+}
+
+static bool own_named(const struct sc_ksyms *ks, const struct own_syms *o, const char *name)
+{
+	for (size_t i = 0; i < ks->n; i++)
+		if (!strcmp(ks->sym[i].name, name) && own_ip(ks, o, ks->sym[i].addr))
 			return true;
 	return false;
 }
 
 static void own_syms_free(struct own_syms *o)
 {
-	for (size_t i = 0; i < o->n; i++)
-		free(o->name[i]);
-	free(o->name);
+	free(o->addr);
 }
 
 static int read_param(const char *path, char *buf, size_t len)
@@ -127,7 +161,7 @@ FIXTURE_SETUP(nmi_irq)
 	ASSERT_EQ(0, sc_map(&self->s));
 	ASSERT_EQ(0, sc_ksyms_load(&self->ks));
 	ASSERT_EQ(0, own_syms_load(&self->own)) TH_LOG("no [stallcap] symbols");
-	ASSERT_TRUE(own_sym(&self->own, "buddy_fn")) TH_LOG("buddy_fn not named");
+	ASSERT_TRUE(own_named(&self->ks, &self->own, "buddy_fn")) TH_LOG("buddy_fn not found");
 	ASSERT_EQ(0, read_param(CHECK_US, self->check_us, sizeof(self->check_us)));
 	ASSERT_EQ(0, write_param(CHECK_US, "100"));
 	self->restore = true;
@@ -155,6 +189,23 @@ FIXTURE_TEARDOWN(nmi_irq)
 	sc_ksyms_free(&self->ks);
 	sc_session_close(&self->s);
 }
+
+/*
+ * Is @r's kernel frame 0 stallcap's own code in an interrupt on top of the
+ * thread, or in the timer's own frame?  stallcap code that the thread runs
+ * itself (its deferred user-stack task_work on the way back to user mode)
+ * is the thread's own time and may be frame 0.
+ */
+static bool own_frame0_of(const struct sc_ksyms *ks, const struct own_syms *own,
+			  const struct stallcap_sample *r)
+{
+	static const char *const task_work[] = { "task_work_run", NULL };
+
+	return sc_nk(r) && own_ip(ks, own, sc_kernel_ips(r)[0]) &&
+	       !sc_kstack_has(ks, r, task_work);
+}
+
+#define own_frame0(self, r)	own_frame0_of(&(self)->ks, &(self)->own, (r))
 
 /* One stall: armed on CPU 0, spinning on CPU 1 until @samples were taken. */
 static int stall_once(struct sc_session *s, uint64_t timeout, uint64_t *t_spin)
@@ -208,7 +259,7 @@ TEST_F(nmi_irq, nmi_on_top_of_an_interrupt_is_not_the_threads_frame_0)
 				continue;
 			kernel_mode++;
 			fn = sc_ksym_name(&self->ks, sc_kernel_ips(r)[0]);
-			if (own_sym(&self->own, fn) && ++own <= 3) {
+			if (own_frame0(self, r) && ++own <= 3) {
 				TH_LOG("sample %u of stall %llu: frame 0 is stallcap's %s",
 				       r->sample_index, (unsigned long long)r->stall_id, fn);
 				sc_log_sample(&self->ks, r);
@@ -222,6 +273,66 @@ TEST_F(nmi_irq, nmi_on_top_of_an_interrupt_is_not_the_threads_frame_0)
 	EXPECT_LE(MIN_NMI_SAMPLES, nmi) TH_LOG("too few NMI samples to judge");
 	EXPECT_EQ(0, own);
 	EXPECT_GT(nmi / 10, irq_flag) TH_LOG("more than one NMI in ten reported an interrupt");
+}
+
+/* Until *@stop: migrate between CPU 1 and CPU 0 (the timer's) again and again. */
+static void ping_pong(const volatile int *stop)
+{
+	for (int cpu = 1; !__atomic_load_n(stop, __ATOMIC_ACQUIRE); cpu = !cpu)
+		sc_pin_self(cpu);
+}
+
+/*
+ * The timer on CPU 0 sends an NMI to CPU 1; the thread has moved on
+ * (MISMATCH), and when the timer looks again it runs on CPU 0, under the
+ * timer itself: it must be captured from the registers the timer
+ * interrupted, not read "as blocked" from the timer's own frame (whose
+ * frame 0 is stallcap's unwinder).
+ */
+TEST_F(nmi_irq, thread_migrating_onto_the_timers_cpu_is_not_read_from_the_timers_frame)
+{
+	size_t samples = 0, migrated = 0, migrated_local = 0, own = 0;
+	uint64_t end = sc_now_ns() + SC_MS(BUDGET_MS);
+	struct sc_records rs = {};
+
+	for (int i = 0; i < STALLS || (migrated_local < 10 && sc_now_ns() < end); i++) {
+		struct sc_stopper st = { .cpu = -1 };
+		int ret;
+
+		ASSERT_EQ(0, sc_pin_self(0));
+		ASSERT_EQ(0, sc_stopper_start(&st, self->s.fd, SC_MAX_SAMPLES, SC_WAIT_MS));
+		ret = sc_arm(self->s.fd, SC_MS(1), 0, TAG + 2);
+		if (!ret)
+			ping_pong(&st.stop);
+		sc_stopper_join(&st);
+		ASSERT_EQ(0, ret);
+		ASSERT_EQ(0, sc_disarm(self->s.fd));
+		ASSERT_LE(0, sc_ring_collect(&self->s, &rs, STALLCAP_REC_STALL_END,
+					     sc_records_count(&rs, STALLCAP_REC_STALL_END) + 1,
+					     SC_WAIT_MS));
+		for (size_t j = 0; j < rs.n; j++) {
+			const struct stallcap_sample *r = (const void *)rs.rec[j];
+
+			if (r->hdr.type != STALLCAP_REC_SAMPLE || r->user_tag != TAG + 2)
+				continue;
+			samples++;
+			if (r->flags & STALLCAP_SAMPLE_MIGRATED) {
+				migrated++;
+				migrated_local += r->path == STALLCAP_PATH_LOCAL;
+			}
+			if (own_frame0(self, r) && ++own <= 3) {
+				TH_LOG("sample %u of stall %llu: frame 0 is stallcap's %s",
+				       r->sample_index, (unsigned long long)r->stall_id,
+				       sc_ksym_name(&self->ks, sc_kernel_ips(r)[0]));
+				sc_log_sample(&self->ks, r);
+			}
+		}
+		sc_records_free(&rs);
+		memset(&rs, 0, sizeof(rs));
+	}
+	TH_LOG("%zu samples: %zu read after migrations, %zu of them under the timer, %zu with a stallcap function as frame 0",
+	       samples, migrated, migrated_local, own);
+	EXPECT_EQ(0, own);
 }
 
 TEST_HARNESS_MAIN
