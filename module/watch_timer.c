@@ -337,12 +337,20 @@ read_here:
 static enum hrtimer_restart deadline_passed(struct stallcap_watch *w, u64 now)
 {
 	struct stallcap_session *sess = w->sess;
-	u64 used;
+	u64 used, cpu;
 
 	if (program_changed(w))
 		return HRTIMER_NORESTART;	/* the exec probe ends the watch */
 	if (w->flags & STALLCAP_ARM_CPUTIME) {
-		used = stallcap_task_cputime(w->task) - w->cpu_base;
+		/*
+		 * The base may hold a running slice estimated from
+		 * sched_clock, a little ahead of what the scheduler (on its
+		 * rq clock) later adds for that slice: a sleeping thread can
+		 * read a few microseconds below its base.  That is no time
+		 * used, not 2^64 ns of it.
+		 */
+		cpu = stallcap_task_cputime(w->task);
+		used = cpu > w->cpu_base ? cpu - w->cpu_base : 0;
 		if (used < w->timeout_ns)
 			return restart_at(w, now + w->timeout_ns - used);
 	}

@@ -248,7 +248,14 @@ TEST_F(arm, cputime_watch_blames_spinning_not_sleeping)
 	EXPECT_EQ(STALLCAP_CLOCK_CPUTIME, r->clock);
 	EXPECT_EQ(self->timeout, r->timeout_ns);
 	EXPECT_EQ(TAG + 5, r->user_tag);
-	EXPECT_EQ(STALLCAP_STATE_RUNNING, r->state);
+	/*
+	 * Over budget while on its CPU, or preempted from the spin by another
+	 * thread of the guest just as the budget ran out: either way the
+	 * thread's own frame 0 is the spin, never a sleep.
+	 */
+	EXPECT_TRUE(r->state == STALLCAP_STATE_RUNNING ||
+		    r->state == STALLCAP_STATE_RUNNABLE)
+		TH_LOG("state %u", r->state);
 	EXPECT_TRUE(sc_ip_in_fn(sc_regs(r)->ip, spin_in_user));
 	/* the rest of the budget was spent spinning (1 ms for accounting) */
 	if (used < self->timeout)

@@ -9,29 +9,46 @@ need stallcap event_loop
 
 in_handler() { usyms "$1" | in_order handle_tick main; }
 
-stallcap record -o "$work/hb.data" -- event_loop -n 15 -t 20 -s 80
+# stalls_match OUT JSON LATE_MS: one ended stall per iteration that the
+# program itself measured busy past its 20 ms threshold by more than LATE_MS
+# (how late the mode may detect), none for one under the threshold; the
+# ones in between (a TCG guest preempts a 1 ms handler, too) may go either
+# way.
+stalls_match() {
+	must=$(awk -v l="$3" '$4 == "busy" && $5 > (20 + l) * 1000' "$1" | grep -c .)
+	maybe=$(awk -v l="$3" '$4 == "busy" && $5 > 20000 && $5 <= (20 + l) * 1000' "$1" | grep -c .)
+	ended=$(grep -c '"type":"stall_end"' "$2")
+	stalls=$(grep '"type":"sample"' "$2" | grep -c '"sample_index":0[,}]')
+	echo "# $1: $must stalls due, $maybe may be, $ended ended, $stalls first samples"
+	[ "$must" -ge 3 ] && [ "$ended" -ge "$must" ] &&
+		[ "$ended" -le $((must + maybe)) ] && [ "$stalls" = "$ended" ]
+}
+
+stallcap record -o "$work/hb.data" -- event_loop -n 15 -t 20 -s 80 >"$work/hb.out"
 check "heartbeat: record exits 0" [ $? = 0 ]
 stallcap report -f json "$work/hb.data" >"$work/hb.json"
 check "heartbeat: stalls reported with the heartbeat clock" grep -q '"clock":"heartbeat"' "$work/hb.json"
 check "heartbeat: caught in handle_tick" any_sample "$work/hb.json" event_loop in_handler
+# a heartbeat is checked every threshold / 4
+check "heartbeat: one stall per busy iteration" stalls_match "$work/hb.out" "$work/hb.json" 15
 
-stallcap record -o "$work/dl.data" -- event_loop -d -n 15 -t 20 -s 80
+stallcap record -o "$work/dl.data" -- event_loop -d -n 15 -t 20 -s 80 >"$work/dl.out"
 check "deadline: record exits 0" [ $? = 0 ]
 stallcap report -f json "$work/dl.data" >"$work/dl.json"
 check "deadline: caught in handle_tick" any_sample "$work/dl.json" event_loop in_handler
 check "deadline: idle waits are not reported" \
 	sh -c "! grep '\"type\":\"sample\"' '$work/dl.json' | grep -q epoll_wait"
+check "deadline: one stall per busy iteration" stalls_match "$work/dl.out" "$work/dl.json" 10
 
-stallcap record -o "$work/sd.data" -- event_loop -S -n 15 -t 20 -s 80
+stallcap record -o "$work/sd.data" -- event_loop -S -n 15 -t 20 -s 80 >"$work/sd.out"
 check "shared deadline: record exits 0" [ $? = 0 ]
 stallcap report -f json "$work/sd.data" >"$work/sd.json"
 check "shared deadline: stalls reported with the shared clock" grep -q '"clock":"shared"' "$work/sd.json"
 check "shared deadline: caught in handle_tick" any_sample "$work/sd.json" event_loop in_handler
 check "shared deadline: idle waits are not reported" \
 	sh -c "! grep '\"type\":\"sample\"' '$work/sd.json' | grep -q epoll_wait"
-# three slow handlers of 80 ms over a 20 ms deadline: three stalls, each ended
-check "shared deadline: every slow handler is one stall that ended" \
-	[ "$(grep -c '"type":"stall_end"' "$work/sd.json")" = 3 ]
+# three slow handlers of 80 ms over a 20 ms deadline: (at least) three stalls
+check "shared deadline: one stall per busy iteration" stalls_match "$work/sd.out" "$work/sd.json" 10
 
 # the library opens its session O_CLOEXEC (flags in fdinfo are octal)
 event_loop -S -n 30 >/dev/null &

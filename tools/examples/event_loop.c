@@ -129,10 +129,13 @@ int main(int argc, char **argv)
 	timerfd_settime(tfd, 0, &its, NULL);
 	epoll_ctl(ep, EPOLL_CTL_ADD, tfd, &ev);
 	while (n < ticks) {
+		unsigned long long busy_from;	/* then: how long */
+
 		if (beat)
 			stallcap_beat_idle(beat);	/* waiting by design */
 		if (epoll_wait(ep, &ev, 1, -1) < 1)
 			continue;
+		busy_from = now_ns();
 		if (beat)
 			stallcap_beat_busy(beat);
 		else if (shared)
@@ -147,6 +150,11 @@ int main(int argc, char **argv)
 			stallcap_deadline_idle(shared);	/* waiting by design: one store */
 		else
 			stallcap_watch_disarm(s);
+		/* the ground truth a test compares stallcap's findings with */
+		busy_from = now_ns() - busy_from;
+		if (busy_from >= threshold_ns / 2)
+			printf("event_loop: iteration %lu busy %llu us\n", n,
+			       busy_from / 1000);
 		if (own_ring && stallcap_session_ring(s))
 			stallcap_ring_consume(s, show, NULL);
 	}
