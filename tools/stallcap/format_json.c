@@ -71,7 +71,8 @@ static void frames(FILE *out, const char *key, const struct sc_frame *f, int n)
 			fprintf(out, ",\"dso_off\":%llu", (unsigned long long)f[i].dso_off);
 		fputs(",\"file\":", out);
 		json_str(out, f[i].file);
-		fprintf(out, ",\"line\":%d}", f[i].line);
+		fprintf(out, ",\"line\":%d,\"inlined\":%s}", f[i].line,
+			f[i].inlined ? "true" : "false");
 	}
 	fputc(']', out);
 }

@@ -9,7 +9,8 @@
  *       kernel:
  *         #0  0xffffffff81234567  do_sys_poll+0x2f1
  *       user:
- *         #0  0x000055d4c2a1b2c3  handle_event+0x1c  server.c:41  [fp] server
+ *         #0  0x000055d4c2a1b2c3  parse_header  http.h:12  [inlined] server
+ *         #1  0x000055d4c2a1b2c3  handle_event+0x1c  server.c:41  [fp] server
  *     sample 1 at ... (+25.0 ms), running in kernel: same stacks as sample 0
  *
  * Ids are the ones of the session's pid namespace, followed by the initial
@@ -79,7 +80,8 @@ void sc_frame_line(FILE *out, const struct sc_frame *f, int i)
 	fprintf(out, "      #%-2d 0x%016llx  ", i, (unsigned long long)f->addr);
 	if (f->sym) {
 		text_str(out, f->sym);
-		fprintf(out, "+0x%llx", (unsigned long long)f->off);
+		if (!f->inlined)
+			fprintf(out, "+0x%llx", (unsigned long long)f->off);
 	} else if (f->dso && f->method != SC_METHOD_KERNEL) {
 		text_str(out, base_name(f->dso));
 		fprintf(out, "+0x%llx", (unsigned long long)f->dso_off);
@@ -98,7 +100,7 @@ void sc_frame_line(FILE *out, const struct sc_frame *f, int i)
 			fputc(']', out);
 		}
 	} else {
-		fprintf(out, "  [%s]", sc_method_name(f->method));
+		fprintf(out, "  [%s]", f->inlined ? "inlined" : sc_method_name(f->method));
 		if (f->dso) {
 			fputc(' ', out);
 			text_str(out, base_name(f->dso));

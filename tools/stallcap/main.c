@@ -15,6 +15,7 @@ static const struct {
 	{ "record", cmd_record, "follow a session's records live and write them to a file" },
 	{ "report", cmd_report, "print stalls, symbolized, from a file or live" },
 	{ "stats", cmd_stats, "print the module's or a session's counters" },
+	{ "archive", cmd_archive, "pack the binaries and debug files a record needs" },
 };
 
 static void usage(FILE *out)

@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "tool.h"
@@ -47,12 +48,17 @@ static const char report_help[] =
 "                       profile.proto for go tool pprof; use -o FILE) or\n"
 "                       html (flame graph of stalled time + stalls per thread)\n"
 "      --no-dwarf       user stacks from the frame-pointer walk only\n"
+"      --no-demangle    C++ symbols as the ELF file spells them (_ZN...)\n"
+"      --no-inline      no frames for functions inlined at an address\n"
+"      --symfs DIR      look for binaries under DIR (DIR/usr/bin/x...) and\n"
+"                       for debug files under DIR/usr/lib/debug first\n"
 "  -k, --kallsyms FILE  kernel symbols from FILE (default: the file's own,\n"
 "                       then /proc/kallsyms if recorded on this boot)\n"
 "      --top[=N]        culprit stacks ranked by stalled time (the N first),\n"
 "                       then stall durations per process, thread and tag\n"
 "      --group-by G     --top groups by: both (user and kernel stack, default),\n"
-"                       kernel, user, or state\n"
+"                       kernel, user, state, or verdict (why it stalled:\n"
+"                       runnable: preempted by X, blocked on futex...)\n"
 "  -o, --output FILE    write the report to FILE\n"
 "  -u, --utc            wall-clock times in UTC (default: local time)\n"
 FILTER_HELP
@@ -60,12 +66,15 @@ FILTER_HELP
 COLLECT_HELP
 "  -h, --help           this text\n";
 
-enum { OPT_NO_DWARF = 0x100, OPT_TOP, OPT_GROUP_BY };
+enum { OPT_NO_DWARF = 0x100, OPT_TOP, OPT_GROUP_BY, OPT_NO_DEMANGLE, OPT_NO_INLINE, OPT_SYMFS };
 
 static const struct option report_options[] = {
 	{ "input", required_argument, NULL, 'i' },
 	{ "format", required_argument, NULL, 'f' },
 	{ "no-dwarf", no_argument, NULL, OPT_NO_DWARF },
+	{ "no-demangle", no_argument, NULL, OPT_NO_DEMANGLE },
+	{ "no-inline", no_argument, NULL, OPT_NO_INLINE },
+	{ "symfs", required_argument, NULL, OPT_SYMFS },
 	{ "kallsyms", required_argument, NULL, 'k' },
 	{ "output", required_argument, NULL, 'o' },
 	{ "utc", no_argument, NULL, 'u' },
@@ -264,6 +273,13 @@ static int parse_count(const char *arg, unsigned int *n)
 	return 0;
 }
 
+static bool is_dir(const char *path)
+{
+	struct stat st;
+
+	return !stat(path, &st) && S_ISDIR(st.st_mode);
+}
+
 static int parse_format(const char *arg, enum report_format *fmt)
 {
 	if (!strcmp(arg, "text"))
@@ -306,7 +322,8 @@ int cmd_report(int argc, char **argv)
 		.sink = { on_record, on_proc, on_ksym, on_lost, on_vdso, on_info, on_flush },
 		.out = stdout,
 	};
-	const char *in = NULL, *kallsyms = NULL, *outpath = NULL;
+	const char *in = NULL, *kallsyms = NULL, *outpath = NULL, *symfs = NULL;
+	bool demangle = true, inlines = true;
 	struct collect_opts o;
 	int opt, ret, status, i;
 
@@ -338,6 +355,15 @@ int cmd_report(int argc, char **argv)
 		case OPT_NO_DWARF:
 			rp.r.unwind_flags |= UNWIND_NO_DWARF;
 			break;
+		case OPT_NO_DEMANGLE:
+			demangle = false;
+			break;
+		case OPT_NO_INLINE:
+			inlines = false;
+			break;
+		case OPT_SYMFS:
+			symfs = optarg;
+			break;
 		case 'k':
 			kallsyms = optarg;
 			break;
@@ -359,7 +385,7 @@ int cmd_report(int argc, char **argv)
 			break;
 		case OPT_GROUP_BY:
 			if (parse_group_by(optarg, &rp.group_by)) {
-				warnx_("unknown --group-by '%s' (both, kernel, user, state)", optarg);
+				warnx_("unknown --group-by '%s' (both, kernel, user, state, verdict)", optarg);
 				return 2;
 			}
 			break;
@@ -389,6 +415,10 @@ int cmd_report(int argc, char **argv)
 	}
 	if (filter_finish(&rp.filt))
 		return 2;
+	if (symfs && !is_dir(symfs)) {
+		warnx_("--symfs %s: not a directory", symfs);
+		return 2;
+	}
 	if (outpath && !(rp.out = fopen(outpath, "we"))) {
 		warnx_("%s: %m", outpath);
 		return 1;
@@ -403,6 +433,10 @@ int cmd_report(int argc, char **argv)
 	rp.r.live_path = kallsyms ? kallsyms : "/proc/kallsyms";
 	rp.same_boot = rp.live || kallsyms;
 	if (!rp.r.ks || !rp.r.us || !rp.fo || !rp.sm || !rp.pp || !rp.html)
+		return 1;
+	usyms_set_demangle(rp.r.us, demangle);
+	usyms_set_inline(rp.r.us, inlines);
+	if (symfs && usyms_set_symfs(rp.r.us, symfs))
 		return 1;
 	ret = run(&rp, &o, in ? in : "stallcap.data", &status);
 	if (kallsyms)

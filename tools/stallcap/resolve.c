@@ -192,25 +192,42 @@ static void resolve_kernel(struct resolver *r, const struct stallcap_sample_view
 	}
 }
 
+/*
+ * Symbolize the @n user frames of @raw into @out (room for SC_MAX_UFRAMES),
+ * each preceded by the functions inlined at its address; every frame of
+ * @raw is kept, inline ones while there is room.  Returns the frames in @out.
+ */
+static int resolve_user(struct resolver *r, __u32 pid, struct sc_frame *raw, int n,
+			struct sc_frame *out)
+{
+	int i, k = 0;
+
+	for (i = 0; i < n; i++) {
+		usyms_resolve(r->us, pid, &raw[i]);
+		k += usyms_inlines(r->us, pid, &raw[i], out + k, SC_MAX_UFRAMES - k - (n - i));
+		out[k++] = raw[i];
+	}
+	return k;
+}
+
 /* A task section's frames: kernel ones by symbol, user ones in its process. */
-static void resolve_task(struct resolver *r, const struct stallcap_task_view *tv,
+static void resolve_task(struct sc_rstall *rs, const struct stallcap_task_view *tv,
 			 struct sc_rtask *rt)
 {
 	struct stallcap_sample_view kv = { .kernel_ips = tv->kernel_ips };
 	int i;
 
 	rt->nk = (int)tv->nr_kernel;
-	rt->nu = (int)tv->nr_user;
-	resolve_kernel(r, &kv, rt->f, rt->nk);
-	for (i = 0; i < rt->nu; i++) {
-		struct sc_frame *f = &rt->f[rt->nk + i];
+	resolve_kernel(rs->r, &kv, rt->f, rt->nk);
+	for (i = 0; i < (int)tv->nr_user; i++) {
+		struct sc_frame *f = &rs->rbuf[i];
 
 		memset(f, 0, sizeof(*f));
 		f->addr = tv->user_ips[i];
 		f->method = SC_METHOD_FP;
 		f->is_return = i > 0;
-		usyms_resolve(r->us, tv->t.pid, f);
 	}
+	rt->nu = resolve_user(rs->r, tv->t.pid, rs->rbuf, (int)tv->nr_user, rt->f + rt->nk);
 }
 
 /* Resolve @m into rs->cur, in the stall's reused frame buffers. */
@@ -226,19 +243,19 @@ static void resolve_sample(struct sc_rstall *rs, const struct sc_sample *m)
 	c->uf = rs->ubuf;
 	c->nk = (int)m->v.nr_kernel;
 	resolve_kernel(r, &m->v, c->kf, c->nk);
-	c->nu = unwind_user(r->us, uv, r->unwind_flags, c->uf, STALLCAP_MAX_FRAMES);
-	for (i = 0; i < c->nu; i++)
-		usyms_resolve(r->us, uv->s.pid, &c->uf[i]);
+	i = unwind_user(r->us, uv, r->unwind_flags, rs->rbuf, STALLCAP_MAX_FRAMES);
+	c->nu = resolve_user(r, uv->s.pid, rs->rbuf, i, c->uf);
 	for (i = 0; i < (int)m->v.nr_tasks && i < STALLCAP_VIEW_MAX_TASKS; i++) {
 		c->tasks[i].f = rs->tbuf[i];
-		resolve_task(r, &m->v.tasks[i], &c->tasks[i]);
+		resolve_task(rs, &m->v.tasks[i], &c->tasks[i]);
 	}
 }
 
 /*
- * One stall's frames are resolved sample after sample into two buffers of
- * STALLCAP_MAX_FRAMES frames (a record never holds more): memory does not
- * grow with the number of samples.
+ * One stall's frames are resolved sample after sample into buffers of
+ * STALLCAP_MAX_FRAMES frames (a record never holds more; user frames with
+ * their inline frames, SC_MAX_UFRAMES): memory does not grow with the number
+ * of samples.
  */
 int resolve_stall(struct resolver *r, const struct sc_stall *st, struct sc_rstall *out)
 {
@@ -260,12 +277,13 @@ int resolve_stall(struct resolver *r, const struct sc_stall *st, struct sc_rstal
 		out->nr++;
 	}
 	out->kbuf = calloc(STALLCAP_MAX_FRAMES, sizeof(*out->kbuf));
-	out->ubuf = calloc(STALLCAP_MAX_FRAMES, sizeof(*out->ubuf));
-	if (!out->kbuf || !out->ubuf)
+	out->ubuf = calloc(SC_MAX_UFRAMES, sizeof(*out->ubuf));
+	out->rbuf = calloc(STALLCAP_MAX_FRAMES, sizeof(*out->rbuf));
+	if (!out->kbuf || !out->ubuf || !out->rbuf)
 		return -ENOMEM;
 	for (i = 0; i < STALLCAP_VIEW_MAX_TASKS; i++) {
 		/* a task section holds at most this many frames of each kind */
-		out->tbuf[i] = calloc(2 * STALLCAP_MAX_FRAMES, sizeof(*out->tbuf[i]));
+		out->tbuf[i] = calloc(STALLCAP_MAX_FRAMES + SC_MAX_UFRAMES, sizeof(*out->tbuf[i]));
 		if (!out->tbuf[i])
 			return -ENOMEM;
 	}
@@ -301,6 +319,7 @@ void resolve_stall_free(struct sc_rstall *rs)
 
 	free(rs->kbuf);
 	free(rs->ubuf);
+	free(rs->rbuf);
 	for (i = 0; i < STALLCAP_VIEW_MAX_TASKS; i++)
 		free(rs->tbuf[i]);
 	memset(rs, 0, sizeof(*rs));

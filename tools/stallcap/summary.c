@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "tool.h"
+#include "why.h"
 
 #define HIST_BUCKETS	12	/* <1ms, <2, <4 ... <1024ms, >= 1024 ms */
 
@@ -168,6 +169,17 @@ void sc_stack_key(FILE *m, const struct sc_rsample *r, bool user, bool kernel)
 		fputs(kernel && !user ? "[no kernel stack]" : "[no stack]", m);
 }
 
+/* the kind of verdict of the sample (why.c), e.g. "runnable: preempted by hog (SCHED_FIFO 50)" */
+static void verdict_key(FILE *m, const struct sc_rsample *r)
+{
+	struct why_input in;
+	char buf[512];
+
+	why_from_view(&in, &r->smp->v);
+	why_verdict_class(&in, buf, sizeof(buf));
+	folded_str(m, buf);
+}
+
 static int key_of(const struct summary *sm, const struct sc_rsample *r, char **buf,
 		  size_t *len)
 {
@@ -177,6 +189,8 @@ static int key_of(const struct summary *sm, const struct sc_rsample *r, char **b
 		return -ENOMEM;
 	if (sm->by == SC_GROUP_STATE)
 		fputs(sc_state_name(r->smp->v.s.state), m);
+	else if (sm->by == SC_GROUP_VERDICT)
+		verdict_key(m, r);
 	else
 		sc_stack_key(m, r, sm->by != SC_GROUP_KERNEL, sm->by != SC_GROUP_USER);
 	return fclose(m) ? -ENOMEM : 0;
@@ -448,6 +462,7 @@ static const char *const group_name[] = {
 	[SC_GROUP_KERNEL] = "kernel stack",
 	[SC_GROUP_USER] = "user stack",
 	[SC_GROUP_STATE] = "thread state",
+	[SC_GROUP_VERDICT] = "verdict",
 };
 
 /* Print the @top first groups (0: all) and the histograms. */
@@ -532,6 +547,8 @@ int parse_group_by(const char *arg, enum sc_group_by *by)
 		*by = SC_GROUP_USER;
 	else if (!strcmp(arg, "state"))
 		*by = SC_GROUP_STATE;
+	else if (!strcmp(arg, "verdict"))
+		*by = SC_GROUP_VERDICT;
 	else
 		return -EINVAL;
 	return 0;

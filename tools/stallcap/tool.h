@@ -212,7 +212,54 @@ struct sc_frame {
 	__u64 dso_off;		/* user: offset in the mapped file */
 	const char *file;	/* source file, or NULL */
 	int line;
+	bool inlined;		/* a function inlined at addr (DWARF), shown
+				 * before the frame of the function it is in */
 };
+
+/* ---- display names: unversioned, demangled (names.c) ---- */
+
+struct sc_names;
+struct sc_names *sc_names_new(void);
+void sc_names_free(struct sc_names *n);
+void sc_names_set_demangle(struct sc_names *n, bool on);
+const char *sc_names_get(struct sc_names *n, const char *raw, bool versioned);
+
+/* ---- what a user address is, cached (addrinfo.c) ---- */
+
+/**
+ * struct sc_addrinfo - a user address looked up
+ * @sym: its ELF symbol (display name), or NULL; @sym_start: where it starts
+ * @file, @line: the address's source line, in the function @sym (the
+ *	outermost call site when code is inlined there), or NULL
+ * @inl: the functions inlined at the address, innermost first, each at its
+ *	source line (the innermost at the address's own line)
+ */
+struct sc_addrinfo {
+	__u64 addr;
+	const char *sym;
+	__u64 sym_start;
+	const char *file;
+	int line;
+	int ninl;
+	struct {
+		const char *sym, *file;
+		int line;
+	} inl[];
+};
+
+struct addrinfo_cache;
+struct Dwfl;
+struct addrinfo_cache *addrinfo_new(void);
+void addrinfo_clear(struct addrinfo_cache *c);
+void addrinfo_free(struct addrinfo_cache *c);
+const struct sc_addrinfo *addrinfo_get(struct addrinfo_cache *c, struct Dwfl *d, __u64 a,
+				       struct sc_names *names, bool inlines);
+
+/* ---- inline frames (inline.c) ---- */
+
+struct Dwfl_Module;
+int dw_inline_frames(struct Dwfl_Module *mod, __u64 a, struct sc_names *names,
+		     struct sc_frame *f, struct sc_frame *out, int max);
 
 /* ---- user symbols and unwinding (usyms.c, unwind.c) ---- */
 
@@ -222,6 +269,11 @@ void usyms_free(struct usyms *u);
 int usyms_add_proc(struct usyms *u, const struct sc_proc *p);
 void usyms_set_vdso(struct usyms *u, const void *img, size_t len);
 void usyms_resolve(struct usyms *u, __u32 pid, struct sc_frame *f);
+int usyms_inlines(struct usyms *u, __u32 pid, struct sc_frame *f, struct sc_frame *out,
+		  int max);
+void usyms_set_demangle(struct usyms *u, bool on);
+void usyms_set_inline(struct usyms *u, bool on);
+int usyms_set_symfs(struct usyms *u, const char *dir);
 const struct sc_proc *usyms_proc(struct usyms *u, __u32 pid);
 struct sc_proc *sc_proc_dup(const struct sc_proc *p);
 
@@ -294,6 +346,9 @@ bool stall_defer_pending(const struct sc_stall *s);
 
 /* ---- resolving a stall for the formatters, one sample at a time (resolve.c) ---- */
 
+/* user frames shown for one stack at most: unwound ones with inline ones */
+#define SC_MAX_UFRAMES	(4 * STALLCAP_MAX_FRAMES)
+
 /* the frames of a task section (runner, lock owner), resolved */
 struct sc_rtask {
 	struct sc_frame *f;	/* nk kernel frames, then nu user frames */
@@ -331,6 +386,7 @@ struct sc_rstall {
 	const struct sc_sample *next;
 	bool started;
 	struct sc_frame *kbuf, *ubuf;
+	struct sc_frame *rbuf;	/* user frames as unwound, before inline ones */
 	struct sc_frame *tbuf[STALLCAP_VIEW_MAX_TASKS];
 	__s64 rt_offset_ns;	/* CLOCK_REALTIME - CLOCK_MONOTONIC for this stall */
 	bool rt_known;		/* rt_offset_ns is known */
@@ -410,7 +466,8 @@ void json_strn(FILE *out, const char *s, size_t n);
 
 /* ---- aggregation (summary.c) and filters (filter.c) ---- */
 
-enum sc_group_by { SC_GROUP_BOTH, SC_GROUP_KERNEL, SC_GROUP_USER, SC_GROUP_STATE };
+enum sc_group_by { SC_GROUP_BOTH, SC_GROUP_KERNEL, SC_GROUP_USER, SC_GROUP_STATE,
+		   SC_GROUP_VERDICT };
 struct summary;
 struct summary *summary_new(enum sc_group_by by);
 void summary_add_stall(struct summary *sm, struct sc_rstall *rs);
@@ -508,6 +565,7 @@ void hint_no_watch(__u64 records);
 int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
+int cmd_archive(int argc, char **argv);
 int exit_code(int ret, const struct collect_opts *o, int status);
 
 #endif /* STALLCAP_TOOL_H */

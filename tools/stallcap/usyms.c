@@ -7,6 +7,13 @@
  * load bias the mapping implies.  A file whose build-id differs from the one
  * recorded is replaced by /usr/lib/debug/.build-id/xx/yyyy.debug when that
  * exists, else left out (its frames stay unresolved rather than wrong).
+ *
+ * With --symfs DIR, as perf's, a file is looked for as DIR/path first, and
+ * debug files under DIR/usr/lib/debug first: elfutils' standard
+ * find_debuginfo, with that directory in its debuginfo_path, finds them by
+ * build-id (.build-id/xx/yyyy.debug) and by .gnu_debuglink (DIR/usr/lib/
+ * debug/usr/bin/x.debug: it tries the file's directory without the leading
+ * DIR components too).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,17 +37,19 @@ struct uproc {
 	struct sc_proc *proc;		/* newest snapshot, older ones chained */
 	struct unwind_state uw;
 	bool dirty;			/* snapshot added since uw.dwfl was built */
+	struct addrinfo_cache *ac;	/* addresses looked up in uw.dwfl */
 	struct uproc *next;
 };
 
 struct usyms {
 	struct uproc *procs;
 	struct htab by_pid;
-	char **names;			/* symbol names without @VERSION, owned */
-	size_t nnames;
+	struct sc_names *names;		/* display names */
 	void *vdso;
 	size_t vdso_len;
-	char *debuginfo_path;
+	char *debuginfo_path;		/* NULL: elfutils' default */
+	char *symfs;			/* --symfs, or NULL */
+	bool no_inline;
 	Dwfl_Callbacks cb;
 };
 
@@ -53,8 +62,53 @@ struct usyms *usyms_new(void)
 	u->cb.find_elf = dwfl_build_id_find_elf;
 	u->cb.find_debuginfo = dwfl_standard_find_debuginfo;
 	u->cb.debuginfo_path = &u->debuginfo_path;
+	u->names = sc_names_new();
+	if (!u->names) {
+		free(u);
+		return NULL;
+	}
 	htab_init(&u->by_pid);
 	return u;
+}
+
+static void mark_dirty(struct usyms *u)
+{
+	struct uproc *p;
+
+	for (p = u->procs; p; p = p->next)
+		p->dirty = true;
+}
+
+/* C++ names demangled (default) or shown as the ELF file has them */
+void usyms_set_demangle(struct usyms *u, bool on)
+{
+	sc_names_set_demangle(u->names, on);
+}
+
+/* functions inlined at an address shown as frames of their own (default) */
+void usyms_set_inline(struct usyms *u, bool on)
+{
+	u->no_inline = !on;
+}
+
+/**
+ * usyms_set_symfs() - look for files under @dir first (as perf --symfs):
+ * DIR/path for a mapped file, DIR/usr/lib/debug for debug files.  0 or -ENOMEM.
+ */
+int usyms_set_symfs(struct usyms *u, const char *dir)
+{
+	char *s = strdup(dir), *path = NULL;
+
+	if (!s || asprintf(&path, ":.debug:%s/usr/lib/debug:/usr/lib/debug", dir) < 0) {
+		free(s);
+		return -ENOMEM;
+	}
+	free(u->symfs);
+	free(u->debuginfo_path);
+	u->symfs = s;
+	u->debuginfo_path = path;
+	mark_dirty(u);
+	return 0;
 }
 
 void usyms_free(struct usyms *u)
@@ -67,42 +121,21 @@ void usyms_free(struct usyms *u)
 		n = p->next;
 		if (p->uw.dwfl)
 			dwfl_end(p->uw.dwfl);
+		addrinfo_free(p->ac);
 		sc_proc_free(p->proc);
 		free(p);
 	}
-	while (u->nnames)
-		free(u->names[--u->nnames]);
-	free(u->names);
+	sc_names_free(u->names);
+	free(u->symfs);
+	free(u->debuginfo_path);
 	free(u->vdso);
 	htab_free(&u->by_pid);
 	free(u);
 }
 
-/* "__libc_start_main@@GLIBC_2.34" is shown as __libc_start_main. */
-static const char *unversioned(struct usyms *u, const char *name)
-{
-	size_t len = strcspn(name, "@"), i;
-	char **names;
-
-	if (!name[len] || !len)
-		return name;
-	for (i = 0; i < u->nnames; i++)
-		if (!strncmp(u->names[i], name, len) && !u->names[i][len])
-			return u->names[i];
-	names = realloc(u->names, (u->nnames + 1) * sizeof(*names));
-	if (!names)
-		return name;
-	u->names = names;
-	names[u->nnames] = strndup(name, len);
-	return names[u->nnames] ? names[u->nnames++] : name;
-}
-
 void usyms_set_vdso(struct usyms *u, const void *img, size_t len)
 {
-	struct uproc *p;
-
-	for (p = u->procs; p; p = p->next)
-		p->dirty = true;
+	mark_dirty(u);
 	free(u->vdso);
 	u->vdso = len ? malloc(len) : NULL;
 	if (u->vdso)
@@ -203,22 +236,52 @@ out:
 	return ret;
 }
 
-static int open_matching(const struct sc_map *m, char *used, size_t usedlen)
+/* whether @path is the file @m mapped (same build-id, or none recorded) */
+static bool same_file(const char *path, const struct sc_map *m)
 {
 	__u8 id[SC_BUILD_ID_MAX];
-	__u32 len = 0, i;
-	int fd, n;
+	__u32 len = 0;
 
-	snprintf(used, usedlen, "%s", m->path);
-	if (!m->build_id_len || (!elf_file_build_id(m->path, id, &len) &&
-				 len == m->build_id_len &&
-				 !memcmp(id, m->build_id, len)))
-		return open_regular(m->path);
-	n = snprintf(used, usedlen, "/usr/lib/debug/.build-id/%02x/", m->build_id[0]);
-	for (i = 1; i < m->build_id_len && n + 3 < (int)usedlen; i++)
+	if (!m->build_id_len)
+		return !access(path, R_OK);
+	return !elf_file_build_id(path, id, &len) && len == m->build_id_len &&
+	       !memcmp(id, m->build_id, len);
+}
+
+/* @root/usr/lib/debug/.build-id/xx/yyyy.debug of @m's build-id */
+static int open_build_id(const char *root, const struct sc_map *m, char *used, size_t usedlen)
+{
+	__u32 i;
+	int n;
+
+	n = snprintf(used, usedlen, "%s/usr/lib/debug/.build-id/%02x/", root, m->build_id[0]);
+	for (i = 1; i < m->build_id_len && n > 0 && n + 3 < (int)usedlen; i++)
 		n += snprintf(used + n, usedlen - n, "%02x", m->build_id[i]);
+	if (n <= 0 || n + 7 > (int)usedlen)
+		return -1;
 	snprintf(used + n, usedlen - n, ".debug");
-	fd = open_regular(used);
+	return open_regular(used);
+}
+
+/*
+ * The file @m mapped: under --symfs, then at its path, then (a build-id
+ * recorded) the debug file of that build-id; its path in @used.
+ */
+static int open_matching(struct usyms *u, const struct sc_map *m, char *used, size_t usedlen)
+{
+	int fd;
+
+	if (u->symfs) {
+		snprintf(used, usedlen, "%s%s", u->symfs, m->path);
+		if (same_file(used, m))
+			return open_regular(used);
+	}
+	snprintf(used, usedlen, "%s", m->path);
+	if (same_file(used, m) || !m->build_id_len)
+		return open_regular(used);
+	fd = u->symfs ? open_build_id(u->symfs, m, used, usedlen) : -1;
+	if (fd < 0)
+		fd = open_build_id("", m, used, usedlen);
 	if (fd < 0) {
 		warnx_("%s: build-id differs from the recorded one, frames left unresolved",
 		       m->path);
@@ -253,7 +316,7 @@ static void report_map(struct usyms *u, Dwfl *d, const struct sc_map *m)
 		fd = vdso_fd(u);
 		snprintf(used, sizeof(used), "[vdso]");
 	} else if (m->path[0] == '/') {
-		fd = open_matching(m, used, sizeof(used));
+		fd = open_matching(u, m, used, sizeof(used));
 	} else {
 		return;
 	}
@@ -359,6 +422,7 @@ struct unwind_state *usyms_unwind_state(struct usyms *u, __u32 pid)
 	if (!p)
 		return NULL;
 	if (p->dirty || !p->uw.dwfl) {
+		addrinfo_clear(p->ac);	/* it points into the old Dwfl */
 		if (p->uw.dwfl)
 			dwfl_end(p->uw.dwfl);
 		p->uw.dwfl = build_dwfl(u, p);
@@ -384,42 +448,71 @@ void usyms_resolve(struct usyms *u, __u32 pid, struct sc_frame *f)
 		return;
 	name = perfmap_lookup(pid, a, &off);
 	if (name) {
-		f->sym = name;
+		f->sym = sc_names_get(u->names, name, false);
 		f->off = f->addr - (a - off);
 		if (!f->dso)
 			f->dso = "[perf-map]";
 	}
 }
 
-static void usyms_resolve_elf(struct usyms *u, __u32 pid, struct sc_frame *f)
+/* what the address of @f is, looked up in its process's Dwfl, or NULL */
+static const struct sc_addrinfo *addr_info(struct usyms *u, __u32 pid, const struct sc_frame *f)
 {
 	struct unwind_state *uw = usyms_unwind_state(u, pid);
 	__u64 a = f->is_return && f->addr ? f->addr - 1 : f->addr;
+	struct uproc *p;
+
+	if (!uw)
+		return NULL;
+	p = container_of(uw, struct uproc, uw);
+	if (!p->ac)
+		p->ac = addrinfo_new();
+	return p->ac ? addrinfo_get(p->ac, uw->dwfl, a, u->names, !u->no_inline) : NULL;
+}
+
+static void usyms_resolve_elf(struct usyms *u, __u32 pid, struct sc_frame *f)
+{
+	const struct sc_addrinfo *ai;
 	const struct sc_map *m;
-	Dwfl_Module *mod;
-	Dwfl_Line *line;
-	GElf_Off off;
-	GElf_Sym sym;
-	const char *name;
-	int lineno;
 
 	m = sc_proc_find(usyms_proc(u, pid), f->addr);
 	f->dso = m && m->path[0] ? m->path : NULL;
 	if (m)
 		f->dso_off = f->addr - m->start + m->pgoff;
-	if (!uw)
+	ai = addr_info(u, pid, f);
+	if (!ai)
 		return;
-	mod = dwfl_addrmodule(uw->dwfl, a);
-	if (!mod)
-		return;
-	name = dwfl_module_addrinfo(mod, a, &off, &sym, NULL, NULL, NULL);
-	if (name) {
-		f->sym = unversioned(u, name);
-		f->off = f->addr - (a - off);
+	if (ai->sym) {
+		f->sym = ai->sym;
+		f->off = f->addr - ai->sym_start;
 	}
-	line = dwfl_module_getsrc(mod, a);
-	if (line) {
-		f->file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
-		f->line = lineno;
+	f->file = ai->file;
+	f->line = ai->line;
+}
+
+/**
+ * usyms_inlines() - the functions inlined at @f's address (resolved by
+ * usyms_resolve()), innermost first, into @out (at most @max, the innermost
+ * kept).  Returns how many.
+ */
+int usyms_inlines(struct usyms *u, __u32 pid, struct sc_frame *f, struct sc_frame *out,
+		  int max)
+{
+	const struct sc_addrinfo *ai;
+	int i;
+
+	if (u->no_inline || max <= 0 || !f->sym || !f->dso || f->dso[0] != '/')
+		return 0;
+	ai = addr_info(u, pid, f);
+	if (!ai || ai->sym != f->sym)
+		return 0;
+	for (i = 0; i < ai->ninl && i < max; i++) {
+		out[i] = *f;
+		out[i].inlined = true;
+		out[i].sym = ai->inl[i].sym;
+		out[i].off = 0;
+		out[i].file = ai->inl[i].file;
+		out[i].line = ai->inl[i].line;
 	}
+	return i;
 }

@@ -179,26 +179,45 @@ static void put_owner_chain(struct line *l, const struct why_input *in)
 }
 
 /* what the blocked or faulting time was spent on, from delay accounting */
-static void put_delays(struct line *l, const struct stallcap_sec_times *t)
+static const struct {
+	unsigned int bit;	/* STALLCAP_TIME_* */
+	size_t off;		/* of the field in struct stallcap_sec_times */
+	__u64 min;		/* shown from this much */
+	const char *pre, *what;	/* ", PRE 1.2 ms WHAT" */
+} delays[] = {
+#define D(bit, field, min, pre, what) \
+	{ STALLCAP_TIME_##bit, offsetof(struct stallcap_sec_times, field), min, pre, what }
+	D(MAJ_FLT, maj_flt, 1, "", "major page faults"),
+	D(BLKIO_DELAY, blkio_delay_ns, 100000, "", "waiting for block I/O"),
+	D(SWAPIN_DELAY, swapin_delay_ns, 100000, "", "swapping in"),
+	D(THRASHING_DELAY, thrashing_delay_ns, 100000, "", "thrashing"),
+	D(RECLAIM_DELAY, reclaim_delay_ns, 100000, "", "in direct reclaim"),
+	D(COMPACT_DELAY, compact_delay_ns, 100000, "", "compacting memory"),
+	D(STEAL, steal_ns, 100000, "", "stolen by the hypervisor"),
+	D(CPU_SOFTIRQ_TIME, cpu_softirq_ns, 100000, "its CPU ", "in softirqs"),
+	D(CPU_IRQ_TIME, cpu_irq_ns, 100000, "its CPU ", "in interrupts"),
+#undef D
+};
+
+/* the delays that count, with their amounts or (@amounts false) only named */
+static void put_delays(struct line *l, const struct stallcap_sec_times *t, bool amounts)
 {
-	if (VALID(t, MAJ_FLT) && t->maj_flt)
-		put(l, ", %llu major page faults", (unsigned long long)t->maj_flt);
-	if (VALID(t, BLKIO_DELAY) && t->blkio_delay_ns >= 100000)
-		put(l, ", %.1f ms waiting for block I/O", ms(t->blkio_delay_ns));
-	if (VALID(t, SWAPIN_DELAY) && t->swapin_delay_ns >= 100000)
-		put(l, ", %.1f ms swapping in", ms(t->swapin_delay_ns));
-	if (VALID(t, THRASHING_DELAY) && t->thrashing_delay_ns >= 100000)
-		put(l, ", %.1f ms thrashing", ms(t->thrashing_delay_ns));
-	if (VALID(t, RECLAIM_DELAY) && t->reclaim_delay_ns >= 100000)
-		put(l, ", %.1f ms in direct reclaim", ms(t->reclaim_delay_ns));
-	if (VALID(t, COMPACT_DELAY) && t->compact_delay_ns >= 100000)
-		put(l, ", %.1f ms compacting memory", ms(t->compact_delay_ns));
-	if (VALID(t, STEAL) && t->steal_ns >= 100000)
-		put(l, ", %.1f ms stolen by the hypervisor", ms(t->steal_ns));
-	if (VALID(t, CPU_SOFTIRQ_TIME) && t->cpu_softirq_ns >= 100000)
-		put(l, ", its CPU %.1f ms in softirqs", ms(t->cpu_softirq_ns));
-	if (VALID(t, CPU_IRQ_TIME) && t->cpu_irq_ns >= 100000)
-		put(l, ", its CPU %.1f ms in interrupts", ms(t->cpu_irq_ns));
+	unsigned int i;
+	__u64 v;
+
+	for (i = 0; i < ARRAY_SIZE(delays); i++) {
+		if (!(t->valid & (1ULL << delays[i].bit)))
+			continue;
+		memcpy(&v, (const char *)t + delays[i].off, sizeof(v));
+		if (v < delays[i].min)
+			continue;
+		if (!amounts)
+			put(l, ", %s%s", delays[i].pre, delays[i].what);
+		else if (delays[i].bit == STALLCAP_TIME_MAJ_FLT)
+			put(l, ", %llu %s", (unsigned long long)v, delays[i].what);
+		else
+			put(l, ", %s%.1f ms %s", delays[i].pre, ms(v), delays[i].what);
+	}
 }
 
 enum part { PART_NONE, PART_CPU, PART_RUNQ, PART_SLEEP };
@@ -244,7 +263,7 @@ static void put_times_verdict(struct line *l, const struct why_input *in)
 		put(l, "%s", state_word(in->state));
 		break;
 	}
-	put_delays(l, t);
+	put_delays(l, t, true);
 }
 
 int why_verdict(const struct why_input *in, char *buf, size_t len)
@@ -449,4 +468,82 @@ void why_json(FILE *out, const struct why_input *in)
 	for (i = 0; i < in->nr_owners; i++)
 		json_task(out, in->owners[i], !in->nr_runners && !i);
 	fputc(']', out);
+}
+
+/* a task as a verdict class names it: no tid, no CPU */
+static void put_task_class(struct line *l, const struct stallcap_sec_task *t)
+{
+	if (t->flags & STALLCAP_TASK_F_IDLE) {
+		put(l, "idle");
+		return;
+	}
+	if (t->flags & STALLCAP_TASK_F_IN_HARDIRQ)
+		put(l, "a hard interrupt over ");
+	else if (t->flags & STALLCAP_TASK_F_IN_SOFTIRQ)
+		put(l, "a softirq over ");
+	put(l, "%.16s (", t->comm);
+	if (t->flags & STALLCAP_TASK_F_KTHREAD)
+		put(l, "kernel thread, ");
+	put_sched(l, t);
+	put(l, ")");
+}
+
+static void put_wait_class(struct line *l, const struct why_input *in)
+{
+	const struct stallcap_sec_wait *w = in->wait;
+	const struct stallcap_sec_task *o, *r;
+
+	put(l, "blocked on %s", why_wait_name(w->kind));
+	if (in->nr_owners) {
+		o = &in->owners[0]->t;
+		put(l, ": held by %.16s (%s)", o->comm, state_word(o->state));
+		r = runner_of(in, o->hop);
+		if (r) {
+			put(l, ", preempted by ");
+			put_task_class(l, r);
+		}
+	} else if (w->flags & STALLCAP_WAIT_F_OWNER_UNKNOWN) {
+		put(l, ": owner unknown");
+	}
+	if (w->flags & STALLCAP_WAIT_F_OWNER_GONE)
+		put(l, ", owner exited");
+	if (w->flags & STALLCAP_WAIT_F_CYCLE)
+		put(l, ", deadlock");
+}
+
+/**
+ * why_verdict_class() - the verdict without its amounts and ids, what
+ * report --group-by verdict groups by: "runnable: preempted by hog
+ * (SCHED_FIFO 50)", "blocked on futex: held by holder (runnable)",
+ * "blocked, major page faults".  Never holds ';'.  Returns its length.
+ */
+int why_verdict_class(const struct why_input *in, char *buf, size_t len)
+{
+	static const char *const part_word[] = {
+		[PART_CPU] = "on CPU", [PART_RUNQ] = "runnable", [PART_SLEEP] = "blocked",
+	};
+	struct line l = { buf, len, 0 };
+	const struct stallcap_sec_task *r = runner_of(in, 0);
+	enum part p;
+	size_t i;
+
+	if (len)
+		buf[0] = '\0';
+	if (in->wait && in->wait->kind != STALLCAP_WAIT_NONE) {
+		put_wait_class(&l, in);
+	} else if (in->times) {
+		p = dominant(in->times);
+		put(&l, "%s", p == PART_NONE ? state_word(in->state) : part_word[p]);
+		put_delays(&l, in->times, false);
+	} else {
+		put(&l, "%s", state_word(in->state));
+	}
+	if (r) {
+		put(&l, ": preempted by ");
+		put_task_class(&l, r);
+	}
+	for (i = 0; i < l.used; i++)	/* ';' separates frames in a group key */
+		if (buf[i] == ';')
+			buf[i] = ':';
+	return (int)l.used;
 }

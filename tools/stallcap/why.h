@@ -42,6 +42,8 @@ void why_from_view(struct why_input *in, const struct stallcap_sample_view *v);
 
 /** why_verdict() - the one-line verdict into @buf; its length. */
 int why_verdict(const struct why_input *in, char *buf, size_t len);
+/** why_verdict_class() - the verdict without amounts and ids (--group-by verdict). */
+int why_verdict_class(const struct why_input *in, char *buf, size_t len);
 /** why_breakdown() - the time breakdown line into @buf; its length. */
 int why_breakdown(const struct stallcap_sec_times *t, char *buf, size_t len);
 /** why_task_line() - one line naming a task (runner or owner). */

@@ -101,4 +101,40 @@ TEST(perf_map)
 	rmdir(dir);
 }
 
+/* JIT names as a report shows them: C++ ones demangled, '@' kept */
+TEST(perf_map_names_shown)
+{
+	char dir[] = "/tmp/stallcap-perfmap.XXXXXX", path[64];
+	struct sc_frame f = { .addr = 0x7f0000003008 };
+	struct usyms *us = usyms_new(), *raw = usyms_new();
+	FILE *fp;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/perf-4244.map", dir);
+	fp = fopen(path, "w");
+	ASSERT_NE(NULL, fp);
+	fputs("7f0000003000 40 _ZN2js3jit7CompileEPv\n"
+	      "7f0000004000 40 LazyCompile:~f /app/node_modules/@scope/x.js:1:1\n", fp);
+	fclose(fp);
+	perfmap_set_dir(dir);
+	usyms_resolve(us, 4244, &f);
+	EXPECT_STREQ("js::jit::Compile(void*)", f.sym);
+	EXPECT_EQ(8, f.off);
+	EXPECT_STREQ("[perf-map]", f.dso);
+	usyms_set_demangle(raw, false);
+	memset(&f, 0, sizeof(f));
+	f.addr = 0x7f0000003008;
+	usyms_resolve(raw, 4244, &f);
+	EXPECT_STREQ("_ZN2js3jit7CompileEPv", f.sym);
+	memset(&f, 0, sizeof(f));
+	f.addr = 0x7f0000004000;
+	usyms_resolve(us, 4244, &f);
+	EXPECT_STREQ("LazyCompile:~f /app/node_modules/@scope/x.js:1:1", f.sym);
+	usyms_free(us);
+	usyms_free(raw);
+	perfmap_free_all();
+	unlink(path);
+	rmdir(dir);
+}
+
 TEST_HARNESS_MAIN

@@ -157,6 +157,55 @@ TEST_F(rep, top_n_and_group_by_state)
 	EXPECT_NE(0, report(self, "--top --group-by nonsense"));
 }
 
+/*
+ * --group-by verdict: the kind of why-it-stalled verdict (why.c), from the
+ * samples' why-sections, else their state: two stalls on CPU (a TIMES
+ * section) in one group, whatever their amounts, then the file's own
+ */
+TEST_F(rep, top_group_by_verdict)
+{
+	static const char want[] =
+"3 stalls, 63.000 ms stalled; by verdict, 2 groups, ranked by stalled time\n"
+"#1 50.000 ms (79.4%)  1 stall  p50 50.000 ms  p99 50.000 ms  max 50.000 ms\n"
+"    1 thread: 21  1 tag: 0x2\n"
+"    sleeping\n"
+"#2 13.000 ms (20.6%)  2 stalls  p50 3.000 ms  p99 10.000 ms  max 10.000 ms\n"
+"    1 thread: 11  1 tag: 0x1\n"
+"    running\n";
+	static const char want_times[] =
+"2 stalls, 6.000 ms stalled; by verdict, 1 group, ranked by stalled time\n"
+"#1 6.000 ms (100.0%)  2 stalls  p50 2.000 ms  p99 4.000 ms  max 4.000 ms\n"
+"    1 thread: 31  1 tag: 0\n"
+"    on CPU\n\n";
+	__u64 ip = KA + 0x10, base = NSEC_PER_SEC, id;
+	struct stallcap_stall_end e;
+	struct stallcap_sample *smp;
+	struct scfile *f;
+	struct sc_sink *sk;
+
+	ASSERT_EQ(0, report(self, "--top --group-by verdict"));
+	EXPECT_EQ(0, strncmp(self->out, want, strlen(want))) TH_LOG("%s", self->out);
+
+	f = scfile_create(self->path);
+	ASSERT_NE(NULL, f);
+	sk = scfile_sink(f);
+	for (id = 1; id <= 2; id++, base += NSEC_PER_SEC) {
+		struct rec_spec sp = { .stall_id = id, .pid = 30, .tid = 31, .comm = "gamma",
+				       .deadline_ns = base, .capture_ns = base + id * NSEC_PER_MSEC,
+				       .timeout_ns = NSEC_PER_MSEC, .kips = &ip, .nk = 1,
+				       .times = true };
+
+		smp = make_sample(&sp);
+		sk->record(sk, &smp->hdr);
+		free(smp);
+		e = make_end(id, 30, 31, base, base + 2 * id * NSEC_PER_MSEC, 1);
+		sk->record(sk, &e.hdr);
+	}
+	ASSERT_EQ(0, scfile_close(f));
+	ASSERT_EQ(0, report(self, "--top --group-by verdict"));
+	EXPECT_EQ(0, strncmp(self->out, want_times, strlen(want_times))) TH_LOG("%s", self->out);
+}
+
 /* each filter alone, then together; --top's first line counts what passed */
 TEST_F(rep, filters)
 {

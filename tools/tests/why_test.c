@@ -106,6 +106,15 @@ static char *verdict(struct secbuf *sb, __u8 state, struct why_input *in,
 	return buf;
 }
 
+/* the verdict's class, what --group-by verdict groups by */
+static char *verdict_class(const struct why_input *in)
+{
+	static char buf[512];
+
+	why_verdict_class(in, buf, sizeof(buf));
+	return buf;
+}
+
 TEST(runnable_preempted_by_hog)
 {
 	struct secbuf sb = { .len = 0 };
@@ -119,6 +128,7 @@ TEST(runnable_preempted_by_hog)
 	add_task(&sb, STALLCAP_ROLE_RUNNER, 0, "hog", 161, 1, 50, 2, 1);
 	ASSERT_STREQ("runnable 14.2 ms of 15.0: preempted by hog (tid 161, SCHED_FIFO 50) on cpu 1",
 		     verdict(&sb, STALLCAP_STATE_RUNNABLE, &in, &copy));
+	ASSERT_STREQ("runnable: preempted by hog (SCHED_FIFO 50)", verdict_class(&in));
 	ASSERT_EQ(1, in.nr_runners);
 	ASSERT_EQ(2, in.runners[0]->nr_kernel);
 	ASSERT_EQ(1, in.runners[0]->nr_user);
@@ -143,6 +153,8 @@ TEST(blocked_on_futex_holder_preempted)
 	add_task(&sb, STALLCAP_ROLE_RUNNER, 1, "hog", 161, 1, 50, 0, 0);
 	ASSERT_STREQ("blocked 900.0 ms on futex 0x7f0000001000: held by tid 160 (holder), runnable, preempted by hog (tid 161, SCHED_FIFO 50) on cpu 1",
 		     verdict(&sb, STALLCAP_STATE_SLEEPING, &in, &copy));
+	ASSERT_STREQ("blocked on futex: held by holder (runnable), preempted by hog (SCHED_FIFO 50)",
+		     verdict_class(&in));
 }
 
 TEST(deadlock_cycle)
@@ -164,6 +176,7 @@ TEST(deadlock_cycle)
 	o->wait_object = 0x2000;
 	ASSERT_STREQ("blocked on PI futex 0x1000: held by tid 171 (b), sleeping; deadlock: the chain leads back to an earlier waiter",
 		     verdict(&sb, STALLCAP_STATE_SLEEPING, &in, &copy));
+	ASSERT_STREQ("blocked on PI futex: held by b (sleeping), deadlock", verdict_class(&in));
 }
 
 TEST(major_faults_with_delay_accounting)
@@ -181,6 +194,7 @@ TEST(major_faults_with_delay_accounting)
 	t->blkio_delay_ns = 18300 * 1000;
 	ASSERT_STREQ("blocked 20.1 ms of 25.0, 40 major page faults, 18.3 ms waiting for block I/O",
 		     verdict(&sb, STALLCAP_STATE_UNINTERRUPTIBLE, &in, &copy));
+	ASSERT_STREQ("blocked, major page faults, waiting for block I/O", verdict_class(&in));
 	why_breakdown(in.times, line, sizeof(line));
 	ASSERT_STREQ("on CPU 4.9 ms (user 0.0, system 0.0), runnable 0.0 ms, blocked 20.1 ms; switches 0 voluntary, 0 involuntary; faults 0 minor, 40 major; delays: block I/O 18.3 ms, swap-in 0.0, reclaim 0.0, compaction 0.0, thrashing 0.0; its CPU took 0 interrupts, 0 softirqs",
 		     line);
@@ -257,6 +271,8 @@ TEST(runner_in_softirq_and_kthread)
 	r->flags = STALLCAP_TASK_F_KTHREAD | STALLCAP_TASK_F_IN_SOFTIRQ;
 	ASSERT_STREQ("runnable 19.0 ms of 20.0: preempted by a softirq over ksoftirqd/1 (tid 22, kernel thread, SCHED_OTHER nice 0) on cpu 1",
 		     verdict(&sb, STALLCAP_STATE_RUNNABLE, &in, &copy));
+	ASSERT_STREQ("runnable: preempted by a softirq over ksoftirqd/1 (kernel thread, SCHED_OTHER nice 0)",
+		     verdict_class(&in));
 }
 
 TEST_HARNESS_MAIN
