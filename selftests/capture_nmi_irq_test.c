@@ -240,7 +240,7 @@ static int stall_once(struct sc_session *s, uint64_t timeout, uint64_t *t_spin)
 	return ret;
 }
 
-TEST_F(nmi_irq, nmi_on_top_of_an_interrupt_is_not_the_threads_frame_0)
+TEST_F_TIMEOUT(nmi_irq, nmi_on_top_of_an_interrupt_is_not_the_threads_frame_0, 180)
 {
 	uint64_t timeout = SC_MS(1), end = sc_now_ns() + SC_MS(BUDGET_MS);
 	size_t nmi = 0, kernel_mode = 0, irq_flag = 0, own = 0;
@@ -298,7 +298,7 @@ static void ping_pong(const volatile int *stop)
  * interrupted, not read "as blocked" from the timer's own frame (whose
  * frame 0 is stallcap's unwinder).
  */
-TEST_F(nmi_irq, thread_migrating_onto_the_timers_cpu_is_not_read_from_the_timers_frame)
+TEST_F_TIMEOUT(nmi_irq, thread_migrating_onto_the_timers_cpu_is_not_read_from_the_timers_frame, 180)
 {
 	size_t samples = 0, migrated = 0, migrated_local = 0, own = 0;
 	uint64_t end = sc_now_ns() + SC_MS(BUDGET_MS);
@@ -433,7 +433,7 @@ static int block_once(struct __test_metadata *_metadata, FIXTURE_DATA(nmi_irq) *
  * must still reach the kernel as unknown.  (A count of revoked requests,
  * as before, kept the surplus and swallowed that NMI.)
  */
-TEST_F(nmi_irq, an_nmi_stallcap_did_not_send_is_not_swallowed)
+TEST_F_TIMEOUT(nmi_irq, an_nmi_stallcap_did_not_send_is_not_swallowed, 180)
 {
 	struct sc_opts o = {
 		.ring_bytes = 4 << 20, .user_stack_bytes = 64,
