@@ -72,8 +72,6 @@ static void remote_capture(struct stallcap_capture_req *req,
 	struct pt_regs *under;
 	struct stallcap_watch *w = req->watch;
 	u64 start = ktime_get_mono_fast_ns();
-	void *buf;
-	u32 len;
 
 	if (current != w->task && req->for_runner)
 		stallcap_why_note_runner(req, regs);
@@ -95,20 +93,8 @@ static void remote_capture(struct stallcap_capture_req *req,
 		smp_store_release(&req->result, CAPTURE_IRQ);
 		return;
 	}
-	buf = stallcap_capture_buf_remote() ?: req->rec;
-	len = stallcap_capture_current(w, &req->draft, buf, under ?: regs,
-				       req->path);
-	if (under)	/* the one hard IRQ it counted was stallcap's own */
-		req->draft.flags &= ~STALLCAP_SAMPLE_IN_HARDIRQ;
-	req->draft.migrate_retries = req->retries;
-	stallcap_count(&w->sess->stats, req->path == STALLCAP_PATH_NMI ?
-		       SC_CAPTURE_NMI : SC_CAPTURE_IPI, 1);
-	stallcap_sample_finish(w, &req->draft, buf, req->rec, len, start, true);
-	stallcap_hist_nmi(&w->sess->stats, ktime_get_mono_fast_ns() - start);
-	if (buf != req->rec)
-		stallcap_capture_buf_hold(req);	/* until the timer mirrors it */
-	/* record and rec_len before DONE, pairs with poll_remote() */
-	smp_store_release(&req->result, CAPTURE_DONE);
+	/* the user stack is read after the handler (capture_tail.c) */
+	stallcap_tail_capture(req, under ?: regs, start);
 }
 
 static int stallcap_nmi_handler(unsigned int type, struct pt_regs *regs)

@@ -163,4 +163,89 @@ static inline void stallcap_vma_set_private(struct vm_area_struct *vma)
 	stallcap_vm_flags_clear(vma, VM_MAYEXEC);
 }
 
+/*
+ * What a task blocks on in the kernel: hung-task blocker tracking (6.16,
+ * CONFIG_DETECT_HUNG_TASK_BLOCKER) keeps the lock's address | its
+ * BLOCKER_TYPE_* in task->blocker while the task waits.  Not used on
+ * PREEMPT_RT, whose mutexes and rw-semaphores are rt_mutex based.
+ */
+#if defined(STALLCAP_HAVE_HUNG_TASK_BLOCKER) && \
+	defined(CONFIG_DETECT_HUNG_TASK_BLOCKER) && !defined(CONFIG_PREEMPT_RT)
+#include <linux/hung_task.h>
+#include <linux/mutex.h>
+#include <linux/rwsem.h>
+#include <linux/semaphore.h>
+#include <linux/uaccess.h>
+#define STALLCAP_KERNEL_LOCKS	1
+static inline unsigned long stallcap_task_blocker(struct task_struct *task)
+{
+	return READ_ONCE(task->blocker);
+}
+
+/*
+ * The holder recorded in a kernel lock, as a task_struct address that the
+ * caller must still check: read without faulting (the waiter may have got
+ * the lock meanwhile and its memory be gone).  Mutex and rwsem owner words
+ * keep flags in their low 3 bits; a reader-owned rwsem names no owner.
+ */
+static inline unsigned long stallcap_mutex_holder(void *lock)
+{
+	struct mutex *m = lock;
+	unsigned long word;
+
+	if (copy_from_kernel_nofault(&word, &m->owner, sizeof(word)))
+		return 0;
+	return word & ~0x07UL;			/* MUTEX_FLAGS */
+}
+
+static inline unsigned long stallcap_rwsem_holder(void *lock)
+{
+	struct rw_semaphore *sem = lock;
+	unsigned long word;
+
+	if (copy_from_kernel_nofault(&word, &sem->owner, sizeof(word)) ||
+	    (word & 1UL))			/* RWSEM_READER_OWNED */
+		return 0;
+	return word & ~0x07UL;			/* RWSEM_OWNER_FLAGS_MASK */
+}
+
+/* A semaphore's last holder (kept with the blocker tracking), or 0. */
+static inline unsigned long stallcap_sem_last_holder(void *lock)
+{
+	struct semaphore *sem = lock;
+	unsigned long holder;
+
+	if (copy_from_kernel_nofault(&holder, &sem->last_holder,
+				     sizeof(holder)))
+		return 0;
+	return holder;
+}
+#else
+#define STALLCAP_KERNEL_LOCKS	0
+#define BLOCKER_TYPE_MUTEX		0x00UL
+#define BLOCKER_TYPE_SEM		0x01UL
+#define BLOCKER_TYPE_RWSEM_READER	0x02UL
+#define BLOCKER_TYPE_RWSEM_WRITER	0x03UL
+#define BLOCKER_TYPE_MASK		0x03UL
+static inline unsigned long stallcap_task_blocker(struct task_struct *task)
+{
+	return 0;
+}
+
+static inline unsigned long stallcap_mutex_holder(void *lock)
+{
+	return 0;
+}
+
+static inline unsigned long stallcap_rwsem_holder(void *lock)
+{
+	return 0;
+}
+
+static inline unsigned long stallcap_sem_last_holder(void *lock)
+{
+	return 0;
+}
+#endif
+
 #endif /* STALLCAP_COMPAT_H */

@@ -15,6 +15,7 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
+#include "compat.h"
 #include "stallcap.h"
 
 /* ---- extensible structs that carry their size ---- */
@@ -185,6 +186,8 @@ static long ioctl_get_info(struct stallcap_session *sess, unsigned long arg)
 			STALLCAP_FEAT_DEFER_USER | STALLCAP_FEAT_GLOBAL |
 			STALLCAP_FEAT_SHARED_DEADLINE | STALLCAP_FEAT_TIMES |
 			STALLCAP_FEAT_WHY | STALLCAP_FEAT_ATTACH;
+	if (STALLCAP_KERNEL_LOCKS)
+		info.features |= STALLCAP_FEAT_KERNEL_LOCKS;
 	if (stallcap_use_nmi)
 		info.features |= STALLCAP_FEAT_NMI;
 	if (sess->kaddr_visible)

@@ -67,6 +67,11 @@ module_param_named(abi_test, stallcap_abi_test, bool, 0644);
 MODULE_PARM_DESC(abi_test,
 		 "Test readers: samples carry a longer fixed part and a section of an unassigned type (default off)");
 
+bool stallcap_user_copy_in_handler __read_mostly;
+module_param_named(user_copy_in_handler, stallcap_user_copy_in_handler, bool, 0644);
+MODULE_PARM_DESC(user_copy_in_handler,
+		 "Copy and walk the user stack inside the NMI/IPI handler (default off: an irq_work does it right after the handler)");
+
 static int __init stallcap_init(void)
 {
 	int ret;
@@ -79,6 +84,7 @@ static int __init stallcap_init(void)
 		return -EINVAL;
 	}
 	stallcap_defer_init();
+	stallcap_tail_init();
 	stallcap_buddy_init();
 	ret = stallcap_attach_init();
 	if (ret)
@@ -120,6 +126,7 @@ static void __exit stallcap_exit(void)
 	stallcap_device_exit();
 	stallcap_watch_exit();
 	stallcap_remote_exit();
+	stallcap_tail_exit();
 	stallcap_why_exit();
 	stallcap_defer_exit();
 	stallcap_buddy_exit();

@@ -38,6 +38,7 @@ extern bool stallcap_use_nmi;
 extern unsigned int stallcap_check_us;
 extern unsigned int stallcap_max_fast_watches_per_user;
 extern bool stallcap_abi_test;
+extern bool stallcap_user_copy_in_handler;
 u64 stallcap_min_timeout_ns(void);
 void __init stallcap_abi_layout_check(void);
 
@@ -251,6 +252,32 @@ enum stallcap_watch_state {
 };
 
 /**
+ * struct stallcap_capture_tail - the rest of an NMI/IPI capture, done by an
+ * irq_work on the same CPU right after the handler (capture_tail.c)
+ * @uregs: the user registers at the capture (a copy)
+ * @buf: where the record is being built (capture buffer or ring record)
+ * @len: its length after the handler's part
+ * @start_ns: when the capture began
+ * @queued_ns: when the handler left the rest to the irq_work
+ * @task: the captured thread (a reference held until the tail is done)
+ * @switches: its context switches at the capture (nvcsw + nivcsw)
+ * @user_mode: the handler interrupted user mode
+ * @irqs_off: it interrupted code running with interrupts disabled, which
+ *	holds the irq_work off: the timer may complete the capture without it
+ */
+struct stallcap_capture_tail {
+	struct pt_regs uregs;
+	void *buf;
+	u32 len;
+	u64 start_ns;
+	u64 queued_ns;
+	struct task_struct *task;
+	unsigned long switches;
+	bool user_mode;
+	bool irqs_off;
+};
+
+/**
  * struct stallcap_capture_req - a capture to be done on another CPU
  * @watch: the watch asking (for its task, session and record fields)
  * @draft: kernel-private fixed part of the sample being captured
@@ -274,6 +301,7 @@ enum stallcap_watch_state {
  *	become the watch's @times_base when the sample is published
  * @times_taken: @times_now holds the capture's counters
  * @runner: the runner's section, written by the NMI/IPI handler
+ * @tail: the user stack's part, left by the handler to an irq_work
  */
 struct stallcap_capture_req {
 	struct stallcap_watch *watch;
@@ -295,6 +323,7 @@ struct stallcap_capture_req {
 	struct stallcap_times_snap times_now;
 	bool times_taken;
 	u64 runner[STALLCAP_WHY_TASK_MAX / 8];
+	struct stallcap_capture_tail tail;
 };
 
 /**
@@ -461,6 +490,12 @@ void stallcap_put_kernel_ips(struct stallcap_rec_writer *wr,
 			     const struct stallcap_session *sess,
 			     struct task_struct *task, struct pt_regs *regs,
 			     u32 *flags);
+bool stallcap_capture_head(struct stallcap_watch *w, struct stallcap_sample *s,
+			   void *rec, struct pt_regs *regs, u8 path,
+			   struct pt_regs *uregs, u32 *len);
+u32 stallcap_capture_rest(struct stallcap_watch *w, struct stallcap_sample *s,
+			  void *rec, u32 len, const struct pt_regs *uregs,
+			  struct task_struct *task);
 unsigned int stallcap_walk_user_frames(const struct pt_regs *uregs, u64 *ips,
 				       u32 *flags, bool may_fault);
 unsigned int stallcap_unwind_kernel(struct task_struct *task,
@@ -636,6 +671,13 @@ void stallcap_buddy_add(struct stallcap_watch *w);
 void stallcap_buddy_del(struct stallcap_watch *w);
 void stallcap_buddy_init(void);
 void stallcap_buddy_exit(void);
+
+/* ---- the rest of NMI/IPI captures, after the handler (capture_tail.c) ---- */
+void stallcap_tail_capture(struct stallcap_capture_req *req,
+			   struct pt_regs *regs, u64 start);
+bool stallcap_tail_steal(struct stallcap_capture_req *req, bool now);
+void stallcap_tail_init(void);
+void stallcap_tail_exit(void);
 
 int stallcap_remote_init(void);
 void stallcap_remote_exit(void);

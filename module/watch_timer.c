@@ -284,6 +284,8 @@ static enum hrtimer_restart poll_remote(struct stallcap_watch *w, u64 now)
 			return send_remote(w, now);
 		goto read_here;
 	}
+	/* a capture of interrupts-off code may go without its irq_work */
+	stallcap_tail_steal(req, false);
 	result = smp_load_acquire(&req->result);	/* pairs with the handler */
 	if (result == CAPTURE_DONE) {
 		remote_done(w);
@@ -479,8 +481,12 @@ void stallcap_watch_abandon_capture(struct stallcap_watch *w)
 	if (w->state != WATCH_CAPTURING)
 		return;
 	if (req->cpu >= 0 && !stallcap_remote_revoke(req)) {
-		/* the handler claimed it: it finishes in microseconds */
-		while (smp_load_acquire(&req->result) == CAPTURE_PENDING)
+		/*
+		 * The handler claimed it: it finishes in microseconds; its
+		 * irq_work may be held off longer: then it is completed here.
+		 */
+		while (smp_load_acquire(&req->result) == CAPTURE_PENDING &&
+		       !stallcap_tail_steal(req, true))
 			cpu_relax();
 		if (req->result == CAPTURE_DONE) {
 			remote_done(w);

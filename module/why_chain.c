@@ -40,7 +40,8 @@
 static struct workqueue_struct *chain_wq;
 
 /**
- * stallcap_why_wants_chain() - is @task blocked in a futex wait?
+ * stallcap_why_wants_chain() - is @task blocked in a futex wait, or on a
+ * kernel lock the kernel tracks (compat.h)?
  * @task: the watched thread, off CPU (its stack held by the watch lock)
  *
  * Context: the watch's timer.  Reads only its saved user registers.
@@ -53,6 +54,8 @@ bool stallcap_why_wants_chain(struct task_struct *task)
 	    stallcap_task_state(task) == TASK_RUNNING ||
 	    (task->flags & (PF_KTHREAD | PF_EXITING)) || !task->mm)
 		return false;
+	if (stallcap_task_blocker(task))
+		return true;
 	regs = task_pt_regs(task);
 	return user_64bit_mode(regs) && regs->orig_ax == __NR_futex;
 }

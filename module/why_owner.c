@@ -15,10 +15,15 @@
  *    variables, semaphores, process-shared mutexes) is OWNER_UNKNOWN.
  * The chain then follows what each owner waits on, up to
  * STALLCAP_MAX_OWNER_HOPS, and stops with STALLCAP_WAIT_F_CYCLE when an
- * owner is a thread seen before (a deadlock).  Kernel mutexes and
- * rw-semaphores: these kernels do not expose what a task blocks on (no
- * hung-task blocker tracking before 6.15), so such waits are
- * STALLCAP_WAIT_OTHER with the owner unknown.
+ * owner is a thread seen before (a deadlock).  Kernel locks: where the
+ * kernel tracks what a task blocks on (task->blocker, see compat.h), a
+ * mutex, a semaphore or an rw-semaphore wait is STALLCAP_WAIT_MUTEX,
+ * _SEMAPHORE or _RWSEM, its owner read from the lock (the mutex or rwsem
+ * owner word, the semaphore's last holder) and accepted only if it is a
+ * live thread of the system (found by a walk of every thread under RCU, as
+ * the hung-task detector does: the word may be stale); readers of an
+ * rw-semaphore are not recorded by the kernel, so that owner is unknown.
+ * Elsewhere such waits are STALLCAP_WAIT_OTHER with the owner unknown.
  *
  * Context: process context only (access_process_vm() sleeps): the chain is
  * walked by a work item, never in the hard-IRQ timer.  Every owner is held
@@ -39,6 +44,7 @@
 #include <linux/ptrace.h>
 #include <linux/rcupdate.h>
 #include <linux/sched.h>
+#include <linux/sched/signal.h>
 #include <linux/sched/task.h>
 #include <linux/sched/task_stack.h>
 #include <linux/smp.h>
@@ -53,8 +59,57 @@
 
 struct why_wait {
 	u32 kind;
-	u64 uaddr;
+	u64 uaddr;		/* futex address or kernel lock */
 };
+
+static bool is_futex(u32 kind)
+{
+	return kind == STALLCAP_WAIT_FUTEX || kind == STALLCAP_WAIT_PI_FUTEX;
+}
+
+static bool is_kernel_lock(u32 kind)
+{
+	return kind == STALLCAP_WAIT_MUTEX || kind == STALLCAP_WAIT_RWSEM ||
+	       kind == STALLCAP_WAIT_SEMAPHORE;
+}
+
+/* Waits whose owner can be known. */
+static bool has_owner(u32 kind)
+{
+	return is_futex(kind) || is_kernel_lock(kind);
+}
+
+/*
+ * The object as the reader may see it: a kernel lock's address only if
+ * kernel addresses are visible to it.
+ */
+static u64 wait_object(const struct stallcap_why_ctx *ctx,
+		       const struct why_wait *ww)
+{
+	return is_kernel_lock(ww->kind) && !ctx->kaddr_visible ? 0 : ww->uaddr;
+}
+
+/* The kernel lock @task blocks on, from the kernel's blocker tracking. */
+static bool kernel_wait_of(struct task_struct *task, struct why_wait *ww)
+{
+	unsigned long blocker = stallcap_task_blocker(task);
+
+	if (!blocker)
+		return false;
+	switch (blocker & BLOCKER_TYPE_MASK) {
+	case BLOCKER_TYPE_MUTEX:
+		ww->kind = STALLCAP_WAIT_MUTEX;
+		break;
+	case BLOCKER_TYPE_SEM:
+		ww->kind = STALLCAP_WAIT_SEMAPHORE;
+		break;
+	default:
+		ww->kind = STALLCAP_WAIT_RWSEM;
+		break;
+	}
+	ww->uaddr = blocker & ~BLOCKER_TYPE_MASK;
+	return true;
+}
 
 /* What a task off CPU waits on, from the system call it sleeps in. */
 static void wait_of(struct task_struct *task, struct why_wait *ww)
@@ -68,6 +123,8 @@ static void wait_of(struct task_struct *task, struct why_wait *ww)
 	    stallcap_why_state(task) != STALLCAP_STATE_UNINTERRUPTIBLE)
 		return;
 	ww->kind = STALLCAP_WAIT_OTHER;
+	if (kernel_wait_of(task, ww))
+		return;
 	if ((task->flags & PF_KTHREAD) || !task->mm)
 		return;
 	regs = task_pt_regs(task);
@@ -146,6 +203,58 @@ unknown:
 	return NULL;
 }
 
+/* @addr if it is a live thread, with a reference; else NULL. */
+static struct task_struct *live_thread(unsigned long addr)
+{
+	struct task_struct *g, *t, *found = NULL;
+
+	if (!addr)
+		return NULL;
+	rcu_read_lock();
+	for_each_process_thread(g, t) {
+		if ((unsigned long)t == addr && !t->exit_state) {
+			found = t;
+			get_task_struct(found);
+			goto out;
+		}
+	}
+out:
+	rcu_read_unlock();
+	return found;
+}
+
+/* The holder recorded in the kernel lock @ww names (compat.h), or 0. */
+static unsigned long kernel_lock_holder(const struct why_wait *ww)
+{
+	void *lock = (void *)(unsigned long)ww->uaddr;
+
+	switch (ww->kind) {
+	case STALLCAP_WAIT_MUTEX:
+		return stallcap_mutex_holder(lock);
+	case STALLCAP_WAIT_RWSEM:
+		return stallcap_rwsem_holder(lock);
+	default:
+		return stallcap_sem_last_holder(lock);
+	}
+}
+
+/* The holder of the kernel lock @waiter waits on, with a reference. */
+static struct task_struct *kernel_owner_of(struct task_struct *waiter,
+					   const struct why_wait *ww,
+					   u32 *flags)
+{
+	struct task_struct *owner = live_thread(kernel_lock_holder(ww));
+
+	/* still waiting on that lock: the word read was its holder's */
+	if (owner && owner != waiter &&
+	    (stallcap_task_blocker(waiter) & ~BLOCKER_TYPE_MASK) == ww->uaddr)
+		return owner;
+	if (owner)
+		put_task_struct(owner);
+	*flags |= STALLCAP_WAIT_F_OWNER_UNKNOWN;
+	return NULL;
+}
+
 struct runner_req {
 	const struct stallcap_why_ctx *ctx;
 	struct task_struct *owner;
@@ -216,14 +325,16 @@ u32 stallcap_why_chain(const struct stallcap_why_ctx *ctx,
 	w->sec.type = STALLCAP_SEC_WAIT;
 	w->sec.size = sizeof(*w);
 	w->kind = ww.kind;
-	w->object = ww.uaddr;
-	if (ww.kind != STALLCAP_WAIT_FUTEX && ww.kind != STALLCAP_WAIT_PI_FUTEX) {
+	w->object = wait_object(ctx, &ww);
+	if (!has_owner(ww.kind)) {
 		w->flags |= STALLCAP_WAIT_F_OWNER_UNKNOWN;
 		return len;
 	}
 	seen[nseen++] = task->pid;
 	for (hop = 1; ; hop++) {
-		owner = owner_of(ctx, cur, &ww, &w->flags);
+		owner = is_kernel_lock(ww.kind) ?
+			kernel_owner_of(cur, &ww, &w->flags) :
+			owner_of(ctx, cur, &ww, &w->flags);
 		if (!owner)
 			break;
 		if (seen_before(seen, nseen, owner->pid)) {
@@ -241,7 +352,7 @@ u32 stallcap_why_chain(const struct stallcap_why_ctx *ctx,
 		t = dst + len;
 		len += stallcap_why_task(ctx, owner, STALLCAP_ROLE_OWNER, hop, t);
 		t->wait_kind = next.kind;
-		t->wait_object = next.uaddr;
+		t->wait_object = wait_object(ctx, &next);
 		w->nr_hops = hop;
 		len += owner_runner(ctx, owner, hop, dst + len);
 		seen[nseen++] = owner->pid;
@@ -249,8 +360,7 @@ u32 stallcap_why_chain(const struct stallcap_why_ctx *ctx,
 			put_task_struct(cur);
 		cur = owner;
 		ww = next;
-		if (ww.kind != STALLCAP_WAIT_FUTEX &&
-		    ww.kind != STALLCAP_WAIT_PI_FUTEX)
+		if (!has_owner(ww.kind))
 			break;
 	}
 	if (cur != task)

@@ -869,11 +869,30 @@ SC_NOINLINE void *tu_spinner_main(void *arg)
 #define TU_CHECK_SAMPLES	3
 
 /*
+ * A spinner that makes no system call enters the kernel only through an
+ * interrupt: a sample in kernel mode outside the handler itself is on the
+ * interrupt's way back to user space (irqentry_exit_to_user_mode()
+ * rescheduling after a reschedule IPI, say), under an asm_* entry frame.
+ */
+static inline bool tu_entered_by_interrupt(const struct stallcap_sample *r)
+{
+	static const char *const entry[] = { "asm_sysvec_", "asm_common_interrupt",
+					     "asm_exc_", "irqentry_exit", NULL };
+	static struct sc_ksyms ks;
+	static int loaded;
+
+	if (!loaded)
+		loaded = sc_ksyms_load(&ks) ? -1 : 1;
+	return loaded > 0 && sc_kstack_has(&ks, r, entry);
+}
+
+/*
  * Open a fresh session, let a thread spin in spin_in_user() past a 20 ms
  * deadline for TU_CHECK_SAMPLES samples and check them: the thread's tid
  * and tag, one stall, user registers in spin_in_user with
  * spin_in_user_caller among the user frames, each taken in user mode or in
- * an interrupt on top of it (under TCG a tick's softirq often is) or read
+ * an interrupt on top of it (under TCG a tick's softirq often is) or on
+ * that interrupt's way back to user space, or read
  * remotely while preempted (RUNNABLE: registers only, the stack comes
  * deferred), at least one in user mode; then its stall-end.  Returns NULL when all is
  * well, else why not (in @why).
@@ -939,7 +958,8 @@ static inline const char *tu_capture_check(char *why, size_t len)
 			snprintf(why, len, "sample %u: spin_in_user_caller not among the user frames",
 				 r->sample_index);
 		else if (!(r->flags & STALLCAP_SAMPLE_USER_MODE) &&
-			 !(r->flags & (STALLCAP_SAMPLE_IN_HARDIRQ | STALLCAP_SAMPLE_IN_SOFTIRQ)))
+			 !(r->flags & (STALLCAP_SAMPLE_IN_HARDIRQ | STALLCAP_SAMPLE_IN_SOFTIRQ)) &&
+			 !tu_entered_by_interrupt(r))
 			snprintf(why, len, "sample %u: kernel mode, not in an interrupt (flags %#x)",
 				 r->sample_index, r->flags);
 		in_user += !!(r->flags & STALLCAP_SAMPLE_USER_MODE);

@@ -682,4 +682,117 @@ TEST_F(why, owner_exits_during_capture)
 	ASSERT_NE(0U, gone);
 }
 
+/*
+ * ---- a kernel mutex (selftests/kmod/stallcap_spin.c) ----
+ *
+ * A thread holds the test module's mutex asleep in the kernel (msleep: D
+ * state) while this one blocks on it.  Where the kernel tracks what a task
+ * blocks on (STALLCAP_FEAT_KERNEL_LOCKS) the sample says MUTEX and names
+ * the holder with its kernel stack; elsewhere it has no WAIT section.
+ */
+#define KMUTEX_DIR	"/sys/kernel/debug/stallcap_spin/"
+
+struct kholder {
+	pthread_t th;
+	pid_t tid;
+	unsigned int ms;
+	int rc;
+};
+
+static int write_str(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY), ok;
+
+	if (fd < 0)
+		return -1;
+	ok = write(fd, s, strlen(s)) == (ssize_t)strlen(s);
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+static void *kholder_fn(void *arg)
+{
+	struct kholder *k = arg;
+	char ms[16];
+
+	prctl(PR_SET_NAME, "why-holder");
+	k->tid = why_gettid();
+	snprintf(ms, sizeof(ms), "%u", k->ms);
+	k->rc = write_str(KMUTEX_DIR "mutex_hold", ms);
+	return NULL;
+}
+
+/* Is kernel address @ip inside function @name (by /proc/kallsyms)? */
+static bool ksym_is(uint64_t ip, const char *name)
+{
+	char line[512], best[256] = "", sym[256];
+	unsigned long long addr, best_addr = 0;
+	FILE *f = fopen("/proc/kallsyms", "r");
+	char type;
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llx %c %255s", &addr, &type, sym) == 3 &&
+		    (type == 't' || type == 'T') && addr <= ip && addr > best_addr) {
+			best_addr = addr;
+			strcpy(best, sym);
+		}
+	fclose(f);
+	return !strcmp(best, name);
+}
+
+TEST_F(why, kernel_mutex_holder)
+{
+	struct stallcap_info info = { .size = sizeof(info) };
+	struct kholder k = { .ms = 300 };
+	const struct stallcap_sec_wait *w;
+	const struct stallcap_sec_task *o;
+	struct stallcap_sample *smp;
+	const uint64_t *ips;
+	bool in_holder = false;
+	unsigned int i;
+
+	if (access(KMUTEX_DIR "mutex_take", W_OK))
+		SKIP(return, "no stallcap_spin test module");
+	ASSERT_EQ(0, ioctl(self->s.fd, STALLCAP_IOC_GET_INFO, &info));
+	ASSERT_EQ(0, pthread_create(&k.th, NULL, kholder_fn, &k));
+	usleep(50000);			/* it holds the mutex now, asleep */
+	ASSERT_EQ(0, why_arm(&self->s, WHY_MS(TIMEOUT_MS)));
+	ASSERT_EQ(0, write_str(KMUTEX_DIR "mutex_take", "1"));
+	ASSERT_EQ(0, why_disarm(&self->s));
+	pthread_join(k.th, NULL);
+	ASSERT_EQ(0, k.rc);
+	smp = why_first_sample(&self->s, why_gettid(), self->buf,
+			       sizeof(self->buf));
+	if (!smp)
+		why_log_stats(&self->s);
+	ASSERT_NE(NULL, smp);
+	why_log_sample(smp);
+	ASSERT_EQ(STALLCAP_STATE_UNINTERRUPTIBLE, smp->state);
+	w = why_section(smp, STALLCAP_SEC_WAIT, 0);
+	if (!(info.features & STALLCAP_FEAT_KERNEL_LOCKS)) {
+		/* nothing known beyond the blocked state and kernel stack */
+		ASSERT_EQ(NULL, w);
+		ASSERT_EQ(NULL, why_task(smp, STALLCAP_ROLE_OWNER, 1));
+		return;
+	}
+	ASSERT_NE(NULL, w);
+	ASSERT_EQ(STALLCAP_WAIT_MUTEX, w->kind);
+	ASSERT_EQ(0U, w->flags);
+	ASSERT_EQ(1U, w->nr_hops);
+	/* a kernel address, shown to a reader who may see those only */
+	ASSERT_EQ(!!(info.features & STALLCAP_FEAT_KADDR), w->object != 0);
+	o = why_task(smp, STALLCAP_ROLE_OWNER, 1);
+	check_owner(_metadata, o, k.tid, 1, STALLCAP_STATE_UNINTERRUPTIBLE);
+	ASSERT_EQ(STALLCAP_WAIT_OTHER, o->wait_kind);	/* msleep */
+	ASSERT_EQ(0ULL, (unsigned long long)o->wait_object);
+	/* the holder's kernel stack: asleep under stallcap_spin_mutex_holder */
+	ASSERT_GE(o->nr_kernel_frames, 2U);
+	ips = why_task_ips(o);
+	for (i = 0; i < o->nr_kernel_frames; i++)
+		in_holder |= ksym_is(ips[i], "stallcap_spin_mutex_holder");
+	ASSERT_EQ(!!(info.features & STALLCAP_FEAT_KADDR), in_holder);
+}
+
 TEST_HARNESS_MAIN

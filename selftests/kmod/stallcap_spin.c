@@ -8,6 +8,11 @@
  *   echo MS > /sys/kernel/debug/stallcap_spin/softirq     in a tasklet, run
  *                                                         by local_bh_enable()
  *
+ *   echo MS > /sys/kernel/debug/stallcap_spin/mutex_hold  takes the
+ *                                 module's mutex and sleeps MS ms holding it
+ *   echo 1 > /sys/kernel/debug/stallcap_spin/mutex_take   takes and drops
+ *                                 it (blocks while another holds it)
+ *
  * and, for the NMI tests, on another CPU:
  *
  *   echo "CPU MS" > .../nmi_block   an NMI to CPU that spins MS there in its
@@ -31,6 +36,7 @@
 #include <linux/interrupt.h>
 #include <linux/kernel.h>
 #include <linux/module.h>
+#include <linux/mutex.h>
 #include <linux/preempt.h>
 #include <linux/uaccess.h>
 #include <asm/apic.h>
@@ -121,6 +127,50 @@ static void spin(enum spin_kind kind, unsigned int ms)
 		break;
 	}
 }
+
+/* ---- a kernel mutex that a test thread holds while another waits ---- */
+
+static DEFINE_MUTEX(stallcap_spin_mutex);
+
+/* Kept out of line and named: the holder's kernel stack shows it. */
+static noinline void stallcap_spin_mutex_holder(unsigned int ms)
+{
+	mutex_lock(&stallcap_spin_mutex);
+	msleep(ms);
+	mutex_unlock(&stallcap_spin_mutex);
+}
+
+static noinline void stallcap_spin_mutex_taker(void)
+{
+	mutex_lock(&stallcap_spin_mutex);
+	mutex_unlock(&stallcap_spin_mutex);
+}
+
+static ssize_t mutex_write(struct file *file, const char __user *ubuf,
+			   size_t len, loff_t *ppos)
+{
+	bool hold = file_inode(file)->i_private;
+	unsigned int ms;
+	int ret;
+
+	ret = kstrtouint_from_user(ubuf, len, 10, &ms);
+	if (ret)
+		return ret;
+	if (ms > MAX_MS)
+		return -ERANGE;
+	if (hold)
+		stallcap_spin_mutex_holder(ms);
+	else
+		stallcap_spin_mutex_taker();
+	return len;
+}
+
+static const struct file_operations mutex_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.write = mutex_write,
+	.llseek = noop_llseek,
+};
 
 static ssize_t spin_write(struct file *file, const char __user *ubuf,
 			  size_t len, loff_t *ppos)
@@ -250,6 +300,8 @@ static int __init stallcap_spin_init(void)
 			    &spin_fops);
 	debugfs_create_file("softirq", 0200, dir, (void *)SPIN_SOFTIRQ,
 			    &spin_fops);
+	debugfs_create_file("mutex_hold", 0200, dir, (void *)1, &mutex_fops);
+	debugfs_create_file("mutex_take", 0200, dir, NULL, &mutex_fops);
 	debugfs_create_file("nmi_block", 0200, dir, (void *)1, &nmi_fops);
 	debugfs_create_file("nmi_raw", 0200, dir, NULL, &nmi_fops);
 	debugfs_create_file("nmi_unknown", 0400, dir, NULL, &nmi_unknown_fops);

@@ -278,6 +278,13 @@ struct stallcap_config {
 #define STALLCAP_FEAT_ATTACH		(1ULL << 7) /* STALLCAP_IOC_ATTACH */
 #define STALLCAP_FEAT_TIMES		(1ULL << 8) /* STALLCAP_SEC_TIMES */
 #define STALLCAP_FEAT_WHY		(1ULL << 9) /* _SEC_WAIT and _SEC_TASK */
+/*
+ * Kernel mutexes, rw-semaphores held for writing and semaphores: what a
+ * blocked task waits on and who holds it (the kernel tracks it: Linux 6.16
+ * and later with CONFIG_DETECT_HUNG_TASK_BLOCKER, not PREEMPT_RT); without
+ * it such waits are STALLCAP_WAIT_OTHER with STALLCAP_WAIT_F_OWNER_UNKNOWN.
+ */
+#define STALLCAP_FEAT_KERNEL_LOCKS	(1ULL << 10)
 
 /* struct stallcap_info.arch and struct stallcap_sec_regs.arch */
 #define STALLCAP_ARCH_X86_64	1
@@ -648,6 +655,12 @@ struct stallcap_rec_header {
 #define STALLCAP_SAMPLE_ABANDONED	(1U << 14)
 /* preemption was disabled (preempt count without hardirq/softirq/NMI) */
 #define STALLCAP_SAMPLE_PREEMPT_OFF	(1U << 15)
+/*
+ * interrupted in user mode, but the thread ran on before its user stack was
+ * copied (the copy is made just after the NMI/IPI handler): REGS only, no
+ * USER_IPS or USER_STACK rather than bytes of a later moment
+ */
+#define STALLCAP_SAMPLE_USTACK_MISSED	(1U << 16)
 
 #define STALLCAP_MAX_FRAMES		128
 #define STALLCAP_MAX_USER_STACK		65536
@@ -696,8 +709,10 @@ struct stallcap_rec_header {
  * hidden from this reader, a kernel that cannot provide it).
  *
  * Deferred user stacks (STALLCAP_REC_USER_STACK): a sample whose user stack
- * could not be read at capture (STALLCAP_SAMPLE_USTACK_REMOTE or _FAULT, or
- * any kernel-mode sample with STALLCAP_CFG_DEFER_USER) carries a @cookie and
+ * could not be read at capture (STALLCAP_SAMPLE_USTACK_REMOTE or _FAULT, a
+ * kernel-mode NMI/IPI sample whose thread kept interrupts off or left the
+ * CPU before the copy that follows the handler, or any kernel-mode sample
+ * with STALLCAP_CFG_DEFER_USER) carries a @cookie and
  * STALLCAP_SAMPLE_DEFER_PENDING; just before the thread next returns to user
  * space, the module walks its user stack with faults allowed and writes one
  * USER_STACK record with the same @cookie (path STALLCAP_PATH_DEFERRED,
