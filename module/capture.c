@@ -25,6 +25,7 @@
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
+#include <asm/irq_regs.h>
 #include <asm/unwind.h>
 
 #include "compat.h"
@@ -370,6 +371,10 @@ static struct pt_regs *capture_begin(struct stallcap_watch *w,
 	struct pt_regs *uregs;
 	/* the handler we run in entered hard-IRQ (or NMI) once itself */
 	unsigned int depth = (hardirq_count() >> HARDIRQ_SHIFT) - 1;
+
+	/* an NMI taking what stallcap's own IRQ interrupted: not counted */
+	if (in_nmi() && depth && regs == get_irq_regs())
+		depth--;
 
 	stallcap_sample_stamp(s);
 	stallcap_rec_begin(wr, s, rec);

@@ -18,6 +18,7 @@
 #include <linux/llist.h>
 #include <linux/mutex.h>
 #include <linux/percpu.h>
+#include <linux/preempt.h>
 #include <linux/sched.h>
 #include <linux/spinlock.h>
 #include <linux/init.h>
@@ -306,10 +307,13 @@ struct stallcap_capture_tail {
  *	captures are built here)
  * @rec: the record reserved in the ring for the result (written, never read)
  * @rec_len: bytes the capture wrote
- * @result: CAPTURE_PENDING until the target CPU wrote DONE or MISMATCH
+ * @result: CAPTURE_PENDING until the target CPU wrote DONE, MISMATCH or IRQ
  * @cpu: the CPU asked
  * @path: STALLCAP_PATH_NMI or STALLCAP_PATH_IPI
  * @retries: requests that found another thread on the CPU
+ * @irq_retries: requests that found an interrupt on top of the thread
+ *	(CAPTURE_IRQ): sent again a little later, at most
+ *	STALLCAP_IRQ_RETRIES times
  * @sent_ns: when the request was sent
  * @begin_ns: when the first request of this sample was tried
  * @for_runner: sent for a runnable thread off CPU: the handler is expected
@@ -333,6 +337,7 @@ struct stallcap_capture_req {
 	int cpu;
 	u8 path;
 	u32 retries;
+	u8 irq_retries;
 	u64 sent_ns;
 	u64 begin_ns;
 	bool for_runner;
@@ -456,7 +461,44 @@ void stallcap_watch_exit(void);
 
 /* ---- capture (capture.c, capture_remote.c, capture_blocked.c) ---- */
 
-enum { CAPTURE_PENDING, CAPTURE_DONE, CAPTURE_MISMATCH };
+enum { CAPTURE_PENDING, CAPTURE_DONE, CAPTURE_MISMATCH, CAPTURE_IRQ };
+
+/* Samples put off because an interrupt ran on top of the thread. */
+#define STALLCAP_IRQ_RETRIES	3
+
+/**
+ * stallcap_interrupted_an_interrupt() - did this handler (timer, NMI or
+ * IPI) interrupt an interrupt taken on top of the current thread?
+ *
+ * A hard IRQ (stallcap's own buddy checker or watch timer, the tick, ...)
+ * or a softirq being served: that handler is not the thread's stall.  The
+ * handler running this entered hard-IRQ once itself (nmi_enter() counts
+ * one too).
+ */
+static inline bool stallcap_interrupted_an_interrupt(void)
+{
+	return (hardirq_count() >> HARDIRQ_SHIFT) > 1 ||
+	       (softirq_count() & SOFTIRQ_OFFSET);
+}
+
+/* stallcap's own hrtimer callback (buddy checker, watch timer) runs here */
+DECLARE_PER_CPU(unsigned int, stallcap_own_irq);
+
+/*
+ * Bracket stallcap's own hard-IRQ callbacks: an NMI that lands inside one
+ * takes the thread it interrupted, not stallcap's handler.
+ */
+static inline void stallcap_own_irq_enter(void)
+{
+	__this_cpu_inc(stallcap_own_irq);
+	barrier();	/* before the callback's work, for an NMI here */
+}
+
+static inline void stallcap_own_irq_exit(void)
+{
+	barrier();	/* after the callback's work */
+	__this_cpu_dec(stallcap_own_irq);
+}
 
 /* Fixed part of a sample, filled by the timer before any capture path. */
 void stallcap_sample_init(struct stallcap_watch *w, struct stallcap_sample *s,

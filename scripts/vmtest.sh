@@ -296,7 +296,8 @@ section() {
 # "Call Trace:" between "vmtest: allow-trace begin" and "... end" is allowed;
 # "NMI handler ... took too long" (slow_nmi_re) between "vmtest: allow-slow-nmi
 # begin" and "... end" (capture_defer_test's rounds that copy in the handler
-# on purpose) is not reported.
+# on purpose, capture_nmi_irq_test's NMI held off by the test module) is not
+# reported.
 splats() {
 	splats_matching "$splat_re" "$@"
 }

@@ -760,6 +760,37 @@ TEST_F(unpriv, global_rights_follow_the_opener_not_the_caller)
 	close(p.sock[1]);
 }
 
+/* A user calling on a session root opened: root's rights hold. */
+static int user_in_roots_global_session(void *arg)
+{
+	struct stallcap_config c = { .size = sizeof(c), .flags = STALLCAP_CFG_GLOBAL };
+	const struct sc_session *s = arg;
+	struct stallcap_config now;
+	struct stallcap_stats st;
+
+	CHK(getuid() == TU_USER_UID && geteuid() == TU_USER_UID, "still root");
+	CHK(!ioctl(s->fd, STALLCAP_IOC_SET_CONFIG, &c),
+	    "SET_CONFIG(GLOBAL) on root's session: %s", strerror(errno));
+	CHK(!sc_get_config(s->fd, &now) && (now.flags & STALLCAP_CFG_GLOBAL),
+	    "GLOBAL not in force");
+	CHK(!sc_get_stats(s->fd, &st, STALLCAP_STATS_GLOBAL),
+	    "GET_STATS(GLOBAL) on root's session: %s", strerror(errno));
+	return 0;
+}
+
+/*
+ * The other way round: a file root opened keeps root's rights for whoever
+ * calls on it, e.g. a daemon that opens the device and drops privileges.
+ */
+TEST_F(unpriv, global_rights_of_a_root_opener_survive_dropped_privileges)
+{
+	struct sc_session s;
+
+	ASSERT_EQ(0, sc_open(&s));
+	EXPECT_EQ(0, run_as(TU_USER_UID, TU_USER_GID, user_in_roots_global_session, &s));
+	sc_session_close(&s);
+}
+
 /* ------------------------------------------------------------------------
  * A setuid-root program exec'd by a watched thread
  * ------------------------------------------------------------------------
