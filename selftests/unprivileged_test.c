@@ -787,7 +787,7 @@ TEST_F(unpriv, global_rights_of_a_root_opener_survive_dropped_privileges)
 	struct sc_session s;
 
 	ASSERT_EQ(0, sc_open(&s));
-	EXPECT_EQ(0, run_as(TU_USER_UID, TU_USER_GID, user_in_roots_global_session, &s));
+	EXPECT_EQ(0, tu_run_as(TU_USER_UID, TU_USER_GID, user_in_roots_global_session, &s));
 	sc_session_close(&s);
 }
 
