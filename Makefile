@@ -41,7 +41,7 @@ KDIR ?= $(firstword $(wildcard /lib/modules/$(KVER)/build) \
 	$(shell awk '$$1 == "6.12" { print "/lib/modules/" $$2 "/build" }' \
 		$(TOP)/.cache/kernels.list 2>/dev/null))
 
-KERNELS ?= 6.1 6.12 6.12-rt 7.2 7.2-rt debug
+KERNELS ?= 5.10 6.1 6.12 6.12-rt 7.2 7.2-rt debug
 RUN_KERNEL ?= 6.12
 SELFCHECK ?= 1
 V ?= 0

@@ -62,7 +62,9 @@ static void __init pin_info(void)
 	PIN(stallcap_info, max_watches_per_user, 28, 4);
 	PIN(stallcap_info, arch, 32, 4);
 	PIN(stallcap_info, sample_fixed_size, 36, 4);
-	PIN(stallcap_info, __reserved, 40, 24);
+	PIN(stallcap_info, mlock_bytes, 40, 8);
+	PIN(stallcap_info, mlock_used_bytes, 48, 8);
+	PIN(stallcap_info, __reserved, 56, 8);
 	BUILD_BUG_ON(sizeof(struct stallcap_info) != 64);
 }
 
@@ -86,7 +88,9 @@ static void __init pin_stats(void)
 	PIN(stallcap_stats, lost_first, 112, 8);
 	PIN(stallcap_stats, lost_deferred, 120, 8);
 	PIN(stallcap_stats, attached, 128, 8);
-	PIN(stallcap_stats, __reserved, 136, 24);
+	PIN(stallcap_stats, locked_bytes, 136, 8);
+	PIN(stallcap_stats, locked_rlimit_bytes, 144, 8);
+	PIN(stallcap_stats, __reserved, 152, 8);
 	PIN(stallcap_stats, capture_cost_hist, 160, 192);
 	PIN(stallcap_stats, lateness_hist, 352, 192);
 	PIN(stallcap_stats, nmi_time_hist, 544, 192);

@@ -49,6 +49,7 @@ static DEFINE_PER_CPU(struct work_struct, buddy_start_work);
 DEFINE_PER_CPU(unsigned long, stallcap_watch_expiries);
 DEFINE_PER_CPU(unsigned long, stallcap_buddy_expiries);
 DEFINE_PER_CPU(unsigned long, stallcap_buddy_rescues);
+DEFINE_PER_CPU(unsigned int, stallcap_own_irq);
 
 /** stallcap_buddy_period_ns() - how often the checkers look */
 u64 stallcap_buddy_period_ns(void)
@@ -120,10 +121,12 @@ static enum hrtimer_restart buddy_fn(struct hrtimer *timer)
 	struct stallcap_watch *w;
 
 	this_cpu_inc(stallcap_buddy_expiries);
+	stallcap_own_irq_enter();
 	rcu_read_lock();
 	list_for_each_entry_rcu(w, &buddy_watches, buddy_node)
 		buddy_check(w, now, period);
 	rcu_read_unlock();
+	stallcap_own_irq_exit();
 	if (buddy_stop())
 		return HRTIMER_NORESTART;
 	hrtimer_forward_now(timer, ns_to_ktime(period));

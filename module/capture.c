@@ -25,6 +25,7 @@
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
+#include <asm/irq_regs.h>
 #include <asm/unwind.h>
 
 #include "compat.h"
@@ -356,6 +357,53 @@ static void put_user_stack(struct stallcap_rec_writer *wr,
 	stallcap_sec_put_stack(wr, uregs->sp, len);
 }
 
+/*
+ * The fixed part's context, the kernel frames and the user registers of the
+ * current thread.  Return: the user registers to read its user stack from,
+ * or NULL when it has none (STALLCAP_SAMPLE_NO_USER is set).
+ */
+static struct pt_regs *capture_begin(struct stallcap_watch *w,
+				     struct stallcap_sample *s,
+				     struct stallcap_rec_writer *wr, void *rec,
+				     struct pt_regs *regs, u8 path)
+{
+	const struct stallcap_session *sess = w->sess;
+	struct pt_regs *uregs;
+	/* the handler we run in entered hard-IRQ (or NMI) once itself */
+	unsigned int depth = (hardirq_count() >> HARDIRQ_SHIFT) - 1;
+
+	/* an NMI taking what stallcap's own IRQ interrupted: not counted */
+	if (in_nmi() && depth && regs == get_irq_regs())
+		depth--;
+
+	stallcap_sample_stamp(s);
+	stallcap_rec_begin(wr, s, rec);
+	s->cpu = smp_processor_id();
+	s->path = path;
+	s->state = STALLCAP_STATE_RUNNING;
+	if (!(regs->flags & X86_EFLAGS_IF))
+		s->flags |= STALLCAP_SAMPLE_IRQS_OFF;
+	if (depth)
+		s->flags |= STALLCAP_SAMPLE_IN_HARDIRQ;
+	if (softirq_count() & SOFTIRQ_OFFSET)
+		s->flags |= STALLCAP_SAMPLE_IN_SOFTIRQ;
+
+	if (user_mode(regs)) {
+		s->flags |= STALLCAP_SAMPLE_USER_MODE;
+		uregs = user_64bit_mode(regs) && current->mm == w->mm ?
+			regs : NULL;
+	} else {
+		stallcap_put_kernel_ips(wr, sess, current, regs, &s->flags);
+		uregs = stallcap_user_regs_of(current, w->mm);
+	}
+	if (!uregs) {
+		s->flags |= STALLCAP_SAMPLE_NO_USER;
+		return NULL;
+	}
+	stallcap_sec_put_regs(wr, uregs);
+	return uregs;
+}
+
 /**
  * stallcap_capture_current() - capture the current thread
  * @w: the watch (session, expected address space)
@@ -372,40 +420,71 @@ u32 stallcap_capture_current(struct stallcap_watch *w,
 			     struct stallcap_sample *s, void *rec,
 			     struct pt_regs *regs, u8 path)
 {
-	const struct stallcap_session *sess = w->sess;
 	struct stallcap_rec_writer wr;
 	struct pt_regs *uregs;
-	/* the handler we run in entered hard-IRQ (or NMI) once itself */
-	unsigned int depth = (hardirq_count() >> HARDIRQ_SHIFT) - 1;
 
-	stallcap_sample_stamp(s);
-	stallcap_rec_begin(&wr, s, rec);
-	s->cpu = smp_processor_id();
-	s->path = path;
-	s->state = STALLCAP_STATE_RUNNING;
-	if (!(regs->flags & X86_EFLAGS_IF))
-		s->flags |= STALLCAP_SAMPLE_IRQS_OFF;
-	if (depth)
-		s->flags |= STALLCAP_SAMPLE_IN_HARDIRQ;
-	if (softirq_count() & SOFTIRQ_OFFSET)
-		s->flags |= STALLCAP_SAMPLE_IN_SOFTIRQ;
-
-	if (user_mode(regs)) {
-		s->flags |= STALLCAP_SAMPLE_USER_MODE;
-		uregs = user_64bit_mode(regs) && current->mm == w->mm ?
-			regs : NULL;
-	} else {
-		stallcap_put_kernel_ips(&wr, sess, current, regs, &s->flags);
-		uregs = stallcap_user_regs_of(current, w->mm);
-	}
-	if (!uregs) {
-		s->flags |= STALLCAP_SAMPLE_NO_USER;
-		goto out;
-	}
-	stallcap_sec_put_regs(&wr, uregs);
-	put_user_stack(&wr, sess, uregs, &s->flags);
-out:
+	uregs = capture_begin(w, s, &wr, rec, regs, path);
+	if (uregs)
+		put_user_stack(&wr, w->sess, uregs, &s->flags);
 	stallcap_why_put_times(&wr, w, current, s->capture_ns);
+	return wr.len;
+}
+
+/**
+ * stallcap_capture_head() - capture the current thread but its user stack
+ * @w: the watch
+ * @s: the draft, as for stallcap_capture_current()
+ * @rec: where the record is built, likewise
+ * @regs: interrupted registers
+ * @path: STALLCAP_PATH_NMI or _IPI
+ * @uregs: output: a copy of the user registers the user stack is to be
+ *	read from, when the return is true
+ * @len: output: the record's length so far
+ *
+ * Writes the context, kernel frames and user registers: what
+ * stallcap_capture_current() writes before the user stack;
+ * stallcap_capture_rest() appends the rest later.
+ * Context: the NMI or IPI handler.
+ * Return: true when the user stack is still to be read.
+ */
+bool stallcap_capture_head(struct stallcap_watch *w, struct stallcap_sample *s,
+			   void *rec, struct pt_regs *regs, u8 path,
+			   struct pt_regs *uregs, u32 *len)
+{
+	struct stallcap_rec_writer wr;
+	struct pt_regs *u;
+
+	u = capture_begin(w, s, &wr, rec, regs, path);
+	if (u)
+		*uregs = *u;
+	*len = wr.len;
+	return u;
+}
+
+/**
+ * stallcap_capture_rest() - append the user stack and CPU times to a head
+ * @w: the watch
+ * @s: the draft
+ * @rec: the record stallcap_capture_head() began
+ * @len: its length so far
+ * @uregs: the user registers stallcap_capture_head() copied, or NULL when
+ *	the user stack is not to be read (or there is none)
+ * @task: the captured thread
+ *
+ * Context: any, NMI included; with @uregs, the current thread must be
+ * @task, still in the same kernel entry (or user-mode interruption) as at
+ * stallcap_capture_head().
+ * Return: the record's length.
+ */
+u32 stallcap_capture_rest(struct stallcap_watch *w, struct stallcap_sample *s,
+			  void *rec, u32 len, const struct pt_regs *uregs,
+			  struct task_struct *task)
+{
+	struct stallcap_rec_writer wr = { .rec = rec, .len = len };
+
+	if (uregs)
+		put_user_stack(&wr, w->sess, uregs, &s->flags);
+	stallcap_why_put_times(&wr, w, task, s->capture_ns);
 	return wr.len;
 }
 

@@ -302,7 +302,8 @@ void stallcap_defer_request(struct stallcap_watch *w, struct stallcap_sample *s,
 bool stallcap_defer_wanted(const struct stallcap_session *sess,
 			   const struct stallcap_sample *s)
 {
-	if (s->flags & (STALLCAP_SAMPLE_NO_USER | STALLCAP_SAMPLE_USER_MODE))
+	if (s->flags & (STALLCAP_SAMPLE_NO_USER | STALLCAP_SAMPLE_USER_MODE |
+			STALLCAP_SAMPLE_DEFER_PENDING))
 		return false;
 	if (sess->cfg.flags & STALLCAP_CFG_DEFER_USER)
 		return true;

@@ -27,6 +27,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/delay.h>
+#include <linux/module.h>
 #include <linux/percpu.h>
 #include <linux/smp.h>
 #include <linux/ktime.h>
@@ -47,13 +48,30 @@ static DEFINE_PER_CPU(u64, remote_nmi_until);
 static DEFINE_PER_CPU(call_single_data_t, remote_csd);
 static DEFINE_PER_CPU(atomic_t, remote_csd_busy);
 
+/*
+ * The handler landed in stallcap's own code (its buddy checker or a watch
+ * timer, or any of its text) in the one hard IRQ on top of the thread: that
+ * is never the stall.  Return the registers the IRQ interrupted (the
+ * thread's own frame 0), or NULL (not stallcap's, or an IRQ that sets no
+ * irq regs).
+ */
+static struct pt_regs *own_irq_regs(struct pt_regs *regs)
+{
+	/* this handler's own hard-IRQ count, and the IRQ's */
+	if (hardirq_count() >> HARDIRQ_SHIFT != 2)
+		return NULL;
+	if (!this_cpu_read(stallcap_own_irq) &&
+	    !within_module(regs->ip, THIS_MODULE))
+		return NULL;
+	return get_irq_regs();
+}
+
 static void remote_capture(struct stallcap_capture_req *req,
 			   struct pt_regs *regs)
 {
+	struct pt_regs *under;
 	struct stallcap_watch *w = req->watch;
 	u64 start = ktime_get_mono_fast_ns();
-	void *buf;
-	u32 len;
 
 	if (current != w->task && req->for_runner)
 		stallcap_why_note_runner(req, regs);
@@ -62,17 +80,21 @@ static void remote_capture(struct stallcap_capture_req *req,
 		smp_store_release(&req->result, CAPTURE_MISMATCH);
 		return;
 	}
-	buf = stallcap_capture_buf_remote() ?: req->rec;
-	len = stallcap_capture_current(w, &req->draft, buf, regs, req->path);
-	req->draft.migrate_retries = req->retries;
-	stallcap_count(&w->sess->stats, req->path == STALLCAP_PATH_NMI ?
-		       SC_CAPTURE_NMI : SC_CAPTURE_IPI, 1);
-	stallcap_sample_finish(w, &req->draft, buf, req->rec, len, start, true);
-	stallcap_hist_nmi(&w->sess->stats, ktime_get_mono_fast_ns() - start);
-	if (buf != req->rec)
-		stallcap_capture_buf_hold(req);	/* until the timer mirrors it */
-	/* record and rec_len before DONE, pairs with poll_remote() */
-	smp_store_release(&req->result, CAPTURE_DONE);
+	under = own_irq_regs(regs);	/* stallcap's callback on top: under it */
+	/*
+	 * Another interrupt on top of the thread is not its stall either: the
+	 * timer asks again a little later, a bounded number of times; then the
+	 * thread is taken as it is, flagged IN_HARDIRQ/IN_SOFTIRQ, the
+	 * handler's frames above its own.
+	 */
+	if (!under && req->irq_retries < STALLCAP_IRQ_RETRIES &&
+	    stallcap_interrupted_an_interrupt()) {
+		/* pairs with smp_load_acquire() in poll_remote() */
+		smp_store_release(&req->result, CAPTURE_IRQ);
+		return;
+	}
+	/* the user stack is read after the handler (capture_tail.c) */
+	stallcap_tail_capture(req, under ?: regs, start);
 }
 
 static int stallcap_nmi_handler(unsigned int type, struct pt_regs *regs)

@@ -11,6 +11,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/capability.h>
+#include <linux/cred.h>
 #include <linux/fs.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -198,6 +199,8 @@ static long ioctl_get_info(struct stallcap_session *sess, unsigned long arg)
 	info.max_watches_per_user = stallcap_max_watches_per_user;
 	info.arch = STALLCAP_ARCH_X86_64;
 	info.sample_fixed_size = sizeof(struct stallcap_sample);
+	info.mlock_bytes = stallcap_mlock_bytes();
+	info.mlock_used_bytes = stallcap_mlock_used_bytes(current_uid());
 	return arg_out((void __user *)arg, &info, sizeof(info), usize);
 }
 

@@ -46,6 +46,12 @@ unsigned int stallcap_max_ring_kb __read_mostly = 65536;
 module_param_named(max_ring_kb, stallcap_max_ring_kb, uint, 0644);
 MODULE_PARM_DESC(max_ring_kb, "Largest ring data area per session, in KiB (default 65536)");
 
+/* 1032 KiB: one default session (control page, 1 MiB ring, 64 slots) */
+unsigned int stallcap_mlock_kb __read_mostly = 1032;
+module_param_named(mlock_kb, stallcap_mlock_kb, uint, 0644);
+MODULE_PARM_DESC(mlock_kb,
+		 "Ring and slot memory each user may lock beyond RLIMIT_MEMLOCK, in KiB per online CPU, as perf's perf_event_mlock_kb (default 1032: one default session per CPU)");
+
 unsigned int stallcap_migrate_retries __read_mostly = 3;
 module_param_named(migrate_retries, stallcap_migrate_retries, uint, 0644);
 MODULE_PARM_DESC(migrate_retries,
@@ -67,6 +73,11 @@ module_param_named(abi_test, stallcap_abi_test, bool, 0644);
 MODULE_PARM_DESC(abi_test,
 		 "Test readers: samples carry a longer fixed part and a section of an unassigned type (default off)");
 
+bool stallcap_user_copy_in_handler __read_mostly;
+module_param_named(user_copy_in_handler, stallcap_user_copy_in_handler, bool, 0644);
+MODULE_PARM_DESC(user_copy_in_handler,
+		 "Copy and walk the user stack inside the NMI/IPI handler (default off: an irq_work does it right after the handler)");
+
 static int __init stallcap_init(void)
 {
 	int ret;
@@ -79,6 +90,7 @@ static int __init stallcap_init(void)
 		return -EINVAL;
 	}
 	stallcap_defer_init();
+	stallcap_tail_init();
 	stallcap_buddy_init();
 	ret = stallcap_attach_init();
 	if (ret)
@@ -120,6 +132,7 @@ static void __exit stallcap_exit(void)
 	stallcap_device_exit();
 	stallcap_watch_exit();
 	stallcap_remote_exit();
+	stallcap_tail_exit();
 	stallcap_why_exit();
 	stallcap_defer_exit();
 	stallcap_buddy_exit();

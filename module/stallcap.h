@@ -18,6 +18,7 @@
 #include <linux/llist.h>
 #include <linux/mutex.h>
 #include <linux/percpu.h>
+#include <linux/preempt.h>
 #include <linux/sched.h>
 #include <linux/spinlock.h>
 #include <linux/init.h>
@@ -37,6 +38,8 @@ extern bool stallcap_use_nmi;
 extern unsigned int stallcap_check_us;
 extern unsigned int stallcap_max_fast_watches_per_user;
 extern bool stallcap_abi_test;
+extern bool stallcap_user_copy_in_handler;
+extern unsigned int stallcap_mlock_kb;
 u64 stallcap_min_timeout_ns(void);
 void __init stallcap_abi_layout_check(void);
 
@@ -58,6 +61,8 @@ enum stallcap_counter {
 	SC_LOST_FIRST,
 	SC_LOST_DEFERRED,
 	SC_ATTACHED,
+	SC_LOCKED_BYTES,
+	SC_LOCKED_RLIMIT_BYTES,
 	/* not in struct stallcap_stats: debugfs only */
 	SC_TIMER_EXPIRIES,
 	SC_NR_COUNTERS
@@ -157,6 +162,26 @@ extern const struct file_operations stallcap_fops;
 int stallcap_device_init(void);
 void stallcap_device_exit(void);
 
+struct stallcap_user_locked;
+
+/**
+ * struct stallcap_locked - where a session's ring and slot memory is charged
+ * @user: the caller's user's allowance (mlock_kb), NULL if not charged
+ * @user_pages: pages charged to @user
+ * @mm: the address space whose pinned_vm holds the rest against
+ *	RLIMIT_MEMLOCK (a reference held), or NULL
+ * @mm_pages: pages charged to @mm
+ * @pages: all the pages charged (without an address space, the part beyond
+ *	the allowance is counted here only)
+ */
+struct stallcap_locked {
+	struct stallcap_user_locked *user;
+	unsigned long user_pages;
+	struct mm_struct *mm;
+	unsigned long mm_pages;
+	unsigned long pages;
+};
+
 /**
  * struct stallcap_session - one open file of /dev/stallcap
  * @lock: serialises configuration, ring creation and watch creation
@@ -187,9 +212,7 @@ void stallcap_device_exit(void);
  * @ref: the open file and each queued deferred capture hold one
  * @global: a system-wide reader (STALLCAP_CFG_GLOBAL), on @global_node
  * @global_node: in the list of system-wide readers (global.c)
- * @locked_mm: the address space whose locked_vm the ring and beat slots
- *	are charged to (a reference held), or NULL
- * @locked_pages: the pages charged
+ * @locked: what the ring and beat slots are charged to (memory.c)
  */
 struct stallcap_session {
 	struct mutex lock;
@@ -216,8 +239,7 @@ struct stallcap_session {
 	refcount_t ref;
 	bool global;
 	struct list_head global_node;
-	struct mm_struct *locked_mm;
-	unsigned long locked_pages;
+	struct stallcap_locked locked;
 };
 
 int stallcap_session_ensure_ring(struct stallcap_session *sess, bool mmap_locked);
@@ -232,6 +254,8 @@ int stallcap_map_user(struct vm_area_struct *vma, void *base, size_t bytes);
 int stallcap_charge_locked(struct stallcap_session *sess, unsigned long pages,
 			   bool mmap_locked);
 void stallcap_uncharge_locked(struct stallcap_session *sess);
+u64 stallcap_mlock_bytes(void);
+u64 stallcap_mlock_used_bytes(kuid_t uid);
 void stallcap_session_get(struct stallcap_session *sess);
 void stallcap_session_put(struct stallcap_session *sess);
 bool stallcap_session_rate_ok(struct stallcap_session *sess, u64 now);
@@ -250,6 +274,32 @@ enum stallcap_watch_state {
 };
 
 /**
+ * struct stallcap_capture_tail - the rest of an NMI/IPI capture, done by an
+ * irq_work on the same CPU right after the handler (capture_tail.c)
+ * @uregs: the user registers at the capture (a copy)
+ * @buf: where the record is being built (capture buffer or ring record)
+ * @len: its length after the handler's part
+ * @start_ns: when the capture began
+ * @queued_ns: when the handler left the rest to the irq_work
+ * @task: the captured thread (a reference held until the tail is done)
+ * @switches: its context switches at the capture (nvcsw + nivcsw)
+ * @user_mode: the handler interrupted user mode
+ * @irqs_off: it interrupted code running with interrupts disabled, which
+ *	holds the irq_work off: the timer may complete the capture without it
+ */
+struct stallcap_capture_tail {
+	struct pt_regs uregs;
+	void *buf;
+	u32 len;
+	u64 start_ns;
+	u64 queued_ns;
+	struct task_struct *task;
+	unsigned long switches;
+	bool user_mode;
+	bool irqs_off;
+};
+
+/**
  * struct stallcap_capture_req - a capture to be done on another CPU
  * @watch: the watch asking (for its task, session and record fields)
  * @draft: kernel-private fixed part of the sample being captured
@@ -257,10 +307,13 @@ enum stallcap_watch_state {
  *	captures are built here)
  * @rec: the record reserved in the ring for the result (written, never read)
  * @rec_len: bytes the capture wrote
- * @result: CAPTURE_PENDING until the target CPU wrote DONE or MISMATCH
+ * @result: CAPTURE_PENDING until the target CPU wrote DONE, MISMATCH or IRQ
  * @cpu: the CPU asked
  * @path: STALLCAP_PATH_NMI or STALLCAP_PATH_IPI
  * @retries: requests that found another thread on the CPU
+ * @irq_retries: requests that found an interrupt on top of the thread
+ *	(CAPTURE_IRQ): sent again a little later, at most
+ *	STALLCAP_IRQ_RETRIES times
  * @sent_ns: when the request was sent
  * @begin_ns: when the first request of this sample was tried
  * @for_runner: sent for a runnable thread off CPU: the handler is expected
@@ -270,6 +323,7 @@ enum stallcap_watch_state {
  *	become the watch's @times_base when the sample is published
  * @times_taken: @times_now holds the capture's counters
  * @runner: the runner's section, written by the NMI/IPI handler
+ * @tail: the user stack's part, left by the handler to an irq_work
  */
 struct stallcap_capture_req {
 	struct stallcap_watch *watch;
@@ -283,6 +337,7 @@ struct stallcap_capture_req {
 	int cpu;
 	u8 path;
 	u32 retries;
+	u8 irq_retries;
 	u64 sent_ns;
 	u64 begin_ns;
 	bool for_runner;
@@ -290,6 +345,7 @@ struct stallcap_capture_req {
 	struct stallcap_times_snap times_now;
 	bool times_taken;
 	u64 runner[STALLCAP_WHY_TASK_MAX / 8];
+	struct stallcap_capture_tail tail;
 };
 
 /**
@@ -405,7 +461,44 @@ void stallcap_watch_exit(void);
 
 /* ---- capture (capture.c, capture_remote.c, capture_blocked.c) ---- */
 
-enum { CAPTURE_PENDING, CAPTURE_DONE, CAPTURE_MISMATCH };
+enum { CAPTURE_PENDING, CAPTURE_DONE, CAPTURE_MISMATCH, CAPTURE_IRQ };
+
+/* Samples put off because an interrupt ran on top of the thread. */
+#define STALLCAP_IRQ_RETRIES	3
+
+/**
+ * stallcap_interrupted_an_interrupt() - did this handler (timer, NMI or
+ * IPI) interrupt an interrupt taken on top of the current thread?
+ *
+ * A hard IRQ (stallcap's own buddy checker or watch timer, the tick, ...)
+ * or a softirq being served: that handler is not the thread's stall.  The
+ * handler running this entered hard-IRQ once itself (nmi_enter() counts
+ * one too).
+ */
+static inline bool stallcap_interrupted_an_interrupt(void)
+{
+	return (hardirq_count() >> HARDIRQ_SHIFT) > 1 ||
+	       (softirq_count() & SOFTIRQ_OFFSET);
+}
+
+/* stallcap's own hrtimer callback (buddy checker, watch timer) runs here */
+DECLARE_PER_CPU(unsigned int, stallcap_own_irq);
+
+/*
+ * Bracket stallcap's own hard-IRQ callbacks: an NMI that lands inside one
+ * takes the thread it interrupted, not stallcap's handler.
+ */
+static inline void stallcap_own_irq_enter(void)
+{
+	__this_cpu_inc(stallcap_own_irq);
+	barrier();	/* before the callback's work, for an NMI here */
+}
+
+static inline void stallcap_own_irq_exit(void)
+{
+	barrier();	/* after the callback's work */
+	__this_cpu_dec(stallcap_own_irq);
+}
 
 /* Fixed part of a sample, filled by the timer before any capture path. */
 void stallcap_sample_init(struct stallcap_watch *w, struct stallcap_sample *s,
@@ -419,6 +512,12 @@ void stallcap_put_kernel_ips(struct stallcap_rec_writer *wr,
 			     const struct stallcap_session *sess,
 			     struct task_struct *task, struct pt_regs *regs,
 			     u32 *flags);
+bool stallcap_capture_head(struct stallcap_watch *w, struct stallcap_sample *s,
+			   void *rec, struct pt_regs *regs, u8 path,
+			   struct pt_regs *uregs, u32 *len);
+u32 stallcap_capture_rest(struct stallcap_watch *w, struct stallcap_sample *s,
+			  void *rec, u32 len, const struct pt_regs *uregs,
+			  struct task_struct *task);
 unsigned int stallcap_walk_user_frames(const struct pt_regs *uregs, u64 *ips,
 				       u32 *flags, bool may_fault);
 unsigned int stallcap_unwind_kernel(struct task_struct *task,
@@ -594,6 +693,13 @@ void stallcap_buddy_add(struct stallcap_watch *w);
 void stallcap_buddy_del(struct stallcap_watch *w);
 void stallcap_buddy_init(void);
 void stallcap_buddy_exit(void);
+
+/* ---- the rest of NMI/IPI captures, after the handler (capture_tail.c) ---- */
+void stallcap_tail_capture(struct stallcap_capture_req *req,
+			   struct pt_regs *regs, u64 start);
+bool stallcap_tail_steal(struct stallcap_capture_req *req, bool now);
+void stallcap_tail_init(void);
+void stallcap_tail_exit(void);
 
 int stallcap_remote_init(void);
 void stallcap_remote_exit(void);

@@ -88,6 +88,8 @@ void stallcap_counters_read(struct stallcap_counters *sc,
 		[SC_LOST_FIRST] = &st->lost_first,
 		[SC_LOST_DEFERRED] = &st->lost_deferred,
 		[SC_ATTACHED] = &st->attached,
+		[SC_LOCKED_BYTES] = &st->locked_bytes,
+		[SC_LOCKED_RLIMIT_BYTES] = &st->locked_rlimit_bytes,
 	};
 	int i;
 
@@ -120,6 +122,8 @@ static const char *const counter_names[SC_NR_COUNTERS] = {
 	[SC_LOST_FIRST] = "lost_first",
 	[SC_LOST_DEFERRED] = "lost_deferred",
 	[SC_ATTACHED] = "attached",
+	[SC_LOCKED_BYTES] = "locked_bytes",
+	[SC_LOCKED_RLIMIT_BYTES] = "locked_rlimit_bytes",
 	[SC_TIMER_EXPIRIES] = "timer_expiries",
 };
 

@@ -32,7 +32,6 @@
 #define POLL_NS		(100 * NSEC_PER_USEC)	/* NMI/IPI result polling */
 #define REMOTE_TIMEOUT_NS (20 * NSEC_PER_MSEC)	/* give up on a lost NMI */
 #define IRQ_RETRY_NS	(500 * NSEC_PER_USEC)	/* look again after an irq */
-#define IRQ_RETRIES	3
 #define MAX_MIGRATE_RETRIES 16	/* whatever the migrate_retries parameter */
 
 static u32 migrate_retries(void)
@@ -186,21 +185,13 @@ static enum hrtimer_restart send_remote(struct stallcap_watch *w, u64 now)
 }
 
 /*
- * The timer interrupted an interrupt (hard or soft) taken on top of the
- * thread, e.g. RCU's softirq after the tick: that handler is not the stall.
- * Context: the watch's timer, on the thread's CPU.
+ * Put a capture off because the timer interrupted an interrupt taken on top
+ * of the thread (e.g. RCU's softirq after the tick)?  Bounded per sample.
  */
-static bool interrupted_an_interrupt(void)
-{
-	return (hardirq_count() >> HARDIRQ_SHIFT) > 1 ||
-	       (softirq_count() & SOFTIRQ_OFFSET);
-}
-
-/* Put a capture off because of an interrupt?  Bounded per sample. */
 static bool irq_retry(struct stallcap_watch *w)
 {
-	if (w->task == current && w->irq_retries < IRQ_RETRIES &&
-	    interrupted_an_interrupt()) {
+	if (w->task == current && w->irq_retries < STALLCAP_IRQ_RETRIES &&
+	    stallcap_interrupted_an_interrupt()) {
 		w->irq_retries++;
 		return true;
 	}
@@ -255,6 +246,7 @@ static enum hrtimer_restart take_sample(struct stallcap_watch *w, u64 now)
 		/* running: capture it there; runnable: name what runs there */
 		w->req.for_runner = !READ_ONCE(task->on_cpu);
 		w->req.retries = 0;
+		w->req.irq_retries = 0;
 		w->req.begin_ns = now;
 		return send_remote(w, now);
 	}
@@ -292,6 +284,8 @@ static enum hrtimer_restart poll_remote(struct stallcap_watch *w, u64 now)
 			return send_remote(w, now);
 		goto read_here;
 	}
+	/* a capture of interrupts-off code may go without its irq_work */
+	stallcap_tail_steal(req, false);
 	result = smp_load_acquire(&req->result);	/* pairs with the handler */
 	if (result == CAPTURE_DONE) {
 		remote_done(w);
@@ -303,6 +297,17 @@ static enum hrtimer_restart poll_remote(struct stallcap_watch *w, u64 now)
 		req->cpu = -1;
 		capture_blocked_into(w, now, 0);
 		return next_sample(w, now);
+	}
+	if (result == CAPTURE_IRQ) {
+		/*
+		 * An interrupt ran on top of the thread: send again on the next
+		 * poll (the NMI's own latency spaces the tries), the time limit
+		 * for a busy slot counted from now.
+		 */
+		req->irq_retries++;
+		req->cpu = -1;
+		req->begin_ns = now;
+		return restart_at(w, now + POLL_NS);
 	}
 	if (result == CAPTURE_PENDING) {
 		if (now - req->sent_ns < REMOTE_TIMEOUT_NS ||
@@ -426,6 +431,7 @@ enum hrtimer_restart stallcap_watch_timer_fn(struct hrtimer *timer)
 	u64 now = ktime_get_mono_fast_ns();
 
 	this_cpu_inc(stallcap_watch_expiries);
+	stallcap_own_irq_enter();
 	raw_spin_lock(&w->lock);
 	/* Re-armed meanwhile: the new expiry is queued already. */
 	if (w->dead || hrtimer_is_queued(timer))
@@ -454,6 +460,7 @@ enum hrtimer_restart stallcap_watch_timer_fn(struct hrtimer *timer)
 	}
 out:
 	raw_spin_unlock(&w->lock);
+	stallcap_own_irq_exit();
 	return ret;
 }
 
@@ -474,8 +481,12 @@ void stallcap_watch_abandon_capture(struct stallcap_watch *w)
 	if (w->state != WATCH_CAPTURING)
 		return;
 	if (req->cpu >= 0 && !stallcap_remote_revoke(req)) {
-		/* the handler claimed it: it finishes in microseconds */
-		while (smp_load_acquire(&req->result) == CAPTURE_PENDING)
+		/*
+		 * The handler claimed it: it finishes in microseconds; its
+		 * irq_work may be held off longer: then it is completed here.
+		 */
+		while (smp_load_acquire(&req->result) == CAPTURE_PENDING &&
+		       !stallcap_tail_steal(req, true))
 			cpu_relax();
 		if (req->result == CAPTURE_DONE) {
 			remote_done(w);

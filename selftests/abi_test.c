@@ -100,8 +100,7 @@ TEST_F(abi, info_describes_the_module)
 	EXPECT_TRUE(i->features & STALLCAP_FEAT_ATTACH);
 	EXPECT_EQ(STALLCAP_ARCH_X86_64, i->arch);
 	EXPECT_EQ(sizeof(struct stallcap_sample), i->sample_fixed_size);
-	for (int k = 0; k < 3; k++)
-		EXPECT_EQ(0, i->__reserved[k]);
+	EXPECT_EQ(0, i->__reserved);
 }
 
 TEST_F(abi, get_info_rejects_bad_sizes_and_pointers)
@@ -259,6 +258,10 @@ TEST_F(abi, every_struct_ioctl_takes_its_size_from_the_size_field)
 	uint8_t *buf = calloc(1, buflen);
 
 	ASSERT_NE(NULL, buf);
+	/* the first ARM creates the ring, charged in locked_bytes: not a change here */
+	ASSERT_EQ(0, sc_arm(self->s.fd, HOUR_NS, 0, 0));
+	ASSERT_EQ(0, sc_release(self->s.fd));
+	snapshot(_metadata, self->s.fd, &self->before);
 	for (size_t i = 0; i < sizeof(sized_cmds) / sizeof(sized_cmds[0]); i++) {
 		const struct sized_cmd *c = &sized_cmds[i];
 		uint32_t big = c->ksize + 16;

@@ -26,24 +26,41 @@ FIXTURE(sd) {
 	size_t slots_len;
 };
 
-FIXTURE_SETUP(sd)
+/* A fresh session with its slots mapped: 0, or -errno. */
+static int sd_open(FIXTURE_DATA(sd) *self)
 {
+	int ret;
+
 	memset(&self->rs, 0, sizeof(self->rs));
-	ASSERT_EQ(0, sc_session_setup(&self->s, NULL));
-	if (!(self->s.info.features & STALLCAP_FEAT_SHARED_DEADLINE))
-		SKIP(return, "no STALLCAP_FEAT_SHARED_DEADLINE");
+	self->slots = NULL;
+	ret = sc_session_setup(&self->s, NULL);
+	if (ret || !(self->s.info.features & STALLCAP_FEAT_SHARED_DEADLINE))
+		return ret;
 	self->slots_len = (size_t)self->s.cfg.slots * sizeof(*self->slots);
 	self->slots = mmap(NULL, self->slots_len, PROT_READ | PROT_WRITE, MAP_SHARED,
 			   self->s.fd, STALLCAP_MMAP_SLOTS);
-	ASSERT_NE(MAP_FAILED, self->slots);
+	return self->slots == MAP_FAILED ? -errno : 0;
+}
+
+static void sd_close(FIXTURE_DATA(sd) *self)
+{
+	if (self->slots && self->slots != MAP_FAILED)
+		munmap(self->slots, self->slots_len);
+	self->slots = NULL;
+	sc_records_free(&self->rs);
+	sc_session_close(&self->s);
+}
+
+FIXTURE_SETUP(sd)
+{
+	ASSERT_EQ(0, sd_open(self));
+	if (!(self->s.info.features & STALLCAP_FEAT_SHARED_DEADLINE))
+		SKIP(return, "no STALLCAP_FEAT_SHARED_DEADLINE");
 }
 
 FIXTURE_TEARDOWN(sd)
 {
-	if (self->slots && self->slots != MAP_FAILED)
-		munmap(self->slots, self->slots_len);
-	sc_records_free(&self->rs);
-	sc_session_close(&self->s);
+	sd_close(self);
 }
 
 /* The module-wide count of watch timer expiries (debugfs), or ~0. */
@@ -98,31 +115,45 @@ static struct stallcap_slot *sd_arm(struct __test_metadata *_metadata,
 	return slot;
 }
 
+#define SD_ATTEMPTS	3
+
 TEST_F(sd, stores_within_t_never_stall_and_rarely_wake_the_timer)
 {
-	uint64_t e0, e1, iters = 0, start, worst = 0, last;
-	struct stallcap_slot *slot = sd_arm(_metadata, self, NULL);
+	uint64_t e0, e1, iters, start, worst, last;
+	struct stallcap_slot *slot;
 
-	ASSERT_NE(NULL, slot);
-	e0 = timer_expiries();
-	if (e0 == ~0ULL)
-		SKIP(return, "no %s", STATS_FILE);
-	start = last = sc_now_ns();
-	while (sc_now_ns() - start < 10 * T) {
-		uint64_t now = sc_now_ns();
+	for (int attempt = 1; ; attempt++) {
+		slot = sd_arm(_metadata, self, NULL);
+		ASSERT_NE(NULL, slot);
+		e0 = timer_expiries();
+		if (e0 == ~0ULL)
+			SKIP(return, "no %s", STATS_FILE);
+		iters = worst = 0;
+		start = last = sc_now_ns();
+		while (sc_now_ns() - start < 10 * T) {
+			uint64_t now = sc_now_ns();
 
-		if (now - last > worst)
-			worst = now - last;
-		last = now;
-		store_deadline(slot, now + T);	/* the whole re-arm */
-		busy(BUSY_NS);
-		iters++;
+			if (now - last > worst)
+				worst = now - last;
+			last = now;
+			store_deadline(slot, now + T);	/* the whole re-arm */
+			busy(BUSY_NS);
+			iters++;
+		}
+		e1 = timer_expiries();
+		store_deadline(slot, 0);
+		EXPECT_EQ(0, sc_release(self->s.fd));
+		if (worst < T)
+			break;
+		/* a loaded host stopped the vCPU: a stall is then right, no verdict */
+		ASSERT_GT(SD_ATTEMPTS, attempt)
+			TH_LOG("the guest stopped this thread for %llu ms in each of %d attempts",
+			       (unsigned long long)(worst / SC_MS(1)), attempt);
+		TH_LOG("attempt %d: the guest stopped this thread for %llu ms, again", attempt,
+		       (unsigned long long)(worst / SC_MS(1)));
+		sd_close(self);
+		ASSERT_EQ(0, sd_open(self));
 	}
-	e1 = timer_expiries();
-	store_deadline(slot, 0);
-	EXPECT_EQ(0, sc_release(self->s.fd));
-	ASSERT_LT(worst, T) TH_LOG("the guest stopped this thread for %llu ms: no verdict",
-				   (unsigned long long)(worst / SC_MS(1)));
 	EXPECT_EQ(0, SC_STAT(self->s.fd, stalls));
 	EXPECT_EQ(0, sc_ring_drain(&self->s, &self->rs));
 	ksft_print_msg("%llu stores, %llu timer expiries\n", (unsigned long long)iters,

@@ -839,6 +839,47 @@ static inline int tu_drop_privileges(uid_t uid, gid_t gid)
 	return 0;
 }
 
+/* A check in a child of tu_run_as(): print why and return the line number. */
+#define TU_CHK(cond, ...) do {							\
+	if (!(cond)) {								\
+		fprintf(stderr, "#   uid %d, line %d: ", (int)getuid(), __LINE__);	\
+		fprintf(stderr, __VA_ARGS__);					\
+		fputc('\n', stderr);						\
+		return __LINE__;						\
+	}									\
+} while (0)
+
+typedef int (*tu_as_fn)(void *arg);
+
+/* Run @fn in a child as @uid/@gid; its result (0 ok), or 255 if it died. */
+static inline int tu_run_as(uid_t uid, gid_t gid, tu_as_fn fn, void *arg)
+{
+	int status, ret;
+	pid_t pid;
+
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0)
+		return 254;
+	if (pid == 0) {
+		ret = tu_drop_privileges(uid, gid);
+		if (ret) {
+			fprintf(stderr, "#   cannot become uid %d: %s\n", (int)uid, strerror(-ret));
+			_exit(253);
+		}
+		ret = fn(arg);
+		fflush(stderr);
+		_exit(ret ? 1 : 0);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		return 254;
+	if (!WIFEXITED(status)) {
+		fprintf(stderr, "#   child as uid %d died: status %#x\n", (int)uid, status);
+		return 255;
+	}
+	return WEXITSTATUS(status);
+}
+
 /* ------------------------------------------------------------------------
  * "A normal capture still works"
  * ------------------------------------------------------------------------
@@ -869,11 +910,30 @@ SC_NOINLINE void *tu_spinner_main(void *arg)
 #define TU_CHECK_SAMPLES	3
 
 /*
+ * A spinner that makes no system call enters the kernel only through an
+ * interrupt: a sample in kernel mode outside the handler itself is on the
+ * interrupt's way back to user space (irqentry_exit_to_user_mode()
+ * rescheduling after a reschedule IPI, say), under an asm_* entry frame.
+ */
+static inline bool tu_entered_by_interrupt(const struct stallcap_sample *r)
+{
+	static const char *const entry[] = { "asm_sysvec_", "asm_common_interrupt",
+					     "asm_exc_", "irqentry_exit", NULL };
+	static struct sc_ksyms ks;
+	static int loaded;
+
+	if (!loaded)
+		loaded = sc_ksyms_load(&ks) ? -1 : 1;
+	return loaded > 0 && sc_kstack_has(&ks, r, entry);
+}
+
+/*
  * Open a fresh session, let a thread spin in spin_in_user() past a 20 ms
  * deadline for TU_CHECK_SAMPLES samples and check them: the thread's tid
  * and tag, one stall, user registers in spin_in_user with
  * spin_in_user_caller among the user frames, each taken in user mode or in
- * an interrupt on top of it (under TCG a tick's softirq often is) or read
+ * an interrupt on top of it (under TCG a tick's softirq often is) or on
+ * that interrupt's way back to user space, or read
  * remotely while preempted (RUNNABLE: registers only, the stack comes
  * deferred), at least one in user mode; then its stall-end.  Returns NULL when all is
  * well, else why not (in @why).
@@ -939,7 +999,8 @@ static inline const char *tu_capture_check(char *why, size_t len)
 			snprintf(why, len, "sample %u: spin_in_user_caller not among the user frames",
 				 r->sample_index);
 		else if (!(r->flags & STALLCAP_SAMPLE_USER_MODE) &&
-			 !(r->flags & (STALLCAP_SAMPLE_IN_HARDIRQ | STALLCAP_SAMPLE_IN_SOFTIRQ)))
+			 !(r->flags & (STALLCAP_SAMPLE_IN_HARDIRQ | STALLCAP_SAMPLE_IN_SOFTIRQ)) &&
+			 !tu_entered_by_interrupt(r))
 			snprintf(why, len, "sample %u: kernel mode, not in an interrupt (flags %#x)",
 				 r->sample_index, r->flags);
 		in_user += !!(r->flags & STALLCAP_SAMPLE_USER_MODE);

@@ -48,46 +48,7 @@
 #define FORGED_PID	1
 #define FORGED_COMM	"forged-comm"
 
-/* A check in a child: print why and return the line number. */
-#define CHK(cond, ...) do {							\
-	if (!(cond)) {								\
-		fprintf(stderr, "#   uid %d, line %d: ", (int)getuid(), __LINE__);	\
-		fprintf(stderr, __VA_ARGS__);					\
-		fputc('\n', stderr);						\
-		return __LINE__;						\
-	}									\
-} while (0)
-
-typedef int (*as_fn)(void *arg);
-
-/* Run @fn in a child as @uid/@gid; its result (0 ok), or 255 if it died. */
-static int run_as(uid_t uid, gid_t gid, as_fn fn, void *arg)
-{
-	int status, ret;
-	pid_t pid;
-
-	fflush(stderr);
-	pid = fork();
-	if (pid < 0)
-		return 254;
-	if (pid == 0) {
-		ret = tu_drop_privileges(uid, gid);
-		if (ret) {
-			fprintf(stderr, "#   cannot become uid %d: %s\n", (int)uid, strerror(-ret));
-			_exit(253);
-		}
-		ret = fn(arg);
-		fflush(stderr);
-		_exit(ret ? 1 : 0);
-	}
-	if (waitpid(pid, &status, 0) != pid)
-		return 254;
-	if (!WIFEXITED(status)) {
-		fprintf(stderr, "#   child as uid %d died: status %#x\n", (int)uid, status);
-		return 255;
-	}
-	return WEXITSTATUS(status);
-}
+#define CHK	TU_CHK
 
 FIXTURE(unpriv) {
 	long long max_watches;		/* to restore */
@@ -102,6 +63,12 @@ FIXTURE_SETUP(unpriv)
 		SKIP(return, "no %s", STALLCAP_DEVICE);
 	self->max_watches = tu_param_read("max_watches_per_user");
 	self->suid_path[0] = 0;
+	/*
+	 * The users' locked memory as on any kernel since 5.16 (8 MiB): some
+	 * tests hold more default sessions at once than the allowance of
+	 * kernels with a 64 KiB default (memlock_test covers that).
+	 */
+	ASSERT_EQ(0, setrlimit(RLIMIT_MEMLOCK, &(struct rlimit){ 8 << 20, 8 << 20 }));
 }
 
 FIXTURE_TEARDOWN(unpriv)
@@ -232,7 +199,7 @@ TEST_F_TIMEOUT(unpriv, kernel_addresses_are_hidden, 120)
 {
 	struct sc_session s;
 
-	ASSERT_EQ(0, run_as(TU_USER_UID, TU_USER_GID, user_sees_no_kernel_addresses, NULL));
+	ASSERT_EQ(0, tu_run_as(TU_USER_UID, TU_USER_GID, user_sees_no_kernel_addresses, NULL));
 	/* and root's session does see them (visibility is per opener) */
 	ASSERT_EQ(0, sc_open(&s));
 	EXPECT_TRUE(s.info.features & STALLCAP_FEAT_KADDR);
@@ -344,7 +311,7 @@ TEST_F_TIMEOUT(unpriv, per_user_watch_limit_holds, 120)
 	if (self->max_watches < 0)
 		SKIP(return, "no max_watches_per_user parameter");
 	ASSERT_EQ(0, tu_param_write("max_watches_per_user", LIMIT_N));
-	EXPECT_EQ(0, run_as(TU_USER_UID, TU_USER_GID, user_hits_the_limit, NULL));
+	EXPECT_EQ(0, tu_run_as(TU_USER_UID, TU_USER_GID, user_hits_the_limit, NULL));
 
 	/* root is exempt (CAP_SYS_RESOURCE) */
 	ASSERT_EQ(0, sc_session_setup(&s, NULL));
@@ -394,7 +361,7 @@ static int user_below_minimum(void *arg)
 
 TEST_F(unpriv, deadline_under_the_minimum_is_erange)
 {
-	EXPECT_EQ(0, run_as(TU_USER_UID, TU_USER_GID, user_below_minimum, NULL));
+	EXPECT_EQ(0, tu_run_as(TU_USER_UID, TU_USER_GID, user_below_minimum, NULL));
 }
 
 /* ------------------------------------------------------------------------
@@ -491,7 +458,7 @@ TEST_F_TIMEOUT(unpriv, sessions_are_isolated, 120)
 	ASSERT_EQ(sizeof(msg), read(x.ready[0], msg, sizeof(msg)));
 	o.pid = msg[0];
 	o.fd = msg[1];
-	EXPECT_EQ(0, run_as(TU_NOBODY_UID, TU_NOBODY_UID, other_user_cannot_reach, &o));
+	EXPECT_EQ(0, tu_run_as(TU_NOBODY_UID, TU_NOBODY_UID, other_user_cannot_reach, &o));
 	ASSERT_EQ(1, write(x.go[1], "x", 1));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) TH_LOG("user: %#x", status);
@@ -628,13 +595,13 @@ TEST_F_TIMEOUT(unpriv, fd_passed_to_another_uid_keeps_working, 120)
 
 		_exit(ret ? 253 : user_passes_its_session(p) ? 1 : 0);
 	}
-	EXPECT_EQ(0, run_as(TU_NOBODY_UID, TU_NOBODY_UID, nobody_uses_the_passed_session, p));
+	EXPECT_EQ(0, tu_run_as(TU_NOBODY_UID, TU_NOBODY_UID, nobody_uses_the_passed_session, p));
 	ASSERT_EQ(u, waitpid(u, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) TH_LOG("user: %#x", status);
 
 	/* the other way round: what the session shows is the opener's right */
 	ASSERT_EQ(0, sc_session_setup(&s, NULL));
-	EXPECT_EQ(0, run_as(TU_USER_UID, TU_USER_GID, user_in_roots_session, &s));
+	EXPECT_EQ(0, tu_run_as(TU_USER_UID, TU_USER_GID, user_in_roots_session, &s));
 	ksft_print_msg("by design: a session's fd works for whoever holds it; kernel address "
 		       "visibility and the per-user charge follow the opener\n");
 	sc_session_close(&s);
@@ -706,65 +673,8 @@ TEST_F(unpriv, fast_watches_are_bounded_per_user)
 
 	if (saved < 0 || tu_param_write("max_fast_watches_per_user", 1))
 		SKIP(return, "no max_fast_watches_per_user parameter");
-	EXPECT_EQ(0, run_as(TU_USER_UID, TU_USER_GID, user_over_fast_limit, NULL));
+	EXPECT_EQ(0, tu_run_as(TU_USER_UID, TU_USER_GID, user_over_fast_limit, NULL));
 	tu_param_write("max_fast_watches_per_user", saved);
-}
-
-/* ------------------------------------------------------------------------
- * Ring memory is charged to the user's locked memory (RLIMIT_MEMLOCK)
- * ------------------------------------------------------------------------
- */
-
-static int arm_in_new_session(struct sc_session *s, uint32_t ring_bytes)
-{
-	struct sc_opts o = { .ring_bytes = ring_bytes, .user_stack_bytes = 8, .no_map = true };
-	int ret = sc_session_setup(s, ring_bytes ? &o : &(struct sc_opts){ .no_map = true });
-
-	if (ret)
-		return ret;
-	return sc_arm(s->fd, SC_MS(60000), 0, 1) ? -errno : 0;
-}
-
-static int user_over_memlock(void *arg)
-{
-	uint32_t ring = sc_min_ring_bytes(8);
-	/* ring + control page + 64 beat slots: one session's charge */
-	uint64_t one = ring + 2 * sysconf(_SC_PAGESIZE);
-	struct rlimit rl;
-	struct sc_session s[4];
-	int ret;
-
-	CHK(!getrlimit(RLIMIT_MEMLOCK, &rl), "getrlimit");
-	CHK(rl.rlim_max >= 3 * one, "hard RLIMIT_MEMLOCK %llu too low",
-	    (unsigned long long)rl.rlim_max);
-	rl.rlim_cur = 3 * one - one / 2;	/* room for two sessions */
-	CHK(!setrlimit(RLIMIT_MEMLOCK, &rl), "setrlimit");
-
-	/* the 1 MiB default ring is over the limit */
-	ret = arm_in_new_session(&s[0], 0);
-	CHK(ret == -EPERM, "ARM with the default ring over RLIMIT_MEMLOCK: %s", strerror(-ret));
-	CHK(SC_STAT(s[0].fd, watches) == 0, "the refused ARM left a watch");
-	sc_session_close(&s[0]);
-
-	/* small rings: two fit, the third does not, until one is closed */
-	for (int i = 0; i < 2; i++) {
-		ret = arm_in_new_session(&s[i], ring);
-		CHK(!ret, "ARM in small session %d: %s", i, strerror(-ret));
-	}
-	ret = arm_in_new_session(&s[2], ring);
-	CHK(ret == -EPERM, "third session over RLIMIT_MEMLOCK: %s", ret ? strerror(-ret) : "ok");
-	sc_session_close(&s[2]);
-	sc_session_close(&s[0]);
-	ret = arm_in_new_session(&s[3], ring);
-	CHK(!ret, "ARM after a session's memory was given back: %s", strerror(-ret));
-	sc_session_close(&s[1]);
-	sc_session_close(&s[3]);
-	return 0;
-}
-
-TEST_F(unpriv, ring_memory_is_charged_against_rlimit_memlock)
-{
-	EXPECT_EQ(0, run_as(TU_USER_UID, TU_USER_GID, user_over_memlock, NULL));
 }
 
 /* ------------------------------------------------------------------------
@@ -796,7 +706,7 @@ static int user_asks_for_global(void *arg)
 
 TEST_F(unpriv, global_reader_needs_cap_sys_admin)
 {
-	EXPECT_EQ(0, run_as(TU_USER_UID, TU_USER_GID, user_asks_for_global, NULL));
+	EXPECT_EQ(0, tu_run_as(TU_USER_UID, TU_USER_GID, user_asks_for_global, NULL));
 }
 
 /* The user opens the device and hands the file to root. */
@@ -848,6 +758,37 @@ TEST_F(unpriv, global_rights_follow_the_opener_not_the_caller)
 	ASSERT_EQ(u, waitpid(u, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) TH_LOG("user: %#x", status);
 	close(p.sock[1]);
+}
+
+/* A user calling on a session root opened: root's rights hold. */
+static int user_in_roots_global_session(void *arg)
+{
+	struct stallcap_config c = { .size = sizeof(c), .flags = STALLCAP_CFG_GLOBAL };
+	const struct sc_session *s = arg;
+	struct stallcap_config now;
+	struct stallcap_stats st;
+
+	CHK(getuid() == TU_USER_UID && geteuid() == TU_USER_UID, "still root");
+	CHK(!ioctl(s->fd, STALLCAP_IOC_SET_CONFIG, &c),
+	    "SET_CONFIG(GLOBAL) on root's session: %s", strerror(errno));
+	CHK(!sc_get_config(s->fd, &now) && (now.flags & STALLCAP_CFG_GLOBAL),
+	    "GLOBAL not in force");
+	CHK(!sc_get_stats(s->fd, &st, STALLCAP_STATS_GLOBAL),
+	    "GET_STATS(GLOBAL) on root's session: %s", strerror(errno));
+	return 0;
+}
+
+/*
+ * The other way round: a file root opened keeps root's rights for whoever
+ * calls on it, e.g. a daemon that opens the device and drops privileges.
+ */
+TEST_F(unpriv, global_rights_of_a_root_opener_survive_dropped_privileges)
+{
+	struct sc_session s;
+
+	ASSERT_EQ(0, sc_open(&s));
+	EXPECT_EQ(0, tu_run_as(TU_USER_UID, TU_USER_GID, user_in_roots_global_session, &s));
+	sc_session_close(&s);
 }
 
 /* ------------------------------------------------------------------------
@@ -954,7 +895,7 @@ TEST_F_TIMEOUT(unpriv, setuid_exec_is_not_captured_into_the_users_session, 120)
 	ASSERT_EQ(0, chown(self->suid_path, 0, 0));
 	ASSERT_EQ(0, chmod(self->suid_path, 04755));
 	x.path = self->suid_path;
-	EXPECT_EQ(0, run_as(TU_USER_UID, TU_USER_GID, user_execs_setuid, &x));
+	EXPECT_EQ(0, tu_run_as(TU_USER_UID, TU_USER_GID, user_execs_setuid, &x));
 }
 
 /* ------------------------------------------------------------------------
@@ -1042,7 +983,7 @@ TEST_F_TIMEOUT(unpriv, global_reader_gets_records_as_the_module_wrote_them, 120)
 	ASSERT_EQ(0, ioctl(g.fd, STALLCAP_IOC_SET_CONFIG, &c));
 	ASSERT_EQ(0, sc_get_config(g.fd, &g.cfg));
 	ASSERT_EQ(0, sc_map(&g));
-	EXPECT_EQ(0, run_as(TU_USER_UID, TU_USER_GID, user_forges_records, NULL));
+	EXPECT_EQ(0, tu_run_as(TU_USER_UID, TU_USER_GID, user_forges_records, NULL));
 	sc_ring_collect(&g, &rs, 0, 0, 200);
 	for (size_t i = 0; i < rs.n; i++) {
 		const struct stallcap_sample *r = (const void *)rs.rec[i];

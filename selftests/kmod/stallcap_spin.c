@@ -13,6 +13,14 @@
  *   echo 1 > /sys/kernel/debug/stallcap_spin/mutex_take   takes and drops
  *                                 it (blocks while another holds it)
  *
+ * and, for the NMI tests, on another CPU:
+ *
+ *   echo "CPU MS" > .../nmi_block   an NMI to CPU that spins MS there in its
+ *                                   handler (NMIs held off meanwhile)
+ *   echo CPU > .../nmi_raw          an NMI to CPU that no handler claims
+ *   cat .../nmi_unknown             NMIs that reached the kernel as unknown
+ *                                   (counted by an NMI_UNKNOWN handler)
+ *
  * The spinning functions are stallcap_spin_irqsoff_loop(),
  * stallcap_spin_preemptoff_loop() and stallcap_spin_softirq_loop(): the
  * innermost frame of any capture taken during the spin.  They read the TSC
@@ -31,7 +39,9 @@
 #include <linux/mutex.h>
 #include <linux/preempt.h>
 #include <linux/uaccess.h>
+#include <asm/apic.h>
 #include <asm/msr.h>
+#include <asm/nmi.h>
 #include <asm/tsc.h>
 
 #define MAX_MS	2000
@@ -46,13 +56,38 @@ static u64 ms_to_cycles(unsigned int ms)
 	return (u64)ms * cycles_per_ms;
 }
 
+/*
+ * A TSC reading and the CLOCK_MONOTONIC time of it, taken with interrupts
+ * off; false if the vCPU was held up between the two clock reads (a loaded
+ * host stops TCG vCPUs for milliseconds: one such gap skewed a 50 ms
+ * calibration by 5%).
+ */
+static bool clock_pair(u64 *t, u64 *c)
+{
+	unsigned long flags;
+	u64 before, after;
+
+	local_irq_save(flags);
+	before = ktime_get_ns();
+	*c = rdtsc();
+	after = ktime_get_ns();
+	local_irq_restore(flags);
+	*t = before + (after - before) / 2;
+	return after - before < 20 * NSEC_PER_USEC;
+}
+
 static void calibrate(void)
 {
-	u64 t0 = ktime_get_ns(), c0 = rdtsc(), t1, c1;
+	u64 t0, c0, t1, c1;
+	int tries = 20;
 
-	msleep(50);
-	c1 = rdtsc();
-	t1 = ktime_get_ns();
+	do {
+		while (!clock_pair(&t0, &c0) && --tries)
+			;
+		msleep(50);
+		while (!clock_pair(&t1, &c1) && --tries)
+			;
+	} while (tries > 0 && --tries && t1 - t0 > 80 * NSEC_PER_MSEC);
 	cycles_per_ms = div64_u64((c1 - c0) * NSEC_PER_MSEC, t1 - t0);
 	pr_info("%llu TSC cycles per ms (tsc_khz %u)\n", cycles_per_ms, tsc_khz);
 }
@@ -178,6 +213,85 @@ static ssize_t spin_write(struct file *file, const char __user *ubuf,
 	return len;
 }
 
+/* ---- NMIs ---- */
+
+static DEFINE_PER_CPU(u64, nmi_block_cycles);	/* 0: no NMI of ours due */
+static atomic_t nmi_unknown = ATOMIC_INIT(0);
+
+static int block_nmi_handler(unsigned int type, struct pt_regs *regs)
+{
+	u64 cycles = this_cpu_xchg(nmi_block_cycles, 0);
+
+	if (!cycles)
+		return NMI_DONE;
+	stallcap_spin_irqsoff_loop(cycles - 1);
+	return NMI_HANDLED;
+}
+
+static int unknown_nmi_handler(unsigned int type, struct pt_regs *regs)
+{
+	atomic_inc(&nmi_unknown);
+	return NMI_HANDLED;
+}
+
+static int send_nmi(unsigned int cpu, unsigned int ms, bool claimed)
+{
+	u64 *due = per_cpu_ptr(&nmi_block_cycles, cpu);
+	int i;
+
+	if (cpu >= nr_cpu_ids || !cpu_online(cpu) || ms > MAX_MS)
+		return -EINVAL;
+	if (claimed)
+		WRITE_ONCE(*due, ms_to_cycles(ms) + 1);
+	apic->send_IPI(cpu, NMI_VECTOR);
+	/* an NMI of ours is handled within its spin plus a second */
+	for (i = 0; claimed && READ_ONCE(*due) && i < ms + 1000; i++)
+		usleep_range(1000, 2000);
+	return claimed && xchg(due, 0) ? -ETIMEDOUT : 0;
+}
+
+static ssize_t nmi_write(struct file *file, const char __user *ubuf,
+			 size_t len, loff_t *ppos)
+{
+	bool claimed = file_inode(file)->i_private;
+	unsigned int cpu, ms = 0;
+	char buf[32];
+	int ret;
+
+	if (len >= sizeof(buf))
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, len))
+		return -EFAULT;
+	buf[len] = '\0';
+	if (sscanf(buf, "%u %u", &cpu, &ms) < (claimed ? 2 : 1))
+		return -EINVAL;
+	ret = send_nmi(cpu, ms, claimed);
+	return ret ? ret : len;
+}
+
+static ssize_t nmi_unknown_read(struct file *file, char __user *ubuf,
+				size_t len, loff_t *ppos)
+{
+	char buf[16];
+	int n = scnprintf(buf, sizeof(buf), "%d\n", atomic_read(&nmi_unknown));
+
+	return simple_read_from_buffer(ubuf, len, ppos, buf, n);
+}
+
+static const struct file_operations nmi_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.write = nmi_write,
+	.llseek = noop_llseek,
+};
+
+static const struct file_operations nmi_unknown_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.read = nmi_unknown_read,
+	.llseek = noop_llseek,
+};
+
 static const struct file_operations spin_fops = {
 	.owner = THIS_MODULE,
 	.open = simple_open,
@@ -189,9 +303,21 @@ static struct dentry *dir;
 
 static int __init stallcap_spin_init(void)
 {
+	int ret;
+
 	calibrate();
 	if (!cycles_per_ms)
 		return -ENODEV;
+	ret = register_nmi_handler(NMI_LOCAL, block_nmi_handler, 0,
+				   "stallcap_spin");
+	if (ret)
+		return ret;
+	ret = register_nmi_handler(NMI_UNKNOWN, unknown_nmi_handler, 0,
+				   "stallcap_spin");
+	if (ret) {
+		unregister_nmi_handler(NMI_LOCAL, "stallcap_spin");
+		return ret;
+	}
 	dir = debugfs_create_dir("stallcap_spin", NULL);
 	debugfs_create_file("irqsoff", 0200, dir, (void *)SPIN_IRQSOFF,
 			    &spin_fops);
@@ -201,6 +327,9 @@ static int __init stallcap_spin_init(void)
 			    &spin_fops);
 	debugfs_create_file("mutex_hold", 0200, dir, (void *)1, &mutex_fops);
 	debugfs_create_file("mutex_take", 0200, dir, NULL, &mutex_fops);
+	debugfs_create_file("nmi_block", 0200, dir, (void *)1, &nmi_fops);
+	debugfs_create_file("nmi_raw", 0200, dir, NULL, &nmi_fops);
+	debugfs_create_file("nmi_unknown", 0400, dir, NULL, &nmi_unknown_fops);
 	return 0;
 }
 
@@ -208,6 +337,8 @@ static void __exit stallcap_spin_exit(void)
 {
 	debugfs_remove_recursive(dir);
 	tasklet_kill(&spin_tasklet);
+	unregister_nmi_handler(NMI_UNKNOWN, "stallcap_spin");
+	unregister_nmi_handler(NMI_LOCAL, "stallcap_spin");
 }
 
 module_init(stallcap_spin_init);

@@ -124,6 +124,7 @@ static void sample_flags(FILE *out, const struct stallcap_sample *s)
 		{ STALLCAP_SAMPLE_USTACK_REMOTE, "thread off CPU" },
 		{ STALLCAP_SAMPLE_ABANDONED, "capture abandoned" },
 		{ STALLCAP_SAMPLE_PREEMPT_OFF, "preemption disabled" },
+		{ STALLCAP_SAMPLE_USTACK_MISSED, "user stack missed" },
 	};
 	unsigned int i;
 

@@ -37,12 +37,18 @@
  *  E2BIG   size larger than known and the unknown tail is not zero, or
  *          larger than a page
  *  ENOMEM  out of kernel memory
- *  EPERM   (ARM, mmap, SET_CONFIG with STALLCAP_CFG_GLOBAL: the calls that
- *          create the session's ring and slots) the ring and slots would
- *          take the caller's pinned memory (pinned_vm, where they are
- *          charged, as perf charges its buffers) over
- *          RLIMIT_MEMLOCK; CAP_IPC_LOCK is exempt.  The memory is also
- *          charged to the caller's memory cgroup.
+ *  EPERM   (ARM, ATTACH, mmap, SET_CONFIG with STALLCAP_CFG_GLOBAL: the
+ *          calls that create the session's ring and slots) the ring and
+ *          slots are beyond what the caller's user may still lock: as perf
+ *          charges its buffers, they are charged first to the user's
+ *          allowance (module parameter mlock_kb per online CPU, shared by
+ *          all the user's sessions in every process, see
+ *          stallcap_info.mlock_bytes), and what does not fit there to the
+ *          caller's pinned memory (pinned_vm) against RLIMIT_MEMLOCK;
+ *          CAP_IPC_LOCK is exempt from RLIMIT_MEMLOCK, not from the
+ *          allowance.  The charge is given back when the session's last
+ *          reference goes (close, and the end of its queued work).  The
+ *          memory is also charged to the caller's memory cgroup.
  *  ENOTTY  unknown command (type, number or direction)
  *
  * Who may open the device: root and members of the device's group (module
@@ -138,8 +144,8 @@
  *          1 ms (a timeout, or a heartbeat's timeout / 4) are armed already
  *          (CAP_SYS_RESOURCE of the opener's thread is exempt)
  *  ESRCH   the calling thread is exiting
- *  EPERM   the ring or slot memory would exceed RLIMIT_MEMLOCK (see
- *          STALLCAP_IOC_SET_CONFIG)
+ *  EPERM   the ring and slot memory exceed the user's allowance plus
+ *          RLIMIT_MEMLOCK (see the errors common to every ioctl)
  */
 struct stallcap_arm {
 	__u32 size;
@@ -236,15 +242,15 @@ struct stallcap_attach {
  * @__reserved: must be zero
  *
  * STALLCAP_IOC_SET_CONFIG replaces the whole configuration; a field left 0
- * takes its default.  The ring and slot memory are charged to the opener's
- * pinned memory (pinned_vm, as perf charges its buffers: RLIMIT_MEMLOCK
- * unless CAP_IPC_LOCK) when they are created, by the first ARM, ATTACH or
+ * takes its default.  The ring and slot memory are charged to the caller's
+ * user's allowance, the rest to its pinned memory against RLIMIT_MEMLOCK
+ * (see EPERM at the top) when they are created, by the first ARM, ATTACH or
  * mmap, or by SET_CONFIG with STALLCAP_CFG_GLOBAL.  Errors:
  *  EBUSY   ring_bytes, user_stack_bytes or slots change after the ring was
  *          created
  *  ERANGE  a value out of the ranges above
  *  EPERM   STALLCAP_CFG_GLOBAL without CAP_SYS_ADMIN; or creating the ring
- *          would exceed RLIMIT_MEMLOCK
+ *          would exceed the user's allowance plus RLIMIT_MEMLOCK
  * STALLCAP_IOC_GET_CONFIG fills the struct with the values in force (defaults
  * resolved).
  */
@@ -300,6 +306,11 @@ struct stallcap_config {
  * @max_watches_per_user: watches one user may hold (module parameter)
  * @arch: STALLCAP_ARCH_* of the register sets the module writes
  * @sample_fixed_size: sizeof(struct stallcap_sample) as the module knows it
+ * @mlock_bytes: ring and slot memory each user may lock beyond
+ *	RLIMIT_MEMLOCK, now: the module parameter mlock_kb times the online
+ *	CPUs (as perf's perf_event_mlock_kb).  Zero from modules before it.
+ * @mlock_used_bytes: what the caller's user has charged to that allowance
+ *	now, all its sessions together
  * @__reserved: zero
  */
 struct stallcap_info {
@@ -311,7 +322,9 @@ struct stallcap_info {
 	__u32 max_watches_per_user;
 	__u32 arch;
 	__u32 sample_fixed_size;
-	__u64 __reserved[3];
+	__u64 mlock_bytes;
+	__u64 mlock_used_bytes;
+	__u64 __reserved;
 };
 
 #define STALLCAP_INFO_SIZE_VER0	64
@@ -348,6 +361,9 @@ struct stallcap_info {
  * @lost_deferred: deferred user stacks never written (the thread exited
  *	first, or the ring was full); also among @lost
  * @attached: watches made by STALLCAP_IOC_ATTACH that exist now
+ * @locked_bytes: ring and slot memory charged now (see EPERM at the top)
+ * @locked_rlimit_bytes: the part of @locked_bytes that did not fit in the
+ *	users' allowances, charged to pinned memory against RLIMIT_MEMLOCK
  * @__reserved: zero
  * @capture_cost_hist: capture time, bucket i counts [2^i, 2^(i+1)) ns
  *	(bucket 0 also counts 0 ns; the last bucket counts everything above)
@@ -376,7 +392,9 @@ struct stallcap_stats {
 	__u64 lost_first;
 	__u64 lost_deferred;
 	__u64 attached;
-	__u64 __reserved[3];
+	__u64 locked_bytes;
+	__u64 locked_rlimit_bytes;
+	__u64 __reserved;
 	__u64 capture_cost_hist[STALLCAP_HIST_BUCKETS];
 	__u64 lateness_hist[STALLCAP_HIST_BUCKETS];
 	__u64 nmi_time_hist[STALLCAP_HIST_BUCKETS];
@@ -449,8 +467,8 @@ struct stallcap_stats {
  * map the ring, but never acts on another thread's watch.
  *
  * mmap errors: EINVAL (offset not one of these, length larger than the area,
- * not MAP_SHARED, or PROT_EXEC), ENOMEM, EPERM (RLIMIT_MEMLOCK, see
- * struct stallcap_config).  A failed mmap creates nothing.
+ * not MAP_SHARED, or PROT_EXEC), ENOMEM, EPERM (the user's allowance plus
+ * RLIMIT_MEMLOCK, see the top).  A failed mmap creates nothing.
  */
 #define STALLCAP_MMAP_RING	0x0ULL
 #define STALLCAP_MMAP_SLOTS	0x40000000ULL
@@ -655,6 +673,12 @@ struct stallcap_rec_header {
 #define STALLCAP_SAMPLE_ABANDONED	(1U << 14)
 /* preemption was disabled (preempt count without hardirq/softirq/NMI) */
 #define STALLCAP_SAMPLE_PREEMPT_OFF	(1U << 15)
+/*
+ * interrupted in user mode, but the thread ran on before its user stack was
+ * copied (the copy is made just after the NMI/IPI handler): REGS only, no
+ * USER_IPS or USER_STACK rather than bytes of a later moment
+ */
+#define STALLCAP_SAMPLE_USTACK_MISSED	(1U << 16)
 
 #define STALLCAP_MAX_FRAMES		128
 #define STALLCAP_MAX_USER_STACK		65536
@@ -703,8 +727,10 @@ struct stallcap_rec_header {
  * hidden from this reader, a kernel that cannot provide it).
  *
  * Deferred user stacks (STALLCAP_REC_USER_STACK): a sample whose user stack
- * could not be read at capture (STALLCAP_SAMPLE_USTACK_REMOTE or _FAULT, or
- * any kernel-mode sample with STALLCAP_CFG_DEFER_USER) carries a @cookie and
+ * could not be read at capture (STALLCAP_SAMPLE_USTACK_REMOTE or _FAULT, a
+ * kernel-mode NMI/IPI sample whose thread kept interrupts off or left the
+ * CPU before the copy that follows the handler, or any kernel-mode sample
+ * with STALLCAP_CFG_DEFER_USER) carries a @cookie and
  * STALLCAP_SAMPLE_DEFER_PENDING; just before the thread next returns to user
  * space, the module walks its user stack with faults allowed and writes one
  * USER_STACK record with the same @cookie (path STALLCAP_PATH_DEFERRED,

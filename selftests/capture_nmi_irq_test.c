@@ -1,0 +1,477 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * An NMI sent to capture a thread spinning in user code on another CPU may
+ * land while that CPU serves an interrupt on top of the thread: stallcap's
+ * own buddy checker (buddy_fn), a watch timer, the tick.  That interrupt is
+ * not the thread's stall: stallcap's own code is looked under (the thread's
+ * registers the interrupt saved), another interrupt is retried (bounded);
+ * neither may be reported as the thread's frame 0.
+ *
+ * To make the collision likely the buddy checkers run at their shortest
+ * period (check_us=100) on both CPUs, and the thread is sampled at the
+ * shortest interval (sample_cap = min_deadline) for many samples, by NMI
+ * from CPU 0 while it spins on CPU 1; idle watches in other sessions make
+ * every buddy_fn walk a long list.  No sample may have a function of the
+ * stallcap module as its kernel frame 0 (before the fix about one NMI in six
+ * landed in stallcap's code under TCG).  How many are flagged as taken in
+ * another interrupt (after the bounded retries) is logged, not judged: it
+ * depends on how much of the CPU interrupts take (most, on the debug kernel).
+ *
+ * Also here, with the same setup: a thread migrating onto the timer's CPU
+ * is not read from the timer's own frame, and an NMI stallcap did not send
+ * is not swallowed (issue 11, review items 12 and 7).
+ */
+#include "stallcap_test.h"
+
+#include "kselftest_harness.h"
+
+#define TAG		0x6e6d69697271ULL
+#define CHECK_US	"/sys/module/stallcap/parameters/check_us"
+#define SPIN_DIR	"/sys/kernel/debug/stallcap_spin/"
+#define BLOCK_MS	100	/* NMIs held off on the thread's CPU: several timeouts */
+#define STALLS		12	/* stalls of max_samples samples each */
+#define MIN_NMI_SAMPLES	100	/* NMI samples needed for the test to mean much */
+#define BUDGET_MS	20000	/* keep going for this long to reach them */
+#define SC_STR_(x)	#x
+#define SC_STR(x)	SC_STR_(x)
+#define IDLE_WATCHES	192	/* armed far ahead: buddy_fn walks them all */
+
+/*
+ * Addresses of the stallcap module's text symbols in /proc/kallsyms, sorted:
+ * a frame is stallcap's when the symbol containing it is one of them (names
+ * alone are ambiguous: the module has its own copies of kernel inlines).
+ */
+struct own_syms {
+	uint64_t *addr;
+	size_t n;
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int own_syms_load(struct own_syms *o)
+{
+	FILE *f = fopen("/proc/kallsyms", "r");
+	char line[512], name[256], mod[64], type;
+	unsigned long long addr;
+
+	memset(o, 0, sizeof(*o));
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx %c %255s [%63[^]]]", &addr, &type, name, mod) != 4)
+			continue;
+		if (strcmp(mod, "stallcap") || (type != 't' && type != 'T'))
+			continue;
+		o->addr = realloc(o->addr, (o->n + 1) * sizeof(*o->addr));
+		if (!o->addr)
+			abort();
+		o->addr[o->n++] = addr;
+	}
+	fclose(f);
+	qsort(o->addr, o->n, sizeof(*o->addr), cmp_u64);
+	return o->n ? 0 : -1;
+}
+
+/* Address of the text symbol containing @ip, or 0. */
+static uint64_t ksym_addr(const struct sc_ksyms *ks, uint64_t ip)
+{
+	size_t lo = 0, hi = ks->n;
+
+	if (!ks->n || ip < ks->sym[0].addr)
+		return 0;
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ks->sym[mid].addr <= ip)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return ks->sym[lo].addr;
+}
+
+/* Is @ip inside a function of the stallcap module? */
+static bool own_ip(const struct sc_ksyms *ks, const struct own_syms *o, uint64_t ip)
+{
+	uint64_t a = ksym_addr(ks, ip);
+
+	return a && bsearch(&a, o->addr, o->n, sizeof(*o->addr), cmp_u64);
+}
+
+static bool own_named(const struct sc_ksyms *ks, const struct own_syms *o, const char *name)
+{
+	for (size_t i = 0; i < ks->n; i++)
+		if (!strcmp(ks->sym[i].name, name) && own_ip(ks, o, ks->sym[i].addr))
+			return true;
+	return false;
+}
+
+static void own_syms_free(struct own_syms *o)
+{
+	free(o->addr);
+}
+
+static int read_param(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fgets(buf, (int)len, f) != NULL;
+	fclose(f);
+	return ok ? 0 : -1;
+}
+
+static int write_param(const char *path, const char *val)
+{
+	FILE *f = fopen(path, "w");
+	int ret;
+
+	if (!f)
+		return -1;
+	ret = fputs(val, f) < 0;
+	ret |= fclose(f);
+	return ret ? -1 : 0;
+}
+
+FIXTURE(nmi_irq) {
+	struct sc_session s;
+	struct sc_ksyms ks;
+	struct own_syms own;
+	char check_us[32];
+	bool restore;
+	struct sc_session idle[IDLE_WATCHES];
+	int nr_idle;
+};
+
+FIXTURE_SETUP(nmi_irq)
+{
+	struct sc_opts o = {
+		.ring_bytes = 4 << 20, .user_stack_bytes = 64,
+		.max_samples = SC_MAX_SAMPLES,
+	};
+
+	self->s.fd = -1;
+	if (geteuid() != 0)
+		SKIP(return, "needs root (check_us, kernel addresses)");
+	if (sc_nr_cpus_allowed() < 2)
+		SKIP(return, "needs 2 CPUs");
+	ASSERT_EQ(0, sc_open(&self->s));
+	if (!(self->s.info.features & STALLCAP_FEAT_NMI))
+		SKIP(return, "capture by IPI: no NMI lands on top of an interrupt");
+	ASSERT_TRUE(self->s.info.features & STALLCAP_FEAT_KADDR);
+	o.sample_cap_ns = self->s.info.min_deadline_ns;
+	ASSERT_EQ(0, sc_configure(&self->s, &o));
+	ASSERT_EQ(0, sc_map(&self->s));
+	ASSERT_EQ(0, sc_ksyms_load(&self->ks));
+	ASSERT_EQ(0, own_syms_load(&self->own)) TH_LOG("no [stallcap] symbols");
+	ASSERT_TRUE(own_named(&self->ks, &self->own, "buddy_fn")) TH_LOG("buddy_fn not found");
+	ASSERT_EQ(0, read_param(CHECK_US, self->check_us, sizeof(self->check_us)));
+	ASSERT_EQ(0, write_param(CHECK_US, "100"));
+	self->restore = true;
+	ASSERT_EQ(0, sc_pin_self(0));
+	for (int i = 0; i < IDLE_WATCHES; i++) {
+		struct sc_opts idle = {
+			.user_stack_bytes = 8, .ring_bytes = sc_min_ring_bytes(8),
+			.no_map = true,
+		};
+		struct sc_session *s = &self->idle[i];
+
+		ASSERT_EQ(0, sc_session_setup(s, &idle));
+		self->nr_idle++;
+		ASSERT_EQ(0, sc_arm(s->fd, SC_MS(60000), 0, TAG + 1));
+	}
+}
+
+FIXTURE_TEARDOWN(nmi_irq)
+{
+	if (self->restore)
+		write_param(CHECK_US, self->check_us);
+	for (int i = 0; i < self->nr_idle; i++)
+		sc_session_close(&self->idle[i]);
+	own_syms_free(&self->own);
+	sc_ksyms_free(&self->ks);
+	sc_session_close(&self->s);
+}
+
+/*
+ * Is @r's kernel frame 0 stallcap's own code in an interrupt on top of the
+ * thread, or in the timer's own frame?  stallcap code that the thread runs
+ * itself (its deferred user-stack task_work on the way back to user mode)
+ * is the thread's own time and may be frame 0.
+ */
+static bool own_frame0_of(const struct sc_ksyms *ks, const struct own_syms *own,
+			  const struct stallcap_sample *r)
+{
+	static const char *const task_work[] = { "task_work_run", NULL };
+
+	return sc_nk(r) && own_ip(ks, own, sc_kernel_ips(r)[0]) &&
+	       !sc_kstack_has(ks, r, task_work);
+}
+
+#define own_frame0(self, r)	own_frame0_of(&(self)->ks, &(self)->own, (r))
+
+/* One stall: armed on CPU 0, spinning on CPU 1 until @samples were taken. */
+static int stall_once(struct sc_session *s, uint64_t timeout, uint64_t *t_spin)
+{
+	struct sc_stopper st = { .cpu = 0 };
+	int ret;
+
+	if (sc_pin_self(0))
+		return -1;
+	if (sc_stopper_start(&st, s->fd, SC_MAX_SAMPLES, SC_WAIT_MS))
+		return -1;
+	ret = sc_arm(s->fd, timeout, 0, TAG);
+	sc_pin_self(1);	/* the timer stays on CPU 0: NMIs to CPU 1 */
+	*t_spin = sc_now_ns();
+	if (!ret)
+		spin_in_user_caller(&st.stop);
+	else
+		st.stop = 1;
+	sc_stopper_join(&st);
+	if (sc_disarm(s->fd))
+		ret = -1;
+	return ret;
+}
+
+TEST_F_TIMEOUT(nmi_irq, nmi_on_top_of_an_interrupt_is_not_the_threads_frame_0, 180)
+{
+	uint64_t timeout = SC_MS(1), end = sc_now_ns() + SC_MS(BUDGET_MS);
+	size_t nmi = 0, kernel_mode = 0, irq_flag = 0, own = 0;
+	struct sc_records rs = {};
+
+	for (int i = 0; i < STALLS || (nmi < MIN_NMI_SAMPLES && sc_now_ns() < end); i++) {
+		uint64_t t_spin = 0;
+
+		ASSERT_EQ(0, stall_once(&self->s, timeout, &t_spin));
+		ASSERT_LE(0, sc_ring_collect(&self->s, &rs, STALLCAP_REC_STALL_END,
+					     sc_records_count(&rs, STALLCAP_REC_STALL_END) + 1,
+					     SC_WAIT_MS));
+		for (size_t j = 0; j < rs.n; j++) {
+			const struct stallcap_sample *r = (const void *)rs.rec[j];
+			const char *fn;
+
+			if (r->hdr.type != STALLCAP_REC_SAMPLE || r->capture_ns < t_spin ||
+			    r->path != STALLCAP_PATH_NMI || r->user_tag != TAG)
+				continue;
+			nmi++;
+			/* the thread's own user registers, under any interrupt */
+			EXPECT_FALSE(r->flags & STALLCAP_SAMPLE_NO_USER);
+			if (r->flags & (STALLCAP_SAMPLE_IN_HARDIRQ | STALLCAP_SAMPLE_IN_SOFTIRQ))
+				irq_flag++;
+			if (r->flags & STALLCAP_SAMPLE_USER_MODE || !sc_nk(r))
+				continue;
+			kernel_mode++;
+			fn = sc_ksym_name(&self->ks, sc_kernel_ips(r)[0]);
+			if (own_frame0(self, r) && ++own <= 3) {
+				TH_LOG("sample %u of stall %llu: frame 0 is stallcap's %s",
+				       r->sample_index, (unsigned long long)r->stall_id, fn);
+				sc_log_sample(&self->ks, r);
+			}
+		}
+		sc_records_free(&rs);
+		memset(&rs, 0, sizeof(rs));
+	}
+	TH_LOG("%zu NMI samples: %zu in kernel mode, %zu flagged in an interrupt, %zu with a stallcap function as frame 0",
+	       nmi, kernel_mode, irq_flag, own);
+	EXPECT_LE(MIN_NMI_SAMPLES, nmi) TH_LOG("too few NMI samples to judge");
+	EXPECT_EQ(0, own);
+}
+
+/* Until *@stop: migrate between CPU 1 and CPU 0 (the timer's) again and again. */
+static void ping_pong(const volatile int *stop)
+{
+	for (int cpu = 1; !__atomic_load_n(stop, __ATOMIC_ACQUIRE); cpu = !cpu)
+		sc_pin_self(cpu);
+}
+
+/*
+ * The timer on CPU 0 sends an NMI to CPU 1; the thread has moved on
+ * (MISMATCH), and when the timer looks again it runs on CPU 0, under the
+ * timer itself: it must be captured from the registers the timer
+ * interrupted, not read "as blocked" from the timer's own frame (whose
+ * frame 0 is stallcap's unwinder).
+ */
+TEST_F_TIMEOUT(nmi_irq, thread_migrating_onto_the_timers_cpu_is_not_read_from_the_timers_frame, 180)
+{
+	size_t samples = 0, migrated = 0, migrated_local = 0, own = 0;
+	uint64_t end = sc_now_ns() + SC_MS(BUDGET_MS);
+	struct sc_records rs = {};
+
+	for (int i = 0; i < STALLS || (migrated_local < 10 && sc_now_ns() < end); i++) {
+		struct sc_stopper st = { .cpu = -1 };
+		int ret;
+
+		ASSERT_EQ(0, sc_pin_self(0));
+		ASSERT_EQ(0, sc_stopper_start(&st, self->s.fd, SC_MAX_SAMPLES, SC_WAIT_MS));
+		ret = sc_arm(self->s.fd, SC_MS(1), 0, TAG + 2);
+		if (!ret)
+			ping_pong(&st.stop);
+		sc_stopper_join(&st);
+		ASSERT_EQ(0, ret);
+		ASSERT_EQ(0, sc_disarm(self->s.fd));
+		ASSERT_LE(0, sc_ring_collect(&self->s, &rs, STALLCAP_REC_STALL_END,
+					     sc_records_count(&rs, STALLCAP_REC_STALL_END) + 1,
+					     SC_WAIT_MS));
+		for (size_t j = 0; j < rs.n; j++) {
+			const struct stallcap_sample *r = (const void *)rs.rec[j];
+
+			if (r->hdr.type != STALLCAP_REC_SAMPLE || r->user_tag != TAG + 2)
+				continue;
+			samples++;
+			if (r->flags & STALLCAP_SAMPLE_MIGRATED) {
+				migrated++;
+				migrated_local += r->path == STALLCAP_PATH_LOCAL;
+			}
+			if (own_frame0(self, r) && ++own <= 3) {
+				TH_LOG("sample %u of stall %llu: frame 0 is stallcap's %s",
+				       r->sample_index, (unsigned long long)r->stall_id,
+				       sc_ksym_name(&self->ks, sc_kernel_ips(r)[0]));
+				sc_log_sample(&self->ks, r);
+			}
+		}
+		sc_records_free(&rs);
+		memset(&rs, 0, sizeof(rs));
+	}
+	TH_LOG("%zu samples: %zu read after migrations, %zu of them under the timer, %zu with a stallcap function as frame 0",
+	       samples, migrated, migrated_local, own);
+	EXPECT_EQ(0, own);
+}
+
+/* A line in the kernel log (the harness reads it: scripts/vmtest.sh). */
+static void kmsg(const char *line)
+{
+	int fd = open("/dev/kmsg", O_WRONLY);
+
+	if (fd >= 0) {
+		if (write(fd, line, strlen(line)) < 0)
+			perror("/dev/kmsg");
+		close(fd);
+	}
+}
+
+static long read_long(const char *path)
+{
+	char buf[32];
+
+	return read_param(path, buf, sizeof(buf)) ? -1 : strtol(buf, NULL, 10);
+}
+
+struct spinner {
+	struct sc_session *s;
+	volatile int stop;
+	int ret;
+};
+
+/* Armed on CPU 0, spinning on CPU 1 until ->stop. */
+static void *spinner_fn(void *arg)
+{
+	struct spinner *sp = arg;
+
+	sc_pin_self(0);
+	sp->ret = sc_arm(sp->s->fd, SC_MS(1), 0, TAG + 3);
+	sc_pin_self(1);
+	if (!sp->ret)
+		spin_in_user_caller(&sp->stop);
+	if (sc_disarm(sp->s->fd))
+		sp->ret = -1;
+	return NULL;
+}
+
+/*
+ * NMIs carry no sender.  Held off on the thread's CPU (the test module's
+ * NMI handler spins there BLOCK_MS), stallcap's requests time out and are
+ * revoked one after another while their NMIs merge into one; the late NMI
+ * is stallcap's to swallow, but afterwards an NMI nobody sent for stallcap
+ * must still reach the kernel as unknown.  (A count of revoked requests,
+ * as before, kept the surplus and swallowed that NMI.)
+ */
+/*
+ * One try: a stall sampled every 5 ms by NMI, NMIs held off on its CPU for
+ * BLOCK_MS meanwhile.  Returns the samples read after a timed-out request
+ * (0: the block did not hold any request off, try again); the unknown NMIs
+ * counted during the stall and after a raw NMI go to @during and @raw.
+ */
+static int block_once(struct __test_metadata *_metadata, FIXTURE_DATA(nmi_irq) *self,
+		      long *during, long *raw)
+{
+	struct spinner sp = { .s = &self->s };
+	struct sc_records rs = {};
+	long before, after_block;
+	int migrated = 0;
+	pthread_t th;
+
+	before = read_long(SPIN_DIR "nmi_unknown");
+	if (before < 0 || sc_pin_self(0) || pthread_create(&th, NULL, spinner_fn, &sp))
+		return -1;
+	/* the stall has begun: its samples come by NMI to CPU 1 */
+	if (sc_ring_collect(&self->s, &rs, STALLCAP_REC_SAMPLE, 1, SC_WAIT_MS) < 1)
+		migrated = -1;
+	/* the block's NMI handler "took too long" on purpose (scripts/vmtest.sh) */
+	kmsg("vmtest: allow-slow-nmi begin\n");
+	if (migrated || write_param(SPIN_DIR "nmi_block", "1 " SC_STR(BLOCK_MS)))
+		migrated = -1;
+	sc_sleep_ms(5);
+	__atomic_store_n(&sp.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	if (sp.ret || sc_ring_collect(&self->s, &rs, STALLCAP_REC_STALL_END, 1, SC_WAIT_MS) < 1)
+		migrated = -1;
+	for (size_t j = 0; migrated >= 0 && j < rs.n; j++) {
+		const struct stallcap_sample *r = (const void *)rs.rec[j];
+
+		if (r->hdr.type == STALLCAP_REC_SAMPLE && r->flags & STALLCAP_SAMPLE_MIGRATED)
+			migrated++;
+	}
+	sc_records_free(&rs);
+	/* stallcap's last send is long past: its window is closed */
+	sc_sleep_ms(100);
+	kmsg("vmtest: allow-slow-nmi end\n");
+	after_block = read_long(SPIN_DIR "nmi_unknown");
+	if (write_param(SPIN_DIR "nmi_raw", "1"))
+		return -1;
+	sc_sleep_ms(50);
+	*during = after_block - before;
+	*raw = read_long(SPIN_DIR "nmi_unknown") - after_block;
+	return migrated;
+}
+
+/*
+ * NMIs carry no sender.  Held off on the thread's CPU (the test module's
+ * NMI handler spins there BLOCK_MS), stallcap's requests time out and are
+ * revoked one after another while their NMIs merge into one; the late NMI
+ * is stallcap's to swallow, but afterwards an NMI nobody sent for stallcap
+ * must still reach the kernel as unknown.  (A count of revoked requests,
+ * as before, kept the surplus and swallowed that NMI.)
+ */
+TEST_F_TIMEOUT(nmi_irq, an_nmi_stallcap_did_not_send_is_not_swallowed, 180)
+{
+	struct sc_opts o = {
+		.ring_bytes = 4 << 20, .user_stack_bytes = 64,
+		.max_samples = SC_MAX_SAMPLES, .sample_cap_ns = SC_MS(5),
+	};
+	long during = 0, raw = 0;
+	int migrated = 0;
+
+	if (access(SPIN_DIR "nmi_block", W_OK))
+		SKIP(return, "no test module with NMIs (%s)", SPIN_DIR);
+	/* the usual checking period: the timer stays on CPU 0 */
+	ASSERT_EQ(0, write_param(CHECK_US, self->check_us));
+	ASSERT_EQ(0, sc_configure(&self->s, &o));
+	for (int attempt = 1; attempt <= SC_ATTEMPTS && migrated < 1; attempt++) {
+		migrated = block_once(_metadata, self, &during, &raw);
+		ASSERT_LE(0, migrated);
+		TH_LOG("attempt %d: %d samples read after a timed-out NMI; unknown NMIs: %ld during, %ld after the raw one",
+		       attempt, migrated, during, raw);
+		EXPECT_EQ(0, during) TH_LOG("stallcap's own NMI reported unknown");
+		EXPECT_EQ(1, raw) TH_LOG("the raw NMI was swallowed");
+	}
+	EXPECT_LE(1, migrated) TH_LOG("no request timed out: the block never held NMIs off");
+}
+
+TEST_HARNESS_MAIN
