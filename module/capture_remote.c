@@ -41,7 +41,7 @@
 #include "stallcap.h"
 #include "why.h"
 
-#define NMI_WINDOW_NS	(20 * NSEC_PER_MSEC)
+#define NMI_WINDOW_NS	(50 * NSEC_PER_MSEC)	/* TCG can deliver late */
 
 static DEFINE_PER_CPU(struct stallcap_capture_req *, remote_req);
 static DEFINE_PER_CPU(u64, remote_nmi_until);
