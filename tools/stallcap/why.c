@@ -74,8 +74,12 @@ static void put_sched(struct line *l, const struct stallcap_sec_task *t)
 		put(l, "%s nice %d", why_policy_name(t->policy), t->prio);
 }
 
-/* "hog (tid 161, SCHED_FIFO 50)", or what the CPU was doing instead */
-static void put_task(struct line *l, const struct stallcap_sec_task *t)
+/*
+ * "hog (tid 161, SCHED_FIFO 50)", or what the CPU was doing instead; with
+ * @with_tid false, as a verdict class names it: "hog (SCHED_FIFO 50)"
+ */
+static void put_task_as(struct line *l, const struct stallcap_sec_task *t,
+			bool with_tid)
 {
 	if (t->flags & STALLCAP_TASK_F_IDLE) {
 		put(l, "idle");
@@ -85,11 +89,18 @@ static void put_task(struct line *l, const struct stallcap_sec_task *t)
 		put(l, "a hard interrupt over ");
 	else if (t->flags & STALLCAP_TASK_F_IN_SOFTIRQ)
 		put(l, "a softirq over ");
-	put(l, "%.16s (tid %u, ", t->comm, t->tid);
+	put(l, "%.16s (", t->comm);
+	if (with_tid)
+		put(l, "tid %u, ", t->tid);
 	if (t->flags & STALLCAP_TASK_F_KTHREAD)
 		put(l, "kernel thread, ");
 	put_sched(l, t);
 	put(l, ")");
+}
+
+static void put_task(struct line *l, const struct stallcap_sec_task *t)
+{
+	put_task_as(l, t, true);
 }
 
 static const char *state_word(__u8 state)
@@ -473,19 +484,7 @@ void why_json(FILE *out, const struct why_input *in)
 /* a task as a verdict class names it: no tid, no CPU */
 static void put_task_class(struct line *l, const struct stallcap_sec_task *t)
 {
-	if (t->flags & STALLCAP_TASK_F_IDLE) {
-		put(l, "idle");
-		return;
-	}
-	if (t->flags & STALLCAP_TASK_F_IN_HARDIRQ)
-		put(l, "a hard interrupt over ");
-	else if (t->flags & STALLCAP_TASK_F_IN_SOFTIRQ)
-		put(l, "a softirq over ");
-	put(l, "%.16s (", t->comm);
-	if (t->flags & STALLCAP_TASK_F_KTHREAD)
-		put(l, "kernel thread, ");
-	put_sched(l, t);
-	put(l, ")");
+	put_task_as(l, t, false);
 }
 
 static void put_wait_class(struct line *l, const struct why_input *in)
