@@ -25,7 +25,7 @@
 #   make uninstall       remove all of that again
 #   make help            this text
 #
-# Useful variables: KDIR, KERNELS, TEST_TIMEOUT, GUEST_TIMEOUT, SMP, MEM,
+# Useful variables: KDIR, KERNELS, TESTS (selftest names), TEST_TIMEOUT, GUEST_TIMEOUT, SMP, MEM,
 # MODULE_PARAMS, MODULE_KCFLAGS (default -Werror; -Wno-error to relax),
 # SELFCHECK=0 (skip the self-check), V=1 (show guest output), PACKAGES=0 (no
 # package test in make check), PREFIX (make install, default /usr/local),
