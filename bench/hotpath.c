@@ -256,6 +256,14 @@ static int perf_setup(struct hot *h, struct method *m)
 
 	if (h->perf_fd >= 0)
 		return 0;	/* shared by PERIOD and RESET */
+	/*
+	 * The first task-bound perf event patches the scheduler's static keys
+	 * (perf_sched_events); under QEMU TCG a vCPU was seen executing the
+	 * patch's int3 after the patch was done (an int3 Oops in __schedule):
+	 * the selftests' smoke run leaves these rows out.
+	 */
+	if (getenv("STALLCAP_BENCH_NO_PERF"))
+		return -ENOTSUP;
 	h->perf_fd = (int)syscall(SYS_perf_event_open, &pea, 0, -1, -1,
 				  PERF_FLAG_FD_CLOEXEC);
 	if (h->perf_fd < 0)
