@@ -61,6 +61,7 @@
 #include <linux/sched/task.h>
 #include <linux/timekeeping.h>
 
+#include "compat.h"
 #include "stallcap.h"
 
 /* How long the timer lets a capture of interrupts-off code wait. */
@@ -238,7 +239,7 @@ void stallcap_tail_init(void)
 	int cpu;
 
 	for_each_possible_cpu(cpu)
-		*per_cpu_ptr(&tail_work, cpu) = IRQ_WORK_INIT_HARD(tail_run);
+		stallcap_irq_work_init_hard(per_cpu_ptr(&tail_work, cpu), tail_run);
 }
 
 /* No capture is pending any more: wait for irq_works still running. */

@@ -13,6 +13,7 @@
 #include <linux/futex.h>
 #include <linux/hardirq.h>
 #include <linux/hrtimer.h>
+#include <linux/irq_work.h>
 #include <linux/mm.h>
 #include <linux/sched.h>
 #include <linux/smp.h>
@@ -134,6 +135,21 @@ static inline unsigned long stallcap_cpu_sysvec_irqs(int cpu)
 #else
 #define STALLCAP_WQ_PERCPU	0
 #endif
+
+/*
+ * A hard irq_work (hard-IRQ context on PREEMPT_RT too): IRQ_WORK_INIT_HARD()
+ * since 5.11; before it, the IRQ_WORK_HARD_IRQ flag set by hand.
+ */
+static inline void stallcap_irq_work_init_hard(struct irq_work *work,
+					       void (*fn)(struct irq_work *))
+{
+#ifdef IRQ_WORK_INIT_HARD
+	*work = IRQ_WORK_INIT_HARD(fn);
+#else
+	init_irq_work(work, fn);
+	atomic_set(&work->flags, IRQ_WORK_HARD_IRQ);
+#endif
+}
 
 /* FUTEX_LOCK_PI2 (5.14): user ABI, so its number is fixed */
 #ifndef FUTEX_LOCK_PI2
