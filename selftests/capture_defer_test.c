@@ -92,18 +92,6 @@ SC_NOINLINE void *defer_spinner_main(void *arg)
 	return NULL;
 }
 
-/* A line in the kernel log (the harness reads it: scripts/vmtest.sh). */
-static void kmsg(const char *line)
-{
-	int fd = open("/dev/kmsg", O_WRONLY);
-
-	if (fd >= 0) {
-		if (write(fd, line, strlen(line)) < 0)
-			perror("/dev/kmsg");
-		close(fd);
-	}
-}
-
 /*
  * Copy in the handler or after it.  While the copy is in the handler, an
  * NMI handler over 1 ms ("took too long") is expected: the harness allows
@@ -117,12 +105,12 @@ static int set_param(bool in_handler)
 	if (fd < 0)
 		return -errno;
 	if (in_handler)
-		kmsg("vmtest: allow-slow-nmi begin\n");
+		sc_kmsg("vmtest: allow-slow-nmi begin\n");
 	ret = write(fd, in_handler ? "1" : "0", 1) == 1 ? 0 : -errno;
 	close(fd);
 	if (!in_handler) {
 		usleep(100 * 1000);	/* an NMI in flight has printed */
-		kmsg("vmtest: allow-slow-nmi end\n");
+		sc_kmsg("vmtest: allow-slow-nmi end\n");
 	}
 	return ret;
 }

@@ -80,19 +80,9 @@ static int own_syms_load(struct own_syms *o)
 /* Address of the text symbol containing @ip, or 0. */
 static uint64_t ksym_addr(const struct sc_ksyms *ks, uint64_t ip)
 {
-	size_t lo = 0, hi = ks->n;
+	const struct sc_ksym *sym = sc_ksym_at(ks, ip);
 
-	if (!ks->n || ip < ks->sym[0].addr)
-		return 0;
-	while (hi - lo > 1) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (ks->sym[mid].addr <= ip)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return ks->sym[lo].addr;
+	return sym ? sym->addr : 0;
 }
 
 /* Is @ip inside a function of the stallcap module? */
@@ -344,18 +334,6 @@ TEST_F_TIMEOUT(nmi_irq, thread_migrating_onto_the_timers_cpu_is_not_read_from_th
 	EXPECT_EQ(0, own);
 }
 
-/* A line in the kernel log (the harness reads it: scripts/vmtest.sh). */
-static void kmsg(const char *line)
-{
-	int fd = open("/dev/kmsg", O_WRONLY);
-
-	if (fd >= 0) {
-		if (write(fd, line, strlen(line)) < 0)
-			perror("/dev/kmsg");
-		close(fd);
-	}
-}
-
 static long read_long(const char *path)
 {
 	char buf[32];
@@ -414,7 +392,7 @@ static int block_once(struct __test_metadata *_metadata, FIXTURE_DATA(nmi_irq) *
 	if (sc_ring_collect(&self->s, &rs, STALLCAP_REC_SAMPLE, 1, SC_WAIT_MS) < 1)
 		migrated = -1;
 	/* the block's NMI handler "took too long" on purpose (scripts/vmtest.sh) */
-	kmsg("vmtest: allow-slow-nmi begin\n");
+	sc_kmsg("vmtest: allow-slow-nmi begin\n");
 	if (migrated || write_param(SPIN_DIR "nmi_block", "1 " SC_STR(BLOCK_MS)))
 		migrated = -1;
 	sc_sleep_ms(5);
@@ -431,7 +409,7 @@ static int block_once(struct __test_metadata *_metadata, FIXTURE_DATA(nmi_irq) *
 	sc_records_free(&rs);
 	/* stallcap's last send is long past: its window is closed */
 	sc_sleep_ms(100);
-	kmsg("vmtest: allow-slow-nmi end\n");
+	sc_kmsg("vmtest: allow-slow-nmi end\n");
 	after_block = read_long(SPIN_DIR "nmi_unknown");
 	if (write_param(SPIN_DIR "nmi_raw", "1"))
 		return -1;

@@ -798,8 +798,8 @@ static inline void sc_ksyms_free(struct sc_ksyms *ks)
 	memset(ks, 0, sizeof(*ks));
 }
 
-/* Name of the text symbol containing @ip, or NULL. */
-static inline const char *sc_ksym_name(const struct sc_ksyms *ks, uint64_t ip)
+/* The text symbol containing @ip (the last one at or below it), or NULL. */
+static inline const struct sc_ksym *sc_ksym_at(const struct sc_ksyms *ks, uint64_t ip)
 {
 	size_t lo = 0, hi = ks->n;
 
@@ -813,9 +813,29 @@ static inline const char *sc_ksym_name(const struct sc_ksyms *ks, uint64_t ip)
 		else
 			hi = mid;
 	}
-	if (ip - ks->sym[lo].addr > (1 << 20))	/* past the end of text */
+	return &ks->sym[lo];
+}
+
+/* Name of the text symbol containing @ip, or NULL. */
+static inline const char *sc_ksym_name(const struct sc_ksyms *ks, uint64_t ip)
+{
+	const struct sc_ksym *sym = sc_ksym_at(ks, ip);
+
+	if (!sym || ip - sym->addr > (1 << 20))	/* past the end of text */
 		return NULL;
-	return ks->sym[lo].name;
+	return sym->name;
+}
+
+/* A line in the kernel log (the harness reads it: scripts/vmtest.sh). */
+static inline void sc_kmsg(const char *line)
+{
+	int fd = open("/dev/kmsg", O_WRONLY);
+
+	if (fd >= 0) {
+		if (write(fd, line, strlen(line)) < 0)
+			perror("/dev/kmsg");
+		close(fd);
+	}
 }
 
 static inline bool sc_name_has_prefix(const char *name, const char *const *prefixes)
