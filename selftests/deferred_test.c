@@ -276,9 +276,9 @@ static void run_blocked(struct __test_metadata *_metadata, FIXTURE_DATA(deferred
 	const struct stallcap_sample *smp[SC_MAX_SAMPLES], *k, *u = NULL;
 	const struct stallcap_stall_end *end;
 	struct stallcap_stats st;
+	size_t n, nr_asleep = 0;
 	bool ordered;
 	long ret;
-	size_t n;
 
 	/* the waker writes 200 ms after it started and after 3 samples */
 	wk.not_before = sc_now_ns() + SC_MS(BLOCK_MS);
@@ -307,8 +307,21 @@ static void run_blocked(struct __test_metadata *_metadata, FIXTURE_DATA(deferred
 	for (size_t i = 0; i < n; i++) {
 		const struct stallcap_sample *x = smp[i];
 
-		EXPECT_EQ(STALLCAP_STATE_SLEEPING, x->state);
-		EXPECT_EQ(STALLCAP_PATH_BLOCKED, x->path);
+		if (x->capture_ns > wk.wrote_at) {
+			/*
+			 * Woken, but not back in user space yet: on a slow
+			 * kernel (KASAN) the deferred 64 KiB copy itself runs
+			 * long enough to be sampled, still inside the stall
+			 * (locally, with the user stack read at once, or
+			 * remotely, pending like the others).
+			 */
+			TH_LOG("sample %zu taken %llu ns after the write, state %u", i,
+			       (unsigned long long)(x->capture_ns - wk.wrote_at), x->state);
+			EXPECT_FALSE(x->flags & STALLCAP_SAMPLE_USER_MODE);
+			EXPECT_TRUE(sc_ip_in_fn(sc_regs(x)->ip, raw_syscall6));
+			continue;
+		}
+		/* asleep in read(): the kernel entry's user stack comes later */
 		EXPECT_FALSE(x->flags & (STALLCAP_SAMPLE_USER_MODE | STALLCAP_SAMPLE_NO_USER));
 		EXPECT_TRUE(x->flags & STALLCAP_SAMPLE_DEFER_PENDING)
 			TH_LOG("sample %zu without DEFER_PENDING", i);
@@ -316,11 +329,15 @@ static void run_blocked(struct __test_metadata *_metadata, FIXTURE_DATA(deferred
 		EXPECT_EQ(k->cookie, x->cookie) TH_LOG("sample %zu: another cookie", i);
 		EXPECT_TRUE(sc_ip_in_fn(sc_regs(x)->ip, raw_syscall6));
 		EXPECT_GE(USTACK, sc_stack_size(x));
+		nr_asleep++;
+		EXPECT_EQ(STALLCAP_STATE_SLEEPING, x->state);
+		EXPECT_EQ(STALLCAP_PATH_BLOCKED, x->path);
 		if (self->have_ks) {
 			EXPECT_TRUE(sc_kstack_has(&self->ks, x, pipe_fns));
 		}
-		EXPECT_LE(x->capture_ns, wk.wrote_at);
 	}
+	/* the waker wrote only after 3 samples: they were all asleep in read() */
+	EXPECT_LE(3, nr_asleep);
 
 	/* exactly one deferred record, with the samples' cookie */
 	EXPECT_EQ(1, sc_records_count(&self->rs, STALLCAP_REC_USER_STACK));
