@@ -304,6 +304,19 @@ static int on_proc(struct sc_sink *sk, const struct sc_proc *p)
 	return usyms_add_proc(((struct report *)sk)->r.us, p);
 }
 
+/* the process exited: its symbols go, unless a stall of it is still held */
+static int on_proc_gone(struct sc_sink *sk, __u32 pid)
+{
+	struct report *rp = (struct report *)sk;
+	const struct sc_stall *s;
+
+	for (s = rp->st.head; s; s = s->next)
+		if (s->pid == pid)
+			return -EBUSY;
+	usyms_forget_proc(rp->r.us, pid);
+	return 0;
+}
+
 static int on_ksym(struct sc_sink *sk, const struct ksym *k)
 {
 	return ksyms_add(((struct report *)sk)->r.ks, k->addr, k->size, k->name, k->mod);
@@ -472,7 +485,7 @@ struct report *report_live_new(FILE *out, bool json, unsigned int max_stalls)
 	if (!rp)
 		return NULL;
 	rp->sink = (struct sc_sink){ on_record, on_proc, on_ksym, on_lost, on_vdso, on_info,
-				     on_flush };
+				     on_flush, on_proc_gone };
 	rp->out = out;
 	rp->live = true;
 	rp->fmt = json ? FMT_JSON : FMT_TEXT;
@@ -490,6 +503,12 @@ struct sc_sink *report_live_sink(struct report *rp)
 	return &rp->sink;
 }
 
+/** report_live_proc() - the maps the live report keeps of @pid, or NULL. */
+const struct sc_proc *report_live_proc(struct report *rp, __u32 pid)
+{
+	return usyms_proc(rp->r.us, pid);
+}
+
 /** report_live_end() - what reading stops prints (the summary), then free. */
 void report_live_end(struct report *rp)
 {
@@ -501,7 +520,8 @@ void report_live_end(struct report *rp)
 int cmd_report(int argc, char **argv)
 {
 	struct report rp = {
-		.sink = { on_record, on_proc, on_ksym, on_lost, on_vdso, on_info, on_flush },
+		.sink = { on_record, on_proc, on_ksym, on_lost, on_vdso, on_info, on_flush,
+			  on_proc_gone },
 		.out = stdout,
 		.max_stalls = MAX_STALLS_DEFAULT,
 	};

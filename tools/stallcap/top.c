@@ -519,6 +519,19 @@ static int on_proc(struct sc_sink *sk, const struct sc_proc *p)
 	return usyms_add_proc(((struct top *)sk)->r.us, p);
 }
 
+/* the process exited: its symbols go, unless a stall of it is still held */
+static int on_proc_gone(struct sc_sink *sk, __u32 pid)
+{
+	struct top *tp = (struct top *)sk;
+	const struct sc_stall *s;
+
+	for (s = tp->st.head; s; s = s->next)
+		if (s->pid == pid)
+			return -EBUSY;
+	usyms_forget_proc(tp->r.us, pid);
+	return 0;
+}
+
 static int on_ksym(struct sc_sink *sk, const struct ksym *k)
 {
 	return ksyms_add(((struct top *)sk)->r.ks, k->addr, k->size, k->name, k->mod);
@@ -547,7 +560,7 @@ struct top *top_new(FILE *out, bool batch, unsigned int max_stalls)
 	if (!tp)
 		return NULL;
 	tp->sink = (struct sc_sink){ on_record, on_proc, on_ksym, on_lost, on_vdso, NULL,
-				     on_flush };
+				     on_flush, on_proc_gone };
 	tp->out = out;
 	tp->batch = batch;
 	tp->delay = 1.0;

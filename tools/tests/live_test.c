@@ -7,6 +7,7 @@
  *    end, each part once (text and JSON lines);
  *  - at most --max-stalls stalls are held: beyond, the oldest is printed as
  *    it stands, let go and counted;
+ *  - an exited process's symbol state is freed once no stall of it is held;
  *  - top shows the thread stalled right now with its ongoing stall (state,
  *    kernel and user frames of its last sample), then the stall as ended.
  */
@@ -363,6 +364,50 @@ TEST(top_shows_ongoing_then_ended)
 	EXPECT_NE(NULL, strstr(out, "stalls 1 (0 ongoing)")) TH_LOG("%s", out);
 	free(out);
 	top_free(tp);
+	fclose(m.f);
+	free(m.buf);
+}
+
+/*
+ * Live over days: an exited process's symbol state goes when the collector
+ * says it is gone, not while a stall of it is still held.
+ */
+TEST(exited_process_forgotten)
+{
+	struct sc_proc snap = { .pid = 10, .comm = "locker" };
+	struct mem_out m;
+	struct report *rp;
+	struct sc_sink *sk;
+
+	mem_open(&m);
+	rp = report_live_new(m.f, false, 100);
+	ASSERT_NE(NULL, rp);
+	sk = report_live_sink(rp);
+	ASSERT_NE(NULL, sk->proc_gone);
+	ASSERT_EQ(0, sk->proc(sk, &snap));
+	snap.pid = 20;
+	ASSERT_EQ(0, sk->proc(sk, &snap));
+	ASSERT_NE(NULL, report_live_proc(rp, 10));
+
+	/* a stall of it in progress: kept */
+	put(sk, 1, 11, 0, NSEC_PER_SEC, 1);
+	sk->flush(sk);
+	EXPECT_EQ(-EBUSY, sk->proc_gone(sk, 10));
+	EXPECT_NE(NULL, report_live_proc(rp, 10));
+
+	/* its stall ended and printed: forgotten, the other process kept */
+	put_end(sk, 1, 11, NSEC_PER_SEC, 9, 1);
+	sk->flush(sk);
+	EXPECT_EQ(0, sk->proc_gone(sk, 10));
+	EXPECT_EQ(NULL, report_live_proc(rp, 10));
+	EXPECT_NE(NULL, report_live_proc(rp, 20));
+	EXPECT_EQ(0, sk->proc_gone(sk, 10));	/* twice: nothing to do */
+
+	/* the pid used again: a new snapshot, kept as before */
+	snap.pid = 10;
+	ASSERT_EQ(0, sk->proc(sk, &snap));
+	EXPECT_NE(NULL, report_live_proc(rp, 10));
+	report_live_end(rp);
 	fclose(m.f);
 	free(m.buf);
 }
