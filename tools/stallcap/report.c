@@ -229,11 +229,9 @@ static int on_proc(struct sc_sink *sk, const struct sc_proc *p)
 static int on_proc_gone(struct sc_sink *sk, __u32 pid)
 {
 	struct report *rp = (struct report *)sk;
-	const struct sc_stall *s;
 
-	for (s = rp->st.head; s; s = s->next)
-		if (s->pid == pid)
-			return -EBUSY;
+	if (stalls_of_pid(&rp->st, pid))
+		return -EBUSY;
 	usyms_forget_proc(rp->r.us, pid);
 	return 0;
 }

@@ -355,6 +355,7 @@ struct sc_stall *stalls_find(const struct stalls *st, __u32 tid, __u64 stall_id)
 /** stalls_release() - free a stall the report is done with. */
 void stalls_release(struct stalls *st, struct sc_stall *s);
 bool stall_defer_pending(const struct sc_stall *s);
+bool stalls_of_pid(const struct stalls *st, __u32 pid);
 
 /* ---- resolving a stall for the formatters, one sample at a time (resolve.c) ---- */
 

@@ -247,11 +247,9 @@ static int on_proc(struct sc_sink *sk, const struct sc_proc *p)
 static int on_proc_gone(struct sc_sink *sk, __u32 pid)
 {
 	struct top *tp = (struct top *)sk;
-	const struct sc_stall *s;
 
-	for (s = tp->st.head; s; s = s->next)
-		if (s->pid == pid)
-			return -EBUSY;
+	if (stalls_of_pid(&tp->st, pid))
+		return -EBUSY;
 	usyms_forget_proc(tp->r.us, pid);
 	return 0;
 }
