@@ -24,8 +24,9 @@
 #define POLL_MS		100
 #define GRACE_NS	(300 * NSEC_PER_MSEC)	/* for stall ends after exit */
 #define RESNAP_NS	(100 * NSEC_PER_MSEC)
-/* a process silent this long is checked for exit, and forgotten if gone */
+/* a process silent this long is checked for exit (every second), forgotten if gone */
 #define PRUNE_NS	(5 * NSEC_PER_SEC)
+#define PRUNE_EVERY_NS	NSEC_PER_SEC
 
 struct pid_entry {
 	struct hnode node;
@@ -184,15 +185,19 @@ static void prune(struct collector *c, __u64 now)
 {
 	struct pid_entry **pp = &c->all_pids, *e;
 
-	if (now - c->pruned_ns < PRUNE_NS)
+	if (now - c->pruned_ns < PRUNE_EVERY_NS)
 		return;
 	c->pruned_ns = now;
 	while ((e = *pp)) {
 		if (now - e->seen_ns >= PRUNE_NS && proc_exited(e->proc_pid) &&
-		    (!c->sk->proc_gone || !c->sk->proc_gone(c->sk, e->pid)))
+		    (!c->sk->proc_gone || !c->sk->proc_gone(c->sk, e->pid))) {
+			if (c->o->verbose)
+				fprintf(stderr, "%s: pid %u exited: its maps and symbols freed\n",
+					prog, e->pid);
 			pid_free(c, pp);
-		else
+		} else {
 			pp = &e->all_next;
+		}
 	}
 }
 

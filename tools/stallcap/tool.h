@@ -201,7 +201,8 @@ int collect_check(struct collect_opts *o);
 "  -N, --samples N      samples per stall (1..64)\n" \
 "  -L, --rate-limit N   stalls reported per minute (0: no limit)\n" \
 "  -D, --defer-user     complete user stacks on return to user space\n" \
-"  -v, --verbose        print counts when done\n" \
+"  -v, --verbose        print counts when done, and each exited process\n" \
+"                       forgotten (its maps and symbols freed)\n" \
 "  -- CMD [ARGS]        run CMD with a session it finds through STALLCAP_FD\n" \
 "                       (or, with --global, just run it)\n"
 
