@@ -325,6 +325,8 @@ TEST(top_shows_ongoing_then_ended)
 	add_ksyms(sk);
 	put(sk, 3, 21, 0, base, 20);
 	put(sk, 3, 21, 1, base, 40);
+	/* its process is kept while the stall is held */
+	EXPECT_EQ(-EBUSY, sk->proc_gone(sk, 10));
 	top_render(tp, now, 1.0);
 	out = mem_take(&m, &from);
 	EXPECT_NE(NULL, strstr(out, "threads watched 0, stalls 1 (1 ongoing)")) TH_LOG("%s", out);
@@ -337,6 +339,7 @@ TEST(top_shows_ongoing_then_ended)
 	free(out);
 
 	put_end(sk, 3, 21, base, 1600, 2);
+	EXPECT_EQ(0, sk->proc_gone(sk, 10));	/* ended: it may go */
 	top_render(tp, now + NSEC_PER_SEC, 1.0);
 	out = mem_take(&m, &from);
 	EXPECT_NE(NULL, strstr(out, "stalls 1 (0 ongoing)")) TH_LOG("%s", out);
