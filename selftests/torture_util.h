@@ -953,6 +953,25 @@ static inline bool tu_entered_by_interrupt(const struct stallcap_sample *r)
  * deferred), at least one in user mode; then its stall-end.  Returns NULL when all is
  * well, else why not (in @why).
  */
+/*
+ * Where @r's user frames are: in @r, or, for a sample whose user stack was
+ * deferred (DEFER_PENDING: an NMI that found interrupts off in the kernel),
+ * in the USER_STACK record of its cookie, if it came.
+ */
+static inline const struct stallcap_sample *tu_user_stack_of(const struct sc_records *rs,
+							      const struct stallcap_sample *r)
+{
+	if (!(r->flags & STALLCAP_SAMPLE_DEFER_PENDING))
+		return r;
+	for (size_t i = 0; i < rs->n; i++) {
+		const struct stallcap_sample *u = (const void *)rs->rec[i];
+
+		if (u->hdr.type == STALLCAP_REC_USER_STACK && u->cookie == r->cookie)
+			return u;
+	}
+	return r;
+}
+
 static inline const char *tu_capture_check(char *why, size_t len)
 {
 	const uint64_t tag = 0x746f727475726521ULL;
@@ -1010,7 +1029,7 @@ static inline const char *tu_capture_check(char *why, size_t len)
 			if (r->state != STALLCAP_STATE_RUNNABLE)
 				snprintf(why, len, "sample %u: read remotely, state %u", r->sample_index,
 					 r->state);
-		} else if (sc_ustack_find(r, spin_in_user_caller) < 1)
+		} else if (sc_ustack_find(tu_user_stack_of(&rs, r), spin_in_user_caller) < 1)
 			snprintf(why, len, "sample %u: spin_in_user_caller not among the user frames",
 				 r->sample_index);
 		else if (!(r->flags & STALLCAP_SAMPLE_USER_MODE) &&
