@@ -42,7 +42,7 @@ static const char *const required[] = {
 	"scale.1.plain.iters", "scale.1.stallcap.iters", "scale.tp.rearm.scaling",
 	"seastar.user.stallcap.detected", "seastar.sleeping.stallcap.detected",
 	"hot.shared.p50", "hot.clock_store.p50", "lateness.idle.shared.p99",
-	"beats.10.extra_cpus", "beats.10.watched.busy_cpus", "nmi.deferred.samples",
+	"beats.10.threads", "beats.10.watched.soak_per_s", "nmi.deferred.samples",
 	NULL,
 };
 
