@@ -252,8 +252,16 @@ u32 stallcap_times_fill(const struct stallcap_times_snap *a,
 	}
 	if (valid & BIT_OF(STEAL))
 		t->steal_ns = delta(b->steal_ns, a->steal_ns);
+	/*
+	 * The scheduler's clock (on_cpu, run_delay) and CLOCK_MONOTONIC (the
+	 * interval) drift apart by a few percent in a VM, and the running
+	 * slice is estimated against an rq clock that excludes IRQ time: a
+	 * thread cannot have run or waited longer than the interval.
+	 */
+	span = delta(b->at_ns, a->at_ns);
+	t->on_cpu_ns = min(t->on_cpu_ns, span);
+	t->run_delay_ns = min(t->run_delay_ns, span - t->on_cpu_ns);
 	if ((valid & BIT_OF(ON_CPU)) && (valid & BIT_OF(RUN_DELAY))) {
-		span = delta(b->at_ns, a->at_ns);
 		busy = t->on_cpu_ns + t->run_delay_ns;
 		t->sleep_ns = delta(span, busy);
 		t->valid |= BIT_OF(SLEEP);

@@ -37,7 +37,7 @@ check "lock-wait: sleeping in futex, demo_block_on_lock in the user stack" \
 check "every stall of the demo ended" \
 	[ "$(grep -c '"type":"stall_end"' "$work/demo.json")" -ge 3 ]
 check "text: one block per stall with the thread and the deadline" \
-	grep -qE '^stall [0-9]+ of tid [0-9]+ \(spin-user\) on cpu [0-9]+: [0-9.]+ ms over a 20 ms deadline, running in user$' "$work/demo.txt"
+	grep -qE '^stall [0-9]+ of tid [0-9]+ \(spin-user\) on cpu [0-9]+: [0-9.]+ ms over a 20 ms deadline, (running|preempted) in (user|kernel)$' "$work/demo.txt"
 check "text: user frames with file:line" grep -q 'demo_spin_in_user+0x[0-9a-f]*  demo.c:[0-9]' "$work/demo.txt"
 
 # wall-clock times: today's date, ISO 8601 with microseconds, UTC with --utc

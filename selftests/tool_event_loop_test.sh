@@ -53,7 +53,6 @@ check "shared deadline: one stall per busy iteration" stalls_match "$work/sd.out
 # the library opens its session O_CLOEXEC (flags in fdinfo are octal)
 event_loop -S -n 30 >/dev/null &
 pid=$!
-sleep 0.2
 cloexec() {
 	for fd in /proc/$pid/fd/*; do
 		[ "$(readlink "$fd")" = /dev/stallcap ] || continue
@@ -62,6 +61,7 @@ cloexec() {
 	done
 	return 1
 }
-check "the session fd is close-on-exec" cloexec
+# (until_ok: a loaded guest may take a while to open the session)
+check "the session fd is close-on-exec" until_ok cloexec
 wait $pid
 finish

@@ -1,7 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 # A report made after the process exited still resolves its user frames
-# (maps and build-ids were saved while it lived); a live report too.
+# (maps and build-ids were saved while it lived); a live report too.  A
+# live global report forgets an exited process (maps, symbol tables) once
+# it has been silent 5 s, after its stall was printed resolved.
 . ./tool_lib.sh
 need stallcap stallcap-exit-early
 
@@ -22,4 +24,24 @@ check "with file:line" grep -q 'fixture_spin+0x[0-9a-f]*  fixture.c:[0-9]' "$wor
 stallcap report -f json -- stallcap-exit-early 200 20 >"$work/live.json"
 check "live report (-- CMD) exits 0" [ $? = 0 ]
 check "live report resolves the frames" any_sample "$work/live.json" stallcap-exit-e resolved
+
+stallcap report -v --global -f json >"$work/glive.json" 2>"$work/glive.err" &
+rep=$!
+sleep 1
+stallcap-exit-early 200 20 &
+gpid=$!
+wait $gpid
+# silent 5 s and gone: forgotten within a second more (waited for up to 30 s)
+freed() { grep -qx "stallcap: pid $gpid exited: its maps and symbols freed" "$work/glive.err"; }
+i=0
+while [ "$i" -lt 300 ] && ! freed; do
+	sleep 0.1
+	i=$((i + 1))
+done
+kill -INT $rep
+wait $rep
+check "live global report exits 0 on SIGINT" [ $? = 0 ]
+sed 's/^/# /' "$work/glive.err"
+check "it printed the stall resolved" any_sample "$work/glive.json" stallcap-exit-e resolved
+check "then freed the exited process's state" freed
 finish

@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 # A system-wide reader (root) records another process's session; stats
-# counts it; an unprivileged user is refused.
+# counts it (and the locked memory of its ring while it runs); an
+# unprivileged user is refused.
 . ./tool_lib.sh
 need stallcap stallcap-exit-early
 
@@ -13,6 +14,15 @@ while [ "$i" -lt 50 ] && [ "$(wc -c <"$work/global.data" 2>/dev/null || echo 0)"
 	sleep 0.1
 	i=$((i + 1))
 done
+# the reader's ring is charged while it runs: locked memory is counted
+stallcap stats --json >"$work/during.json"
+cat "$work/during.json" | sed 's/^/# /'
+check "stats while recording: the ring's locked bytes, the allowance and its use" \
+	grep -qE '"mlock_bytes":[1-9][0-9]*,"mlock_used_bytes":[1-9][0-9]*,.*"locked_bytes":[1-9][0-9]*,"locked_rlimit_bytes":[0-9]+' "$work/during.json"
+check "stats text: locked_bytes, locked_rlimit_bytes and the allowance" \
+	sh -c 'stallcap stats >"$1" && grep -qE "^  locked_bytes +[1-9]" "$1" &&
+	       grep -qE "^  locked_rlimit_bytes +[0-9]+$" "$1" &&
+	       grep -qE "^  locked memory allowance [1-9][0-9]* KiB per user \(mlock_kb\), [1-9][0-9]* KiB used by this user$" "$1"' _ "$work/during.txt"
 stallcap-exit-early 300 20
 check "the program under watch exits 0" [ $? = 0 ]
 wait $rec

@@ -53,3 +53,14 @@ any_sample() {
 
 # show FILE: the report, for the log, prefixed as TAP comments
 show() { sed 's/^/# /' "$1"; }
+
+# wait until CMD succeeds, up to 10 s
+until_ok() {
+	i=0
+	while [ "$i" -lt 100 ]; do
+		"$@" && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}

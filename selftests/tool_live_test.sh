@@ -23,16 +23,6 @@ json=$!
 stallcap top -b -n 8 --deadline 20ms -p "$dl" >"$work/top.txt" 2>"$work/top.err" &
 top=$!
 
-# wait until CMD succeeds, up to 10 s
-until_ok() {
-	i=0
-	while [ "$i" -lt 100 ]; do
-		"$@" && return 0
-		sleep 0.1
-		i=$((i + 1))
-	done
-	return 1
-}
 watching() { [ "$(grep -c "^watch started" "$work/live.txt")" -ge 3 ] &&
 	[ "$(grep -c '"type":"watch"' "$work/live.json")" -ge 3 ] &&
 	grep -q "^threads watched 3," "$work/top.txt"; }

@@ -31,5 +31,5 @@ spin() {
 check "the known fields and sections read as usual (frame 0 demo_spin_in_user)" \
 	any_sample "$work/new.json" spin-user spin
 check "text: the usual block" \
-	grep -qE '^stall [0-9]+ of tid [0-9]+ \(spin-user\) on cpu [0-9]+: [0-9.]+ ms over a 20 ms deadline, running in user$' "$work/new.txt"
+	grep -qE '^stall [0-9]+ of tid [0-9]+ \(spin-user\) on cpu [0-9]+: [0-9.]+ ms over a 20 ms deadline, (running|preempted) in (user|kernel)$' "$work/new.txt"
 finish

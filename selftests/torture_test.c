@@ -88,8 +88,8 @@ struct tsess {
 
 struct counters {
 	unsigned long arm, arm_abs, arm_cpu, arm_hb, arm_hb_absent, rearm, disarm,
-		release, spin, kspin, sleep, stats, beat, exit, fork, exec, kill, churn, churn_flight,
-		reconfig, global;
+		release, spin, kspin, sleep, owner_exit, stats, beat, exit, fork, exec, kill, churn,
+		churn_flight, reconfig, global;
 };
 
 struct torture {
@@ -341,6 +341,50 @@ static void progress(struct worker *w)
 	}
 }
 
+/* A lock holder that exits holding it (why-it-stalled reads its owner). */
+struct exiting_owner {
+	pthread_mutex_t m;
+	uint64_t hold_ns;
+	int locked;
+};
+
+static void *exiting_owner_main(void *arg)
+{
+	struct exiting_owner *o = arg;
+	struct timespec ts = { .tv_nsec = (long)o->hold_ns };
+
+	prctl(PR_SET_NAME, "sc-exiting-owner", 0, 0, 0);
+	pthread_mutex_lock(&o->m);
+	__atomic_store_n(&o->locked, 1, __ATOMIC_RELEASE);
+	nanosleep(&ts, NULL);
+	return NULL;	/* exits holding the mutex */
+}
+
+/*
+ * Blocked on a glibc mutex until @until, while its owner exits at a random
+ * moment: the captures of the waiter walk an owner that may be gone (the
+ * module must name it or say it is gone, and never read freed memory).
+ */
+static void stall_on_exiting_owner(struct worker *w, uint64_t until)
+{
+	struct exiting_owner o = { .m = PTHREAD_MUTEX_INITIALIZER };
+	struct timespec abs = { .tv_sec = (time_t)(until / 1000000000ULL),
+				.tv_nsec = (long)(until % 1000000000ULL) };
+	uint64_t now = sc_now_ns();
+	pthread_t th;
+	int ret;
+
+	o.hold_ns = tu_range(&w->rng, 0, (until > now ? until - now : 0) + SC_MS(5));
+	if (pthread_create(&th, NULL, exiting_owner_main, &o))
+		return;
+	while (!__atomic_load_n(&o.locked, __ATOMIC_ACQUIRE))
+		sched_yield();
+	ret = pthread_mutex_clocklock(&o.m, CLOCK_MONOTONIC, &abs);
+	if (ret != ETIMEDOUT)
+		t_fail(w->t, "a mutex held by an exited thread: clocklock returned %d", ret);
+	pthread_join(th, NULL);
+}
+
 static void op_stall(struct worker *w, int kind)
 {
 	struct torture *t = w->t;
@@ -357,6 +401,10 @@ static void op_stall(struct worker *w, int kind)
 	case 1:
 		COUNT(t, kspin);
 		torture_spin_kernel(until, w->kbuf, 65536, tu_pct(&w->rng, 50) ? w->zero_fd : -1);
+		break;
+	case 3:
+		COUNT(t, owner_exit);
+		stall_on_exiting_owner(w, until);
 		break;
 	default:
 		COUNT(t, sleep);
@@ -572,8 +620,10 @@ static void *worker_main(void *arg)
 			op_stall(w, 0);
 		else if (p < 710)
 			op_stall(w, 1);
-		else if (p < 780)
+		else if (p < 760)
 			op_stall(w, 2);
+		else if (p < 780)
+			op_stall(w, 3);
 		else if (p < 850)
 			op_stats(w);
 		else if (p < 920)
@@ -995,6 +1045,7 @@ TEST_F_TIMEOUT(torture, random_interleavings_keep_the_invariants, 90)
 	int nworkers = WORKERS_PER_CPU * sc_nr_cpus_allowed();
 	unsigned long long secs = torture_seconds();
 	uint64_t end, gen = 1, respawned = 0;
+	unsigned long long owner_seen = 0;
 	char why[256];
 
 	if (nworkers > MAX_WORKERS)
@@ -1064,12 +1115,13 @@ TEST_F_TIMEOUT(torture, random_interleavings_keep_the_invariants, 90)
 	pthread_join(stats_th, NULL);
 
 	ksft_print_msg("ops: arm %lu (abs %lu cputime %lu heartbeat %lu, absent %lu) rearm %lu "
-		       "disarm %lu release %lu spin %lu kspin %lu sleep %lu stats %lu beat %lu "
+		       "disarm %lu release %lu spin %lu kspin %lu sleep %lu owner-exit %lu stats %lu beat %lu "
 		       "exit %lu (respawned %llu) fork %lu exec %lu kill %lu churn %lu (in flight %lu) "
 		       "reconfig %lu global readers %lu\n",
 		       t->cnt.arm, t->cnt.arm_abs, t->cnt.arm_cpu, t->cnt.arm_hb,
 		       t->cnt.arm_hb_absent, t->cnt.rearm, t->cnt.disarm, t->cnt.release,
-		       t->cnt.spin, t->cnt.kspin, t->cnt.sleep, t->cnt.stats, t->cnt.beat,
+		       t->cnt.spin, t->cnt.kspin, t->cnt.sleep, t->cnt.owner_exit, t->cnt.stats,
+		       t->cnt.beat,
 		       t->cnt.exit, (unsigned long long)respawned, t->cnt.fork, t->cnt.exec,
 		       t->cnt.kill, t->cnt.churn, t->cnt.churn_flight, t->cnt.reconfig,
 		       t->cnt.global);
@@ -1103,6 +1155,10 @@ TEST_F_TIMEOUT(torture, random_interleavings_keep_the_invariants, 90)
 			       (unsigned long long)v.lost_first_max,
 			       checked ? "" : v.exact ? " (exact: no stall-end lost)" :
 			       " (stall-ends lost: bounds only)");
+		ksft_print_msg("session %s: futex waits with the owner named %llu, gone %llu\n",
+			       sess_name[i], (unsigned long long)a->futex_owner_named,
+			       (unsigned long long)a->futex_owner_gone);
+		owner_seen += a->futex_owner_named + a->futex_owner_gone;
 		EXPECT_EQ(0, checked) TH_LOG("session %s: %s", sess_name[i], a->err);
 		EXPECT_LT(0, st.stalls) TH_LOG("session %s saw no stall at all", sess_name[i]);
 		if (i == S_SLOW)
@@ -1111,6 +1167,10 @@ TEST_F_TIMEOUT(torture, random_interleavings_keep_the_invariants, 90)
 			EXPECT_LT(0, st.suppressed) TH_LOG("the rate limit suppressed nothing");
 	}
 	EXPECT_EQ(0, t->nerr) TH_LOG("%u errors, the first: %s", t->nerr, t->err);
+	/* waits on exiting owners were stalls: some samples walked to the owner */
+	if (t->cnt.owner_exit >= 20)
+		EXPECT_LT(0ULL, owner_seen) TH_LOG("%lu waits on an exiting owner, no sample named it",
+						   t->cnt.owner_exit);
 
 	for (int i = 0; i < NR_SESS; i++)
 		close_session(&t->ses[i]);

@@ -201,6 +201,7 @@ struct tu_acct {
 	uint64_t first_samples;
 	uint64_t suppressed_in_records;	/* sum of first samples' suppressed */
 	uint64_t abandoned, migrated, kaddr_hidden;
+	uint64_t futex_owner_named, futex_owner_gone;	/* blocked on a futex */
 	uint64_t by_path[8];
 	char err[320];		/* first problem seen */
 };
@@ -311,6 +312,19 @@ static inline struct tu_tidpos *tu_acct_tid(struct tu_acct *a, uint32_t tid)
  * only grows in ring order (a watch reserves all its records under its
  * lock).  Returns 0, or -1 with a->err set.
  */
+/* A futex wait whose owner the sample names, or says is gone. */
+static inline void tu_acct_wait(struct tu_acct *a, const struct stallcap_sample *r)
+{
+	const struct stallcap_sec_wait *w = (const void *)sc_section(r, STALLCAP_SEC_WAIT);
+
+	if (!w || w->sec.size < sizeof(*w) || w->kind != STALLCAP_WAIT_FUTEX)
+		return;
+	if (w->flags & STALLCAP_WAIT_F_OWNER_GONE)
+		a->futex_owner_gone++;
+	else if (w->nr_hops)
+		a->futex_owner_named++;
+}
+
 static inline int tu_acct_feed(struct tu_acct *a, const struct sc_records *rs)
 {
 	a->pads += rs->nr_pad;
@@ -333,6 +347,7 @@ static inline int tu_acct_feed(struct tu_acct *a, const struct sc_records *rs)
 				a->migrated++;
 			if (r->flags & STALLCAP_SAMPLE_KADDR_HIDDEN)
 				a->kaddr_hidden++;
+			tu_acct_wait(a, r);
 			if (r->flags & STALLCAP_SAMPLE_DEFER_PENDING) {
 				struct tu_cookie *c;
 

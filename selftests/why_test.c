@@ -200,7 +200,8 @@ static void preempted_by_hog(struct __test_metadata *_metadata,
 	waited = smp->capture_ns - kicked;
 	ASSERT_GE(span, WHY_MS(RUNQ_TIMEOUT_MS));
 	ASSERT_GE(t->run_delay_ns, waited * 3 / 4);
-	ASSERT_LE(t->on_cpu_ns + t->run_delay_ns, span + span / 10 + WHY_MS(5));
+	/* never more time than the interval (the scheduler's clock is clamped) */
+	ASSERT_LE(t->on_cpu_ns + t->run_delay_ns, span);
 	ASSERT_GE(t->nivcsw, 1ULL);
 
 	ASSERT_NE(NULL, r);

@@ -4,6 +4,7 @@
 #define STALLCAP_LIB_INTERNAL_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stallcap/stallcap.h>
 
 /**
@@ -47,5 +48,48 @@ struct stallcap_session {
 int scl_ioctl(int fd, unsigned long cmd, void *arg);
 int scl_ring_read(struct stallcap_ring *r, stallcap_record_fn fn, void *ctx,
 		  struct scl_ring_buf *b);
+
+/* ---- in-process reporting (report.c, report_text.c) ---- */
+
+/**
+ * struct scl_out - text appended snprintf()-style
+ * @buf: @len bytes; NULL with @len 0 to measure
+ * @at: length of the whole text (past @len: cut, unless @grow)
+ * @grow: realloc() @buf as needed (a malloc'd buffer); @failed when that
+ *	failed: the text is cut, still terminated
+ */
+struct scl_out {
+	char *buf;
+	size_t len, at;
+	bool grow, failed;
+};
+
+/**
+ * struct scl_run - consecutive samples of a stall with the stack of
+ * sample @of, not yet written
+ * @n: how many; @first, @last: their sample indexes, @first_ms, @last_ms
+ *	how far past the deadline; @state, @cpu: the first's
+ */
+struct scl_run {
+	unsigned int n;
+	__u32 first, last, of, cpu;
+	double first_ms, last_ms;
+	__u8 state;
+};
+
+__attribute__((format(printf, 2, 3)))
+void scl_put(struct scl_out *o, const char *fmt, ...);
+void scl_put_header(struct scl_out *o, const struct stallcap_sample_view *v);
+void scl_put_continued(struct scl_out *o, __u64 stall_id, __u32 ns_tid, const char comm[16]);
+void scl_put_sample(struct scl_out *o, const struct stallcap_sample_view *v,
+		    const struct stallcap_sample_view *user);
+__u64 scl_stack_hash(const struct stallcap_sample_view *v,
+		     const struct stallcap_sample_view *user);
+void scl_run_add(struct scl_run *run, const struct stallcap_sample_view *v, __u32 of);
+void scl_put_same(struct scl_out *o, const struct scl_run *run);
+/* @rec's text as stallcap_format_record() gives it: 0, -EBADMSG */
+int scl_format(struct scl_out *o, const struct stallcap_rec_header *rec);
+/* @seen: samples of the stall written, -1 if not known */
+void scl_put_end(struct scl_out *o, const struct stallcap_stall_end *e, long seen);
 
 #endif /* STALLCAP_LIB_INTERNAL_H */

@@ -1,21 +1,23 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
  * libstallcap: in-process reporting.  An application that reads its own
- * ring writes its stalls into its own log, as Seastar does:
+ * ring writes its stalls into its own log, one block per stall, as Seastar
+ * does (the format is in stallcap.h; report_text.c writes the lines):
  *
- *   stallcap: stall 7 of tid 1234 (reactor-0): sample 0 at +5.00 ms over a 20.00 ms deadline, blocked (sleeping), cpu 1
- *   stallcap:   kernel #0  0xffffffff81234567
- *   stallcap:   user   #0  0x000055d4c2a1b2c3  handle_tick+0x1c (/usr/bin/server)
- *   stallcap: stall 7 of tid 1234 (reactor-0) ended: 31.20 ms over its deadline, 2 samples
+ *   stallcap: stall 7 of tid 1234 (reactor-0), tag 0x0: 5.00 ms past its 20.00 ms deadline so far, running
+ *   stallcap:   sample 0 at +5.00 ms, running, cpu 1
+ *   stallcap:     user   #0  0x000055d4c2a1b2c3  handle_tick+0x1c (/usr/bin/server)
+ *   stallcap:   samples 1-2 at +25.00 to +65.00 ms, running: same stack as sample 0 (x2)
+ *   stallcap: stall 7 of tid 1234 ended: 71.20 ms over its deadline, 3 samples, 0 lost
  *
- * Only libc: user frames are named with dladdr() (dynamic symbols: link the
- * program with -rdynamic to name its own functions), kernel frames are the
- * record's addresses.  `stallcap report` names everything (DWARF, inline
- * frames, kernel symbols).
+ * The reporter follows at most MAX_STALLS stalls at once and keeps, per
+ * stall, a few counters and the hash of the last stack written: a stall's
+ * memory does not grow with its samples.  Samples waiting for their
+ * deferred user stack are held (at most MAX_HELD, then the oldest goes out
+ * without it), and so are the later samples and the end of their stall, so
+ * that the block stays in order.
  */
-#include <dlfcn.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,147 +25,41 @@
 
 #include "internal.h"
 
-#define PREFIX		"stallcap: "
 #define MAX_HELD	16	/* samples waiting for their deferred user stack */
+#define MAX_STALLS	32	/* stalls followed at once */
+#define MAX_GONE	256	/* stalls let go, remembered for their end's count */
 
-/* snprintf into @buf at *@at, counting what would be needed past the end */
-struct out {
-	char *buf;
-	size_t len, at;
+/**
+ * struct stall - what the reporter keeps of a stall between its records
+ * @in_use: the entry is taken
+ * @header: its header is written
+ * @ended: its end came while samples of it were held: written after them
+ * @has_hash: a sample of it was written in full, its stack hashed in @hash
+ * @hash_of: that sample's index
+ * @seen: samples of it written (in full or in a run)
+ * @held: samples of it held
+ * @used: when it was last touched (least recently used goes first)
+ * @run: samples with the stack of @hash_of, not written yet
+ * @end: its end, when @ended
+ */
+struct stall {
+	__u64 stall_id;
+	__u32 tid, ns_tid;
+	char comm[16];
+	bool in_use, header, ended, has_hash;
+	__u64 hash;
+	__u32 hash_of;
+	unsigned int seen, held;
+	unsigned long used;
+	struct scl_run run;
+	struct stallcap_stall_end end;
 };
 
-__attribute__((format(printf, 2, 3)))
-static void put(struct out *o, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(o->at < o->len ? o->buf + o->at : NULL,
-		      o->at < o->len ? o->len - o->at : 0, fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		o->at += (size_t)n;
-}
-
-static const char *state_name(__u8 state)
-{
-	switch (state) {
-	case STALLCAP_STATE_RUNNING: return "running";
-	case STALLCAP_STATE_RUNNABLE: return "runnable (preempted)";
-	case STALLCAP_STATE_SLEEPING: return "blocked (sleeping)";
-	case STALLCAP_STATE_UNINTERRUPTIBLE: return "blocked (uninterruptible)";
-	case STALLCAP_STATE_STOPPED: return "stopped";
-	case STALLCAP_STATE_EXITING: return "exiting";
-	default: return "unknown state";
-	}
-}
-
-static void put_comm(struct out *o, const char comm[16])
-{
-	char c[17];
-	int i;
-
-	for (i = 0; i < 16 && comm[i]; i++)
-		c[i] = comm[i] >= 0x20 && comm[i] < 0x7f ? comm[i] : '?';
-	c[i] = '\0';
-	put(o, "%s", c);
-}
-
-/* "#1  0x00005555deadbeef  fn+0x1c (/path/lib.so)", named by dladdr() */
-static void put_user_frame(struct out *o, int i, __u64 ip)
-{
-	/* a caller's frame holds a return address: name the call instruction */
-	const void *at = (const void *)(unsigned long)(i ? ip - 1 : ip);
-	Dl_info di;
-
-	put(o, PREFIX "  user   #%-2d 0x%016llx", i, (unsigned long long)ip);
-	if (dladdr(at, &di) && di.dli_fname) {
-		if (di.dli_sname && di.dli_saddr)
-			put(o, "  %s+0x%llx", di.dli_sname,
-			    (unsigned long long)(ip - (unsigned long)di.dli_saddr));
-		else
-			put(o, "  +0x%llx", (unsigned long long)(ip - (unsigned long)di.dli_fbase));
-		put(o, " (%s)", di.dli_fname);
-	}
-	put(o, "\n");
-}
-
-/* a sample; its user frames from @user (a deferred USER_STACK) or itself */
-static void put_sample(struct out *o, const struct stallcap_sample_view *v,
-		       const struct stallcap_sample_view *user)
-{
-	const struct stallcap_sample *s = &v->s;
-	const struct stallcap_regs_x86_64 *regs;
-	unsigned int i;
-
-	put(o, PREFIX "stall %llu of tid %u (", (unsigned long long)s->stall_id, s->ns_tid);
-	put_comm(o, s->comm);
-	put(o, "): %s %u at +%.2f ms over a %.2f ms deadline, %s, cpu %u\n",
-	    s->hdr.type == STALLCAP_REC_USER_STACK ? "user stack of sample" : "sample",
-	    s->sample_index,
-	    s->capture_ns > s->deadline_ns ? (s->capture_ns - s->deadline_ns) / 1e6 : 0.0,
-	    s->timeout_ns / 1e6, state_name(s->state), s->cpu);
-	for (i = 0; i < v->nr_kernel; i++)
-		put(o, PREFIX "  kernel #%-2u 0x%016llx\n", i,
-		    (unsigned long long)v->kernel_ips[i]);
-	if (!user)
-		user = v;
-	else if (user != v)
-		put(o, PREFIX "  user stack completed on return to user space (deferred)\n");
-	for (i = 0; i < user->nr_user; i++)
-		put_user_frame(o, (int)i, user->user_ips[i]);
-	regs = stallcap_sample_regs_x86_64(user);
-	if (!user->nr_user && regs && regs->ip && (s->flags & STALLCAP_SAMPLE_USER_MODE))
-		put_user_frame(o, 0, regs->ip);
-	if (s->flags & STALLCAP_SAMPLE_DEFER_PENDING && user == v)
-		put(o, PREFIX "  user stack deferred, not received\n");
-}
-
-static void put_end(struct out *o, const struct stallcap_stall_end *e)
-{
-	put(o, PREFIX "stall %llu of tid %u ended: %.2f ms over its deadline, %u sample%s\n",
-	    (unsigned long long)e->stall_id, e->ns_tid,
-	    e->end_ns > e->deadline_ns ? (e->end_ns - e->deadline_ns) / 1e6 : 0.0,
-	    e->nr_samples, e->nr_samples == 1 ? "" : "s");
-}
-
-int stallcap_format_record(const struct stallcap_rec_header *rec, char *buf, size_t len)
-{
-	struct out o = { .buf = buf, .len = len };
-	struct stallcap_sample_view v;
-	struct stallcap_stall_end e;
-	struct stallcap_watch_event ev;
-
-	if (!rec || (!buf && len))
-		return -EINVAL;
-	if (len)
-		buf[0] = '\0';
-	switch (rec->type) {
-	case STALLCAP_REC_SAMPLE:
-	case STALLCAP_REC_USER_STACK:
-		if (stallcap_sample_parse(rec, rec->size, &v))
-			return -EBADMSG;
-		put_sample(&o, &v, NULL);
-		break;
-	case STALLCAP_REC_STALL_END:
-		if (stallcap_stall_end_parse(rec, rec->size, &e))
-			return -EBADMSG;
-		put_end(&o, &e);
-		break;
-	case STALLCAP_REC_WATCH:
-		if (stallcap_watch_event_parse(rec, rec->size, &ev))
-			return -EBADMSG;
-		put(&o, PREFIX "watch of tid %u %s\n", ev.ns_tid,
-		    ev.event == STALLCAP_WATCH_STARTED ? "started" : "ended");
-		break;
-	default:
-		return 0;	/* a record type this library does not know: nothing */
-	}
-	return o.at > 0x7fffffff ? -EOVERFLOW : (int)o.at;
-}
-
-/* ---- the reporter: records to a FILE, deferred user stacks merged ---- */
+struct gone {
+	__u64 stall_id;
+	__u32 tid;
+	unsigned int seen;
+};
 
 struct held {
 	__u64 *rec;		/* a private copy; NULL: free entry */
@@ -174,7 +70,12 @@ struct held {
 struct stallcap_reporter {
 	FILE *out;
 	struct held held[MAX_HELD];
+	struct stall stalls[MAX_STALLS];
+	struct gone gone[MAX_GONE];
+	unsigned int next_gone;
 	unsigned long seq;
+	struct stall *cur;	/* the stall whose lines were written last */
+	struct scl_out text;	/* one chunk of lines, written with one fputs() */
 };
 
 int stallcap_reporter_new(struct stallcap_reporter **rp, FILE *out)
@@ -185,58 +86,247 @@ int stallcap_reporter_new(struct stallcap_reporter **rp, FILE *out)
 	if (!*rp)
 		return -ENOMEM;
 	(*rp)->out = out;
+	(*rp)->text.grow = true;
 	return 0;
 }
 
-static void emit(struct stallcap_reporter *r, const struct stallcap_sample_view *v,
-		 const struct stallcap_sample_view *user)
+static struct scl_out *chunk(struct stallcap_reporter *r)
 {
-	char small[2048];
-	struct out o = { .buf = small, .len = sizeof(small) };
-	char *big;
-
-	put_sample(&o, v, user);
-	if (o.at < sizeof(small)) {
-		fputs(small, r->out);
-		return;
-	}
-	big = malloc(o.at + 1);
-	if (!big) {
-		fputs(small, r->out);	/* truncated rather than nothing */
-		return;
-	}
-	o = (struct out){ .buf = big, .len = o.at + 1 };
-	put_sample(&o, v, user);
-	fputs(big, r->out);
-	free(big);
+	r->text.at = 0;
+	r->text.failed = false;
+	if (r->text.len)
+		r->text.buf[0] = '\0';
+	return &r->text;
 }
 
-static void held_emit(struct stallcap_reporter *r, struct held *h,
-		      const struct stallcap_sample_view *user)
+static void chunk_write(struct stallcap_reporter *r)
 {
-	emit(r, &h->v, user);
+	if (r->text.at)
+		fputs(r->text.buf, r->out);
+}
+
+static struct stall *find(struct stallcap_reporter *r, __u32 tid, __u64 stall_id)
+{
+	unsigned int i;
+
+	for (i = 0; i < MAX_STALLS; i++)
+		if (r->stalls[i].in_use && r->stalls[i].tid == tid &&
+		    r->stalls[i].stall_id == stall_id)
+			return &r->stalls[i];
+	return NULL;
+}
+
+static void stall_free(struct stallcap_reporter *r, struct stall *st)
+{
+	if (r->cur == st)
+		r->cur = NULL;
+	memset(st, 0, sizeof(*st));
+}
+
+/* the samples of @st written before, if it was followed and let go */
+static unsigned int gone_take(struct stallcap_reporter *r, __u32 tid, __u64 stall_id,
+			      bool *found)
+{
+	unsigned int i, seen;
+
+	for (i = 0; i < MAX_GONE; i++) {
+		struct gone *g = &r->gone[i];
+
+		if (g->tid == tid && g->stall_id == stall_id && (g->tid || g->stall_id)) {
+			seen = g->seen;
+			memset(g, 0, sizeof(*g));
+			*found = true;
+			return seen;
+		}
+	}
+	*found = false;
+	return 0;
+}
+
+/* the header, or "continued" when other lines came between */
+static void block_head(struct stallcap_reporter *r, struct stall *st, struct scl_out *o,
+		       const struct stallcap_sample_view *v)
+{
+	if (!st->header && v)
+		scl_put_header(o, v);
+	else if (r->cur != st)
+		scl_put_continued(o, st->stall_id, st->ns_tid, st->comm);
+	st->header = true;
+	r->cur = st;
+}
+
+static void run_put(struct stallcap_reporter *r, struct stall *st, struct scl_out *o)
+{
+	if (!st->run.n)
+		return;
+	block_head(r, st, o, NULL);
+	scl_put_same(o, &st->run);
+	memset(&st->run, 0, sizeof(st->run));
+}
+
+static void run_flush(struct stallcap_reporter *r, struct stall *st)
+{
+	if (!st->run.n)
+		return;
+	run_put(r, st, chunk(r));
+	chunk_write(r);
+}
+
+/* @st's end (NULL: a stall not followed now): "lost" only if it is known */
+static void end_write(struct stallcap_reporter *r, struct stall *st,
+		      const struct stallcap_stall_end *end)
+{
+	struct stallcap_stall_end e = *end;	/* @end may be @st's */
+	struct scl_out *o = chunk(r);
+	bool found = true;
+	long seen;
+
+	if (st) {
+		run_put(r, st, o);
+		seen = st->seen;
+		stall_free(r, st);
+	} else {
+		seen = gone_take(r, e.tid, e.stall_id, &found);
+	}
+	scl_put_end(o, &e, found ? seen : -1);
+	chunk_write(r);
+}
+
+static void stall_release(struct stallcap_reporter *r, struct stall *st);
+
+/* let go of @st: write what it holds, remember how many samples it had */
+static void stall_evict(struct stallcap_reporter *r, struct stall *st)
+{
+	struct gone *g;
+
+	stall_release(r, st);
+	if (!st->in_use)
+		return;		/* its end was waiting: written */
+	run_flush(r, st);
+	g = &r->gone[r->next_gone++ % MAX_GONE];
+	g->tid = st->tid;
+	g->stall_id = st->stall_id;
+	g->seen = st->seen;
+	stall_free(r, st);
+}
+
+/* the entry of @v's stall, made (the least recently used let go) if new */
+static struct stall *stall_get(struct stallcap_reporter *r, const struct stallcap_sample_view *v)
+{
+	struct stall *st = find(r, v->s.tid, v->s.stall_id), *old = NULL;
+	unsigned int i;
+	bool found;
+
+	if (st) {
+		st->used = ++r->seq;
+		return st;
+	}
+	for (i = 0; i < MAX_STALLS && !st; i++) {
+		if (!r->stalls[i].in_use)
+			st = &r->stalls[i];
+		else if (!old || r->stalls[i].used < old->used)
+			old = &r->stalls[i];
+	}
+	if (!st) {
+		stall_evict(r, old);
+		st = old;
+	}
+	st->in_use = true;
+	st->tid = v->s.tid;
+	st->stall_id = v->s.stall_id;
+	st->ns_tid = v->s.ns_tid;
+	memcpy(st->comm, v->s.comm, sizeof(st->comm));
+	st->seen = gone_take(r, st->tid, st->stall_id, &found);
+	st->header = found;
+	st->used = ++r->seq;
+	return st;
+}
+
+/* a sample in full, or one more of a run when its stack is the last one's */
+static void sample_write(struct stallcap_reporter *r, struct stall *st,
+			 const struct stallcap_sample_view *v,
+			 const struct stallcap_sample_view *user)
+{
+	__u64 h = scl_stack_hash(v, user);
+	struct scl_out *o;
+
+	st->seen++;
+	if (st->has_hash && h == st->hash) {
+		scl_run_add(&st->run, v, st->hash_of);
+		return;
+	}
+	o = chunk(r);
+	run_put(r, st, o);
+	block_head(r, st, o, v);
+	scl_put_sample(o, v, user);
+	chunk_write(r);
+	st->has_hash = true;
+	st->hash = h;
+	st->hash_of = v->s.sample_index;
+}
+
+/* write held sample @h (completed by @user) and free it */
+static void held_write(struct stallcap_reporter *r, struct held *h,
+		       const struct stallcap_sample_view *user)
+{
+	struct stall *st = find(r, h->v.s.tid, h->v.s.stall_id);
+
+	if (st) {
+		sample_write(r, st, &h->v, user);
+		st->held--;
+	}
 	free(h->rec);
 	h->rec = NULL;
+	if (st && !st->held && st->ended)
+		end_write(r, st, &st->end);
 }
 
-/* Hold a sample until its USER_STACK record; the oldest goes out when full. */
-static int hold(struct stallcap_reporter *r, const struct stallcap_rec_header *rec)
+/* the oldest held sample, of stall @st only if not NULL */
+static struct held *held_oldest(struct stallcap_reporter *r, const struct stall *st)
 {
-	struct held *h = NULL, *old = NULL;
+	struct held *first = NULL;
 	unsigned int i;
 
 	for (i = 0; i < MAX_HELD; i++) {
-		if (!r->held[i].rec) {
-			h = &r->held[i];
-			break;
-		}
-		if (!old || r->held[i].seq < old->seq)
-			old = &r->held[i];
+		struct held *h = &r->held[i];
+
+		if (h->rec && (!st || (h->v.s.tid == st->tid && h->v.s.stall_id == st->stall_id)) &&
+		    (!first || h->seq < first->seq))
+			first = h;
 	}
-	if (!h) {
-		held_emit(r, old, NULL);
-		h = old;
-	}
+	return first;
+}
+
+/* write everything @st holds as it is (its end too, if it came) */
+static void stall_release(struct stallcap_reporter *r, struct stall *st)
+{
+	struct held *h;
+
+	while (st->in_use && st->held && (h = held_oldest(r, st)))
+		held_write(r, h, NULL);
+}
+
+static struct held *held_free_entry(struct stallcap_reporter *r)
+{
+	unsigned int i;
+
+	for (i = 0; i < MAX_HELD; i++)
+		if (!r->held[i].rec)
+			return &r->held[i];
+	return NULL;
+}
+
+/* Hold a sample until its USER_STACK record; the oldest goes out when full. */
+static int hold(struct stallcap_reporter *r, const struct stallcap_rec_header *rec,
+		const struct stallcap_sample_view *v)
+{
+	struct stall *st;
+	struct held *h;
+
+	if (!held_free_entry(r))
+		held_write(r, held_oldest(r, NULL), NULL);
+	st = stall_get(r, v);
+	h = held_free_entry(r);	/* letting a stall go frees entries, never takes one */
 	h->rec = malloc(rec->size);
 	if (!h->rec)
 		return -ENOMEM;
@@ -247,73 +337,115 @@ static int hold(struct stallcap_reporter *r, const struct stallcap_rec_header *r
 		return -EBADMSG;
 	}
 	h->seq = ++r->seq;
+	st->held++;
 	return 0;
 }
 
-/* The held samples of @u's stall and cookie, completed by @u, in order. */
+static bool completes(const struct held *h, const struct stallcap_sample_view *u)
+{
+	return (h->v.s.flags & STALLCAP_SAMPLE_DEFER_PENDING) && h->v.s.cookie == u->s.cookie;
+}
+
+/*
+ * @u completes held samples of its stall (its cookie): write the stall's
+ * held samples in order up to the last of them, and the ones behind that
+ * wait for no stack.  false if it completes none.
+ */
 static bool merge(struct stallcap_reporter *r, const struct stallcap_sample_view *u)
 {
-	bool any = false;
+	struct stall *st = find(r, u->s.tid, u->s.stall_id);
+	unsigned long last = 0;
+	struct held *h;
+	unsigned int i;
 
-	for (;;) {
-		struct held *first = NULL;
-		unsigned int i;
-
-		for (i = 0; i < MAX_HELD; i++) {
-			struct held *h = &r->held[i];
-
-			if (h->rec && h->v.s.tid == u->s.tid && h->v.s.stall_id == u->s.stall_id &&
-			    h->v.s.cookie == u->s.cookie && (!first || h->seq < first->seq))
-				first = h;
-		}
-		if (!first)
-			return any;
-		held_emit(r, first, u);
-		any = true;
+	if (!st)
+		return false;
+	for (i = 0; i < MAX_HELD; i++) {
+		h = &r->held[i];
+		if (h->rec && h->v.s.tid == st->tid && h->v.s.stall_id == st->stall_id &&
+		    completes(h, u) && h->seq > last)
+			last = h->seq;
 	}
+	if (!last)
+		return false;
+	while (st->in_use && (h = held_oldest(r, st)) &&
+	       (h->seq <= last || !(h->v.s.flags & STALLCAP_SAMPLE_DEFER_PENDING)))
+		held_write(r, h, completes(h, u) ? u : NULL);
+	return true;
+}
+
+static int sample_record(struct stallcap_reporter *r, const struct stallcap_rec_header *rec)
+{
+	struct stallcap_sample_view v;
+	struct stall *st;
+
+	if (stallcap_sample_parse(rec, rec->size, &v))
+		return 0;	/* malformed: skipped, as the tool does */
+	if (rec->type == STALLCAP_REC_USER_STACK && v.s.cookie && merge(r, &v))
+		return 0;
+	st = find(r, v.s.tid, v.s.stall_id);
+	if ((rec->type == STALLCAP_REC_SAMPLE && v.s.cookie &&
+	     (v.s.flags & STALLCAP_SAMPLE_DEFER_PENDING)) || (st && st->held))
+		return hold(r, rec, &v) == -ENOMEM ? -ENOMEM : 0;
+	sample_write(r, stall_get(r, &v), &v, NULL);
+	return 0;
+}
+
+static void end_record(struct stallcap_reporter *r, const struct stallcap_stall_end *e)
+{
+	struct stall *st = find(r, e->tid, e->stall_id);
+
+	if (st && st->held) {
+		st->end = *e;
+		st->ended = true;
+		return;
+	}
+	end_write(r, st, e);
 }
 
 int stallcap_report_record(const struct stallcap_rec_header *rec, void *reporter)
 {
 	struct stallcap_reporter *r = reporter;
-	struct stallcap_sample_view v;
-	char line[512];
-	int n;
+	struct stallcap_stall_end e;
 
 	if (!r || !rec)
 		return -EINVAL;
-	if (rec->type == STALLCAP_REC_SAMPLE || rec->type == STALLCAP_REC_USER_STACK) {
-		if (stallcap_sample_parse(rec, rec->size, &v))
-			return 0;	/* malformed: skipped, as the tool does */
-		if (rec->type == STALLCAP_REC_SAMPLE && v.s.cookie &&
-		    (v.s.flags & STALLCAP_SAMPLE_DEFER_PENDING))
-			return hold(r, rec) == -ENOMEM ? -ENOMEM : 0;
-		if (rec->type == STALLCAP_REC_USER_STACK && v.s.cookie && merge(r, &v))
-			return 0;
-		emit(r, &v, NULL);
+	switch (rec->type) {
+	case STALLCAP_REC_SAMPLE:
+	case STALLCAP_REC_USER_STACK:
+		return sample_record(r, rec);
+	case STALLCAP_REC_STALL_END:
+		if (!stallcap_stall_end_parse(rec, rec->size, &e))
+			end_record(r, &e);
+		return 0;
+	default:
+		if (!scl_format(chunk(r), rec) && r->text.at) {
+			r->cur = NULL;
+			chunk_write(r);
+		}
 		return 0;
 	}
-	n = stallcap_format_record(rec, line, sizeof(line));
-	if (n > 0)
-		fputs(line, r->out);
-	return 0;
+}
+
+/* write the runs not written yet: what a live log shows now */
+static void runs_flush(struct stallcap_reporter *r)
+{
+	unsigned int i;
+
+	for (i = 0; i < MAX_STALLS; i++)
+		if (r->stalls[i].in_use)
+			run_flush(r, &r->stalls[i]);
 }
 
 void stallcap_reporter_flush(struct stallcap_reporter *r)
 {
-	struct held *first;
-	unsigned int i;
+	struct held *h;
 
 	if (!r)
 		return;
-	do {
-		first = NULL;
-		for (i = 0; i < MAX_HELD; i++)
-			if (r->held[i].rec && (!first || r->held[i].seq < first->seq))
-				first = &r->held[i];
-		if (first)
-			held_emit(r, first, NULL);
-	} while (first);
+	while ((h = held_oldest(r, NULL)))
+		held_write(r, h, NULL);
+	runs_flush(r);
 	fflush(r->out);
 }
 
@@ -322,6 +454,7 @@ void stallcap_reporter_free(struct stallcap_reporter *r)
 	if (!r)
 		return;
 	stallcap_reporter_flush(r);
+	free(r->text.buf);
 	free(r);
 }
 
@@ -345,6 +478,8 @@ int stallcap_report(struct stallcap_session *s, FILE *out)
 	ret = s->reporter ? 0 : stallcap_reporter_new(&s->reporter, out);
 	if (!ret)
 		ret = scl_ring_read(&s->ring, stallcap_report_record, s->reporter, &s->ring_buf);
+	if (s->reporter)
+		runs_flush(s->reporter);
 	pthread_mutex_unlock(&s->ring_lock);
 	fflush(out);
 	return ret;

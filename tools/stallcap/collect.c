@@ -24,12 +24,17 @@
 #define POLL_MS		100
 #define GRACE_NS	(300 * NSEC_PER_MSEC)	/* for stall ends after exit */
 #define RESNAP_NS	(100 * NSEC_PER_MSEC)
+/* a process silent this long is checked for exit (every second), forgotten if gone */
+#define PRUNE_NS	(5 * NSEC_PER_SEC)
+#define PRUNE_EVERY_NS	NSEC_PER_SEC
 
 struct pid_entry {
 	struct hnode node;
 	struct pid_entry *all_next;
 	__u32 pid;
+	__u32 proc_pid;		/* its pid in /proc, 0: not known yet */
 	__u64 snap_ns;
+	__u64 seen_ns;		/* its last record */
 	struct sc_proc *proc;	/* latest snapshot, NULL if it failed */
 };
 
@@ -50,6 +55,7 @@ struct collector {
 	struct ksym_sent *ksyms_sent;
 	struct htab pids;		/* struct pid_entry by pid */
 	struct pid_entry *all_pids;
+	__u64 pruned_ns;		/* last look for exited processes */
 	struct buildid_cache *bc;
 	__u64 lost, suppressed, records;
 	bool same_pid_ns;		/* the records' ns ids are this tool's */
@@ -114,6 +120,7 @@ static void snapshot(struct collector *c, struct pid_entry *e, __u32 ns_pid)
 	int ret;
 
 	e->snap_ns = now_ns(CLOCK_MONOTONIC);
+	e->proc_pid = proc_pid;
 	ret = procmaps_snapshot(proc_pid, c->bc, &p);
 	if (ret) {
 		if (!e->proc)
@@ -138,6 +145,7 @@ static void see_process(struct collector *c, const struct stallcap_sample_view *
 
 	if (!e)
 		return;
+	e->seen_ns = now_ns(CLOCK_MONOTONIC);
 	if (!e->snap_ns) {
 		snapshot(c, e, v->s.ns_pid);
 		return;
@@ -150,6 +158,47 @@ static void see_process(struct collector *c, const struct stallcap_sample_view *
 		missing |= !sc_proc_is_text(e->proc, regs->ip);
 	if (missing)
 		snapshot(c, e, v->s.ns_pid);
+}
+
+static void pid_free(struct collector *c, struct pid_entry **pp)
+{
+	struct pid_entry *e = *pp;
+
+	*pp = e->all_next;
+	htab_del(&c->pids, &e->node);
+	sc_proc_free(e->proc);
+	free(e);
+}
+
+/* not in /proc any more (kill(0) tells without reading /proc) */
+static bool proc_exited(__u32 pid)
+{
+	return pid && kill((pid_t)pid, 0) && errno == ESRCH;
+}
+
+/*
+ * Live over days: a process silent for PRUNE_NS that exited is forgotten,
+ * here and by the sink (its maps, its symbol tables), unless the sink still
+ * needs it.  A new process with its pid starts afresh.
+ */
+static void prune(struct collector *c, __u64 now)
+{
+	struct pid_entry **pp = &c->all_pids, *e;
+
+	if (now - c->pruned_ns < PRUNE_EVERY_NS)
+		return;
+	c->pruned_ns = now;
+	while ((e = *pp)) {
+		if (now - e->seen_ns >= PRUNE_NS && proc_exited(e->proc_pid) &&
+		    (!c->sk->proc_gone || !c->sk->proc_gone(c->sk, e->pid))) {
+			if (c->o->verbose)
+				fprintf(stderr, "%s: pid %u exited: its maps and symbols freed\n",
+					prog, e->pid);
+			pid_free(c, pp);
+		} else {
+			pp = &e->all_next;
+		}
+	}
 }
 
 static bool ksym_sent(struct collector *c, __u64 addr)
@@ -341,6 +390,7 @@ static int follow(struct collector *c, pid_t child, int *status)
 			break;
 		ret = drain(c);
 		t = now_ns(CLOCK_MONOTONIC);
+		prune(c, t);
 		if (c->o->duration > 0 && t - start >= c->o->duration * NSEC_PER_SEC)
 			break;
 		if (child > 0 && !grace && waitpid(child, &w, WNOHANG) == child) {
@@ -406,13 +456,8 @@ int collect_run(const struct collect_opts *o, struct sc_sink *sk, int *cmd_statu
 out:
 	if (c.s)
 		stallcap_session_close(c.s);	/* an adopted fd too */
-	while (c.all_pids) {
-		struct pid_entry *e = c.all_pids;
-
-		c.all_pids = e->all_next;
-		sc_proc_free(e->proc);
-		free(e);
-	}
+	while (c.all_pids)
+		pid_free(&c, &c.all_pids);
 	while (c.ksyms_sent) {
 		struct ksym_sent *k = c.ksyms_sent;
 

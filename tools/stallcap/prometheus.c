@@ -194,7 +194,7 @@ static void print_file(FILE *out, struct prom *pm)
 int prom_file(FILE *out, const char *path)
 {
 	struct prom pm = {
-		.sink = { on_record, on_proc, on_ksym, on_lost, on_vdso, on_info, NULL },
+		.sink = { on_record, on_proc, on_ksym, on_lost, on_vdso, on_info, NULL, NULL },
 	};
 	struct pproc *p, *n;
 	struct sc_stall *s;
@@ -222,7 +222,8 @@ int prom_file(FILE *out, const char *path)
 
 static bool is_gauge(const char *name)
 {
-	return !strcmp(name, "watches") || !strcmp(name, "armed") || !strcmp(name, "attached");
+	return !strcmp(name, "watches") || !strcmp(name, "armed") || !strcmp(name, "attached") ||
+	       !strcmp(name, "locked_bytes") || !strcmp(name, "locked_rlimit_bytes");
 }
 
 /* one module counter, named stallcap_NAME[_total] */

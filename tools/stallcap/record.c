@@ -113,7 +113,7 @@ int cmd_record(int argc, char **argv)
 {
 	const char *out = "stallcap.data";
 	struct counting cs = {
-		.sink = { c_record, c_proc, c_ksym, c_lost, c_vdso, c_info, c_flush },
+		.sink = { c_record, c_proc, c_ksym, c_lost, c_vdso, c_info, c_flush, NULL },
 	};
 	struct collect_opts o;
 	struct scfile *f;

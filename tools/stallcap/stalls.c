@@ -283,3 +283,14 @@ bool stall_defer_pending(const struct sc_stall *s)
 {
 	return s->nr_defer_pending > 0;
 }
+
+/** stalls_of_pid() - whether a stall of process @pid is held */
+bool stalls_of_pid(const struct stalls *st, __u32 pid)
+{
+	const struct sc_stall *s;
+
+	for (s = st->head; s; s = s->next)
+		if (s->pid == pid)
+			return true;
+	return false;
+}

@@ -40,7 +40,8 @@ static const struct { const char *name; size_t off; } counters[] = {
 	COUNTER(stall_ends), COUNTER(deferred), COUNTER(lost), COUNTER(suppressed),
 	COUNTER(capture_local), COUNTER(capture_nmi), COUNTER(capture_ipi),
 	COUNTER(capture_blocked), COUNTER(migrate_retries), COUNTER(lost_first),
-	COUNTER(lost_deferred), COUNTER(attached),
+	COUNTER(lost_deferred), COUNTER(attached), COUNTER(locked_bytes),
+	COUNTER(locked_rlimit_bytes),
 };
 
 static const char *const feature_names[] = {
@@ -73,9 +74,11 @@ static void print_json(const struct stallcap_info *in, const struct stallcap_sta
 		if (in->features & (1ULL << i))
 			printf("%s\"%s\"", n++ ? "," : "", feature_names[i]);
 	printf("],\"min_deadline_ns\":%llu,\"max_ring_bytes\":%u,\"max_watches_per_user\":%u,"
-	       "\"arch\":\"%s\",\"sample_fixed_size\":%u,\"scope\":\"%s\"",
+	       "\"arch\":\"%s\",\"sample_fixed_size\":%u,\"mlock_bytes\":%llu,"
+	       "\"mlock_used_bytes\":%llu,\"scope\":\"%s\"",
 	       (unsigned long long)in->min_deadline_ns, in->max_ring_bytes,
 	       in->max_watches_per_user, sc_arch_name(in->arch), in->sample_fixed_size,
+	       (unsigned long long)in->mlock_bytes, (unsigned long long)in->mlock_used_bytes,
 	       global ? "global" : "session");
 	for (i = 0; i < ARRAY_SIZE(counters); i++)
 		printf(",\"%s\":%llu", counters[i].name, (unsigned long long)counter(st, i));
@@ -111,9 +114,12 @@ static void print_text(const struct stallcap_info *in, const struct stallcap_sta
 	printf("\n  min deadline %llu us, max ring %u KiB, %u watches per user, %s registers\n",
 	       (unsigned long long)(in->min_deadline_ns / 1000), in->max_ring_bytes / 1024,
 	       in->max_watches_per_user, sc_arch_name(in->arch));
+	printf("  locked memory allowance %llu KiB per user (mlock_kb), %llu KiB used by this user\n",
+	       (unsigned long long)(in->mlock_bytes / 1024),
+	       (unsigned long long)(in->mlock_used_bytes / 1024));
 	printf("counters (%s):\n", global ? "module-wide" : "this session");
 	for (i = 0; i < ARRAY_SIZE(counters); i++)
-		printf("  %-16s %llu\n", counters[i].name, (unsigned long long)counter(st, i));
+		printf("  %-19s %llu\n", counters[i].name, (unsigned long long)counter(st, i));
 	printf("histograms (from):   capture cost    lateness\n");
 	for (k = 0; k < STALLCAP_HIST_BUCKETS; k++) {
 		if (!st->capture_cost_hist[k] && !st->lateness_hist[k])

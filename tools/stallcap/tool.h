@@ -121,6 +121,12 @@ struct sc_sink {
 	int (*vdso)(struct sc_sink *sk, const void *img, size_t len);
 	int (*info)(struct sc_sink *sk, const struct sc_host_info *hi);
 	int (*flush)(struct sc_sink *sk);
+	/*
+	 * live: process @pid exited and sent nothing for a while: forget what
+	 * is kept of it (0), or -EBUSY while it is still needed (asked again
+	 * later).  NULL: kept until the end.
+	 */
+	int (*proc_gone)(struct sc_sink *sk, __u32 pid);
 };
 
 /* ---- the record file (record_file.c) ---- */
@@ -195,7 +201,8 @@ int collect_check(struct collect_opts *o);
 "  -N, --samples N      samples per stall (1..64)\n" \
 "  -L, --rate-limit N   stalls reported per minute (0: no limit)\n" \
 "  -D, --defer-user     complete user stacks on return to user space\n" \
-"  -v, --verbose        print counts when done\n" \
+"  -v, --verbose        print counts when done, and each exited process\n" \
+"                       forgotten (its maps and symbols freed)\n" \
 "  -- CMD [ARGS]        run CMD with a session it finds through STALLCAP_FD\n" \
 "                       (or, with --global, just run it)\n"
 
@@ -276,6 +283,8 @@ void usyms_set_demangle(struct usyms *u, bool on);
 void usyms_set_inline(struct usyms *u, bool on);
 int usyms_set_symfs(struct usyms *u, const char *dir);
 const struct sc_proc *usyms_proc(struct usyms *u, __u32 pid);
+/** usyms_forget_proc() - free all that is kept of process @pid (it exited). */
+void usyms_forget_proc(struct usyms *u, __u32 pid);
 struct sc_proc *sc_proc_dup(const struct sc_proc *p);
 
 /** struct unwind_state - per-process state of the DWARF unwinder (unwind.c) */
@@ -347,6 +356,7 @@ struct sc_stall *stalls_find(const struct stalls *st, __u32 tid, __u64 stall_id)
 /** stalls_release() - free a stall the report is done with. */
 void stalls_release(struct stalls *st, struct sc_stall *s);
 bool stall_defer_pending(const struct sc_stall *s);
+bool stalls_of_pid(const struct stalls *st, __u32 pid);
 
 /* ---- resolving a stall for the formatters, one sample at a time (resolve.c) ---- */
 
@@ -476,6 +486,7 @@ void json_strn(FILE *out, const char *s, size_t n);
 struct report;
 struct report *report_live_new(FILE *out, bool json, unsigned int max_stalls);
 struct sc_sink *report_live_sink(struct report *rp);
+const struct sc_proc *report_live_proc(struct report *rp, __u32 pid);
 void report_live_end(struct report *rp);
 
 /* ---- stallcap top (top.c) ---- */

@@ -111,6 +111,15 @@ int usyms_set_symfs(struct usyms *u, const char *dir)
 	return 0;
 }
 
+static void uproc_free(struct uproc *p)
+{
+	if (p->uw.dwfl)
+		dwfl_end(p->uw.dwfl);
+	addrinfo_free(p->ac);
+	sc_proc_free(p->proc);
+	free(p);
+}
+
 void usyms_free(struct usyms *u)
 {
 	struct uproc *p, *n;
@@ -119,11 +128,7 @@ void usyms_free(struct usyms *u)
 		return;
 	for (p = u->procs; p; p = n) {
 		n = p->next;
-		if (p->uw.dwfl)
-			dwfl_end(p->uw.dwfl);
-		addrinfo_free(p->ac);
-		sc_proc_free(p->proc);
-		free(p);
+		uproc_free(p);
 	}
 	sc_names_free(u->names);
 	free(u->symfs);
@@ -193,6 +198,19 @@ int usyms_add_proc(struct usyms *u, const struct sc_proc *snap)
 	trim_snapshots(p);
 	p->dirty = true;
 	return 0;
+}
+
+void usyms_forget_proc(struct usyms *u, __u32 pid)
+{
+	struct uproc *p = uproc_find(u, pid), **pp;
+
+	if (!p)
+		return;
+	htab_del(&u->by_pid, &p->node);
+	for (pp = &u->procs; *pp != p; pp = &(*pp)->next)
+		;
+	*pp = p->next;
+	uproc_free(p);
 }
 
 const struct sc_proc *usyms_proc(struct usyms *u, __u32 pid)

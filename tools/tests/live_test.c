@@ -7,6 +7,7 @@
  *    end, each part once (text and JSON lines);
  *  - at most --max-stalls stalls are held: beyond, the oldest is printed as
  *    it stands, let go and counted;
+ *  - an exited process's symbol state is freed once no stall of it is held;
  *  - top shows the thread stalled right now with its ongoing stall (state,
  *    kernel and user frames of its last sample), then the stall as ended.
  */
@@ -324,6 +325,8 @@ TEST(top_shows_ongoing_then_ended)
 	add_ksyms(sk);
 	put(sk, 3, 21, 0, base, 20);
 	put(sk, 3, 21, 1, base, 40);
+	/* its process is kept while the stall is held */
+	EXPECT_EQ(-EBUSY, sk->proc_gone(sk, 10));
 	top_render(tp, now, 1.0);
 	out = mem_take(&m, &from);
 	EXPECT_NE(NULL, strstr(out, "threads watched 0, stalls 1 (1 ongoing)")) TH_LOG("%s", out);
@@ -336,6 +339,7 @@ TEST(top_shows_ongoing_then_ended)
 	free(out);
 
 	put_end(sk, 3, 21, base, 1600, 2);
+	EXPECT_EQ(0, sk->proc_gone(sk, 10));	/* ended: it may go */
 	top_render(tp, now + NSEC_PER_SEC, 1.0);
 	out = mem_take(&m, &from);
 	EXPECT_NE(NULL, strstr(out, "stalls 1 (0 ongoing)")) TH_LOG("%s", out);
@@ -363,6 +367,50 @@ TEST(top_shows_ongoing_then_ended)
 	EXPECT_NE(NULL, strstr(out, "stalls 1 (0 ongoing)")) TH_LOG("%s", out);
 	free(out);
 	top_free(tp);
+	fclose(m.f);
+	free(m.buf);
+}
+
+/*
+ * Live over days: an exited process's symbol state goes when the collector
+ * says it is gone, not while a stall of it is still held.
+ */
+TEST(exited_process_forgotten)
+{
+	struct sc_proc snap = { .pid = 10, .comm = "locker" };
+	struct mem_out m;
+	struct report *rp;
+	struct sc_sink *sk;
+
+	mem_open(&m);
+	rp = report_live_new(m.f, false, 100);
+	ASSERT_NE(NULL, rp);
+	sk = report_live_sink(rp);
+	ASSERT_NE(NULL, sk->proc_gone);
+	ASSERT_EQ(0, sk->proc(sk, &snap));
+	snap.pid = 20;
+	ASSERT_EQ(0, sk->proc(sk, &snap));
+	ASSERT_NE(NULL, report_live_proc(rp, 10));
+
+	/* a stall of it in progress: kept */
+	put(sk, 1, 11, 0, NSEC_PER_SEC, 1);
+	sk->flush(sk);
+	EXPECT_EQ(-EBUSY, sk->proc_gone(sk, 10));
+	EXPECT_NE(NULL, report_live_proc(rp, 10));
+
+	/* its stall ended and printed: forgotten, the other process kept */
+	put_end(sk, 1, 11, NSEC_PER_SEC, 9, 1);
+	sk->flush(sk);
+	EXPECT_EQ(0, sk->proc_gone(sk, 10));
+	EXPECT_EQ(NULL, report_live_proc(rp, 10));
+	EXPECT_NE(NULL, report_live_proc(rp, 20));
+	EXPECT_EQ(0, sk->proc_gone(sk, 10));	/* twice: nothing to do */
+
+	/* the pid used again: a new snapshot, kept as before */
+	snap.pid = 10;
+	ASSERT_EQ(0, sk->proc(sk, &snap));
+	EXPECT_NE(NULL, report_live_proc(rp, 10));
+	report_live_end(rp);
 	fclose(m.f);
 	free(m.buf);
 }

@@ -874,7 +874,10 @@ struct stallcap_sec_user_stack {
  * @since_ns: CLOCK_MONOTONIC start of the interval: when the watch was armed
  *	(first sample of a stall) or the previous sample; the interval ends at
  *	the sample's capture_ns.  All other fields are amounts over it
- * @on_cpu_ns: time the thread ran
+ * @on_cpu_ns: time the thread ran.  It and @run_delay_ns come from the
+ *	scheduler's clock, which can drift from CLOCK_MONOTONIC (in a VM by a
+ *	few percent): both are clamped so that their sum never exceeds the
+ *	interval
  * @user_ns: of which in user mode (as the kernel accounts it: ticks or
  *	context tracking)
  * @system_ns: of which in the kernel

@@ -3,7 +3,8 @@
  * libFuzzer target: the library's ring reader (stallcap_ring_init,
  * stallcap_ring_read) on a ring whose control page and data area come from
  * the input, and what the tool does with each record it delivers: the
- * sample and stall-end parsers and the grouping into stalls.
+ * sample and stall-end parsers, the grouping into stalls, and the
+ * library's in-process reporter (its blocks written to /dev/null).
  *
  * Checks beyond the sanitizers: a record handed to the callback lies whole
  * inside the copy it was given, its size fits the data area, and the reader
@@ -18,6 +19,7 @@
 
 struct ctx {
 	struct stalls st;
+	struct stallcap_reporter *rep;
 	__u64 data_size;
 	unsigned long delivered;
 	bool stop_early;
@@ -41,6 +43,7 @@ static int on_record(const struct stallcap_rec_header *rec, void *arg)
 	struct stallcap_stall_end e;
 	struct stallcap_watch_event ev;
 	unsigned int i;
+	int ret;
 
 	if (rec->size < sizeof(*rec) || rec->size % 8 || rec->size > c->data_size ||
 	    (rec->flags & STALLCAP_REC_F_BUSY) || rec->type == STALLCAP_REC_PAD)
@@ -62,6 +65,9 @@ static int on_record(const struct stallcap_rec_header *rec, void *arg)
 	if (!stallcap_stall_end_parse(rec, rec->size, &e))
 		touch(&e, sizeof(e));
 	stalls_add(&c->st, rec);
+	ret = c->rep ? stallcap_report_record(rec, c->rep) : 0;
+	if (ret && ret != -ENOMEM)
+		abort();	/* 0, or -ENOMEM: nothing else */
 	return c->stop_early ? 1 : 0;
 }
 
@@ -75,6 +81,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	struct ctx c;
 	size_t len, area, off, n;
 	unsigned char *map;
+	static FILE *null;
 	int i, ret;
 
 	if (size < sizeof(h))
@@ -106,6 +113,10 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	stalls_init(&c.st);
 	c.data_size = area;
 	c.stop_early = h.flags & FUZZ_RING_STOP_EARLY;
+	if (!null)
+		null = fopen("/dev/null", "w");
+	if (null && stallcap_reporter_new(&c.rep, null))
+		c.rep = NULL;
 	ret = stallcap_ring_init(&r, map, len);
 	if (!ret) {
 		if (area < sizeof(struct stallcap_rec_header) || off + area > len)
@@ -120,6 +131,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 		if (c.delivered > area / 8 + 1)
 			abort();	/* more records than the area holds: lapping */
 	}
+	stallcap_reporter_free(c.rep);	/* writes what it held */
 	stalls_free(&c.st);
 	free(map);
 	return 0;

@@ -398,15 +398,54 @@ STALLCAP_API int stallcap_watch_event_parse(const void *rec, size_t len,
  * In-process reporting: the application writes its stalls into its own log
  * ------------------------------------------------------------------------
  *
- * Lines start with "stallcap: ": a sample (thread, how far past its
- * deadline, state, cpu), its kernel frames as the record's addresses, its
- * user frames named with dladdr() ("fn+0x1c (/path/lib.so)"), a stall's end
- * (its duration past the deadline, samples taken).  The library depends on
- * libc alone: dladdr() knows dynamic symbols only (link the program with
- * -rdynamic to name its own functions, static ones stay "+0xoff (file)"),
- * and no kernel symbol, DWARF or inline frame is looked up.  For all of
- * that, hand the session to the tool (`stallcap report --fd N`, or record
- * and report later).
+ * Every line starts with "stallcap: ".  A stall is one block, as Seastar
+ * prints a reactor stall into its log:
+ *
+ *   stallcap: stall 7 of tid 1234 (reactor), tag 0x2a: 5.00 ms past its 20.00 ms deadline so far, blocked (sleeping): waits on a futex 0x7f3a4c0008c0 held by tid 1240 (worker)
+ *   stallcap:   sample 0 at +5.00 ms, blocked (sleeping), cpu 1
+ *   stallcap:     kernel #0  0xffffffff81234567
+ *   stallcap:     user stack completed on return to user space (deferred)
+ *   stallcap:     user   #0  0x000055d4c2a1b2c3  handle_tick+0x1c (/usr/bin/server)
+ *   stallcap:   sample 1 at +25.00 ms, blocked (sleeping), cpu 1: same stack as sample 0
+ *   stallcap:   samples 2-4 at +45.00 to +325.00 ms, blocked (sleeping): same stack as sample 0 (x3)
+ *   stallcap: stall 7 of tid 1234 ended: 331.20 ms over its deadline, 6 samples, 1 lost
+ *
+ * - the header, written with the stall's first sample: the stall's id, the
+ *   thread (its id in the opener's pid namespace, its name), the watch's
+ *   user_tag, how far past its deadline the first sample was taken, the
+ *   deadline (the watch's timeout), the thread's state, and, when the record
+ *   says why, a verdict: what it waits on and who holds it (", deadlock"
+ *   when the owner chain loops), what ran instead of it, or, when it was
+ *   off its CPU most of the time since it was armed, "runnable X of Y ms"
+ *   (waiting for a CPU) or "blocked X of Y ms";
+ * - each sample: its index, how far past the deadline, state, cpu, then its
+ *   kernel frames as the record's addresses and its user frames named with
+ *   dladdr() ("fn+0x1c (/path/lib.so)"); a deferred user stack (a
+ *   USER_STACK record) is merged into the samples it completes ("user stack
+ *   completed on return to user space (deferred)"; "user stack deferred,
+ *   not received" if it never came);
+ * - a sample with the same stack (and state) as the sample before it in its
+ *   stall is one line, "same stack as sample N"; consecutive ones are one
+ *   line "samples A-B ...: same stack as sample N (xK)", written when a
+ *   different stack or the stall's end comes, at the end of each
+ *   stallcap_report() call, or by stallcap_reporter_flush();
+ * - the end: how long the stall lasted past its deadline, the samples the
+ *   module took, and how many of them never reached the reporter ("lost":
+ *   the ring was full; left out for a stall the reporter did not follow,
+ *   e.g. one that began before it).
+ *
+ * When the lines of another stall (or a watch's line) came in between, a
+ * block goes on after "stallcap: stall 7 of tid 1234 (reactor), continued".
+ * A stall whose samples were all lost is its end line alone.  The reporter's
+ * memory is bounded: it follows 32 stalls at once (the least recently seen
+ * is let go, its count kept for its end) and keeps per stall a few counters
+ * and the hash of the last stack written, never its samples.
+ *
+ * The library depends on libc alone: dladdr() knows dynamic symbols only
+ * (link the program with -rdynamic to name its own functions, static ones
+ * stay "+0xoff (file)"), and no kernel symbol, DWARF or inline frame is
+ * looked up.  For all of that, hand the session to the tool (`stallcap
+ * report --fd N`, or record and report later).
  */
 
 /**
@@ -416,10 +455,12 @@ STALLCAP_API int stallcap_watch_event_parse(const void *rec, size_t len,
  * @buf: receives the text, NUL-terminated, cut at @len - 1 bytes
  * @len: bytes at @buf (0: only measure)
  *
- * Stateless: a deferred user stack (a USER_STACK record) is formatted on its
- * own; stallcap_report_record() merges it into its samples.  Returns the
- * length of the whole text (more than @len - 1: it was cut), -EBADMSG for a
- * malformed record, -EINVAL.
+ * Stateless: a SAMPLE or USER_STACK record is a block of its own (the
+ * header, then the sample in full, a USER_STACK as "user stack of sample
+ * N"), a STALL_END the end line without "lost", a WATCH "stallcap: watch of
+ * tid N started" / "ended".  stallcap_report_record() groups them.  Returns
+ * the length of the whole text (more than @len - 1: it was cut), -EBADMSG
+ * for a malformed record, -EINVAL.
  */
 STALLCAP_API int stallcap_format_record(const struct stallcap_rec_header *rec, char *buf,
 					size_t len);
@@ -429,23 +470,34 @@ struct stallcap_reporter;
 /** stallcap_reporter_new() - a reporter writing to @out; -EINVAL, -ENOMEM. */
 STALLCAP_API int stallcap_reporter_new(struct stallcap_reporter **rp, FILE *out);
 /**
- * stallcap_report_record() - a stallcap_record_fn writing each record to
- * the reporter (@reporter), a sample waiting for its deferred user stack
- * (STALLCAP_SAMPLE_DEFER_PENDING) held until the USER_STACK record of its
- * cookie comes, then written once with those user frames (at most 16 held:
- * the oldest is written without them when more come).  0, or -ENOMEM.
+ * stallcap_report_record() - a stallcap_record_fn writing the records to
+ * the reporter (@reporter) as the blocks above
+ *
+ * A sample waiting for its deferred user stack (STALLCAP_SAMPLE_DEFER_PENDING)
+ * is held until the USER_STACK record of its cookie comes, then written once
+ * with those user frames; the later samples and the end of its stall wait
+ * behind it, so the block stays in order (at most 16 samples held: the
+ * oldest is written without its stack when more come).  Each chunk of lines
+ * (a sample with its frames, an end) goes out with one fputs().  0, or
+ * -ENOMEM.
  */
 STALLCAP_API int stallcap_report_record(const struct stallcap_rec_header *rec,
 					void *reporter);
-/** stallcap_reporter_flush() - write the held samples as they are, fflush(). */
+/**
+ * stallcap_reporter_flush() - write the held samples as they are (and the
+ * ends waiting behind them), the runs of same stacks not written yet, then
+ * fflush()
+ */
 STALLCAP_API void stallcap_reporter_flush(struct stallcap_reporter *r);
 /** stallcap_reporter_free() - flush, then free. */
 STALLCAP_API void stallcap_reporter_free(struct stallcap_reporter *r);
 
 /**
  * stallcap_report() - the one call: write the records waiting in the
- * session's ring to @out (mapping the ring on first use), deferred user
- * stacks merged across calls (the session keeps a reporter for @out)
+ * session's ring to @out (mapping the ring on first use) as the blocks
+ * above, deferred user stacks merged across calls (the session keeps a
+ * reporter for @out); the runs of same stacks are written at the end of
+ * each call, so a stall still going on shows its samples now
  *
  * Returns the records consumed (0 on a no-op session), or a negative errno
  * of stallcap_ring_map() / stallcap_ring_read().
