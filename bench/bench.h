@@ -102,6 +102,9 @@ struct sc {
  */
 int sc_open(struct sc *s, uint32_t user_stack_bytes, uint32_t max_samples,
 	    uint32_t min_records);
+/* The same with @slots (0: default) and @sample_cap_ns (0: default). */
+int sc_open_cfg(struct sc *s, uint32_t user_stack_bytes, uint32_t max_samples,
+		uint32_t min_records, uint32_t slots, uint64_t sample_cap_ns);
 void sc_close(struct sc *s);
 int sc_arm(struct sc *s, uint64_t timeout_ns, uint32_t flags);
 int sc_rearm(struct sc *s, uint64_t timeout_ns);
@@ -194,6 +197,8 @@ int bench_lateness(void);
 int bench_capture(void);
 int bench_scale(void);
 int bench_seastar(void);
+int bench_nmi_time(void);
+int bench_beats(void);
 int bench_report(const char *raw, const char *out_base);
 
 #endif /* STALLCAP_BENCH_H */

@@ -247,7 +247,17 @@ static uint32_t pow2_roundup(uint64_t x)
 int sc_open(struct sc *s, uint32_t user_stack_bytes, uint32_t max_samples,
 	    uint32_t min_records)
 {
-	struct stallcap_config cfg = { .size = sizeof(cfg) };
+	return sc_open_cfg(s, user_stack_bytes, max_samples, min_records, 0, 0);
+}
+
+int sc_open_cfg(struct sc *s, uint32_t user_stack_bytes, uint32_t max_samples,
+		uint32_t min_records, uint32_t slots, uint64_t sample_cap_ns)
+{
+	struct stallcap_config cfg = {
+		.size = sizeof(cfg),
+		.slots = slots,
+		.sample_cap_ns = sample_cap_ns,
+	};
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	uint64_t rec;
 

@@ -26,6 +26,7 @@ BENCH_ARGS=
 BENCH_SECTIONS=all
 BENCH_TIMEOUT=3000
 BENCH_IPI=1
+BENCH_ATTACH=1
 MODULE_PARAMS=
 . /etc/bench.conf
 
@@ -42,7 +43,7 @@ if insmod "$mod" $MODULE_PARAMS; then
 	mark insmod ok
 	timeout -k 10 "$BENCH_TIMEOUT" stallcap_bench $BENCH_ARGS $BENCH_SECTIONS
 	mark bench rc=$?
-	if [ -x /usr/share/stallcap/attach.sh ]; then
+	if [ -x /usr/share/stallcap/attach.sh ] && [ "$BENCH_ATTACH" != 0 ]; then
 		ip link set lo up 2>/dev/null
 		timeout -k 10 600 /usr/share/stallcap/attach.sh
 		mark bench-attach rc=$?

@@ -182,22 +182,30 @@ static const char *bucket_us(double lo, double hi)
 /* ---- targets ---- */
 
 struct target {
+	char group[16];		/* "16.1": issue #16's target 1; "r1": round 1 */
 	char name[128];
-	char measured[128];
+	char measured[160];
 	double value, limit;
 	bool ge;		/* value must be >= limit (else <=) */
 	int met;		/* 1, 0, -1: not measurable */
-	char why[160];
+	char why[400];
 };
 
-static struct target targets[16];
+#define MAX_TARGETS	40
+
+static struct target targets[MAX_TARGETS];
 static int ntargets;
+static const char *target_group = "r1";	/* set by the sections */
 
 static void target(const char *name, double value, double limit, bool ge,
 		   const char *measured, const char *why)
 {
-	struct target *t = &targets[ntargets++];
+	struct target *t;
 
+	if (ntargets >= MAX_TARGETS)
+		return;
+	t = &targets[ntargets++];
+	snprintf(t->group, sizeof(t->group), "%s", target_group);
 	snprintf(t->name, sizeof(t->name), "%s", name);
 	snprintf(t->measured, sizeof(t->measured), "%s", measured);
 	snprintf(t->why, sizeof(t->why), "%s", why ? why : "");
@@ -208,6 +216,13 @@ static void target(const char *name, double value, double limit, bool ge,
 		t->met = -1;
 	else
 		t->met = ge ? value >= limit : value <= limit;
+}
+
+/* A target the code does not meet by construction (nothing to measure). */
+static void target_missed(const char *name, const char *measured, const char *why)
+{
+	target(name, NAN, NAN, false, measured, why);
+	targets[ntargets - 1].met = 0;
 }
 
 static const char *met_str(int met)
@@ -231,7 +246,7 @@ static void md_header(FILE *f)
 		str("info.kernel") ?: "?", fx(num("info.cpus"), 0),
 		fx(num("info.mem_mib"), 0), str("meta.qemu") ?: "");
 	if ((s = str("meta.host_cpu")))
-		fprintf(f, " on a %s host with %s cores", s, str("meta.host_cores") ?: "?");
+		fprintf(f, " on a host with %s cores (%s)", str("meta.host_cores") ?: "?", s);
 	if (!isnan(num("meta.host_load_start")))
 		fprintf(f, " (host load average %s at the start, %s at the end: the host "
 			"is shared)", fg(num("meta.host_load_start")),
@@ -268,16 +283,21 @@ static void shared_targets(FILE *f)
 	double nul = num("hot.getppid.p50");
 	char m[160];
 
+	target_group = "16.1";
 	if (num("hot.shared.armed") != 1) {
 		target("shared-deadline re-arm ≤ 1.5× clock_gettime + store (median)", NAN,
 		       1.5, false, "shared-deadline watches not available",
 		       str("hot.shared.why"));
+		target("shared-deadline re-arm ≤ 0.1× getppid (median)", NAN, 0.1, false,
+		       "shared-deadline watches not available", str("hot.shared.why"));
 		return;
 	}
-	snprintf(m, sizeof(m), "%s (%s vs %s ns; %s getppid)", ratio(sh, cs), fg(sh), fg(cs),
-		 ratio(sh, nul));
+	snprintf(m, sizeof(m), "%s (%s vs %s ns)", ratio(sh, cs), fg(sh), fg(cs));
 	target("shared-deadline re-arm ≤ 1.5× clock_gettime + store (median)", sh / cs, 1.5,
 	       false, m, NULL);
+	snprintf(m, sizeof(m), "%s (%s vs %s ns)", ratio(sh, nul), fg(sh), fg(nul));
+	target("shared-deadline re-arm ≤ 0.1× getppid (median)", sh / nul, 0.1, false, m,
+	       NULL);
 }
 
 static void md_hot(FILE *f)
@@ -336,9 +356,15 @@ static void md_hot(FILE *f)
 		target("heartbeat store ≤ 2× plain store (median)", NAN, 2, false,
 		       "heartbeat watches not available in this build",
 		       str("hot.heartbeat.why"));
-	snprintf(m, sizeof(m), "%s (%s vs %s ns)", ratio(rearm, nul), fg(rearm), fg(nul));
-	target("REARM ioctl ≤ 1.5× getppid (median)", rearm / nul, 1.5, false, m, NULL);
+	snprintf(m, sizeof(m), "%s (%s vs %s ns; the ENOTTY ioctl alone: %s)",
+		 ratio(rearm, nul), fg(rearm), fg(nul), ratio(num("hot.enotty.p50"), nul));
+	target_group = "16.1";
+	target("REARM ioctl ≤ 1.5× getppid (median; round 1's row, kept for comparison)",
+	       rearm / nul, 1.5, false, m, rearm / nul > 1.5 ?
+	       "an ioctl the module rejects at once already costs about that: no ioctl "
+	       "can meet it here; the shared-deadline rows are the answer" : NULL);
 	shared_targets(f);
+	target_group = "r1";
 }
 
 static void lat_rows(FILE *f, const char *mode, const char *label)
@@ -371,14 +397,17 @@ static void lat_rows(FILE *f, const char *mode, const char *label)
 			"%s | %s | %s |\n", label, count(num("lateness.%s.shared.n", mode)),
 			us(num("lateness.%s.shared.p50", mode)), us(shp99),
 			us(num("lateness.%s.shared.max", mode)), ratio(shp99, bp99));
-		snprintf(name, sizeof(name), "shared-deadline lateness p99 ≤ 1.5× REARM's (%s)",
-			 label);
-		snprintf(m, sizeof(m), "%s (%s vs %s µs)", ratio(shp99, sp99), us(shp99),
-			 us(sp99));
-		target(name, shp99 / sp99, 1.5, false, m, NULL);
+		snprintf(name, sizeof(name), "shared-deadline detection lateness p99 ≤ 1.1× "
+			 "REARM's (%s)", label);
+		snprintf(m, sizeof(m), "%s (%s vs %s µs; p50: %s vs %s µs)", ratio(shp99, sp99),
+			 us(shp99), us(sp99), us(num("lateness.%s.shared.p50", mode)),
+			 us(num("lateness.%s.stallcap.p50", mode)));
+		target_group = "16.1";
+		target(name, shp99 / sp99, 1.1, false, m, NULL);
 	}
 	snprintf(name, sizeof(name), "detection lateness p99 ≤ 1.5× clock_nanosleep p99 (%s)",
 		 label);
+	target_group = "16.4";
 	snprintf(m, sizeof(m), "%s (%s vs %s µs; p50: %s)", ratio(sp99, bp99), us(sp99),
 		 us(bp99), ratio(num("lateness.%s.stallcap.p50", mode),
 				 num("lateness.%s.baseline.p50", mode)));
@@ -459,6 +488,39 @@ static void cap_row(FILE *f, const char *path, const char *mode, int kib)
 	}
 }
 
+/*
+ * Issue #16 target 5: what the module does is read from its code, not
+ * measured (module/capture.c, stallcap_sample_finish()): every sample is
+ * built in a per-CPU buffer (or the watch's draft) and copied into the
+ * reserved ring record, whether or not a system-wide reader exists.  The
+ * copy lies outside the capture-cost histogram; what it costs is about a
+ * memcpy() of the record, shown next to the capture's own median.
+ */
+static void ring_target(FILE *f)
+{
+	double cp = num("capture.baseline.memcpy_16k");
+	double lo = num("capture.local.user.16k.p50_lo");
+	double hi = num("capture.local.user.16k.p50_hi");
+	char m[160];
+
+	fprintf(f, "Capture straight into the ring (issue #16, target 5): not done. The "
+		"module builds every sample in a per-CPU kernel buffer and copies it into "
+		"the reserved ring record (`stallcap_sample_finish()` in "
+		"`module/capture.c`), whether or not a system-wide reader needs the "
+		"kernel copy. That copy is not in the histogram above; it costs about a "
+		"memcpy() of the record: %s µs for 16 KiB in this guest, against a capture "
+		"median of %s.\n\n", us(cp), bucket_us(lo, hi));
+	target_group = "16.5";
+	snprintf(m, sizeof(m), "no: every sample is copied from a per-CPU buffer (about "
+		 "%s µs per 16 KiB record, capture median %s)", us(cp), bucket_us(lo, hi));
+	target_missed("capture straight into the ring when no system-wide reader needs a "
+		      "copy", m, "not implemented in the module: when no system-wide reader "
+		      "exists, build the sample in the reserved ring record itself (nothing "
+		      "is read back from the user-writable ring, so the per-CPU buffer stays "
+		      "only for mirroring)");
+	target_group = "r1";
+}
+
 static void md_capture(FILE *f)
 {
 	static const char *const paths[] = { "local", "nmi", "ipi" };
@@ -491,6 +553,7 @@ static void md_capture(FILE *f)
 		}
 	}
 	fprintf(f, "\n");
+	ring_target(f);
 }
 
 static const char *mem_cell(unsigned int n)
@@ -500,6 +563,52 @@ static const char *mem_cell(unsigned int n)
 	snprintf(s, 64, "%s B / %s B", fx(num("scale.%u.stallcap.slab_bytes_per_watch", n), 0),
 		 fx(num("scale.%u.stallcap.bytes_per_watch", n), 0));
 	return s;
+}
+
+/* Issue #16 target 3, the re-arming threads: the largest N measured. */
+static void scale_targets(void)
+{
+	static const unsigned int counts[] = { 10000, 1000, 100 };
+	double pl, sc, bp, bs, mem = NAN;
+	unsigned int i, n = 0, mem_n = 0;
+	char name[160], m[160];
+
+	target_group = "16.3";
+	for (i = 0; i < 3 && !n; i++)
+		if (!isnan(num("scale.%u.plain.proc_ns_per_iter", counts[i])) &&
+		    !isnan(num("scale.%u.stallcap.proc_ns_per_iter", counts[i])))
+			n = counts[i];
+	for (i = 0; i < 3 && isnan(mem); i++) {
+		mem = num("scale.%u.stallcap.slab_bytes_per_watch", counts[i]);
+		mem_n = counts[i];
+	}
+	if (!n) {
+		target("10,000 threads re-arming a 10 ms deadline every 1 ms: process CPU per "
+		       "iteration ≤ 1.1× plain sleepers", NAN, 1.1, false, "not measured",
+		       str("scale.10000.stallcap.error") ?: str("scale.10000.plain.error"));
+		target("the same: machine busy per iteration ≤ 1.1×", NAN, 1.1, false,
+		       "not measured", NULL);
+	} else {
+		pl = num("scale.%u.plain.proc_ns_per_iter", n);
+		sc = num("scale.%u.stallcap.proc_ns_per_iter", n);
+		bp = num("scale.%u.plain.busy_ns_per_iter", n);
+		bs = num("scale.%u.stallcap.busy_ns_per_iter", n);
+		snprintf(name, sizeof(name), "%s threads re-arming a 10 ms deadline every 1 ms: "
+			 "process CPU per iteration ≤ 1.1× plain sleepers", fx(n, 0));
+		snprintf(m, sizeof(m), "%s (%s vs %s µs; achieved period %s / %s ms, not 1 ms)",
+			 ratio(sc, pl), us(sc), us(pl), fg(num("scale.%u.stallcap.period_ms", n)),
+			 fg(num("scale.%u.plain.period_ms", n)));
+		target(name, sc / pl, 1.1, false, m, NULL);
+		snprintf(name, sizeof(name), "%s threads, the same: machine busy per iteration "
+			 "≤ 1.1×", fx(n, 0));
+		snprintf(m, sizeof(m), "%s (%s vs %s µs)", ratio(bs, bp), us(bs), us(bp));
+		target(name, bs / bp, 1.1, false, m, NULL);
+	}
+	snprintf(m, sizeof(m), "%s B (slab objects while %s watches were created; meminfo: "
+		 "%s B)", fx(mem, 0), fx(mem_n, 0),
+		 fx(num("scale.%u.stallcap.bytes_per_watch", mem_n), 0));
+	target("kernel memory per watch ≤ 1.2 KiB (1229 B)", mem, 1228.8, false, m, NULL);
+	target_group = "r1";
 }
 
 static void md_scale(FILE *f)
@@ -558,6 +667,7 @@ static void md_scale(FILE *f)
 	}
 	fprintf(f, "\nFor scale, one REARM costs %s µs in the hot-path test (median).\n",
 		us(num("hot.rearm.p50")));
+	scale_targets();
 	fprintf(f, "\nThroughput of back-to-back calls, 1 thread on vCPU 0 vs 2 threads on "
 		"vCPUs 0 and 1, one session, one watch per thread; getppid() shows what the "
 		"machine itself allows:\n\n"
@@ -585,6 +695,7 @@ static void md_scale(FILE *f)
 		ratio(r, g), ratio(num("scale.tp.arm.scaling"), g));
 	snprintf(m, sizeof(m), "%s (getppid: %s, clock_gettime: %s)", ratio(r, 1),
 		 ratio(g, 1), ratio(num("scale.tp.clock.scaling"), 1));
+	target_group = "r1";
 	target("REARM throughput, 2 threads ≥ 1.8× 1 thread", r, 1.8, true, m,
 	       !isnan(g) && g < 1.8 ? "the machine's own null-syscall scaling is below "
 	       "1.8× too" : NULL);
@@ -635,6 +746,7 @@ static void md_attach(FILE *f)
 		ratio(sa, sb));
 	fprintf(f, "| redis GET, requests/s | %s | %s | %s |\n\n", fg(rb), fg(ra),
 		ratio(ra, rb));
+	target_group = "r1";
 	target("getppid in another process with an attach session / without",
 	       ga / gb, 1.05, false, ratio(ga, gb), NULL);
 	snprintf(kept, sizeof(kept), "%.1f%% of the throughput kept (worse of SET, GET)",
@@ -675,12 +787,178 @@ static void md_seastar(FILE *f)
 		us(num("seastar.user.posix.handler.p99")));
 }
 
+/* Issue #16 target 3, heartbeat watches at scale (bench/beats.c). */
+static void md_beats(FILE *f)
+{
+	static const unsigned int counts[] = { 100, 1000 };
+	double largest = num("beats.largest"), extra, budget;
+	char name[160], m[200];
+	unsigned int i, n;
+
+	target_group = "16.3";
+	fprintf(f, "### 6. Heartbeat watches at scale\n\n"
+		"N threads (64 KiB stacks), each an event loop that waits by design: one beat, "
+		"idle = 1, a %s ms sleep, idle = 0. With watches, each thread holds a heartbeat "
+		"watch with a %s ms threshold; without, the same threads write the same stores "
+		"into ordinary memory. The three loads (no threads, threads without watches, "
+		"threads with watches) take turns, %s rounds of %s s each. Machine busy time "
+		"is what a soaker (one SCHED_IDLE counting thread per vCPU) loses: the "
+		"watches' timer interrupts mostly land on idle CPUs, where /proc/stat books "
+		"them as idle. Budget: 2%% of one CPU for 1,000 watches, scaled to N. Timer "
+		"expiries: the module's own count (debugfs); one timer per watch every "
+		"threshold / 4 asks for N × %s per second.\n\n",
+		fg(num("beats.loop_sleep_ns") / 1e6), fg(num("beats.threshold_ns") / 1e6),
+		fx(num("beats.100.watched.runs"), 0),
+		fg(num("beats.100.watched.window_ms") / 1000 / num("beats.100.watched.runs")),
+		fx(4e9 / num("beats.threshold_ns"), 0));
+	fprintf(f, "| watches | busy CPUs, threads without watches | with watches | extra "
+		"CPUs [rounds' range] | budget | timer expiries/s (asked for) | stalls "
+		"reported |\n|---:|---:|---:|---:|---:|---:|---:|\n");
+	for (i = 0; i < 2; i++) {
+		n = counts[i];
+		if (isnan(num("beats.%u.extra_cpus", n))) {
+			if (str("beats.%u.error", n))
+				fprintf(f, "| %u | error: %s | | | | | |\n", n,
+					str("beats.%u.error", n));
+			else if (num("beats.skipped") == n)
+				fprintf(f, "| %u | not run: %u watches already cost %s CPUs "
+					"extra, %u would saturate the 2 vCPUs | | | | | |\n", n,
+					counts[i - 1], fg(num("beats.%u.extra_cpus", counts[i - 1])),
+					n);
+			continue;
+		}
+		fprintf(f, "| %u | %s | %s | %s [%s–%s] | %s | %s (%s) | %s |\n", n,
+			fx(num("beats.%u.plain.busy_cpus", n), 3),
+			fx(num("beats.%u.watched.busy_cpus", n), 3),
+			fx(num("beats.%u.extra_cpus", n), 3),
+			fx(num("beats.%u.extra_cpus_min", n), 3),
+			fx(num("beats.%u.extra_cpus_max", n), 3), fx(0.02 * n / 1000, 3),
+			fx(num("beats.%u.watched.expiries_per_s", n), 0),
+			fx(n * 4e9 / num("beats.threshold_ns"), 0),
+			fx(num("beats.%u.watched.stalls", n), 0));
+	}
+	fprintf(f, "\n");
+	if (isnan(largest)) {
+		target("1,000 heartbeat watches (2 ms): machine busy ≤ 2% of one CPU over the "
+		       "same threads without watches", NAN, 0.02, false, "not measured",
+		       str("beats.100.error") ?: str("beats.1000.error"));
+		return;
+	}
+	n = (unsigned int)largest;
+	extra = num("beats.%u.extra_cpus", n);
+	budget = 0.02 * n / 1000;
+	snprintf(name, sizeof(name), "%s heartbeat watches (2 ms): machine busy ≤ %s%% of "
+		 "one CPU over the same threads without watches%s", fx(n, 0),
+		 fg(100 * budget), n == 1000 ? "" : " (2% per 1,000, scaled)");
+	snprintf(m, sizeof(m), "%s%% of one CPU [%s–%s%% over the rounds]; %s timer expiries/s "
+		 "of the %s asked for", fg(100 * extra),
+		 fg(100 * num("beats.%u.extra_cpus_min", n)),
+		 fg(100 * num("beats.%u.extra_cpus_max", n)),
+		 fx(num("beats.%u.watched.expiries_per_s", n), 0),
+		 fx(n * 4e9 / num("beats.threshold_ns"), 0));
+	target(name, extra / budget, 1, false, m, extra > budget ?
+	       "one hrtimer per watch every threshold / 4: the cost grows with the "
+	       "watches; one scan of the slots per CPU per period would close it" : NULL);
+	target_group = "r1";
+}
+
+/* Issue #16 target 2, time in NMI context (bench/nmi_time.c). */
+static void nmi_row(FILE *f, const char *mode, const char *label)
+{
+	double n = num("nmi.%s.captures", mode);
+
+	if (isnan(n)) {
+		fprintf(f, "| %s | not measured%s | | | | |\n", label,
+			num("nmi.in_handler_measured") == 0 ? " (smoke run)" : "");
+		return;
+	}
+	fprintf(f, "| %s | %s of %s | %s | %s | %s |\n", label, fx(n, 0),
+		fx(num("nmi.%s.samples", mode), 0),
+		bucket_us(num("nmi.%s.p50_lo", mode), num("nmi.%s.p50_hi", mode)),
+		bucket_us(num("nmi.%s.p99_lo", mode), num("nmi.%s.p99_hi", mode)),
+		fx(num("nmi.%s.over_1ms", mode), 0));
+}
+
+static void md_nmi(FILE *f)
+{
+	double in99 = num("nmi.in_handler.p99_lo"), de99 = num("nmi.deferred.p99_lo");
+	double in50 = num("nmi.in_handler.p50_lo"), de50 = num("nmi.deferred.p50_lo");
+	double tl = num("nmi.too_long.elsewhere"), tin = num("nmi.too_long.in_handler_rounds");
+	char m[200], why[400];
+
+	target_group = "16.2";
+	fprintf(f, "### 7. Time in NMI context per capture\n\n"
+		"A thread arms a 20 ms deadline on vCPU 0, moves to vCPU 1 and spins in user "
+		"mode; each of the %s samples of its stall (2 ms apart) is taken by an NMI to "
+		"vCPU 1 with a 64 KiB user-stack copy. Rounds alternate between the user stack "
+		"copied inside the NMI handler (module parameter user_copy_in_handler=1: "
+		"captures as they were before the deferred copy) and after it, by an irq_work "
+		"on the same CPU (the default). Time in the handler per capture: the module's "
+		"own histogram (GET_STATS nmi_time_hist, log2 buckets: the bucket holding the "
+		"percentile is shown, so a ratio is known to a factor of 2). Samples that the "
+		"timer took itself (the thread not yet on vCPU 1) are not NMI captures.\n\n",
+		fx(num("nmi.samples_per_stall"), 0));
+	fprintf(f, "| user-stack copy | NMI captures of samples | p50 | p99 | over 1 ms |\n"
+		"|---|---:|---:|---:|---:|\n");
+	nmi_row(f, "in_handler", "in the NMI handler (as before)");
+	nmi_row(f, "deferred", "after it, irq_work (the default)");
+	fprintf(f, "\np50 ratio (bucket lower bounds): %s. \"NMI handler took too long\" "
+		"lines in the guest's kernel log: %s inside the rounds that copy in the handler "
+		"on purpose; elsewhere in the run %s from stallcap's handler%s%s%s and %s from "
+		"other NMI handlers%s%s%s. The kernel prints the line only for a handler over "
+		"1 ms that is slower than every one before it (and rate-limits it): the \"over "
+		"1 ms\" column counts them all. Every NMI runs every NMI_LOCAL handler, and "
+		"the kernel's own ones do nothing for stallcap's NMIs: one of them taking "
+		"milliseconds is the host stopping the vCPU in the middle of the NMI.\n\n",
+		ratio(de50, in50), isnan(tin) ? "–" : fx(tin, 0), isnan(tl) ? "–" : fx(tl, 0),
+		str("nmi.too_long.first_elsewhere") ? " (first: `" : "",
+		str("nmi.too_long.first_elsewhere") ?: "",
+		str("nmi.too_long.first_elsewhere") ? "`)" : "",
+		isnan(num("nmi.too_long.other_handlers")) ? "–" :
+		fx(num("nmi.too_long.other_handlers"), 0),
+		str("nmi.too_long.first_other") ? " (first: `" : "",
+		str("nmi.too_long.first_other") ?: "",
+		str("nmi.too_long.first_other") ? "`)" : "");
+	if (isnan(in99) || isnan(de99)) {
+		target("time in NMI context per capture p99 ≤ 0.25× the copy in the handler",
+		       NAN, 0.25, false, "not measured",
+		       num("nmi.in_handler_measured") == 0 ? "smoke run: the rounds that copy in "
+		       "the handler are left out" : str("nmi.error"));
+	} else {
+		snprintf(m, sizeof(m), "%s (p99 %s vs %s; p50 %s vs %s)", ratio(de99, in99),
+			 bucket_us(de99, num("nmi.deferred.p99_hi")),
+			 bucket_us(in99, num("nmi.in_handler.p99_hi")),
+			 bucket_us(de50, num("nmi.deferred.p50_hi")),
+			 bucket_us(in50, num("nmi.in_handler.p50_hi")));
+		target("time in NMI context per capture p99 ≤ 0.25× the copy in the handler "
+		       "(64 KiB, same stalls)", de99 / in99, 0.25, false, m,
+		       de99 / in99 > 0.25 ? "the p99 of a few hundred captures is decided by "
+		       "the few handlers that a busy host stretched to a millisecond or more, "
+		       "in both modes" : NULL);
+	}
+	snprintf(m, sizeof(m), "%s from stallcap's handler outside the rounds that copy in "
+		 "the handler (%s inside; %s from other handlers)", isnan(tl) ? "–" : fx(tl, 0),
+		 isnan(tin) ? "–" : fx(tin, 0), fx(num("nmi.too_long.other_handlers"), 0));
+	why[0] = '\0';
+	if (tl > 0)
+		snprintf(why, sizeof(why), "in section 7, deferred-copy handlers over 1 ms: %s "
+			 "of %s (median %s); the lines (time-stamped in section 7) and %s "
+			 "\"hrtimer: interrupt took\" lines mark where the host stopped a vCPU",
+			 fx(num("nmi.deferred.over_1ms"), 0), fx(num("nmi.deferred.captures"), 0),
+			 bucket_us(de50, num("nmi.deferred.p50_hi")),
+			 fx(num("nmi.hrtimer_slow"), 0));
+	target("no \"NMI handler took too long\" line in the bench guest's log outside "
+	       "the rounds that copy in the handler", tl, 0, false, m, why);
+	target_group = "r1";
+}
+
 /* host side (bench/report-scale.sh): stallcap report over a generated file */
 static void md_report_scale(FILE *f)
 {
 	double n = num("host.report.stalls"), top = num("host.report.top.cpu_s");
 	char m[128];
 
+	target_group = "r1";
 	fprintf(f, "### Reports at scale (host side)\n\n");
 	if (isnan(n) || isnan(top)) {
 		fprintf(f, "Not measured (bench/report-scale.sh did not run).\n\n");
@@ -704,16 +982,50 @@ static void md_report_scale(FILE *f)
 	target("100,000 stalls: `report --top` < 5 s CPU", top, 5, false, m, NULL);
 }
 
+static const char *group_label(const char *g)
+{
+	static const struct { const char *g, *label; } labels[] = {
+		{ "16.1", "#16.1 exact deadline without a system call" },
+		{ "16.2", "#16.2 little work in NMI context" },
+		{ "16.3", "#16.3 scale" },
+		{ "16.4", "#16.4 lateness under load" },
+		{ "16.5", "#16.5 capture straight into the ring" },
+		{ "r1", "round 1" },
+	};
+	unsigned int i;
+
+	for (i = 0; i < sizeof(labels) / sizeof(labels[0]); i++)
+		if (!strcmp(g, labels[i].g))
+			return labels[i].label;
+	return g;
+}
+
+/* Issue #16's targets first, in its order, then round 1's. */
 static void md_targets(FILE *f)
 {
-	int i;
+	static const char *const order[] = { "16.1", "16.2", "16.3", "16.4", "16.5", "r1" };
+	int i, met = 0, missed = 0, unmeasured = 0;
+	unsigned int g;
 
-	fprintf(f, "### Targets\n\n| target | measured | |\n|---|---|---|\n");
-	for (i = 0; i < ntargets; i++)
-		fprintf(f, "| %s | %s%s%s | %s |\n", targets[i].name, targets[i].measured,
-			targets[i].why[0] ? "; " : "", targets[i].why,
-			met_str(targets[i].met));
-	fprintf(f, "\n");
+	fprintf(f, "### Targets\n\n| issue target | target | measured | |\n"
+		"|---|---|---|---|\n");
+	for (g = 0; g < sizeof(order) / sizeof(order[0]); g++) {
+		for (i = 0; i < ntargets; i++) {
+			if (strcmp(targets[i].group, order[g]))
+				continue;
+			fprintf(f, "| %s | %s | %s%s%s | %s |\n", group_label(targets[i].group),
+				targets[i].name, targets[i].measured,
+				targets[i].why[0] ? "; " : "", targets[i].why,
+				met_str(targets[i].met));
+			if (targets[i].group[0] == '1') {
+				met += targets[i].met > 0;
+				missed += targets[i].met == 0;
+				unmeasured += targets[i].met < 0;
+			}
+		}
+	}
+	fprintf(f, "\nIssue #16: %d rows met, %d missed, %d not measured.\n\n", met, missed,
+		unmeasured);
 }
 
 /* ---- JSON ---- */
@@ -765,12 +1077,15 @@ static void write_json(FILE *f)
 	}
 	fprintf(f, "\n  },\n  \"targets\": [");
 	for (t = 0; t < ntargets; t++) {
-		fprintf(f, "%s\n    {\"name\": ", t ? "," : "");
+		fprintf(f, "%s\n    {\"group\": ", t ? "," : "");
+		json_str(f, targets[t].group);
+		fputs(", \"name\": ", f);
 		json_str(f, targets[t].name);
 		fputs(", \"value\": ", f);
 		json_val(f, targets[t].value);
-		fprintf(f, ", \"limit\": %g, \"at_least\": %s, \"met\": %s, \"measured\": ",
-			targets[t].limit, targets[t].ge ? "true" : "false",
+		fputs(", \"limit\": ", f);
+		json_val(f, targets[t].limit);
+		fprintf(f, ", \"at_least\": %s, \"met\": %s, \"measured\": ", targets[t].ge ? "true" : "false",
 			targets[t].met < 0 ? "null" : targets[t].met ? "true" : "false");
 		json_str(f, targets[t].measured);
 		if (targets[t].why[0]) {
@@ -834,6 +1149,8 @@ int bench_report(const char *raw, const char *out)
 		md_capture(body);
 		md_scale(body);
 		md_seastar(body);
+		md_beats(body);
+		md_nmi(body);
 		md_attach(body);
 		md_report_scale(body);
 		md_targets(md);

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * stallcap_bench: hot-path cost, detection lateness, capture cost, scale,
- * and stallcap against Seastar's stall detector, each next to a baseline
+ * stallcap against Seastar's stall detector, heartbeat watches at scale and
+ * the time spent in NMI context per capture, each next to a baseline
  * measured in the same run.
  *
  *   stallcap_bench [--smoke] [--scale-max N] [--remote-only] SECTION...
- *	SECTION: info hot lateness capture scale seastar all
+ *	SECTION: info hot lateness capture seastar scale beats nmi all
  *	(in a guest with the module loaded; prints "@bench KEY=VALUE" lines)
  *   stallcap_bench report RAW OUT
  *	(anywhere) turn the @bench lines of RAW into OUT.md and OUT.json,
@@ -77,6 +78,10 @@ static const struct section {
 	{ "capture",	bench_capture },
 	{ "seastar",	bench_seastar },
 	{ "scale",	bench_scale },
+	{ "beats",	bench_beats },
+	/* last: its rounds that copy in the NMI handler raise the kernel's
+	 * "took too long" mark for the rest of the boot */
+	{ "nmi",	bench_nmi_time },
 };
 
 #define NR_SECTIONS	(sizeof(sections) / sizeof(sections[0]))
@@ -111,7 +116,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: stallcap_bench [--smoke] [--scale-max N] [--remote-only] SECTION...\n"
-		"       SECTION: info hot lateness capture seastar scale all\n"
+		"       SECTION: info hot lateness capture seastar scale beats nmi all\n"
 		"       stallcap_bench report RAW OUT   (writes OUT.md, OUT.json)\n");
 }
 

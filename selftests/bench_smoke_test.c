@@ -18,6 +18,8 @@
 #include "../bench/capture_cost.c"
 #include "../bench/scale.c"
 #include "../bench/seastar.c"
+#include "../bench/beats.c"
+#include "../bench/nmi_time.c"
 #include "../bench/report.c"
 
 #include <ctype.h>
@@ -39,6 +41,8 @@ static const char *const required[] = {
 	"capture.local.user.16k.p50_lo", "capture.local.kernel.64k.p99_hi",
 	"scale.1.plain.iters", "scale.1.stallcap.iters", "scale.tp.rearm.scaling",
 	"seastar.user.stallcap.detected", "seastar.sleeping.stallcap.detected",
+	"hot.shared.p50", "hot.clock_store.p50", "lateness.idle.shared.p99",
+	"beats.10.threads", "beats.10.watched.soak_per_s", "nmi.deferred.samples",
 	NULL,
 };
 
@@ -152,7 +156,12 @@ TEST_F_TIMEOUT(bench, smoke_run_prints_a_wellformed_result, 300)
 	dup2(self->saved_stdout, 1);
 	close(self->saved_stdout);
 	ASSERT_EQ(0, rc);
-	EXPECT_TRUE(file_has(OUT ".md", "| REARM ioctl ≤ 1.5× getppid (median) |"));
+	EXPECT_TRUE(file_has(OUT ".md", "| #16.1 exact deadline without a system call | "
+			     "shared-deadline re-arm ≤ 0.1× getppid (median) |"));
+	EXPECT_TRUE(file_has(OUT ".md", "| REARM ioctl ≤ 1.5× getppid (median;"));
+	EXPECT_TRUE(file_has(OUT ".md", "| #16.5 capture straight into the ring |"));
+	EXPECT_TRUE(file_has(OUT ".md", "### 6. Heartbeat watches at scale"));
+	EXPECT_TRUE(file_has(OUT ".md", "### 7. Time in NMI context per capture"));
 	EXPECT_TRUE(file_has(OUT ".md", "### 1. Hot path"));
 	EXPECT_TRUE(file_has(OUT ".md", "### 5. Against Seastar"));
 	EXPECT_TRUE(file_has(OUT ".json", "\"targets\": ["));

@@ -1,0 +1,377 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Section "beats", heartbeat watches at scale (issue #16, target 3): N
+ * threads (64 KiB stacks) each holding a heartbeat watch with a 2 ms
+ * threshold, against the same N threads without watches.  Each thread is
+ * an event loop that mostly waits by design: one beat, idle = 1, a 100 ms
+ * nanosleep, idle = 0, again.  The watches then never stall (idle counts as
+ * progress) and what they cost is the module's checking alone, which today
+ * is one hrtimer per watch every threshold / 4 (500 µs).
+ *
+ * Measured, the loads taking turns (no threads, the threads without
+ * watches, the threads with watches): the CPU time left to a soaker, one
+ * SCHED_IDLE thread per CPU counting in a loop, which gets whatever the
+ * load, its interrupts included, leaves.  /proc/stat cannot show the
+ * watches' cost: their timer interrupts arrive while the CPU is idle, and
+ * without IRQ_TIME_ACCOUNTING (Debian's kernels) the kernel books that time
+ * as idle.  The machine busy time of a load, in CPUs, is the number of CPUs
+ * minus the soaker's count divided by its count per CPU with no threads.
+ * Also measured: the watch timers' expiries per second
+ * (/sys/kernel/debug/stallcap/expiries).  The target is an extra of at most
+ * 2% of one CPU for 1,000 watches, i.e. 0.002% of a CPU per watch: a smaller
+ * N is held to the same budget per watch, scaled to N.  When N watches
+ * already cost more than half a CPU extra, the larger N is not run (on 2
+ * emulated vCPUs it would saturate them).
+ */
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+#define BEAT_THRESHOLD_NS	(2 * NS_PER_MS)
+#define BEAT_SLEEP_NS	(100 * NS_PER_MS)
+#define BEAT_STACK_BYTES	(64 * 1024)
+#define BEAT_EXPIRIES_FILE	"/sys/kernel/debug/stallcap/expiries"
+
+struct beater {
+	pthread_t th;
+	struct beat_load *l;
+	volatile struct stallcap_slot *slot;
+	struct stallcap_slot own;	/* without a watch: ordinary memory */
+	int err;
+} __attribute__((aligned(64)));
+
+struct beat_load {
+	unsigned int n;
+	bool watched;
+	struct sc *s;
+	struct stallcap_slot *slots;
+	pthread_barrier_t armed;
+	volatile int stop;
+	struct beater *b;
+};
+
+static void *beater_fn(void *arg)
+{
+	struct beater *b = arg;
+	struct beat_load *l = b->l;
+	struct timespec ts = { 0, BEAT_SLEEP_NS };
+	int slot;
+
+	b->slot = &b->own;
+	if (l->watched) {
+		slot = sc_arm(l->s, BEAT_THRESHOLD_NS, STALLCAP_ARM_HEARTBEAT);
+		if (slot < 0 || (size_t)slot >= l->s->cfg.slots)
+			b->err = slot < 0 ? errno : ERANGE;
+		else
+			b->slot = &l->slots[slot];
+	}
+	pthread_barrier_wait(&l->armed);
+	while (!l->stop) {
+		b->slot->idle = 0;
+		b->slot->beats++;
+		b->slot->idle = 1;
+		nanosleep(&ts, NULL);
+	}
+	if (l->watched && !b->err)
+		sc_disarm(l->s);
+	return NULL;
+}
+
+/* Watch-timer expiries so far, all CPUs (debugfs); NAN without it. */
+static double watch_expiries(void)
+{
+	FILE *f = fopen(BEAT_EXPIRIES_FILE, "r");
+	unsigned long long w;
+	double sum = 0;
+	char line[256];
+	int cpu;
+
+	if (!f)
+		return NAN;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "cpu%d watch %llu", &cpu, &w) == 2)
+			sum += (double)w;
+	fclose(f);
+	return sum;
+}
+
+/* ---- the soaker: one SCHED_IDLE counting thread per CPU ---- */
+
+#define MAX_SOAK	64
+
+struct soak_cpu {
+	pthread_t th;
+	int cpu;
+	volatile int *stop;
+	volatile uint64_t count;
+} __attribute__((aligned(64)));
+
+struct soak {
+	int n;
+	volatile int stop;
+	struct soak_cpu c[MAX_SOAK];
+};
+
+static void *soak_fn(void *arg)
+{
+	struct soak_cpu *c = arg;
+	uint64_t n = 0;
+	unsigned int i;
+
+	pin_self(c->cpu);
+	sched_setscheduler(0, SCHED_IDLE, &(struct sched_param){ .sched_priority = 0 });
+	while (!*c->stop) {
+		for (i = 0; i < 1000; i++)
+			__asm__ volatile("" ::: "memory");
+		c->count = n += 1000;
+	}
+	return NULL;
+}
+
+static int soak_start(struct soak *k)
+{
+	int i, ret;
+
+	k->n = nr_cpus() < MAX_SOAK ? nr_cpus() : MAX_SOAK;
+	k->stop = 0;
+	for (i = 0; i < k->n; i++) {
+		k->c[i].cpu = i;
+		k->c[i].stop = &k->stop;
+		k->c[i].count = 0;
+		ret = -pthread_create(&k->c[i].th, NULL, soak_fn, &k->c[i]);
+		if (ret) {
+			k->n = i;
+			return ret;
+		}
+	}
+	return 0;
+}
+
+static void soak_stop(struct soak *k)
+{
+	int i;
+
+	k->stop = 1;
+	for (i = 0; i < k->n; i++)
+		pthread_join(k->c[i].th, NULL);
+}
+
+static double soak_count(const struct soak *k)
+{
+	double sum = 0;
+	int i;
+
+	for (i = 0; i < k->n; i++)
+		sum += (double)k->c[i].count;
+	return sum;
+}
+
+struct beat_result {
+	double window_ns, soak, expiries;
+	unsigned int errs, runs;
+	uint64_t stalls;
+};
+
+/* @n threads (0: none), with watches or not, under the soaker @k. */
+static int run_beats(unsigned int n, bool watched, struct sc *s,
+		     struct stallcap_slot *slots, uint64_t window_ns,
+		     const struct soak *k, struct beat_result *r)
+{
+	struct beat_load l = { .n = n, .watched = watched, .s = s, .slots = slots };
+	struct stallcap_stats st0, st1;
+	double k0, k1, e0, e1;
+	uint64_t t0, t1;
+	pthread_attr_t attr;
+	unsigned int i, started = 0;
+	int ret = 0;
+
+	l.b = aligned_alloc(64, sizeof(*l.b) * (n ?: 1));
+	if (!l.b)
+		return -ENOMEM;
+	memset(l.b, 0, sizeof(*l.b) * (n ?: 1));
+	pthread_barrier_init(&l.armed, NULL, n + 1);
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, BEAT_STACK_BYTES);
+	pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+	pthread_attr_setschedpolicy(&attr, SCHED_OTHER);
+	pthread_attr_setschedparam(&attr, &(struct sched_param){ .sched_priority = 0 });
+	for (i = 0; i < n; i++) {
+		l.b[i].l = &l;
+		ret = -pthread_create(&l.b[i].th, &attr, beater_fn, &l.b[i]);
+		if (ret)
+			break;
+		started++;
+	}
+	pthread_attr_destroy(&attr);
+	if (ret) {
+		/* the started threads wait on a barrier sized for n + 1: leave them */
+		out_str(strerror(-ret), "beats.%u.%s.error", n, watched ? "watched" : "plain");
+		return ret;
+	}
+	pthread_barrier_wait(&l.armed);
+	sleep_ns(window_ns / 4);	/* settle */
+	sc_stats(s, &st0, 0);
+	e0 = watch_expiries();
+	k0 = soak_count(k);
+	t0 = now_ns();
+	sleep_ns(window_ns);
+	t1 = now_ns();
+	k1 = soak_count(k);
+	e1 = watch_expiries();
+	sc_stats(s, &st1, 0);
+	l.stop = 1;
+	for (i = 0; i < n; i++) {
+		pthread_join(l.b[i].th, NULL);
+		r->errs += l.b[i].err != 0;
+	}
+	sleep_ns(200 * NS_PER_MS);	/* exited threads' watches are reaped */
+	r->runs++;
+	r->window_ns += (double)(t1 - t0);
+	r->soak += k1 - k0;
+	r->expiries += e1 - e0;
+	r->stalls += st1.stalls - st0.stalls;
+	pthread_barrier_destroy(&l.armed);
+	free(l.b);
+	return 0;
+}
+
+static void beats_out(unsigned int n, const char *var, const struct beat_result *r)
+{
+	out_num(r->runs, "beats.%u.%s.runs", n, var);
+	out_num(r->window_ns / NS_PER_MS, "beats.%u.%s.window_ms", n, var);
+	out_num(r->soak * NS_PER_SEC / r->window_ns, "beats.%u.%s.soak_per_s", n, var);
+	out_num(r->expiries * NS_PER_SEC / r->window_ns, "beats.%u.%s.expiries_per_s", n, var);
+	out_num(r->errs, "beats.%u.%s.thread_errors", n, var);
+	out_num((double)r->stalls, "beats.%u.%s.stalls", n, var);
+}
+
+/* A session with room for @n slot watches, its slots mapped. */
+static int beats_session(struct sc *s, unsigned int n, struct stallcap_slot **slots,
+			 size_t *len)
+{
+	int ret = sc_open_cfg(s, 0, 1, 4, (n + 63) / 64 * 64, 0);
+
+	if (ret)
+		return ret;
+	*len = (size_t)s->cfg.slots * sizeof(**slots);
+	*slots = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd,
+		      STALLCAP_MMAP_SLOTS);
+	if (*slots == MAP_FAILED) {
+		*slots = NULL;
+		return -errno;
+	}
+	return 0;
+}
+
+/* Soaker counts per second: with no threads, without watches, with them. */
+enum { LOAD_NONE, LOAD_PLAIN, LOAD_WATCHED, NR_LOADS };
+static const char *const load_key[NR_LOADS] = { "none", "plain", "watched" };
+
+/* The loads of @n threads in turn, @reps times; -errno or 0. */
+static int beats_n(unsigned int n, unsigned int reps, uint64_t window,
+		   const struct soak *k, double *extra_cpus)
+{
+	struct beat_result r[NR_LOADS] = { { 0 } };
+	double rate[NR_LOADS], per_cpu, lo = 1e9, hi = -1e9;
+	struct stallcap_slot *slots = NULL;
+	unsigned int rep, load;
+	size_t len = 0;
+	struct sc s;
+	int ret;
+
+	ret = beats_session(&s, n, &slots, &len);
+	for (rep = 0; !ret && rep < reps; rep++) {
+		struct beat_result one[NR_LOADS] = { { 0 } };
+
+		for (load = 0; !ret && load < NR_LOADS; load++) {
+			note("beats: %u threads, %s (%u/%u)", n, load_key[load], rep + 1, reps);
+			ret = run_beats(load == LOAD_NONE ? 0 : n, load == LOAD_WATCHED, &s,
+					slots, window, k, &one[load]);
+			r[load].window_ns += one[load].window_ns;
+			r[load].soak += one[load].soak;
+			r[load].expiries += one[load].expiries;
+			r[load].errs += one[load].errs;
+			r[load].stalls += one[load].stalls;
+			r[load].runs += one[load].runs;
+		}
+		if (ret)
+			break;
+		/* this round's extra, for the spread between rounds */
+		for (load = 0; load < NR_LOADS; load++)
+			rate[load] = one[load].soak / one[load].window_ns;
+		per_cpu = rate[LOAD_NONE] / k->n;
+		if (per_cpu > 0) {
+			double e = (rate[LOAD_PLAIN] - rate[LOAD_WATCHED]) / per_cpu;
+
+			lo = e < lo ? e : lo;
+			hi = e > hi ? e : hi;
+		}
+	}
+	if (slots)
+		munmap(slots, len);
+	sc_close(&s);
+	if (ret) {
+		out_str(strerror(-ret), "beats.%u.error", n);
+		return ret;
+	}
+	out_num(n, "beats.%u.threads", n);
+	for (load = 0; load < NR_LOADS; load++) {
+		beats_out(n, load_key[load], &r[load]);
+		rate[load] = r[load].soak / r[load].window_ns;
+	}
+	per_cpu = rate[LOAD_NONE] / k->n;
+	if (per_cpu <= 0) {
+		out_str("the soaker did not run", "beats.%u.error", n);
+		return -EIO;
+	}
+	out_num(k->n - rate[LOAD_PLAIN] / per_cpu, "beats.%u.plain.busy_cpus", n);
+	out_num(k->n - rate[LOAD_WATCHED] / per_cpu, "beats.%u.watched.busy_cpus", n);
+	*extra_cpus = (rate[LOAD_PLAIN] - rate[LOAD_WATCHED]) / per_cpu;
+	out_num(*extra_cpus, "beats.%u.extra_cpus", n);
+	out_num(lo, "beats.%u.extra_cpus_min", n);
+	out_num(hi, "beats.%u.extra_cpus_max", n);
+	out_num(n, "beats.largest");
+	return 0;
+}
+
+int bench_beats(void)
+{
+	static const unsigned int counts[] = { 100, 1000 };
+	uint64_t window = bench_opts.smoke ? 200 * NS_PER_MS : 2 * NS_PER_SEC;
+	unsigned int i, reps = bench_opts.smoke ? 1 : 3;
+	unsigned int nc = bench_opts.smoke ? 1 : sizeof(counts) / sizeof(counts[0]);
+	struct soak k;
+	double extra;
+	int ret;
+
+	pin_self(-1);
+	if (sched_setscheduler(0, SCHED_FIFO, &(struct sched_param){ .sched_priority = 50 }))
+		note("beats: no SCHED_FIFO for the measuring thread: %s", strerror(errno));
+	out_num(BEAT_THRESHOLD_NS, "beats.threshold_ns");
+	out_num(BEAT_SLEEP_NS, "beats.loop_sleep_ns");
+	ret = soak_start(&k);
+	out_num(k.n, "beats.soakers");
+	/* the smoke run: 10 threads, once */
+	for (i = 0; !ret && i < nc; i++) {
+		unsigned int n = bench_opts.smoke ? 10 : counts[i];
+
+		ret = beats_n(n, reps, window, &k, &extra);
+		if (!ret && extra > 0.5 && i + 1 < nc) {
+			out_num(counts[i + 1], "beats.skipped");
+			note("beats: %u watches cost %.2f CPUs extra: %u not run", n, extra,
+			     counts[i + 1]);
+			break;
+		}
+	}
+	soak_stop(&k);
+	sched_setscheduler(0, SCHED_OTHER, &(struct sched_param){ .sched_priority = 0 });
+	return ret;
+}
