@@ -501,7 +501,9 @@ TEST_F(why, deadlock_is_a_cycle)
  * after PAGER_DELAY_US as a slow disk would.  The kernel counts them as
  * major faults on some kernels (a retried fault) and minor on others (6.12
  * retries a per-VMA-lock fault without FAULT_FLAG_TRIED), so the test asks
- * for faults of either kind, and for the time to be blocked time.
+ * for faults of either kind, and for the time to be blocked time.  Real
+ * major faults of a file mapping, on a FUSE file system the test serves
+ * itself, are in why_fault_test (kernels with FUSE built in).
  */
 
 #define PAGER_PAGES	64
