@@ -234,14 +234,20 @@ u32 stallcap_times_fill(const struct stallcap_times_snap *a,
 	t->nivcsw = delta(b->nivcsw, a->nivcsw);
 	t->min_flt = delta(b->min_flt, a->min_flt);
 	t->maj_flt = delta(b->maj_flt, a->maj_flt);
+	span = delta(b->at_ns, a->at_ns);
+	/*
+	 * A wait is added to the delay counters when it ends, with a start
+	 * the kernel recorded: 6.12's delayed dequeue can record it on
+	 * another task (seen: 31 s of block I/O in a 60 ms interval).
+	 */
 	if (valid & (DELAY_BITS & ~BIT_OF(COMPACT_DELAY))) {
-		t->blkio_delay_ns = delta(b->blkio, a->blkio);
-		t->swapin_delay_ns = delta(b->swapin, a->swapin);
-		t->reclaim_delay_ns = delta(b->reclaim, a->reclaim);
-		t->thrashing_delay_ns = delta(b->thrashing, a->thrashing);
+		t->blkio_delay_ns = min(delta(b->blkio, a->blkio), span);
+		t->swapin_delay_ns = min(delta(b->swapin, a->swapin), span);
+		t->reclaim_delay_ns = min(delta(b->reclaim, a->reclaim), span);
+		t->thrashing_delay_ns = min(delta(b->thrashing, a->thrashing), span);
 	}
 	if (valid & BIT_OF(COMPACT_DELAY))
-		t->compact_delay_ns = delta(b->compact, a->compact);
+		t->compact_delay_ns = min(delta(b->compact, a->compact), span);
 	if (valid & BIT_OF(CPU_IRQS)) {
 		t->cpu_irqs = delta(b->cpu_irqs, a->cpu_irqs);
 		t->cpu_softirqs = delta(b->cpu_softirqs, a->cpu_softirqs);
@@ -258,7 +264,6 @@ u32 stallcap_times_fill(const struct stallcap_times_snap *a,
 	 * slice is estimated against an rq clock that excludes IRQ time: a
 	 * thread cannot have run or waited longer than the interval.
 	 */
-	span = delta(b->at_ns, a->at_ns);
 	t->on_cpu_ns = min(t->on_cpu_ns, span);
 	t->run_delay_ns = min(t->run_delay_ns, span - t->on_cpu_ns);
 	if ((valid & BIT_OF(ON_CPU)) && (valid & BIT_OF(RUN_DELAY))) {

@@ -891,7 +891,9 @@ struct stallcap_sec_user_stack {
  * @swapin_delay_ns: delay accounting: swapping in
  * @reclaim_delay_ns: delay accounting: direct memory reclaim
  * @compact_delay_ns: delay accounting: memory compaction
- * @thrashing_delay_ns: delay accounting: thrashing
+ * @thrashing_delay_ns: delay accounting: thrashing.  Each delay field is
+ *	at most the interval (the kernel adds a wait when it ends, from a start
+ *	it recorded, and some kernels record it wrongly: clamped)
  * @cpu_irqs: hard interrupts taken on the thread's CPU
  * @cpu_softirqs: softirqs run on the thread's CPU
  * @cpu_irq_ns: time the thread's CPU spent in hard interrupts
