@@ -85,7 +85,8 @@ check: deps
 	@$(TOP)/scripts/check.sh
 
 static: deps
-	@RESULTS=$(TOP)/build/static-results.txt; : >$$RESULTS; export RESULTS; \
+	@mkdir -p $(TOP)/build; RESULTS=$(TOP)/build/static-results.txt; : >$$RESULTS; \
+		export RESULTS; \
 		$(TOP)/scripts/static-check.sh
 
 vmtest: deps
