@@ -165,16 +165,20 @@ TEST_F(sd, stores_within_t_never_stall_and_rarely_wake_the_timer)
 }
 
 /*
- * Stall (no store) until captured, then store a new deadline: the stall's
- * end.  *@end_store: when that store was made.  Returns false on timeout.
+ * Store a deadline T from now (*@d), stall (no store) until captured, then
+ * store a new deadline: the stall's end.  *@end_store: when that store was
+ * made.  The stopper thread starts first: creating it is not the stall (a
+ * slow kernel can spend T in pthread_create()).  Returns false on timeout.
  */
 static bool stall_then_store(struct sc_session *s, struct stallcap_slot *slot,
-			     uint64_t *end_store)
+			     uint64_t *d, uint64_t *end_store)
 {
 	struct sc_stopper st = { .cpu = -1 };
 
 	if (sc_stopper_start(&st, s->fd, 1, SC_WAIT_MS))
 		return false;
+	*d = sc_now_ns() + T;
+	store_deadline(slot, *d);
 	spin_in_user(&st.stop);
 	*end_store = sc_now_ns();
 	store_deadline(slot, *end_store + T);
@@ -192,9 +196,7 @@ TEST_F(sd, missed_deadline_is_caught_at_the_deadline_and_a_store_ends_it)
 	ASSERT_NE(NULL, slot);
 	for (int attempt = 0; attempt < SC_ATTEMPTS; attempt++) {
 		sc_records_free(&self->rs);
-		d = sc_now_ns() + T;
-		store_deadline(slot, d);
-		ASSERT_TRUE(stall_then_store(&self->s, slot, &end_store));
+		ASSERT_TRUE(stall_then_store(&self->s, slot, &d, &end_store));
 		ASSERT_LE(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_STALL_END, 1,
 					     SC_WAIT_MS)) TH_LOG("no stall-end: %s", self->rs.err);
 		r = sc_first_sample_of(&self->rs, sc_gettid());
@@ -238,9 +240,7 @@ TEST_F(sd, idle_never_stalls_and_a_deadline_after_idle_is_caught)
 	EXPECT_EQ(0, SC_STAT(self->s.fd, stalls));
 	EXPECT_EQ(0, sc_ring_drain(&self->s, &self->rs));
 	/* busy again: a deadline after an idle period is seen within T of it */
-	d = sc_now_ns() + T;
-	store_deadline(slot, d);
-	ASSERT_TRUE(stall_then_store(&self->s, slot, &end_store));
+	ASSERT_TRUE(stall_then_store(&self->s, slot, &d, &end_store));
 	ASSERT_LE(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_STALL_END, 1, SC_WAIT_MS));
 	store_deadline(slot, 0);
 	EXPECT_EQ(0, sc_release(self->s.fd));
