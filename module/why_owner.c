@@ -162,6 +162,17 @@ static struct task_struct *task_by_tid(struct task_struct *waiter, pid_t tid)
 }
 
 /*
+ * Has @owner exited, for a user lock's sake?  Past exit_mm() a thread in
+ * do_exit() has no address space (it can never unlock) and is not yet a
+ * zombie: without this, its NULL mm would read as another process's.
+ */
+static bool owner_exited(struct task_struct *owner)
+{
+	return owner->exit_state ||
+	       ((READ_ONCE(owner->flags) & PF_EXITING) && !READ_ONCE(owner->mm));
+}
+
+/*
  * The owner of what @waiter waits on, with a reference, or NULL with
  * OWNER_UNKNOWN or OWNER_GONE set in @flags.
  */
@@ -186,7 +197,7 @@ static struct task_struct *owner_of(const struct stallcap_why_ctx *ctx,
 	if (tid <= 0)
 		goto unknown;
 	owner = task_by_tid(waiter, tid);
-	if (!owner || owner->exit_state) {
+	if (!owner || owner_exited(owner)) {
 		if (owner)
 			put_task_struct(owner);
 		*flags |= STALLCAP_WAIT_F_OWNER_GONE;

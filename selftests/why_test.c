@@ -676,6 +676,9 @@ TEST_F(why, owner_exits_during_capture)
 			ASSERT_NE(NULL, why_task(smp, STALLCAP_ROLE_OWNER, 1));
 			named++;
 		} else {
+			if (!(w->flags & STALLCAP_WAIT_F_OWNER_GONE))
+				fprintf(stderr, "# round %u: owner neither named nor gone (wait flags %#x)\n",
+					round, w->flags);
 			ASSERT_NE(0U, w->flags & STALLCAP_WAIT_F_OWNER_GONE);
 			gone++;
 		}

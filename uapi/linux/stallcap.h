@@ -944,7 +944,7 @@ struct stallcap_sec_times {
 #define STALLCAP_WAIT_F_CYCLE		(1U << 0) /* the owner chain loops: deadlock */
 #define STALLCAP_WAIT_F_TRUNCATED	(1U << 1) /* more than STALLCAP_MAX_OWNER_HOPS */
 #define STALLCAP_WAIT_F_OWNER_UNKNOWN	(1U << 2) /* owner not knowable */
-#define STALLCAP_WAIT_F_OWNER_GONE	(1U << 3) /* owner exited meanwhile */
+#define STALLCAP_WAIT_F_OWNER_GONE	(1U << 3) /* owner exited or is exiting */
 
 /**
  * struct stallcap_sec_wait - STALLCAP_SEC_WAIT: what a blocked thread waits on
