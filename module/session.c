@@ -235,6 +235,8 @@ static int stallcap_open(struct inode *inode, struct file *file)
 	init_waitqueue_head(&sess->wait);
 	init_irq_work(&sess->wake_work, session_wake);
 	INIT_WORK(&sess->reap_work, stallcap_watches_reap);
+	INIT_LIST_HEAD(&sess->doomed);
+	INIT_WORK(&sess->doomed_work, stallcap_watches_free_doomed);
 	raw_spin_lock_init(&sess->rate_lock);
 	/* the first stall opens the first one-minute window */
 	sess->rate_window = ktime_get_mono_fast_ns() - RATE_WINDOW_NS;

@@ -205,6 +205,9 @@ struct stallcap_locked {
  * @wait: poll() waiters
  * @wake_work: wakes @wait from NMI or hard-IRQ context
  * @reap_work: frees the watches of exited threads
+ * @doomed: destroyed watches whose chain work may still run (under @lock)
+ * @doomed_work: waits for that work and frees them, without @lock (the
+ *	chain work takes mmap_lock, and mmap() takes @lock under it)
  * @rate_lock: protects the rate limiter below
  * @rate_window: start of the current one-minute window (ns)
  * @rate_count: stalls reported in the current window
@@ -232,6 +235,8 @@ struct stallcap_session {
 	wait_queue_head_t wait;
 	struct irq_work wake_work;
 	struct work_struct reap_work;
+	struct list_head doomed;
+	struct work_struct doomed_work;
 	raw_spinlock_t rate_lock;
 	u64 rate_window;
 	u32 rate_count;
@@ -450,6 +455,7 @@ int stallcap_watch_disarm(struct stallcap_session *sess);
 int stallcap_watch_release(struct stallcap_session *sess);
 void stallcap_watches_destroy(struct stallcap_session *sess);
 void stallcap_watches_reap(struct work_struct *work);
+void stallcap_watches_free_doomed(struct work_struct *work);
 enum hrtimer_restart stallcap_watch_timer_fn(struct hrtimer *timer);
 void stallcap_watch_abandon_capture(struct stallcap_watch *w);
 void stallcap_watch_end_stall(struct stallcap_watch *w, u64 now);

@@ -162,7 +162,14 @@ static void watch_kill(struct stallcap_watch *w)
 	raw_spin_unlock_irqrestore(&w->lock, flags);
 }
 
-/* Unlink and free @w.  Context: process, sess->lock held. */
+/*
+ * Unlink @w and hand it to the session's doomed work, which frees it once
+ * its chain work is done: waiting for that work here, under sess->lock,
+ * could deadlock (the chain work reads user memory under mmap_lock, and
+ * mmap() takes sess->lock under mmap_lock).  A chain work that still runs
+ * finds the watch dead and publishes nothing.
+ * Context: process, sess->lock held.
+ */
 void stallcap_watch_destroy(struct stallcap_watch *w)
 {
 	struct stallcap_session *sess = w->sess;
@@ -170,8 +177,7 @@ void stallcap_watch_destroy(struct stallcap_watch *w)
 
 	watch_kill(w);
 	hrtimer_cancel(&w->timer);
-	stallcap_why_cancel(w);
-	list_del(&w->sess_node);
+	list_move(&w->sess_node, &sess->doomed);
 	raw_spin_lock_irqsave(&task_watches_lock, flags);
 	hash_del_rcu(&w->task_node);
 	raw_spin_unlock_irqrestore(&task_watches_lock, flags);
@@ -181,7 +187,30 @@ void stallcap_watch_destroy(struct stallcap_watch *w)
 	stallcap_count(&sess->stats, SC_WATCHES, -1);
 	if (w->attach)
 		stallcap_count(&sess->stats, SC_ATTACHED, -1);
-	call_rcu(&w->rcu, watch_free_rcu);
+	schedule_work(&sess->doomed_work);
+}
+
+/**
+ * stallcap_watches_free_doomed() - free the destroyed watches of a session
+ * @work: &sess->doomed_work
+ *
+ * Context: process, sess->lock not held: waits for each watch's chain work.
+ */
+void stallcap_watches_free_doomed(struct work_struct *work)
+{
+	struct stallcap_session *sess = container_of(work,
+						     struct stallcap_session,
+						     doomed_work);
+	struct stallcap_watch *w, *tmp;
+	LIST_HEAD(doomed);
+
+	mutex_lock(&sess->lock);
+	list_splice_init(&sess->doomed, &doomed);
+	mutex_unlock(&sess->lock);
+	list_for_each_entry_safe(w, tmp, &doomed, sess_node) {
+		stallcap_why_cancel(w);
+		call_rcu(&w->rcu, watch_free_rcu);
+	}
 }
 
 /*
@@ -437,6 +466,8 @@ void stallcap_watches_destroy(struct stallcap_session *sess)
 	mutex_unlock(&sess->lock);
 	synchronize_rcu();
 	cancel_work_sync(&sess->reap_work);
+	/* after the reaper: it may have destroyed some */
+	flush_work(&sess->doomed_work);
 }
 
 /* ---- thread exit and exec ---- */

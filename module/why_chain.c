@@ -16,8 +16,9 @@
  * for it, while the owner's CPU may be held by a SCHED_FIFO hog (an unbound
  * worker placed there waited out the hog on PREEMPT_RT).  The thread may
  * wake between the chain walk and the capture: the sample is then flagged
- * STALLCAP_SAMPLE_RACED.  The watch outlives its work: watch_destroy()
- * cancels it (cancel_work_sync) before freeing.  Each run allocates its
+ * STALLCAP_SAMPLE_RACED.  The watch outlives its work: the session's
+ * doomed work (watch.c) waits for it, without the session lock, before
+ * freeing a destroyed watch.  Each run allocates its
  * scratch buffer (kvmalloc); without memory the sample has no chain.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -96,7 +97,12 @@ void stallcap_why_init_watch(struct stallcap_watch *w)
 	INIT_WORK(&w->chain_work, chain_work_fn);
 }
 
-/** stallcap_why_cancel() - wait for @w's chain work.  Process context. */
+/**
+ * stallcap_why_cancel() - wait for @w's chain work
+ * @w: a destroyed watch (its timer cancelled: nothing queues the work again)
+ *
+ * Context: process, no stallcap lock held (the work takes mmap_lock).
+ */
 void stallcap_why_cancel(struct stallcap_watch *w)
 {
 	cancel_work_sync(&w->chain_work);

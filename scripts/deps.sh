@@ -86,13 +86,17 @@ while read -r name ver; do
 		$SUDO apt-get install -y -qq --no-install-recommends "$hdr" >/dev/null
 	fi
 	kdir="$cache/kernels/$ver"
-	if [ ! -s "$kdir/vmlinuz" ]; then
+	# (a cache from before the guest's modules were kept is unpacked again)
+	if [ ! -s "$kdir/vmlinuz" ] ||
+		{ grep -q '^CONFIG_FUSE_FS=m' "$kdir/config" 2>/dev/null && [ ! -e "$kdir/fuse.ko" ]; }; then
 		echo "deps: unpacking linux-image-$ver ($name)"
 		apt_update
+		rm -rf "$kdir/deb" "$kdir/root"
 		mkdir -p "$kdir/deb"
 		chmod 0777 "$kdir/deb"	# apt downloads as user _apt
 		(cd "$kdir/deb" && apt-get download -qq "linux-image-$ver" >/dev/null)
 		dpkg-deb -x "$kdir"/deb/*.deb "$kdir/root"
+		"$top/scripts/guest-modules.sh" "$kdir/root" "$kdir" "$ver"
 		cp "$kdir/root/boot/vmlinuz-$ver" "$kdir/vmlinuz.tmp"
 		cp "$kdir/root/boot/config-$ver" "$kdir/config" 2>/dev/null || true
 		mv "$kdir/vmlinuz.tmp" "$kdir/vmlinuz"
@@ -125,7 +129,9 @@ fi
 for name in "${want[@]}"; do
 	read -r ver suite < <(awk -v n="$name" '$1 == n { print $2, $3 }' "$roots_list")
 	"$top/scripts/kernel-root.sh" root "$suite" >/dev/null
-	if [ ! -s "$cache/kernels/$ver/vmlinuz" ]; then
+	if [ ! -s "$cache/kernels/$ver/vmlinuz" ] ||
+		{ grep -q '^CONFIG_FUSE_FS=m' "$cache/kernels/$ver/config" 2>/dev/null &&
+			[ ! -e "$cache/kernels/$ver/fuse.ko" ]; }; then
 		echo "deps: unpacking the image of $ver ($name, $suite)"
 		"$top/scripts/kernel-root.sh" image "$ver" "$suite"
 	fi

@@ -17,6 +17,8 @@
 #   scripts/kernel-root.sh image VERSION SUITE
 #                                           unpack that kernel's bzImage to
 #                                           .cache/kernels/VERSION/vmlinuz
+#                                           (and its modules the guest
+#                                           needs: scripts/guest-modules.sh)
 #   scripts/kernel-root.sh make ROOT ARGS...
 #                                           run make ARGS in ROOT (chroot,
 #                                           private mounts: /proc and the
@@ -162,7 +164,10 @@ make_root() {
 # binary package where the image package is a metapackage (sid)
 image() {
 	local ver=$1 suite=$2 kdir=$top/.cache/kernels/$1 pkg f
-	[ ! -s "$kdir/vmlinuz" ] || return 0
+	if [ -s "$kdir/vmlinuz" ] && ! { grep -q '^CONFIG_FUSE_FS=m' "$kdir/config" 2>/dev/null &&
+		[ ! -e "$kdir/fuse.ko" ]; }; then
+		return 0
+	fi
 	apt_update "$suite"
 	rm -rf "$kdir/deb" "$kdir/root"
 	mkdir -p "$kdir/deb"
@@ -174,6 +179,7 @@ image() {
 		dpkg-deb -x "$kdir"/deb/*.deb "$kdir/root"
 		f=$(find "$kdir/root" -name "vmlinuz*" -type f | head -n 1)
 		if [ -n "$f" ]; then
+			"$top/scripts/guest-modules.sh" "$kdir/root" "$kdir" "$ver"
 			cp "$f" "$kdir/vmlinuz.tmp"
 			f=$(find "$kdir/root" -name "config-$ver" -type f | head -n 1)
 			[ -z "$f" ] || cp "$f" "$kdir/config"

@@ -194,6 +194,31 @@ static bool frame0_is(const struct sc_ksyms *ks, const struct stallcap_sample *r
 }
 
 /*
+ * Was @r taken in an interrupt on top of @fn: the frame just above @fn is
+ * an interrupt's entry (asm_sysvec_*, asm_common_interrupt)?  With
+ * interrupts on, the capture may land in a timer interrupt taken on the
+ * spin, in its softirqs (flagged IN_SOFTIRQ) or in its exit path (no
+ * longer counted as hard IRQ: seen on debug in irqentry_exit()).
+ */
+static bool under_an_interrupt(const struct sc_ksyms *ks, const struct stallcap_sample *r,
+			       const char *fn)
+{
+	const __u64 *ip = sc_kernel_ips(r);
+	const char *const fns[] = { fn, NULL };
+	const char *above;
+
+	for (unsigned int i = 1; i < sc_nk(r); i++) {
+		/* an interrupted ip, not a return address: look at both */
+		if (!sc_name_has_prefix(sc_ksym_name(ks, ip[i]), fns) &&
+		    !sc_name_has_prefix(sc_ksym_name(ks, ip[i] - 1), fns))
+			continue;
+		above = sc_ksym_name(ks, ip[i - 1]);
+		return above && !strncmp(above, "asm_", 4) && strstr(above, "interrupt");
+	}
+	return false;
+}
+
+/*
  * One spin under a deadline; returns true when it met the timing acceptance
  * (a loaded TCG host may delay the guest: the caller tries again).
  */
@@ -241,16 +266,18 @@ static bool run_once(struct __test_metadata *_metadata, FIXTURE_DATA(spin) *self
 				STALLCAP_SAMPLE_IN_HARDIRQ))
 			continue;
 		during++;
-		in_fn += frame0_is(&self->ks, r, variant->fn);
+		in_fn += frame0_is(&self->ks, r, variant->fn) ||
+			 under_an_interrupt(&self->ks, r, variant->fn);
 	}
 	/*
 	 * A vCPU descheduled by a loaded host for a whole deadline lets it
 	 * pass before the spin (still in ARM, or on the way to the write):
 	 * then, or when it is late, try again.
 	 */
-	/* an NMI may also land in a hard IRQ taken on top of the spin */
+	/* an NMI may also land in an interrupt on top of the spin */
 	if (first->capture_ns > bound || first->state != STALLCAP_STATE_RUNNING ||
 	    first->flags & STALLCAP_SAMPLE_IN_HARDIRQ ||
+	    under_an_interrupt(&self->ks, first, variant->fn) ||
 	    !sc_kstack_has(&self->ks, first, spin_entry)) {
 		TH_LOG("attempt %d: first sample %lld us after arming (bound %llu us), state %u, path %u",
 		       attempt, (long long)(first->capture_ns - t0) / 1000,

@@ -5,13 +5,13 @@
  * STALLCAP_SEC_TIMES must put the time where it went (blocked in major
  * faults, in block I/O wait when delay accounting is on).
  *
- * The guest runs from an initramfs, without block devices or modules: the
- * file lives on a FUSE file system that this test serves itself, through
- * /dev/fuse and the kernel protocol of <linux/fuse.h> (no libfuse), from a
- * thread on CPU 0 that answers every READ after READ_DELAY_US, as a slow
- * disk would.  Only kernels with CONFIG_FUSE_FS=y run it (Debian's 6.12 and
- * 7.2, RT or not); where FUSE is a module (6.1, 5.10) or absent (the debug
- * kernel) it skips.
+ * The guest runs from an initramfs, without block devices: the file lives
+ * on a FUSE file system that this test serves itself, through /dev/fuse and
+ * the kernel protocol of <linux/fuse.h> (no libfuse), from a thread on CPU 0
+ * that answers every READ after READ_DELAY_US, as a slow disk would.  FUSE
+ * is built into Debian's 6.12 and 7.2 and into the debug kernel; on 5.10
+ * and 6.1 it is a module, which the harness loads from the kernel's own
+ * package (scripts/guest-modules.sh).  Without /dev/fuse the test skips.
  *
  * Each fault reads one page the way a disk file system does: the INIT reply
  * asks for one page of read-ahead and asynchronous reads, so the fault's

@@ -118,8 +118,9 @@ static const struct stallcap_sec_task *task_of(const struct stallcap_sample_view
 
 #define TIME(t, f)	((t)->valid & (1ULL << STALLCAP_TIME_##f))
 
-/* off its CPU for most of @span: waiting for one, or blocked */
-static void put_off_cpu(struct scl_out *o, const struct stallcap_sec_times *t, __u64 span)
+/* where most of @span went: waiting for a CPU, blocked, or on its CPU */
+static void put_time_verdict(struct scl_out *o, const struct stallcap_sec_times *t,
+			     __u64 span)
 {
 	__u64 cpu = TIME(t, ON_CPU) ? t->on_cpu_ns : 0;
 	__u64 runq = TIME(t, RUN_DELAY) ? t->run_delay_ns : 0;
@@ -129,6 +130,8 @@ static void put_off_cpu(struct scl_out *o, const struct stallcap_sec_times *t, _
 		scl_put(o, ": runnable %.2f of %.2f ms", ms(runq), ms(span));
 	else if (sleep > cpu && sleep > runq)
 		scl_put(o, ": blocked %.2f of %.2f ms", ms(sleep), ms(span));
+	else if (cpu >= span / 2)	/* the module clamps it to the interval */
+		scl_put(o, ": on cpu %.2f of %.2f ms", ms(cpu), ms(span));
 }
 
 /* what the record itself says about why: what it waits on, who ran instead */
@@ -158,7 +161,7 @@ static void put_verdict(struct scl_out *o, const struct stallcap_sample_view *v)
 		put_task(o, runner);
 		scl_put(o, " on cpu %u", runner->cpu);
 	} else if (t && v->s.capture_ns > t->since_ns) {
-		put_off_cpu(o, t, v->s.capture_ns - t->since_ns);
+		put_time_verdict(o, t, v->s.capture_ns - t->since_ns);
 	}
 }
 

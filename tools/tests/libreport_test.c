@@ -134,8 +134,8 @@ TEST(sample_text)
 }
 
 /*
- * The header's verdict from the record's own time breakdown: the time
- * spent off the CPU, when that is most of it; nothing when it ran.
+ * The header's verdict from the record's own time breakdown: where most
+ * of the interval went (nothing when the kernel gave no breakdown).
  */
 TEST(header_verdict)
 {
@@ -151,6 +151,13 @@ TEST(header_verdict)
 	*strchr(buf, '\n') = '\0';
 	EXPECT_STREQ("stallcap: stall 3 of tid 51 (loop), tag 0x0: 2.00 ms past its 10.00 ms "
 		     "deadline so far, running", buf);
+	t->valid |= 1ULL << STALLCAP_TIME_ON_CPU;
+	t->on_cpu_ns = 1800 * 1000;
+	ASSERT_LT(0, stallcap_format_record(&s->hdr, buf, sizeof(buf)));
+	*strchr(buf, '\n') = '\0';
+	EXPECT_STREQ("stallcap: stall 3 of tid 51 (loop), tag 0x0: 2.00 ms past its 10.00 ms "
+		     "deadline so far, running: on cpu 1.80 of 2.00 ms", buf);
+	t->on_cpu_ns = 300 * 1000;
 	s->state = STALLCAP_STATE_RUNNABLE;
 	t->valid |= 1ULL << STALLCAP_TIME_RUN_DELAY;
 	t->run_delay_ns = 1500 * 1000;
