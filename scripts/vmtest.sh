@@ -27,7 +27,9 @@
 #
 # Environment: FUZZ_KERNEL (the kernel whose fuzz_test makes its full 10^6
 # calls, default 6.1; the others make FUZZ_CALLS_SHORT=100000 in at most
-# FUZZ_SECONDS_SHORT=45 s), TEST_TIMEOUT (s per test, default 300, doubled on debug),
+# FUZZ_SECONDS_SHORT=45 s), TORTURE_KERNELS (the kernels whose torture_test
+# runs its full 30 s, default "6.1 debug"; the others TORTURE_SECONDS_SHORT=15),
+# TEST_TIMEOUT (s per test, default 300, doubled on debug),
 # GUEST_TIMEOUT (s per boot), GUEST_SILENCE (s without guest output before
 # the guest counts as hung, default TEST_TIMEOUT + 120), SMP (vCPUs, default 2), MEM (default 1G, 2G on
 # debug), MODULE_PARAMS (insmod arguments), MODULE_KCFLAGS (default -Werror),
@@ -581,6 +583,12 @@ run_kernel() {
 	if [ "$k" != "${FUZZ_KERNEL:-6.1}" ]; then
 		kernel_cmdline="STALLCAP_FUZZ_CALLS=${FUZZ_CALLS_SHORT:-100000}"
 		kernel_cmdline+=" STALLCAP_FUZZ_SECONDS=${FUZZ_SECONDS_SHORT:-45}"
+	fi
+	# Likewise the torture test's 30 s (twice: NMI and IPI mode) run on
+	# TORTURE_KERNELS, the debug kernel among them; TORTURE_SECONDS_SHORT
+	# elsewhere.
+	if ! [[ " ${TORTURE_KERNELS:-6.1 debug} " == *" $k "* ]]; then
+		kernel_cmdline+=" STALLCAP_TORTURE_SECONDS=${TORTURE_SECONDS_SHORT:-15}"
 	fi
 
 	# a guest whose CPU 1 is isolated (nohz_full, isolcpus) for the tests
