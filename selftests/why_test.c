@@ -689,12 +689,14 @@ TEST_F(why, owner_exits_during_capture)
 }
 
 /*
- * ---- a kernel mutex (selftests/kmod/stallcap_spin.c) ----
+ * ---- kernel locks (selftests/kmod/stallcap_spin.c) ----
  *
- * A thread holds the test module's mutex asleep in the kernel (msleep: D
- * state) while this one blocks on it.  Where the kernel tracks what a task
- * blocks on (STALLCAP_FEAT_KERNEL_LOCKS) the sample says MUTEX and names
- * the holder with its kernel stack; elsewhere it has no WAIT section.
+ * A thread holds the test module's mutex or rw-semaphore asleep in the
+ * kernel (msleep: D state) while this one blocks on it.  Where the kernel
+ * tracks what a task blocks on (STALLCAP_FEAT_KERNEL_LOCKS) the sample says
+ * MUTEX or RWSEM and names the holder with its kernel stack, except for an
+ * rw-semaphore held by readers, which the kernel does not record (owner
+ * unknown); elsewhere the sample has no WAIT section.
  */
 #define KMUTEX_DIR	"/sys/kernel/debug/stallcap_spin/"
 
@@ -702,6 +704,7 @@ struct kholder {
 	pthread_t th;
 	pid_t tid;
 	unsigned int ms;
+	const char *hold;	/* the debugfs file that holds the lock */
 	int rc;
 };
 
@@ -724,7 +727,7 @@ static void *kholder_fn(void *arg)
 	prctl(PR_SET_NAME, "why-holder");
 	k->tid = why_gettid();
 	snprintf(ms, sizeof(ms), "%u", k->ms);
-	k->rc = write_str(KMUTEX_DIR "mutex_hold", ms);
+	k->rc = write_str(k->hold, ms);
 	return NULL;
 }
 
@@ -748,10 +751,17 @@ static bool ksym_is(uint64_t ip, const char *name)
 	return !strcmp(best, name);
 }
 
-TEST_F(why, kernel_mutex_holder)
+struct klock_case {
+	const char *hold, *take;	/* debugfs files */
+	uint32_t kind;			/* STALLCAP_WAIT_* */
+	const char *holder_fn;		/* in the holder's stack; NULL: unknown */
+};
+
+static void kernel_lock_case(struct __test_metadata *_metadata,
+			     FIXTURE_DATA(why) *self, const struct klock_case *c)
 {
 	struct stallcap_info info = { .size = sizeof(info) };
-	struct kholder k = { .ms = 300 };
+	struct kholder k = { .ms = 300, .hold = c->hold };
 	const struct stallcap_sec_wait *w;
 	const struct stallcap_sec_task *o;
 	struct stallcap_sample *smp;
@@ -759,13 +769,13 @@ TEST_F(why, kernel_mutex_holder)
 	bool in_holder = false;
 	unsigned int i;
 
-	if (access(KMUTEX_DIR "mutex_take", W_OK))
-		SKIP(return, "no stallcap_spin test module");
+	if (access(c->take, W_OK))
+		SKIP(return, "no stallcap_spin test module (or an older one)");
 	ASSERT_EQ(0, ioctl(self->s.fd, STALLCAP_IOC_GET_INFO, &info));
 	ASSERT_EQ(0, pthread_create(&k.th, NULL, kholder_fn, &k));
-	usleep(50000);			/* it holds the mutex now, asleep */
+	usleep(50000);			/* it holds the lock now, asleep */
 	ASSERT_EQ(0, why_arm(&self->s, WHY_MS(TIMEOUT_MS)));
-	ASSERT_EQ(0, write_str(KMUTEX_DIR "mutex_take", "1"));
+	ASSERT_EQ(0, write_str(c->take, "1"));
 	ASSERT_EQ(0, why_disarm(&self->s));
 	pthread_join(k.th, NULL);
 	ASSERT_EQ(0, k.rc);
@@ -784,21 +794,59 @@ TEST_F(why, kernel_mutex_holder)
 		return;
 	}
 	ASSERT_NE(NULL, w);
-	ASSERT_EQ(STALLCAP_WAIT_MUTEX, w->kind);
-	ASSERT_EQ(0U, w->flags);
-	ASSERT_EQ(1U, w->nr_hops);
+	ASSERT_EQ(c->kind, w->kind);
 	/* a kernel address, shown to a reader who may see those only */
 	ASSERT_EQ(!!(info.features & STALLCAP_FEAT_KADDR), w->object != 0);
+	if (!c->holder_fn) {
+		ASSERT_EQ(STALLCAP_WAIT_F_OWNER_UNKNOWN, w->flags);
+		ASSERT_EQ(0U, w->nr_hops);
+		ASSERT_EQ(NULL, why_task(smp, STALLCAP_ROLE_OWNER, 1));
+		return;
+	}
+	ASSERT_EQ(0U, w->flags);
+	ASSERT_EQ(1U, w->nr_hops);
 	o = why_task(smp, STALLCAP_ROLE_OWNER, 1);
 	check_owner(_metadata, o, k.tid, 1, STALLCAP_STATE_UNINTERRUPTIBLE);
 	ASSERT_EQ(STALLCAP_WAIT_OTHER, o->wait_kind);	/* msleep */
 	ASSERT_EQ(0ULL, (unsigned long long)o->wait_object);
-	/* the holder's kernel stack: asleep under stallcap_spin_mutex_holder */
+	/* the holder's kernel stack: asleep under its holding function */
 	ASSERT_GE(o->nr_kernel_frames, 2U);
 	ips = why_task_ips(o);
 	for (i = 0; i < o->nr_kernel_frames; i++)
-		in_holder |= ksym_is(ips[i], "stallcap_spin_mutex_holder");
+		in_holder |= ksym_is(ips[i], c->holder_fn);
 	ASSERT_EQ(!!(info.features & STALLCAP_FEAT_KADDR), in_holder);
+}
+
+TEST_F(why, kernel_mutex_holder)
+{
+	static const struct klock_case c = {
+		KMUTEX_DIR "mutex_hold", KMUTEX_DIR "mutex_take",
+		STALLCAP_WAIT_MUTEX, "stallcap_spin_mutex_holder",
+	};
+
+	kernel_lock_case(_metadata, self, &c);
+}
+
+/* a reader waits for the writer that holds an rw-semaphore: named */
+TEST_F(why, kernel_rwsem_writer)
+{
+	static const struct klock_case c = {
+		KMUTEX_DIR "rwsem_write_hold", KMUTEX_DIR "rwsem_read_take",
+		STALLCAP_WAIT_RWSEM, "stallcap_spin_rwsem_writer",
+	};
+
+	kernel_lock_case(_metadata, self, &c);
+}
+
+/* a writer waits for readers: the kernel does not record them */
+TEST_F(why, kernel_rwsem_readers)
+{
+	static const struct klock_case c = {
+		KMUTEX_DIR "rwsem_read_hold", KMUTEX_DIR "rwsem_write_take",
+		STALLCAP_WAIT_RWSEM, NULL,
+	};
+
+	kernel_lock_case(_metadata, self, &c);
 }
 
 TEST_HARNESS_MAIN

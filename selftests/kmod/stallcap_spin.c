@@ -12,6 +12,11 @@
  *                                 module's mutex and sleeps MS ms holding it
  *   echo 1 > /sys/kernel/debug/stallcap_spin/mutex_take   takes and drops
  *                                 it (blocks while another holds it)
+ *   echo MS > .../rwsem_write_hold, .../rwsem_read_hold   the same with the
+ *                                 module's rw-semaphore, held for writing or
+ *                                 for reading
+ *   echo 1 > .../rwsem_read_take, .../rwsem_write_take    takes and drops it
+ *                                 for reading or for writing
  *
  * and, for the NMI tests, on another CPU:
  *
@@ -38,6 +43,7 @@
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/preempt.h>
+#include <linux/rwsem.h>
 #include <linux/uaccess.h>
 #include <asm/apic.h>
 #include <asm/msr.h>
@@ -171,10 +177,35 @@ static noinline void stallcap_spin_mutex_taker(void)
 	mutex_unlock(&stallcap_spin_mutex);
 }
 
-static ssize_t mutex_write(struct file *file, const char __user *ubuf,
-			   size_t len, loff_t *ppos)
+/* ---- the same with an rw-semaphore, for writing and for reading ---- */
+
+static DECLARE_RWSEM(stallcap_spin_rwsem);
+
+static noinline void stallcap_spin_rwsem_writer(unsigned int ms)
 {
-	bool hold = file_inode(file)->i_private;
+	down_write(&stallcap_spin_rwsem);
+	if (ms)
+		msleep(ms);
+	up_write(&stallcap_spin_rwsem);
+}
+
+static noinline void stallcap_spin_rwsem_reader(unsigned int ms)
+{
+	down_read(&stallcap_spin_rwsem);
+	if (ms)
+		msleep(ms);
+	up_read(&stallcap_spin_rwsem);
+}
+
+enum lock_op {
+	MUTEX_TAKE, MUTEX_HOLD,
+	RWSEM_WRITE_HOLD, RWSEM_READ_HOLD, RWSEM_READ_TAKE, RWSEM_WRITE_TAKE,
+};
+
+static ssize_t lock_write(struct file *file, const char __user *ubuf,
+			  size_t len, loff_t *ppos)
+{
+	enum lock_op op = (uintptr_t)file_inode(file)->i_private;
 	unsigned int ms;
 	int ret;
 
@@ -183,17 +214,29 @@ static ssize_t mutex_write(struct file *file, const char __user *ubuf,
 		return ret;
 	if (ms > MAX_MS)
 		return -ERANGE;
-	if (hold)
+	switch (op) {
+	case MUTEX_HOLD:
 		stallcap_spin_mutex_holder(ms);
-	else
+		break;
+	case MUTEX_TAKE:
 		stallcap_spin_mutex_taker();
+		break;
+	case RWSEM_WRITE_HOLD:
+	case RWSEM_WRITE_TAKE:
+		stallcap_spin_rwsem_writer(op == RWSEM_WRITE_HOLD ? ms : 0);
+		break;
+	case RWSEM_READ_HOLD:
+	case RWSEM_READ_TAKE:
+		stallcap_spin_rwsem_reader(op == RWSEM_READ_HOLD ? ms : 0);
+		break;
+	}
 	return len;
 }
 
-static const struct file_operations mutex_fops = {
+static const struct file_operations lock_fops = {
 	.owner = THIS_MODULE,
 	.open = simple_open,
-	.write = mutex_write,
+	.write = lock_write,
 	.llseek = noop_llseek,
 };
 
@@ -325,8 +368,18 @@ static int __init stallcap_spin_init(void)
 			    &spin_fops);
 	debugfs_create_file("softirq", 0200, dir, (void *)SPIN_SOFTIRQ,
 			    &spin_fops);
-	debugfs_create_file("mutex_hold", 0200, dir, (void *)1, &mutex_fops);
-	debugfs_create_file("mutex_take", 0200, dir, NULL, &mutex_fops);
+	debugfs_create_file("mutex_hold", 0200, dir, (void *)MUTEX_HOLD,
+			    &lock_fops);
+	debugfs_create_file("mutex_take", 0200, dir, (void *)MUTEX_TAKE,
+			    &lock_fops);
+	debugfs_create_file("rwsem_write_hold", 0200, dir,
+			    (void *)RWSEM_WRITE_HOLD, &lock_fops);
+	debugfs_create_file("rwsem_read_hold", 0200, dir,
+			    (void *)RWSEM_READ_HOLD, &lock_fops);
+	debugfs_create_file("rwsem_read_take", 0200, dir,
+			    (void *)RWSEM_READ_TAKE, &lock_fops);
+	debugfs_create_file("rwsem_write_take", 0200, dir,
+			    (void *)RWSEM_WRITE_TAKE, &lock_fops);
 	debugfs_create_file("nmi_block", 0200, dir, (void *)1, &nmi_fops);
 	debugfs_create_file("nmi_raw", 0200, dir, NULL, &nmi_fops);
 	debugfs_create_file("nmi_unknown", 0400, dir, NULL, &nmi_unknown_fops);
