@@ -406,6 +406,16 @@ static int block_once(struct __test_metadata *_metadata, FIXTURE_DATA(nmi_irq) *
 		if (r->hdr.type == STALLCAP_REC_SAMPLE && r->flags & STALLCAP_SAMPLE_MIGRATED)
 			migrated++;
 	}
+	/* none timed out (seen once on 6.12-rt, 3 tries in one boot): how */
+	for (size_t j = 0; migrated == 0 && j < rs.n; j++) {
+		const struct stallcap_sample *r = (const void *)rs.rec[j];
+
+		if (r->hdr.type == STALLCAP_REC_SAMPLE)
+			TH_LOG("  sample %u: cpu %u path %u state %u flags %#x retries %u at +%llu us",
+			       r->sample_index, r->cpu, r->path, r->state, r->flags,
+			       r->migrate_retries,
+			       (unsigned long long)(r->capture_ns - r->deadline_ns) / 1000);
+	}
 	sc_records_free(&rs);
 	/* stallcap's last send is long past: its window is closed */
 	sc_sleep_ms(100);
