@@ -87,8 +87,7 @@ while read -r name ver; do
 	fi
 	kdir="$cache/kernels/$ver"
 	# (a cache from before the guest's modules were kept is unpacked again)
-	if [ ! -s "$kdir/vmlinuz" ] ||
-		{ grep -q '^CONFIG_FUSE_FS=m' "$kdir/config" 2>/dev/null && [ ! -e "$kdir/fuse.ko" ]; }; then
+	if [ ! -s "$kdir/vmlinuz" ] || "$top/scripts/guest-modules.sh" missing "$kdir"; then
 		echo "deps: unpacking linux-image-$ver ($name)"
 		apt_update
 		rm -rf "$kdir/deb" "$kdir/root"
@@ -130,8 +129,7 @@ for name in "${want[@]}"; do
 	read -r ver suite < <(awk -v n="$name" '$1 == n { print $2, $3 }' "$roots_list")
 	"$top/scripts/kernel-root.sh" root "$suite" >/dev/null
 	if [ ! -s "$cache/kernels/$ver/vmlinuz" ] ||
-		{ grep -q '^CONFIG_FUSE_FS=m' "$cache/kernels/$ver/config" 2>/dev/null &&
-			[ ! -e "$cache/kernels/$ver/fuse.ko" ]; }; then
+		"$top/scripts/guest-modules.sh" missing "$cache/kernels/$ver"; then
 		echo "deps: unpacking the image of $ver ($name, $suite)"
 		"$top/scripts/kernel-root.sh" image "$ver" "$suite"
 	fi

@@ -164,8 +164,7 @@ make_root() {
 # binary package where the image package is a metapackage (sid)
 image() {
 	local ver=$1 suite=$2 kdir=$top/.cache/kernels/$1 pkg f
-	if [ -s "$kdir/vmlinuz" ] && ! { grep -q '^CONFIG_FUSE_FS=m' "$kdir/config" 2>/dev/null &&
-		[ ! -e "$kdir/fuse.ko" ]; }; then
+	if [ -s "$kdir/vmlinuz" ] && ! "$top/scripts/guest-modules.sh" missing "$kdir"; then
 		return 0
 	fi
 	apt_update "$suite"
