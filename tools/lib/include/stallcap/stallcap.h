@@ -415,9 +415,10 @@ STALLCAP_API int stallcap_watch_event_parse(const void *rec, size_t len,
  *   user_tag, how far past its deadline the first sample was taken, the
  *   deadline (the watch's timeout), the thread's state, and, when the record
  *   says why, a verdict: what it waits on and who holds it (", deadlock"
- *   when the owner chain loops), what ran instead of it, or, when it was
- *   off its CPU most of the time since it was armed, "runnable X of Y ms"
- *   (waiting for a CPU) or "blocked X of Y ms";
+ *   when the owner chain loops), what ran instead of it, or where most of
+ *   the time since it was armed went: "runnable X of Y ms" (waiting for a
+ *   CPU), "blocked X of Y ms", or "on cpu X of Y ms" (on its CPU for at
+ *   least half of it);
  * - each sample: its index, how far past the deadline, state, cpu, then its
  *   kernel frames as the record's addresses and its user frames named with
  *   dladdr() ("fn+0x1c (/path/lib.so)"); a deferred user stack (a
