@@ -6,14 +6,17 @@
  * user memory read only with copy_from_user_nofault().
  *
  * The ring is mapped writable by the session's reader, so nothing is ever
- * read back from it: a sample is built in kernel memory (the fixed part in
- * the watch's req.draft, frames and stack in a per-CPU capture buffer), then
- * copied into the reserved record, and system-wide readers get their copy
- * from the same kernel memory.  Two buffers per CPU: one for the timer's own
- * captures (hard-IRQ), one for NMI/IPI captures, which may interrupt it.
- * The NMI/IPI buffer stays held until the timer that asked has mirrored it;
- * a capture that finds it held writes straight into the ring and is not
- * mirrored (counted lost for the system-wide readers).
+ * read back from it.  The fixed part is built in the watch's req.draft and
+ * copied in last.  Frames and stack are written straight into the reserved
+ * record, write-only, unless a system-wide reader (global.c) wants a copy:
+ * then they are built in a per-CPU capture buffer, copied into the record,
+ * and the copy for the system-wide readers comes from the same kernel
+ * memory.  Two buffers per CPU: one for the timer's own captures
+ * (hard-IRQ), one for NMI/IPI captures, which may interrupt it.  The
+ * NMI/IPI buffer stays held until the timer that asked has mirrored it (or
+ * read the runner described in it: why_record.c); a capture that finds it
+ * held writes straight into the ring and is not mirrored (counted lost for
+ * the system-wide readers).
  */
 #include <linux/irq_work.h>
 #include <linux/percpu.h>
@@ -37,17 +40,24 @@ static DEFINE_PER_CPU(void *, capture_buf_irq);
 static DEFINE_PER_CPU(void *, capture_buf_remote);
 static DEFINE_PER_CPU(struct stallcap_capture_req *, capture_buf_remote_held);
 
-/** stallcap_capture_buf() - this CPU's buffer for the timer's captures */
-void *stallcap_capture_buf(void)
+/**
+ * stallcap_capture_buf_for() - where the timer builds a sample
+ * @ring_rec: the record reserved for it in the session's ring
+ *
+ * Context: the timer (hard-IRQ) or IRQs off.  Return: this CPU's capture
+ * buffer when a system-wide reader wants a copy, else @ring_rec itself.
+ */
+void *stallcap_capture_buf_for(void *ring_rec)
 {
-	return this_cpu_read(capture_buf_irq);
+	return stallcap_global_readers() ? this_cpu_read(capture_buf_irq) :
+	       ring_rec;
 }
 
 /**
  * stallcap_capture_buf_remote() - this CPU's NMI/IPI buffer, if free
  *
  * Context: the NMI/IPI handler.  Return: NULL while a timer still mirrors
- * the previous capture from it.
+ * the previous capture from it, or reads the runner described in it.
  */
 void *stallcap_capture_buf_remote(void)
 {
@@ -437,28 +447,26 @@ u32 stallcap_capture_current(struct stallcap_watch *w,
  * @rec: where the record is built, likewise
  * @regs: interrupted registers
  * @path: STALLCAP_PATH_NMI or _IPI
- * @uregs: output: a copy of the user registers the user stack is to be
- *	read from, when the return is true
  * @len: output: the record's length so far
  *
  * Writes the context, kernel frames and user registers: what
  * stallcap_capture_current() writes before the user stack;
  * stallcap_capture_rest() appends the rest later.
  * Context: the NMI or IPI handler.
- * Return: true when the user stack is still to be read.
+ * Return: the user registers the user stack is to be read from (@regs
+ * itself, or the thread's entry frame: copy them to keep them past the
+ * handler), or NULL when there is no user stack to read.
  */
-bool stallcap_capture_head(struct stallcap_watch *w, struct stallcap_sample *s,
-			   void *rec, struct pt_regs *regs, u8 path,
-			   struct pt_regs *uregs, u32 *len)
+struct pt_regs *stallcap_capture_head(struct stallcap_watch *w,
+				      struct stallcap_sample *s, void *rec,
+				      struct pt_regs *regs, u8 path, u32 *len)
 {
 	struct stallcap_rec_writer wr;
-	struct pt_regs *u;
+	struct pt_regs *uregs;
 
-	u = capture_begin(w, s, &wr, rec, regs, path);
-	if (u)
-		*uregs = *u;
+	uregs = capture_begin(w, s, &wr, rec, regs, path);
 	*len = wr.len;
-	return u;
+	return uregs;
 }
 
 /**
@@ -513,13 +521,9 @@ void stallcap_sample_finish(struct stallcap_watch *w, struct stallcap_sample *s,
 {
 	struct stallcap_session *sess = w->sess;
 	const size_t hdr = sizeof(s->hdr);
-	u64 end = ktime_get_mono_fast_ns();
 
 	if (stallcap_defer_wanted(sess, s))
 		stallcap_defer_request(w, s, in_nmi());
-	if (!s->sample_index)
-		stallcap_hist_add(&sess->stats, end - start_ns,
-				  (s64)(s->capture_ns - s->deadline_ns));
 	stallcap_count(&sess->stats, SC_SAMPLES, 1);
 	stallcap_why_published(w);
 	w->req.rec_len = len;
@@ -529,6 +533,11 @@ void stallcap_sample_finish(struct stallcap_watch *w, struct stallcap_sample *s,
 			memcpy(buf, s, sizeof(*s));
 		memcpy(ring_rec + sizeof(*s), buf + sizeof(*s), len - sizeof(*s));
 	}
+	/* the capture's cost: up to the record written in the ring */
+	if (!s->sample_index)
+		stallcap_hist_add(&sess->stats,
+				  ktime_get_mono_fast_ns() - start_ns,
+				  (s64)(s->capture_ns - s->deadline_ns));
 	stallcap_ring_commit(sess->ring, ring_rec, stallcap_sample_max_len(sess),
 			     len);
 	if (in_handler)

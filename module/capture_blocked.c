@@ -47,7 +47,8 @@ static unsigned long switch_count(struct task_struct *task)
  * stallcap_capture_blocked() - capture a thread that is not on a CPU
  * @w: the watch (its thread, session and address space)
  * @s: the draft (fixed part initialised)
- * @rec: where the record is built (the timer's capture buffer)
+ * @rec: where the record is built: a capture buffer, or the ring record
+ *	(written, never read back)
  *
  * Context: hard-IRQ (the watch's timer), watch lock held.
  * Return: the record's length.

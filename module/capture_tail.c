@@ -41,11 +41,13 @@
  * user stack), so that its sample is not late; so can any capture whose
  * watch is being abandoned.
  *
- * One capture per CPU waits for its irq_work at a time (tail_req); the
- * irq_work and the timer claim it with xchg()/cmpxchg(), so exactly one of
- * them completes it.  A handler that finds the slot taken (a second NMI
- * before the irq_work ran) reads the user stack itself, as before, or for
- * a kernel-mode capture asks for the deferred user stack.
+ * One capture per CPU waits for its irq_work at a time (tail_req), its
+ * state in the CPU's tail (tail_data, not in the watch: a watch stays
+ * small); the irq_work and the timer claim it with xchg()/cmpxchg(), so
+ * exactly one of them completes it, and frees the tail when done with it.
+ * A handler that finds the tail in use (a second NMI before the irq_work
+ * ran or finished) reads the user stack itself, as before, or for a
+ * kernel-mode capture asks for the deferred user stack.
  *
  * Lifetime: the request lives in its watch, which is not freed while its
  * result is pending (stallcap_watch_abandon_capture() completes or waits
@@ -67,7 +69,37 @@
 /* How long the timer lets a capture of interrupts-off code wait. */
 #define TAIL_WAIT_NS	(1 * NSEC_PER_MSEC)
 
+/**
+ * struct stallcap_capture_tail - the rest of an NMI/IPI capture, done by an
+ * irq_work on the same CPU right after the handler; one per CPU
+ * @uregs: the user registers at the capture (a copy)
+ * @buf: where the record is being built (capture buffer or ring record)
+ * @len: its length after the handler's part
+ * @start_ns: when the capture began
+ * @queued_ns: when the handler left the rest to the irq_work
+ * @task: the captured thread (a reference held until the tail is done)
+ * @switches: its context switches at the capture (nvcsw + nivcsw)
+ * @user_mode: the handler interrupted user mode
+ * @irqs_off: it interrupted code running with interrupts disabled, which
+ *	holds the irq_work off: the timer may complete the capture without it
+ * @in_use: set by the handler that fills it, cleared by whoever completed
+ *	the capture once done with it (the slot is cleared before that)
+ */
+struct stallcap_capture_tail {
+	struct pt_regs uregs;
+	void *buf;
+	u32 len;
+	u64 start_ns;
+	u64 queued_ns;
+	struct task_struct *task;
+	unsigned long switches;
+	bool user_mode;
+	bool irqs_off;
+	bool in_use;
+};
+
 static DEFINE_PER_CPU(struct stallcap_capture_req *, tail_req);
+static DEFINE_PER_CPU(struct stallcap_capture_tail, tail_data);
 static DEFINE_PER_CPU(struct irq_work, tail_work);
 
 /*
@@ -108,46 +140,65 @@ static bool tail_in_time(const struct stallcap_capture_tail *t,
 	return true;
 }
 
-/* Finish a claimed tail: with the user stack when @in_time, else without. */
-static void tail_complete(struct stallcap_capture_req *req, bool in_time)
+/*
+ * Finish a claimed tail (@t, of @req's CPU): with the user stack when
+ * @in_time, else without.
+ */
+static void tail_complete(struct stallcap_capture_req *req,
+			  struct stallcap_capture_tail *t, bool in_time)
 {
-	struct stallcap_capture_tail *t = &req->tail;
 	struct stallcap_watch *w = req->watch;
 	struct stallcap_sample *s = &req->draft;
+	u64 start = t->start_ns;
+	void *buf = t->buf;
 	u32 len = t->len;
 
 	if (!in_time && t->user_mode)
 		s->flags |= STALLCAP_SAMPLE_USTACK_MISSED;
 	else if (!in_time)
 		stallcap_defer_request(w, s, in_nmi());
-	len = stallcap_capture_rest(w, s, t->buf, len,
-				    in_time ? &t->uregs : NULL, t->task);
+	len = stallcap_capture_rest(w, s, buf, len, in_time ? &t->uregs : NULL,
+				    t->task);
 	/* never the last reference: the watch holds one while it waits */
 	put_task_struct(t->task);
-	tail_publish(req, t->buf, len, t->start_ns, false);
+	/* done with it: the CPU's next handler may fill it (tail_queue()) */
+	smp_store_release(&t->in_use, false);
+	tail_publish(req, buf, len, start, false);
 }
 
 static void tail_run(struct irq_work *work)
 {
 	struct stallcap_capture_req *req = xchg(this_cpu_ptr(&tail_req), NULL);
+	struct stallcap_capture_tail *t = this_cpu_ptr(&tail_data);
 
 	if (req)
-		tail_complete(req, tail_in_time(&req->tail, req->watch));
+		tail_complete(req, t, tail_in_time(t, req->watch));
 }
 
 /*
- * Leave the user stack to this CPU's irq_work.  Return: false when another
- * capture's tail is waiting on this CPU.
+ * Leave the user stack (read from a copy of @uregs, the record so far
+ * @len bytes at @buf) to this CPU's irq_work.  Return: false when another
+ * capture's tail is still in this CPU's tail.
  */
 static bool tail_queue(struct stallcap_capture_req *req, struct pt_regs *regs,
+		       const struct pt_regs *uregs, void *buf, u32 len,
 		       u64 start)
 {
 	struct stallcap_capture_req **slot = this_cpu_ptr(&tail_req);
-	struct stallcap_capture_tail *t = &req->tail;
+	struct stallcap_capture_tail *t = this_cpu_ptr(&tail_data);
 
-	/* only this CPU's handler fills the slot: free until the store below */
-	if (READ_ONCE(*slot))
+	/*
+	 * Only this CPU's handler fills it: free until the stores below.
+	 * Pairs with the release in tail_complete(): its reads of the
+	 * previous tail are done.
+	 */
+	if (smp_load_acquire(&t->in_use))
 		return false;
+	t->in_use = true;
+	t->uregs = *uregs;
+	t->buf = buf;
+	t->len = len;
+	t->start_ns = start;
 	t->user_mode = user_mode(regs);
 	t->irqs_off = !(regs->flags & X86_EFLAGS_IF);
 	t->task = current;
@@ -175,11 +226,17 @@ static bool tail_queue(struct stallcap_capture_req *req, struct pt_regs *regs,
 void stallcap_tail_capture(struct stallcap_capture_req *req,
 			   struct pt_regs *regs, u64 start)
 {
-	struct stallcap_capture_tail *t = &req->tail;
 	struct stallcap_watch *w = req->watch;
 	struct stallcap_sample *s = &req->draft;
-	void *buf = stallcap_capture_buf_remote() ?: req->rec;
+	struct pt_regs *uregs;
+	void *buf = NULL;
 	u32 len;
+
+	/* a kernel copy only for the system-wide readers (capture.c) */
+	if (stallcap_global_readers())
+		buf = stallcap_capture_buf_remote();
+	if (!buf)
+		buf = req->rec;
 
 	if (buf != req->rec)
 		stallcap_capture_buf_hold(req);	/* until the timer mirrors it */
@@ -188,21 +245,18 @@ void stallcap_tail_capture(struct stallcap_capture_req *req,
 		len = stallcap_capture_current(w, s, buf, regs, req->path);
 		goto publish;
 	}
-	if (!stallcap_capture_head(w, s, buf, regs, req->path, &t->uregs,
-				   &len)) {
+	uregs = stallcap_capture_head(w, s, buf, regs, req->path, &len);
+	if (!uregs) {
 		len = stallcap_capture_rest(w, s, buf, len, NULL, current);
 		goto publish;
 	}
-	t->buf = buf;
-	t->len = len;
-	t->start_ns = start;
-	if (tail_queue(req, regs, start))
+	if (tail_queue(req, regs, uregs, buf, len, start))
 		return;
 	/* another capture's tail waits on this CPU: read it now or later */
 	if (!user_mode(regs))
 		stallcap_defer_request(w, s, in_nmi());
 	len = stallcap_capture_rest(w, s, buf, len,
-				    user_mode(regs) ? &t->uregs : NULL, current);
+				    user_mode(regs) ? uregs : NULL, current);
 publish:
 	tail_publish(req, buf, len, start, true);
 }
@@ -220,17 +274,18 @@ publish:
 bool stallcap_tail_steal(struct stallcap_capture_req *req, bool now)
 {
 	struct stallcap_capture_req **slot = per_cpu_ptr(&tail_req, req->cpu);
+	struct stallcap_capture_tail *t = per_cpu_ptr(&tail_data, req->cpu);
 
 	/* pairs with the release in tail_queue() */
 	if (smp_load_acquire(slot) != req)
 		return false;
-	if (!now && (!READ_ONCE(req->tail.irqs_off) ||
-		     ktime_get_mono_fast_ns() - READ_ONCE(req->tail.queued_ns) <
+	if (!now && (!READ_ONCE(t->irqs_off) ||
+		     ktime_get_mono_fast_ns() - READ_ONCE(t->queued_ns) <
 		     TAIL_WAIT_NS))
 		return false;
 	if (cmpxchg(slot, req, NULL) != req)
 		return false;	/* the irq_work has it */
-	tail_complete(req, false);
+	tail_complete(req, t, false);
 	return true;
 }
 

@@ -54,6 +54,18 @@ void stallcap_global_detach(struct stallcap_session *sess)
 }
 
 /**
+ * stallcap_global_readers() - is there a system-wide reader to copy to?
+ *
+ * A sample built while there is none is built straight in its ring record
+ * (capture.c); a reader attached meanwhile counts it lost.
+ * Context: any, NMI included.
+ */
+bool stallcap_global_readers(void)
+{
+	return !list_empty(&global_readers);
+}
+
+/**
  * stallcap_global_lost() - a record of @src could not be mirrored
  * @src: the session that wrote it
  *

@@ -7,6 +7,7 @@
  * and shared-deadline contracts on struct stallcap_slot in the uapi header.
  */
 #include <linux/bitmap.h>
+#include <linux/math64.h>
 #include <linux/minmax.h>
 
 #include "stallcap.h"
@@ -114,6 +115,23 @@ u64 stallcap_beat_period(const struct stallcap_watch *w)
 {
 	return max_t(u64, w->timeout_ns / 4,
 		     stallcap_min_timeout_ns());
+}
+
+/**
+ * stallcap_beat_next() - when @w's slot is checked next after @now
+ * @w: a heartbeat watch
+ * @now: CLOCK_MONOTONIC now (ns)
+ *
+ * The next multiple of the check period: every heartbeat watch of a period
+ * queued on one CPU expires at the same instant, so that CPU takes one
+ * timer interrupt per period for all of them, not one per watch.  A check
+ * still comes at most one period after the last.
+ */
+u64 stallcap_beat_next(const struct stallcap_watch *w, u64 now)
+{
+	u64 period = stallcap_beat_period(w);
+
+	return (div64_u64(now, period) + 1) * period;
 }
 
 /**

@@ -279,32 +279,6 @@ enum stallcap_watch_state {
 };
 
 /**
- * struct stallcap_capture_tail - the rest of an NMI/IPI capture, done by an
- * irq_work on the same CPU right after the handler (capture_tail.c)
- * @uregs: the user registers at the capture (a copy)
- * @buf: where the record is being built (capture buffer or ring record)
- * @len: its length after the handler's part
- * @start_ns: when the capture began
- * @queued_ns: when the handler left the rest to the irq_work
- * @task: the captured thread (a reference held until the tail is done)
- * @switches: its context switches at the capture (nvcsw + nivcsw)
- * @user_mode: the handler interrupted user mode
- * @irqs_off: it interrupted code running with interrupts disabled, which
- *	holds the irq_work off: the timer may complete the capture without it
- */
-struct stallcap_capture_tail {
-	struct pt_regs uregs;
-	void *buf;
-	u32 len;
-	u64 start_ns;
-	u64 queued_ns;
-	struct task_struct *task;
-	unsigned long switches;
-	bool user_mode;
-	bool irqs_off;
-};
-
-/**
  * struct stallcap_capture_req - a capture to be done on another CPU
  * @watch: the watch asking (for its task, session and record fields)
  * @draft: kernel-private fixed part of the sample being captured
@@ -322,13 +296,17 @@ struct stallcap_capture_tail {
  * @sent_ns: when the request was sent
  * @begin_ns: when the first request of this sample was tried
  * @for_runner: sent for a runnable thread off CPU: the handler is expected
- *	to find another task and describes it (the runner) in @runner
- * @runner_len: bytes of the runner's STALLCAP_SEC_TASK section in @runner
+ *	to find another task and describes it (the runner) in the target
+ *	CPU's NMI/IPI capture buffer, which it holds for this request
+ *	(why_record.c)
+ * @runner_len: bytes of the runner's STALLCAP_SEC_TASK section there
  * @times_now: counters read at this capture (STALLCAP_SEC_TIMES); they
  *	become the watch's @times_base when the sample is published
  * @times_taken: @times_now holds the capture's counters
- * @runner: the runner's section, written by the NMI/IPI handler
- * @tail: the user stack's part, left by the handler to an irq_work
+ *
+ * The watch holds one (about 400 bytes); what a capture needs only while
+ * it is in flight on a CPU, at most one per CPU, is per CPU: the runner's
+ * section (in the capture buffer) and the tail (capture_tail.c).
  */
 struct stallcap_capture_req {
 	struct stallcap_watch *watch;
@@ -349,8 +327,6 @@ struct stallcap_capture_req {
 	u32 runner_len;
 	struct stallcap_times_snap times_now;
 	bool times_taken;
-	u64 runner[STALLCAP_WHY_TASK_MAX / 8];
-	struct stallcap_capture_tail tail;
 };
 
 /**
@@ -518,9 +494,9 @@ void stallcap_put_kernel_ips(struct stallcap_rec_writer *wr,
 			     const struct stallcap_session *sess,
 			     struct task_struct *task, struct pt_regs *regs,
 			     u32 *flags);
-bool stallcap_capture_head(struct stallcap_watch *w, struct stallcap_sample *s,
-			   void *rec, struct pt_regs *regs, u8 path,
-			   struct pt_regs *uregs, u32 *len);
+struct pt_regs *stallcap_capture_head(struct stallcap_watch *w,
+				      struct stallcap_sample *s, void *rec,
+				      struct pt_regs *regs, u8 path, u32 *len);
 u32 stallcap_capture_rest(struct stallcap_watch *w, struct stallcap_sample *s,
 			  void *rec, u32 len, const struct pt_regs *uregs,
 			  struct task_struct *task);
@@ -539,7 +515,7 @@ void stallcap_sample_finish(struct stallcap_watch *w, struct stallcap_sample *s,
 struct pt_regs *stallcap_interrupted_regs(void);
 int stallcap_capture_init(void);
 void stallcap_capture_exit(void);
-void *stallcap_capture_buf(void);
+void *stallcap_capture_buf_for(void *ring_rec);
 void *stallcap_capture_buf_remote(void);
 void stallcap_capture_buf_hold(struct stallcap_capture_req *req);
 void *stallcap_capture_buf_held(const struct stallcap_capture_req *req);
@@ -675,6 +651,7 @@ void stallcap_global_detach(struct stallcap_session *sess);
 void stallcap_global_mirror(struct stallcap_session *src, u16 type,
 			    const void *rec, u32 len);
 void stallcap_global_lost(struct stallcap_session *src);
+bool stallcap_global_readers(void);
 
 /* ---- slots: heartbeat and shared-deadline watches (slot.c) ---- */
 #define STALLCAP_ARM_SLOT_KINDS	(STALLCAP_ARM_HEARTBEAT | \
@@ -686,6 +663,7 @@ int stallcap_slot_attach(struct stallcap_session *sess, struct stallcap_watch *w
 void stallcap_slot_detach(struct stallcap_session *sess, struct stallcap_watch *w);
 bool stallcap_beat_progress(struct stallcap_watch *w);
 u64 stallcap_beat_period(const struct stallcap_watch *w);
+u64 stallcap_beat_next(const struct stallcap_watch *w, u64 now);
 bool stallcap_shared_due(struct stallcap_watch *w, u64 now, u64 *next);
 bool stallcap_shared_moved(const struct stallcap_watch *w);
 

@@ -223,7 +223,7 @@ int stallcap_watch_arm(struct stallcap_session *sess,
 	w->timeout_ns = timeout;
 	w->user_tag = arm->user_tag;
 	if (arm->flags & STALLCAP_ARM_HEARTBEAT)
-		deadline = now + stallcap_beat_period(w);
+		deadline = stallcap_beat_next(w, now);
 	ret = watch_start(w, now, deadline);
 	raw_spin_unlock_irqrestore(&w->lock, flags);
 	if (!ret)

@@ -127,9 +127,8 @@ static void capture_blocked_into(struct stallcap_watch *w, u64 start,
 				 u32 flags)
 {
 	struct stallcap_sample *d = &w->req.draft;
+	void *buf = stallcap_capture_buf_for(w->req.rec);
 	u32 len;
-
-	void *buf = stallcap_capture_buf();
 
 	d->flags |= flags;
 	len = stallcap_capture_blocked(w, d, buf);
@@ -146,7 +145,7 @@ static void capture_blocked_into(struct stallcap_watch *w, u64 start,
 static void capture_here(struct stallcap_watch *w, u64 start, u32 flags)
 {
 	struct stallcap_sample *d = &w->req.draft;
-	void *buf = stallcap_capture_buf();
+	void *buf = stallcap_capture_buf_for(w->req.rec);
 	struct pt_regs *regs;
 	u32 len;
 
@@ -293,9 +292,10 @@ static enum hrtimer_restart poll_remote(struct stallcap_watch *w, u64 now)
 	}
 	if (result == CAPTURE_MISMATCH && req->for_runner &&
 	    !READ_ONCE(task->on_cpu)) {
-		/* as asked: another task ran there, named in req->runner */
-		req->cpu = -1;
+		/* as asked: another task ran there, described on req->cpu */
 		capture_blocked_into(w, now, 0);
+		stallcap_capture_buf_release(req);
+		req->cpu = -1;
 		return next_sample(w, now);
 	}
 	if (result == CAPTURE_IRQ) {
@@ -314,6 +314,7 @@ static enum hrtimer_restart poll_remote(struct stallcap_watch *w, u64 now)
 		    !stallcap_remote_revoke(req))
 			return restart_at(w, now + POLL_NS);
 	} else {
+		stallcap_capture_buf_release(req);	/* a runner, unread */
 		req->for_runner = false;
 		req->retries++;
 		stallcap_count(&w->sess->stats, SC_MIGRATE_RETRIES, 1);
@@ -384,7 +385,7 @@ static enum hrtimer_restart beat_tick(struct stallcap_watch *w, u64 now)
 		w->deadline = w->armed_at + w->timeout_ns;
 		return deadline_passed(w, now);
 	}
-	return restart_at(w, now + stallcap_beat_period(w));
+	return restart_at(w, stallcap_beat_next(w, now));
 }
 
 /* A shared-deadline watch's timer while not stalled. */
@@ -410,7 +411,7 @@ static enum hrtimer_restart stalled_tick(struct stallcap_watch *w, u64 now)
 		stallcap_watch_end_stall(w, now);
 		w->state = WATCH_ARMED;
 		w->armed_at = now;
-		return restart_at(w, now + stallcap_beat_period(w));
+		return restart_at(w, stallcap_beat_next(w, now));
 	}
 	if (w->state == WATCH_STALLED && now >= w->sample_at)
 		return take_sample(w, now);
@@ -492,6 +493,7 @@ void stallcap_watch_abandon_capture(struct stallcap_watch *w)
 			remote_done(w);
 			return;
 		}
+		stallcap_capture_buf_release(req);	/* a runner, unread */
 	}
 	stallcap_sample_stamp(d);
 	stallcap_rec_begin(&wr, d, req->draft_room);
@@ -611,7 +613,7 @@ void stallcap_watch_chain_done(struct stallcap_watch *w, const void *chain,
 	d->sample_index = w->samples - 1;
 	if (w->samples == 1)
 		d->suppressed = atomic_xchg(&sess->pending_suppressed, 0);
-	buf = stallcap_capture_buf();
+	buf = stallcap_capture_buf_for(rec);
 	len = stallcap_capture_blocked(w, d, buf);
 	if (raced)
 		d->flags |= STALLCAP_SAMPLE_RACED;

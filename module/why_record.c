@@ -8,7 +8,8 @@
  *    task: it is `current`, with the interrupted registers;
  *  - on another CPU the timer sends the NMI/IPI capture as for a running
  *    thread (for_runner); the handler, finding another task, describes it
- *    into the request, and the timer's blocked capture appends it.
+ *    into that CPU's capture buffer, and the timer's blocked capture
+ *    appends it.
  * Context: what the capture paths run in (hard-IRQ timer, NMI/IPI); the
  * watch's lock or the request's ownership serialises the watch's fields.
  */
@@ -96,14 +97,23 @@ void stallcap_why_published(struct stallcap_watch *w)
  * the CPU instead of the runnable thread
  * @req: the request (its for_runner set)
  * @regs: the interrupted registers
+ *
+ * The section goes into this CPU's NMI/IPI capture buffer, held for @req
+ * until its timer has read it (stallcap_why_put_blocked(), or the timer
+ * releases it unread).  A buffer held for another capture leaves the
+ * sample without its runner.
  */
 void stallcap_why_note_runner(struct stallcap_capture_req *req,
 			      struct pt_regs *regs)
 {
+	void *dst = stallcap_capture_buf_remote();
 	struct stallcap_why_ctx ctx;
 
+	if (!dst)
+		return;
+	stallcap_capture_buf_hold(req);
 	stallcap_why_ctx_of(req->watch, &ctx);
-	req->runner_len = stallcap_why_runner(&ctx, regs, req->runner);
+	req->runner_len = stallcap_why_runner(&ctx, regs, dst);
 }
 
 static void put_runner_here(struct stallcap_rec_writer *wr,
@@ -139,14 +149,16 @@ void stallcap_why_put_blocked(struct stallcap_rec_writer *wr,
 			      const struct stallcap_sample *s)
 {
 	struct stallcap_capture_req *req = &w->req;
+	const struct stallcap_sec_task *runner = NULL;
 
 	stallcap_why_put_times(wr, w, task, s->capture_ns);
 	if (s->state != STALLCAP_STATE_RUNNABLE)
 		return;
+	if (req->for_runner && req->runner_len && req->cpu >= 0)
+		runner = stallcap_capture_buf_held(req);
 	/* the runner the NMI/IPI handler found, if the thread is still there */
-	if (req->for_runner && req->runner_len &&
-	    ((struct stallcap_sec_task *)req->runner)->cpu == task_cpu(task)) {
-		memcpy(stallcap_sec_start(wr), req->runner, req->runner_len);
+	if (runner && runner->cpu == task_cpu(task)) {
+		memcpy(stallcap_sec_start(wr), runner, req->runner_len);
 		stallcap_sec_end(wr, STALLCAP_SEC_TASK, req->runner_len);
 		return;
 	}

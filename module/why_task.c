@@ -101,11 +101,20 @@ bool stallcap_why_user_visible(const struct stallcap_why_ctx *ctx,
 	return ctx->may_trace_all || mm == ctx->mm;
 }
 
-static u32 task_end(struct stallcap_sec_task *t)
+/*
+ * Close a section of @nk kernel and @nu user frames.  The size comes from
+ * the caller's counts, never read back from @t: it may be the ring, which
+ * its reader can write.
+ */
+static u32 task_end(struct stallcap_sec_task *t, unsigned int nk,
+		    unsigned int nu)
 {
-	t->sec.size = ALIGN(sizeof(*t) + 8 * (t->nr_kernel_frames +
-					      t->nr_user_frames), 8);
-	return t->sec.size;
+	u32 size = ALIGN(sizeof(*t) + 8 * (nk + nu), 8);
+
+	t->nr_kernel_frames = nk;
+	t->nr_user_frames = nu;
+	t->sec.size = size;
+	return size;
 }
 
 /**
@@ -123,7 +132,7 @@ u32 stallcap_why_runner(const struct stallcap_why_ctx *ctx,
 {
 	struct stallcap_sec_task *t = dst;
 	u64 *ips = dst + sizeof(*t);
-	unsigned int nk = 0, nu;
+	unsigned int nk = 0, nu = 0;
 	struct pt_regs *uregs = NULL;
 	u32 dummy = 0;
 
@@ -147,16 +156,13 @@ u32 stallcap_why_runner(const struct stallcap_why_ctx *ctx,
 		if (!user_64bit_mode(uregs))
 			uregs = NULL;
 	}
-	t->nr_kernel_frames = nk;
 	if (uregs && !stallcap_why_user_visible(ctx, current)) {
 		t->flags |= STALLCAP_TASK_F_USER_HIDDEN;
 		uregs = NULL;
 	}
-	if (uregs) {
+	if (uregs)
 		nu = stallcap_walk_user_frames(uregs, ips + nk, &dummy, false);
-		t->nr_user_frames = nu;
-	}
-	return task_end(t);
+	return task_end(t, nk, nu);
 }
 
 /* Kernel frames of an off-CPU task; 0 when it runs or began to exit. */
@@ -217,21 +223,20 @@ u32 stallcap_why_task(const struct stallcap_why_ctx *ctx,
 {
 	struct stallcap_sec_task *t = dst;
 	u64 *ips = dst + sizeof(*t);
-	unsigned int nk = 0;
+	unsigned int nk = 0, nu = 0;
+	u8 state = stallcap_why_state(task);
 
 	task_header(ctx, task, role, hop, t);
-	t->state = stallcap_why_state(task);
-	if (t->state != STALLCAP_STATE_RUNNING &&
-	    t->state != STALLCAP_STATE_EXITING) {
+	t->state = state;
+	if (state != STALLCAP_STATE_RUNNING && state != STALLCAP_STATE_EXITING) {
 		if (ctx->kaddr_visible)
 			nk = owner_kernel_frames(task, ips);
 		else
 			t->flags |= STALLCAP_TASK_F_KADDR_HIDDEN;
-		t->nr_kernel_frames = nk;
 		if (!stallcap_why_user_visible(ctx, task))
 			t->flags |= STALLCAP_TASK_F_USER_HIDDEN;
 		else if (!(task->flags & PF_KTHREAD))
-			t->nr_user_frames = owner_user_frames(task, ips + nk);
+			nu = owner_user_frames(task, ips + nk);
 	}
-	return task_end(t);
+	return task_end(t, nk, nu);
 }

@@ -208,17 +208,19 @@ static u64 delta(u64 now, u64 then)
  * stallcap_times_fill() - the STALLCAP_SEC_TIMES section for [@a, @b]
  * @a: snapshot at the start of the interval (arm or previous sample)
  * @b: snapshot at the capture
- * @t: output section (header included)
+ * @out: output section (header included)
  *
  * Context: any, NMI included.
  * Return: the section's size.
  */
 u32 stallcap_times_fill(const struct stallcap_times_snap *a,
 			const struct stallcap_times_snap *b,
-			struct stallcap_sec_times *t)
+			struct stallcap_sec_times *out)
 {
 	u64 valid = a->valid & b->valid, span, busy;
+	struct stallcap_sec_times sec, *t = &sec;
 
+	/* built here and copied: @out may be the ring, never read back */
 	memset(t, 0, sizeof(*t));
 	t->sec.size = sizeof(*t);
 	t->sec.type = STALLCAP_SEC_TIMES;
@@ -271,5 +273,6 @@ u32 stallcap_times_fill(const struct stallcap_times_snap *a,
 		t->sleep_ns = delta(span, busy);
 		t->valid |= BIT_OF(SLEEP);
 	}
-	return t->sec.size;
+	memcpy(out, t, sizeof(*t));
+	return sizeof(*t);
 }

@@ -365,8 +365,10 @@ struct stallcap_info {
  * @locked_rlimit_bytes: the part of @locked_bytes that did not fit in the
  *	users' allowances, charged to pinned memory against RLIMIT_MEMLOCK
  * @__reserved: zero
- * @capture_cost_hist: capture time, bucket i counts [2^i, 2^(i+1)) ns
- *	(bucket 0 also counts 0 ns; the last bucket counts everything above)
+ * @capture_cost_hist: capture time of each stall's first sample, from the
+ *	capture's start to its record written in the ring; bucket i counts
+ *	[2^i, 2^(i+1)) ns (bucket 0 also counts 0 ns; the last bucket counts
+ *	everything above)
  * @lateness_hist: capture time minus deadline, buckets as above
  * @nmi_time_hist: time spent in NMI or IPI handler context per remote
  *	capture, buckets as above
