@@ -12,8 +12,12 @@
 #    second (100,000 requests each, 50 clients) against redis-server, without,
 #    then with, a 20 ms deadline on its event loop.
 #
-# Each pair is measured twice in the order base, attached, base, attached;
-# the figures are the better of each pair (the host is shared).
+# The host is shared and a TCG guest's throughput drifts by tens of percent
+# from one minute to the next, so each figure is measured ATTACH_ROUNDS
+# times (default 5) in pairs, the order alternating (base then attached,
+# then attached then base): a pair's two runs are side by side.  Printed:
+# the median of each side, and attach.*.ratio, the median of the pairs'
+# ratios (attached / base), which the report's targets use.
 port=6399
 
 cli() { redis-cli -p "$port" "$@"; }
@@ -30,7 +34,7 @@ start_redis() {
 }
 
 attach() {
-	stallcap record --deadline 20ms -p "$redis" -o /tmp/attach.data 2>/tmp/attach.err &
+	stallcap record --deadline 20ms -p "$redis" -o "/tmp/attach.$round.data" 2>/tmp/attach.err &
 	rec=$!
 	sleep 1
 }
@@ -53,8 +57,6 @@ bench_redis() {
 			END { print s + 0, g + 0 }'
 }
 
-max() { awk -v a="$1" -v b="$2" 'BEGIN { print (a > b ? a : b) }'; }
-min() { awk -v a="$1" -v b="$2" 'BEGIN { print (a < b ? a : b) }'; }
 
 command -v redis-server >/dev/null && command -v stallcap >/dev/null || {
 	echo "@bench attach.available=0"
@@ -64,27 +66,50 @@ command -v redis-server >/dev/null && command -v stallcap >/dev/null || {
 echo "@bench attach.available=1"
 start_redis
 
-gb=; ga=; sb=0; sa=0; rb=0; ra=0
-for round in 1 2; do
-	p=$(getppid_p50)
-	gb=$(min "${gb:-$p}" "$p")
-	set -- $(bench_redis)
-	sb=$(max "$sb" "$1"); rb=$(max "$rb" "$2")
-	attach
-	p=$(getppid_p50)
-	ga=$(min "${ga:-$p}" "$p")
-	set -- $(bench_redis)
-	sa=$(max "$sa" "$1"); ra=$(max "$ra" "$2")
-	detach
+rounds=${ATTACH_ROUNDS:-5}
+# one discarded run first: the guest's first requests run cold (TCG
+# translates the code the first time it runs) and would tilt pair 1
+bench_redis >/dev/null
+: >/tmp/attach.rounds
+round=1
+while [ "$round" -le "$rounds" ]; do
+	# one side of a pair: "getppid set get"
+	if [ $((round % 2)) = 1 ]; then
+		gb=$(getppid_p50); set -- $(bench_redis); sb=$1; rb=$2
+		attach
+		ga=$(getppid_p50); set -- $(bench_redis); sa=$1; ra=$2
+		detach
+	else
+		attach
+		ga=$(getppid_p50); set -- $(bench_redis); sa=$1; ra=$2
+		detach
+		gb=$(getppid_p50); set -- $(bench_redis); sb=$1; rb=$2
+	fi
+	echo "$gb $ga $sb $sa $rb $ra" >>/tmp/attach.rounds
 	echo "# attach round $round: getppid $gb / $ga ns, SET $sb / $sa, GET $rb / $ra"
+	round=$((round + 1))
 done
-echo "@bench attach.getppid.base.p50=$gb"
-echo "@bench attach.getppid.attached.p50=$ga"
-echo "@bench attach.redis.set.base=$sb"
-echo "@bench attach.redis.set.attached=$sa"
-echo "@bench attach.redis.get.base=$rb"
-echo "@bench attach.redis.get.attached=$ra"
-stallcap report /tmp/attach.data 2>/dev/null | tail -n 1 |
-	sed 's/^/@bench attach.stalls_during_benchmark=/; s/ stalls.*//'
+# median COLUMN-EXPRESSION: the median over the rounds
+median() {
+	awk "{ print $1 }" /tmp/attach.rounds | sort -g |
+		awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] :
+						(v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+echo "@bench attach.rounds=$rounds"
+echo "@bench attach.getppid.base.p50=$(median '$1')"
+echo "@bench attach.getppid.attached.p50=$(median '$2')"
+echo "@bench attach.getppid.ratio=$(median '($1 > 0 ? $2 / $1 : 0)')"
+echo "@bench attach.redis.set.base=$(median '$3')"
+echo "@bench attach.redis.set.attached=$(median '$4')"
+echo "@bench attach.redis.set.ratio=$(median '($3 > 0 ? $4 / $3 : 0)')"
+echo "@bench attach.redis.get.base=$(median '$5')"
+echo "@bench attach.redis.get.attached=$(median '$6')"
+echo "@bench attach.redis.get.ratio=$(median '($5 > 0 ? $6 / $5 : 0)')"
+stalls=0
+for f in /tmp/attach.*.data; do
+	n=$(stallcap report "$f" 2>/dev/null | tail -n 1 | sed -n 's/^\([0-9]*\) stall.*/\1/p')
+	stalls=$((stalls + ${n:-0}))
+done
+echo "@bench attach.stalls_during_benchmark=$stalls"
 cli shutdown nosave >/dev/null 2>&1
 wait "$redis"

@@ -5,8 +5,9 @@
  * threshold, against the same N threads without watches.  Each thread is
  * an event loop that mostly waits by design: one beat, idle = 1, a 100 ms
  * nanosleep, idle = 0, again.  The watches then never stall (idle counts as
- * progress) and what they cost is the module's checking alone, which today
- * is one hrtimer per watch every threshold / 4 (500 µs).
+ * progress) and what they cost is the module's checking alone: one hrtimer
+ * per watch every threshold / 4 (500 µs), on a grid of that period so that
+ * a CPU's watches expire in one timer interrupt.
  *
  * Measured, the loads taking turns (no threads, the threads without
  * watches, the threads with watches): the CPU time left to a soaker, one

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -143,6 +144,16 @@ static __attribute__((noinline)) int deep_stall(struct sc *s, const struct varia
 	return ret;
 }
 
+/* The capture-cost histogram's non-empty buckets, as KEY.hist.N. */
+static void out_hist(const struct stallcap_stats *st, const char *key)
+{
+	unsigned int i;
+
+	for (i = 0; i < STALLCAP_HIST_BUCKETS; i++)
+		if (st->capture_cost_hist[i])
+			out_num((double)st->capture_cost_hist[i], "%s.hist.%u", key, i);
+}
+
 static int run_variant(const struct variant *v, const char *path, struct kwork *k,
 		       unsigned int n)
 {
@@ -202,10 +213,85 @@ static int run_variant(const struct variant *v, const char *path, struct kwork *
 		out_num((double)(1ULL << b99), "%s.p99_lo", key);
 		out_num((double)(2ULL << b99), "%s.p99_hi", key);
 	}
-	for (i = 0; i < STALLCAP_HIST_BUCKETS; i++)
-		if (st.capture_cost_hist[i])
-			out_num((double)st.capture_cost_hist[i], "%s.hist.%u", key, i);
+	out_hist(&st, key);
 	return 0;
+}
+
+static int set_global(struct sc *g, bool on)
+{
+	struct stallcap_config cfg = g->cfg;
+
+	if (on)
+		cfg.flags |= STALLCAP_CFG_GLOBAL;
+	else
+		cfg.flags &= ~STALLCAP_CFG_GLOBAL;
+	return ioctl(g->fd, STALLCAP_IOC_SET_CONFIG, &cfg) ? -errno : 0;
+}
+
+
+/*
+ * Issue #16 target 5, side by side: local 64 KiB user-mode stalls taken in
+ * turn by two sessions, a system-wide reader switched off for the one
+ * ("direct": built straight in the ring record) and on for the other
+ * ("buffered": built in the per-CPU buffer, copied into the ring, then
+ * mirrored).  Each session's histogram counts only its own stalls.
+ */
+static int ring_pair(struct kwork *k, unsigned int n)
+{
+	static const struct variant v = { false, false, 65536 };
+	struct sc a, b, g;
+	struct sc_seen seen;
+	unsigned int i, got[2] = { 0, 0 };
+	int ret;
+
+	ret = sc_open(&g, 65536, 1, 16);
+	if (ret)
+		goto err;
+	ret = sc_open(&a, 65536, 1, 16);
+	if (ret)
+		goto err_g;
+	ret = sc_open(&b, 65536, 1, 16);
+	if (ret)
+		goto err_a;
+	if (sc_arm(&a, 10 * NS_PER_SEC, 0) || sc_disarm(&a) ||
+	    sc_arm(&b, 10 * NS_PER_SEC, 0) || sc_disarm(&b))
+		ret = -errno;
+	for (i = 0; !ret && i < 2 * n; i++) {
+		/*
+		 * Switching the reader off waits for an RCU grace period (the
+		 * thread sleeps), switching it on does not: a sleep after
+		 * either, so that both stalls start alike.
+		 */
+		ret = set_global(&g, i & 1);
+		sleep_ns(2 * NS_PER_MS);
+		if (!ret)
+			ret = deep_stall(i & 1 ? &b : &a, &v, k, &seen);
+		if (ret == 1) {
+			got[i & 1]++;
+			ret = 0;
+		}
+	}
+	set_global(&g, false);
+	pin_self(0);
+	if (!ret) {
+		out_num(got[0], "capture.ring.direct.captured");
+		out_num(got[1], "capture.ring.buffered.captured");
+		struct stallcap_stats st;
+
+		if (!sc_stats(&a, &st, 0))
+			out_hist(&st, "capture.ring.direct");
+		if (!sc_stats(&b, &st, 0))
+			out_hist(&st, "capture.ring.buffered");
+	}
+	sc_close(&b);
+err_a:
+	sc_close(&a);
+err_g:
+	sc_close(&g);
+err:
+	if (ret)
+		out_str(strerror(-ret), "capture.ring.error");
+	return 0;	/* the other rows stand without it */
 }
 
 int bench_capture(void)
@@ -241,6 +327,10 @@ int bench_capture(void)
 		ret = run_variant(v, v->remote ? remote : "local", &k, n);
 		if (ret)
 			break;
+	}
+	if (!ret && !bench_opts.remote_only) {
+		note("capture: local 64 KiB user-mode stalls, in turn without and with a system-wide reader");
+		ret = ring_pair(&k, n);
 	}
 	munmap(k.buf, k.len);
 	close(k.zero_fd);

@@ -45,7 +45,7 @@ if insmod "$mod" $MODULE_PARAMS; then
 	mark bench rc=$?
 	if [ -x /usr/share/stallcap/attach.sh ] && [ "$BENCH_ATTACH" != 0 ]; then
 		ip link set lo up 2>/dev/null
-		timeout -k 10 600 /usr/share/stallcap/attach.sh
+		timeout -k 10 900 /usr/share/stallcap/attach.sh
 		mark bench-attach rc=$?
 	fi
 	rmmod stallcap && mark rmmod ok || mark rmmod fail

@@ -115,6 +115,22 @@ for k in "${kernels[@]}"; do
 	step "kernel $k" "$top/scripts/vmtest.sh" "$k"
 done
 
+# failure_details: the assertion and log lines of each failed guest test
+# (a CI that shows only the end of the output shows why, not only what)
+failure_details() {
+	local item k t
+	awk -F'\t' '$1 == "FAIL" && $2 ~ /\// { print $2 }' "$RESULTS" | while read -r item; do
+		k=${item%%/*} t=${item#*/}
+		[ -e "$logs/$k.chan.txt" ] || continue
+		echo "  why $item:"
+		awk -v t="$t" '
+			$0 == "@@VMTEST test-begin " t { on = 1; next }
+			on && index($0, "@@VMTEST test " t " ") == 1 { on = 0 }
+			on && (/^# [A-Za-z0-9_.]+:[0-9]+:/ || /^not ok / || /^#   +[a-z]/) { print "    " $0 }
+		' "$logs/$k.chan.txt" | head -n 40
+	done
+}
+
 echo
 echo "=== summary"
 for t in "${timings[@]}"; do echo "  $t"; done
@@ -133,6 +149,7 @@ if grep -q '^FAIL' "$RESULTS"; then
 			echo "  guest log of $k: $logs/$k.log"
 		fi
 	done
+	failure_details
 fi
 tally "$RESULTS"
 exit

@@ -362,14 +362,19 @@ static void *spinner_fn(void *arg)
 	return NULL;
 }
 
-/*
- * NMIs carry no sender.  Held off on the thread's CPU (the test module's
- * NMI handler spins there BLOCK_MS), stallcap's requests time out and are
- * revoked one after another while their NMIs merge into one; the late NMI
- * is stallcap's to swallow, but afterwards an NMI nobody sent for stallcap
- * must still reach the kernel as unknown.  (A count of revoked requests,
- * as before, kept the surplus and swallowed that NMI.)
- */
+/* Has a sample of @rs caught the thread spinning in user mode? */
+static bool user_mode_sample(const struct sc_records *rs)
+{
+	for (size_t j = 0; j < rs->n; j++) {
+		const struct stallcap_sample *r = (const void *)rs->rec[j];
+
+		if (r->hdr.type == STALLCAP_REC_SAMPLE &&
+		    (r->flags & STALLCAP_SAMPLE_USER_MODE))
+			return true;
+	}
+	return false;
+}
+
 /*
  * One try: a stall sampled every 5 ms by NMI, NMIs held off on its CPU for
  * BLOCK_MS meanwhile.  Returns the samples read after a timed-out request
@@ -388,9 +393,20 @@ static int block_once(struct __test_metadata *_metadata, FIXTURE_DATA(nmi_irq) *
 	before = read_long(SPIN_DIR "nmi_unknown");
 	if (before < 0 || sc_pin_self(0) || pthread_create(&th, NULL, spinner_fn, &sp))
 		return -1;
-	/* the stall has begun: its samples come by NMI to CPU 1 */
-	if (sc_ring_collect(&self->s, &rs, STALLCAP_REC_SAMPLE, 1, SC_WAIT_MS) < 1)
-		migrated = -1;
+	/*
+	 * The stall has begun and the thread spins on CPU 1: its samples come
+	 * by NMI there.  (Until sched_setaffinity() has moved it, which an RT
+	 * kernel under TCG may take milliseconds to do, the thread is in the
+	 * kernel or runnable, and a request for it names what runs instead.)
+	 */
+	for (int i = 0; migrated >= 0 && !user_mode_sample(&rs); i++) {
+		size_t want = sc_records_count(&rs, STALLCAP_REC_SAMPLE) + 1;
+
+		if (i == SC_MAX_SAMPLES ||
+		    sc_ring_collect(&self->s, &rs, STALLCAP_REC_SAMPLE, want,
+				    SC_WAIT_MS) < (int)want)
+			migrated = -1;
+	}
 	/* the block's NMI handler "took too long" on purpose (scripts/vmtest.sh) */
 	sc_kmsg("vmtest: allow-slow-nmi begin\n");
 	if (migrated || write_param(SPIN_DIR "nmi_block", "1 " SC_STR(BLOCK_MS)))
@@ -409,12 +425,16 @@ static int block_once(struct __test_metadata *_metadata, FIXTURE_DATA(nmi_irq) *
 	/* none timed out (seen once on 6.12-rt, 3 tries in one boot): how */
 	for (size_t j = 0; migrated == 0 && j < rs.n; j++) {
 		const struct stallcap_sample *r = (const void *)rs.rec[j];
+		const struct stallcap_stall_end *e = (const void *)rs.rec[j];
 
 		if (r->hdr.type == STALLCAP_REC_SAMPLE)
 			TH_LOG("  sample %u: cpu %u path %u state %u flags %#x retries %u at +%llu us",
 			       r->sample_index, r->cpu, r->path, r->state, r->flags,
 			       r->migrate_retries,
 			       (unsigned long long)(r->capture_ns - r->deadline_ns) / 1000);
+		if (r->hdr.type == STALLCAP_REC_STALL_END)
+			TH_LOG("  stall end: %u samples, at +%llu us", e->nr_samples,
+			       (unsigned long long)(e->end_ns - e->deadline_ns) / 1000);
 	}
 	sc_records_free(&rs);
 	/* stallcap's last send is long past: its window is closed */

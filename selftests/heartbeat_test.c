@@ -283,21 +283,6 @@ static void hb_check_first(struct __test_metadata *_metadata, const struct stall
 }
 
 /*
- * The user frames of a sample: its own, or, when they were deferred (the
- * thread was preempted: read remotely), those of its USER_STACK record.
- */
-static const struct stallcap_sample *hb_user_frames(const struct sc_records *rs,
-						    const struct stallcap_sample *r)
-{
-	const struct stallcap_sample *u = NULL;
-
-	if (!(r->flags & STALLCAP_SAMPLE_DEFER_PENDING))
-		return r;
-	sc4_user_stacks_of(rs, r->cookie, &u);
-	return u;
-}
-
-/*
  * The stall ended when the thread beat again at @resume: seen by the next
  * check, a period later plus slack; later only when the host held the
  * check timer (no check at all ran: no other sample came either).
@@ -372,7 +357,7 @@ static enum sc4_result stuck_loop(struct __test_metadata *_metadata, FIXTURE_DAT
 	EXPECT_TRUE(sc_ip_in_fn(sc_regs(r)->ip, hb_stuck_here))
 		TH_LOG("regs.ip %#llx is in %s", (unsigned long long)sc_regs(r)->ip,
 		       sc_usym_name(sc_regs(r)->ip) ?: "?");
-	u = hb_user_frames(&self->rs, r);
+	u = sc4_user_frames_of(&self->rs, r);
 	ASSERT_NE(NULL, u) TH_LOG("user frames deferred, but no USER_STACK record");
 	EXPECT_EQ(0, sc_ustack_find(u, hb_stuck_here));
 	EXPECT_LT(1, sc_ustack_find(u, main)) TH_LOG("main not reached by the FP walk");

@@ -290,6 +290,22 @@ static inline size_t sc4_user_stacks_of(const struct sc_records *rs, uint64_t co
 	return n;
 }
 
+/*
+ * The user frames of a sample: its own, or, when they were deferred (the
+ * thread was preempted or in the kernel: its user stack is read when it
+ * returns to user mode), those of its USER_STACK record (NULL: none yet).
+ */
+static inline const struct stallcap_sample *
+sc4_user_frames_of(const struct sc_records *rs, const struct stallcap_sample *r)
+{
+	const struct stallcap_sample *u = NULL;
+
+	if (!(r->flags & STALLCAP_SAMPLE_DEFER_PENDING))
+		return r;
+	sc4_user_stacks_of(rs, r->cookie, &u);
+	return u;
+}
+
 /* ------------------------------------------------------------------------
  * Counters against records
  * ------------------------------------------------------------------------

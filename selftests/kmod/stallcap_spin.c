@@ -7,6 +7,9 @@
  *   echo MS > /sys/kernel/debug/stallcap_spin/preemptoff  preempt_disable()
  *   echo MS > /sys/kernel/debug/stallcap_spin/softirq     in a tasklet, run
  *                                                         by local_bh_enable()
+ *        (EAGAIN when the kernel left the tasklet to ksoftirqd instead, as
+ *        kernels before 6.5 do while ksoftirqd is runnable: the spin was
+ *        not in the writer's context)
  *
  *   echo MS > /sys/kernel/debug/stallcap_spin/mutex_hold  takes the
  *                                 module's mutex and sleeps MS ms holding it
@@ -124,17 +127,46 @@ static noinline void stallcap_spin_softirq_loop(u64 cycles)
 }
 
 static u64 softirq_cycles;
+static struct task_struct *softirq_spun_in;	/* whose context ran it */
+static DECLARE_COMPLETION(softirq_spun);
+static DEFINE_MUTEX(softirq_spin_mutex);	/* one softirq spin at a time */
 
 static void spin_tasklet_fn(struct tasklet_struct *t)
 {
+	WRITE_ONCE(softirq_spun_in, current);
 	stallcap_spin_softirq_loop(READ_ONCE(softirq_cycles));
+	complete(&softirq_spun);
 }
 
 static DECLARE_TASKLET(spin_tasklet, spin_tasklet_fn);
 
+/*
+ * Spin in a tasklet that local_bh_enable() runs in this thread's context;
+ * -EAGAIN (after the spin) when the kernel deferred it to ksoftirqd.
+ */
+static int spin_in_softirq(unsigned int ms)
+{
+	int ret = 0;
+
+	mutex_lock(&softirq_spin_mutex);
+	WRITE_ONCE(softirq_cycles, ms_to_cycles(ms));
+	WRITE_ONCE(softirq_spun_in, NULL);
+	reinit_completion(&softirq_spun);
+	local_bh_disable();
+	tasklet_schedule(&spin_tasklet);
+	local_bh_enable();
+	if (!wait_for_completion_timeout(&softirq_spun, msecs_to_jiffies(10 * MAX_MS)))
+		ret = -ETIMEDOUT;
+	else if (READ_ONCE(softirq_spun_in) != current)
+		ret = -EAGAIN;
+	mutex_unlock(&softirq_spin_mutex);
+	return ret;
+}
+
+
 enum spin_kind { SPIN_IRQSOFF, SPIN_PREEMPTOFF, SPIN_SOFTIRQ };
 
-static void spin(enum spin_kind kind, unsigned int ms)
+static int spin(enum spin_kind kind, unsigned int ms)
 {
 	unsigned long flags;
 
@@ -150,13 +182,9 @@ static void spin(enum spin_kind kind, unsigned int ms)
 		preempt_enable();
 		break;
 	case SPIN_SOFTIRQ:
-		WRITE_ONCE(softirq_cycles, ms_to_cycles(ms));
-		/* the tasklet runs here, in this thread, at local_bh_enable() */
-		local_bh_disable();
-		tasklet_schedule(&spin_tasklet);
-		local_bh_enable();
-		break;
+		return spin_in_softirq(ms);
 	}
+	return 0;
 }
 
 /* ---- a kernel mutex that a test thread holds while another waits ---- */
@@ -252,8 +280,8 @@ static ssize_t spin_write(struct file *file, const char __user *ubuf,
 		return ret;
 	if (ms > MAX_MS)
 		return -ERANGE;
-	spin(kind, ms);
-	return len;
+	ret = spin(kind, ms);
+	return ret ?: len;
 }
 
 /* ---- NMIs ---- */
