@@ -298,12 +298,17 @@ void stallcap_defer_request(struct stallcap_watch *w, struct stallcap_sample *s,
  * stallcap_defer_wanted() - does this sample need a deferred user stack?
  * @sess: the session
  * @s: the captured sample
+ *
+ * Not an abandoned one: it holds no registers, and the thread's next return
+ * to user space ends a later kernel entry (the DISARM or exit that
+ * abandoned it), whose user stack is not this sample's.
  */
 bool stallcap_defer_wanted(const struct stallcap_session *sess,
 			   const struct stallcap_sample *s)
 {
 	if (s->flags & (STALLCAP_SAMPLE_NO_USER | STALLCAP_SAMPLE_USER_MODE |
-			STALLCAP_SAMPLE_DEFER_PENDING))
+			STALLCAP_SAMPLE_DEFER_PENDING |
+			STALLCAP_SAMPLE_ABANDONED))
 		return false;
 	if (sess->cfg.flags & STALLCAP_CFG_DEFER_USER)
 		return true;

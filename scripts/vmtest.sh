@@ -35,6 +35,8 @@
 # debug), MODULE_PARAMS (insmod arguments), MODULE_KCFLAGS (default -Werror),
 # V=1 (stream the guest's output), RESULTS (results file, see scripts/lib.sh),
 # TESTS (names of selftests to run instead of all, e.g. TESTS="arm_test why_test"),
+# REPEAT (with TESTS: each named test runs REPEAT times in one boot, to hunt
+# a flaky one; default 1),
 # SLOW_NMI_FAILS=1 (an NMI handler over 1 ms fails the kernel; default: a NOTE),
 # DEBUG_SKIP (the tool-level tests the debug kernel leaves to the others).
 #
@@ -373,9 +375,16 @@ judge() {
 	grep -q '^@@VMTEST insmod ok' "$chan" && insmod_ok=1
 	local notrun=() started
 	started=$(awk '$1 == "@@VMTEST" && $2 == "test-begin" { t = $3 } $1 == "@@VMTEST" && $2 == "test" { t = "" } END { print t }' "$chan")
+	local -A nth=()	# REPEAT: the n-th run of a test is its n-th report
 	while read -r t; do
 		[ -n "$t" ] || continue
-		line=$(awk -v t="$t" '$1 == "@@VMTEST" && $2 == "test" && $3 == t' "$chan" | tail -n 1)
+		nth[$t]=$((${nth[$t]:-0} + 1))
+		if [ "$(grep -c -x -F "$t" "$tests")" -gt 1 ]; then
+			line=$(awk -v t="$t" -v n="${nth[$t]}" \
+				'$1 == "@@VMTEST" && $2 == "test" && $3 == t && ++c == n' "$chan")
+		else
+			line=$(awk -v t="$t" '$1 == "@@VMTEST" && $2 == "test" && $3 == t' "$chan" | tail -n 1)
+		fi
 		if [ -z "$line" ]; then
 			if [ "$t" = "$started" ]; then
 				fail "$k/$t" "started but never finished (the guest hung or died)"
@@ -536,6 +545,9 @@ run_kernel() {
 				result FAIL "$k/tests" "TESTS='$TESTS' names no selftest"
 				return 1
 			}
+			for ((i = 1; i < ${REPEAT:-1}; i++)); do
+				printf '%s\n' $TESTS | grep -x -F -f - "$build/selftests.list"
+			done >>"$tests"
 		elif [ "$k" = debug ] && [ -n "$DEBUG_SKIP" ]; then
 			# the tests of user-side tool logic only: see DEBUG_SKIP
 			printf '%s\n' $DEBUG_SKIP | grep -v -x -F -f - "$build/selftests.list" >"$tests"

@@ -353,7 +353,7 @@ TEST_F(why, mutex_holder_starved_by_hog)
 	ASSERT_EQ(STALLCAP_STATE_SLEEPING, smp->state);
 	w = why_section(smp, STALLCAP_SEC_WAIT, 0);
 	ASSERT_NE(NULL, w);
-	ASSERT_EQ(STALLCAP_WAIT_FUTEX, w->kind);
+	ASSERT_EQ((__u32)STALLCAP_WAIT_FUTEX, w->kind);
 	ASSERT_EQ((uint64_t)(uintptr_t)&m, w->object);
 	ASSERT_EQ(0U, w->flags);
 	ASSERT_EQ(1U, w->nr_hops);
@@ -419,17 +419,17 @@ TEST_F(why, pi_chain_of_three)
 	why_log_sample(smp);
 	w = why_section(smp, STALLCAP_SEC_WAIT, 0);
 	ASSERT_NE(NULL, w);
-	ASSERT_EQ(STALLCAP_WAIT_PI_FUTEX, w->kind);
+	ASSERT_EQ((__u32)STALLCAP_WAIT_PI_FUTEX, w->kind);
 	ASSERT_EQ((uint64_t)(uintptr_t)&a, w->object);
 	ASSERT_EQ(0U, w->flags & (STALLCAP_WAIT_F_CYCLE | STALLCAP_WAIT_F_TRUNCATED));
 	ASSERT_EQ(2U, w->nr_hops);
 	o1 = why_task(smp, STALLCAP_ROLE_OWNER, 1);
 	check_owner(_metadata, o1, l1.tid, 1, STALLCAP_STATE_SLEEPING);
-	ASSERT_EQ(STALLCAP_WAIT_PI_FUTEX, o1->wait_kind);
+	ASSERT_EQ((__u32)STALLCAP_WAIT_PI_FUTEX, o1->wait_kind);
 	ASSERT_EQ((uint64_t)(uintptr_t)&b, o1->wait_object);
 	o2 = why_task(smp, STALLCAP_ROLE_OWNER, 2);
 	check_owner(_metadata, o2, l2.tid, 2, STALLCAP_STATE_SLEEPING);
-	ASSERT_EQ(STALLCAP_WAIT_OTHER, o2->wait_kind);
+	ASSERT_EQ((__u32)STALLCAP_WAIT_OTHER, o2->wait_kind);
 	/* the owners' kernel stacks: blocked in the kernel */
 	ASSERT_GE(o1->nr_kernel_frames, 2U);
 	ASSERT_GE(o2->nr_kernel_frames, 2U);
@@ -480,13 +480,13 @@ TEST_F(why, deadlock_is_a_cycle)
 	why_log_sample(smp);
 	w = why_section(smp, STALLCAP_SEC_WAIT, 0);
 	ASSERT_NE(NULL, w);
-	ASSERT_EQ(STALLCAP_WAIT_FUTEX, w->kind);
+	ASSERT_EQ((__u32)STALLCAP_WAIT_FUTEX, w->kind);
 	ASSERT_EQ((uint64_t)(uintptr_t)&b, w->object);
 	ASSERT_NE(0U, w->flags & STALLCAP_WAIT_F_CYCLE);
 	ASSERT_EQ(1U, w->nr_hops);
 	o = why_task(smp, STALLCAP_ROLE_OWNER, 1);
 	check_owner(_metadata, o, l.tid, 1, STALLCAP_STATE_SLEEPING);
-	ASSERT_EQ(STALLCAP_WAIT_FUTEX, o->wait_kind);
+	ASSERT_EQ((__u32)STALLCAP_WAIT_FUTEX, o->wait_kind);
 	ASSERT_EQ((uint64_t)(uintptr_t)&a, o->wait_object);
 	close(p[0]);
 	close(p[1]);
@@ -807,7 +807,7 @@ static void kernel_lock_case(struct __test_metadata *_metadata,
 	ASSERT_EQ(1U, w->nr_hops);
 	o = why_task(smp, STALLCAP_ROLE_OWNER, 1);
 	check_owner(_metadata, o, k.tid, 1, STALLCAP_STATE_UNINTERRUPTIBLE);
-	ASSERT_EQ(STALLCAP_WAIT_OTHER, o->wait_kind);	/* msleep */
+	ASSERT_EQ((__u32)STALLCAP_WAIT_OTHER, o->wait_kind);	/* msleep */
 	ASSERT_EQ(0ULL, (unsigned long long)o->wait_object);
 	/* the holder's kernel stack: asleep under its holding function */
 	ASSERT_GE(o->nr_kernel_frames, 2U);

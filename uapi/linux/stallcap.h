@@ -671,7 +671,10 @@ struct stallcap_rec_header {
 #define STALLCAP_SAMPLE_NO_USER		(1U << 12) /* no user context (kthread/exit) */
 /* thread off CPU: its user stack was not readable at capture, only regs */
 #define STALLCAP_SAMPLE_USTACK_REMOTE	(1U << 13)
-/* capture abandoned (progress or exit came first): no frames */
+/*
+ * capture abandoned (progress or exit came first): no registers, no frames,
+ * no deferred user stack
+ */
 #define STALLCAP_SAMPLE_ABANDONED	(1U << 14)
 /* preemption was disabled (preempt count without hardirq/softirq/NMI) */
 #define STALLCAP_SAMPLE_PREEMPT_OFF	(1U << 15)
@@ -737,9 +740,10 @@ struct stallcap_rec_header {
  * space, the module walks its user stack with faults allowed and writes one
  * USER_STACK record with the same @cookie (path STALLCAP_PATH_DEFERRED,
  * sections REGS, USER_IPS, USER_STACK): all samples taken during one kernel
- * entry share that one record.  Its stack may exceed user_stack_bytes: it
- * copies the used stack up to the end of its mapping, at most 64 KiB and a
- * quarter of the ring.  If the thread exits first, no USER_STACK record
+ * entry share that one record (one taken while the thread is writing it may
+ * carry a later @capture_ns than the record's).  Its stack may exceed
+ * user_stack_bytes: it copies the used stack up to the end of its mapping,
+ * at most 64 KiB and a quarter of the ring.  If the thread exits first, no USER_STACK record
  * comes and lost and lost_deferred are incremented.
  */
 struct stallcap_sample {
