@@ -562,7 +562,12 @@ static void *one_more_fn(void *arg)
 	return NULL;
 }
 
-TEST_F(hb, failing_arm_leaves_nothing_behind)
+/*
+ * One thread per slot (cfg.slots of them), each arming a heartbeat watch:
+ * the debug kernel on a loaded host took longer than the harness's default
+ * 30 s to create and arm them all.
+ */
+TEST_F_TIMEOUT(hb, failing_arm_leaves_nothing_behind, 180)
 {
 	unsigned int n = self->s.cfg.slots;
 	struct slot_taker *t = calloc(n + 1, sizeof(*t));
