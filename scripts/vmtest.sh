@@ -65,12 +65,16 @@ verbose=${V:-0}
 # Tests the debug kernel leaves to the other kernels: they check the tool's
 # own output (formats, DWARF, namespaces, an exited program's symbols, the
 # in-process library) or a third program, over module paths the C selftests
-# and the kept tool tests (tool_global, tool_live, tool_why, attach_redis,
-# capture_ipi) drive on debug too.  The debug guest is the longest item of
+# and the kept tool tests (tool_global, tool_why, attach_redis, capture_ipi)
+# drive on debug too.  tool_live reads a live report's first printed block
+# of a deadlocked thread, which on debug (3x slower) is too often a sample
+# taken before the thread slept in its futex (2 of 2 runs failed there on
+# 2026-11-23, passing on every other kernel); why_test drives the same
+# futex chains on debug.  The debug guest is the longest item of
 # `make check` (CI budget: 60 minutes).  DEBUG_SKIP= runs everything.
 DEBUG_SKIP=${DEBUG_SKIP-tool_demo_test.sh tool_event_loop_test.sh tool_exited_test.sh \
 tool_dwarf_test.sh tool_newer_records_test.sh tool_ns_test.sh tool_inprocess_test.sh \
-attach_node_test.sh attach_memcached_test.sh}
+attach_node_test.sh attach_memcached_test.sh tool_live_test.sh}
 [ "$verbose" = 1 ] || verbose=0
 kernels=()
 while [ $# -gt 0 ]; do
