@@ -616,7 +616,8 @@ static void check_round(struct __test_metadata *_metadata,
 	ASSERT_LE(t->blkio_delay_ns, span);
 }
 
-TEST_F(fault, major_faults_of_a_file_mapping)
+/* rounds of 32 major faults served by FUSE: over 30 s on a slow debug guest */
+TEST_F_TIMEOUT(fault, major_faults_of_a_file_mapping, 180)
 {
 	const char *why = NULL;
 	struct round r = { 0 };
