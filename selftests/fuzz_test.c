@@ -1202,7 +1202,7 @@ static unsigned char *unmapped_page(struct fz *f)
 
 static unsigned long long fuzz_seconds(void)
 {
-	return tu_tunable("STALLCAP_FUZZ_SECONDS", DEFAULT_SECONDS);
+	return sc_tunable("STALLCAP_FUZZ_SECONDS", DEFAULT_SECONDS);
 }
 
 FIXTURE(fuzz) {
@@ -1222,7 +1222,7 @@ FIXTURE_SETUP(fuzz)
 	pthread_mutex_init(&f->err_lock, NULL);
 	pthread_mutex_init(&f->shared_lock, NULL);
 	f->seed = tu_seed();
-	f->target_calls = tu_tunable("STALLCAP_FUZZ_CALLS", DEFAULT_CALLS);
+	f->target_calls = sc_tunable("STALLCAP_FUZZ_CALLS", DEFAULT_CALLS);
 	f->max_seconds = fuzz_seconds();
 	f->root = geteuid() == 0;
 

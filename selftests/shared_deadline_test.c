@@ -123,13 +123,22 @@ TEST_F(sd, stores_within_t_never_stall_and_rarely_wake_the_timer)
 	struct stallcap_slot *slot;
 
 	for (int attempt = 1; ; attempt++) {
+		uint64_t armed_at = sc_now_ns();
+
 		slot = sd_arm(_metadata, self, NULL);
 		ASSERT_NE(NULL, slot);
+		/*
+		 * Every gap between two stores counts in worst, the reads of
+		 * the debugfs counter before and after the loop included: a
+		 * guest stopped there for T makes a stall too.
+		 */
+		start = last = sc_now_ns();
+		store_deadline(slot, start + T);
 		e0 = timer_expiries();
 		if (e0 == ~0ULL)
 			SKIP(return, "no %s", STATS_FILE);
-		iters = worst = 0;
-		start = last = sc_now_ns();
+		iters = 0;
+		worst = start - armed_at;	/* the ARM's deadline to the first store */
 		while (sc_now_ns() - start < 10 * T) {
 			uint64_t now = sc_now_ns();
 
@@ -140,12 +149,17 @@ TEST_F(sd, stores_within_t_never_stall_and_rarely_wake_the_timer)
 			busy(BUSY_NS);
 			iters++;
 		}
-		e1 = timer_expiries();
 		store_deadline(slot, 0);
+		if (sc_now_ns() - last > worst)
+			worst = sc_now_ns() - last;
+		e1 = timer_expiries();
 		EXPECT_EQ(0, sc_release(self->s.fd));
-		if (worst < T)
+		if (worst < T * 9 / 10)
 			break;
-		/* a loaded host stopped the vCPU: a stall is then right, no verdict */
+		/*
+		 * A loaded host stopped the vCPU for about T or more: a stall
+		 * is then right, no verdict.
+		 */
 		ASSERT_GT(SD_ATTEMPTS, attempt)
 			TH_LOG("the guest stopped this thread for %llu ms in each of %d attempts",
 			       (unsigned long long)(worst / SC_MS(1)), attempt);

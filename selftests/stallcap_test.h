@@ -288,6 +288,32 @@ static inline int sc_map(struct sc_session *s)
 	return 0;
 }
 
+/*
+ * A tunable: $NAME from the environment, else NAME=value on the kernel
+ * command line (the test guest), else @dflt.
+ */
+static inline unsigned long long sc_tunable(const char *name, unsigned long long dflt)
+{
+	const char *v = getenv(name);
+	static char cmdline[4096];
+	size_t len = strlen(name);
+	char *p;
+	FILE *f;
+
+	if (v && *v)
+		return strtoull(v, NULL, 0);
+	f = fopen("/proc/cmdline", "r");
+	if (!f)
+		return dflt;
+	if (!fgets(cmdline, sizeof(cmdline), f))
+		cmdline[0] = 0;
+	fclose(f);
+	for (p = cmdline; (p = strstr(p, name)); p += len)
+		if ((p == cmdline || p[-1] == ' ') && p[len] == '=')
+			return strtoull(p + len + 1, NULL, 0);
+	return dflt;
+}
+
 /* Open, configure (@o may be NULL: defaults) and map; 0 or -errno. */
 static inline int sc_session_setup(struct sc_session *s, const struct sc_opts *o)
 {

@@ -1033,7 +1033,7 @@ FIXTURE_TEARDOWN(torture)
 
 static unsigned long long torture_seconds(void)
 {
-	return tu_tunable("STALLCAP_TORTURE_SECONDS", DEFAULT_SECONDS);
+	return sc_tunable("STALLCAP_TORTURE_SECONDS", DEFAULT_SECONDS);
 }
 
 TEST_F_TIMEOUT(torture, random_interleavings_keep_the_invariants, 90)

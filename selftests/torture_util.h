@@ -74,36 +74,10 @@ static inline bool tu_pct(struct tu_rng *r, unsigned int pct)
 	return tu_below(r, 100) < pct;
 }
 
-/*
- * A tunable: $NAME from the environment, else NAME=value on the kernel
- * command line (the test guest), else @dflt.
- */
-static inline unsigned long long tu_tunable(const char *name, unsigned long long dflt)
-{
-	const char *v = getenv(name);
-	static char cmdline[4096];
-	size_t len = strlen(name);
-	char *p;
-	FILE *f;
-
-	if (v && *v)
-		return strtoull(v, NULL, 0);
-	f = fopen("/proc/cmdline", "r");
-	if (!f)
-		return dflt;
-	if (!fgets(cmdline, sizeof(cmdline), f))
-		cmdline[0] = 0;
-	fclose(f);
-	for (p = cmdline; (p = strstr(p, name)); p += len)
-		if ((p == cmdline || p[-1] == ' ') && p[len] == '=')
-			return strtoull(p + len + 1, NULL, 0);
-	return dflt;
-}
-
 /* The seed of this run: $STALLCAP_SEED, else from the clock (printed). */
 static inline uint64_t tu_seed(void)
 {
-	uint64_t seed = tu_tunable("STALLCAP_SEED", 0);
+	uint64_t seed = sc_tunable("STALLCAP_SEED", 0);
 
 	if (!seed)
 		seed = sc_now_ns() ^ ((uint64_t)getpid() << 32);
