@@ -10,7 +10,7 @@
 
 #include "stallcap_test.h"
 
-#include "kselftest_harness.h"
+#include "sc_harness.h"
 
 #define TAG		0x6162697465737431ULL
 #define HOUR_NS		(3600ULL * SC_NSEC_PER_SEC)

@@ -6,7 +6,7 @@
  */
 #include "stallcap_test.h"
 
-#include "kselftest_harness.h"
+#include "sc_harness.h"
 
 #define TAG		0x61726d7465737431ULL
 #define LONG_TIMEOUT	SC_MS(500)

@@ -27,7 +27,7 @@
 /* as in stallcap_test.h: the harness's TEST_F wrapper and setjmp() */
 #pragma GCC diagnostic ignored "-Wclobbered"
 
-#include "kselftest_harness.h"
+#include "sc_harness.h"
 
 #define RAW	"/tmp/bench_smoke.raw"
 #define OUT	"/tmp/bench_smoke"

@@ -9,7 +9,7 @@
 
 #include "stallcap_test.h"
 
-#include "kselftest_harness.h"
+#include "sc_harness.h"
 
 #define TIMEOUT		SC_MS(20)
 #define TAG		0x626c6f636b656431ULL

@@ -14,7 +14,7 @@
  */
 #include "stallcap_test.h"
 
-#include "kselftest_harness.h"
+#include "sc_harness.h"
 
 #define PARAM		"/sys/module/stallcap/parameters/user_copy_in_handler"
 #define TIMEOUT		SC_MS(20)

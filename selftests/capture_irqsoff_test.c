@@ -14,7 +14,7 @@
 
 #include "stallcap_test.h"
 
-#include "kselftest_harness.h"
+#include "sc_harness.h"
 
 #define TAG		0x697271736f666631ULL
 #define SPIN_DIR	"/sys/kernel/debug/stallcap_spin/"

@@ -9,7 +9,7 @@
 
 #include "stallcap_test.h"
 
-#include "kselftest_harness.h"
+#include "sc_harness.h"
 
 #define TAG		0x6b65726e656c3031ULL
 #define MIB		(1024UL * 1024)

@@ -23,7 +23,7 @@
  */
 #include "stallcap_test.h"
 
-#include "kselftest_harness.h"
+#include "sc_harness.h"
 
 #define TAG		0x6e6d69697271ULL
 #define CHECK_US	"/sys/module/stallcap/parameters/check_us"

@@ -13,7 +13,7 @@
 
 #include "stallcap_test.h"
 
-#include "kselftest_harness.h"
+#include "sc_harness.h"
 
 #define TIMEOUT		SC_MS(20)
 #define TAG_CHILD	0x666f726b0001ULL

@@ -45,7 +45,7 @@
 
 #include "torture_util.h"
 
-#include "kselftest_harness.h"
+#include "sc_harness.h"
 
 #define DEFAULT_CALLS		1000000ULL
 #define DEFAULT_SECONDS		240

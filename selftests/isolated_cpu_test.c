@@ -10,7 +10,7 @@
  */
 #include "stallcap_test.h"
 
-#include "kselftest_harness.h"
+#include "sc_harness.h"
 
 #define TAG		0x69736f6c61746564ULL
 #define EXPIRIES	"/sys/kernel/debug/stallcap/expiries"

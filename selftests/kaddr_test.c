@@ -9,7 +9,7 @@
 
 #include "stallcap_test.h"
 
-#include "kselftest_harness.h"
+#include "sc_harness.h"
 
 #define TIMEOUT		SC_MS(20)
 #define KPTR		"/proc/sys/kernel/kptr_restrict"

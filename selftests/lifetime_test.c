@@ -10,7 +10,7 @@
 
 #include "stallcap_test.h"
 
-#include "kselftest_harness.h"
+#include "sc_harness.h"
 
 #define TAG		0x6c69666574696d65ULL
 #define TIMEOUT		SC_MS(20)

@@ -31,7 +31,7 @@
 
 #include "torture_util.h"
 
-#include "kselftest_harness.h"
+#include "sc_harness.h"
 
 #define CHK		TU_CHK
 #define LOW_MEMLOCK	(64 * 1024ULL)		/* 5.10's default */

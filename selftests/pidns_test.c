@@ -11,7 +11,7 @@
 
 #include "stallcap_test.h"
 
-#include "kselftest_harness.h"
+#include "sc_harness.h"
 
 #define TIMEOUT		SC_MS(20)
 

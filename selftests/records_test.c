@@ -10,7 +10,7 @@
  */
 #include "stallcap_test.h"
 
-#include "kselftest_harness.h"
+#include "sc_harness.h"
 
 #define ABI_TEST_PARAM	"/sys/module/stallcap/parameters/abi_test"
 #define TIMEOUT		SC_MS(20)

@@ -9,7 +9,7 @@
 
 #include "stallcap_test.h"
 
-#include "kselftest_harness.h"
+#include "sc_harness.h"
 
 #define TAG		0x72696e6774657374ULL
 

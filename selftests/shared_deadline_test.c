@@ -10,7 +10,7 @@
  */
 #include "stallcap_test.h"
 
-#include "kselftest_harness.h"
+#include "sc_harness.h"
 
 #define T		SC_MS(100)
 #define TAG		0x7368617265640001ULL

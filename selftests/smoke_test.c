@@ -7,7 +7,7 @@
 
 #include <linux/stallcap.h>
 
-#include "kselftest_harness.h"
+#include "sc_harness.h"
 
 TEST(device_opens)
 {

@@ -62,7 +62,7 @@
 
 #include "torture_util.h"
 
-#include "kselftest_harness.h"
+#include "sc_harness.h"
 
 #define DEFAULT_SECONDS		30
 #define WORKERS_PER_CPU		3

@@ -39,7 +39,7 @@
 
 #include "torture_util.h"
 
-#include "kselftest_harness.h"
+#include "sc_harness.h"
 
 #define TIMEOUT		SC_MS(20)
 #define LIMIT_N		4

@@ -28,7 +28,7 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 
-#include "kselftest_harness.h"
+#include "sc_harness.h"
 #include "why_util.h"
 
 #define FILE_PAGES	32

@@ -23,7 +23,7 @@
 #include <linux/userfaultfd.h>
 #include <poll.h>
 
-#include "kselftest_harness.h"
+#include "sc_harness.h"
 #include "why_util.h"
 
 #define TIMEOUT_MS	20

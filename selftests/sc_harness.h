@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The kselftest harness with stallcap's default per-test timeout: 120 s
+ * instead of the harness's 30.  The guests run under TCG, and the debug
+ * kernel (lockdep, KASAN, kmemleak) 3x slower still: tests that take 5 s
+ * on a fast guest passed 30 s there on a loaded host (heartbeat_test,
+ * why_fault_test).  A hung test still ends, and TEST_F_TIMEOUT sets its own.
+ */
+#ifndef SC_HARNESS_H
+#define SC_HARNESS_H
+
+#include "kselftest_harness.h"
+
+#undef TEST_TIMEOUT_DEFAULT
+#define TEST_TIMEOUT_DEFAULT	120
+
+#endif
