@@ -140,6 +140,10 @@ for k in "${kernels[@]}"; do
 		END { printf "  %-10s %s: %d passed, %d failed, %d skipped\n", substr(k, 1, length(k) - 1),
 			c["FAIL"] ? "FAIL" : "ok  ", c["PASS"], c["FAIL"], c["SKIP"] }' "$RESULTS"
 done
+if grep -q $'^NOTE\t[^\t]*\tFLAKY' "$RESULTS"; then
+	echo "  flaky (failed once, passed on the retry; RETRY_FAILED=0 fails them):"
+	awk -F'\t' '$1 == "NOTE" && $3 ~ /^FLAKY/ { printf "    %s  -- %s\n", $2, $3 }' "$RESULTS"
+fi
 if grep -q '^FAIL' "$RESULTS"; then
 	echo "  failed:"
 	awk -F'\t' '$1 == "FAIL" { printf "    %s  -- %s\n", $2, $3 }' "$RESULTS"
