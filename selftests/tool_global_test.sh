@@ -6,14 +6,19 @@
 . ./tool_lib.sh
 need stallcap stallcap-exit-early
 
-stallcap record -v --global -o "$work/global.data" -d 5 &
+# The reader records until SIGINT, once the stall is over (-d 300 bounds
+# it should the test die first).
+stallcap record -v --global -o "$work/global.data" -d 300 &
 rec=$!
-# the reader is up once it has written its first chunks (host info, vDSO)
+# it is up once it has written its first chunks (host info, vDSO): up to
+# 60 s (a loaded debug guest took over 5 s)
+data_bytes() { wc -c <"$work/global.data" 2>/dev/null || echo 0; }
 i=0
-while [ "$i" -lt 50 ] && [ "$(wc -c <"$work/global.data" 2>/dev/null || echo 0)" -lt 4096 ]; do
+while [ "$i" -lt 600 ] && [ "$(data_bytes)" -lt 4096 ]; do
 	sleep 0.1
 	i=$((i + 1))
 done
+check "the system-wide reader is up" [ "$(data_bytes)" -ge 4096 ]
 # the reader's ring is charged while it runs: locked memory is counted
 stallcap stats --json >"$work/during.json"
 cat "$work/during.json" | sed 's/^/# /'
@@ -25,6 +30,8 @@ check "stats text: locked_bytes, locked_rlimit_bytes and the allowance" \
 	       grep -qE "^  locked memory allowance [1-9][0-9]* KiB per user \(mlock_kb\), [1-9][0-9]* KiB used by this user$" "$1"' _ "$work/during.txt"
 stallcap-exit-early 300 20
 check "the program under watch exits 0" [ $? = 0 ]
+sleep 1
+kill -INT $rec
 wait $rec
 check "record --global exits 0" [ $? = 0 ]
 stallcap report -f json "$work/global.data" >"$work/global.json"

@@ -54,26 +54,53 @@ if [ "$mode" != timed ]; then
 	echo "fuzz: fuzz_report: large inputs took $((($(date +%s%N) - start) / 1000000)) ms"
 fi
 
-if [ "$mode" != regress ]; then
-	for t in fuzz_ring fuzz_report; do
-		work="$out/work/$t"
-		rm -rf "$work"
-		mkdir -p "$work"
-		log="$out/logs/$t-fuzz.log"
-		if "$out/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
-			-max_len=65536 -print_final_stats=1 -artifact_prefix="$out/artifacts/$t-" \
-			"$work" "$out/corpus/${seeds[$t]}" "$here/regress/${t#fuzz_}" \
-			>"$log" 2>&1; then
-			status="no crash, no sanitizer report, no timeout, no OOM"
-		else
-			status="FAILED: $(grep -m1 -E 'ERROR|runtime error|timeout|out-of-memory' "$log")"
-			fail=1
-		fi
-		execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
-		rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
-		cov=$(grep -oE 'cov: [0-9]+ ft: [0-9]+ corp: [0-9]+' "$log" | tail -n 1)
+# fuzz_one TARGET: SECS seconds of TARGET; its summary line (and on failure
+# its log's tail) go to OUT/logs/TARGET-summary.txt; exit status 1 if it
+# failed
+fuzz_one() {
+	local t=$1 work="$out/work/$1" log="$out/logs/$1-fuzz.log" status rc=0 execs rate cov
+
+	rm -rf "$work"
+	mkdir -p "$work"
+	if "$out/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+		-max_len=65536 -print_final_stats=1 -artifact_prefix="$out/artifacts/$t-" \
+		"$work" "$out/corpus/${seeds[$t]}" "$here/regress/${t#fuzz_}" \
+		>"$log" 2>&1; then
+		status="no crash, no sanitizer report, no timeout, no OOM"
+	else
+		status="FAILED: $(grep -m1 -E 'ERROR|runtime error|timeout|out-of-memory' "$log")"
+		rc=1
+	fi
+	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+	rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
+	cov=$(grep -oE 'cov: [0-9]+ ft: [0-9]+ corp: [0-9]+' "$log" | tail -n 1)
+	{
 		echo "fuzz: $t: ${execs:-?} executions in $secs s (${rate:-?}/s), $cov: $status"
-		[ "$status" = "${status#FAILED}" ] || tail -n 30 "$log" | sed 's/^/    /'
+		[ "$rc" = 0 ] || tail -n 30 "$log" | sed 's/^/    /'
+	} >"$out/logs/$t-summary.txt"
+	return $rc
+}
+
+# The targets run side by side when there are CPUs for them (libFuzzer is
+# single-threaded; each still gets its SECS seconds).
+if [ "$mode" != regress ]; then
+	targets=(fuzz_ring fuzz_report)
+	if [ "$(nproc)" -ge ${#targets[@]} ]; then
+		pids=()
+		for t in "${targets[@]}"; do
+			fuzz_one "$t" &
+			pids+=($!)
+		done
+		for p in "${pids[@]}"; do
+			wait "$p" || fail=1
+		done
+	else
+		for t in "${targets[@]}"; do
+			fuzz_one "$t" || fail=1
+		done
+	fi
+	for t in "${targets[@]}"; do
+		cat "$out/logs/$t-summary.txt"
 	done
 fi
 exit $fail
