@@ -288,7 +288,17 @@ unsigned int stallcap_walk_user_frames(const struct pt_regs *uregs, u64 *ips,
 	return n;
 }
 
-static u32 copy_user_stack(unsigned long sp, u8 *dst, u32 want, u32 *flags)
+/**
+ * stallcap_copy_user_stack() - copy the resident user stack above @sp
+ * @sp: the user stack pointer
+ * @dst: output, room for @want bytes
+ * @want: bytes wanted
+ * @flags: gets STALLCAP_SAMPLE_COPY_PARTIAL when a page could not be read
+ *
+ * Context: any, NMI included (no fault is taken: pages not resident end it).
+ * Return: bytes copied, a multiple of 8.
+ */
+u32 stallcap_copy_user_stack(unsigned long sp, u8 *dst, u32 want, u32 *flags)
 {
 	u32 done = 0, chunk;
 	unsigned long addr;
@@ -362,8 +372,8 @@ static void put_user_stack(struct stallcap_rec_writer *wr,
 	stallcap_sec_end(wr, STALLCAP_SEC_USER_IPS,
 			 sizeof(struct stallcap_section) + 8 * n);
 	stack = stallcap_sec_start(wr) + sizeof(struct stallcap_sec_user_stack);
-	len = copy_user_stack(uregs->sp, stack, sess->cfg.user_stack_bytes,
-			      flags);
+	len = stallcap_copy_user_stack(uregs->sp, stack,
+				       sess->cfg.user_stack_bytes, flags);
 	stallcap_sec_put_stack(wr, uregs->sp, len);
 }
 
@@ -452,7 +462,7 @@ u32 stallcap_capture_current(struct stallcap_watch *w,
  * Writes the context, kernel frames and user registers: what
  * stallcap_capture_current() writes before the user stack;
  * stallcap_capture_rest() appends the rest later.
- * Context: the NMI or IPI handler.
+ * Context: the NMI or IPI handler, or the thread's own timer interrupt.
  * Return: the user registers the user stack is to be read from (@regs
  * itself, or the thread's entry frame: copy them to keep them past the
  * handler), or NULL when there is no user stack to read.

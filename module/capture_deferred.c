@@ -97,15 +97,28 @@ static u32 defer_fill(struct stallcap_defer *d, struct stallcap_sample *s,
 	stallcap_rec_begin(&wr, s, s);
 	stallcap_sec_put_regs(&wr, uregs);
 	ips = stallcap_sec_start(&wr) + sizeof(struct stallcap_section);
-	len = stallcap_walk_user_frames(uregs, ips, &s->flags, true);
+	len = stallcap_walk_user_frames(uregs, ips, &s->flags, !d->copy_bytes);
 	stallcap_sec_end(&wr, STALLCAP_SEC_USER_IPS,
 			 sizeof(struct stallcap_section) + 8 * len);
 	stack = stallcap_sec_start(&wr) + sizeof(struct stallcap_sec_user_stack);
-	want = defer_stack_extent(uregs->sp, max_stack);
-	len = want - copy_from_user(stack, (const void __user *)uregs->sp, want);
-	len &= ~7U;
-	if (len < want || want == max_stack)
-		s->flags |= STALLCAP_SAMPLE_COPY_PARTIAL;
+	if (d->copy_bytes) {
+		/*
+		 * A user-mode sample's: the copy it would have made itself,
+		 * resident pages only (no page is faulted in: the thread's
+		 * memory and time stay as they were).
+		 */
+		len = stallcap_copy_user_stack(uregs->sp, stack,
+					       min(d->copy_bytes, max_stack),
+					       &s->flags);
+	} else {
+		want = defer_stack_extent(uregs->sp, max_stack);
+		len = want - copy_from_user(stack,
+					    (const void __user *)uregs->sp,
+					    want);
+		len &= ~7U;
+		if (len < want || want == max_stack)
+			s->flags |= STALLCAP_SAMPLE_COPY_PARTIAL;
+	}
 	/*
 	 * Stamped after the reads, which may sleep (faults, the mmap lock): a
 	 * sample taken meanwhile is of the same kernel entry and shares the
@@ -251,14 +264,8 @@ void stallcap_defer_free(struct stallcap_defer *d)
 		kfree(d);
 }
 
-/**
- * stallcap_defer_request() - ask for the user stack of a sample's thread
- * @w: the watch (lock held, or the NMI handling its request)
- * @s: the sample: gets the cookie and STALLCAP_SAMPLE_DEFER_PENDING
- * @in_nmi: called from the NMI handler
- */
-void stallcap_defer_request(struct stallcap_watch *w, struct stallcap_sample *s,
-			    bool in_nmi)
+static void defer_request(struct stallcap_watch *w, struct stallcap_sample *s,
+			  bool in_nmi, u32 copy_bytes)
 {
 	struct stallcap_defer *d = w->defer;
 
@@ -282,6 +289,7 @@ void stallcap_defer_request(struct stallcap_watch *w, struct stallcap_sample *s,
 	d->origin = s->origin;
 	d->ns_pid = s->ns_pid;
 	d->ns_tid = s->ns_tid;
+	d->copy_bytes = copy_bytes;
 	stallcap_session_get(w->sess);
 	/* fields above before the state, pairs with the cmpxchg()s */
 	smp_store_release(&d->state, DEFER_QUEUED);
@@ -292,6 +300,43 @@ void stallcap_defer_request(struct stallcap_watch *w, struct stallcap_sample *s,
 		irq_work_queue(this_cpu_ptr(&defer_irq_work));
 	} else
 		defer_queue_task_work(d);
+}
+
+/**
+ * stallcap_defer_request() - ask for the user stack of a sample's thread
+ * @w: the watch (lock held, or the NMI handling its request)
+ * @s: the sample: gets the cookie and STALLCAP_SAMPLE_DEFER_PENDING
+ * @in_nmi: called from the NMI handler
+ *
+ * The record copies the used stack up to the end of its mapping (at most
+ * 64 KiB and a quarter of the ring): the thread may have been anywhere.
+ */
+void stallcap_defer_request(struct stallcap_watch *w, struct stallcap_sample *s,
+			    bool in_nmi)
+{
+	defer_request(w, s, in_nmi, 0);
+}
+
+/**
+ * stallcap_defer_request_user() - read a user-mode sample's user stack on the
+ * interrupt's return to user space
+ * @w: the watch
+ * @s: a sample its timer took of the thread interrupted in user mode
+ *
+ * The task_work runs on the exit of the very interrupt that took @s, before
+ * the thread executes another user instruction: (anything it meets first,
+ * a reschedule, a signal's get_signal(), runs task_work first or leaves the
+ * user registers alone) so the copy is the sample's own, made with
+ * interrupts on.  It copies what the sample would have: user_stack_bytes of
+ * resident memory, COPY_PARTIAL when a page was not.  (A thread in an rseq
+ * critical section may have it aborted after the copy: its record shows
+ * the section, the thread resumes at the abort handler.)
+ * Context: hard-IRQ, the thread's own CPU, @w->task is current.
+ */
+void stallcap_defer_request_user(struct stallcap_watch *w,
+				 struct stallcap_sample *s)
+{
+	defer_request(w, s, false, w->sess->cfg.user_stack_bytes);
 }
 
 /**

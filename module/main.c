@@ -78,6 +78,11 @@ module_param_named(user_copy_in_handler, stallcap_user_copy_in_handler, bool, 06
 MODULE_PARM_DESC(user_copy_in_handler,
 		 "Copy and walk the user stack inside the NMI/IPI handler (default off: an irq_work does it right after the handler)");
 
+bool stallcap_user_copy_in_timer __read_mostly;
+module_param_named(user_copy_in_timer, stallcap_user_copy_in_timer, bool, 0644);
+MODULE_PARM_DESC(user_copy_in_timer,
+		 "Copy and walk the user stack of a thread its own timer interrupted in user mode inside the timer interrupt (default off: on that interrupt's return to user space, a USER_STACK record)");
+
 static int __init stallcap_init(void)
 {
 	int ret;

@@ -39,6 +39,7 @@ extern unsigned int stallcap_check_us;
 extern unsigned int stallcap_max_fast_watches_per_user;
 extern bool stallcap_abi_test;
 extern bool stallcap_user_copy_in_handler;
+extern bool stallcap_user_copy_in_timer;
 extern unsigned int stallcap_mlock_kb;
 u64 stallcap_min_timeout_ns(void);
 void __init stallcap_abi_layout_check(void);
@@ -537,6 +538,8 @@ void stallcap_capture_buf_release(struct stallcap_capture_req *req);
  * @clock: likewise
  * @ns_pid: likewise
  * @ns_tid: likewise
+ * @copy_bytes: stack bytes to copy from the user sp (a user-mode sample's
+ *	user_stack_bytes), or 0: the used stack to the end of its mapping
  */
 struct stallcap_defer {
 	struct callback_head twork;
@@ -554,12 +557,16 @@ struct stallcap_defer {
 	u8 origin;
 	u32 ns_pid;
 	u32 ns_tid;
+	u32 copy_bytes;
 };
 
 struct stallcap_defer *stallcap_defer_alloc(struct task_struct *task);
 void stallcap_defer_free(struct stallcap_defer *d);
 void stallcap_defer_request(struct stallcap_watch *w, struct stallcap_sample *s,
 			    bool in_nmi);
+u32 stallcap_copy_user_stack(unsigned long sp, u8 *dst, u32 want, u32 *flags);
+void stallcap_defer_request_user(struct stallcap_watch *w,
+				 struct stallcap_sample *s);
 bool stallcap_defer_wanted(const struct stallcap_session *sess,
 			   const struct stallcap_sample *s);
 void stallcap_defer_init(void);

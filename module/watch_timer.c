@@ -137,6 +137,25 @@ static void capture_blocked_into(struct stallcap_watch *w, u64 start,
 }
 
 /*
+ * The thread this timer interrupted: in user mode, its user stack is read on
+ * this interrupt's return to user space rather than with interrupts off
+ * here (capture_deferred.c), unless user_copy_in_timer says otherwise.
+ */
+static u32 capture_current_here(struct stallcap_watch *w,
+				struct stallcap_sample *d, void *buf,
+				struct pt_regs *regs)
+{
+	u32 len;
+
+	if (!user_mode(regs) || READ_ONCE(stallcap_user_copy_in_timer))
+		return stallcap_capture_current(w, d, buf, regs,
+						STALLCAP_PATH_LOCAL);
+	if (stallcap_capture_head(w, d, buf, regs, STALLCAP_PATH_LOCAL, &len))
+		stallcap_defer_request_user(w, d);
+	return stallcap_capture_rest(w, d, buf, len, NULL, current);
+}
+
+/*
  * Capture from this CPU: the thread itself when the timer interrupted it
  * (also after it migrated here while a remote capture was being tried: its
  * stack read "as blocked" would start at this timer's own frame), else the
@@ -167,7 +186,7 @@ static void capture_here(struct stallcap_watch *w, u64 start, u32 flags)
 				       wr.len, start, false);
 		return;
 	}
-	len = stallcap_capture_current(w, d, buf, regs, STALLCAP_PATH_LOCAL);
+	len = capture_current_here(w, d, buf, regs);
 	stallcap_count(&w->sess->stats, SC_CAPTURE_LOCAL, 1);
 	stallcap_sample_finish(w, d, buf, w->req.rec, len, start, false);
 }

@@ -31,7 +31,11 @@ if [ ! -s "$checkpatch" ]; then
 	result FAIL static/checkpatch "checkpatch.pl missing: run make deps"
 	rc=1
 else
-	files=(module/*.[ch] selftests/kmod/*.c uapi/linux/stallcap.h)
+	# the sources, not what kbuild generates next to them (*.mod.c)
+	files=()
+	for f in module/*.[ch] selftests/kmod/*.c uapi/linux/stallcap.h; do
+		[[ $f == *.mod.c ]] || files+=("$f")
+	done
 	perl "$checkpatch" --no-tree --quiet --file --show-types "${files[@]}" \
 		>"$out/checkpatch.txt" 2>&1
 	if [ -s "$out/checkpatch.txt" ]; then

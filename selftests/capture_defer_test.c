@@ -9,14 +9,18 @@
  * spinning chain's outermost frame, must be identical, and exactly the
  * functions that were running.  The time spent in the handler
  * (nmi_time_hist) must drop to a quarter or less at the 99th percentile
- * for the same stalls with a 64 KiB copy.  Needs root (the parameter) and
- * 2 CPUs.
+ * for the same stalls with a 64 KiB copy.  Likewise for the thread's own
+ * timer (user_copy_in_timer): its user-mode sample's user stack, read on the
+ * interrupt's return to user space, equals the copy made in the interrupt.
+ * Needs root (the parameters) and 2 CPUs.
  */
 #include "stallcap_test.h"
 
 #include "sc_harness.h"
+#include "stall_util.h"
 
 #define PARAM		"/sys/module/stallcap/parameters/user_copy_in_handler"
+#define TIMER_PARAM	"/sys/module/stallcap/parameters/user_copy_in_timer"
 #define TIMEOUT		SC_MS(20)
 #define TAG		0x64656665722d3031ULL
 #define PATTERN		0x7061747465726e00ULL
@@ -38,6 +42,7 @@ static pthread_barrier_t go, done;
 static struct round cur;
 static volatile int quit;
 static pid_t spinner_tid;
+static int spin_cpu = 1;	/* 0: where its timer is (a LOCAL capture) */
 static int arm_err;
 
 /* Known content in its frame, then the spinning chain. */
@@ -66,14 +71,14 @@ SC_NOINLINE void deep_round(void)
 {
 	volatile unsigned char pad[STACK_PAD];
 
-	pad[0] = 1;
-	pad[sizeof(pad) - 1] = 1;
+	/* all of it resident: every copy, faults or not, reads 64 KiB */
+	memset((void *)pad, 1, sizeof(pad));
 	sc_pin_self(0);
 	if (sc_arm(cur.fd, TIMEOUT, 0, TAG)) {
 		arm_err = errno;
 		return;
 	}
-	sc_pin_self(1);		/* the timer stays on CPU 0: NMI or IPI */
+	sc_pin_self(spin_cpu);	/* the timer stays on CPU 0: NMI or IPI */
 	scrub_stack();
 	defer_outer(&stopper.stop);
 	sc_disarm(cur.fd);
@@ -92,6 +97,19 @@ SC_NOINLINE void *defer_spinner_main(void *arg)
 	return NULL;
 }
 
+/* Write module parameter @path: "1" or "0". */
+static int set_bool_param(const char *path, bool on)
+{
+	int fd = open(path, O_WRONLY);
+	int ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = write(fd, on ? "1" : "0", 1) == 1 ? 0 : -errno;
+	close(fd);
+	return ret;
+}
+
 /*
  * Copy in the handler or after it.  While the copy is in the handler, an
  * NMI handler over 1 ms ("took too long") is expected: the harness allows
@@ -99,15 +117,11 @@ SC_NOINLINE void *defer_spinner_main(void *arg)
  */
 static int set_param(bool in_handler)
 {
-	int fd = open(PARAM, O_WRONLY);
 	int ret;
 
-	if (fd < 0)
-		return -errno;
 	if (in_handler)
 		sc_kmsg("vmtest: allow-slow-nmi begin\n");
-	ret = write(fd, in_handler ? "1" : "0", 1) == 1 ? 0 : -errno;
-	close(fd);
+	ret = set_bool_param(PARAM, in_handler);
 	if (!in_handler) {
 		usleep(100 * 1000);	/* an NMI in flight has printed */
 		sc_kmsg("vmtest: allow-slow-nmi end\n");
@@ -152,6 +166,7 @@ FIXTURE_TEARDOWN(defer)
 		pthread_barrier_destroy(&done);
 	}
 	set_param(false);
+	set_bool_param(TIMER_PARAM, false);
 	sc_session_close(&self->s);
 }
 
@@ -159,7 +174,7 @@ FIXTURE_TEARDOWN(defer)
 static void run_round(struct __test_metadata *_metadata, struct sc_session *s,
 		      int samples, int delay_ms, struct sc_records *rs)
 {
-	stopper.cpu = 0;
+	stopper.cpu = spin_cpu ? 0 : 1;
 	stopper.delay_ms = delay_ms;
 	cur.fd = s->fd;
 	arm_err = 0;
@@ -229,6 +244,35 @@ static void check_chain(struct __test_metadata *_metadata, const struct stallcap
 }
 
 /*
+ * Two captures of the same moment: same registers, same frames, same bytes
+ * from sp to the end of defer_outer's frame (its saved frame pointer and
+ * return address included).
+ */
+static void expect_same_user_stack(struct __test_metadata *_metadata,
+				   const struct stallcap_sample *a,
+				   const struct stallcap_sample *b)
+{
+	uint64_t sp = sc_regs(a)->sp, end;
+
+	EXPECT_EQ(sc_regs(a)->sp, sc_regs(b)->sp);
+	EXPECT_EQ(sc_regs(a)->bp, sc_regs(b)->bp);
+	EXPECT_EQ(sc_nu(a), sc_nu(b));
+	for (unsigned int k = 1; k < sc_nu(a) && k < sc_nu(b); k++) {
+		EXPECT_EQ(sc_user_ips(a)[k], sc_user_ips(b)[k]) TH_LOG("user frame %u", k);
+	}
+	end = copy_frame(a, 2) + 16;		/* past defer_outer's frame */
+	ASSERT_LT(sp, end);
+	ASSERT_GE(sc_stack_size(a), end - sp);
+	ASSERT_GE(sc_stack_size(b), end - sp);
+	for (uint64_t off = 0; off < end - sp; off += 8) {
+		EXPECT_EQ(0, memcmp(sc_stack(a) + off, sc_stack(b) + off, 8))
+			TH_LOG("stack bytes differ at sp+%llu", (unsigned long long)off);
+	}
+	TH_LOG("%llu bytes from sp to the end of defer_outer's frame equal; %u frames",
+	       (unsigned long long)(end - sp), sc_nu(b));
+}
+
+/*
  * The user stack read after the handler is the one read inside it: same
  * registers, same frames, same bytes from sp to the end of defer_outer's
  * frame (its saved frame pointer and return address included).
@@ -237,7 +281,6 @@ TEST_F_TIMEOUT(defer, deferred_copy_equals_the_copy_in_the_handler, 120)
 {
 	struct sc_records rs[2] = {};
 	const struct stallcap_sample *r[2] = {};
-	uint64_t sp, end;
 
 	for (int mode = 0; mode < 2; mode++) {
 		for (int attempt = 1; ; attempt++) {
@@ -254,26 +297,107 @@ TEST_F_TIMEOUT(defer, deferred_copy_equals_the_copy_in_the_handler, 120)
 		}
 		check_chain(_metadata, r[mode]);
 	}
-	EXPECT_EQ(sc_regs(r[0])->sp, sc_regs(r[1])->sp);
-	EXPECT_EQ(sc_regs(r[0])->bp, sc_regs(r[1])->bp);
-	EXPECT_EQ(sc_nu(r[0]), sc_nu(r[1]));
-	for (unsigned int k = 1; k < sc_nu(r[0]) && k < sc_nu(r[1]); k++) {
-		EXPECT_EQ(sc_user_ips(r[0])[k], sc_user_ips(r[1])[k]) TH_LOG("user frame %u", k);
-	}
-	sp = sc_regs(r[0])->sp;
-	end = copy_frame(r[0], 2) + 16;		/* past defer_outer's frame */
-	ASSERT_LT(sp, end);
-	ASSERT_GE(sc_stack_size(r[0]), end - sp);
-	ASSERT_GE(sc_stack_size(r[1]), end - sp);
-	for (uint64_t off = 0; off < end - sp; off += 8) {
-		EXPECT_EQ(0, memcmp(sc_stack(r[0]) + off, sc_stack(r[1]) + off, 8))
-			TH_LOG("stack bytes differ at sp+%llu", (unsigned long long)off);
-	}
-	TH_LOG("%llu bytes from sp to the end of defer_outer's frame equal; %u frames",
-	       (unsigned long long)(end - sp), sc_nu(r[1]));
+	expect_same_user_stack(_metadata, r[0], r[1]);
 	if (_metadata->exit_code) {
 		sc_log_sample(NULL, r[0]);
 		sc_log_sample(NULL, r[1]);
+	}
+	sc_records_free(&rs[0]);
+	sc_records_free(&rs[1]);
+}
+
+/* Another sample sharing @r's deferred record (asked for before it)? */
+static bool cookie_shared(const struct sc_records *rs, const struct stallcap_sample *r)
+{
+	for (size_t i = 0; i < rs->n; i++) {
+		const struct stallcap_sample *o = (const void *)rs->rec[i];
+
+		if (o != r && o->hdr.type == STALLCAP_REC_SAMPLE &&
+		    (o->flags & STALLCAP_SAMPLE_DEFER_PENDING) && o->cookie == r->cookie)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The first sample its own timer took of the spinner in user mode, with a
+ * USER_STACK record of its own if deferred: a sample of the thread
+ * preempted just before (a slow guest) asks for one that reads the whole
+ * used stack, and the user-mode sample taken before it returns shares it.
+ */
+static const struct stallcap_sample *local_user_sample(const struct sc_records *rs)
+{
+	for (size_t i = 0; i < rs->n; i++) {
+		const struct stallcap_sample *r = (const void *)rs->rec[i];
+
+		if (r->hdr.type == STALLCAP_REC_SAMPLE && r->tid == (__u32)spinner_tid &&
+		    r->path == STALLCAP_PATH_LOCAL && (r->flags & STALLCAP_SAMPLE_USER_MODE) &&
+		    !(r->flags & (STALLCAP_SAMPLE_IN_HARDIRQ | STALLCAP_SAMPLE_IN_SOFTIRQ |
+				  STALLCAP_SAMPLE_ABANDONED)) &&
+		    !((r->flags & STALLCAP_SAMPLE_DEFER_PENDING) && cookie_shared(rs, r)))
+			return r;
+	}
+	return NULL;
+}
+
+/*
+ * The thread's own timer interrupting it in user mode (spinner and timer on
+ * CPU 0) no longer copies the user stack with interrupts off: the sample
+ * carries a cookie, and the USER_STACK record written on that interrupt's
+ * return to user space holds the same registers, frames and bytes as the
+ * copy made inside the interrupt (user_copy_in_timer=1), user_stack_bytes
+ * long as that copy.
+ */
+TEST_F_TIMEOUT(defer, timer_sample_user_stack_read_on_return_equals_the_copy_in_the_timer, 120)
+{
+	struct sc_records rs[2] = {};
+	const struct stallcap_sample *r[2] = {}, *u[2] = {};
+
+	if (set_bool_param(TIMER_PARAM, false))
+		SKIP(return, "cannot write %s: %s", TIMER_PARAM, strerror(errno));
+	spin_cpu = 0;
+	for (int mode = 0; mode < 2; mode++) {
+		for (int attempt = 1; ; attempt++) {
+			ASSERT_EQ(0, set_bool_param(TIMER_PARAM, mode == 0));
+			run_round(_metadata, &self->s, 1, 0, &rs[mode]);
+			r[mode] = local_user_sample(&rs[mode]);
+			if (r[mode])
+				break;
+			TH_LOG("%s, attempt %d: no user-mode sample by the thread's own timer",
+			       mode ? "on return" : "in the timer", attempt);
+			sc_log_records(NULL, &rs[mode]);
+			ASSERT_GT(SC_ATTEMPTS, attempt);
+			sc_records_free(&rs[mode]);
+		}
+		u[mode] = sc4_user_frames_of(&rs[mode], r[mode]);
+		ASSERT_NE(NULL, u[mode]) TH_LOG("no USER_STACK record of cookie %llu",
+						(unsigned long long)r[mode]->cookie);
+		check_chain(_metadata, u[mode]);
+	}
+	/* user_stack_bytes, as configured: deep_round's pad is resident */
+	for (int mode = 0; mode < 2; mode++) {
+		EXPECT_EQ(STALLCAP_MAX_USER_STACK, sc_stack_size(u[mode]));
+		EXPECT_FALSE(u[mode]->flags & STALLCAP_SAMPLE_COPY_PARTIAL);
+	}
+	ASSERT_EQ(0, set_bool_param(TIMER_PARAM, false));
+	spin_cpu = 1;
+	/* in the timer: one record; on return: a cookie, an empty sample */
+	EXPECT_EQ(u[0], r[0]);
+	EXPECT_FALSE(r[0]->flags & STALLCAP_SAMPLE_DEFER_PENDING);
+	EXPECT_NE(u[1], r[1]);
+	EXPECT_TRUE(r[1]->flags & STALLCAP_SAMPLE_DEFER_PENDING);
+	EXPECT_EQ(0, sc_nu(r[1]) + sc_stack_size(r[1]));
+	EXPECT_EQ(STALLCAP_PATH_DEFERRED, u[1]->path);
+	EXPECT_EQ(r[1]->stall_id, u[1]->stall_id);
+	EXPECT_LE(r[1]->capture_ns, u[1]->capture_ns);
+	/* the same moment: registers, frames, bytes */
+	EXPECT_EQ(sc_regs(r[1])->ip, sc_regs(u[1])->ip);
+	EXPECT_EQ(sc_regs(r[1])->sp, sc_regs(u[1])->sp);
+	EXPECT_EQ(sc_regs(r[1])->bp, sc_regs(u[1])->bp);
+	expect_same_user_stack(_metadata, u[0], u[1]);
+	if (_metadata->exit_code) {
+		sc_log_records(NULL, &rs[0]);
+		sc_log_records(NULL, &rs[1]);
 	}
 	sc_records_free(&rs[0]);
 	sc_records_free(&rs[1]);

@@ -7,6 +7,7 @@
 #include "stallcap_test.h"
 
 #include "sc_harness.h"
+#include "stall_util.h"
 
 #define TIMEOUT		SC_MS(20)
 
@@ -79,9 +80,37 @@ static void check_stall_end(struct __test_metadata *_metadata, const struct sc_r
 }
 
 /* The first sample of a thread that spun in spin_in_user() from spin_in_user_caller(). */
-static void check_user_sample(struct __test_metadata *_metadata, const struct sc_session *s,
-			      const struct stallcap_sample *r, const struct spin_expect *e)
+/*
+ * The user stack of a user-mode sample: the sample's own (NMI/IPI: copied by
+ * the irq_work after the handler), or, taken by the thread's own timer, its
+ * USER_STACK record, read on that interrupt's return to user space (the
+ * module parameter user_copy_in_timer=1 copies it in the interrupt).
+ */
+static const struct stallcap_sample *
+user_part_of(struct __test_metadata *_metadata, const struct sc_records *rs,
+	     const struct stallcap_sample *r)
 {
+	const struct stallcap_sample *u = sc4_user_frames_of(rs, r);
+
+	if (r->path == STALLCAP_PATH_LOCAL && !sc_param_is("user_copy_in_timer", 'Y')) {
+		EXPECT_TRUE(r->flags & STALLCAP_SAMPLE_DEFER_PENDING)
+			TH_LOG("a user-mode LOCAL sample copied its user stack in the interrupt");
+		EXPECT_EQ(0, sc_nu(r) + sc_stack_size(r));
+	}
+	if (!u)
+		return NULL;
+	EXPECT_EQ(1, sc4_user_stacks_of(rs, r->cookie, NULL) + (u == r));
+	EXPECT_EQ(sc_regs(r)->ip, sc_regs(u)->ip);
+	EXPECT_EQ(sc_regs(r)->sp, sc_regs(u)->sp);
+	EXPECT_EQ(sc_regs(r)->bp, sc_regs(u)->bp);
+	return u;
+}
+
+static void check_user_sample(struct __test_metadata *_metadata, const struct sc_session *s,
+			      const struct sc_records *rs, const struct stallcap_sample *sample,
+			      const struct spin_expect *e)
+{
+	const struct stallcap_sample *r = sample;
 	int caller, outer;
 
 	EXPECT_EQ(getpid(), (pid_t)r->pid);
@@ -113,6 +142,9 @@ static void check_user_sample(struct __test_metadata *_metadata, const struct sc
 		       (unsigned long long)(r->capture_ns - r->deadline_ns));
 
 	/* where: ip in spin_in_user, FP walk up through its callers */
+	r = user_part_of(_metadata, rs, sample);
+	ASSERT_NE(NULL, r) TH_LOG("no USER_STACK record for cookie %llu",
+				  (unsigned long long)sample->cookie);
 	EXPECT_TRUE(sc_ip_in_fn(sc_regs(r)->ip, spin_in_user))
 		TH_LOG("regs.ip %#llx is in %s", (unsigned long long)sc_regs(r)->ip,
 		       sc_usym_name(sc_regs(r)->ip) ?: "?");
@@ -322,7 +354,7 @@ static void check_spin_stall(struct __test_metadata *_metadata, struct run *run)
 	size_t n;
 
 	first = check_one_stall(_metadata, &run->rs, &run->e, &n);
-	check_user_sample(_metadata, &run->s, first, &run->e);
+	check_user_sample(_metadata, &run->s, &run->rs, first, &run->e);
 	check_stall_end(_metadata, &run->rs, first, n);
 	if (_metadata->exit_code)
 		sc_log_records(NULL, &run->rs);
@@ -506,6 +538,8 @@ TEST(small_user_stack_copy_has_the_configured_size)
 	struct run run = {};
 
 	r = run_until_caught_in_user(_metadata, &sc, &run);
+	r = user_part_of(_metadata, &run.rs, r);
+	ASSERT_NE(NULL, r);
 	ASSERT_EQ(64, run.s.cfg.user_stack_bytes);
 	EXPECT_EQ(64, sc_stack_size(r));
 	EXPECT_FALSE(r->flags & STALLCAP_SAMPLE_COPY_PARTIAL);

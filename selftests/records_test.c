@@ -11,6 +11,7 @@
 #include "stallcap_test.h"
 
 #include "sc_harness.h"
+#include "stall_util.h"
 
 #define ABI_TEST_PARAM	"/sys/module/stallcap/parameters/abi_test"
 #define TIMEOUT		SC_MS(20)
@@ -120,6 +121,10 @@ static void expect_known_parts(struct __test_metadata *_metadata,
 	EXPECT_TRUE(sc_ip_in_fn(sc_regs(r)->ip, spin_in_user))
 		TH_LOG("regs.ip %#llx is in %s", (unsigned long long)sc_regs(r)->ip,
 		       sc_usym_name(sc_regs(r)->ip) ?: "?");
+	/* the user stack: its own, or read on the interrupt's way back */
+	r = sc4_user_frames_of(&self->rs, r);
+	ASSERT_NE(NULL, r) TH_LOG("no USER_STACK record of the sample's cookie");
+	EXPECT_TRUE(sc_ip_in_fn(sc_regs(r)->ip, spin_in_user));
 	ASSERT_LE(2, sc_nu(r));
 	EXPECT_TRUE(sc_ip_in_fn(sc_user_ips(r)[1], spin_in_user_caller));
 	EXPECT_EQ(sc_regs(r)->sp, sc_stack_start(r));

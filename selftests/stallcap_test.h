@@ -864,6 +864,22 @@ static inline void sc_kmsg(const char *line)
 	}
 }
 
+/* Does module parameter @name read as @value (its first character: 'Y', '1')? */
+static inline bool sc_param_is(const char *name, char value)
+{
+	char path[256], c = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/module/stallcap/parameters/%s", name);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	if (fscanf(f, "%c", &c) != 1)
+		c = 0;
+	fclose(f);
+	return c == value;
+}
+
 static inline bool sc_name_has_prefix(const char *name, const char *const *prefixes)
 {
 	if (!name)

@@ -30,7 +30,7 @@ check "spin-user: verdict on CPU" \
 check "spin-user: breakdown line" \
 	sh -c 'echo "$1" | grep -qE "^    time: on CPU [0-9.]+ ms \(user [0-9.]+, system [0-9.]+\), runnable [0-9.]+ ms, blocked [0-9.]+ ms; switches"' _ "$spin"
 check "spin-user: the verdict comes before the stacks" \
-	sh -c 'echo "$1" | awk "/why:/ { w = NR } /user:/ { u = NR } END { exit !(w && u && w < u) }"' _ "$spin"
+	sh -c 'echo "$1" | awk "/why:/ { w = NR } /^    user( \\(deferred\\))?:/ { u = NR } END { exit !(w && u && w < u) }"' _ "$spin"
 
 lock=$(block lock-wait)
 check "lock-wait: verdict names the holder" \
