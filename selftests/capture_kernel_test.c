@@ -10,6 +10,7 @@
 #include "stallcap_test.h"
 
 #include "sc_harness.h"
+#include "stall_util.h"
 
 #define TAG		0x6b65726e656c3031ULL
 #define MIB		(1024UL * 1024)
@@ -136,7 +137,7 @@ static void check_kernel_sample(struct __test_metadata *_metadata,
 				const void *caller, const char *const *work_fns,
 				const char *const *entry_fns)
 {
-	const struct stallcap_sample *r = sc_first_sample_of(&self->rs, sc_gettid());
+	const struct stallcap_sample *r = sc_first_sample_of(&self->rs, sc_gettid()), *u;
 	unsigned int unresolved = 0;
 
 	ASSERT_NE(NULL, r);
@@ -167,11 +168,21 @@ static void check_kernel_sample(struct __test_metadata *_metadata,
 	EXPECT_TRUE(sc_ip_in_fn(sc_regs(r)->ip, raw_syscall6))
 		TH_LOG("regs.ip %#llx in %s", (unsigned long long)sc_regs(r)->ip,
 		       sc_usym_name(sc_regs(r)->ip) ?: "?");
-	ASSERT_LE(2, sc_nu(r));
-	EXPECT_EQ(1, sc_ustack_find(r, caller)) TH_LOG("the caller is not user frame 1");
 	EXPECT_NE(0, sc_regs(r)->sp);
-	EXPECT_EQ(sc_regs(r)->sp, sc_stack_start(r));
-	if (!(r->flags & STALLCAP_SAMPLE_COPY_PARTIAL))
+	/*
+	 * and the user stack above them: in the sample, or (an NMI whose
+	 * irq_work found the thread gone from its CPU, or held off by
+	 * interrupts-off code: 6.12-rt CI) in the USER_STACK record read when
+	 * the system call returned, with the used stack to its mapping's end
+	 */
+	u = sc4_user_frames_of(&self->rs, r);
+	ASSERT_NE(NULL, u) TH_LOG("no USER_STACK record of cookie %llu",
+				  (unsigned long long)r->cookie);
+	EXPECT_EQ(sc_regs(r)->sp, sc_regs(u)->sp);
+	ASSERT_LE(2, sc_nu(u));
+	EXPECT_EQ(1, sc_ustack_find(u, caller)) TH_LOG("the caller is not user frame 1");
+	EXPECT_EQ(sc_regs(r)->sp, sc_stack_start(u));
+	if (u == r && !(r->flags & STALLCAP_SAMPLE_COPY_PARTIAL))
 		EXPECT_EQ(self->s.cfg.user_stack_bytes, sc_stack_size(r));
 
 	if (_metadata->exit_code)
