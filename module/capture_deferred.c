@@ -321,7 +321,9 @@ void stallcap_defer_request(struct stallcap_watch *w, struct stallcap_sample *s,
  * stallcap_defer_request_user() - read a user-mode sample's user stack on the
  * interrupt's return to user space
  * @w: the watch
- * @s: a sample its timer took of the thread interrupted in user mode
+ * @s: a sample of the thread interrupted in user mode: taken by its timer,
+ *	or by an NMI/IPI whose irq_work found the thread as the handler left
+ *	it (capture_tail.c)
  *
  * The task_work runs on the exit of the very interrupt that took @s, before
  * the thread executes another user instruction: (anything it meets first,
@@ -331,7 +333,8 @@ void stallcap_defer_request(struct stallcap_watch *w, struct stallcap_sample *s,
  * resident memory, COPY_PARTIAL when a page was not.  (A thread in an rseq
  * critical section may have it aborted after the copy: its record shows
  * the section, the thread resumes at the abort handler.)
- * Context: hard-IRQ, the thread's own CPU, @w->task is current.
+ * Context: hard-IRQ (the timer or the irq_work), the thread's own CPU,
+ * @w->task is current.
  */
 void stallcap_defer_request_user(struct stallcap_watch *w,
 				 struct stallcap_sample *s)

@@ -10,6 +10,13 @@
  * commits the record; the timer that asked mirrors it to the system-wide
  * readers when it sees the capture done, as before.
  *
+ * A capture that interrupted user mode is not copied by the irq_work
+ * either: in time (below), it asks for the deferred user stack
+ * (capture_deferred.c), whose task_work runs on the exit of the irq_work's
+ * own interrupt to user space, before another user instruction, with
+ * interrupts on: the same bytes, one USER_STACK record by cookie, as the
+ * thread's own timer does (watch_timer.c).
+ *
  * Why the irq_work still copies the bytes of the moment of the stall:
  * irq_work_queue() from the handler raises the irq_work self-IPI on this
  * CPU before the handler returns.  User code always runs with interrupts
@@ -153,10 +160,15 @@ static void tail_complete(struct stallcap_capture_req *req,
 	void *buf = t->buf;
 	u32 len = t->len;
 
-	if (!in_time && t->user_mode)
+	if (!in_time && t->user_mode) {
 		s->flags |= STALLCAP_SAMPLE_USTACK_MISSED;
-	else if (!in_time)
+	} else if (!in_time) {
 		stallcap_defer_request(w, s, in_nmi());
+	} else if (t->user_mode) {
+		/* on this interrupt's return to user space: see above */
+		stallcap_defer_request_user(w, s);
+		in_time = false;
+	}
 	len = stallcap_capture_rest(w, s, buf, len, in_time ? &t->uregs : NULL,
 				    t->task);
 	/* never the last reference: the watch holds one while it waits */

@@ -76,7 +76,7 @@ MODULE_PARM_DESC(abi_test,
 bool stallcap_user_copy_in_handler __read_mostly;
 module_param_named(user_copy_in_handler, stallcap_user_copy_in_handler, bool, 0644);
 MODULE_PARM_DESC(user_copy_in_handler,
-		 "Copy and walk the user stack inside the NMI/IPI handler (default off: an irq_work does it right after the handler)");
+		 "Copy and walk the user stack inside the NMI/IPI handler (default off: after it, by an irq_work for a thread in the kernel, on the return to user space for one in user mode)");
 
 bool stallcap_user_copy_in_timer __read_mostly;
 module_param_named(user_copy_in_timer, stallcap_user_copy_in_timer, bool, 0644);

@@ -1,17 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * NMI/IPI captures leave the user stack to an irq_work that runs right
- * after the handler (module/capture_tail.c).  The same thread, spinning in
- * user code at the same depth on CPU 1 and captured from CPU 0, is captured
- * with the user stack copied inside the handler (the module parameter
- * user_copy_in_handler=1, as before) and after it (the default): the
- * frames walked and the stack bytes, from regs.sp to the end of the
- * spinning chain's outermost frame, must be identical, and exactly the
- * functions that were running.  The time spent in the handler
- * (nmi_time_hist) must drop to a quarter or less at the 99th percentile
- * for the same stalls with a 64 KiB copy.  Likewise for the thread's own
- * timer (user_copy_in_timer): its user-mode sample's user stack, read on the
- * interrupt's return to user space, equals the copy made in the interrupt.
+ * No user-stack copy in an interrupt for a thread interrupted in user mode:
+ * NMI/IPI captures leave the rest of the record to an irq_work right after
+ * the handler (module/capture_tail.c), and a user-mode capture, by NMI/IPI
+ * or by the thread's own timer, has its user stack read on that
+ * interrupt's return to user space (a USER_STACK record by cookie).  The
+ * same thread, spinning in user code at the same depth, on CPU 1 captured
+ * from CPU 0 (NMI/IPI) or on CPU 0 by its own timer, is captured with the
+ * user stack copied inside the interrupt (module parameters
+ * user_copy_in_handler=1, user_copy_in_timer=1: one record, as before) and
+ * on the return (the default): the registers, the frames walked and the
+ * stack bytes, from regs.sp to the end of the spinning chain's outermost
+ * frame, must be identical, and exactly the functions that were running.
+ * The time spent in the handler (nmi_time_hist) must drop to a quarter or
+ * less at the 99th percentile for the same stalls with a 64 KiB copy.
  * Needs root (the parameters) and 2 CPUs.
  */
 #include "stallcap_test.h"
@@ -187,21 +189,6 @@ static void run_round(struct __test_metadata *_metadata, struct sc_session *s,
 	ASSERT_LE(1, sc_ring_collect(s, rs, STALLCAP_REC_STALL_END, 1, SC_WAIT_MS));
 }
 
-/* The first sample of the round that caught the spinner in user mode remotely. */
-static const struct stallcap_sample *remote_user_sample(const struct sc_records *rs)
-{
-	for (size_t i = 0; i < rs->n; i++) {
-		const struct stallcap_sample *r = (const void *)rs->rec[i];
-
-		if (r->hdr.type == STALLCAP_REC_SAMPLE && r->tid == (__u32)spinner_tid &&
-		    (r->path == STALLCAP_PATH_NMI || r->path == STALLCAP_PATH_IPI) &&
-		    (r->flags & STALLCAP_SAMPLE_USER_MODE) &&
-		    !(r->flags & (STALLCAP_SAMPLE_IN_HARDIRQ | STALLCAP_SAMPLE_IN_SOFTIRQ |
-				  STALLCAP_SAMPLE_ABANDONED)))
-			return r;
-	}
-	return NULL;
-}
 
 /* Frame k's frame pointer, walked in the raw copy from regs.bp. */
 static uint64_t copy_frame(const struct stallcap_sample *r, int k)
@@ -243,6 +230,90 @@ static void check_chain(struct __test_metadata *_metadata, const struct stallcap
 	EXPECT_TRUE(sc_stack_has_canary(r));
 }
 
+/* Another sample sharing @r's deferred record (asked for before it)? */
+static bool cookie_shared(const struct sc_records *rs, const struct stallcap_sample *r)
+{
+	for (size_t i = 0; i < rs->n; i++) {
+		const struct stallcap_sample *o = (const void *)rs->rec[i];
+
+		if (o != r && o->hdr.type == STALLCAP_REC_SAMPLE &&
+		    (o->flags & STALLCAP_SAMPLE_DEFER_PENDING) && o->cookie == r->cookie)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The first sample of the round that caught the spinner in user mode,
+ * remotely (NMI/IPI) or by its own timer (@local), with a USER_STACK
+ * record of its own if deferred: a sample of the thread preempted just
+ * before (a slow guest) asks for one that reads the whole used stack, and
+ * a user-mode sample taken before the thread returns shares it.
+ */
+static const struct stallcap_sample *user_sample(const struct sc_records *rs, bool local)
+{
+	for (size_t i = 0; i < rs->n; i++) {
+		const struct stallcap_sample *r = (const void *)rs->rec[i];
+		bool remote = r->path == STALLCAP_PATH_NMI || r->path == STALLCAP_PATH_IPI;
+
+		if (r->hdr.type == STALLCAP_REC_SAMPLE && r->tid == (__u32)spinner_tid &&
+		    (local ? r->path == STALLCAP_PATH_LOCAL : remote) &&
+		    (r->flags & STALLCAP_SAMPLE_USER_MODE) &&
+		    !(r->flags & (STALLCAP_SAMPLE_IN_HARDIRQ | STALLCAP_SAMPLE_IN_SOFTIRQ |
+				  STALLCAP_SAMPLE_ABANDONED)) &&
+		    !((r->flags & STALLCAP_SAMPLE_DEFER_PENDING) && cookie_shared(rs, r)))
+			return r;
+	}
+	return NULL;
+}
+
+/*
+ * A round's user-mode sample (@local: by the thread's own timer, else by
+ * NMI/IPI) and where its user stack is (the sample, or its USER_STACK
+ * record), the parameter at @param set to @in_interrupt (copy inside the
+ * interrupt) for the round; rounds without one are retried.
+ */
+static void user_round(struct __test_metadata *_metadata, struct sc_session *s, bool local,
+		       bool in_interrupt, struct sc_records *rs,
+		       const struct stallcap_sample **r, const struct stallcap_sample **u)
+{
+	for (int attempt = 1; ; attempt++) {
+		ASSERT_EQ(0, local ? set_bool_param(TIMER_PARAM, in_interrupt) :
+			     set_param(in_interrupt));
+		run_round(_metadata, s, 1, 0, rs);
+		*r = user_sample(rs, local);
+		if (*r)
+			break;
+		TH_LOG("%s, attempt %d: no user-mode sample %s",
+		       in_interrupt ? "copy in the interrupt" : "deferred", attempt,
+		       local ? "by the thread's own timer" : "by NMI/IPI");
+		sc_log_records(NULL, rs);
+		ASSERT_GT(SC_ATTEMPTS, attempt);
+		sc_records_free(rs);
+	}
+	*u = sc4_user_frames_of(rs, *r);
+	ASSERT_NE(NULL, *u) TH_LOG("no USER_STACK record of cookie %llu",
+				   (unsigned long long)(*r)->cookie);
+	if (in_interrupt) {
+		EXPECT_EQ(*u, *r) TH_LOG("copied in the interrupt: one record");
+	} else {
+		/* a cookie, an empty sample, the record of the same moment */
+		EXPECT_NE(*u, *r);
+		EXPECT_TRUE((*r)->flags & STALLCAP_SAMPLE_DEFER_PENDING);
+		EXPECT_EQ(0, sc_nu(*r) + sc_stack_size(*r));
+		EXPECT_EQ(STALLCAP_PATH_DEFERRED, (*u)->path);
+		EXPECT_EQ((*r)->stall_id, (*u)->stall_id);
+		EXPECT_LE((*r)->capture_ns, (*u)->capture_ns);
+		EXPECT_EQ(sc_regs(*r)->ip, sc_regs(*u)->ip);
+		EXPECT_EQ(sc_regs(*r)->sp, sc_regs(*u)->sp);
+		EXPECT_EQ(sc_regs(*r)->bp, sc_regs(*u)->bp);
+	}
+	check_chain(_metadata, *u);
+	/* user_stack_bytes, as configured: deep_round's pad is resident */
+	EXPECT_EQ(STALLCAP_MAX_USER_STACK, sc_stack_size(*u));
+	EXPECT_FALSE((*u)->flags & STALLCAP_SAMPLE_COPY_PARTIAL);
+}
+
 /*
  * Two captures of the same moment: same registers, same frames, same bytes
  * from sp to the end of defer_outer's frame (its saved frame pointer and
@@ -280,65 +351,19 @@ static void expect_same_user_stack(struct __test_metadata *_metadata,
 TEST_F_TIMEOUT(defer, deferred_copy_equals_the_copy_in_the_handler, 120)
 {
 	struct sc_records rs[2] = {};
-	const struct stallcap_sample *r[2] = {};
+	const struct stallcap_sample *r[2] = {}, *u[2] = {};
 
-	for (int mode = 0; mode < 2; mode++) {
-		for (int attempt = 1; ; attempt++) {
-			ASSERT_EQ(0, set_param(mode == 0));
-			run_round(_metadata, &self->s, 1, 0, &rs[mode]);
-			r[mode] = remote_user_sample(&rs[mode]);
-			if (r[mode])
-				break;
-			TH_LOG("%s, attempt %d: no remote user-mode sample",
-			       mode ? "deferred" : "in handler", attempt);
-			sc_log_records(NULL, &rs[mode]);
-			ASSERT_GT(SC_ATTEMPTS, attempt);
-			sc_records_free(&rs[mode]);
-		}
-		check_chain(_metadata, r[mode]);
-	}
-	expect_same_user_stack(_metadata, r[0], r[1]);
+	for (int mode = 0; mode < 2; mode++)
+		user_round(_metadata, &self->s, false, mode == 0, &rs[mode], &r[mode], &u[mode]);
+	expect_same_user_stack(_metadata, u[0], u[1]);
 	if (_metadata->exit_code) {
-		sc_log_sample(NULL, r[0]);
-		sc_log_sample(NULL, r[1]);
+		sc_log_records(NULL, &rs[0]);
+		sc_log_records(NULL, &rs[1]);
 	}
 	sc_records_free(&rs[0]);
 	sc_records_free(&rs[1]);
 }
 
-/* Another sample sharing @r's deferred record (asked for before it)? */
-static bool cookie_shared(const struct sc_records *rs, const struct stallcap_sample *r)
-{
-	for (size_t i = 0; i < rs->n; i++) {
-		const struct stallcap_sample *o = (const void *)rs->rec[i];
-
-		if (o != r && o->hdr.type == STALLCAP_REC_SAMPLE &&
-		    (o->flags & STALLCAP_SAMPLE_DEFER_PENDING) && o->cookie == r->cookie)
-			return true;
-	}
-	return false;
-}
-
-/*
- * The first sample its own timer took of the spinner in user mode, with a
- * USER_STACK record of its own if deferred: a sample of the thread
- * preempted just before (a slow guest) asks for one that reads the whole
- * used stack, and the user-mode sample taken before it returns shares it.
- */
-static const struct stallcap_sample *local_user_sample(const struct sc_records *rs)
-{
-	for (size_t i = 0; i < rs->n; i++) {
-		const struct stallcap_sample *r = (const void *)rs->rec[i];
-
-		if (r->hdr.type == STALLCAP_REC_SAMPLE && r->tid == (__u32)spinner_tid &&
-		    r->path == STALLCAP_PATH_LOCAL && (r->flags & STALLCAP_SAMPLE_USER_MODE) &&
-		    !(r->flags & (STALLCAP_SAMPLE_IN_HARDIRQ | STALLCAP_SAMPLE_IN_SOFTIRQ |
-				  STALLCAP_SAMPLE_ABANDONED)) &&
-		    !((r->flags & STALLCAP_SAMPLE_DEFER_PENDING) && cookie_shared(rs, r)))
-			return r;
-	}
-	return NULL;
-}
 
 /*
  * The thread's own timer interrupting it in user mode (spinner and timer on
@@ -356,44 +381,10 @@ TEST_F_TIMEOUT(defer, timer_sample_user_stack_read_on_return_equals_the_copy_in_
 	if (set_bool_param(TIMER_PARAM, false))
 		SKIP(return, "cannot write %s: %s", TIMER_PARAM, strerror(errno));
 	spin_cpu = 0;
-	for (int mode = 0; mode < 2; mode++) {
-		for (int attempt = 1; ; attempt++) {
-			ASSERT_EQ(0, set_bool_param(TIMER_PARAM, mode == 0));
-			run_round(_metadata, &self->s, 1, 0, &rs[mode]);
-			r[mode] = local_user_sample(&rs[mode]);
-			if (r[mode])
-				break;
-			TH_LOG("%s, attempt %d: no user-mode sample by the thread's own timer",
-			       mode ? "on return" : "in the timer", attempt);
-			sc_log_records(NULL, &rs[mode]);
-			ASSERT_GT(SC_ATTEMPTS, attempt);
-			sc_records_free(&rs[mode]);
-		}
-		u[mode] = sc4_user_frames_of(&rs[mode], r[mode]);
-		ASSERT_NE(NULL, u[mode]) TH_LOG("no USER_STACK record of cookie %llu",
-						(unsigned long long)r[mode]->cookie);
-		check_chain(_metadata, u[mode]);
-	}
-	/* user_stack_bytes, as configured: deep_round's pad is resident */
-	for (int mode = 0; mode < 2; mode++) {
-		EXPECT_EQ(STALLCAP_MAX_USER_STACK, sc_stack_size(u[mode]));
-		EXPECT_FALSE(u[mode]->flags & STALLCAP_SAMPLE_COPY_PARTIAL);
-	}
+	for (int mode = 0; mode < 2; mode++)
+		user_round(_metadata, &self->s, true, mode == 0, &rs[mode], &r[mode], &u[mode]);
 	ASSERT_EQ(0, set_bool_param(TIMER_PARAM, false));
 	spin_cpu = 1;
-	/* in the timer: one record; on return: a cookie, an empty sample */
-	EXPECT_EQ(u[0], r[0]);
-	EXPECT_FALSE(r[0]->flags & STALLCAP_SAMPLE_DEFER_PENDING);
-	EXPECT_NE(u[1], r[1]);
-	EXPECT_TRUE(r[1]->flags & STALLCAP_SAMPLE_DEFER_PENDING);
-	EXPECT_EQ(0, sc_nu(r[1]) + sc_stack_size(r[1]));
-	EXPECT_EQ(STALLCAP_PATH_DEFERRED, u[1]->path);
-	EXPECT_EQ(r[1]->stall_id, u[1]->stall_id);
-	EXPECT_LE(r[1]->capture_ns, u[1]->capture_ns);
-	/* the same moment: registers, frames, bytes */
-	EXPECT_EQ(sc_regs(r[1])->ip, sc_regs(u[1])->ip);
-	EXPECT_EQ(sc_regs(r[1])->sp, sc_regs(u[1])->sp);
-	EXPECT_EQ(sc_regs(r[1])->bp, sc_regs(u[1])->bp);
 	expect_same_user_stack(_metadata, u[0], u[1]);
 	if (_metadata->exit_code) {
 		sc_log_records(NULL, &rs[0]);

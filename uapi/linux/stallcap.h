@@ -735,8 +735,8 @@ struct stallcap_rec_header {
  * could not be read at capture (STALLCAP_SAMPLE_USTACK_REMOTE or _FAULT, a
  * kernel-mode NMI/IPI sample whose thread kept interrupts off or left the
  * CPU before the copy that follows the handler, any kernel-mode sample
- * with STALLCAP_CFG_DEFER_USER, or a STALLCAP_PATH_LOCAL sample of a thread
- * interrupted in user mode) carries a @cookie and
+ * with STALLCAP_CFG_DEFER_USER, or a sample of a thread interrupted in
+ * user mode: LOCAL, NMI or IPI) carries a @cookie and
  * STALLCAP_SAMPLE_DEFER_PENDING; just before the thread next returns to user
  * space, the module walks its user stack with faults allowed and writes one
  * USER_STACK record with the same @cookie (path STALLCAP_PATH_DEFERRED,
@@ -744,9 +744,11 @@ struct stallcap_rec_header {
  * entry share that one record (one taken while the thread is writing it may
  * carry a later @capture_ns than the record's).  Its stack may exceed
  * user_stack_bytes: it copies the used stack up to the end of its mapping,
- * at most 64 KiB and a quarter of the ring; for a user-mode LOCAL sample
- * (read on the return of the very interrupt that took it, before another
- * user instruction) it copies user_stack_bytes, as that sample would have.
+ * at most 64 KiB and a quarter of the ring; for a user-mode sample (read on
+ * the way back to user space from the interrupt that took it, before
+ * another user instruction) it copies user_stack_bytes of resident memory,
+ * as that sample would have (STALLCAP_SAMPLE_COPY_PARTIAL when a page was
+ * not resident).
  * If the thread exits first, no USER_STACK record comes and lost and
  * lost_deferred are incremented.
  */
