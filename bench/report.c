@@ -938,8 +938,9 @@ static void md_nmi(FILE *f)
 		"mode; each of the %s samples of its stall (2 ms apart) is taken by an NMI to "
 		"vCPU 1 with a 64 KiB user-stack copy. Rounds alternate between the user stack "
 		"copied inside the NMI handler (module parameter user_copy_in_handler=1: "
-		"captures as they were before the deferred copy) and after it, by an irq_work "
-		"on the same CPU (the default). Time in the handler per capture: the module's "
+		"captures as they were before the deferred copy) and after it (the default: "
+		"for a thread in user mode, as here, read on its way back to user space). "
+		"Time in the handler per capture: the module's "
 		"own histogram (GET_STATS nmi_time_hist, log2 buckets: the bucket holding the "
 		"percentile is shown, so a ratio is known to a factor of 2). Samples that the "
 		"timer took itself (the thread not yet on vCPU 1) are not NMI captures.\n\n",
