@@ -348,13 +348,15 @@ static void expect_same_user_stack(struct __test_metadata *_metadata,
  * registers, same frames, same bytes from sp to the end of defer_outer's
  * frame (its saved frame pointer and return address included).
  */
-TEST_F_TIMEOUT(defer, deferred_copy_equals_the_copy_in_the_handler, 120)
+/* A round copying inside the interrupt, one deferred: the same stack. */
+static void both_rounds_agree(struct __test_metadata *_metadata, struct sc_session *s,
+			      bool local)
 {
 	struct sc_records rs[2] = {};
 	const struct stallcap_sample *r[2] = {}, *u[2] = {};
 
 	for (int mode = 0; mode < 2; mode++)
-		user_round(_metadata, &self->s, false, mode == 0, &rs[mode], &r[mode], &u[mode]);
+		user_round(_metadata, s, local, mode == 0, &rs[mode], &r[mode], &u[mode]);
 	expect_same_user_stack(_metadata, u[0], u[1]);
 	if (_metadata->exit_code) {
 		sc_log_records(NULL, &rs[0]);
@@ -364,6 +366,10 @@ TEST_F_TIMEOUT(defer, deferred_copy_equals_the_copy_in_the_handler, 120)
 	sc_records_free(&rs[1]);
 }
 
+TEST_F_TIMEOUT(defer, deferred_copy_equals_the_copy_in_the_handler, 120)
+{
+	both_rounds_agree(_metadata, &self->s, false);
+}
 
 /*
  * The thread's own timer interrupting it in user mode (spinner and timer on
@@ -375,23 +381,12 @@ TEST_F_TIMEOUT(defer, deferred_copy_equals_the_copy_in_the_handler, 120)
  */
 TEST_F_TIMEOUT(defer, timer_sample_user_stack_read_on_return_equals_the_copy_in_the_timer, 120)
 {
-	struct sc_records rs[2] = {};
-	const struct stallcap_sample *r[2] = {}, *u[2] = {};
-
 	if (set_bool_param(TIMER_PARAM, false))
 		SKIP(return, "cannot write %s: %s", TIMER_PARAM, strerror(errno));
 	spin_cpu = 0;
-	for (int mode = 0; mode < 2; mode++)
-		user_round(_metadata, &self->s, true, mode == 0, &rs[mode], &r[mode], &u[mode]);
+	both_rounds_agree(_metadata, &self->s, true);
 	ASSERT_EQ(0, set_bool_param(TIMER_PARAM, false));
 	spin_cpu = 1;
-	expect_same_user_stack(_metadata, u[0], u[1]);
-	if (_metadata->exit_code) {
-		sc_log_records(NULL, &rs[0]);
-		sc_log_records(NULL, &rs[1]);
-	}
-	sc_records_free(&rs[0]);
-	sc_records_free(&rs[1]);
 }
 
 static void hist_sub(uint64_t *acc, const struct stallcap_stats *a, const struct stallcap_stats *b)
