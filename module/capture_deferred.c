@@ -107,8 +107,7 @@ static u32 defer_fill(struct stallcap_defer *d, struct stallcap_sample *s,
 		 * resident pages only (no page is faulted in: the thread's
 		 * memory and time stay as they were).
 		 */
-		len = stallcap_copy_user_stack(uregs->sp, stack,
-					       min(d->copy_bytes, max_stack),
+		len = stallcap_copy_user_stack(uregs->sp, stack, max_stack,
 					       &s->flags);
 	} else {
 		want = defer_stack_extent(uregs->sp, max_stack);
@@ -143,9 +142,13 @@ static void defer_emit(struct stallcap_defer *d)
 	u32 max_stack = min_t(u64, STALLCAP_MAX_USER_STACK,
 			      sess->ring->size / 4 -
 			      STALLCAP_RECORD_MAX_BYTES(0));
-	u32 max_len = ALIGN(STALLCAP_RECORD_MAX_BYTES(max_stack), 8), len;
+	u32 max_len, len;
 	struct stallcap_sample *tmp, *s;
 
+	/* a user-mode sample's copy: no bigger buffer than it needs */
+	if (d->copy_bytes)
+		max_stack = min(max_stack, d->copy_bytes);
+	max_len = ALIGN(STALLCAP_RECORD_MAX_BYTES(max_stack), 8);
 	if (current->flags & PF_EXITING ||
 	    !stallcap_user_regs_of(current, d->mm))
 		goto lost;
