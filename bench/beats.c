@@ -5,9 +5,13 @@
  * threshold, against the same N threads without watches.  Each thread is
  * an event loop that mostly waits by design: one beat, idle = 1, a 100 ms
  * nanosleep, idle = 0, again.  The watches then never stall (idle counts as
- * progress) and what they cost is the module's checking alone: one hrtimer
- * per watch every threshold / 4 (500 µs), on a grid of that period so that
- * a CPU's watches expire in one timer interrupt.
+ * progress) and what they cost is the module's checking alone: every
+ * threshold / 4 (500 µs), each CPU's heartbeat scanner checks the watches
+ * parked on it, one timer expiry per CPU and period (module/beat_scan.c).
+ * For comparison, in the same rounds (100 watches only: 1,000 would
+ * saturate 2 emulated vCPUs), the same watches with one hrtimer each
+ * (beat_scan=0), on a grid of that period so that a CPU's watches expire
+ * in one timer interrupt, as before the scanner.
  *
  * Measured, the loads taking turns (no threads, the threads without
  * watches, the threads with watches): the CPU time left to a soaker, one
@@ -17,7 +21,7 @@
  * without IRQ_TIME_ACCOUNTING (Debian's kernels) the kernel books that time
  * as idle.  The machine busy time of a load, in CPUs, is the number of CPUs
  * minus the soaker's count divided by its count per CPU with no threads.
- * Also measured: the watch timers' expiries per second
+ * Also measured: the watch timers' and the scanners' expiries per second
  * (/sys/kernel/debug/stallcap/expiries).  The target is an extra of at most
  * 2% of one CPU for 1,000 watches, i.e. 0.002% of a CPU per watch: a smaller
  * N is held to the same budget per watch, scaled to N.  When N watches
@@ -86,22 +90,30 @@ static void *beater_fn(void *arg)
 	return NULL;
 }
 
-/* Watch-timer expiries so far, all CPUs (debugfs); NAN without it. */
-static double watch_expiries(void)
+/*
+ * Watch-timer and heartbeat-scanner expiries so far, all CPUs (debugfs);
+ * NAN without it.
+ */
+static void timer_expiries(double *watch, double *scan)
 {
 	FILE *f = fopen(BEAT_EXPIRIES_FILE, "r");
-	unsigned long long w;
-	double sum = 0;
+	unsigned long long w, b, r, sc;
 	char line[256];
 	int cpu;
 
+	*watch = *scan = f ? 0 : NAN;
 	if (!f)
-		return NAN;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "cpu%d watch %llu", &cpu, &w) == 2)
-			sum += (double)w;
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		int n = sscanf(line, "cpu%d watch %llu buddy %llu rescued %llu beat %llu",
+			       &cpu, &w, &b, &r, &sc);
+
+		if (n >= 2)
+			*watch += (double)w;
+		if (n == 5)
+			*scan += (double)sc;
+	}
 	fclose(f);
-	return sum;
 }
 
 /* ---- the soaker: one SCHED_IDLE counting thread per CPU ---- */
@@ -176,7 +188,7 @@ static double soak_count(const struct soak *k)
 }
 
 struct beat_result {
-	double window_ns, soak, expiries;
+	double window_ns, soak, expiries, scans;
 	unsigned int errs, runs;
 	uint64_t stalls;
 };
@@ -188,7 +200,7 @@ static int run_beats(unsigned int n, bool watched, struct sc *s,
 {
 	struct beat_load l = { .n = n, .watched = watched, .s = s, .slots = slots };
 	struct stallcap_stats st0, st1;
-	double k0, k1, e0, e1;
+	double k0, k1, e0, e1, c0, c1;
 	uint64_t t0, t1;
 	pthread_attr_t attr;
 	unsigned int i, started = 0;
@@ -220,13 +232,13 @@ static int run_beats(unsigned int n, bool watched, struct sc *s,
 	pthread_barrier_wait(&l.armed);
 	sleep_ns(window_ns / 4);	/* settle */
 	sc_stats(s, &st0, 0);
-	e0 = watch_expiries();
+	timer_expiries(&e0, &c0);
 	k0 = soak_count(k);
 	t0 = now_ns();
 	sleep_ns(window_ns);
 	t1 = now_ns();
 	k1 = soak_count(k);
-	e1 = watch_expiries();
+	timer_expiries(&e1, &c1);
 	sc_stats(s, &st1, 0);
 	l.stop = 1;
 	for (i = 0; i < n; i++) {
@@ -238,6 +250,7 @@ static int run_beats(unsigned int n, bool watched, struct sc *s,
 	r->window_ns += (double)(t1 - t0);
 	r->soak += k1 - k0;
 	r->expiries += e1 - e0;
+	r->scans += c1 - c0;
 	r->stalls += st1.stalls - st0.stalls;
 	pthread_barrier_destroy(&l.armed);
 	free(l.b);
@@ -250,6 +263,7 @@ static void beats_out(unsigned int n, const char *var, const struct beat_result 
 	out_num(r->window_ns / NS_PER_MS, "beats.%u.%s.window_ms", n, var);
 	out_num(r->soak * NS_PER_SEC / r->window_ns, "beats.%u.%s.soak_per_s", n, var);
 	out_num(r->expiries * NS_PER_SEC / r->window_ns, "beats.%u.%s.expiries_per_s", n, var);
+	out_num(r->scans * NS_PER_SEC / r->window_ns, "beats.%u.%s.scans_per_s", n, var);
 	out_num(r->errs, "beats.%u.%s.thread_errors", n, var);
 	out_num((double)r->stalls, "beats.%u.%s.stalls", n, var);
 }
@@ -272,9 +286,34 @@ static int beats_session(struct sc *s, unsigned int n, struct stallcap_slot **sl
 	return 0;
 }
 
-/* Soaker counts per second: with no threads, without watches, with them. */
-enum { LOAD_NONE, LOAD_PLAIN, LOAD_WATCHED, NR_LOADS };
-static const char *const load_key[NR_LOADS] = { "none", "plain", "watched" };
+/*
+ * Soaker counts per second: with no threads, without watches, with them
+ * (checked by the CPUs' scanners), with them on one timer each.
+ */
+enum { LOAD_NONE, LOAD_PLAIN, LOAD_WATCHED, LOAD_TIMERS, NR_LOADS };
+static const char *const load_key[NR_LOADS] = { "none", "plain", "watched", "timers" };
+
+/* The largest N whose watches are also run with one timer each. */
+#define BEAT_TIMERS_MAX	100
+
+/* One load of @n threads; the timers load with beat_scan=0. */
+static int run_load(unsigned int load, unsigned int n, struct sc *s,
+		    struct stallcap_slot *slots, uint64_t window_ns,
+		    const struct soak *k, struct beat_result *r)
+{
+	int ret;
+
+	if (load == LOAD_TIMERS) {
+		ret = module_param_set("beat_scan", false);
+		if (ret)
+			return ret;
+	}
+	ret = run_beats(load == LOAD_NONE ? 0 : n, load >= LOAD_WATCHED, s, slots,
+			window_ns, k, r);
+	if (load == LOAD_TIMERS && module_param_set("beat_scan", true) && !ret)
+		ret = -EIO;
+	return ret;
+}
 
 /* The loads of @n threads in turn, @reps times; -errno or 0. */
 static int beats_n(unsigned int n, unsigned int reps, uint64_t window,
@@ -282,6 +321,7 @@ static int beats_n(unsigned int n, unsigned int reps, uint64_t window,
 {
 	struct beat_result r[NR_LOADS] = { { 0 } };
 	double rate[NR_LOADS], per_cpu, lo = 1e9, hi = -1e9;
+	unsigned int nr_loads = n <= BEAT_TIMERS_MAX ? NR_LOADS : LOAD_TIMERS;
 	struct stallcap_slot *slots = NULL;
 	unsigned int rep, load;
 	size_t len = 0;
@@ -292,13 +332,13 @@ static int beats_n(unsigned int n, unsigned int reps, uint64_t window,
 	for (rep = 0; !ret && rep < reps; rep++) {
 		struct beat_result one[NR_LOADS] = { { 0 } };
 
-		for (load = 0; !ret && load < NR_LOADS; load++) {
+		for (load = 0; !ret && load < nr_loads; load++) {
 			note("beats: %u threads, %s (%u/%u)", n, load_key[load], rep + 1, reps);
-			ret = run_beats(load == LOAD_NONE ? 0 : n, load == LOAD_WATCHED, &s,
-					slots, window, k, &one[load]);
+			ret = run_load(load, n, &s, slots, window, k, &one[load]);
 			r[load].window_ns += one[load].window_ns;
 			r[load].soak += one[load].soak;
 			r[load].expiries += one[load].expiries;
+			r[load].scans += one[load].scans;
 			r[load].errs += one[load].errs;
 			r[load].stalls += one[load].stalls;
 			r[load].runs += one[load].runs;
@@ -306,7 +346,7 @@ static int beats_n(unsigned int n, unsigned int reps, uint64_t window,
 		if (ret)
 			break;
 		/* this round's extra, for the spread between rounds */
-		for (load = 0; load < NR_LOADS; load++)
+		for (load = 0; load < nr_loads; load++)
 			rate[load] = one[load].soak / one[load].window_ns;
 		per_cpu = rate[LOAD_NONE] / k->n;
 		if (per_cpu > 0) {
@@ -324,7 +364,7 @@ static int beats_n(unsigned int n, unsigned int reps, uint64_t window,
 		return ret;
 	}
 	out_num(n, "beats.%u.threads", n);
-	for (load = 0; load < NR_LOADS; load++) {
+	for (load = 0; load < nr_loads; load++) {
 		beats_out(n, load_key[load], &r[load]);
 		rate[load] = r[load].soak / r[load].window_ns;
 	}
@@ -337,6 +377,11 @@ static int beats_n(unsigned int n, unsigned int reps, uint64_t window,
 	out_num(k->n - rate[LOAD_WATCHED] / per_cpu, "beats.%u.watched.busy_cpus", n);
 	*extra_cpus = (rate[LOAD_PLAIN] - rate[LOAD_WATCHED]) / per_cpu;
 	out_num(*extra_cpus, "beats.%u.extra_cpus", n);
+	if (nr_loads > LOAD_TIMERS) {
+		out_num(k->n - rate[LOAD_TIMERS] / per_cpu, "beats.%u.timers.busy_cpus", n);
+		out_num((rate[LOAD_PLAIN] - rate[LOAD_TIMERS]) / per_cpu,
+			"beats.%u.timers_extra_cpus", n);
+	}
 	out_num(lo, "beats.%u.extra_cpus_min", n);
 	out_num(hi, "beats.%u.extra_cpus_max", n);
 	out_num(n, "beats.largest");

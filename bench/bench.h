@@ -51,6 +51,7 @@ void sleep_ns(uint64_t ns);
 int pin_self(int cpu);		/* -1: every CPU */
 int nr_cpus(void);
 pid_t gettid_(void);
+int module_param_set(const char *name, bool on);	/* 0 or -errno */
 
 /* ---- statistics ---- */
 

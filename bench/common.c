@@ -116,6 +116,21 @@ pid_t gettid_(void)
 	return (pid_t)syscall(SYS_gettid);
 }
 
+/* Write boolean parameter @name of the stallcap module. */
+int module_param_set(const char *name, bool on)
+{
+	char path[256];
+	int fd, ret;
+
+	snprintf(path, sizeof(path), "/sys/module/stallcap/parameters/%s", name);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = write(fd, on ? "1" : "0", 1) == 1 ? 0 : -errno;
+	close(fd);
+	return ret;
+}
+
 /* ---- statistics ---- */
 
 static int cmp_double(const void *a, const void *b)

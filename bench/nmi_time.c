@@ -28,7 +28,6 @@
 
 #include "bench.h"
 
-#define NMI_PARAM		"/sys/module/stallcap/parameters/user_copy_in_handler"
 #define NMI_DEADLINE_NS	(20 * NS_PER_MS)	/* time to move to vCPU 1 */
 #define NMI_SAMPLE_CAP_NS	(2 * NS_PER_MS)		/* samples 2 ms apart */
 #define NMI_STACK_PAD	(96 * 1024)		/* room above sp for the copy */
@@ -58,14 +57,7 @@ static int kmsg(const char *msg)
 
 static int set_in_handler(bool on)
 {
-	int fd = open(NMI_PARAM, O_WRONLY | O_CLOEXEC);
-	int ret;
-
-	if (fd < 0)
-		return -errno;
-	ret = write(fd, on ? "1" : "0", 1) == 1 ? 0 : -errno;
-	close(fd);
-	return ret;
+	return module_param_set("user_copy_in_handler", on);
 }
 
 /*

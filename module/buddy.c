@@ -126,6 +126,7 @@ static enum hrtimer_restart buddy_fn(struct hrtimer *timer)
 	list_for_each_entry_rcu(w, &buddy_watches, buddy_node)
 		buddy_check(w, now, period);
 	rcu_read_unlock();
+	stallcap_beat_rescue(now, period);
 	stallcap_own_irq_exit();
 	if (buddy_stop())
 		return HRTIMER_NORESTART;

@@ -83,6 +83,10 @@ module_param_named(user_copy_in_timer, stallcap_user_copy_in_timer, bool, 0644);
 MODULE_PARM_DESC(user_copy_in_timer,
 		 "Copy and walk the user stack of a thread its own timer interrupted in user mode inside the timer interrupt (default off: on that interrupt's return to user space, a USER_STACK record)");
 
+module_param_named(beat_scan, stallcap_beat_scan, bool, 0644);
+MODULE_PARM_DESC(beat_scan,
+		 "Check heartbeat watches from one scanning timer per CPU (default on; off: one timer per watch, for comparisons; applies to watches parked after the change)");
+
 static int __init stallcap_init(void)
 {
 	int ret;
@@ -97,6 +101,7 @@ static int __init stallcap_init(void)
 	stallcap_defer_init();
 	stallcap_tail_init();
 	stallcap_buddy_init();
+	stallcap_beat_init();
 	ret = stallcap_attach_init();
 	if (ret)
 		return ret;
@@ -141,6 +146,7 @@ static void __exit stallcap_exit(void)
 	stallcap_why_exit();
 	stallcap_defer_exit();
 	stallcap_buddy_exit();
+	stallcap_beat_exit();
 	rcu_barrier();	/* watch_free_rcu() and attach_free_rcu() callbacks */
 	stallcap_attach_exit();
 	stallcap_capture_exit();

@@ -354,6 +354,10 @@ struct stallcap_capture_req {
  * @slot: slot index (heartbeat and shared-deadline watches), or -1
  * @last_beats: beat counter seen at the previous heartbeat check
  * @last_idle: idle mark seen at the previous heartbeat check
+ * @beat_scanner: the CPU scanner checking this heartbeat watch (parked: its
+ *	own timer idle), NULL when not parked (beat_scan.c)
+ * @beat_node: in that scanner's list
+ * @beat_next: when the scanner checks the parked watch next (ns)
  * @stall_id: current stall, 0 when none
  * @samples: samples taken in the current stall (written or lost)
  * @next_interval: interval to the next sample (ns)
@@ -398,6 +402,9 @@ struct stallcap_watch {
 	int slot;
 	u64 last_beats;
 	bool last_idle;
+	struct stallcap_beat_scanner *beat_scanner;
+	struct list_head beat_node;
+	u64 beat_next;
 	u64 stall_id;
 	u32 samples;
 	u64 next_interval;
@@ -673,6 +680,17 @@ u64 stallcap_beat_period(const struct stallcap_watch *w);
 u64 stallcap_beat_next(const struct stallcap_watch *w, u64 now);
 bool stallcap_shared_due(struct stallcap_watch *w, u64 now, u64 *next);
 bool stallcap_shared_moved(const struct stallcap_watch *w);
+
+/* ---- heartbeat scanners, one per CPU (beat_scan.c) ---- */
+struct stallcap_beat_scanner;
+extern bool stallcap_beat_scan;
+DECLARE_PER_CPU(unsigned long, stallcap_beat_expiries);
+DECLARE_PER_CPU(unsigned long, stallcap_beat_checks);
+bool stallcap_beat_park(struct stallcap_watch *w, u64 now);
+void stallcap_beat_unpark(struct stallcap_watch *w);
+void stallcap_beat_rescue(u64 now, u64 overdue);
+void stallcap_beat_init(void);
+void stallcap_beat_exit(void);
 
 /* ---- buddy checkers (buddy.c) ---- */
 DECLARE_PER_CPU(unsigned long, stallcap_watch_expiries);

@@ -152,18 +152,21 @@ static int stats_show(struct seq_file *m, void *unused)
 DEFINE_SHOW_ATTRIBUTE(stats);
 
 /*
- * Timer expiries per CPU: the watches' timers, the buddy checkers, and the
- * watch timers a checker took over from a CPU that did not take them.
+ * Timer expiries per CPU: the watches' timers, the buddy checkers, the
+ * watch timers a checker took over from a CPU that did not take them, the
+ * heartbeat scanner, and the heartbeat checks it made.
  */
 static int expiries_show(struct seq_file *m, void *unused)
 {
 	int cpu;
 
 	for_each_possible_cpu(cpu)
-		seq_printf(m, "cpu%d watch %lu buddy %lu rescued %lu\n", cpu,
-			   READ_ONCE(per_cpu(stallcap_watch_expiries, cpu)),
+		seq_printf(m, "cpu%d watch %lu buddy %lu rescued %lu beat %lu checks %lu\n",
+			   cpu, READ_ONCE(per_cpu(stallcap_watch_expiries, cpu)),
 			   READ_ONCE(per_cpu(stallcap_buddy_expiries, cpu)),
-			   READ_ONCE(per_cpu(stallcap_buddy_rescues, cpu)));
+			   READ_ONCE(per_cpu(stallcap_buddy_rescues, cpu)),
+			   READ_ONCE(per_cpu(stallcap_beat_expiries, cpu)),
+			   READ_ONCE(per_cpu(stallcap_beat_checks, cpu)));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(expiries);
@@ -175,7 +178,7 @@ static struct dentry *stats_dir;
  *
  * One "name value" line per counter, then one line per histogram with its
  * STALLCAP_HIST_BUCKETS log2 buckets; and .../expiries, one line per CPU:
- * "cpuN watch W buddy B rescued R" (timer expiries).  Failure is not fatal.
+ * "cpuN watch W buddy B rescued R beat S checks C" (timer expiries).  Failure is not fatal.
  */
 void stallcap_stats_init(void)
 {

@@ -155,6 +155,7 @@ static void watch_kill(struct stallcap_watch *w)
 	raw_spin_lock_irqsave(&w->lock, flags);
 	if (!w->dead) {
 		w->dead = true;
+		stallcap_beat_unpark(w);
 		stallcap_watch_end_stall(w, ktime_get_mono_fast_ns());
 		stallcap_watch_count_armed(w, false);
 		stallcap_watch_fast_update(w, U64_MAX);
@@ -253,6 +254,7 @@ static struct stallcap_watch *watch_create_task(struct stallcap_session *sess,
 	w->ns_pid = task_tgid_nr_ns(task, sess->pid_ns);
 	w->ns_tid = task_pid_nr_ns(task, sess->pid_ns);
 	w->slot = -1;
+	INIT_LIST_HEAD(&w->beat_node);
 	w->attach = a;
 	if (a) {
 		w->timeout_ns = a->timeout_ns;

@@ -34,6 +34,7 @@ static int watch_start(struct stallcap_watch *w, u64 now, u64 deadline)
 
 	if (w->dead)
 		return -ENOENT;
+	stallcap_beat_unpark(w);
 	/*
 	 * Moving an armed deadline later leaves the queued timer alone: when
 	 * it fires early, the callback re-queues it at w->deadline.  An event
@@ -55,10 +56,12 @@ static int watch_start(struct stallcap_watch *w, u64 now, u64 deadline)
 		return 0;
 	/*
 	 * A CPU isolated from timers gets none: a buddy checker starts the
-	 * timer on its housekeeping CPU when the deadline comes near.
+	 * timer on its housekeeping CPU when the deadline comes near.  A
+	 * heartbeat watch waits for its checks on this CPU's scanner.
 	 */
 	w->isolated = !stallcap_cpu_takes_timers();
-	if (w->isolated)
+	if (w->isolated || ((w->flags & STALLCAP_ARM_HEARTBEAT) &&
+			    stallcap_beat_park(w, now)))
 		hrtimer_try_to_cancel(&w->timer);
 	else
 		hrtimer_start(&w->timer, ns_to_ktime(deadline),
@@ -101,6 +104,7 @@ static void watch_change_kind(struct stallcap_session *sess,
 	unsigned long flags;
 
 	raw_spin_lock_irqsave(&w->lock, flags);
+	stallcap_beat_unpark(w);
 	stallcap_watch_end_stall(w, ktime_get_mono_fast_ns());
 	w->state = WATCH_IDLE;
 	stallcap_watch_count_armed(w, false);
@@ -289,6 +293,7 @@ int stallcap_watch_disarm(struct stallcap_session *sess)
 	if (w) {
 		raw_spin_lock_irqsave(&w->lock, flags);
 		if (!w->dead) {
+			stallcap_beat_unpark(w);
 			stallcap_watch_end_stall(w, ktime_get_mono_fast_ns());
 			w->state = WATCH_IDLE;
 			stallcap_watch_count_armed(w, false);

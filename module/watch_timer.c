@@ -394,7 +394,21 @@ static enum hrtimer_restart deadline_passed(struct stallcap_watch *w, u64 now)
 	return take_sample(w, now);
 }
 
-/* A heartbeat watch's periodic check while not stalled. */
+/*
+ * A heartbeat watch not stalled waits for its next check on this CPU's
+ * scanner (beat_scan.c), or with its own timer where there is none.
+ */
+static enum hrtimer_restart beat_wait(struct stallcap_watch *w, u64 now)
+{
+	if (stallcap_beat_park(w, now))
+		return HRTIMER_NORESTART;
+	return restart_at(w, stallcap_beat_next(w, now));
+}
+
+/*
+ * A heartbeat watch's check by its own timer: the scanner handed it over
+ * (no progress for a whole threshold), or it has no scanner.
+ */
 static enum hrtimer_restart beat_tick(struct stallcap_watch *w, u64 now)
 {
 	if (stallcap_beat_progress(w)) {
@@ -404,7 +418,7 @@ static enum hrtimer_restart beat_tick(struct stallcap_watch *w, u64 now)
 		w->deadline = w->armed_at + w->timeout_ns;
 		return deadline_passed(w, now);
 	}
-	return restart_at(w, stallcap_beat_next(w, now));
+	return beat_wait(w, now);
 }
 
 /* A shared-deadline watch's timer while not stalled. */
@@ -430,7 +444,7 @@ static enum hrtimer_restart stalled_tick(struct stallcap_watch *w, u64 now)
 		stallcap_watch_end_stall(w, now);
 		w->state = WATCH_ARMED;
 		w->armed_at = now;
-		return restart_at(w, stallcap_beat_next(w, now));
+		return beat_wait(w, now);
 	}
 	if (w->state == WATCH_STALLED && now >= w->sample_at)
 		return take_sample(w, now);
@@ -453,8 +467,11 @@ enum hrtimer_restart stallcap_watch_timer_fn(struct hrtimer *timer)
 	this_cpu_inc(stallcap_watch_expiries);
 	stallcap_own_irq_enter();
 	raw_spin_lock(&w->lock);
-	/* Re-armed meanwhile: the new expiry is queued already. */
-	if (w->dead || hrtimer_is_queued(timer))
+	/*
+	 * Re-armed meanwhile: the new expiry is queued already.  Parked
+	 * meanwhile (an ARM): the scanner checks the watch now.
+	 */
+	if (w->dead || hrtimer_is_queued(timer) || w->beat_scanner)
 		goto out;
 	stallcap_count(&w->sess->stats, SC_TIMER_EXPIRIES, 1);
 	switch (w->state) {

@@ -21,8 +21,8 @@
 #include "sc_harness.h"
 #include "stall_util.h"
 
-#define PARAM		"/sys/module/stallcap/parameters/user_copy_in_handler"
-#define TIMER_PARAM	"/sys/module/stallcap/parameters/user_copy_in_timer"
+#define PARAM		"user_copy_in_handler"
+#define TIMER_PARAM	"user_copy_in_timer"
 #define TIMEOUT		SC_MS(20)
 #define TAG		0x64656665722d3031ULL
 #define PATTERN		0x7061747465726e00ULL
@@ -100,18 +100,6 @@ SC_NOINLINE void *defer_spinner_main(void *arg)
 }
 
 /* Write module parameter @path: "1" or "0". */
-static int set_bool_param(const char *path, bool on)
-{
-	int fd = open(path, O_WRONLY);
-	int ret;
-
-	if (fd < 0)
-		return -errno;
-	ret = write(fd, on ? "1" : "0", 1) == 1 ? 0 : -errno;
-	close(fd);
-	return ret;
-}
-
 /*
  * Copy in the handler or after it.  While the copy is in the handler, an
  * NMI handler over 1 ms ("took too long") is expected: the harness allows
@@ -123,7 +111,7 @@ static int set_param(bool in_handler)
 
 	if (in_handler)
 		sc_kmsg("vmtest: allow-slow-nmi begin\n");
-	ret = set_bool_param(PARAM, in_handler);
+	ret = sc_param_set(PARAM, in_handler);
 	if (!in_handler) {
 		usleep(100 * 1000);	/* an NMI in flight has printed */
 		sc_kmsg("vmtest: allow-slow-nmi end\n");
@@ -168,7 +156,7 @@ FIXTURE_TEARDOWN(defer)
 		pthread_barrier_destroy(&done);
 	}
 	set_param(false);
-	set_bool_param(TIMER_PARAM, false);
+	sc_param_set(TIMER_PARAM, false);
 	sc_session_close(&self->s);
 }
 
@@ -278,7 +266,7 @@ static void user_round(struct __test_metadata *_metadata, struct sc_session *s, 
 		       const struct stallcap_sample **r, const struct stallcap_sample **u)
 {
 	for (int attempt = 1; ; attempt++) {
-		ASSERT_EQ(0, local ? set_bool_param(TIMER_PARAM, in_interrupt) :
+		ASSERT_EQ(0, local ? sc_param_set(TIMER_PARAM, in_interrupt) :
 			     set_param(in_interrupt));
 		run_round(_metadata, s, 1, 0, rs);
 		*r = user_sample(rs, local);
@@ -381,11 +369,11 @@ TEST_F_TIMEOUT(defer, deferred_copy_equals_the_copy_in_the_handler, 120)
  */
 TEST_F_TIMEOUT(defer, timer_sample_user_stack_read_on_return_equals_the_copy_in_the_timer, 120)
 {
-	if (set_bool_param(TIMER_PARAM, false))
+	if (sc_param_set(TIMER_PARAM, false))
 		SKIP(return, "cannot write %s: %s", TIMER_PARAM, strerror(errno));
 	spin_cpu = 0;
 	both_rounds_agree(_metadata, &self->s, true);
-	ASSERT_EQ(0, set_bool_param(TIMER_PARAM, false));
+	ASSERT_EQ(0, sc_param_set(TIMER_PARAM, false));
 	spin_cpu = 1;
 }
 

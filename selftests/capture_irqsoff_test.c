@@ -7,7 +7,9 @@
  * within 2x the deadline plus the buddy checking period after arming, with
  * the right context flag, the spinning function as kernel frame 0, and more
  * samples during the spin.  Pinned and unpinned, idle and with both vCPUs
- * busy.
+ * busy; and with a heartbeat watch (never beating), whose checks are made
+ * by its CPU's heartbeat scanner: the spinning CPU cannot run it, and a
+ * buddy checker must scan its list for it.
  */
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -40,6 +42,7 @@ FIXTURE_VARIANT(spin) {
 	bool needs_nmi;		/* only an NMI reaches it */
 	bool pinned;
 	bool busy;		/* a busy thread on each vCPU */
+	uint32_t arm_flags;	/* STALLCAP_ARM_HEARTBEAT: a heartbeat watch */
 };
 
 FIXTURE_VARIANT_ADD(spin, irqsoff_pinned) {
@@ -61,6 +64,18 @@ FIXTURE_VARIANT_ADD(spin, irqsoff_pinned_busy) {
 FIXTURE_VARIANT_ADD(spin, irqsoff_unpinned_busy) {
 	.file = "irqsoff", .fn = "stallcap_spin_irqsoff_loop",
 	.flag = STALLCAP_SAMPLE_IRQS_OFF, .needs_nmi = true, .busy = true,
+};
+
+FIXTURE_VARIANT_ADD(spin, irqsoff_pinned_heartbeat) {
+	.file = "irqsoff", .fn = "stallcap_spin_irqsoff_loop",
+	.flag = STALLCAP_SAMPLE_IRQS_OFF, .needs_nmi = true, .pinned = true,
+	.arm_flags = STALLCAP_ARM_HEARTBEAT,
+};
+
+FIXTURE_VARIANT_ADD(spin, irqsoff_pinned_busy_heartbeat) {
+	.file = "irqsoff", .fn = "stallcap_spin_irqsoff_loop",
+	.flag = STALLCAP_SAMPLE_IRQS_OFF, .needs_nmi = true, .pinned = true,
+	.busy = true, .arm_flags = STALLCAP_ARM_HEARTBEAT,
 };
 
 FIXTURE_VARIANT_ADD(spin, preemptoff_pinned) {
@@ -246,7 +261,8 @@ static bool run_once(struct __test_metadata *_metadata, FIXTURE_DATA(spin) *self
 	 */
 	usleep(20000);
 	t0 = sc_now_ns();
-	ASSERT_EQ(0, sc_arm(self->s.fd, TIMEOUT, 0, TAG));
+	/* a heartbeat watch's ARM returns its slot: the thread never beats */
+	ASSERT_LE(0, sc_arm(self->s.fd, TIMEOUT, variant->arm_flags, TAG));
 	ret = spin_ms(variant->file, SPIN_MS);
 	t1 = sc_now_ns();
 	ASSERT_EQ(0, sc_disarm(self->s.fd));

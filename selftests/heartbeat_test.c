@@ -614,4 +614,160 @@ TEST_F_TIMEOUT(hb, failing_arm_leaves_nothing_behind, 180)
 	free(th);
 }
 
+/*
+ * ---- the heartbeat scanner: one timer per CPU, not one per watch ----
+ *
+ * SCAN_WATCHES threads, spread over the CPUs, each hold a heartbeat watch
+ * (2 ms: a check every 500 us) and wait by design (idle = 1, asleep).  With
+ * the scanner (beat_scan=1, the default) no watch timer expires at all, the
+ * CPUs' scanners expire about once per check period each, however many
+ * watches there are, and they check each watch once per period.  The same
+ * threads with one timer per watch (beat_scan=0) are run after it: their
+ * timers expire once per watch and period (as far as the CPUs keep up),
+ * which the counts tell apart.
+ */
+#define SCAN_WATCHES	32
+#define SCAN_T		SC_MS(2)
+#define SCAN_WINDOW_US	(1000 * 1000)
+#define SCAN_EXPIRIES	"/sys/kernel/debug/stallcap/expiries"
+
+struct scan_counts {
+	unsigned long long watch, beat, checks;
+	uint64_t at;
+};
+
+/* Sum the module's per-CPU expiry counts; 0 or -1. */
+static int scan_counts_read(struct scan_counts *c)
+{
+	unsigned long long w, b, r, s, k;
+	FILE *f = fopen(SCAN_EXPIRIES, "r");
+	char line[256];
+	int cpu, lines = 0;
+
+	if (!f)
+		return -1;
+	memset(c, 0, sizeof(*c));
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "cpu%d watch %llu buddy %llu rescued %llu beat %llu checks %llu",
+			   &cpu, &w, &b, &r, &s, &k) != 6)
+			continue;
+		c->watch += w;
+		c->beat += s;
+		c->checks += k;
+		lines++;
+	}
+	fclose(f);
+	c->at = sc_now_ns();
+	return lines ? 0 : -1;
+}
+
+struct scan_idler {
+	pthread_t th;
+	int fd, cpu, err;
+	uint64_t timeout;
+	struct stallcap_slot *slots;
+	size_t nr_slots;
+	volatile int *stop;
+	pthread_barrier_t *armed;
+};
+
+static void *scan_idler_fn(void *arg)
+{
+	struct scan_idler *t = arg;
+	int slot;
+
+	sc_pin_self(t->cpu);
+	slot = sc_arm(t->fd, t->timeout, STALLCAP_ARM_HEARTBEAT, TAG);
+	if (slot < 0 || (size_t)slot >= t->nr_slots) {
+		t->err = slot < 0 ? errno : ERANGE;
+	} else {
+		t->slots[slot].beats++;
+		__atomic_store_n(&t->slots[slot].idle, 1, __ATOMIC_RELEASE);
+	}
+	pthread_barrier_wait(t->armed);
+	while (!*t->stop)
+		usleep(20 * 1000);
+	if (!t->err)
+		sc_disarm(t->fd);
+	return NULL;
+}
+
+/* The counts of one window with SCAN_WATCHES idle heartbeat watches. */
+static void scan_round(struct __test_metadata *_metadata, FIXTURE_DATA(hb) *self,
+		       bool scan, uint64_t timeout, struct scan_counts *d)
+{
+	struct scan_idler t[SCAN_WATCHES] = {};
+	struct scan_counts c0, c1;
+	pthread_barrier_t armed;
+	volatile int stop = 0;
+	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+
+	ASSERT_EQ(0, sc_param_set("beat_scan", scan));
+	ASSERT_EQ(0, pthread_barrier_init(&armed, NULL, SCAN_WATCHES + 1));
+	for (int i = 0; i < SCAN_WATCHES; i++) {
+		t[i] = (struct scan_idler){
+			.fd = self->s.fd, .cpu = i % ncpu, .timeout = timeout,
+			.slots = self->slots, .nr_slots = self->s.cfg.slots,
+			.stop = &stop, .armed = &armed,
+		};
+		ASSERT_EQ(0, pthread_create(&t[i].th, NULL, scan_idler_fn, &t[i]));
+	}
+	pthread_barrier_wait(&armed);
+	usleep(100 * 1000);	/* every watch idle and parked (or timed) */
+	ASSERT_EQ(0, scan_counts_read(&c0)) TH_LOG("no %s", SCAN_EXPIRIES);
+	usleep(SCAN_WINDOW_US);
+	ASSERT_EQ(0, scan_counts_read(&c1));
+	stop = 1;
+	for (int i = 0; i < SCAN_WATCHES; i++) {
+		pthread_join(t[i].th, NULL);
+		EXPECT_EQ(0, t[i].err) TH_LOG("thread %d: ARM: %s", i, strerror(t[i].err));
+	}
+	pthread_barrier_destroy(&armed);
+	d->watch = c1.watch - c0.watch;
+	d->beat = c1.beat - c0.beat;
+	d->checks = c1.checks - c0.checks;
+	d->at = c1.at - c0.at;
+}
+
+TEST_F_TIMEOUT(hb, idle_watches_are_checked_by_one_scanner_per_cpu, 120)
+{
+	uint64_t timeout = SCAN_T > 4 * self->s.info.min_deadline_ns ?
+			   SCAN_T : 4 * self->s.info.min_deadline_ns;
+	uint64_t period = timeout / 4;
+	struct scan_counts on, off;
+	double periods;
+	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (geteuid() != 0 || access(SCAN_EXPIRIES, R_OK))
+		SKIP(return, "needs root and debugfs (%s)", SCAN_EXPIRIES);
+	if (!sc_param_is("beat_scan", 'Y'))
+		SKIP(return, "module without the heartbeat scanner on");
+	ASSERT_LE(SCAN_WATCHES, (int)self->s.cfg.slots);
+	scan_round(_metadata, self, true, timeout, &on);
+	scan_round(_metadata, self, false, timeout, &off);
+	ASSERT_EQ(0, sc_param_set("beat_scan", true));
+	if (_metadata->exit_code)
+		return;
+	periods = (double)on.at / (double)period;
+	TH_LOG("scanner: %llu watch timer expiries, %llu scanner expiries, %llu checks in %.0f periods x %d CPUs",
+	       on.watch, on.beat, on.checks, periods, ncpu);
+	TH_LOG("a timer per watch: %llu watch timer expiries, %llu scanner expiries in %.0f periods",
+	       off.watch, off.beat, (double)off.at / (double)period);
+	/* with the scanner: no watch timer, one scanner expiry per CPU and period */
+	EXPECT_EQ(0, on.watch);
+	EXPECT_GE(ncpu * (periods + 10), (double)on.beat);
+	EXPECT_LT(0, on.beat);
+	/* each watch checked once per period at most, and checked all along */
+	EXPECT_GE(SCAN_WATCHES * (periods + 2), (double)on.checks);
+	EXPECT_LE(SCAN_WATCHES * periods / 10, (double)on.checks);
+	/*
+	 * One timer per watch: the counts tell the two apart.  Those timers
+	 * expire more often than the scanners, though far from once per watch
+	 * and period where they saturate the CPUs (the debug kernel: 6,000 of
+	 * the 64,000 asked for).
+	 */
+	EXPECT_EQ(0, off.beat);
+	EXPECT_LT(on.beat, off.watch);
+}
+
 TEST_HARNESS_MAIN

@@ -880,6 +880,21 @@ static inline bool sc_param_is(const char *name, char value)
 	return c == value;
 }
 
+/* Write boolean module parameter @name; 0 or -errno. */
+static inline int sc_param_set(const char *name, bool on)
+{
+	char path[256];
+	int fd, ret;
+
+	snprintf(path, sizeof(path), "/sys/module/stallcap/parameters/%s", name);
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -errno;
+	ret = write(fd, on ? "1" : "0", 1) == 1 ? 0 : -errno;
+	close(fd);
+	return ret;
+}
+
 static inline bool sc_name_has_prefix(const char *name, const char *const *prefixes)
 {
 	if (!name)

@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stallcap heartbeat scan: one timer per CPU checks every heartbeat watch
+ * waiting on that CPU, instead of one timer per watch.
+ *
+ * A heartbeat watch that is armed and not stalled needs nothing but a look
+ * at its slot every threshold / 4 (stallcap_beat_period()).  Its own hrtimer
+ * would cost an expiry, a lock and an rbtree re-insertion per watch and per
+ * check; instead the watch is *parked*: put on the list of the CPU it was
+ * armed (or last checked) on, its own timer idle.  That CPU's scanner, a
+ * HARD hrtimer expiring at the earliest check due on the list, walks the
+ * list and reads each due watch's slot; a watch whose thread neither beat
+ * nor went idle for its whole threshold is handed back to its own timer,
+ * started to expire at once on this CPU, which captures the stall exactly as
+ * before (stallcap_watch_timer_fn(); the stall's end parks the watch again).
+ *
+ * Ownership: while a watch is parked (w->beat_scanner set) its progress
+ * fields (last_beats, last_idle, armed_at, beat_next, times_base) belong to
+ * the scanner, under the scanner's lock; its timer callback does nothing.
+ * Park and unpark run under w->lock and take the scanner's lock inside it;
+ * the scanner, holding its lock, only trylocks a watch (as the buddy
+ * checkers do), so the two orders cannot deadlock.
+ *
+ * A CPU running with interrupts off cannot run its scanner: the buddy
+ * checkers (buddy.c) scan an overdue scanner's list for it and hand a
+ * stalled watch to their own CPU, whose timer then captures the thread by
+ * NMI.  A CPU isolated from timers parks nothing (its watches keep their
+ * own timers, started by the buddy checkers on housekeeping CPUs).
+ */
+#include <linux/hrtimer.h>
+#include <linux/ktime.h>
+#include <linux/list.h>
+#include <linux/minmax.h>
+#include <linux/percpu.h>
+#include <linux/timekeeping.h>
+
+#include "compat.h"
+#include "stallcap.h"
+
+/* Retry soon when a due watch's lock was busy (its own timer, an ioctl). */
+#define BEAT_LOCK_RETRY_NS	(10 * NSEC_PER_USEC)
+
+/**
+ * struct stallcap_beat_scanner - one CPU's heartbeat scanner
+ * @lock: the list and the parked watches' progress fields
+ * @watches: parked watches (stallcap_watch.beat_node)
+ * @timer: expires at the earliest check due (HARD, pinned)
+ */
+struct stallcap_beat_scanner {
+	raw_spinlock_t lock;
+	struct list_head watches;
+	struct hrtimer timer;
+};
+
+static DEFINE_PER_CPU(struct stallcap_beat_scanner, beat_scanners);
+DEFINE_PER_CPU(unsigned long, stallcap_beat_expiries);
+DEFINE_PER_CPU(unsigned long, stallcap_beat_checks);
+
+bool stallcap_beat_scan __read_mostly = true;
+
+/*
+ * One parked watch due for its check.  Return: true when its thread made no
+ * progress for a whole threshold: a stall, for its own timer to capture.
+ */
+static bool beat_check(struct stallcap_watch *w, u64 now)
+{
+	u64 beats = w->last_beats;
+	bool idle = w->last_idle;
+
+	this_cpu_inc(stallcap_beat_checks);
+	if (stallcap_beat_progress(w)) {
+		w->armed_at = now;
+		/*
+		 * The next sample's interval starts at the last change seen: a
+		 * thread still idle since the previous check did nothing it
+		 * could be blamed for, and its counters need no new snapshot.
+		 */
+		if (beats != w->last_beats || idle != w->last_idle)
+			stallcap_why_rebase(w, now);
+	} else if (now - w->armed_at >= w->timeout_ns) {
+		return true;
+	}
+	w->beat_next = stallcap_beat_next(w, now);
+	return false;
+}
+
+/* Give a stalled watch back to its own timer, on this CPU.  bs->lock held. */
+static bool beat_hand_over(struct stallcap_watch *w, u64 now)
+{
+	if (!raw_spin_trylock(&w->lock)) {
+		w->beat_next = now + BEAT_LOCK_RETRY_NS;
+		return false;
+	}
+	list_del_init(&w->beat_node);
+	w->beat_scanner = NULL;
+	hrtimer_start(&w->timer, ns_to_ktime(now), HRTIMER_MODE_ABS_PINNED_HARD);
+	raw_spin_unlock(&w->lock);
+	return true;
+}
+
+/* Check every due watch of @bs.  Return: the next check due, or U64_MAX. */
+static u64 beat_scan(struct stallcap_beat_scanner *bs, u64 now)
+{
+	struct stallcap_watch *w, *tmp;
+	u64 next = U64_MAX;
+
+	lockdep_assert_held(&bs->lock);
+	list_for_each_entry_safe(w, tmp, &bs->watches, beat_node) {
+		if (now >= w->beat_next && beat_check(w, now) &&
+		    beat_hand_over(w, now))
+			continue;
+		next = min(next, w->beat_next);
+	}
+	return next;
+}
+
+/* (Re)start @bs's timer for a check due at @next.  bs->lock held. */
+static void beat_timer_due(struct stallcap_beat_scanner *bs, u64 next)
+{
+	struct hrtimer *t = &bs->timer;
+
+	if (hrtimer_is_queued(t) && ktime_to_ns(hrtimer_get_expires(t)) <= next)
+		return;
+	hrtimer_start(t, ns_to_ktime(next), HRTIMER_MODE_ABS_PINNED_HARD);
+}
+
+/*
+ * The scanner's callback.  Its timer is (re)started only under its lock,
+ * here as in stallcap_beat_park(), so that a restart never races with an
+ * expiry written by the other.
+ *
+ * Context: hard-IRQ.
+ */
+static enum hrtimer_restart beat_scan_fn(struct hrtimer *timer)
+{
+	struct stallcap_beat_scanner *bs =
+		container_of(timer, struct stallcap_beat_scanner, timer);
+	u64 now = ktime_get_mono_fast_ns(), next;
+
+	this_cpu_inc(stallcap_beat_expiries);
+	stallcap_own_irq_enter();
+	raw_spin_lock(&bs->lock);
+	next = beat_scan(bs, now);
+	if (next != U64_MAX)
+		beat_timer_due(bs, next);
+	raw_spin_unlock(&bs->lock);
+	stallcap_own_irq_exit();
+	return HRTIMER_NORESTART;
+}
+
+/**
+ * stallcap_beat_park() - let this CPU's scanner check heartbeat watch @w
+ * @w: an armed, not stalled heartbeat watch; w->lock held, IRQs off
+ * @now: CLOCK_MONOTONIC now (ns): @w's progress was last seen at w->armed_at
+ *
+ * The caller leaves @w's own timer idle (its callback returns NORESTART, an
+ * ARM cancels it).  Parking a parked watch changes nothing.
+ * Return: false when @w keeps its own timer: scanning is off
+ * (beat_scan=0), or this CPU is isolated from timers.
+ */
+bool stallcap_beat_park(struct stallcap_watch *w, u64 now)
+{
+	struct stallcap_beat_scanner *bs;
+
+	lockdep_assert_held(&w->lock);
+	if (w->beat_scanner)
+		return true;
+	if (!READ_ONCE(stallcap_beat_scan) || !stallcap_cpu_takes_timers())
+		return false;
+	bs = this_cpu_ptr(&beat_scanners);
+	raw_spin_lock(&bs->lock);
+	w->beat_next = stallcap_beat_next(w, now);
+	list_add_tail(&w->beat_node, &bs->watches);
+	w->beat_scanner = bs;
+	beat_timer_due(bs, w->beat_next);
+	raw_spin_unlock(&bs->lock);
+	return true;
+}
+
+/**
+ * stallcap_beat_unpark() - take @w off its scanner's list, if it is on one
+ * @w: the watch, w->lock held: its progress fields are the caller's again
+ *
+ * Every change of a watch's state (ARM, DISARM, a change of kind, exit,
+ * destruction) unparks it first.  The scanner's timer is left alone: it
+ * stops by itself when it finds its list empty.
+ */
+void stallcap_beat_unpark(struct stallcap_watch *w)
+{
+	struct stallcap_beat_scanner *bs = w->beat_scanner;
+	unsigned long flags;
+
+	lockdep_assert_held(&w->lock);
+	if (!bs)
+		return;
+	raw_spin_lock_irqsave(&bs->lock, flags);
+	list_del_init(&w->beat_node);
+	w->beat_scanner = NULL;
+	raw_spin_unlock_irqrestore(&bs->lock, flags);
+}
+
+/**
+ * stallcap_beat_rescue() - scan for CPUs whose scanner is overdue
+ * @now: CLOCK_MONOTONIC now (ns)
+ * @overdue: how late a scanner must be (the buddy checking period)
+ *
+ * A CPU with interrupts off (or in a long interrupt handler) cannot run its
+ * scanner; its stalled watches are handed to this CPU's timers.  A scanner
+ * whose lock is held (that CPU scanning, or stuck holding it) is skipped.
+ *
+ * Context: hard-IRQ (a buddy checker's callback).
+ */
+void stallcap_beat_rescue(u64 now, u64 overdue)
+{
+	struct stallcap_beat_scanner *bs;
+	struct hrtimer *t;
+	int cpu;
+
+	for_each_online_cpu(cpu) {
+		bs = per_cpu_ptr(&beat_scanners, cpu);
+		t = &bs->timer;
+		if (cpu == smp_processor_id() || !hrtimer_is_queued(t) ||
+		    ktime_to_ns(hrtimer_get_expires(t)) + overdue > now)
+			continue;
+		if (!raw_spin_trylock(&bs->lock))
+			continue;
+		beat_scan(bs, now);
+		raw_spin_unlock(&bs->lock);
+	}
+}
+
+void stallcap_beat_init(void)
+{
+	struct stallcap_beat_scanner *bs;
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		bs = per_cpu_ptr(&beat_scanners, cpu);
+		raw_spin_lock_init(&bs->lock);
+		INIT_LIST_HEAD(&bs->watches);
+		stallcap_hrtimer_setup(&bs->timer, beat_scan_fn, CLOCK_MONOTONIC,
+				       HRTIMER_MODE_ABS_PINNED_HARD);
+	}
+}
+
+/* Context: module exit, every watch gone (every list empty). */
+void stallcap_beat_exit(void)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		hrtimer_cancel(&per_cpu_ptr(&beat_scanners, cpu)->timer);
+}
