@@ -64,23 +64,27 @@ bool stallcap_beat_scan __read_mostly = true;
  */
 static bool beat_check(struct stallcap_watch *w, u64 now)
 {
-	u64 beats = w->last_beats;
-	bool idle = w->last_idle;
-
-	this_cpu_inc(stallcap_beat_checks);
-	if (stallcap_beat_progress(w)) {
-		w->armed_at = now;
+	switch (stallcap_beat_look(w)) {
+	case STALLCAP_BEAT_CHANGED:
 		/*
 		 * The next sample's interval starts at the last change seen: a
 		 * thread still idle since the previous check did nothing it
 		 * could be blamed for, and its counters need no new snapshot.
 		 */
-		if (beats != w->last_beats || idle != w->last_idle)
-			stallcap_why_rebase(w, now);
-	} else if (now - w->armed_at >= w->timeout_ns) {
-		return true;
+		stallcap_why_rebase(w, now);
+		fallthrough;
+	case STALLCAP_BEAT_IDLE:
+		w->armed_at = now;
+		break;
+	case STALLCAP_BEAT_NONE:
+		if (now - w->armed_at >= w->timeout_ns)
+			return true;
+		break;
 	}
-	w->beat_next = stallcap_beat_next(w, now);
+	/* the next point of the grid; a late scanner (or rescue) finds it */
+	w->beat_next += w->beat_period;
+	if (w->beat_next <= now)
+		w->beat_next = stallcap_beat_next(w, now);
 	return false;
 }
 
@@ -102,15 +106,19 @@ static bool beat_hand_over(struct stallcap_watch *w, u64 now)
 static u64 beat_scan(struct stallcap_beat_scanner *bs, u64 now)
 {
 	struct stallcap_watch *w, *tmp;
+	unsigned long checks = 0;
 	u64 next = U64_MAX;
 
 	lockdep_assert_held(&bs->lock);
 	list_for_each_entry_safe(w, tmp, &bs->watches, beat_node) {
-		if (now >= w->beat_next && beat_check(w, now) &&
-		    beat_hand_over(w, now))
-			continue;
+		if (now >= w->beat_next) {
+			checks++;
+			if (beat_check(w, now) && beat_hand_over(w, now))
+				continue;
+		}
 		next = min(next, w->beat_next);
 	}
+	this_cpu_add(stallcap_beat_checks, checks);
 	return next;
 }
 
@@ -169,6 +177,7 @@ bool stallcap_beat_park(struct stallcap_watch *w, u64 now)
 		return false;
 	bs = this_cpu_ptr(&beat_scanners);
 	raw_spin_lock(&bs->lock);
+	w->beat_period = stallcap_beat_period(w);
 	w->beat_next = stallcap_beat_next(w, now);
 	list_add_tail(&w->beat_node, &bs->watches);
 	w->beat_scanner = bs;

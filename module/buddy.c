@@ -30,6 +30,7 @@
 #include <linux/cpumask.h>
 #include <linux/hrtimer.h>
 #include <linux/ktime.h>
+#include <linux/math64.h>
 #include <linux/percpu.h>
 #include <linux/rculist.h>
 #include <linux/sched/isolation.h>
@@ -115,6 +116,16 @@ static bool buddy_stop(void)
 	return stop;
 }
 
+/*
+ * The checker's next expiry: the next multiple of its period, a grid that
+ * the heartbeat scanners' (multiples of their own periods) fall on as well
+ * when the periods divide: then one timer interrupt serves both.
+ */
+static u64 buddy_next(u64 now, u64 period)
+{
+	return (div64_u64(now, period) + 1) * period;
+}
+
 static enum hrtimer_restart buddy_fn(struct hrtimer *timer)
 {
 	u64 now = ktime_get_mono_fast_ns(), period = stallcap_buddy_period_ns();
@@ -130,7 +141,7 @@ static enum hrtimer_restart buddy_fn(struct hrtimer *timer)
 	stallcap_own_irq_exit();
 	if (buddy_stop())
 		return HRTIMER_NORESTART;
-	hrtimer_forward_now(timer, ns_to_ktime(period));
+	hrtimer_set_expires(timer, ns_to_ktime(buddy_next(now, period)));
 	return HRTIMER_RESTART;
 }
 
@@ -139,8 +150,9 @@ static void buddy_start_here(struct work_struct *work)
 {
 	preempt_disable();
 	hrtimer_start(this_cpu_ptr(&buddy_timer),
-		      ns_to_ktime(stallcap_buddy_period_ns()),
-		      HRTIMER_MODE_REL_PINNED_HARD);
+		      ns_to_ktime(buddy_next(ktime_get_mono_fast_ns(),
+					     stallcap_buddy_period_ns())),
+		      HRTIMER_MODE_ABS_PINNED_HARD);
 	preempt_enable();
 }
 
@@ -203,7 +215,7 @@ void stallcap_buddy_init(void)
 
 	for_each_possible_cpu(cpu) {
 		stallcap_hrtimer_setup(per_cpu_ptr(&buddy_timer, cpu), buddy_fn,
-				       CLOCK_MONOTONIC, HRTIMER_MODE_REL_PINNED_HARD);
+				       CLOCK_MONOTONIC, HRTIMER_MODE_ABS_PINNED_HARD);
 		INIT_WORK(per_cpu_ptr(&buddy_start_work, cpu), buddy_start_here);
 	}
 }

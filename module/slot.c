@@ -88,22 +88,33 @@ void stallcap_slot_detach(struct stallcap_session *sess, struct stallcap_watch *
 }
 
 /**
+ * stallcap_beat_look() - what did @w's thread do since the previous check?
+ * @w: a heartbeat watch, lock held (parked: its scanner's lock)
+ *
+ * Return: STALLCAP_BEAT_CHANGED when it beat, went idle or busy again (its
+ * slot changed), STALLCAP_BEAT_IDLE when it stayed idle (progress as well),
+ * STALLCAP_BEAT_NONE when it stayed busy without a beat.
+ */
+enum stallcap_beat_seen stallcap_beat_look(struct stallcap_watch *w)
+{
+	struct stallcap_slot *slot = slot_of(w);
+	u64 beats = READ_ONCE(slot->beats);
+	bool idle = READ_ONCE(slot->idle);
+
+	if (beats == w->last_beats && idle == w->last_idle)
+		return idle ? STALLCAP_BEAT_IDLE : STALLCAP_BEAT_NONE;
+	w->last_beats = beats;
+	w->last_idle = idle;
+	return STALLCAP_BEAT_CHANGED;
+}
+
+/**
  * stallcap_beat_progress() - did @w's thread beat or go idle since last time?
  * @w: a heartbeat watch, lock held
  */
 bool stallcap_beat_progress(struct stallcap_watch *w)
 {
-	struct stallcap_slot *slot = slot_of(w);
-	u64 beats = READ_ONCE(slot->beats);
-	bool idle = READ_ONCE(slot->idle), was_idle = w->last_idle;
-
-	w->last_idle = idle;
-	if (beats != w->last_beats) {
-		w->last_beats = beats;
-		return true;
-	}
-	/* idle now, or busy again since the previous check: both progress */
-	return idle || was_idle;
+	return stallcap_beat_look(w) != STALLCAP_BEAT_NONE;
 }
 
 /**

@@ -358,6 +358,7 @@ struct stallcap_capture_req {
  *	own timer idle), NULL when not parked (beat_scan.c)
  * @beat_node: in that scanner's list
  * @beat_next: when the scanner checks the parked watch next (ns)
+ * @beat_period: its check period, stallcap_beat_period() when parked
  * @stall_id: current stall, 0 when none
  * @samples: samples taken in the current stall (written or lost)
  * @next_interval: interval to the next sample (ns)
@@ -405,6 +406,7 @@ struct stallcap_watch {
 	struct stallcap_beat_scanner *beat_scanner;
 	struct list_head beat_node;
 	u64 beat_next;
+	u64 beat_period;
 	u64 stall_id;
 	u32 samples;
 	u64 next_interval;
@@ -675,6 +677,12 @@ bool stallcap_slot_available(struct stallcap_session *sess,
 int stallcap_slot_attach(struct stallcap_session *sess, struct stallcap_watch *w,
 			 u32 kind, u64 deadline);
 void stallcap_slot_detach(struct stallcap_session *sess, struct stallcap_watch *w);
+enum stallcap_beat_seen {
+	STALLCAP_BEAT_NONE,	/* busy, no beat: no progress */
+	STALLCAP_BEAT_IDLE,	/* idle since the previous check */
+	STALLCAP_BEAT_CHANGED,	/* a beat, or idle / busy again */
+};
+enum stallcap_beat_seen stallcap_beat_look(struct stallcap_watch *w);
 bool stallcap_beat_progress(struct stallcap_watch *w);
 u64 stallcap_beat_period(const struct stallcap_watch *w);
 u64 stallcap_beat_next(const struct stallcap_watch *w, u64 now);
