@@ -53,6 +53,8 @@ struct stallcap_beat_scanner {
 };
 
 static DEFINE_PER_CPU(struct stallcap_beat_scanner, beat_scanners);
+/* Parked watches, all CPUs: part of SC_ARMED (stallcap_beat_all_parked()) */
+static atomic_t beat_parked = ATOMIC_INIT(0);
 DEFINE_PER_CPU(unsigned long, stallcap_beat_expiries);
 DEFINE_PER_CPU(unsigned long, stallcap_beat_checks);
 
@@ -97,6 +99,7 @@ static bool beat_hand_over(struct stallcap_watch *w, u64 now)
 	}
 	list_del_init(&w->beat_node);
 	w->beat_scanner = NULL;
+	atomic_dec(&beat_parked);
 	hrtimer_start(&w->timer, ns_to_ktime(now), HRTIMER_MODE_ABS_PINNED_HARD);
 	raw_spin_unlock(&w->lock);
 	return true;
@@ -181,6 +184,7 @@ bool stallcap_beat_park(struct stallcap_watch *w, u64 now)
 	w->beat_next = stallcap_beat_next(w, now);
 	list_add_tail(&w->beat_node, &bs->watches);
 	w->beat_scanner = bs;
+	atomic_inc(&beat_parked);
 	beat_timer_due(bs, w->beat_next);
 	raw_spin_unlock(&bs->lock);
 	return true;
@@ -205,7 +209,22 @@ void stallcap_beat_unpark(struct stallcap_watch *w)
 	raw_spin_lock_irqsave(&bs->lock, flags);
 	list_del_init(&w->beat_node);
 	w->beat_scanner = NULL;
+	atomic_dec(&beat_parked);
 	raw_spin_unlock_irqrestore(&bs->lock, flags);
+}
+
+/**
+ * stallcap_beat_all_parked() - is every armed watch parked on a scanner?
+ *
+ * Then no watch timer is queued for a deadline (a disarmed watch's timer
+ * that is still queued only finds it idle) and the buddy checkers need not
+ * walk the watches: the scanners' lists are all there is to look after.
+ * A watch armed meanwhile is seen at the checkers' next period.
+ */
+bool stallcap_beat_all_parked(void)
+{
+	return atomic64_read(&stallcap_global.c[SC_ARMED]) <=
+	       atomic_read(&beat_parked);
 }
 
 /**

@@ -22,7 +22,9 @@
  *
  * The checkers walk a list of every watch under RCU and read a watch's state
  * without its lock; only a suspect watch is locked, with a trylock (a CPU
- * stuck with the lock held is skipped until it lets go).
+ * stuck with the lock held is skipped until it lets go).  While every armed
+ * watch is a heartbeat watch parked on a scanner (beat_scan.c), the walk is
+ * skipped: the checkers then only scan overdue scanners' lists.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -133,10 +135,12 @@ static enum hrtimer_restart buddy_fn(struct hrtimer *timer)
 
 	this_cpu_inc(stallcap_buddy_expiries);
 	stallcap_own_irq_enter();
-	rcu_read_lock();
-	list_for_each_entry_rcu(w, &buddy_watches, buddy_node)
-		buddy_check(w, now, period);
-	rcu_read_unlock();
+	if (!stallcap_beat_all_parked()) {
+		rcu_read_lock();
+		list_for_each_entry_rcu(w, &buddy_watches, buddy_node)
+			buddy_check(w, now, period);
+		rcu_read_unlock();
+	}
 	stallcap_beat_rescue(now, period);
 	stallcap_own_irq_exit();
 	if (buddy_stop())

@@ -697,6 +697,7 @@ DECLARE_PER_CPU(unsigned long, stallcap_beat_checks);
 bool stallcap_beat_park(struct stallcap_watch *w, u64 now);
 void stallcap_beat_unpark(struct stallcap_watch *w);
 void stallcap_beat_rescue(u64 now, u64 overdue);
+bool stallcap_beat_all_parked(void);
 void stallcap_beat_init(void);
 void stallcap_beat_exit(void);
 
