@@ -297,7 +297,7 @@ static const char *const load_key[NR_LOADS] = { "none", "plain", "watched", "tim
 #define BEAT_TIMERS_MAX	100
 
 /* One load of @n threads; the timers load with beat_scan=0. */
-static int run_load(unsigned int load, unsigned int n, struct sc *s,
+static int beats_load(unsigned int load, unsigned int n, struct sc *s,
 		    struct stallcap_slot *slots, uint64_t window_ns,
 		    const struct soak *k, struct beat_result *r)
 {
@@ -334,7 +334,7 @@ static int beats_n(unsigned int n, unsigned int reps, uint64_t window,
 
 		for (load = 0; !ret && load < nr_loads; load++) {
 			note("beats: %u threads, %s (%u/%u)", n, load_key[load], rep + 1, reps);
-			ret = run_load(load, n, &s, slots, window, k, &one[load]);
+			ret = beats_load(load, n, &s, slots, window, k, &one[load]);
 			r[load].window_ns += one[load].window_ns;
 			r[load].soak += one[load].soak;
 			r[load].expiries += one[load].expiries;
