@@ -32,7 +32,6 @@
 #include <linux/cpumask.h>
 #include <linux/hrtimer.h>
 #include <linux/ktime.h>
-#include <linux/math64.h>
 #include <linux/percpu.h>
 #include <linux/rculist.h>
 #include <linux/sched/isolation.h>
@@ -118,16 +117,6 @@ static bool buddy_stop(void)
 	return stop;
 }
 
-/*
- * The checker's next expiry: the next multiple of its period, a grid that
- * the heartbeat scanners' (multiples of their own periods) fall on as well
- * when the periods divide: then one timer interrupt serves both.
- */
-static u64 buddy_next(u64 now, u64 period)
-{
-	return (div64_u64(now, period) + 1) * period;
-}
-
 static enum hrtimer_restart buddy_fn(struct hrtimer *timer)
 {
 	u64 now = ktime_get_mono_fast_ns(), period = stallcap_buddy_period_ns();
@@ -145,7 +134,8 @@ static enum hrtimer_restart buddy_fn(struct hrtimer *timer)
 	stallcap_own_irq_exit();
 	if (buddy_stop())
 		return HRTIMER_NORESTART;
-	hrtimer_set_expires(timer, ns_to_ktime(buddy_next(now, period)));
+	/* on the heartbeat scanners' grid: one interrupt serves both */
+	hrtimer_set_expires(timer, ns_to_ktime(stallcap_grid_next(now, period)));
 	return HRTIMER_RESTART;
 }
 
@@ -154,8 +144,8 @@ static void buddy_start_here(struct work_struct *work)
 {
 	preempt_disable();
 	hrtimer_start(this_cpu_ptr(&buddy_timer),
-		      ns_to_ktime(buddy_next(ktime_get_mono_fast_ns(),
-					     stallcap_buddy_period_ns())),
+		      ns_to_ktime(stallcap_grid_next(ktime_get_mono_fast_ns(),
+						     stallcap_buddy_period_ns())),
 		      HRTIMER_MODE_ABS_PINNED_HARD);
 	preempt_enable();
 }

@@ -140,8 +140,19 @@ u64 stallcap_beat_period(const struct stallcap_watch *w)
  */
 u64 stallcap_beat_next(const struct stallcap_watch *w, u64 now)
 {
-	u64 period = stallcap_beat_period(w);
+	return stallcap_grid_next(now, stallcap_beat_period(w));
+}
 
+/**
+ * stallcap_grid_next() - the first multiple of @period after @now
+ * @now: CLOCK_MONOTONIC now (ns)
+ * @period: a period (ns), not 0
+ *
+ * The heartbeat checks and the buddy checkers expire on this grid: timers of
+ * one CPU whose periods divide share their timer interrupts.
+ */
+u64 stallcap_grid_next(u64 now, u64 period)
+{
 	return (div64_u64(now, period) + 1) * period;
 }
 

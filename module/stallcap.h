@@ -686,6 +686,7 @@ enum stallcap_beat_seen stallcap_beat_look(struct stallcap_watch *w);
 bool stallcap_beat_progress(struct stallcap_watch *w);
 u64 stallcap_beat_period(const struct stallcap_watch *w);
 u64 stallcap_beat_next(const struct stallcap_watch *w, u64 now);
+u64 stallcap_grid_next(u64 now, u64 period);
 bool stallcap_shared_due(struct stallcap_watch *w, u64 now, u64 *next);
 bool stallcap_shared_moved(const struct stallcap_watch *w);
 
