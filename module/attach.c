@@ -17,11 +17,13 @@
  * Threads present at ATTACH get their watch from the ioctl; a thread created
  * later gets it at its first wait call, from a task_work that runs when that
  * call returns to user space (process context: the watch is allocated and
- * charged there).  Watches end with DETACH, the session's close, the
- * thread's exit or the process's exec (the exec probe of watch.c ends the
- * thread's watches; the new program has another mm, which the attach never
- * matches again).  STALLCAP_REC_WATCH records tell the reader when a
- * thread's watch starts and ends.
+ * charged there; attach_follow.c).  Watches end with DETACH, the session's
+ * close, the thread's exit or the process's exec (the exec probe of watch.c
+ * ends the thread's watches; the new program has another mm, which this
+ * attach never matches again: with STALLCAP_ATTACH_INHERIT it gets an
+ * attach of its own, as a new process does, attach_follow.c).
+ * STALLCAP_REC_WATCH records tell the reader when a thread's watch starts
+ * and ends, and what could not be watched.
  *
  * Locking: attach_lock (mutex) protects the list of attaches and the probe
  * registration; it nests inside sess->lock.  The hash by mm is read under
@@ -52,8 +54,21 @@
 
 static DEFINE_MUTEX(attach_lock);
 static LIST_HEAD(attaches);			/* attach_lock */
-static DEFINE_HASHTABLE(attach_by_mm, 6);	/* RCU readers, attach_lock */
+/* RCU readers (attach_follow.c), attach_lock */
+DEFINE_HASHTABLE(stallcap_attach_by_mm, STALLCAP_ATTACH_HASH_BITS);
 static unsigned int nr_attaches;		/* attach_lock */
+
+/** stallcap_attach_lock() - take the lock of the attaches (a mutex) */
+void stallcap_attach_lock(void)
+{
+	mutex_lock(&attach_lock);
+}
+
+/** stallcap_attach_unlock() - release it */
+void stallcap_attach_unlock(void)
+{
+	mutex_unlock(&attach_lock);
+}
 
 /* ---- permission: as perf -p, ptrace_may_access() ---- */
 
@@ -86,17 +101,14 @@ static int attach_permitted(struct task_struct *task)
 
 /* ---- records ---- */
 
-/**
- * stallcap_attach_watch_event() - write a STALLCAP_REC_WATCH record
- * @w: an attached watch (w->attach set)
- * @event: STALLCAP_WATCH_STARTED or STALLCAP_WATCH_ENDED
- *
- * Context: any but NMI.
+/*
+ * Write a STALLCAP_REC_WATCH record of @task (a thread of @a's process, or
+ * with @tid the process itself) into @a's session.  Context: any but NMI.
  */
-void stallcap_attach_watch_event(struct stallcap_watch *w, u32 event)
+static void attach_event(const struct stallcap_attach_ent *a,
+			 struct task_struct *task, bool tid, u32 event)
 {
-	struct stallcap_session *sess = w->sess;
-	const struct stallcap_attach_ent *a = w->attach;
+	struct stallcap_session *sess = a->sess;
 	const size_t hdr = sizeof(struct stallcap_rec_header);
 	struct stallcap_watch_event ev = {
 		.fixed_size = sizeof(ev),
@@ -105,14 +117,15 @@ void stallcap_attach_watch_event(struct stallcap_watch *w, u32 event)
 		.realtime_ns = ktime_get_real_fast_ns(),
 		.timeout_ns = a->timeout_ns,
 		.user_tag = a->user_tag,
-		.pid = w->task->tgid,
-		.tid = w->tid,
-		.ns_pid = w->ns_pid,
-		.ns_tid = w->ns_tid,
+		.pid = task->tgid,
+		.tid = tid ? task->pid : task->tgid,
+		.ns_pid = task_tgid_nr_ns(task, sess->pid_ns),
+		.ns_tid = tid ? task_pid_nr_ns(task, sess->pid_ns) :
+				task_tgid_nr_ns(task, sess->pid_ns),
 	};
 	void *rec;
 
-	strscpy_pad(ev.comm, w->task->comm, sizeof(ev.comm));
+	strscpy_pad(ev.comm, task->comm, sizeof(ev.comm));
 	rec = stallcap_ring_reserve(sess->ring, STALLCAP_REC_WATCH, sizeof(ev));
 	if (!rec) {
 		stallcap_count(&sess->stats, SC_LOST, 1);
@@ -124,10 +137,43 @@ void stallcap_attach_watch_event(struct stallcap_watch *w, u32 event)
 	stallcap_global_mirror(sess, STALLCAP_REC_WATCH, &ev, sizeof(ev));
 }
 
+/**
+ * stallcap_attach_watch_event() - write a STALLCAP_REC_WATCH record
+ * @w: an attached watch (w->attach set)
+ * @event: STALLCAP_WATCH_STARTED or STALLCAP_WATCH_ENDED
+ *
+ * Context: any but NMI.
+ */
+void stallcap_attach_watch_event(struct stallcap_watch *w, u32 event)
+{
+	attach_event(w->attach, w->task, true, event);
+}
+
+/**
+ * stallcap_attach_missed() - tell @a's reader that @task is not watched
+ * @a: the attach
+ * @task: a new thread of @a's process (@thread), or a process @a follows
+ * @thread: which
+ *
+ * Context: any but NMI.
+ */
+void stallcap_attach_missed(const struct stallcap_attach_ent *a,
+			    struct task_struct *task, bool thread)
+{
+	attach_event(a, task, thread, STALLCAP_WATCH_MISSED);
+}
+
 /* ---- watches of one attach ---- */
 
-/* Make @task's watch for @a.  Context: process, sess->lock held. */
-static int attach_watch_task(struct stallcap_attach_ent *a,
+/**
+ * stallcap_attach_watch_task() - make @task's watch for @a
+ * @a: the attach
+ * @task: a thread of its process
+ * @busy: the thread is busy now (it left a wait call)
+ *
+ * Context: process, sess->lock held.
+ */
+int stallcap_attach_watch_task(struct stallcap_attach_ent *a,
 			     struct task_struct *task, bool busy)
 {
 	struct stallcap_watch *w;
@@ -178,104 +224,13 @@ static int attach_present_threads(struct stallcap_attach_ent *a)
 	n = collect_threads(a, tasks, max);
 	for (i = 0; i < n; i++) {
 		if (!ret)
-			ret = attach_watch_task(a, tasks[i], false);
+			ret = stallcap_attach_watch_task(a, tasks[i], false);
 		put_task_struct(tasks[i]);
 	}
 	kvfree(tasks);
 	if (!ret && !n)
 		ret = -ESRCH;
 	return ret;
-}
-
-/* ---- new threads: a watch made when their first wait call returns ---- */
-
-static void attach_put(struct stallcap_attach_ent *a);
-
-static void newthread_fn(struct callback_head *cb)
-{
-	struct stallcap_attach_twork *nt = container_of(cb,
-							struct stallcap_attach_twork,
-							twork);
-	struct stallcap_attach_ent *a = nt->a;
-	struct stallcap_session *sess = NULL;
-
-	clear_bit_unlock(nt - a->tworks, &a->twork_busy);
-	mutex_lock(&attach_lock);
-	if (!a->dead && !(current->flags & PF_EXITING) &&
-	    current->mm == a->mm) {
-		sess = a->sess;
-		stallcap_session_get(sess);
-	}
-	mutex_unlock(&attach_lock);
-	if (sess) {
-		mutex_lock(&sess->lock);
-		if (!READ_ONCE(a->dead) && attach_watch_task(a, current, true))
-			WRITE_ONCE(a->no_new_threads, true);
-		mutex_unlock(&sess->lock);
-		stallcap_session_put(sess);
-	}
-	attach_put(a);
-	module_put(THIS_MODULE);
-}
-
-/*
- * @a's process has a thread without a watch: queue its creation.  No
- * allocation here (a kprobe handler, preemption off, also on PREEMPT_RT):
- * the request comes from the attach's pool; when all are in flight the
- * thread's next wait call asks again.
- */
-static void newthread_request(struct stallcap_attach_ent *a)
-{
-	struct stallcap_attach_twork *nt;
-	unsigned int i;
-
-	if (READ_ONCE(a->no_new_threads) || current->flags & PF_EXITING)
-		return;
-	for (i = 0; i < STALLCAP_ATTACH_TWORKS; i++)
-		if (!test_and_set_bit_lock(i, &a->twork_busy))
-			break;
-	if (i == STALLCAP_ATTACH_TWORKS)
-		return;
-	nt = &a->tworks[i];
-	if (!refcount_inc_not_zero(&a->ref)) {
-		clear_bit_unlock(i, &a->twork_busy);
-		return;
-	}
-	__module_get(THIS_MODULE);
-	init_task_work(&nt->twork, newthread_fn);
-	if (task_work_add(current, &nt->twork, TWA_RESUME)) {
-		clear_bit_unlock(i, &a->twork_busy);
-		attach_put(a);
-		module_put(THIS_MODULE);
-	}
-}
-
-/**
- * stallcap_attach_wait_boundary() - the current thread enters (idle) or
- * leaves (busy) an event-loop wait
- * @busy: true when the wait call returned
- *
- * Context: kretprobe handler of the current thread, preemption disabled.
- * Return: true if the thread has attached watches (its return matters).
- */
-bool stallcap_attach_wait_boundary(bool busy)
-{
-	struct stallcap_attach_ent *a;
-	struct mm_struct *mm = current->mm;
-	bool watched;
-
-	if (!mm)
-		return false;
-	watched = stallcap_watches_attached_mark(current, busy);
-	if (watched || busy)
-		return watched;
-	/* entering a wait without a watch: a thread created after ATTACH? */
-	rcu_read_lock();
-	hash_for_each_possible_rcu(attach_by_mm, a, mm_node, (unsigned long)mm)
-		if (a->mm == mm && !READ_ONCE(a->dead))
-			newthread_request(a);
-	rcu_read_unlock();
-	return false;
 }
 
 /* ---- ATTACH and DETACH ---- */
@@ -304,7 +259,8 @@ static void attach_free_rcu(struct rcu_head *rcu)
 	queue_work(attach_free_wq, &a->free_work);
 }
 
-static void attach_put(struct stallcap_attach_ent *a)
+/** stallcap_attach_put() - drop a reference to @a.  Context: any but NMI. */
+void stallcap_attach_put(struct stallcap_attach_ent *a)
 {
 	if (refcount_dec_and_test(&a->ref))
 		call_rcu(&a->rcu, attach_free_rcu);
@@ -365,7 +321,7 @@ static struct task_struct *attach_find_process(pid_t pid)
 
 static struct stallcap_attach_ent *
 attach_new(struct stallcap_session *sess, const struct stallcap_attach *arg,
-	   struct task_struct *leader, struct mm_struct *mm)
+	   struct task_struct *leader, struct mm_struct *mm, bool unlimited)
 {
 	struct stallcap_attach_ent *a = kzalloc(sizeof(*a), GFP_KERNEL);
 	unsigned int i;
@@ -381,7 +337,8 @@ attach_new(struct stallcap_session *sess, const struct stallcap_attach *arg,
 	a->timeout_ns = arg->timeout_ns;
 	a->user_tag = arg->user_tag;
 	a->cputime = arg->flags & STALLCAP_ATTACH_CPUTIME;
-	a->unlimited = capable(CAP_SYS_RESOURCE);
+	a->inherit = arg->flags & STALLCAP_ATTACH_INHERIT;
+	a->unlimited = unlimited;
 	for (i = 0; i < STALLCAP_ATTACH_TWORKS; i++)
 		a->tworks[i].a = a;
 	refcount_set(&a->ref, 1);
@@ -397,10 +354,15 @@ static int attach_publish(struct stallcap_attach_ent *a)
 		ret = stallcap_wait_probes_register();
 		if (ret)
 			return ret;
+		ret = stallcap_follow_probes_register();
+		if (ret) {
+			stallcap_wait_probes_unregister();
+			return ret;
+		}
 	}
 	nr_attaches++;
 	list_add(&a->node, &attaches);
-	hash_add_rcu(attach_by_mm, &a->mm_node, (unsigned long)a->mm);
+	hash_add_rcu(stallcap_attach_by_mm, &a->mm_node, (unsigned long)a->mm);
 	return 0;
 }
 
@@ -419,9 +381,11 @@ static void attach_end(struct stallcap_attach_ent *a)
 	last = !--nr_attaches;
 	mutex_unlock(&attach_lock);
 	stallcap_watches_destroy_attached(a->sess, a);
-	if (last)
+	if (last) {
+		stallcap_follow_probes_unregister();
 		stallcap_wait_probes_unregister();
-	attach_put(a);
+	}
+	stallcap_attach_put(a);
 }
 
 static bool attach_exists(struct stallcap_session *sess,
@@ -439,7 +403,8 @@ static bool attach_exists(struct stallcap_session *sess,
 /* Under sess->lock: the attach itself, once the target is known. */
 static int attach_locked(struct stallcap_session *sess,
 			 const struct stallcap_attach *arg,
-			 struct task_struct *leader, struct mm_struct *mm)
+			 struct task_struct *leader, struct mm_struct *mm,
+			 bool unlimited)
 {
 	struct stallcap_attach_ent *a;
 	int ret;
@@ -447,14 +412,14 @@ static int attach_locked(struct stallcap_session *sess,
 	ret = stallcap_session_ensure_ring(sess, false);
 	if (ret)
 		return ret;
-	a = attach_new(sess, arg, leader, mm);
+	a = attach_new(sess, arg, leader, mm, unlimited);
 	if (!a)
 		return -ENOMEM;
 	mutex_lock(&attach_lock);
 	ret = attach_exists(sess, leader, mm) ? -EEXIST : attach_publish(a);
 	mutex_unlock(&attach_lock);
 	if (ret) {
-		attach_put(a);
+		stallcap_attach_put(a);
 		return ret;
 	}
 	ret = attach_present_threads(a);
@@ -489,12 +454,75 @@ int stallcap_attach(struct stallcap_session *sess,
 		ret = -ESRCH;	/* exiting, or a kernel thread */
 	if (!ret) {
 		mutex_lock(&sess->lock);
-		ret = attach_locked(sess, arg, leader, mm);
+		ret = attach_locked(sess, arg, leader, mm,
+				    capable(CAP_SYS_RESOURCE));
 		mutex_unlock(&sess->lock);
 	}
 	if (mm)
 		mmput(mm);
 	put_task_struct(leader);
+	return ret;
+}
+
+/*
+ * End @sess's attaches of programs that no longer run: their process exited
+ * or executed another program (nobody uses their address space any more).
+ * Context: process, sess->lock held.
+ */
+static void attach_end_gone(struct stallcap_session *sess)
+{
+	struct stallcap_attach_ent *a, *found;
+
+	do {
+		found = NULL;
+		mutex_lock(&attach_lock);
+		list_for_each_entry(a, &attaches, node) {
+			if (a->sess == sess && !atomic_read(&a->mm->mm_users)) {
+				found = a;
+				break;
+			}
+		}
+		mutex_unlock(&attach_lock);
+		if (found)
+			attach_end(found);
+	} while (found);
+}
+
+/**
+ * stallcap_attach_inherited() - attach the current process as @parent
+ * @parent: the attach that follows it (STALLCAP_ATTACH_INHERIT), alive
+ *
+ * The current process was created by @parent's process, or is that process
+ * (or a child of it) after an exec.  The new attach has @parent's deadline,
+ * tag and flags, its watch limit exemption, and the current thread's watch.
+ * (A set-user-ID program never gets here: attach_follow.c.)
+ * Context: process, the current process's task_work.
+ * Return: 0, -EEXIST if attached already, or the reason it cannot be.
+ */
+int stallcap_attach_inherited(struct stallcap_attach_ent *parent)
+{
+	struct stallcap_session *sess = parent->sess;
+	struct stallcap_attach arg = {
+		.size = sizeof(arg),
+		.flags = STALLCAP_ATTACH_INHERIT |
+			 (parent->cputime ? STALLCAP_ATTACH_CPUTIME : 0),
+		.pid = task_tgid_nr_ns(current, sess->pid_ns),
+		.timeout_ns = parent->timeout_ns,
+		.user_tag = parent->user_tag,
+	};
+	struct mm_struct *mm = get_task_mm(current);
+	int ret;
+
+	if (!mm)
+		return -ESRCH;
+	mutex_lock(&sess->lock);
+	ret = READ_ONCE(parent->dead) ? -ESRCH :
+	      attach_locked(sess, &arg, current->group_leader, mm,
+			    parent->unlimited);
+	/* after: @parent may be the program this exec replaced */
+	attach_end_gone(sess);
+	mutex_unlock(&sess->lock);
+	mmput(mm);
 	return ret;
 }
 

@@ -13,6 +13,7 @@
 #ifndef STALLCAP_INTERNAL_H
 #define STALLCAP_INTERNAL_H
 
+#include <linux/hashtable.h>
 #include <linux/hrtimer.h>
 #include <linux/irq_work.h>
 #include <linux/llist.h>
@@ -584,6 +585,7 @@ void stallcap_defer_exit(void);
 /* ---- attached watches (attach.c, attach_wait.c) ---- */
 
 #define STALLCAP_ATTACH_TWORKS	BITS_PER_LONG
+#define STALLCAP_ATTACH_HASH_BITS	6
 
 /**
  * struct stallcap_attach_twork - a request to watch a new thread, run in
@@ -609,12 +611,13 @@ struct stallcap_attach_twork {
  * @timeout_ns: the deadline of a busy period
  * @user_tag: copied into the records
  * @cputime: STALLCAP_ATTACH_CPUTIME
+ * @inherit: STALLCAP_ATTACH_INHERIT (attach_follow.c)
  * @unlimited: the attacher had CAP_SYS_RESOURCE (watch limit exempt)
  * @dead: detached; no new watch
  * @no_new_threads: a watch for a new thread failed (limit): stop trying
- * @ref: the attach list and each queued new-thread task_work hold one
+ * @ref: the attach list and each queued task_work hold one
  * @twork_busy: bitmap of @tworks in flight
- * @tworks: new-thread requests, taken without allocating
+ * @tworks: new-thread and new-process requests, taken without allocating
  * @rcu: deferred free, after a grace period
  * @free_work: then the free itself, in process context (attach.c)
  */
@@ -629,6 +632,7 @@ struct stallcap_attach_ent {
 	u64 timeout_ns;
 	u64 user_tag;
 	bool cputime;
+	bool inherit;
 	bool unlimited;
 	bool dead;
 	bool no_new_threads;
@@ -646,7 +650,18 @@ void stallcap_attach_release(struct stallcap_session *sess);
 int stallcap_attach_init(void);
 void stallcap_attach_exit(void);
 void stallcap_attach_watch_event(struct stallcap_watch *w, u32 event);
+void stallcap_attach_missed(const struct stallcap_attach_ent *a,
+			    struct task_struct *task, bool thread);
+int stallcap_attach_watch_task(struct stallcap_attach_ent *a,
+			       struct task_struct *task, bool busy);
+int stallcap_attach_inherited(struct stallcap_attach_ent *parent);
+void stallcap_attach_put(struct stallcap_attach_ent *a);
+void stallcap_attach_lock(void);
+void stallcap_attach_unlock(void);
+extern DECLARE_HASHTABLE(stallcap_attach_by_mm, STALLCAP_ATTACH_HASH_BITS);
 bool stallcap_attach_wait_boundary(bool busy);
+int stallcap_follow_probes_register(void);
+void stallcap_follow_probes_unregister(void);
 int stallcap_wait_probes_register(void);
 void stallcap_wait_probes_unregister(void);
 struct stallcap_watch *stallcap_watch_create_attached(struct stallcap_session *sess,

@@ -336,7 +336,9 @@ int scl_format(struct scl_out *o, const struct stallcap_rec_header *rec)
 		if (stallcap_watch_event_parse(rec, rec->size, &ev))
 			return -EBADMSG;
 		scl_put(o, PREFIX "watch of tid %u %s\n", ev.ns_tid,
-			ev.event == STALLCAP_WATCH_STARTED ? "started" : "ended");
+			ev.event == STALLCAP_WATCH_STARTED ? "started" :
+			ev.event == STALLCAP_WATCH_ENDED ? "ended" :
+			ev.event == STALLCAP_WATCH_MISSED ? "missed" : "event");
 		break;
 	default:
 		break;	/* a record type this library does not know: nothing */

@@ -244,6 +244,30 @@ static void see_kernel(struct collector *c, const struct stallcap_sample_view *v
 }
 
 /* @rec: the ring reader's private, checked copy (the ring is writable by the watched program) */
+/*
+ * A watch of the module: a process that --deadline starts watching (after
+ * the attach, a fork or an exec) may run another program under a pid the
+ * tool knows: its maps are read again at its next sample.  One that could
+ * not be watched is said on stderr at once.
+ */
+static void see_watch(struct collector *c, const struct stallcap_rec_header *rec)
+{
+	struct stallcap_watch_event ev;
+	struct pid_entry *e;
+
+	if (stallcap_watch_event_parse(rec, rec->size, &ev))
+		return;
+	if (ev.event == STALLCAP_WATCH_STARTED && ev.tid == ev.pid) {
+		e = pid_get(c, ev.pid);
+		if (e)
+			e->snap_ns = 0;
+	} else if (ev.event == STALLCAP_WATCH_MISSED) {
+		warnx_("%s %u (%.16s) could not be watched (watch limit, memory or a set-user-ID program): its stalls are not reported",
+		       ev.tid == ev.pid ? "process" : "thread",
+		       ev.ns_tid ? ev.ns_tid : ev.tid, ev.comm);
+	}
+}
+
 static int on_record(const struct stallcap_rec_header *rec, void *arg)
 {
 	struct collector *c = arg;
@@ -254,6 +278,8 @@ static int on_record(const struct stallcap_rec_header *rec, void *arg)
 			see_process(c, &v);
 			see_kernel(c, &v);
 		}
+	} else if (rec->type == STALLCAP_REC_WATCH) {
+		see_watch(c, rec);
 	}
 	c->records++;
 	if (!c->err && c->sk->record)
@@ -379,9 +405,23 @@ static int attach_all(struct collector *c, pid_t *child)
 	return 0;
 }
 
+/*
+ * Does a process followed by --deadline (not --no-inherit) still run: are
+ * any of the module's watches of this session left?
+ */
+static bool followed_alive(struct collector *c)
+{
+	struct stallcap_stats st;
+
+	if (!c->o->deadline_ns || c->o->no_inherit)
+		return false;
+	return !stallcap_session_get_stats(c->s, &st, 0) && st.attached;
+}
+
 static int follow(struct collector *c, pid_t child, int *status)
 {
 	__u64 start = now_ns(CLOCK_MONOTONIC), t, grace = 0;
+	bool done = false;
 	int ret = 0, w;
 
 	while (!ret && !c->err && !stop_signal) {
@@ -393,18 +433,22 @@ static int follow(struct collector *c, pid_t child, int *status)
 		prune(c, t);
 		if (c->o->duration > 0 && t - start >= c->o->duration * NSEC_PER_SEC)
 			break;
-		if (child > 0 && !grace && waitpid(child, &w, WNOHANG) == child) {
+		if (child > 0 && waitpid(child, &w, WNOHANG) == child) {
 			*status = w;
-			grace = t + GRACE_NS;
+			child = 0;
+			done = true;
 		}
+		if (c->o->npids && !done && !any_alive(c->o))
+			done = true;
+		/* the processes they started (--deadline) may still run */
+		if (done && !grace && !followed_alive(c))
+			grace = t + GRACE_NS;
 		if (grace && t >= grace)
 			break;
-		if (c->o->npids && !grace && !any_alive(c->o))
-			grace = t + GRACE_NS;
 	}
 	if (!ret)
 		ret = drain(c);
-	if (child > 0 && !grace) {
+	if (child > 0) {
 		if (stop_signal)
 			kill(child, stop_signal);
 		while (waitpid(child, status, 0) < 0 && errno == EINTR)
@@ -491,8 +535,8 @@ static int parse_u32(const char *arg, __u32 *v, unsigned long long mult)
  */
 int collect_check(struct collect_opts *o)
 {
-	if ((o->npids || o->cputime) && !o->deadline_ns) {
-		warnx_("-p and --cputime go with --deadline DUR");
+	if ((o->npids || o->cputime || o->no_inherit) && !o->deadline_ns) {
+		warnx_("-p, --cputime and --no-inherit go with --deadline DUR");
 		return -EINVAL;
 	}
 	if (o->deadline_ns) {
@@ -542,6 +586,9 @@ int collect_parse_opt(struct collect_opts *o, int opt, const char *arg)
 		       !o->deadline_ns ? -EINVAL : 0;
 	case 'C':
 		o->cputime = true;
+		return 0;
+	case COLLECT_OPT_NO_INHERIT:
+		o->no_inherit = true;
 		return 0;
 	case 'p':
 		return parse_pids(o, arg);

@@ -264,7 +264,8 @@ void fmt_json_watch(FILE *out, const struct stallcap_watch_event *ev)
 	fprintf(out, "{\"type\":\"watch\",\"event\":\"%s\",\"pid\":%u,\"tid\":%u,"
 		"\"ns_pid\":%u,\"ns_tid\":%u,\"comm\":",
 		ev->event == STALLCAP_WATCH_STARTED ? "started" :
-		ev->event == STALLCAP_WATCH_ENDED ? "ended" : "unknown",
+		ev->event == STALLCAP_WATCH_ENDED ? "ended" :
+		ev->event == STALLCAP_WATCH_MISSED ? "missed" : "unknown",
 		ev->pid, ev->tid, ev->ns_pid, ev->ns_tid);
 	comm_str(out, ev->comm);
 	fprintf(out, ",\"fixed_size\":%u,\"time_ns\":%llu,\"realtime_ns\":%llu,"

@@ -324,8 +324,11 @@ void fmt_text_watch(FILE *out, const struct stallcap_watch_event *ev)
 	ms(dl, sizeof(dl), ev->timeout_ns);
 	fprintf(out, "watch %s at %s: tid %s (",
 		ev->event == STALLCAP_WATCH_STARTED ? "started" :
-		ev->event == STALLCAP_WATCH_ENDED ? "ended" : "event", when, tid);
+		ev->event == STALLCAP_WATCH_ENDED ? "ended" :
+		ev->event == STALLCAP_WATCH_MISSED ? "missed" : "event", when, tid);
 	text_strn(out, ev->comm, sizeof(ev->comm));
-	fprintf(out, ") of process %s, %s deadline, tag 0x%llx\n\n",
-		pid, dl, (unsigned long long)ev->user_tag);
+	fprintf(out, ") of process %s, %s deadline, tag 0x%llx%s\n\n",
+		pid, dl, (unsigned long long)ev->user_tag,
+		ev->event == STALLCAP_WATCH_MISSED ?
+		": not watched (watch limit, memory or a set-user-ID program)" : "");
 }

@@ -107,7 +107,8 @@ int attach_process(const struct collect_opts *o, int fd, __u32 pid)
 {
 	struct stallcap_attach a = {
 		.size = sizeof(a),
-		.flags = o->cputime ? STALLCAP_ATTACH_CPUTIME : 0,
+		.flags = (o->cputime ? STALLCAP_ATTACH_CPUTIME : 0) |
+			 (o->no_inherit ? 0 : STALLCAP_ATTACH_INHERIT),
 		.pid = pid,
 		.timeout_ns = o->deadline_ns,
 	};

@@ -150,6 +150,7 @@ struct collect_opts {
 	bool verbose;
 	__u64 deadline_ns;	/* --deadline: watch unmodified processes */
 	bool cputime;		/* --cputime */
+	bool no_inherit;	/* --no-inherit: not the processes they create */
 	__u32 pids[64];		/* -p: running processes to attach to */
 	size_t npids;
 };
@@ -185,7 +186,9 @@ int collect_check(struct collect_opts *o);
 	{ "verbose", no_argument, NULL, 'v' }, \
 	{ "deadline", required_argument, NULL, 'T' }, \
 	{ "cputime", no_argument, NULL, 'C' }, \
-	{ "pid", required_argument, NULL, 'p' }
+	{ "pid", required_argument, NULL, 'p' }, \
+	{ "no-inherit", no_argument, NULL, COLLECT_OPT_NO_INHERIT }
+#define COLLECT_OPT_NO_INHERIT	0x100	/* long option only */
 #define COLLECT_SHORT_OPTIONS "F:gd:R:S:N:L:DvT:Cp:"
 #define COLLECT_HELP \
 "  -T, --deadline DUR   watch an unmodified program: each thread's time\n" \
@@ -193,6 +196,8 @@ int collect_check(struct collect_opts *o);
 "                       io_uring...) over DUR (20ms, 500us, 1s) is a stall\n" \
 "  -C, --cputime        with --deadline: count only CPU time\n" \
 "  -p, --pid PID[,PID]  with --deadline: attach to running processes\n" \
+"      --no-inherit     with --deadline: not the processes they start and\n" \
+"                       the programs they execute (followed by default)\n" \
 "  -F, --fd N           read the session fd N the application passed\n" \
 "  -g, --global         read every session's records (needs CAP_SYS_ADMIN)\n" \
 "  -d, --duration DUR   stop after DUR (seconds, or 20ms, 1s...)\n" \

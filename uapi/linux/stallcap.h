@@ -160,7 +160,18 @@ struct stallcap_arm {
 /* struct stallcap_attach.flags */
 /** @STALLCAP_ATTACH_CPUTIME: count only CPU time within a busy period. */
 #define STALLCAP_ATTACH_CPUTIME	(1U << 0)
-#define STALLCAP_ATTACH_FLAGS_ALL	STALLCAP_ATTACH_CPUTIME
+/**
+ * @STALLCAP_ATTACH_INHERIT: follow the process: a process it creates after
+ * the attach (fork, or clone without CLONE_VM and CLONE_THREAD), and the
+ * program that it or a child of it executes (exec, also after vfork or
+ * posix_spawn), are attached as well, with the same deadline, tag and
+ * flags, recursively (as perf's inherited events).  A program executed
+ * with privileges (set-user-ID, set-group-ID, file capabilities: AT_SECURE)
+ * is not followed.
+ */
+#define STALLCAP_ATTACH_INHERIT	(1U << 1)
+#define STALLCAP_ATTACH_FLAGS_ALL	(STALLCAP_ATTACH_CPUTIME | \
+					 STALLCAP_ATTACH_INHERIT)
 
 /**
  * struct stallcap_attach - watch an unmodified process's event loops
@@ -182,8 +193,13 @@ struct stallcap_arm {
  * origin STALLCAP_ORIGIN_ATTACH).  A thread that never waits in such a call
  * is never reported.  The program is not stopped, changed or signalled.  The
  * watches end with STALLCAP_IOC_DETACH, the session's close, or the
- * process's exit or exec.  STALLCAP_REC_WATCH records tell the reader which
- * threads are watched.
+ * process's exit or exec (with STALLCAP_ATTACH_INHERIT, the executed
+ * program is attached in its turn).  Each followed process is an attach of
+ * its own, which DETACH names by its pid (0: all); the attach of a process
+ * that exited or executed another program ends when the session next
+ * follows one.  STALLCAP_REC_WATCH records tell the reader which threads
+ * are watched, and which thread or process could not be
+ * (STALLCAP_WATCH_MISSED: never silently).
  * Errors: ESRCH (no such process), EPERM/EACCES (the caller may not
  * ptrace-attach to it, as for perf -p: other user, set-user-ID, no
  * CAP_SYS_PTRACE), EEXIST (already attached in this session), ERANGE (as for
@@ -291,6 +307,8 @@ struct stallcap_config {
  * it such waits are STALLCAP_WAIT_OTHER with STALLCAP_WAIT_F_OWNER_UNKNOWN.
  */
 #define STALLCAP_FEAT_KERNEL_LOCKS	(1ULL << 10)
+/* STALLCAP_ATTACH_INHERIT and STALLCAP_WATCH_MISSED */
+#define STALLCAP_FEAT_ATTACH_INHERIT	(1ULL << 11)
 
 /* struct stallcap_info.arch and struct stallcap_sec_regs.arch */
 #define STALLCAP_ARCH_X86_64	1
@@ -1106,6 +1124,13 @@ struct stallcap_stall_end {
 /* struct stallcap_watch_event.event */
 #define STALLCAP_WATCH_STARTED	1 /* the module now watches this thread */
 #define STALLCAP_WATCH_ENDED	2 /* no longer (exit, exec, detach) */
+/*
+ * This thread (a new thread of an attached process), or this process
+ * (@tid == @pid: one that STALLCAP_ATTACH_INHERIT follows), could not be
+ * watched: the watch limit (ENOSPC), memory, too many new processes at once,
+ * or an undumpable (set-user-ID) program.  Its stalls are not reported.
+ */
+#define STALLCAP_WATCH_MISSED	3
 
 /**
  * struct stallcap_watch_event - a watch made by STALLCAP_IOC_ATTACH began

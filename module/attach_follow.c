@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stallcap attach: what appears after the attach.  A thread created later
+ * gets its watch at its first wait call; with STALLCAP_ATTACH_INHERIT, a
+ * process the attached process creates, and the program it executes, get
+ * an attach of their own.
+ *
+ * The events are seen where nothing may be allocated (a kretprobe handler,
+ * the sched_process_fork and sched_process_exec tracepoints: preemption
+ * off, also on PREEMPT_RT).  They queue a task_work on the thread or
+ * process concerned, taken from the attach's pool of requests; it runs in
+ * that task's context on its way back to user space (a new process: before
+ * its first instruction; an executed program: before its first), where the
+ * watch or the attach is made.  What cannot be followed (the pool empty,
+ * the watch limit, memory, a set-user-ID program) is told to the reader by
+ * a STALLCAP_WATCH_MISSED record, never silently.
+ *
+ * Which attach follows what: a fork of a process whose mm is attached with
+ * INHERIT (looked up by mm, as the wait probes do); an exec by a process
+ * that was attached (the same signal_struct: the thread group survives
+ * exec) or whose parent is (a vfork child shares its parent's mm until it
+ * executes a program, so it is followed only then).  The probes exist only
+ * while an attach exists.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/binfmts.h>
+#include <linux/hashtable.h>
+#include <linux/module.h>
+#include <linux/rculist.h>
+#include <linux/sched/signal.h>
+#include <linux/string.h>
+#include <linux/task_work.h>
+#include <linux/tracepoint.h>
+
+#include "stallcap.h"
+
+/* ---- the pool of requests ---- */
+
+/*
+ * A request of @a's pool, holding a reference to @a and to the module, or
+ * NULL when all are in flight.  Context: any but NMI, no allocation.
+ */
+static struct stallcap_attach_twork *twork_get(struct stallcap_attach_ent *a)
+{
+	unsigned int i;
+
+	for (i = 0; i < STALLCAP_ATTACH_TWORKS; i++)
+		if (!test_and_set_bit_lock(i, &a->twork_busy))
+			break;
+	if (i == STALLCAP_ATTACH_TWORKS)
+		return NULL;
+	if (!refcount_inc_not_zero(&a->ref)) {
+		clear_bit_unlock(i, &a->twork_busy);
+		return NULL;
+	}
+	__module_get(THIS_MODULE);
+	return &a->tworks[i];
+}
+
+/* The request @nt may be taken again (its task_work is not queued). */
+static void twork_free(struct stallcap_attach_twork *nt)
+{
+	clear_bit_unlock(nt - nt->a->tworks, &nt->a->twork_busy);
+}
+
+/* Drop what twork_get() took, after twork_free().  Process context. */
+static void twork_put(struct stallcap_attach_ent *a)
+{
+	stallcap_attach_put(a);
+	module_put(THIS_MODULE);
+}
+
+/*
+ * Queue @nt on @task to run @fn; false (all undone) if @task is exiting.
+ */
+static bool twork_queue(struct stallcap_attach_twork *nt,
+			struct task_struct *task, task_work_func_t fn)
+{
+	init_task_work(&nt->twork, fn);
+	if (!task_work_add(task, &nt->twork, TWA_RESUME))
+		return true;
+	twork_free(nt);
+	stallcap_attach_put(nt->a);	/* call_rcu(): any context but NMI */
+	module_put(THIS_MODULE);
+	return false;
+}
+
+/*
+ * The session of @a with a reference, if @a still wants the current task
+ * (not detached, the task not exiting); else NULL.  Process context.
+ */
+static struct stallcap_session *twork_session(struct stallcap_attach_ent *a)
+{
+	struct stallcap_session *sess = NULL;
+
+	stallcap_attach_lock();
+	if (!READ_ONCE(a->dead) && !(current->flags & PF_EXITING)) {
+		sess = a->sess;
+		stallcap_session_get(sess);
+	}
+	stallcap_attach_unlock();
+	return sess;
+}
+
+/* ---- new threads: a watch made when their first wait call returns ---- */
+
+static void newthread_fn(struct callback_head *cb)
+{
+	struct stallcap_attach_twork *nt = container_of(cb,
+							struct stallcap_attach_twork,
+							twork);
+	struct stallcap_attach_ent *a = nt->a;
+	struct stallcap_session *sess;
+
+	twork_free(nt);
+	sess = current->mm == a->mm ? twork_session(a) : NULL;
+	if (sess) {
+		mutex_lock(&sess->lock);
+		if (!READ_ONCE(a->dead) &&
+		    stallcap_attach_watch_task(a, current, true)) {
+			WRITE_ONCE(a->no_new_threads, true);
+			stallcap_attach_missed(a, current, true);
+		}
+		mutex_unlock(&sess->lock);
+		stallcap_session_put(sess);
+	}
+	twork_put(a);
+}
+
+/*
+ * @a's process has a thread without a watch: queue its creation.  When all
+ * requests are in flight the thread's next wait call asks again.
+ */
+static void newthread_request(struct stallcap_attach_ent *a)
+{
+	struct stallcap_attach_twork *nt;
+
+	if (READ_ONCE(a->no_new_threads) || current->flags & PF_EXITING)
+		return;
+	nt = twork_get(a);
+	if (nt)
+		twork_queue(nt, current, newthread_fn);
+}
+
+/**
+ * stallcap_attach_wait_boundary() - the current thread enters (idle) or
+ * leaves (busy) an event-loop wait
+ * @busy: true when the wait call returned
+ *
+ * Context: kretprobe handler of the current thread, preemption disabled.
+ * Return: true if the thread has attached watches (its return matters).
+ */
+bool stallcap_attach_wait_boundary(bool busy)
+{
+	struct stallcap_attach_ent *a;
+	struct mm_struct *mm = current->mm;
+	bool watched;
+
+	if (!mm)
+		return false;
+	watched = stallcap_watches_attached_mark(current, busy);
+	if (watched || busy)
+		return watched;
+	/* entering a wait without a watch: a thread created after ATTACH? */
+	rcu_read_lock();
+	hash_for_each_possible_rcu(stallcap_attach_by_mm, a, mm_node,
+				   (unsigned long)mm)
+		if (a->mm == mm && !READ_ONCE(a->dead))
+			newthread_request(a);
+	rcu_read_unlock();
+	return false;
+}
+
+/* ---- new processes and programs: an attach of their own ---- */
+
+/* In the new process (or program), on its way to user space. */
+static void follow_fn(struct callback_head *cb)
+{
+	struct stallcap_attach_twork *nt = container_of(cb,
+							struct stallcap_attach_twork,
+							twork);
+	struct stallcap_attach_ent *a = nt->a;
+	struct stallcap_session *sess;
+	int ret;
+
+	twork_free(nt);
+	sess = twork_session(a);
+	if (sess) {
+		ret = stallcap_attach_inherited(a);
+		if (ret && ret != -EEXIST && ret != -ESRCH)
+			stallcap_attach_missed(a, current, false);
+		stallcap_session_put(sess);
+	}
+	twork_put(a);
+}
+
+/* Have @a follow @task (a new process, or the current one after exec). */
+static void follow_request(struct stallcap_attach_ent *a,
+			   struct task_struct *task)
+{
+	struct stallcap_attach_twork *nt = twork_get(a);
+
+	if (!nt) {
+		stallcap_attach_missed(a, task, false);
+		return;
+	}
+	twork_queue(nt, task, follow_fn);
+}
+
+static void probe_sched_process_fork(void *data, struct task_struct *parent,
+				     struct task_struct *child)
+{
+	struct mm_struct *mm = READ_ONCE(parent->mm);
+	struct stallcap_attach_ent *a;
+
+	/* a thread (its first wait call asks), vfork (followed at exec) */
+	if (!mm || !child->mm || child->mm == mm)
+		return;
+	rcu_read_lock();
+	hash_for_each_possible_rcu(stallcap_attach_by_mm, a, mm_node,
+				   (unsigned long)mm)
+		if (a->mm == mm && a->inherit && !READ_ONCE(a->dead))
+			follow_request(a, child);
+	rcu_read_unlock();
+}
+
+static void probe_sched_process_exec(void *data, struct task_struct *task,
+				     pid_t old_pid, struct linux_binprm *bprm)
+{
+	struct signal_struct *parent_sig;
+	struct stallcap_attach_ent *a;
+	unsigned int bkt;
+
+	rcu_read_lock();
+	parent_sig = rcu_dereference(task->real_parent)->signal;
+	hash_for_each_rcu(stallcap_attach_by_mm, bkt, a, mm_node) {
+		if (!a->inherit || READ_ONCE(a->dead) ||
+		    (a->leader->signal != task->signal &&
+		     a->leader->signal != parent_sig))
+			continue;
+		/* as ptrace_may_access(): a set-user-ID program is not followed */
+		if (bprm->secureexec)
+			stallcap_attach_missed(a, task, false);
+		else
+			follow_request(a, task);
+	}
+	rcu_read_unlock();
+}
+
+static struct tracepoint *fork_tp, *exec_tp;
+
+static void find_tracepoints(struct tracepoint *tp, void *priv)
+{
+	if (!strcmp(tp->name, "sched_process_fork"))
+		fork_tp = tp;
+	else if (!strcmp(tp->name, "sched_process_exec"))
+		exec_tp = tp;
+}
+
+/**
+ * stallcap_follow_probes_register() - watch forks and execs (first attach)
+ *
+ * Context: process, under the attach lock.
+ * Return: 0 or -errno.
+ */
+int stallcap_follow_probes_register(void)
+{
+	int ret;
+
+	if (!fork_tp || !exec_tp)
+		for_each_kernel_tracepoint(find_tracepoints, NULL);
+	if (!fork_tp || !exec_tp)
+		return -EOPNOTSUPP;
+	ret = tracepoint_probe_register(fork_tp, probe_sched_process_fork,
+					NULL);
+	if (ret)
+		return ret;
+	ret = tracepoint_probe_register(exec_tp, probe_sched_process_exec,
+					NULL);
+	if (ret) {
+		tracepoint_probe_unregister(fork_tp, probe_sched_process_fork,
+					    NULL);
+		tracepoint_synchronize_unregister();
+	}
+	return ret;
+}
+
+/**
+ * stallcap_follow_probes_unregister() - and no more (last attach ended)
+ *
+ * Waits for running probes; their queued task_works hold the module.
+ * Context: process.
+ */
+void stallcap_follow_probes_unregister(void)
+{
+	tracepoint_probe_unregister(exec_tp, probe_sched_process_exec, NULL);
+	tracepoint_probe_unregister(fork_tp, probe_sched_process_fork, NULL);
+	tracepoint_synchronize_unregister();
+}

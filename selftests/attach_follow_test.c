@@ -1,0 +1,320 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * STALLCAP_ATTACH_INHERIT: an attach follows the processes the attached
+ * process creates after it and the programs they execute.  A child process
+ * (it knows nothing of stallcap) is attached; on "go" it makes a new
+ * process by fork, fork + exec, posix_spawn (vfork + exec), or executes a
+ * program itself; that process polls, spins past the deadline in
+ * follow_spin(), and polls again.  The reader sees its watch start, its
+ * stall (origin ATTACH, follow_spin() among the innermost user frames: the
+ * executed program tells its address through a pipe) and the stall's end.
+ * Without INHERIT the same new process is not watched.  An executed
+ * set-user-ID program is not followed: a STALLCAP_WATCH_MISSED record says
+ * so.
+ *
+ * The executed program is this test binary again: a constructor runs the
+ * loop when FOLLOW_LOOP_FD is set, before the harness starts.
+ */
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "stallcap_test.h"
+
+#include "sc_harness.h"
+
+#include "stall_util.h"
+
+#define DEADLINE	SC_MS(30)
+#define SPIN		SC_MS(300)
+#define TAG		0x666f6c6c6f770001ULL
+#define LOOP_ENV	"FOLLOW_LOOP_FD"
+
+extern char **environ;
+
+SC_NOINLINE void follow_spin(uint64_t ns)
+{
+	uint64_t end = sc_now_ns() + ns;
+
+	while (sc_now_ns() < end)
+		__asm__ volatile("" ::: "memory");
+}
+
+/* What the loop tells the test: its pid and follow_spin()'s address. */
+struct loop_hello {
+	pid_t pid;
+	uint64_t spin;
+};
+
+/* An event loop of one thread: a stall between two waits. */
+static void loop_run(int fd)
+{
+	struct loop_hello h = {
+		.pid = getpid(),
+		.spin = (uint64_t)(uintptr_t)follow_spin,
+	};
+
+	if (write(fd, &h, sizeof(h)) != sizeof(h))
+		_exit(20);
+	poll(NULL, 0, 1);
+	poll(NULL, 0, 1);	/* busy from here... */
+	follow_spin(SPIN);	/* ...past the deadline */
+	poll(NULL, 0, 1);	/* idle: the stall ends */
+}
+
+/* The executed program: this binary with FOLLOW_LOOP_FD set. */
+__attribute__((constructor)) static void loop_program(void)
+{
+	const char *fd = getenv(LOOP_ENV);
+
+	if (!fd)
+		return;
+	loop_run(atoi(fd));
+	_exit(0);
+}
+
+enum how { BY_FORK, BY_FORK_EXEC, BY_SPAWN, BY_EXEC_SELF, BY_SETUID_EXEC };
+
+static char self_exe[4096];
+
+/* Run this binary as the loop program, reporting to @fd. */
+static void exec_loop(const char *path, int fd)
+{
+	char num[16];
+
+	snprintf(num, sizeof(num), "%d", fd);
+	setenv(LOOP_ENV, num, 1);
+	execl(path, path, (char *)NULL);
+	_exit(30);
+}
+
+/* The attached process: on "go", a new process or program runs the loop. */
+static void child_main(enum how how, int go_fd, int hello_fd, const char *suid)
+{
+	char *argv[] = { self_exe, NULL }, num[16], env[64];
+	char *envp[] = { env, NULL };
+	pid_t p = 0;
+	char c;
+
+	if (read(go_fd, &c, 1) != 1)
+		_exit(2);
+	switch (how) {
+	case BY_FORK:
+	case BY_FORK_EXEC:
+		p = fork();
+		if (!p && how == BY_FORK) {
+			loop_run(hello_fd);
+			_exit(0);
+		}
+		if (!p)
+			exec_loop(self_exe, hello_fd);
+		break;
+	case BY_SPAWN:
+		snprintf(num, sizeof(num), "%d", hello_fd);
+		snprintf(env, sizeof(env), "%s=%s", LOOP_ENV, num);
+		if (posix_spawn(&p, self_exe, NULL, NULL, argv, envp))
+			_exit(3);
+		break;
+	case BY_EXEC_SELF:
+		exec_loop(self_exe, hello_fd);
+		break;
+	case BY_SETUID_EXEC:
+		if (setgid(65534) || setuid(65534))
+			_exit(4);
+		exec_loop(suid, hello_fd);
+		break;
+	}
+	if (p < 0)
+		_exit(5);
+	waitpid(p, NULL, 0);
+	_exit(0);
+}
+
+FIXTURE(follow) {
+	struct sc_session s;
+	struct sc_records rs;
+	pid_t child;
+	int go[2], hello[2];
+	char suid[64];
+};
+
+FIXTURE_VARIANT(follow) {
+	enum how how;
+	uint32_t flags;
+	bool watched;
+};
+
+FIXTURE_VARIANT_ADD(follow, fork) {
+	.how = BY_FORK, .flags = STALLCAP_ATTACH_INHERIT, .watched = true,
+};
+
+FIXTURE_VARIANT_ADD(follow, fork_exec) {
+	.how = BY_FORK_EXEC, .flags = STALLCAP_ATTACH_INHERIT, .watched = true,
+};
+
+FIXTURE_VARIANT_ADD(follow, posix_spawn) {
+	.how = BY_SPAWN, .flags = STALLCAP_ATTACH_INHERIT, .watched = true,
+};
+
+FIXTURE_VARIANT_ADD(follow, exec_self) {
+	.how = BY_EXEC_SELF, .flags = STALLCAP_ATTACH_INHERIT, .watched = true,
+};
+
+FIXTURE_VARIANT_ADD(follow, fork_without_inherit) {
+	.how = BY_FORK, .flags = 0, .watched = false,
+};
+
+FIXTURE_VARIANT_ADD(follow, exec_self_without_inherit) {
+	.how = BY_EXEC_SELF, .flags = 0, .watched = false,
+};
+
+FIXTURE_VARIANT_ADD(follow, setuid_exec) {
+	.how = BY_SETUID_EXEC, .flags = STALLCAP_ATTACH_INHERIT, .watched = false,
+};
+
+/* A set-user-ID copy of this binary, runnable by nobody. */
+static int make_suid_copy(char *path, size_t len)
+{
+	char cmd[4300];
+
+	snprintf(path, len, "/tmp/follow_suid.%d", getpid());
+	snprintf(cmd, sizeof(cmd), "cp %s %s && chmod 4755 %s", self_exe, path, path);
+	return system(cmd) ? -1 : 0;
+}
+
+FIXTURE_SETUP(follow)
+{
+	ssize_t n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
+
+	ASSERT_LT(0, n);
+	self_exe[n] = 0;
+	ASSERT_EQ(0, sc_session_setup(&self->s, NULL));
+	if (!(self->s.info.features & STALLCAP_FEAT_ATTACH_INHERIT))
+		SKIP(return, "the module cannot follow processes");
+	if (variant->how == BY_SETUID_EXEC) {
+		if (geteuid())
+			SKIP(return, "needs root to make a set-user-ID program");
+		ASSERT_EQ(0, make_suid_copy(self->suid, sizeof(self->suid)));
+	}
+	ASSERT_EQ(0, pipe(self->go));
+	ASSERT_EQ(0, pipe(self->hello));
+	self->child = fork();
+	ASSERT_LE(0, self->child);
+	if (!self->child) {
+		close(self->go[1]);
+		close(self->hello[0]);
+		close(self->s.fd);
+		child_main(variant->how, self->go[0], self->hello[1], self->suid);
+	}
+	close(self->go[0]);
+	close(self->hello[1]);
+}
+
+FIXTURE_TEARDOWN(follow)
+{
+	if (self->child > 0) {
+		kill(self->child, SIGKILL);
+		waitpid(self->child, NULL, 0);
+	}
+	if (self->suid[0])
+		unlink(self->suid);
+	sc_records_free(&self->rs);
+	sc_session_close(&self->s);
+}
+
+static int attach(int fd, pid_t pid, uint32_t flags)
+{
+	struct stallcap_attach a = {
+		.size = sizeof(a),
+		.flags = flags,
+		.pid = (uint32_t)pid,
+		.timeout_ns = DEADLINE,
+		.user_tag = TAG,
+	};
+
+	return ioctl(fd, STALLCAP_IOC_ATTACH, &a) ? -errno : 0;
+}
+
+static const struct stallcap_watch_event *
+watch_event(const struct sc_records *rs, pid_t tid, uint32_t event)
+{
+	for (size_t i = 0; i < rs->n; i++) {
+		const struct stallcap_watch_event *w = (const void *)rs->rec[i];
+
+		if (w->hdr.type == STALLCAP_REC_WATCH && w->tid == (__u32)tid &&
+		    w->event == event)
+			return w;
+	}
+	return NULL;
+}
+
+/* follow_spin() is frame 0, or 1-2 under clock_gettime() */
+static bool in_spin(const struct stallcap_sample *u, uint64_t fn)
+{
+	for (unsigned int i = 0; i < sc_nu(u) && i < 3; i++)
+		if (sc_user_ips(u)[i] >= fn && sc_user_ips(u)[i] < fn + 256)
+			return true;
+	return false;
+}
+
+static size_t count_samples(const struct sc_records *rs)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < rs->n; i++)
+		n += rs->rec[i]->type == STALLCAP_REC_SAMPLE;
+	return n;
+}
+
+TEST_F(follow, new_process_is_watched_as_its_parent)
+{
+	const struct stallcap_sample *r, *u;
+	const struct stallcap_watch_event *ws;
+	struct loop_hello h = { 0 };
+	int status;
+
+	ASSERT_EQ(0, attach(self->s.fd, self->child, variant->flags));
+	ASSERT_EQ(1, write(self->go[1], "g", 1));
+	ASSERT_EQ(sizeof(h), read(self->hello[0], &h, sizeof(h)));
+	ASSERT_EQ(self->child, waitpid(self->child, &status, 0));
+	self->child = 0;
+	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+
+	if (variant->how == BY_SETUID_EXEC) {
+		ASSERT_LE(0, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_WATCH,
+					     3, SC_WAIT_MS));
+		ASSERT_NE(NULL, watch_event(&self->rs, h.pid, STALLCAP_WATCH_MISSED))
+			TH_LOG("no WATCH_MISSED for the set-user-ID program");
+		EXPECT_EQ(0, count_samples(&self->rs))
+			TH_LOG("a set-user-ID program was watched");
+		return;
+	}
+	if (!variant->watched) {
+		sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_SAMPLE, 1,
+				SC_QUIET_MS);
+		EXPECT_EQ(NULL, sc_first_sample_of(&self->rs, h.pid))
+			TH_LOG("a process was watched without INHERIT");
+		return;
+	}
+	ASSERT_LE(0, sc_ring_collect(&self->s, &self->rs,
+				     STALLCAP_REC_STALL_END, 1, SC_WAIT_MS));
+	ws = watch_event(&self->rs, h.pid, STALLCAP_WATCH_STARTED);
+	ASSERT_NE(NULL, ws) TH_LOG("no WATCH_STARTED for the new process");
+	EXPECT_EQ(DEADLINE, ws->timeout_ns);
+	EXPECT_EQ(TAG, ws->user_tag);
+	r = sc_first_sample_of(&self->rs, h.pid);
+	ASSERT_NE(NULL, r) TH_LOG("the new process's stall was not captured");
+	EXPECT_EQ(STALLCAP_ORIGIN_ATTACH, r->origin);
+	EXPECT_EQ(TAG, r->user_tag);
+	EXPECT_EQ((__u32)h.pid, r->pid);
+	u = sc4_user_frames_of(&self->rs, r);
+	if (!u || !in_spin(u, h.spin))
+		sc_log_records(NULL, &self->rs);
+	ASSERT_NE(NULL, u) TH_LOG("no user frames");
+	EXPECT_TRUE(in_spin(u, h.spin))
+		TH_LOG("follow_spin() is not among the innermost frames");
+	ASSERT_NE(NULL, sc_stall_end_of(&self->rs, r->stall_id));
+}
+
+TEST_HARNESS_MAIN
