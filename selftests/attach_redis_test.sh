@@ -8,6 +8,10 @@
 # keysCommand; 300,000 keys take 15 s under TCG) and a Lua busy loop in EVAL
 # (running under evalGenericCommand).  Idle time inside epoll_wait is never
 # reported, and a user may not attach to root's process.
+# Then the way init scripts start it: `stallcap record --deadline -- sh -c
+# 'exec taskset -c 0 redis-server --daemonize yes'`: the watch follows the
+# two execs and redis's daemonizing fork, the stall of the daemon is named
+# and the record runs until the daemon exits.
 . ./tool_lib.sh
 need stallcap redis-server redis-cli
 
@@ -79,4 +83,35 @@ check "KEYS *: running in keysCommand" any_sample "$work/report.json" redis-serv
 check "EVAL busy loop: under evalGenericCommand" any_sample "$work/report.json" redis-server in_eval
 never_in_epoll() { ! any_sample "$work/report.json" redis-server in_epoll; }
 check "waiting in epoll_wait is never a stall" never_in_epoll
+
+# started through a shell, taskset and a daemonizing fork
+stallcap record --deadline 50ms -o "$work/daemon.data" -- sh -c \
+	"exec taskset -c 0 redis-server --port $port --bind 127.0.0.1 --save '' \
+	--appendonly no --enable-debug-command yes --daemonize yes \
+	--loglevel warning --logfile $work/daemon.log" >"$work/record2.out" 2>&1 &
+rec=$!
+pong() { [ "$(cli ping 2>/dev/null)" = PONG ]; }
+until_ok pong
+check "the daemonized redis-server answers" [ "$(cli ping)" = PONG ]
+daemon=$(cli info server | sed -n 's/^process_id:\([0-9]*\).*/\1/p')
+check "the daemon is a process of its own (pid $daemon)" [ -n "$daemon" ]
+attached() { grep -qE '^attached [1-9]' /sys/kernel/debug/stallcap/stats; }
+check "the daemon's event loop is watched" until_ok attached
+sleep 0.3
+cli debug sleep 0.3 >/dev/null
+# the shell and taskset are gone: the record goes on while the daemon runs
+sleep 1
+check "record still runs after its command exited" kill -0 "$rec"
+cli shutdown nosave >/dev/null 2>&1
+wait "$rec"
+check "record ends when the daemon exits, status 0" [ $? = 0 ]
+sed 's/^/# record: /' "$work/record2.out"
+stallcap report "$work/daemon.data" >"$work/report2.txt"
+stallcap report -f json "$work/daemon.data" >"$work/report2.json"
+show "$work/report2.txt"
+daemon_sleeping() {
+	echo "$1" | grep -q "\"pid\":$daemon," && sleeping "$1"
+}
+check "DEBUG SLEEP in the daemon: nanosleep under debugCommand" \
+	any_sample "$work/report2.json" redis-server daemon_sleeping
 finish

@@ -386,15 +386,11 @@ static int attach_all(struct collector *c, pid_t *child)
 	size_t i;
 
 	if (o->cmd) {
-		*child = spawn_unmodified(o->cmd);
-		if (*child < 0)
-			return *child;
-		ret = attach_process(o, fd, (__u32)*child);
-		if (ret) {
-			kill(*child, SIGTERM);
-			waitpid(*child, NULL, 0);
-			*child = 0;
-		}
+		*child = spawn_unmodified(o, fd);
+		if (*child >= 0)
+			return 0;
+		ret = *child;
+		*child = 0;
 		return ret;
 	}
 	for (i = 0; i < o->npids; i++) {

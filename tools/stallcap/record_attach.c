@@ -2,11 +2,10 @@
 /*
  * stallcap(1): watching unmodified programs (--deadline).
  *
- * `stallcap record --deadline 20ms -- CMD` starts CMD and, once it has
- * exec'd (a close-on-exec pipe tells us: the module's watches end at exec, so
- * attaching earlier would watch this tool's copy), asks the module to watch
- * every thread of it at the boundaries of its event-loop waits
- * (STALLCAP_IOC_ATTACH).  `-p PID[,PID...]` attaches to running processes.
+ * `stallcap record --deadline 20ms -- CMD` starts CMD and asks the module to
+ * watch every thread of it at the boundaries of its event-loop waits
+ * (STALLCAP_IOC_ATTACH), and, unless --no-inherit, the processes it starts
+ * and the programs they execute.  `-p PID[,PID...]` attaches to running processes.
  * Nothing is injected into the program: closing the session ends the watches.
  */
 #include <errno.h>
@@ -15,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tool.h"
@@ -119,47 +119,108 @@ int attach_process(const struct collect_opts *o, int fd, __u32 pid)
 	return -errno;
 }
 
-/**
- * spawn_unmodified() - start CMD and return once it has exec'd
- * @cmd: the command
- *
- * The child gets no session: it is watched by ATTACH.  Returns the child's
- * pid, or -errno (the exec failed: the message is printed).
- */
-pid_t spawn_unmodified(char **cmd)
+/* Child of spawn_unmodified(): wait for the go byte, then exec CMD. */
+static void __attribute__((noreturn)) exec_when_told(char **cmd, int go, int report)
 {
-	int pfd[2], err = 0;
 	ssize_t n;
-	pid_t pid;
+	char c;
+	int err;
 
-	if (pipe2(pfd, O_CLOEXEC))
-		return -errno;
-	pid = fork();
-	if (pid < 0) {
-		err = errno;
-		close(pfd[0]);
-		close(pfd[1]);
-		return -err;
-	}
-	if (!pid) {
-		close(pfd[0]);
+	do
+		n = read(go, &c, 1);
+	while (n < 0 && errno == EINTR);
+	if (n == 1) {
 		execvp(cmd[0], cmd);
 		err = errno;
-		if (write(pfd[1], &err, sizeof(err)) < 0)
+		if (write(report, &err, sizeof(err)) < 0)
 			_exit(127);
-		_exit(127);
 	}
-	close(pfd[1]);
-	/* EOF: the pipe closed on exec; data: the exec failed */
+	_exit(127);
+}
+
+/* Has the child exec'd (the close-on-exec pipe reached EOF)?  0 or -errno. */
+static int wait_exec(int report, const char *name)
+{
+	ssize_t n;
+	int err = 0;
+
 	do
-		n = read(pfd[0], &err, sizeof(err));
+		n = read(report, &err, sizeof(err));
 	while (n < 0 && errno == EINTR);
-	close(pfd[0]);
 	if (n > 0) {
-		warnx_("%s: %s", cmd[0], strerror(err));
+		warnx_("%s: %s", name, strerror(err));
 		return -err;
 	}
+	return 0;
+}
+
+static void reap(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+}
+
+/**
+ * spawn_unmodified() - start CMD watched by session @fd, return once it runs
+ * @o: the options (o->cmd, the deadline, --no-inherit)
+ * @fd: the session
+ *
+ * The child gets no session: it is watched by ATTACH.  Following (the
+ * default) attaches to the child before it executes CMD, so that the module
+ * follows the exec itself and whatever CMD starts from its first instruction
+ * (`sh -c 'exec server'`, a server that daemonizes at once); with
+ * --no-inherit the attach comes once CMD runs (the module's watches end at
+ * exec, and a fork before it is not watched).
+ *
+ * Return: the child's pid, or -errno (printed: the exec or attach failed).
+ */
+pid_t spawn_unmodified(const struct collect_opts *o, int fd)
+{
+	int go[2], report[2], ret = 0;
+	pid_t pid;
+
+	if (pipe2(go, O_CLOEXEC))
+		return -errno;
+	if (pipe2(report, O_CLOEXEC)) {
+		ret = -errno;
+		goto close_go;
+	}
+	pid = fork();
+	if (pid < 0) {
+		ret = -errno;
+		goto close_report;
+	}
+	if (!pid) {
+		close(go[1]);
+		close(report[0]);
+		exec_when_told(o->cmd, go[0], report[1]);
+	}
+	close(go[0]);
+	close(report[1]);
+	if (!o->no_inherit)
+		ret = attach_process(o, fd, (__u32)pid);
+	if (!ret && write(go[1], "g", 1) != 1)
+		ret = -errno;
+	close(go[1]);
+	if (!ret)
+		ret = wait_exec(report[0], o->cmd[0]);
+	if (!ret && o->no_inherit)
+		ret = attach_process(o, fd, (__u32)pid);
+	close(report[0]);
+	if (ret) {
+		reap(pid);
+		return ret;
+	}
 	return pid;
+
+close_report:
+	close(report[0]);
+	close(report[1]);
+close_go:
+	close(go[0]);
+	close(go[1]);
+	return ret;
 }
 
 /** any_alive() - does one of the -p processes still run? */

@@ -164,7 +164,7 @@ void perfmap_free_all(void);
 int parse_duration(const char *arg, __u64 *ns);
 int parse_pids(struct collect_opts *o, const char *arg);
 int attach_process(const struct collect_opts *o, int fd, __u32 pid);
-pid_t spawn_unmodified(char **cmd);
+pid_t spawn_unmodified(const struct collect_opts *o, int fd);
 bool any_alive(const struct collect_opts *o);
 
 int collect_run(const struct collect_opts *o, struct sc_sink *sk, int *cmd_status);
