@@ -35,7 +35,9 @@ TEST(options_from_help)
 	EXPECT_STREQ("record report\n", complete("re"));
 	EXPECT_STREQ("archive\n", complete("ar"));
 	EXPECT_STREQ("--help --output\n", complete("archive --"));
-	EXPECT_STREQ("--no-demangle --no-dwarf --no-inline\n", complete("report --no-"));
+	EXPECT_STREQ("--no-demangle --no-dwarf --no-inherit --no-inline\n",
+		     complete("report --no-"));
+	EXPECT_STREQ("--no-inherit\n", complete("record --no-inh"));
 	EXPECT_STREQ("--symfs\n", complete("report --sym"));
 	EXPECT_STREQ("--group-by\n", complete("report --gr"));
 	EXPECT_STREQ("top\n", complete("to"));
