@@ -64,6 +64,18 @@ static void twork_free(struct stallcap_attach_twork *nt)
 	clear_bit_unlock(nt - nt->a->tworks, &nt->a->twork_busy);
 }
 
+/* The attach of the task_work @cb, whose request may be taken again. */
+static struct stallcap_attach_ent *twork_take(struct callback_head *cb)
+{
+	struct stallcap_attach_twork *nt;
+	struct stallcap_attach_ent *a;
+
+	nt = container_of(cb, struct stallcap_attach_twork, twork);
+	a = nt->a;
+	twork_free(nt);
+	return a;
+}
+
 /* Drop what twork_get() took, after twork_free().  Process context. */
 static void twork_put(struct stallcap_attach_ent *a)
 {
@@ -107,13 +119,9 @@ static struct stallcap_session *twork_session(struct stallcap_attach_ent *a)
 
 static void newthread_fn(struct callback_head *cb)
 {
-	struct stallcap_attach_twork *nt = container_of(cb,
-							struct stallcap_attach_twork,
-							twork);
-	struct stallcap_attach_ent *a = nt->a;
+	struct stallcap_attach_ent *a = twork_take(cb);
 	struct stallcap_session *sess;
 
-	twork_free(nt);
 	sess = current->mm == a->mm ? twork_session(a) : NULL;
 	if (sess) {
 		mutex_lock(&sess->lock);
@@ -177,14 +185,10 @@ bool stallcap_attach_wait_boundary(bool busy)
 /* In the new process (or program), on its way to user space. */
 static void follow_fn(struct callback_head *cb)
 {
-	struct stallcap_attach_twork *nt = container_of(cb,
-							struct stallcap_attach_twork,
-							twork);
-	struct stallcap_attach_ent *a = nt->a;
+	struct stallcap_attach_ent *a = twork_take(cb);
 	struct stallcap_session *sess;
 	int ret;
 
-	twork_free(nt);
 	sess = twork_session(a);
 	if (sess) {
 		ret = stallcap_attach_inherited(a);

@@ -236,19 +236,6 @@ static int attach(int fd, pid_t pid, uint32_t flags)
 	return ioctl(fd, STALLCAP_IOC_ATTACH, &a) ? -errno : 0;
 }
 
-static const struct stallcap_watch_event *
-watch_event(const struct sc_records *rs, pid_t tid, uint32_t event)
-{
-	for (size_t i = 0; i < rs->n; i++) {
-		const struct stallcap_watch_event *w = (const void *)rs->rec[i];
-
-		if (w->hdr.type == STALLCAP_REC_WATCH && w->tid == (__u32)tid &&
-		    w->event == event)
-			return w;
-	}
-	return NULL;
-}
-
 /* follow_spin() is frame 0, or 1-2 under clock_gettime() */
 static bool in_spin(const struct stallcap_sample *u, uint64_t fn)
 {
@@ -284,7 +271,7 @@ TEST_F(follow, new_process_is_watched_as_its_parent)
 	if (variant->how == BY_SETUID_EXEC) {
 		ASSERT_LE(0, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_WATCH,
 					     3, SC_WAIT_MS));
-		ASSERT_NE(NULL, watch_event(&self->rs, h.pid, STALLCAP_WATCH_MISSED))
+		ASSERT_NE(NULL, sc_find_watch_event(&self->rs, h.pid, STALLCAP_WATCH_MISSED))
 			TH_LOG("no WATCH_MISSED for the set-user-ID program");
 		EXPECT_EQ(0, count_samples(&self->rs))
 			TH_LOG("a set-user-ID program was watched");
@@ -299,7 +286,7 @@ TEST_F(follow, new_process_is_watched_as_its_parent)
 	}
 	ASSERT_LE(0, sc_ring_collect(&self->s, &self->rs,
 				     STALLCAP_REC_STALL_END, 1, SC_WAIT_MS));
-	ws = watch_event(&self->rs, h.pid, STALLCAP_WATCH_STARTED);
+	ws = sc_find_watch_event(&self->rs, h.pid, STALLCAP_WATCH_STARTED);
 	ASSERT_NE(NULL, ws) TH_LOG("no WATCH_STARTED for the new process");
 	EXPECT_EQ(DEADLINE, ws->timeout_ns);
 	EXPECT_EQ(TAG, ws->user_tag);

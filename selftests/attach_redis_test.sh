@@ -66,9 +66,7 @@ wait "$rec"
 check "record ends by itself when redis-server exits, status 0" [ $? = 0 ]
 sed 's/^/# record: /' "$work/record.out"
 
-stallcap report "$work/redis.data" >"$work/report.txt"
-stallcap report -f json "$work/redis.data" >"$work/report.json"
-show "$work/report.txt"
+reports redis
 
 sleeping() {
 	ksyms "$1" | grep -q nanosleep && usyms "$1" | grep -q '^debugCommand '
@@ -78,10 +76,10 @@ in_eval() { usyms "$1" | grep -q '^evalGenericCommand '; }
 in_epoll() { ksyms "$1" | grep -q '^ep_poll$\|^do_epoll_wait$'; }
 
 check "DEBUG SLEEP: blocked in nanosleep under debugCommand" \
-	any_sample "$work/report.json" redis-server sleeping
-check "KEYS *: running in keysCommand" any_sample "$work/report.json" redis-server in_keys
-check "EVAL busy loop: under evalGenericCommand" any_sample "$work/report.json" redis-server in_eval
-never_in_epoll() { ! any_sample "$work/report.json" redis-server in_epoll; }
+	any_sample "$work/redis.json" redis-server sleeping
+check "KEYS *: running in keysCommand" any_sample "$work/redis.json" redis-server in_keys
+check "EVAL busy loop: under evalGenericCommand" any_sample "$work/redis.json" redis-server in_eval
+never_in_epoll() { ! any_sample "$work/redis.json" redis-server in_epoll; }
 check "waiting in epoll_wait is never a stall" never_in_epoll
 
 # started through a shell, taskset and a daemonizing fork
@@ -106,12 +104,10 @@ cli shutdown nosave >/dev/null 2>&1
 wait "$rec"
 check "record ends when the daemon exits, status 0" [ $? = 0 ]
 sed 's/^/# record: /' "$work/record2.out"
-stallcap report "$work/daemon.data" >"$work/report2.txt"
-stallcap report -f json "$work/daemon.data" >"$work/report2.json"
-show "$work/report2.txt"
+reports daemon
 daemon_sleeping() {
 	echo "$1" | grep -q "\"pid\":$daemon," && sleeping "$1"
 }
 check "DEBUG SLEEP in the daemon: nanosleep under debugCommand" \
-	any_sample "$work/report2.json" redis-server daemon_sleeping
+	any_sample "$work/daemon.json" redis-server daemon_sleeping
 finish

@@ -117,19 +117,6 @@ FIXTURE_TEARDOWN(attach)
 	sc_session_close(&self->s);
 }
 
-static const struct stallcap_watch_event *
-watch_event(const struct sc_records *rs, pid_t tid, uint32_t event)
-{
-	for (size_t i = 0; i < rs->n; i++) {
-		const struct stallcap_watch_event *w = (const void *)rs->rec[i];
-
-		if (w->hdr.type == STALLCAP_REC_WATCH && w->tid == (__u32)tid &&
-		    w->event == event)
-			return w;
-	}
-	return NULL;
-}
-
 TEST_F(attach, new_thread_stall_is_captured)
 {
 	const struct stallcap_watch_event *ws, *we;
@@ -152,8 +139,8 @@ TEST_F(attach, new_thread_stall_is_captured)
 
 	ASSERT_LE(0, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_WATCH, 3,
 				     SC_WAIT_MS));
-	ws = watch_event(&self->rs, tid, STALLCAP_WATCH_STARTED);
-	we = watch_event(&self->rs, tid, STALLCAP_WATCH_ENDED);
+	ws = sc_find_watch_event(&self->rs, tid, STALLCAP_WATCH_STARTED);
+	we = sc_find_watch_event(&self->rs, tid, STALLCAP_WATCH_ENDED);
 	ASSERT_NE(NULL, ws) TH_LOG("no WATCH_STARTED for the loop thread");
 	ASSERT_NE(NULL, we) TH_LOG("no WATCH_ENDED for the loop thread (exit)");
 	EXPECT_EQ(DEADLINE, ws->timeout_ns);

@@ -615,6 +615,20 @@ static inline void sc_records_add(struct sc_records *rs, const void *rec, size_t
 	rs->rec[rs->n++] = copy;
 }
 
+/* The first watch event @event of thread @tid among @rs, or NULL. */
+static inline const struct stallcap_watch_event *
+sc_find_watch_event(const struct sc_records *rs, pid_t tid, uint32_t event)
+{
+	for (size_t i = 0; i < rs->n; i++) {
+		const struct stallcap_watch_event *w = (const void *)rs->rec[i];
+
+		if (w->hdr.type == STALLCAP_REC_WATCH && w->tid == (__u32)tid &&
+		    w->event == event)
+			return w;
+	}
+	return NULL;
+}
+
 static inline void sc_records_fail(struct sc_records *rs, const char *fmt, ...)
 {
 	va_list ap;

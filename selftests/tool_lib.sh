@@ -54,6 +54,14 @@ any_sample() {
 # show FILE: the report, for the log, prefixed as TAP comments
 show() { sed 's/^/# /' "$1"; }
 
+# reports NAME: $work/NAME.data reported as $work/NAME.txt (shown in the
+# log) and $work/NAME.json
+reports() {
+	stallcap report "$work/$1.data" >"$work/$1.txt"
+	stallcap report -f json "$work/$1.data" >"$work/$1.json"
+	show "$work/$1.txt"
+}
+
 # wait until CMD succeeds, up to 10 s
 until_ok() {
 	i=0
