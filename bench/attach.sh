@@ -8,6 +8,9 @@
 #    (stallcap_bench's hot loop) without, then with, a --deadline session
 #    attached to an idle redis-server: the wait-call probes must cost other
 #    processes nothing;
+#  - attach.epoll0.{base,attached}.p50: epoll_wait(timeout 0) in another
+#    process, the same way: a probed call, where another process does pay
+#    the probe's entry (one hash lookup, no return hook);
 #  - attach.redis.{set,get}.{base,attached}: redis-benchmark requests per
 #    second (100,000 requests each, 50 clients) against redis-server, without,
 #    then with, a 20 ms deadline on its event loop.
@@ -44,10 +47,13 @@ detach() {
 	wait "$rec"
 }
 
-# getppid p50 of stallcap_bench's hot section (its short form: 20 batches of
-# 1000 calls per method), in ns
-getppid_p50() {
-	stallcap_bench --smoke hot 2>/dev/null | sed -n 's/^@bench hot\.getppid\.p50=//p'
+# "getppid epoll0": p50 of stallcap_bench's hot section (its short form: 20
+# batches of 1000 calls per method), in ns
+hot_p50() {
+	stallcap_bench --smoke hot 2>/dev/null | awk -F= '
+		$1 == "@bench hot.getppid.p50" { g = $2 }
+		$1 == "@bench hot.epoll0.p50" { e = $2 }
+		END { print g + 0, e + 0 }'
 }
 
 # redis-benchmark rps of SET and GET: "set get"
@@ -75,18 +81,18 @@ round=1
 while [ "$round" -le "$rounds" ]; do
 	# one side of a pair: "getppid set get"
 	if [ $((round % 2)) = 1 ]; then
-		gb=$(getppid_p50); set -- $(bench_redis); sb=$1; rb=$2
+		set -- $(hot_p50) $(bench_redis); gb=$1; eb=$2; sb=$3; rb=$4
 		attach
-		ga=$(getppid_p50); set -- $(bench_redis); sa=$1; ra=$2
+		set -- $(hot_p50) $(bench_redis); ga=$1; ea=$2; sa=$3; ra=$4
 		detach
 	else
 		attach
-		ga=$(getppid_p50); set -- $(bench_redis); sa=$1; ra=$2
+		set -- $(hot_p50) $(bench_redis); ga=$1; ea=$2; sa=$3; ra=$4
 		detach
-		gb=$(getppid_p50); set -- $(bench_redis); sb=$1; rb=$2
+		set -- $(hot_p50) $(bench_redis); gb=$1; eb=$2; sb=$3; rb=$4
 	fi
-	echo "$gb $ga $sb $sa $rb $ra" >>/tmp/attach.rounds
-	echo "# attach round $round: getppid $gb / $ga ns, SET $sb / $sa, GET $rb / $ra"
+	echo "$gb $ga $sb $sa $rb $ra $eb $ea" >>/tmp/attach.rounds
+	echo "# attach round $round: getppid $gb / $ga ns, epoll_wait $eb / $ea ns, SET $sb / $sa, GET $rb / $ra"
 	round=$((round + 1))
 done
 # median COLUMN-EXPRESSION: the median over the rounds
@@ -99,6 +105,9 @@ echo "@bench attach.rounds=$rounds"
 echo "@bench attach.getppid.base.p50=$(median '$1')"
 echo "@bench attach.getppid.attached.p50=$(median '$2')"
 echo "@bench attach.getppid.ratio=$(median '($1 > 0 ? $2 / $1 : 0)')"
+echo "@bench attach.epoll0.base.p50=$(median '$7')"
+echo "@bench attach.epoll0.attached.p50=$(median '$8')"
+echo "@bench attach.epoll0.ratio=$(median '($7 > 0 ? $8 / $7 : 0)')"
 echo "@bench attach.redis.set.base=$(median '$3')"
 echo "@bench attach.redis.set.attached=$(median '$4')"
 echo "@bench attach.redis.set.ratio=$(median '($3 > 0 ? $4 / $3 : 0)')"

@@ -9,7 +9,9 @@
  * CLOCK_THREAD_CPUTIME_ID POSIX timer; PERF_EVENT_IOC_PERIOD, its common
  * case, and PERF_EVENT_IOC_RESET on a task-clock perf event), and for the
  * floors: a null system call (getppid), an ioctl that the module rejects
- * at once (ENOTTY: the VFS ioctl path) and a plain store.
+ * at once (ENOTTY: the VFS ioctl path) and a plain store; and an
+ * epoll_wait() that returns at once (timeout 0, nothing ready): one of the
+ * calls that `--deadline` probes, what other processes pay for an attach.
  *
  * A single operation is far too short to time: batches of operations are
  * timed with clock_gettime() and divided.  The methods take turns batch by
@@ -21,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -59,6 +62,7 @@ struct hot {
 	timer_t timer;
 	bool have_timer;
 	int perf_fd;
+	int epoll_fd;			/* empty: epoll_wait() returns 0 */
 };
 
 /* Both store loops run this very code: only the target memory differs. */
@@ -300,6 +304,23 @@ static void getppid_run(struct hot *h, unsigned int n)
 		syscall(SYS_getppid);
 }
 
+/* ---- a wait call that returns at once (attach's probed calls) ---- */
+
+static int epoll_setup(struct hot *h, struct method *m)
+{
+	h->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	return h->epoll_fd < 0 ? -errno : 0;
+}
+
+static void epoll_run(struct hot *h, unsigned int n)
+{
+	struct epoll_event ev;
+	int fd = h->epoll_fd;
+
+	while (n--)
+		epoll_wait(fd, &ev, 1, 0);
+}
+
 /* ---- driver ---- */
 
 static struct method methods[] = {
@@ -308,6 +329,7 @@ static struct method methods[] = {
 	{ .key = "clock_store", .batch = 10000, .setup = nop_setup, .run = clock_store_run },
 	{ .key = "shared", .batch = 10000, .setup = shared_setup, .run = shared_run },
 	{ .key = "getppid", .batch = 1000, .setup = nop_setup, .run = getppid_run },
+	{ .key = "epoll0", .batch = 1000, .setup = epoll_setup, .run = epoll_run },
 	{ .key = "rearm", .batch = 1000, .setup = rearm_setup, .run = rearm_run },
 	{ .key = "enotty", .batch = 1000, .setup = enotty_setup, .run = enotty_run },
 	{ .key = "settime", .batch = 1000, .setup = settime_setup, .run = settime_run },
@@ -334,7 +356,7 @@ static double clock_cost_ns(void)
 int bench_hotpath(void)
 {
 	unsigned int nb = bench_opts.smoke ? 20 : 1000, b, i;
-	struct hot h = { .perf_fd = -1 };
+	struct hot h = { .perf_fd = -1, .epoll_fd = -1 };
 	int ret;
 
 	h.sess.fd = -1;
@@ -406,6 +428,8 @@ int bench_hotpath(void)
 		timer_delete(h.timer);
 	if (h.perf_fd >= 0)
 		close(h.perf_fd);
+	if (h.epoll_fd >= 0)
+		close(h.epoll_fd);
 	if (h.beats_map)
 		munmap(h.beats_map, h.beats_len);
 	if (h.shared_map)

@@ -782,6 +782,11 @@ static void md_attach(FILE *f)
 		rounds > 0 ? how : "Better of two rounds each.");
 	fprintf(f, "| getppid() in another process, p50 ns | %s | %s | %s |\n",
 		fg(gb), fg(ga), ratio(gr, 1));
+	if (num("attach.epoll0.base.p50") > 0)
+		fprintf(f, "| epoll_wait(timeout 0) in another process (a probed call), "
+			"p50 ns | %s | %s | %s |\n", fg(num("attach.epoll0.base.p50")),
+			fg(num("attach.epoll0.attached.p50")),
+			ratio(num("attach.epoll0.ratio"), 1));
 	fprintf(f, "| redis SET, requests/s | %s | %s | %s |\n", fg(sb), fg(sa),
 		ratio(sr, 1));
 	fprintf(f, "| redis GET, requests/s | %s | %s | %s |\n\n", fg(rb), fg(ra),
