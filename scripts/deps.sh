@@ -55,6 +55,23 @@ if [ "${#missing[@]}" -gt 0 ]; then
 	$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# In CI (CI=true) the debug kernel of the matrix (about 15 minutes of CPU,
+# scripts/debug-kernel.sh) starts building as soon as its packages are
+# here, at the lowest priority: the kernel roots' debootstraps, `make run`
+# and the first steps of `make check` leave the CPUs idle much of the time,
+# and the debug guest, last of `make check`, then need not wait for it.
+# Its later callers wait for this build (debug-kernel.sh locks).  Elsewhere
+# `make check` starts it (scripts/check.sh); DEBUG_KERNEL_EARLY=0 or 1
+# overrides.
+if [ "${DEBUG_KERNEL_EARLY:-${CI:-false}}" != false ] &&
+	[ "${DEBUG_KERNEL_EARLY:-1}" != 0 ] &&
+	{ [ -z "${KERNELS:-}" ] || [[ " $KERNELS " == *" debug "* ]]; }; then
+	mkdir -p "$top/build/logs"
+	echo "deps: building the debug kernel in the background (log: build/logs/debug-kernel-early.log)"
+	setsid nice -n 19 "$top/scripts/debug-kernel.sh" >/dev/null \
+		2>"$top/build/logs/debug-kernel-early.log" </dev/null &
+fi
+
 # newest package whose name matches an extended regex
 newest() {
 	apt-cache search --names-only "$1" | awk '{print $1}' | sort -V | tail -n 1
