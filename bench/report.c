@@ -766,13 +766,15 @@ static void md_attach(FILE *f)
 	double rr = num("attach.redis.get.ratio") > 0 ? num("attach.redis.get.ratio") : ra / rb;
 	double rounds = num("attach.rounds");
 	double worst = sr < rr ? sr : rr;
-	char kept[64], how[160];
+	char kept[64], how[320];
 
 	if (num("attach.available") != 1)
 		return;
 	snprintf(how, sizeof(how), "%.0f pairs of runs side by side, the order "
 		 "alternating; each side: the median; ratio: the median of the "
-		 "pairs' ratios.", rounds);
+		 "pairs' ratios; the hot loops: the lowest p50 of 3 runs per side; "
+		 "redis-server pinned to vCPU 1, the client and the hot loops to "
+		 "vCPU 0.", rounds);
 	fprintf(f, "### Watching an unmodified program (`stallcap record --deadline`)\n\n"
 		"`bench/attach.sh`: getppid() in another process, and redis-benchmark "
 		"(SET and GET, 100,000 requests each, 50 clients) against Debian's "
@@ -787,6 +789,18 @@ static void md_attach(FILE *f)
 			"p50 ns | %s | %s | %s |\n", fg(num("attach.epoll0.base.p50")),
 			fg(num("attach.epoll0.attached.p50")),
 			ratio(num("attach.epoll0.ratio"), 1));
+	if (num("attach.self.epoll0.base.p50") > 0) {
+		fprintf(f, "| epoll_wait(timeout 0) in the watched process (an "
+			"event-loop iteration: entry and return hooks, deadline "
+			"started and stopped), p50 ns | %s | %s | %s |\n",
+			fg(num("attach.self.epoll0.base.p50")),
+			fg(num("attach.self.epoll0.attached.p50")),
+			ratio(num("attach.self.epoll0.ratio"), 1));
+		fprintf(f, "| getppid() in the watched process (busy time), p50 ns "
+			"| %s | %s | %s |\n", fg(num("attach.self.getppid.base.p50")),
+			fg(num("attach.self.getppid.attached.p50")),
+			ratio(num("attach.self.getppid.ratio"), 1));
+	}
 	fprintf(f, "| redis SET, requests/s | %s | %s | %s |\n", fg(sb), fg(sa),
 		ratio(sr, 1));
 	fprintf(f, "| redis GET, requests/s | %s | %s | %s |\n\n", fg(rb), fg(ra),

@@ -67,7 +67,7 @@ if [ "${DEBUG_KERNEL_EARLY:-${CI:-false}}" != false ] &&
 	[ "${DEBUG_KERNEL_EARLY:-1}" != 0 ] &&
 	{ [ -z "${KERNELS:-}" ] || [[ " $KERNELS " == *" debug "* ]]; }; then
 	mkdir -p "$top/build/logs"
-	echo "deps: building the debug kernel in the background (log: build/logs/debug-kernel-early.log)"
+	echo "deps: the debug kernel builds in the background unless cached (log: build/logs/debug-kernel-early.log)"
 	setsid nice -n 19 "$top/scripts/debug-kernel.sh" >/dev/null \
 		2>"$top/build/logs/debug-kernel-early.log" </dev/null &
 fi
