@@ -55,23 +55,6 @@ if [ "${#missing[@]}" -gt 0 ]; then
 	$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# In CI (CI=true) the debug kernel of the matrix (about 15 minutes of CPU,
-# scripts/debug-kernel.sh) starts building as soon as its packages are
-# here, at the lowest priority: the kernel roots' debootstraps, `make run`
-# and the first steps of `make check` leave the CPUs idle much of the time,
-# and the debug guest, last of `make check`, then need not wait for it.
-# Its later callers wait for this build (debug-kernel.sh locks).  Elsewhere
-# `make check` starts it (scripts/check.sh); DEBUG_KERNEL_EARLY=0 or 1
-# overrides.
-if [ "${DEBUG_KERNEL_EARLY:-${CI:-false}}" != false ] &&
-	[ "${DEBUG_KERNEL_EARLY:-1}" != 0 ] &&
-	{ [ -z "${KERNELS:-}" ] || [[ " $KERNELS " == *" debug "* ]]; }; then
-	mkdir -p "$top/build/logs"
-	echo "deps: the debug kernel builds in the background unless cached (log: build/logs/debug-kernel-early.log)"
-	setsid nice -n 19 "$top/scripts/debug-kernel.sh" >/dev/null \
-		2>"$top/build/logs/debug-kernel-early.log" </dev/null &
-fi
-
 # newest package whose name matches an extended regex
 newest() {
 	apt-cache search --names-only "$1" | awk '{print $1}' | sort -V | tail -n 1
@@ -170,6 +153,24 @@ if [ ! -s "$ktools/scripts/checkpatch.pl" ] || [ ! -s "$ktools/kselftest_harness
 	cp "$d"/scripts/checkpatch.pl "$d"/scripts/spelling.txt \
 		"$d"/scripts/const_structs.checkpatch "$ktools/scripts/"
 	rm -rf "$tmp"
+fi
+
+# In CI (CI=true) the debug kernel of the matrix (about 15 minutes of CPU,
+# scripts/debug-kernel.sh) starts building once the kernel roots are here,
+# at the lowest priority: `make run` and the first steps of `make check`
+# leave the CPUs idle much of the time, and the debug guest, last of
+# `make check`, then need not wait for it.  (Started before the roots, its
+# disk traffic made their debootstraps three times slower.)
+# Its later callers wait for this build (debug-kernel.sh locks).  Elsewhere
+# `make check` starts it (scripts/check.sh); DEBUG_KERNEL_EARLY=0 or 1
+# overrides.
+if [ "${DEBUG_KERNEL_EARLY:-${CI:-false}}" != false ] &&
+	[ "${DEBUG_KERNEL_EARLY:-1}" != 0 ] &&
+	{ [ -z "${KERNELS:-}" ] || [[ " $KERNELS " == *" debug "* ]]; }; then
+	mkdir -p "$top/build/logs"
+	echo "deps: the debug kernel builds in the background unless cached (log: build/logs/debug-kernel-early.log)"
+	setsid nice -n 19 "$top/scripts/debug-kernel.sh" >/dev/null \
+		2>"$top/build/logs/debug-kernel-early.log" </dev/null &
 fi
 
 echo "deps: ok ($(cat "$kernels_list" "$roots_list" 2>/dev/null | awk '{printf "%s%s", sep, $2; sep=", "}'))"
