@@ -47,6 +47,7 @@ struct stallcap_times_snap {
 	u64 at_ns;
 	u64 valid;
 	int cpu;
+	bool running;		/* TASK_RUNNING (on a CPU or queued) */
 	u64 on_cpu, utime, stime, run_delay;
 	u64 nvcsw, nivcsw, min_flt, maj_flt;
 	u64 blkio, swapin, reclaim, compact, thrashing;
@@ -57,7 +58,7 @@ void stallcap_times_refresh(void);
 void stallcap_times_snap(struct task_struct *task,
 			 struct stallcap_times_snap *sn, u64 now);
 u32 stallcap_times_fill(const struct stallcap_times_snap *a,
-			const struct stallcap_times_snap *b,
+			struct stallcap_times_snap *b,
 			struct stallcap_sec_times *t);
 
 /**

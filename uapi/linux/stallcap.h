@@ -907,7 +907,8 @@ struct stallcap_sec_user_stack {
  * @on_cpu_ns: time the thread ran.  It and @run_delay_ns come from the
  *	scheduler's clock, which can drift from CLOCK_MONOTONIC (in a VM by a
  *	few percent): both are clamped so that their sum never exceeds the
- *	interval
+ *	interval; for a thread that never slept in the interval (runnable at
+ *	both ends, no voluntary switch) the sum is the interval
  * @user_ns: of which in user mode (as the kernel accounts it: ticks or
  *	context tracking)
  * @system_ns: of which in the kernel
@@ -929,7 +930,8 @@ struct stallcap_sec_user_stack {
  * @cpu_irq_ns: time the thread's CPU spent in hard interrupts
  * @cpu_softirq_ns: time the thread's CPU spent in softirqs
  * @steal_ns: time stolen by the hypervisor from the thread's CPU
- * @sleep_ns: time blocked (sleeping or uninterruptible)
+ * @sleep_ns: time blocked (sleeping or uninterruptible): the interval
+ *	less @on_cpu_ns and @run_delay_ns; 0 when the thread never slept
  * @__reserved: zero
  *
  * A reader reads min(sec.size, its sizeof) bytes; later fields may be added.
