@@ -19,6 +19,16 @@ spin_in_user() {
 check "spin-user: running in user, frame 0 is demo_spin_in_user" \
 	any_sample "$work/demo.json" spin-user spin_in_user
 
+# A spinner that never switched voluntarily never slept: no sample may
+# say "blocked" (the scheduler's clock drifting from CLOCK_MONOTONIC once
+# made one say so; see why_times_test)
+never_slept() {
+	! echo "$1" | grep -q '"nvcsw":0[,}]' ||
+		echo "$1" | grep -q '"sleep_ns":0[,}]'
+}
+check "spin-user: no sample without a voluntary switch says it slept" \
+	every_sample "$work/demo.json" spin-user never_slept
+
 in_kernel() {
 	ksyms "$1" | grep -qE '^(__mm_populate|populate_vma_page_range|vm_mmap_pgoff|do_mmap|__get_user_pages|handle_mm_fault)$' &&
 		usyms "$1" | grep -q '^demo_stall_in_kernel '

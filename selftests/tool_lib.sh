@@ -51,6 +51,16 @@ any_sample() {
 	return 1
 }
 
+# every_sample FILE COMM TEST: TEST holds for every sample of COMM (one
+# at least)
+every_sample() {
+	f=$1 c=$2 t=$3
+	samples "$f" "$c" >"$work/lines" || return 1
+	while read -r line; do
+		"$t" "$line" || return 1
+	done <"$work/lines"
+}
+
 # show FILE: the report, for the log, prefixed as TAP comments
 show() { sed 's/^/# /' "$1"; }
 
