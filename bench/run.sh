@@ -18,7 +18,8 @@
 # stallcap_bench options, e.g. "--scale-max 1000"), BENCH_SECTIONS (default
 # all; e.g. "info hot" for a partial run, with BENCH_OUT), BENCH_IPI=0 (skip
 # the capture=ipi reload), BENCH_ATTACH=0 (skip bench/attach.sh, the
-# redis rounds), MODULE_PARAMS (insmod arguments), BENCH_OUT
+# redis rounds), ATTACH_ROUNDS (its pairs, default 5), MODULE_PARAMS
+# (insmod arguments), BENCH_OUT
 # (output base, default bench/results/latest), BENCH_COMMIT (how the
 # results name the sources, default the git commit), V=1 (stream the
 # guest's output).
@@ -106,6 +107,7 @@ BENCH_SECTIONS='${BENCH_SECTIONS:-all}'
 BENCH_TIMEOUT=$((tmo - 120))
 BENCH_IPI=${BENCH_IPI:-1}
 BENCH_ATTACH=${BENCH_ATTACH:-1}
+ATTACH_ROUNDS=${ATTACH_ROUNDS:-5}
 MODULE_PARAMS='${MODULE_PARAMS:-}'
 EOF
 (cd "$st" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) |
