@@ -193,16 +193,27 @@ FIXTURE_TEARDOWN(nmi_irq)
 /*
  * Is @r's kernel frame 0 stallcap's own code in an interrupt on top of the
  * thread, or in the timer's own frame?  stallcap code that the thread runs
- * itself (its deferred user-stack task_work on the way back to user mode)
- * is the thread's own time and may be frame 0.
+ * itself is the thread's own time and may be frame 0: its deferred
+ * user-stack task_work on the way back to user mode, and its own ioctl
+ * (on the debug kernel an ARM can outlast its 1 ms deadline, and the
+ * timer then rightly finds the thread in stallcap_watch_arm) when no
+ * interrupt entry lies between that frame and the system call.
  */
 static bool own_frame0_of(const struct sc_ksyms *ks, const struct own_syms *own,
 			  const struct stallcap_sample *r)
 {
 	static const char *const task_work[] = { "task_work_run", NULL };
+	static const char *const own_ioctl[] = { "__x64_sys_ioctl", NULL };
+	static const char *const interrupt[] = {
+		"asm_sysvec_", "sysvec_", "asm_exc_", "exc_", "asm_common_interrupt",
+		"hrtimer_interrupt", "__hrtimer_run_queues", "irq_exit", NULL
+	};
 
-	return sc_nk(r) && own_ip(ks, own, sc_kernel_ips(r)[0]) &&
-	       !sc_kstack_has(ks, r, task_work);
+	if (!sc_nk(r) || !own_ip(ks, own, sc_kernel_ips(r)[0]))
+		return false;
+	if (sc_kstack_has(ks, r, task_work))
+		return false;
+	return !sc_kstack_has(ks, r, own_ioctl) || sc_kstack_has(ks, r, interrupt);
 }
 
 #define own_frame0(self, r)	own_frame0_of(&(self)->ks, &(self)->own, (r))
