@@ -204,16 +204,12 @@ static bool own_frame0_of(const struct sc_ksyms *ks, const struct own_syms *own,
 {
 	static const char *const task_work[] = { "task_work_run", NULL };
 	static const char *const own_ioctl[] = { "__x64_sys_ioctl", NULL };
-	static const char *const interrupt[] = {
-		"asm_sysvec_", "sysvec_", "asm_exc_", "exc_", "asm_common_interrupt",
-		"hrtimer_interrupt", "__hrtimer_run_queues", "irq_exit", NULL
-	};
 
 	if (!sc_nk(r) || !own_ip(ks, own, sc_kernel_ips(r)[0]))
 		return false;
 	if (sc_kstack_has(ks, r, task_work))
 		return false;
-	return !sc_kstack_has(ks, r, own_ioctl) || sc_kstack_has(ks, r, interrupt);
+	return !sc_kstack_has(ks, r, own_ioctl) || sc_kstack_under_interrupt(ks, r);
 }
 
 #define own_frame0(self, r)	own_frame0_of(&(self)->ks, &(self)->own, (r))

@@ -936,6 +936,19 @@ static inline bool sc_kstack_has(const struct sc_ksyms *ks, const struct stallca
 	return false;
 }
 
+/*
+ * Is @r's kernel stack under an interrupt or exception entry (an asm_* entry
+ * stub, or the way back to the interrupted context)?
+ */
+static inline bool sc_kstack_under_interrupt(const struct sc_ksyms *ks,
+					     const struct stallcap_sample *r)
+{
+	static const char *const entry[] = { "asm_sysvec_", "asm_common_interrupt",
+					     "asm_exc_", "irqentry_exit", NULL };
+
+	return sc_kstack_has(ks, r, entry);
+}
+
 /* ------------------------------------------------------------------------
  * User symbols (dladdr; the programs are linked with -rdynamic)
  * ------------------------------------------------------------------------

@@ -906,14 +906,12 @@ SC_NOINLINE void *tu_spinner_main(void *arg)
  */
 static inline bool tu_entered_by_interrupt(const struct stallcap_sample *r)
 {
-	static const char *const entry[] = { "asm_sysvec_", "asm_common_interrupt",
-					     "asm_exc_", "irqentry_exit", NULL };
 	static struct sc_ksyms ks;
 	static int loaded;
 
 	if (!loaded)
 		loaded = sc_ksyms_load(&ks) ? -1 : 1;
-	return loaded > 0 && sc_kstack_has(&ks, r, entry);
+	return loaded > 0 && sc_kstack_under_interrupt(&ks, r);
 }
 
 /*
