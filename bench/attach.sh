@@ -48,6 +48,13 @@ start_redis() {
 attach() {
 	taskset -c 0 stallcap record --deadline 20ms -p "$redis" -o "/tmp/attach.$round.data" 2>/tmp/attach.err &
 	rec=$!
+	# the attach is made once the tool has read the kernel's symbols
+	i=0
+	until grep -qE '^attached [1-9]' /sys/kernel/debug/stallcap/stats 2>/dev/null ||
+		[ "$i" -gt 200 ]; do
+		i=$((i + 1))
+		sleep 0.1
+	done
 	sleep 1
 }
 

@@ -51,6 +51,7 @@ struct collector {
 	struct stallcap_session *s;
 	struct ksyms *ks;
 	int ks_err;			/* 1: not loaded yet */
+	bool ks_warned;			/* the error was said */
 	struct htab ksym_done;		/* struct ksym_sent by address */
 	struct ksym_sent *ksyms_sent;
 	struct htab pids;		/* struct pid_entry by pid */
@@ -223,18 +224,33 @@ static bool ksym_sent(struct collector *c, __u64 addr)
 	return false;
 }
 
+/*
+ * The kernel's symbols, read when the session opens, before anything is
+ * watched: read at the first sample instead, they cost the reader (seconds
+ * of CPU in an emulated guest) at the moment the machine is busiest, a stall,
+ * and on the CPU of the program it competes with (redis-benchmark lost half
+ * its SET throughput to it on a 2-vCPU guest).  A module loaded after this
+ * point keeps its frames unresolved in the record.
+ */
+static void load_ksyms(struct collector *c)
+{
+	if (c->ks_err == 1)
+		c->ks_err = ksyms_load(c->ks, "/proc/kallsyms");
+}
+
 static void see_kernel(struct collector *c, const struct stallcap_sample_view *v)
 {
 	const struct ksym *k;
 	unsigned int i;
 
-	if (c->ks_err == 1) {
-		c->ks_err = ksyms_load(c->ks, "/proc/kallsyms");
-		if (c->ks_err) {
-			warnx_("/proc/kallsyms: %s: kernel frames stay unresolved",
-			       strerror(-c->ks_err));
-			hint_kallsyms(c->ks_err);
-		}
+	if (!v->nr_kernel)
+		return;
+	load_ksyms(c);
+	if (c->ks_err && !c->ks_warned) {
+		c->ks_warned = true;
+		warnx_("/proc/kallsyms: %s: kernel frames stay unresolved",
+		       strerror(-c->ks_err));
+		hint_kallsyms(c->ks_err);
 	}
 	for (i = 0; i < v->nr_kernel && !c->ks_err; i++) {
 		k = ksyms_find(c->ks, v->kernel_ips[i] - (i > 0));
@@ -473,6 +489,7 @@ int collect_run(const struct collect_opts *o, struct sc_sink *sk, int *cmd_statu
 		goto out;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	load_ksyms(&c);
 	send_host_info(&c);
 	if (o->deadline_ns) {
 		ret = attach_all(&c, &child);

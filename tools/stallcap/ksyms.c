@@ -4,8 +4,10 @@
  * from the symbols a record file carries.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tool.h"
 
@@ -17,6 +19,8 @@ struct ksyms {
 	bool sorted;
 	char **strs;		/* interned names, owned */
 	size_t nstrs, capstrs;
+	char **texts;		/* whole kallsyms texts, names point into them */
+	size_t ntexts;
 };
 
 struct ksyms *ksyms_new(void)
@@ -33,6 +37,9 @@ void ksyms_free(struct ksyms *ks)
 	for (i = 0; i < ks->nstrs; i++)
 		free(ks->strs[i]);
 	free(ks->strs);
+	for (i = 0; i < ks->ntexts; i++)
+		free(ks->texts[i]);
+	free(ks->texts);
 	free(ks->syms);
 	free(ks);
 }
@@ -62,8 +69,8 @@ static const char *intern(struct ksyms *ks, const char *s)
 	return ks->strs[ks->nstrs] ? ks->strs[ks->nstrs++] : NULL;
 }
 
-int ksyms_add(struct ksyms *ks, __u64 addr, __u32 size, const char *name,
-	      const char *mod)
+/* Room for one more symbol. */
+static struct ksym *ksym_slot(struct ksyms *ks)
 {
 	struct ksym *k;
 
@@ -72,11 +79,20 @@ int ksyms_add(struct ksyms *ks, __u64 addr, __u32 size, const char *name,
 
 		k = realloc(ks->syms, cap * sizeof(*k));
 		if (!k)
-			return -ENOMEM;
+			return NULL;
 		ks->syms = k;
 		ks->cap = cap;
 	}
-	k = &ks->syms[ks->n];
+	return &ks->syms[ks->n];
+}
+
+int ksyms_add(struct ksyms *ks, __u64 addr, __u32 size, const char *name,
+	      const char *mod)
+{
+	struct ksym *k = ksym_slot(ks);
+
+	if (!k)
+		return -ENOMEM;
 	k->addr = addr;
 	k->size = size;
 	k->name = intern(ks, name);
@@ -95,13 +111,20 @@ static int ksym_cmp(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-/* Sort; a symbol without a size extends to the next one (at most KSYM_MAX_SIZE). */
+/*
+ * Sort (unless already in order: /proc/kallsyms lists the kernel's text in
+ * address order, and each module's); a symbol without a size extends to the
+ * next one (at most KSYM_MAX_SIZE).
+ */
 static void ksyms_sort(struct ksyms *ks)
 {
 	size_t i;
 	__u64 gap;
 
-	qsort(ks->syms, ks->n, sizeof(*ks->syms), ksym_cmp);
+	for (i = 1; i < ks->n && ks->syms[i - 1].addr <= ks->syms[i].addr; i++)
+		;
+	if (i < ks->n)
+		qsort(ks->syms, ks->n, sizeof(*ks->syms), ksym_cmp);
 	for (i = 0; i < ks->n; i++) {
 		if (ks->syms[i].size)
 			continue;
@@ -111,35 +134,125 @@ static void ksyms_sort(struct ksyms *ks)
 	ks->sorted = true;
 }
 
+/* The whole of @path (a /proc file: its size is not known), NUL-terminated. */
+static char *read_whole(const char *path, size_t *len, int *err)
+{
+	size_t cap = 1 << 20, n = 0;
+	char *buf = NULL, *p;
+	ssize_t got = 1;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	*err = fd < 0 ? -errno : 0;
+	while (!*err && got) {
+		if (!buf || cap - n < 65536) {
+			cap = buf ? 2 * cap : cap;
+			p = realloc(buf, cap);
+			if (!p) {
+				*err = -ENOMEM;
+				break;
+			}
+			buf = p;
+		}
+		got = read(fd, buf + n, cap - n - 1);
+		if (got < 0 && errno != EINTR)
+			*err = -errno;
+		else if (got > 0)
+			n += got;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (*err) {
+		free(buf);
+		return NULL;
+	}
+	buf[n] = 0;
+	*len = n;
+	return buf;
+}
+
+/* Keep @text: the symbols' names point into it. */
+static int keep_text(struct ksyms *ks, char *text)
+{
+	char **t = realloc(ks->texts, (ks->ntexts + 1) * sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	ks->texts = t;
+	t[ks->ntexts++] = text;
+	return 0;
+}
+
+/*
+ * One line of kallsyms, "ADDR TYPE NAME[\t[MODULE]]", cut in place into
+ * NUL-terminated name and module.  Returns the next line.
+ */
+static char *parse_line(char *line, __u64 *addr, char *type, char **name, char **mod)
+{
+	char *end = strchr(line, '\n'), *p;
+
+	if (end)
+		*end++ = 0;
+	else
+		end = line + strlen(line);
+	*type = 0;
+	*mod = NULL;
+	*addr = strtoull(line, &p, 16);
+	if (p == line || *p != ' ' || !p[1] || p[2] != ' ')
+		return end;
+	*type = p[1];
+	*name = p + 3;
+	p = strchr(*name, '\t');
+	if (p) {
+		*p++ = 0;
+		if (*p == '[') {
+			*mod = p + 1;
+			p = strchr(*mod, ']');
+			if (p)
+				*p = 0;
+		}
+	}
+	return end;
+}
+
 /*
  * Text symbols only.  Returns -EPERM if every address reads as zero
- * (kptr_restrict: the reader lacks the privilege to see them).
+ * (kptr_restrict: the reader lacks the privilege to see them).  Read in one
+ * piece and cut in place, no allocation per symbol: a guest under TCG spent
+ * seconds of a busy CPU here with sscanf and one string per symbol.
  */
 int ksyms_load(struct ksyms *ks, const char *path)
 {
-	char line[512], name[256], mod[128], type;
-	unsigned long long addr;
-	size_t before = ks->n;
+	char *text, *line, *name = NULL, *mod, type;
+	size_t before = ks->n, len;
 	bool nonzero = false;
-	FILE *f = fopen(path, "re");
-	int ret = 0;
+	struct ksym *k;
+	__u64 addr;
+	int ret;
 
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		mod[0] = 0;
-		if (sscanf(line, "%llx %c %255s [%127[^]]]", &addr, &type, name, mod) < 3)
-			continue;
+	text = read_whole(path, &len, &ret);
+	if (!text)
+		return ret;
+	ret = keep_text(ks, text);
+	if (ret) {
+		free(text);
+		return ret;
+	}
+	for (line = text; !ret && line < text + len && *line; ) {
+		line = parse_line(line, &addr, &type, &name, &mod);
 		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
 			continue;
 		if (!addr)
 			continue;
 		nonzero = true;
-		ret = ksyms_add(ks, addr, 0, name, mod);
-		if (ret)
+		k = ksym_slot(ks);
+		if (!k) {
+			ret = -ENOMEM;
 			break;
+		}
+		*k = (struct ksym){ .addr = addr, .name = name, .mod = mod };
+		ks->n++;
+		ks->sorted = false;
 	}
-	fclose(f);
 	if (!ret && !nonzero && ks->n == before)
 		ret = -EPERM;
 	if (!ret)

@@ -229,6 +229,48 @@ TEST(kallsyms_file)
 	unlink(path);
 }
 
+/*
+ * The loader cuts lines in place: lines out of address order (sorted then),
+ * malformed lines skipped, the last line without its newline.
+ */
+TEST(kallsyms_out_of_order_and_malformed)
+{
+	char path[64];
+	struct ksyms *ks = ksyms_new();
+	const struct ksym *k;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/tmp/stallcap-kallsyms2.%d", getpid());
+	f = fopen(path, "w");
+	ASSERT_NE(NULL, f);
+	fputs("ffffffffc0000000 t mod_fn\t[some_mod]\n"
+	      "not a line\n"
+	      "ffffffff81000000 TT bad_type\n"
+	      "\n"
+	      "ffffffff81000000 T _stext\n"
+	      "ffffffffc0000100 T mod_fn2\t[some_mod]\n"
+	      "ffffffff81000100 t last_one", f);
+	fclose(f);
+	ASSERT_EQ(0, ksyms_load(ks, path));
+	EXPECT_EQ(4, ksyms_count(ks));
+	k = ksyms_find(ks, 0xffffffff81000010);
+	ASSERT_NE(NULL, k);
+	EXPECT_STREQ("_stext", k->name);
+	k = ksyms_find(ks, 0xffffffff81000100);
+	ASSERT_NE(NULL, k);
+	EXPECT_STREQ("last_one", k->name);
+	EXPECT_EQ(NULL, k->mod);
+	k = ksyms_find(ks, 0xffffffffc0000101);
+	ASSERT_NE(NULL, k);
+	EXPECT_STREQ("mod_fn2", k->name);
+	EXPECT_STREQ("some_mod", k->mod);
+	k = ksyms_find(ks, 0xffffffffc0000001);
+	ASSERT_NE(NULL, k);
+	EXPECT_STREQ("mod_fn", k->name);
+	ksyms_free(ks);
+	unlink(path);
+}
+
 TEST(proc_kallsyms)
 {
 	struct ksyms *ks = ksyms_new();
