@@ -405,15 +405,18 @@ void stallcap_watch_idle(struct stallcap_watch *w, u64 now)
  */
 bool stallcap_watches_attached_mark(struct task_struct *task, bool busy)
 {
-	u64 now = ktime_get_mono_fast_ns();
 	struct stallcap_watch *w;
 	bool found = false;
+	u64 now = 0;
 
 	rcu_read_lock();
 	hash_for_each_possible_rcu(task_watches, w, task_node,
 				   (unsigned long)task) {
 		if (w->task != task || !w->attach)
 			continue;
+		/* the clock only for a watched thread: every process's wait calls come here */
+		if (!found)
+			now = ktime_get_mono_fast_ns();
 		found = true;
 		if (busy)
 			stallcap_watch_busy(w, now);

@@ -537,19 +537,24 @@ TEST_F(hb, busy_after_idle_is_reported_a_threshold_later)
  */
 struct slot_taker {
 	int fd;
-	volatile int *go_home;
+	int home_fd;		/* read end of a pipe: EOF sends it home */
 	int ret;
 	volatile int done;
 };
 
+/*
+ * Takes a slot and keeps it, asleep in read() until the pipe closes: the
+ * debug kernel took a minute to create 64 takers that each woke every 5 ms.
+ */
 static void *slot_taker_fn(void *arg)
 {
 	struct slot_taker *t = arg;
+	char c;
 
 	t->ret = sc_arm(t->fd, SC_MS(60000), STALLCAP_ARM_HEARTBEAT, TAG);
 	t->done = 1;
-	while (!*t->go_home)
-		sc_sleep_ms(5);
+	while (read(t->home_fd, &c, 1) < 0 && errno == EINTR)
+		;
 	sc_release(t->fd);
 	return NULL;
 }
@@ -572,15 +577,16 @@ TEST_F_TIMEOUT(hb, failing_arm_leaves_nothing_behind, 180)
 	unsigned int n = self->s.cfg.slots;
 	struct slot_taker *t = calloc(n + 1, sizeof(*t));
 	pthread_t *th = calloc(n + 1, sizeof(*th));
-	volatile int go_home = 0;
 	struct stallcap_stats st;
 	uint64_t watches;
+	int home[2];
 
 	ASSERT_NE(NULL, t);
 	ASSERT_NE(NULL, th);
+	ASSERT_EQ(0, pipe(home));
 	ASSERT_EQ(0, sc_arm(self->s.fd, SC_MS(60000), 0, TAG));
 	for (unsigned int i = 0; i < n; i++) {
-		t[i] = (struct slot_taker){ .fd = self->s.fd, .go_home = &go_home };
+		t[i] = (struct slot_taker){ .fd = self->s.fd, .home_fd = home[0] };
 		ASSERT_EQ(0, pthread_create(&th[i], NULL, slot_taker_fn, &t[i]));
 	}
 	for (unsigned int i = 0; i < n; i++) {
@@ -599,16 +605,17 @@ TEST_F_TIMEOUT(hb, failing_arm_leaves_nothing_behind, 180)
 						      strerror(errno));
 
 	/* a thread without a watch: refused, and no watch left behind */
-	t[n] = (struct slot_taker){ .fd = self->s.fd, .go_home = &go_home };
+	t[n] = (struct slot_taker){ .fd = self->s.fd, .home_fd = home[0] };
 	ASSERT_EQ(0, pthread_create(&th[n], NULL, one_more_fn, &t[n]));
 	pthread_join(th[n], NULL);
 	EXPECT_EQ(-ENOSPC, t[n].ret);
 	ASSERT_EQ(0, sc_get_stats(self->s.fd, &st, 0));
 	EXPECT_EQ(watches, st.watches) TH_LOG("the refused ARM left a watch");
 
-	go_home = 1;
+	close(home[1]);
 	for (unsigned int i = 0; i < n; i++)
 		pthread_join(th[i], NULL);
+	close(home[0]);
 	EXPECT_EQ(0, sc_release(self->s.fd));
 	free(t);
 	free(th);

@@ -735,24 +735,38 @@ static void *kholder_fn(void *arg)
 	return NULL;
 }
 
-/* Is kernel address @ip inside function @name (by /proc/kallsyms)? */
-static bool ksym_is(uint64_t ip, const char *name)
+/*
+ * Is any of the kernel addresses @ips inside function @name (by
+ * /proc/kallsyms)?  One pass over the file for all of them: one pass per
+ * frame took 29 s of a 7.2 guest.
+ */
+static bool ksym_any_is(const uint64_t *ips, unsigned int n, const char *name)
 {
-	char line[512], best[256] = "", sym[256];
-	unsigned long long addr, best_addr = 0;
+	char line[512], sym[256], best[STALLCAP_MAX_FRAMES][64] = { { 0 } };
+	unsigned long long addr, best_addr[STALLCAP_MAX_FRAMES] = { 0 };
 	FILE *f = fopen("/proc/kallsyms", "r");
+	unsigned int i;
 	char type;
 
 	if (!f)
 		return false;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "%llx %c %255s", &addr, &type, sym) == 3 &&
-		    (type == 't' || type == 'T') && addr <= ip && addr > best_addr) {
-			best_addr = addr;
-			strcpy(best, sym);
-		}
+	if (n > STALLCAP_MAX_FRAMES)
+		n = STALLCAP_MAX_FRAMES;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx %c %255s", &addr, &type, sym) != 3 ||
+		    (type != 't' && type != 'T'))
+			continue;
+		for (i = 0; i < n; i++)
+			if (addr <= ips[i] && addr > best_addr[i]) {
+				best_addr[i] = addr;
+				snprintf(best[i], sizeof(best[i]), "%s", sym);
+			}
+	}
 	fclose(f);
-	return !strcmp(best, name);
+	for (i = 0; i < n; i++)
+		if (!strcmp(best[i], name))
+			return true;
+	return false;
 }
 
 struct klock_case {
@@ -770,8 +784,7 @@ static void kernel_lock_case(struct __test_metadata *_metadata,
 	const struct stallcap_sec_task *o;
 	struct stallcap_sample *smp;
 	const uint64_t *ips;
-	bool in_holder = false;
-	unsigned int i;
+	bool in_holder;
 
 	if (access(c->take, W_OK))
 		SKIP(return, "no stallcap_spin test module (or an older one)");
@@ -816,8 +829,7 @@ static void kernel_lock_case(struct __test_metadata *_metadata,
 	/* the holder's kernel stack: asleep under its holding function */
 	ASSERT_GE(o->nr_kernel_frames, 2U);
 	ips = why_task_ips(o);
-	for (i = 0; i < o->nr_kernel_frames; i++)
-		in_holder |= ksym_is(ips[i], c->holder_fn);
+	in_holder = ksym_any_is(ips, o->nr_kernel_frames, c->holder_fn);
 	ASSERT_EQ(!!(info.features & STALLCAP_FEAT_KADDR), in_holder);
 }
 
