@@ -23,7 +23,7 @@ rec=$!
 i=0
 until echo version | nc 127.0.0.1 "$port" 2>/dev/null | grep -q VERSION; do
 	i=$((i + 1))
-	[ "$i" -lt 100 ] || break
+	[ "$i" -lt 300 ] || break
 	sleep 0.1
 done
 check "memcached answers" sh -c "echo version | nc 127.0.0.1 $port | grep -q VERSION"

@@ -502,6 +502,9 @@ int collect_run(const struct collect_opts *o, struct sc_sink *sk, int *cmd_statu
 			goto out;
 		}
 	}
+	/* what a script may wait for before it starts what is to be caught */
+	if (o->verbose)
+		fprintf(stderr, "%s: reading records\n", prog);
 	ret = follow(&c, child, cmd_status);
 	if (o->verbose)
 		fprintf(stderr, "%s: %llu records, %llu lost, %llu suppressed\n", prog,
