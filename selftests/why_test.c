@@ -789,19 +789,30 @@ static void kernel_lock_case(struct __test_metadata *_metadata,
 	if (access(c->take, W_OK))
 		SKIP(return, "no stallcap_spin test module (or an older one)");
 	ASSERT_EQ(0, ioctl(self->s.fd, STALLCAP_IOC_GET_INFO, &info));
-	ASSERT_EQ(0, pthread_create(&k.th, NULL, kholder_fn, &k));
-	usleep(50000);			/* it holds the lock now, asleep */
-	ASSERT_EQ(0, why_arm(&self->s, WHY_MS(TIMEOUT_MS)));
-	ASSERT_EQ(0, write_str(c->take, "1"));
-	ASSERT_EQ(0, why_disarm(&self->s));
-	pthread_join(k.th, NULL);
-	ASSERT_EQ(0, k.rc);
-	smp = why_first_sample(&self->s, why_gettid(), self->buf,
-			       sizeof(self->buf));
-	if (!smp)
-		why_log_stats(&self->s);
-	ASSERT_NE(NULL, smp);
-	why_log_sample(smp);
+	/*
+	 * Again if the deadline found this thread still running on its way to
+	 * the lock (the debug kernel under TCG once spent the whole 20 ms
+	 * there, CI6): not yet blocked, exactly what stallcap must say then.
+	 */
+	for (int attempt = 1; ; attempt++) {
+		ASSERT_EQ(0, pthread_create(&k.th, NULL, kholder_fn, &k));
+		usleep(50000);			/* it holds the lock now, asleep */
+		ASSERT_EQ(0, why_arm(&self->s, WHY_MS(TIMEOUT_MS)));
+		ASSERT_EQ(0, write_str(c->take, "1"));
+		ASSERT_EQ(0, why_disarm(&self->s));
+		pthread_join(k.th, NULL);
+		ASSERT_EQ(0, k.rc);
+		smp = why_first_sample(&self->s, why_gettid(), self->buf,
+				       sizeof(self->buf));
+		if (!smp)
+			why_log_stats(&self->s);
+		ASSERT_NE(NULL, smp);
+		why_log_sample(smp);
+		if (smp->state != STALLCAP_STATE_RUNNING || attempt == 3)
+			break;
+		fprintf(stderr, "# attempt %d: captured running, before the lock wait\n",
+			attempt);
+	}
 	ASSERT_EQ(STALLCAP_STATE_UNINTERRUPTIBLE, smp->state);
 	w = why_section(smp, STALLCAP_SEC_WAIT, 0);
 	if (!(info.features & STALLCAP_FEAT_KERNEL_LOCKS)) {
