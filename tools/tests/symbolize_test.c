@@ -189,24 +189,38 @@ TEST(vdso_from_saved_image)
 	usyms_free(us);
 }
 
-TEST(kallsyms_file)
+/* @text written as a kallsyms file and loaded; *@ret: ksyms_load()'s result. */
+static struct ksyms *load_kallsyms_text(const char *text, int *ret)
 {
-	char path[64];
 	struct ksyms *ks = ksyms_new();
-	const struct ksym *k;
+	char path[64];
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/tmp/stallcap-kallsyms.%d", getpid());
 	f = fopen(path, "w");
-	ASSERT_NE(NULL, f);
-	fputs("ffffffff81000000 T _stext\n"
-	      "ffffffff81000100 T do_sys_poll\n"
-	      "ffffffff81000180 D some_data\n"
-	      "ffffffff81000200 t helper\n"
-	      "ffffffffc0000000 t stallcap_timer_fn\t[stallcap]\n"
-	      "ffffffffc0000080 T stallcap_capture\t[stallcap]\n", f);
-	fclose(f);
-	ASSERT_EQ(0, ksyms_load(ks, path));
+	*ret = -EIO;
+	if (!ks || !f || fputs(text, f) < 0 || fclose(f)) {
+		unlink(path);
+		return ks;
+	}
+	*ret = ksyms_load(ks, path);
+	unlink(path);
+	return ks;
+}
+
+TEST(kallsyms_file)
+{
+	const struct ksym *k;
+	struct ksyms *ks;
+	int ret;
+
+	ks = load_kallsyms_text("ffffffff81000000 T _stext\n"
+				"ffffffff81000100 T do_sys_poll\n"
+				"ffffffff81000180 D some_data\n"
+				"ffffffff81000200 t helper\n"
+				"ffffffffc0000000 t stallcap_timer_fn\t[stallcap]\n"
+				"ffffffffc0000080 T stallcap_capture\t[stallcap]\n", &ret);
+	ASSERT_EQ(0, ret);
 	EXPECT_EQ(5, ksyms_count(ks));	/* data symbols left out */
 	k = ksyms_find(ks, 0xffffffff810001a0);
 	ASSERT_NE(NULL, k);
@@ -220,13 +234,10 @@ TEST(kallsyms_file)
 	ksyms_free(ks);
 
 	/* what an unprivileged reader sees: every address zero */
-	f = fopen(path, "w");
-	fputs("0000000000000000 T _stext\n0000000000000000 T do_sys_poll\n", f);
-	fclose(f);
-	ks = ksyms_new();
-	EXPECT_EQ(-EPERM, ksyms_load(ks, path));
+	ks = load_kallsyms_text("0000000000000000 T _stext\n0000000000000000 T do_sys_poll\n",
+				&ret);
+	EXPECT_EQ(-EPERM, ret);
 	ksyms_free(ks);
-	unlink(path);
 }
 
 /*
@@ -235,23 +246,18 @@ TEST(kallsyms_file)
  */
 TEST(kallsyms_out_of_order_and_malformed)
 {
-	char path[64];
-	struct ksyms *ks = ksyms_new();
 	const struct ksym *k;
-	FILE *f;
+	struct ksyms *ks;
+	int ret;
 
-	snprintf(path, sizeof(path), "/tmp/stallcap-kallsyms2.%d", getpid());
-	f = fopen(path, "w");
-	ASSERT_NE(NULL, f);
-	fputs("ffffffffc0000000 t mod_fn\t[some_mod]\n"
-	      "not a line\n"
-	      "ffffffff81000000 TT bad_type\n"
-	      "\n"
-	      "ffffffff81000000 T _stext\n"
-	      "ffffffffc0000100 T mod_fn2\t[some_mod]\n"
-	      "ffffffff81000100 t last_one", f);
-	fclose(f);
-	ASSERT_EQ(0, ksyms_load(ks, path));
+	ks = load_kallsyms_text("ffffffffc0000000 t mod_fn\t[some_mod]\n"
+				"not a line\n"
+				"ffffffff81000000 TT bad_type\n"
+				"\n"
+				"ffffffff81000000 T _stext\n"
+				"ffffffffc0000100 T mod_fn2\t[some_mod]\n"
+				"ffffffff81000100 t last_one", &ret);
+	ASSERT_EQ(0, ret);
 	EXPECT_EQ(4, ksyms_count(ks));
 	k = ksyms_find(ks, 0xffffffff81000010);
 	ASSERT_NE(NULL, k);
@@ -268,7 +274,6 @@ TEST(kallsyms_out_of_order_and_malformed)
 	ASSERT_NE(NULL, k);
 	EXPECT_STREQ("mod_fn", k->name);
 	ksyms_free(ks);
-	unlink(path);
 }
 
 TEST(proc_kallsyms)
