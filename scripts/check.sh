@@ -108,12 +108,81 @@ step "tools fuzz targets" tools_fuzz
 if [ "${SELFCHECK:-1}" != 0 ]; then
 	step "harness self-check" "$top/scripts/vmtest.sh" --selfcheck
 fi
-if [ "${PACKAGES:-1}" != 0 ]; then
+# The kernels of BESIDE_KERNELS (default "debug") run in a second lane,
+# beside the others, at nice BESIDE_NICE (default 5), after the package
+# test.  A production guest keeps about one of the two host CPUs busy on
+# average (its tests wait on deadlines and timers); the debug guest
+# (CPU-bound: KASAN) and the package test's builds take most of what they
+# leave, and the production guests' timing keeps priority (at nice 10 the
+# debug guest's busy-CPU cases of capture_irqsoff_test were late 8 times
+# of 8 while 5.10 ran beside it).  The debug guest took 350 s to 1,060 s
+# alone, after its kernel's build (about 20 minutes from `make deps`,
+# which starts it); the package test about 2 minutes.  The lane's output
+# is printed when it is done.  BESIDE_KERNELS="" runs everything in turn.
+main_kernels=() beside_kernels=()
+for k in "${kernels[@]}"; do
+	if [[ " ${BESIDE_KERNELS-debug} " == *" $k "* ]] && [ ${#kernels[@]} -gt 1 ]; then
+		beside_kernels+=("$k")
+	else
+		main_kernels+=("$k")
+	fi
+done
+beside=()
+[ ${#beside_kernels[@]} -eq 0 ] || [ "${PACKAGES:-1}" = 0 ] || beside+=(packages)
+[ ${#beside_kernels[@]} -eq 0 ] || beside+=("${beside_kernels[@]}")
+if [ ${#beside_kernels[@]} -eq 0 ] && [ "${PACKAGES:-1}" != 0 ]; then
 	step "packages" "$top/scripts/package.sh" test
 fi
-for k in "${kernels[@]}"; do
+
+# beside_item NAME: one item of the second lane, its output to a file
+beside_item() {
+	local t0 out=$logs/beside-$1.out
+	t0=$(now)
+	if [ "$1" = packages ]; then
+		nice -n "${BESIDE_NICE:-5}" "$top/scripts/package.sh" test >"$out" 2>&1
+		printf '%-24s %6ss\n' "packages (beside)" "$(elapsed "$t0" "$(now)")" >>"$logs/beside.timings"
+		echo "=== packages (beside the guests) done"
+		return
+	fi
+	nice -n "${BESIDE_NICE:-5}" "$top/scripts/vmtest.sh" "$1" >"$out" 2>&1
+	printf '%-24s %6ss\n' "kernel $1 (beside)" "$(elapsed "$t0" "$(now)")" >>"$logs/beside.timings"
+	echo "=== kernel $1 (beside the others) done: $(grep -E '^-- ' "$out" | head -n 1)"
+}
+
+beside_pid=
+if [ ${#beside[@]} -gt 0 ]; then
+	echo
+	echo "=== guests: preparing the initramfs base"
+	"$top/scripts/vmtest.sh" --prepare || result FAIL guests/prepare "scripts/vmtest.sh --prepare failed"
+	export VMTEST_PREPARED=1
+	: >"$logs/beside.timings"
+	echo "=== ${beside[*]}: running beside the other kernels at nice ${BESIDE_NICE:-5}" \
+		"(output at the end; live: $logs/beside-NAME.out)"
+	(
+		for b in "${beside[@]}"; do
+			beside_item "$b"
+		done
+	) &
+	beside_pid=$!
+fi
+for k in "${main_kernels[@]}"; do
 	step "kernel $k" "$top/scripts/vmtest.sh" "$k"
 done
+if [ -n "$beside_pid" ]; then
+	wait "$beside_pid"
+	for b in "${beside[@]}"; do
+		echo
+		if [ "$b" = packages ]; then
+			echo "=== packages (ran beside the guests)"
+		else
+			echo "=== kernel $b (ran beside the others)"
+		fi
+		cat "$logs/beside-$b.out"
+	done
+	while read -r line; do
+		timings+=("$line")
+	done <"$logs/beside.timings"
+fi
 
 # failure_details: the assertion and log lines of each failed guest test
 # (a CI that shows only the end of the output shows why, not only what)

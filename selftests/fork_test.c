@@ -179,31 +179,59 @@ TEST_F(fork, child_arming_on_the_inherited_session_gets_its_own_watch)
 	EXPECT_EQ(0, sc_release(self->s.fd));
 }
 
-TEST_F(fork, an_execd_program_using_the_session_gets_its_own_watch)
+/*
+ * One fork + exec of this program as an exec'd child arming on descriptor
+ * fd; returns the child's first sample (NULL if it has none) with self->rs
+ * holding the records.
+ */
+static const struct stallcap_sample *exec_child_stall(struct __test_metadata *_metadata,
+						      FIXTURE_DATA(fork) *self, int fd)
 {
-	const struct stallcap_sample *r;
 	char fdarg[16];
-	int status, fd;
+	int status;
 	pid_t pid;
 
-	/* libstallcap's sessions are O_CLOEXEC: a program passes one on on purpose */
-	fd = fcntl(self->s.fd, F_DUPFD, 10);
-	ASSERT_LE(0, fd);
 	snprintf(fdarg, sizeof(fdarg), "%d", fd);
 	pid = fork();
-	ASSERT_LE(0, pid);
+	if (pid < 0)
+		return NULL;
 	if (!pid) {
 		execl("/proc/self/exe", "fork_test", "--exec-child", fdarg, (char *)NULL);
 		_exit(127);
 	}
+	EXPECT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
+		TH_LOG("exec'd child: status 0x%x", status);
+	if (sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_STALL_END, 1, SC_WAIT_MS) < 1)
+		return NULL;
+	return sample_of_pid(&self->rs, pid) ?: (sc_log_records(NULL, &self->rs), NULL);
+}
+
+TEST_F(fork, an_execd_program_using_the_session_gets_its_own_watch)
+{
+	const struct stallcap_sample *r = NULL;
+	int fd, attempt;
+
+	/* libstallcap's sessions are O_CLOEXEC: a program passes one on on purpose */
+	fd = fcntl(self->s.fd, F_DUPFD, 10);
+	ASSERT_LE(0, fd);
+	/*
+	 * A deadline that passed while the child was still in the kernel (on
+	 * its way out of ARM, faulting in its spin: a loaded TCG host stops a
+	 * vCPU for tens of milliseconds) is sampled in kernel mode: tried
+	 * again, at most 3 times; the sample must be of the spin.
+	 */
+	for (attempt = 1; attempt <= 3; attempt++) {
+		sc_records_free(&self->rs);
+		r = exec_child_stall(_metadata, self, fd);
+		ASSERT_NE(NULL, r) TH_LOG("no sample of the exec'd child");
+		if (r->flags & STALLCAP_SAMPLE_USER_MODE)
+			break;
+		TH_LOG("attempt %d: the exec'd child was sampled in kernel mode", attempt);
+		sc_log_sample(NULL, r);
+	}
 	close(fd);
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	ASSERT_TRUE(WIFEXITED(status));
-	EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("exec'd child: %d", WEXITSTATUS(status));
-	ASSERT_LE(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_STALL_END, 1, SC_WAIT_MS));
-	r = sample_of_pid(&self->rs, pid);
-	ASSERT_NE(NULL, r) sc_log_records(NULL, &self->rs);
-	EXPECT_EQ((uint32_t)pid, r->tid);
+	EXPECT_EQ(r->pid, r->tid);
 	EXPECT_EQ(TAG_EXEC, r->user_tag);
 	/* (its addresses are its own program's: not resolvable here) */
 	EXPECT_TRUE(r->flags & STALLCAP_SAMPLE_USER_MODE);
