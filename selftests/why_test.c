@@ -133,6 +133,24 @@ FIXTURE_TEARDOWN(why)
 	why_close(&self->s);
 }
 
+/* This thread's first sample in the session's ring (copied to self->buf). */
+static struct stallcap_sample *own_first_sample(FIXTURE_DATA(why) *self)
+{
+	return why_first_sample(&self->s, why_gettid(), self->buf, sizeof(self->buf));
+}
+
+/* The same, logged: the sample, or the session's counters when there is none. */
+static struct stallcap_sample *own_first_sample_logged(FIXTURE_DATA(why) *self)
+{
+	struct stallcap_sample *smp = own_first_sample(self);
+
+	if (smp)
+		why_log_sample(smp);
+	else
+		why_log_stats(&self->s);
+	return smp;
+}
+
 /*
  * Arm on @arm_cpu (the watch's timer is pinned there), move to CPU 1 where
  * the hog preempts us, and return the first sample (in self->buf).
@@ -152,8 +170,7 @@ static struct stallcap_sample *run_hog(FIXTURE_DATA(why) *self, int arm_cpu,
 	hog_join(&self->hog);
 	if (why_disarm(&self->s))
 		return NULL;
-	return why_first_sample(&self->s, why_gettid(), self->buf,
-				sizeof(self->buf));
+	return own_first_sample(self);
 }
 
 /*
@@ -317,8 +334,7 @@ static struct stallcap_sample *lock_stall(FIXTURE_DATA(why) *self,
 	pthread_mutex_unlock(m);
 	if (why_disarm(&self->s))
 		return NULL;
-	return why_first_sample(&self->s, why_gettid(), self->buf,
-				sizeof(self->buf));
+	return own_first_sample(self);
 }
 
 static void check_owner(struct __test_metadata *_metadata,
@@ -476,12 +492,8 @@ TEST_F(why, deadlock_is_a_cycle)
 	pthread_mutex_unlock(&a);		/* the other one gets it */
 	pthread_join(l.th, NULL);
 	ASSERT_EQ(0, l.second_rc);
-	smp = why_first_sample(&self->s, why_gettid(), self->buf,
-			       sizeof(self->buf));
-	if (!smp)
-		why_log_stats(&self->s);
+	smp = own_first_sample_logged(self);
 	ASSERT_NE(NULL, smp);
-	why_log_sample(smp);
 	w = why_section(smp, STALLCAP_SEC_WAIT, 0);
 	ASSERT_NE(NULL, w);
 	ASSERT_EQ((__u32)STALLCAP_WAIT_FUTEX, w->kind);
@@ -586,8 +598,7 @@ TEST_F(why, page_faults_served_slowly)
 		for (i = 0; i < PAGER_PAGES; i++)
 			ASSERT_EQ(0x5a, mem[i * pg.psize]);
 		ASSERT_EQ(0, why_disarm(&self->s));
-		smp = why_first_sample(&self->s, why_gettid(), self->buf,
-				       sizeof(self->buf));
+		smp = own_first_sample(self);
 		ASSERT_NE(NULL, smp);
 		why_log_sample(smp);
 		t = why_section(smp, STALLCAP_SEC_TIMES, 0);
@@ -667,8 +678,7 @@ TEST_F(why, owner_exits_during_capture)
 		ASSERT_EQ(ETIMEDOUT, pthread_mutex_timedlock(&m, &ts));
 		ASSERT_EQ(0, why_disarm(&self->s));
 		pthread_join(th, NULL);
-		smp = why_first_sample(&self->s, why_gettid(), self->buf,
-				       sizeof(self->buf));
+		smp = own_first_sample(self);
 		ASSERT_NE(NULL, smp);
 		w = why_section(smp, STALLCAP_SEC_WAIT, 0);
 		if (!w) {	/* not yet in the futex at the deadline (TCG) */
@@ -802,12 +812,8 @@ static void kernel_lock_case(struct __test_metadata *_metadata,
 		ASSERT_EQ(0, why_disarm(&self->s));
 		pthread_join(k.th, NULL);
 		ASSERT_EQ(0, k.rc);
-		smp = why_first_sample(&self->s, why_gettid(), self->buf,
-				       sizeof(self->buf));
-		if (!smp)
-			why_log_stats(&self->s);
+		smp = own_first_sample_logged(self);
 		ASSERT_NE(NULL, smp);
-		why_log_sample(smp);
 		if (smp->state != STALLCAP_STATE_RUNNING || attempt == 3)
 			break;
 		fprintf(stderr, "# attempt %d: captured running, before the lock wait\n",
