@@ -18,14 +18,19 @@
 #    busy time (nothing of stallcap on its path);
 #  - attach.redis.{set,get}.{base,attached}: redis-benchmark requests per
 #    second (100,000 requests each, 50 clients) against redis-server, without,
-#    then with, a 20 ms deadline on its event loop.
+#    then with, a 20 ms deadline on its event loop;
+#  - attach.redis.{set,get}.hooks{,_ratio}: the same with a 1 s deadline,
+#    which the loop never misses: the hooks of every iteration without the
+#    captures of stalls (the 20 ms side's stalls come from the emulated
+#    host's speed, attach.stalls_during_benchmark counts them).
 #
 # The host is shared and a TCG guest's throughput drifts by tens of percent
 # from one minute to the next, so each figure is measured ATTACH_ROUNDS
-# times (default 5) in pairs, the order alternating (base then attached,
-# then attached then base): a pair's two runs are side by side.  Printed:
-# the median of each side, and attach.*.ratio, the median of the pairs'
-# ratios (attached / base), which the report's targets use.  The hot loops
+# times (default 5) side by side: the watched process's loop in pairs, the
+# order alternating (base then attached, then attached then base), redis in
+# threes (without, 20 ms, 1 s), the order rotating.  Printed: the median of
+# each side, and attach.*.ratio, the median of the rounds' ratios (attached
+# / base), which the report's targets use.  The hot loops
 # run HOT_TRIES times (default 3) per side and keep the lowest p50 (a vCPU
 # the host stops only ever adds time).  The processes are pinned as a
 # deployment would pin them: redis-server on vCPU 1, the benchmark client,
@@ -45,8 +50,10 @@ start_redis() {
 	done
 }
 
+# attach [DEADLINE]: a session watching redis-server's event loop (20ms)
 attach() {
-	taskset -c 0 stallcap record --deadline 20ms -p "$redis" -o "/tmp/attach.$round.data" 2>/tmp/attach.err &
+	taskset -c 0 stallcap record --deadline "${1:-20ms}" -p "$redis" \
+		-o "/tmp/attach.$round.${1:-20ms}.data" 2>/tmp/attach.err &
 	rec=$!
 	# the attach is made once the tool has read the kernel's symbols
 	i=0
@@ -119,20 +126,27 @@ bench_redis >/dev/null
 : >/tmp/attach.rounds
 round=1
 while [ "$round" -le "$rounds" ]; do
-	# one side of a pair: "getppid set get"
-	if [ $((round % 2)) = 1 ]; then
-		set -- $(hot_p50) $(bench_redis); gb=$1; eb=$2; sb=$3; rb=$4
-		attach
-		set -- $(hot_p50) $(bench_redis); ga=$1; ea=$2; sa=$3; ra=$4
-		detach
-	else
-		attach
-		set -- $(hot_p50) $(bench_redis); ga=$1; ea=$2; sa=$3; ra=$4
-		detach
-		set -- $(hot_p50) $(bench_redis); gb=$1; eb=$2; sb=$3; rb=$4
-	fi
-	echo "$gb $ga $sb $sa $rb $ra $eb $ea" >>/tmp/attach.rounds
-	echo "# attach round $round: getppid $gb / $ga ns, epoll_wait $eb / $ea ns, SET $sb / $sa, GET $rb / $ra"
+	# three sides side by side, the order rotating from round to round
+	case $((round % 3)) in
+	1) sides="base full hooks" ;;
+	2) sides="hooks base full" ;;
+	0) sides="full hooks base" ;;
+	esac
+	for side in $sides; do
+		case $side in
+		base) set -- $(hot_p50) $(bench_redis); gb=$1; eb=$2; sb=$3; rb=$4 ;;
+		full)
+			attach
+			set -- $(hot_p50) $(bench_redis); ga=$1; ea=$2; sa=$3; ra=$4
+			detach ;;
+		hooks)
+			attach 1s
+			set -- $(bench_redis); sh=$1; rh=$2
+			detach ;;
+		esac
+	done
+	echo "$gb $ga $sb $sa $rb $ra $eb $ea $sh $rh" >>/tmp/attach.rounds
+	echo "# attach round $round: getppid $gb / $ga ns, epoll_wait $eb / $ea ns, SET $sb / $sa (1 s deadline: $sh), GET $rb / $ra ($rh)"
 	round=$((round + 1))
 done
 # median COLUMN-EXPRESSION [FILE]: the median over the rounds
@@ -161,8 +175,12 @@ echo "@bench attach.redis.set.ratio=$(median '($3 > 0 ? $4 / $3 : 0)')"
 echo "@bench attach.redis.get.base=$(median '$5')"
 echo "@bench attach.redis.get.attached=$(median '$6')"
 echo "@bench attach.redis.get.ratio=$(median '($5 > 0 ? $6 / $5 : 0)')"
+echo "@bench attach.redis.set.hooks=$(median '$9')"
+echo "@bench attach.redis.set.hooks_ratio=$(median '($3 > 0 ? $9 / $3 : 0)')"
+echo "@bench attach.redis.get.hooks=$(median '$10')"
+echo "@bench attach.redis.get.hooks_ratio=$(median '($5 > 0 ? $10 / $5 : 0)')"
 stalls=0
-for f in /tmp/attach.*.data; do
+for f in /tmp/attach.*.20ms.data; do
 	n=$(stallcap report "$f" 2>/dev/null | tail -n 1 | sed -n 's/^\([0-9]*\) stall.*/\1/p')
 	stalls=$((stalls + ${n:-0}))
 done

@@ -766,13 +766,13 @@ static void md_attach(FILE *f)
 	double rr = num("attach.redis.get.ratio") > 0 ? num("attach.redis.get.ratio") : ra / rb;
 	double rounds = num("attach.rounds");
 	double worst = sr < rr ? sr : rr;
-	char kept[64], how[320];
+	char kept[64], how[400];
 
 	if (num("attach.available") != 1)
 		return;
-	snprintf(how, sizeof(how), "%.0f pairs of runs side by side, the order "
-		 "alternating; each side: the median; ratio: the median of the "
-		 "pairs' ratios; the hot loops: the lowest p50 of 3 runs per side; "
+	snprintf(how, sizeof(how), "%.0f rounds of runs side by side, the order "
+		 "alternating (redis: without, 20 ms, 1 s, rotating); each side: the "
+		 "median; ratio: the median of the rounds' ratios; the hot loops: the lowest p50 of 3 runs per side; "
 		 "redis-server pinned to vCPU 1, the client and the hot loops to "
 		 "vCPU 0.", rounds);
 	fprintf(f, "### Watching an unmodified program (`stallcap record --deadline`)\n\n"
@@ -803,8 +803,17 @@ static void md_attach(FILE *f)
 	}
 	fprintf(f, "| redis SET, requests/s | %s | %s | %s |\n", fg(sb), fg(sa),
 		ratio(sr, 1));
-	fprintf(f, "| redis GET, requests/s | %s | %s | %s |\n\n", fg(rb), fg(ra),
+	fprintf(f, "| redis GET, requests/s | %s | %s | %s |\n", fg(rb), fg(ra),
 		ratio(rr, 1));
+	if (num("attach.redis.set.hooks") > 0) {
+		fprintf(f, "| redis SET, 1 s deadline (the hooks, no stall), requests/s "
+			"| %s | %s | %s |\n", fg(sb), fg(num("attach.redis.set.hooks")),
+			ratio(num("attach.redis.set.hooks_ratio"), 1));
+		fprintf(f, "| redis GET, 1 s deadline (the hooks, no stall), requests/s "
+			"| %s | %s | %s |\n", fg(rb), fg(num("attach.redis.get.hooks")),
+			ratio(num("attach.redis.get.hooks_ratio"), 1));
+	}
+	fputc('\n', f);
 	fprintf(f, "Stalls of redis-server's event loop recorded during the benchmark: "
 		"%s.\n\n", fx(num("attach.stalls_during_benchmark"), 0));
 	target_group = "r1";
