@@ -25,12 +25,21 @@
  * stuck with the lock held is skipped until it lets go).  While every armed
  * watch is a heartbeat watch parked on a scanner (beat_scan.c), the walk is
  * skipped: the checkers then only scan overdue scanners' lists.
+ *
+ * The checkers run only while watches are armed: a checker that finds none
+ * for BUDDY_LINGER_PERIODS periods in a row stops (an idle event loop, or a
+ * watched server waiting for requests, then costs the machine no timer
+ * interrupt), and the next watch counted armed wakes them, from a hard
+ * irq_work that queues their start (arming never waits).  The linger bounds the
+ * wakes of a loop that is armed in short bursts to one per that many
+ * periods.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/cpu.h>
 #include <linux/cpumask.h>
 #include <linux/hrtimer.h>
+#include <linux/irq_work.h>
 #include <linux/ktime.h>
 #include <linux/percpu.h>
 #include <linux/rculist.h>
@@ -47,6 +56,13 @@ static DEFINE_RAW_SPINLOCK(buddy_lock);	/* list writers, checker start/stop */
 static DEFINE_PER_CPU(struct hrtimer, buddy_timer);
 static DEFINE_PER_CPU(bool, buddy_running);	/* buddy_lock */
 static DEFINE_PER_CPU(struct work_struct, buddy_start_work);
+#define BUDDY_LINGER_PERIODS	32
+
+/* periods in a row this CPU's checker found no armed watch */
+static DEFINE_PER_CPU(unsigned int, buddy_unarmed_periods);
+/* a checker stopped with watches listed, none armed (buddy_lock to set) */
+static bool buddy_asleep;
+static struct irq_work buddy_wake_irq_work;
 
 DEFINE_PER_CPU(unsigned long, stallcap_watch_expiries);
 DEFINE_PER_CPU(unsigned long, stallcap_buddy_expiries);
@@ -104,13 +120,31 @@ static void buddy_check(struct stallcap_watch *w, u64 now, u64 period)
 	raw_spin_unlock(&w->lock);
 }
 
-/* Stop this CPU's checker when no watch is left?  Context: its callback. */
+static bool buddy_any_armed(void)
+{
+	return atomic64_read(&stallcap_global.c[SC_ARMED]) > 0;
+}
+
+/*
+ * Stop this CPU's checker when no watch is left, or none was armed for
+ * BUDDY_LINGER_PERIODS periods?  In the
+ * second case buddy_asleep is set first, then the count read again: a watch
+ * counted armed meanwhile is seen here, or sees buddy_asleep and wakes the
+ * checkers (stallcap_buddy_armed()).  Context: its callback.
+ */
 static bool buddy_stop(void)
 {
+	unsigned int *unarmed = this_cpu_ptr(&buddy_unarmed_periods);
 	bool stop;
 
+	*unarmed = buddy_any_armed() ? 0 : *unarmed + 1;
 	raw_spin_lock(&buddy_lock);
 	stop = list_empty(&buddy_watches);
+	if (!stop && *unarmed >= BUDDY_LINGER_PERIODS) {
+		WRITE_ONCE(buddy_asleep, true);
+		smp_mb();	/* pairs with stallcap_buddy_armed() */
+		stop = !buddy_any_armed();
+	}
 	if (stop)
 		__this_cpu_write(buddy_running, false);
 	raw_spin_unlock(&buddy_lock);
@@ -143,6 +177,7 @@ static enum hrtimer_restart buddy_fn(struct hrtimer *timer)
 static void buddy_start_here(struct work_struct *work)
 {
 	preempt_disable();
+	__this_cpu_write(buddy_unarmed_periods, 0);
 	hrtimer_start(this_cpu_ptr(&buddy_timer),
 		      ns_to_ktime(stallcap_grid_next(ktime_get_mono_fast_ns(),
 						     stallcap_buddy_period_ns())),
@@ -153,14 +188,14 @@ static void buddy_start_here(struct work_struct *work)
 /*
  * Start the checker of every housekeeping CPU that has none running, from a
  * work item on that CPU: the arming thread does not wait for other CPUs.
+ * Context: any but NMI (queue_work_on() only).
  */
-static void buddy_start_all(void)
+static void buddy_start_cpus(void)
 {
 	unsigned long flags;
 	bool start;
 	int cpu;
 
-	cpus_read_lock();
 	for_each_cpu_and(cpu, housekeeping_cpumask(STALLCAP_HK_TIMER),
 			 cpu_online_mask) {
 		raw_spin_lock_irqsave(&buddy_lock, flags);
@@ -171,7 +206,43 @@ static void buddy_start_all(void)
 			queue_work_on(cpu, system_highpri_wq,
 				      per_cpu_ptr(&buddy_start_work, cpu));
 	}
+}
+
+static void buddy_start_all(void)
+{
+	cpus_read_lock();
+	buddy_start_cpus();
 	cpus_read_unlock();
+}
+
+/*
+ * Wake the checkers that stopped for want of an armed watch.  A hard
+ * irq_work: it runs as soon as the arming CPU takes interrupts again, and
+ * queues the other CPUs' starts even when that CPU then spins with
+ * interrupts off (the stall the checkers are for).  It cannot hold off CPU
+ * hotplug: a CPU going offline meanwhile may miss its checker's start.
+ */
+static void buddy_wake_irq_fn(struct irq_work *work)
+{
+	/* cleared before the starts: a checker stopping meanwhile sets it again */
+	raw_spin_lock(&buddy_lock);
+	WRITE_ONCE(buddy_asleep, false);
+	raw_spin_unlock(&buddy_lock);
+	buddy_start_cpus();
+}
+
+/**
+ * stallcap_buddy_armed() - a watch was just counted armed (SC_ARMED raised)
+ *
+ * Wakes the checkers if they stopped for want of an armed watch.  The
+ * counter's atomic add orders the count before buddy_asleep is read.
+ * Context: any but NMI; the watch's lock held.
+ */
+void stallcap_buddy_armed(void)
+{
+	smp_mb__after_atomic();	/* pairs with buddy_stop() */
+	if (READ_ONCE(buddy_asleep))
+		irq_work_queue(&buddy_wake_irq_work);
 }
 
 /**
@@ -212,6 +283,7 @@ void stallcap_buddy_init(void)
 				       CLOCK_MONOTONIC, HRTIMER_MODE_ABS_PINNED_HARD);
 		INIT_WORK(per_cpu_ptr(&buddy_start_work, cpu), buddy_start_here);
 	}
+	stallcap_irq_work_init_hard(&buddy_wake_irq_work, buddy_wake_irq_fn);
 }
 
 /* Context: module exit, every watch gone. */
@@ -219,6 +291,7 @@ void stallcap_buddy_exit(void)
 {
 	int cpu;
 
+	irq_work_sync(&buddy_wake_irq_work);
 	for_each_possible_cpu(cpu) {
 		cancel_work_sync(per_cpu_ptr(&buddy_start_work, cpu));
 		hrtimer_cancel(per_cpu_ptr(&buddy_timer, cpu));

@@ -724,6 +724,7 @@ DECLARE_PER_CPU(unsigned long, stallcap_buddy_rescues);
 u64 stallcap_buddy_period_ns(void);
 bool stallcap_cpu_takes_timers(void);
 void stallcap_buddy_add(struct stallcap_watch *w);
+void stallcap_buddy_armed(void);
 void stallcap_buddy_del(struct stallcap_watch *w);
 void stallcap_buddy_init(void);
 void stallcap_buddy_exit(void);

@@ -145,6 +145,8 @@ void stallcap_watch_count_armed(struct stallcap_watch *w, bool armed)
 		return;
 	w->counted_armed = armed;
 	stallcap_count(&w->sess->stats, SC_ARMED, armed ? 1 : -1);
+	if (armed)
+		stallcap_buddy_armed();
 }
 
 /* Stop @w for good: no timer restart, no new capture.  Lock not held. */

@@ -9,7 +9,9 @@
  * samples during the spin.  Pinned and unpinned, idle and with both vCPUs
  * busy; and with a heartbeat watch (never beating), whose checks are made
  * by its CPU's heartbeat scanner: the spinning CPU cannot run it, and a
- * buddy checker must scan its list for it.
+ * buddy checker must scan its list for it.  And armed once the buddy
+ * checkers stopped for want of an armed watch: the ARM must wake them, and
+ * not from the CPU that then spins.
  */
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -20,6 +22,7 @@
 
 #define TAG		0x697271736f666631ULL
 #define SPIN_DIR	"/sys/kernel/debug/stallcap_spin/"
+#define EXPIRIES	"/sys/kernel/debug/stallcap/expiries"
 #define TIMEOUT		SC_MS(20)
 #define SPIN_MS		200	/* ten deadlines */
 #define ATTEMPTS	8	/* a loaded TCG host delays the guest now and then */
@@ -43,11 +46,18 @@ FIXTURE_VARIANT(spin) {
 	bool pinned;
 	bool busy;		/* a busy thread on each vCPU */
 	uint32_t arm_flags;	/* STALLCAP_ARM_HEARTBEAT: a heartbeat watch */
+	bool after_stop;	/* armed once the buddy checkers stopped */
 };
 
 FIXTURE_VARIANT_ADD(spin, irqsoff_pinned) {
 	.file = "irqsoff", .fn = "stallcap_spin_irqsoff_loop",
 	.flag = STALLCAP_SAMPLE_IRQS_OFF, .needs_nmi = true, .pinned = true,
+};
+
+FIXTURE_VARIANT_ADD(spin, irqsoff_pinned_checkers_stopped) {
+	.file = "irqsoff", .fn = "stallcap_spin_irqsoff_loop",
+	.flag = STALLCAP_SAMPLE_IRQS_OFF, .needs_nmi = true, .pinned = true,
+	.after_stop = true,
 };
 
 FIXTURE_VARIANT_ADD(spin, irqsoff_unpinned) {
@@ -244,6 +254,44 @@ static bool under_an_interrupt(const struct sc_ksyms *ks, const struct stallcap_
  * One spin under a deadline; returns true when it met the timing acceptance
  * (a loaded TCG host may delay the guest: the caller tries again).
  */
+/* The buddy checkers' expiries on all CPUs (debugfs stallcap/expiries) */
+static long buddy_expiries(void)
+{
+	FILE *f = fopen(EXPIRIES, "r");
+	unsigned long w, b;
+	long sum = -1;
+	char line[160];
+	int c;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "cpu%d watch %lu buddy %lu", &c, &w, &b) == 3)
+			sum = (sum < 0 ? 0 : sum) + (long)b;
+	fclose(f);
+	return sum;
+}
+
+/*
+ * Wait until the buddy checkers have stopped for want of an armed watch
+ * (BUDDY_LINGER_PERIODS, 32, after the last): their expiries stand still.
+ * Return: the expiries then, or -1 when they never stopped.
+ */
+static long checkers_stopped(uint64_t period_ns)
+{
+	useconds_t wait = 100 * 1000 + 64 * period_ns / 1000;
+	long before, after = -1;
+
+	for (int tries = 0; tries < 20; tries++) {
+		before = buddy_expiries();
+		usleep(wait);
+		after = buddy_expiries();
+		if (before >= 0 && after == before)
+			return after;
+	}
+	return -1;
+}
+
 static bool run_once(struct __test_metadata *_metadata, FIXTURE_DATA(spin) *self,
 		     const FIXTURE_VARIANT(spin) *variant, int attempt)
 {
@@ -252,6 +300,7 @@ static bool run_once(struct __test_metadata *_metadata, FIXTURE_DATA(spin) *self
 	const char *const spin_fn[] = { variant->fn, NULL };
 	unsigned int during = 0, in_fn = 0;
 	pid_t tid = sc_gettid();
+	long stopped = 0;
 	int ret;
 
 	/*
@@ -260,6 +309,13 @@ static bool run_once(struct __test_metadata *_metadata, FIXTURE_DATA(spin) *self
 	 * pending): give it a moment to drain first.
 	 */
 	usleep(20000);
+	if (variant->after_stop) {
+		/* a watch that exists, idle: the checkers stop, the ARM wakes them */
+		ASSERT_EQ(0, sc_arm(self->s.fd, TIMEOUT, 0, TAG));
+		ASSERT_EQ(0, sc_disarm(self->s.fd));
+		stopped = checkers_stopped(self->period);
+		ASSERT_LT(0, stopped) TH_LOG("the checkers still run with no watch armed");
+	}
 	t0 = sc_now_ns();
 	/* a heartbeat watch's ARM returns its slot: the thread never beats */
 	ASSERT_LE(0, sc_arm(self->s.fd, TIMEOUT, variant->arm_flags, TAG));
@@ -347,6 +403,8 @@ static bool run_once(struct __test_metadata *_metadata, FIXTURE_DATA(spin) *self
 	if (variant->needs_nmi)
 		EXPECT_EQ(STALLCAP_PATH_NMI, first->path);
 	EXPECT_LE(2, during) TH_LOG("only %u samples during the spin", during);
+	if (variant->after_stop)
+		EXPECT_LT(stopped, buddy_expiries()) TH_LOG("the ARM woke no checker");
 	EXPECT_EQ(during, in_fn) TH_LOG("samples during the spin outside %s", variant->fn);
 	if (_metadata->exit_code)
 		sc_log_records(&self->ks, &self->rs);
