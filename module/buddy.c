@@ -30,9 +30,8 @@
  * for BUDDY_LINGER_PERIODS periods in a row stops (an idle event loop, or a
  * watched server waiting for requests, then costs the machine no timer
  * interrupt), and the next watch counted armed wakes them, from a hard
- * irq_work that queues their start (arming never waits).  The linger bounds the
- * wakes of a loop that is armed in short bursts to one per that many
- * periods.
+ * irq_work that queues their start (arming never waits).  The linger bounds
+ * the wakes of a loop armed in short bursts to one per that many periods.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -51,13 +50,14 @@
 #include "compat.h"
 #include "stallcap.h"
 
+/* periods without an armed watch after which a checker stops */
+#define BUDDY_LINGER_PERIODS	32
+
 static LIST_HEAD(buddy_watches);
 static DEFINE_RAW_SPINLOCK(buddy_lock);	/* list writers, checker start/stop */
 static DEFINE_PER_CPU(struct hrtimer, buddy_timer);
 static DEFINE_PER_CPU(bool, buddy_running);	/* buddy_lock */
 static DEFINE_PER_CPU(struct work_struct, buddy_start_work);
-#define BUDDY_LINGER_PERIODS	32
-
 /* periods in a row this CPU's checker found no armed watch */
 static DEFINE_PER_CPU(unsigned int, buddy_unarmed_periods);
 /* a checker stopped with watches listed, none armed (buddy_lock to set) */
@@ -127,10 +127,10 @@ static bool buddy_any_armed(void)
 
 /*
  * Stop this CPU's checker when no watch is left, or none was armed for
- * BUDDY_LINGER_PERIODS periods?  In the
- * second case buddy_asleep is set first, then the count read again: a watch
- * counted armed meanwhile is seen here, or sees buddy_asleep and wakes the
- * checkers (stallcap_buddy_armed()).  Context: its callback.
+ * BUDDY_LINGER_PERIODS periods?  In the second case buddy_asleep is set
+ * first, then the count read again: a watch counted armed meanwhile is seen
+ * here, or sees buddy_asleep and wakes the checkers
+ * (stallcap_buddy_armed()).  Context: its callback.
  */
 static bool buddy_stop(void)
 {
