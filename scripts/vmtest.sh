@@ -95,7 +95,7 @@ verbose=${V:-0}
 # the others (none by default).
 TOOL_TESTS=${TOOL_TESTS-tool_demo_test.sh tool_event_loop_test.sh tool_exited_test.sh \
 tool_dwarf_test.sh tool_newer_records_test.sh tool_ns_test.sh tool_inprocess_test.sh \
-tool_live_test.sh}
+tool_live_test.sh tool_kmod_test.sh}
 TOOL_KERNELS=${TOOL_KERNELS-5.10 7.2}
 # Tests the debug kernel leaves to the others (see above).
 DEBUG_SKIP=${DEBUG_SKIP-}

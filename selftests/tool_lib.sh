@@ -19,6 +19,17 @@ need() {
 	[ -c /dev/stallcap ] || { echo "1..0 # SKIP no /dev/stallcap"; exit 4; }
 }
 
+# reading ERRFILE: a `stallcap ... -v` reader writing ERRFILE says it reads
+# records (after the kernel's symbols); waits up to 60 s for it
+reading() {
+	i=0
+	while [ "$i" -lt 600 ] && ! grep -qx "stallcap: reading records" "$1"; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	grep -qx "stallcap: reading records" "$1"
+}
+
 # samples FILE COMM: the JSON sample lines of thread COMM
 samples() { grep '"type":"sample"' "$1" | grep "\"comm\":\"$2\""; }
 

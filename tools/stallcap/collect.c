@@ -27,6 +27,8 @@
 /* a process silent this long is checked for exit (every second), forgotten if gone */
 #define PRUNE_NS	(5 * NSEC_PER_SEC)
 #define PRUNE_EVERY_NS	NSEC_PER_SEC
+/* a module's kernel frame looks at /proc/modules at most this often */
+#define MODULES_CHECK_NS	(100 * NSEC_PER_MSEC)
 
 struct pid_entry {
 	struct hnode node;
@@ -51,6 +53,8 @@ struct collector {
 	struct stallcap_session *s;
 	struct ksyms *ks;
 	int ks_err;			/* 1: not loaded yet */
+	char *modules;			/* /proc/modules' names and addresses then */
+	__u64 modules_checked_ns;
 	bool ks_warned;			/* the error was said */
 	struct htab ksym_done;		/* struct ksym_sent by address */
 	struct ksym_sent *ksyms_sent;
@@ -224,24 +228,88 @@ static bool ksym_sent(struct collector *c, __u64 addr)
 	return false;
 }
 
+/* "name address" of each module of /proc/modules (its counts left out) */
+static char *modules_now(void)
+{
+	FILE *f = fopen("/proc/modules", "re"), *m;
+	char name[128], addr[32], *line = NULL, *out = NULL;
+	size_t cap = 0, len = 0;
+
+	if (!f)
+		return NULL;
+	m = open_memstream(&out, &len);
+	while (m && getline(&line, &cap, f) > 0)
+		if (sscanf(line, "%127s %*s %*s %*s %*s %31s", name, addr) == 2)
+			fprintf(m, "%s %s\n", name, addr);
+	free(line);
+	fclose(f);
+	if (!m || fclose(m)) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
 /*
  * The kernel's symbols, read when the session opens, before anything is
  * watched: read at the first sample instead, they cost the reader (seconds
  * of CPU in an emulated guest) at the moment the machine is busiest, a stall,
  * and on the CPU of the program it competes with (redis-benchmark lost half
- * its SET throughput to it on a 2-vCPU guest).  A module loaded after this
- * point keeps its frames unresolved in the record.
+ * its SET throughput to it on a 2-vCPU guest).  The modules loaded then are
+ * noted first, for reload_ksyms().
  */
 static void load_ksyms(struct collector *c)
 {
-	if (c->ks_err == 1)
-		c->ks_err = ksyms_load(c->ks, "/proc/kallsyms");
+	if (c->ks_err != 1)
+		return;
+	c->modules = modules_now();
+	c->ks_err = ksyms_load(c->ks, "/proc/kallsyms");
+}
+
+/*
+ * A kernel frame outside the kernel's own text (in a module, or named by
+ * nothing): in a module loaded since the symbols were read?  It may even
+ * look like the tail of the module loaded before it.  /proc/modules, a few
+ * lines, says whether the modules changed (looked at once per
+ * MODULES_CHECK_NS at most); only then is /proc/kallsyms read again.
+ * Return: true when the symbols were read again.
+ */
+static bool reload_ksyms(struct collector *c)
+{
+	__u64 now = now_ns(CLOCK_MONOTONIC);
+	struct ksyms *ks;
+	char *mods;
+
+	if (c->ks_err || (c->modules_checked_ns &&
+			  now - c->modules_checked_ns < MODULES_CHECK_NS))
+		return false;
+	c->modules_checked_ns = now;
+	mods = modules_now();
+	if (!mods || (c->modules && !strcmp(mods, c->modules))) {
+		free(mods);
+		return false;
+	}
+	ks = ksyms_new();
+	if (!ks || ksyms_load(ks, "/proc/kallsyms")) {
+		ksyms_free(ks);
+		free(mods);
+		return false;
+	}
+	ksyms_free(c->ks);
+	c->ks = ks;
+	free(c->modules);
+	c->modules = mods;
+	if (c->o->verbose)
+		fprintf(stderr, "%s: kernel symbols read again (the modules changed)\n", prog);
+	return true;
 }
 
 static void see_kernel(struct collector *c, const struct stallcap_sample_view *v)
 {
+	bool reloaded = false;
 	const struct ksym *k;
 	unsigned int i;
+	__u64 addr;
 
 	if (!v->nr_kernel)
 		return;
@@ -253,7 +321,12 @@ static void see_kernel(struct collector *c, const struct stallcap_sample_view *v
 		hint_kallsyms(c->ks_err);
 	}
 	for (i = 0; i < v->nr_kernel && !c->ks_err; i++) {
-		k = ksyms_find(c->ks, v->kernel_ips[i] - (i > 0));
+		addr = v->kernel_ips[i] - (i > 0);
+		k = ksyms_find(c->ks, addr);
+		if ((!k || k->mod) && !reloaded && addr && reload_ksyms(c)) {
+			reloaded = true;
+			k = ksyms_find(c->ks, addr);
+		}
 		if (k && !ksym_sent(c, k->addr) && c->sk->ksym)
 			c->err = c->sk->ksym(c->sk, k);
 	}
@@ -527,6 +600,7 @@ out:
 	htab_free(&c.pids);
 	htab_free(&c.ksym_done);
 	ksyms_free(c.ks);
+	free(c.modules);
 	buildid_cache_free(c.bc);
 	return ret;
 }

@@ -12,6 +12,7 @@
 #include "tool.h"
 
 #define KSYM_MAX_SIZE	(1U << 20)	/* a gap larger than this is not one symbol */
+#define KSYM_MAX_LAST	(1U << 16)	/* the last symbol of a module */
 
 struct ksyms {
 	struct ksym *syms;
@@ -111,15 +112,22 @@ static int ksym_cmp(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
+static bool same_module(const struct ksym *a, const struct ksym *b)
+{
+	return a->mod == b->mod || (a->mod && b->mod && !strcmp(a->mod, b->mod));
+}
+
 /*
  * Sort (unless already in order: /proc/kallsyms lists the kernel's text in
  * address order, and each module's); a symbol without a size extends to the
- * next one (at most KSYM_MAX_SIZE).
+ * next one (at most KSYM_MAX_SIZE), the last of a module (or of the kernel)
+ * at most KSYM_MAX_LAST: what follows it may be another module's text, one
+ * loaded after the symbols were read.
  */
 static void ksyms_sort(struct ksyms *ks)
 {
+	__u64 gap, max;
 	size_t i;
-	__u64 gap;
 
 	for (i = 1; i < ks->n && ks->syms[i - 1].addr <= ks->syms[i].addr; i++)
 		;
@@ -129,7 +137,9 @@ static void ksyms_sort(struct ksyms *ks)
 		if (ks->syms[i].size)
 			continue;
 		gap = i + 1 < ks->n ? ks->syms[i + 1].addr - ks->syms[i].addr : 4096;
-		ks->syms[i].size = gap > KSYM_MAX_SIZE ? KSYM_MAX_SIZE : (__u32)gap;
+		max = i + 1 < ks->n && same_module(&ks->syms[i], &ks->syms[i + 1]) ?
+		      KSYM_MAX_SIZE : KSYM_MAX_LAST;
+		ks->syms[i].size = gap > max ? max : (__u32)gap;
 	}
 	ks->sorted = true;
 }

@@ -219,9 +219,10 @@ TEST(kallsyms_file)
 				"ffffffff81000180 D some_data\n"
 				"ffffffff81000200 t helper\n"
 				"ffffffffc0000000 t stallcap_timer_fn\t[stallcap]\n"
-				"ffffffffc0000080 T stallcap_capture\t[stallcap]\n", &ret);
+				"ffffffffc0000080 T stallcap_capture\t[stallcap]\n"
+				"ffffffffc0040000 t spin_loop\t[spin]\n", &ret);
 	ASSERT_EQ(0, ret);
-	EXPECT_EQ(5, ksyms_count(ks));	/* data symbols left out */
+	EXPECT_EQ(6, ksyms_count(ks));	/* data symbols left out */
 	k = ksyms_find(ks, 0xffffffff810001a0);
 	ASSERT_NE(NULL, k);
 	EXPECT_STREQ("do_sys_poll", k->name);	/* spans up to the next text symbol */
@@ -231,6 +232,14 @@ TEST(kallsyms_file)
 	EXPECT_STREQ("stallcap_timer_fn", k->name);
 	EXPECT_STREQ("stallcap", k->mod);
 	EXPECT_EQ(NULL, ksyms_find(ks, 0xffffffff80000000));
+	/* a module's last symbol spans 64 KiB at most, not up to the next module */
+	k = ksyms_find(ks, 0xffffffffc0000080 + 0x8000);
+	ASSERT_NE(NULL, k);
+	EXPECT_STREQ("stallcap_capture", k->name);
+	EXPECT_EQ(NULL, ksyms_find(ks, 0xffffffffc0000080 + 0x17000));
+	k = ksyms_find(ks, 0xffffffffc0040010);
+	ASSERT_NE(NULL, k);
+	EXPECT_STREQ("spin", k->mod);
 	ksyms_free(ks);
 
 	/* what an unprivileged reader sees: every address zero */
