@@ -27,11 +27,11 @@
  * skipped: the checkers then only scan overdue scanners' lists.
  *
  * The checkers run only while watches are armed: a checker that finds none
- * for BUDDY_LINGER_PERIODS periods in a row stops (an idle event loop, or a
- * watched server waiting for requests, then costs the machine no timer
- * interrupt), and the next watch counted armed wakes them, from a hard
- * irq_work that queues their start (arming never waits).  The linger bounds
- * the wakes of a loop armed in short bursts to one per that many periods.
+ * for BUDDY_LINGER_PERIODS periods in a row stops (an event loop idle for
+ * longer than that then costs the machine no timer interrupt), and the next
+ * watch counted armed wakes them, from a hard irq_work that queues their
+ * start (arming never waits).  The linger bounds the wakes of a loop armed
+ * in short bursts to one per that many periods.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 

@@ -306,7 +306,6 @@ static bool reload_ksyms(struct collector *c)
 
 static void see_kernel(struct collector *c, const struct stallcap_sample_view *v)
 {
-	bool reloaded = false;
 	const struct ksym *k;
 	unsigned int i;
 	__u64 addr;
@@ -323,10 +322,9 @@ static void see_kernel(struct collector *c, const struct stallcap_sample_view *v
 	for (i = 0; i < v->nr_kernel && !c->ks_err; i++) {
 		addr = v->kernel_ips[i] - (i > 0);
 		k = ksyms_find(c->ks, addr);
-		if ((!k || k->mod) && !reloaded && addr && reload_ksyms(c)) {
-			reloaded = true;
+		/* (once per sample at most: reload_ksyms() waits MODULES_CHECK_NS) */
+		if ((!k || k->mod) && addr && reload_ksyms(c))
 			k = ksyms_find(c->ks, addr);
-		}
 		if (k && !ksym_sent(c, k->addr) && c->sk->ksym)
 			c->err = c->sk->ksym(c->sk, k);
 	}
