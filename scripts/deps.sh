@@ -38,7 +38,7 @@ packages=(
 
 missing=()
 for p in "${packages[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep "ok installed" >/dev/null ||
 		missing+=("$p")
 done
 
@@ -80,7 +80,7 @@ fi
 
 while read -r name ver; do
 	hdr="linux-headers-$ver"
-	if ! dpkg-query -W -f='${Status}' "$hdr" 2>/dev/null | grep -q "ok installed"; then
+	if ! dpkg-query -W -f='${Status}' "$hdr" 2>/dev/null | grep "ok installed" >/dev/null; then
 		echo "deps: installing $hdr"
 		apt_update
 		$SUDO apt-get install -y -qq --no-install-recommends "$hdr" >/dev/null

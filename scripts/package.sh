@@ -17,6 +17,8 @@
 #
 # Results go to the results file (scripts/lib.sh) as packages/* items.
 set -uo pipefail
+# No `grep -q` after a pipe here: it exits at its first match, and under
+# pipefail the writer's SIGPIPE then fails the test (a CI run's packages/cmake).
 # The whole script is one block: bash parses it before running it, so
 # editing this file while it runs cannot derail the run.
 {
@@ -108,9 +110,9 @@ test_debs() {
 	local name kver built=() missing=()
 	while read -r name kver; do
 		[ -d "/lib/modules/$kver/build" ] || continue
-		if dkms status -m stallcap -v "$ver" -k "$kver" 2>/dev/null | grep -q ': installed' &&
+		if dkms status -m stallcap -v "$ver" -k "$kver" 2>/dev/null | grep ': installed' >/dev/null &&
 			modinfo -F vermagic "/lib/modules/$kver/updates/dkms/stallcap.ko"* 2>/dev/null |
-				grep -q "^$kver "; then
+				grep "^$kver " >/dev/null; then
 			built+=("$name")
 		else
 			missing+=("$name ($kver)")
@@ -156,7 +158,7 @@ test_debs() {
 		cmake --build "$cdir/cmake" >>"$logs/consumer.log" 2>&1 &&
 		"$cdir/cmake/consumer" >>"$logs/consumer.log" 2>&1 &&
 		"$cdir/cmake/consumer_static" >>"$logs/consumer.log" 2>&1 &&
-		ldd "$cdir/cmake/consumer" | grep -q "libstallcap.so.$soversion => /"; then
+		ldd "$cdir/cmake/consumer" | grep "libstallcap.so.$soversion => /" >/dev/null; then
 		result PASS packages/cmake "find_package(stallcap): shared and static consumers build and run"
 	else
 		tail -n 10 "$logs/consumer.log" | sed 's/^/    /'
@@ -173,10 +175,10 @@ test_debs() {
 	left=$(for f in $files /usr/src/stallcap-"$ver" /var/lib/dkms/stallcap; do
 		[ ! -e "$f" ] && [ ! -L "$f" ] || echo "$f"
 	done; find /lib/modules/*/updates -name 'stallcap.ko*' 2>/dev/null)
-	if dkms status 2>/dev/null | grep -q '^stallcap[/,]'; then
+	if dkms status 2>/dev/null | grep '^stallcap[/,]' >/dev/null; then
 		left+=" dkms: $(dkms status 2>/dev/null | grep '^stallcap[/,]' | head -n 1)"
 	fi
-	if [ -z "$left" ] && ! dpkg-query -W "${pkgs[@]}" 2>/dev/null | grep -q .; then
+	if [ -z "$left" ] && ! dpkg-query -W "${pkgs[@]}" 2>/dev/null | grep . >/dev/null; then
 		result PASS packages/remove "$(echo "$files" | grep -c .) files and DKMS entries gone"
 	else
 		fail packages/remove "left after purge: $(echo $left | cut -c1-200)"
