@@ -363,6 +363,12 @@ void stallcap_watch_busy(struct stallcap_watch *w, u64 now)
 	stallcap_watch_end_stall(w, now);
 	w->armed_at = now;
 	w->deadline = deadline;
+	/*
+	 * A sample's time breakdown covers the busy period alone: from a
+	 * base taken at an earlier point (the last stall's end, or none) it
+	 * would count the idle waits between as time blocked.
+	 */
+	stallcap_why_rebase(w, now);
 	if (w->flags & STALLCAP_ARM_CPUTIME)
 		w->cpu_base = stallcap_task_cputime(w->task);
 	w->state = WATCH_ARMED;

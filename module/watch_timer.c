@@ -424,10 +424,17 @@ static enum hrtimer_restart beat_tick(struct stallcap_watch *w, u64 now)
 /* A shared-deadline watch's timer while not stalled. */
 static enum hrtimer_restart shared_tick(struct stallcap_watch *w, u64 now)
 {
-	u64 next;
+	u64 seen = w->deadline, next;
 
 	if (stallcap_shared_due(w, now, &next))
 		return deadline_passed(w, now);
+	/*
+	 * A new deadline (or none: idle) since the last look: the next
+	 * sample's time breakdown starts here, so that it never counts an
+	 * idle time before the busy period as time blocked.
+	 */
+	if (w->deadline != seen || !w->deadline)
+		stallcap_why_rebase(w, now);
 	return restart_at(w, next);
 }
 

@@ -220,9 +220,33 @@ build_base() {
 	for f in $guest_servers; do
 		[ -e "$f" ] && copy_file "$f" "$st$f"
 	done
+	guest_python "$st"
 	add_libs "$st"
 	(cd "$st" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) |
 		gzip -1 >"$initramfs/base.cpio.gz"
+}
+
+# guest_python STAGING: Debian's python3 and the part of its standard
+# library an asyncio server imports (attach_python_test.sh): each module
+# loaded by `import asyncio`, a package whole, about 3 MB; extension
+# modules made executable so that add_libs copies their libraries
+guest_python() {
+	local st=$1 py=/usr/bin/python3 f
+	[ -x "$py" ] || return 0
+	copy_file "$py" "$st/usr/bin/python3"
+	"$py" -I -c 'import asyncio, sys
+for m in list(sys.modules.values()):
+    f = getattr(m, "__file__", None)
+    if f and f.startswith(sys.base_prefix + "/lib/python3"):
+        print(f)' | while read -r f; do
+		case $f in
+		*/__init__.py)
+			mkdir -p "$st${f%/*}"
+			rsync -a --exclude=__pycache__ "${f%/*}/" "$st${f%/*}/" ;;
+		*.so) copy_file "$f" "$st$f" && chmod 755 "$st$f" ;;
+		*) copy_file "$f" "$st$f" ;;
+		esac
+	done
 }
 
 guest_servers="/usr/bin/redis-server /usr/bin/redis-cli /usr/bin/redis-benchmark

@@ -245,6 +245,7 @@ TEST_F(sd, missed_deadline_is_caught_at_the_deadline_and_a_store_ends_it)
 TEST_F(sd, idle_never_stalls_and_a_deadline_after_idle_is_caught)
 {
 	struct stallcap_slot *slot = sd_arm(_metadata, self, NULL);
+	const struct stallcap_sec_times *times;
 	const struct stallcap_sample *r;
 	uint64_t end_store, d;
 
@@ -262,6 +263,16 @@ TEST_F(sd, idle_never_stalls_and_a_deadline_after_idle_is_caught)
 	ASSERT_NE(NULL, r);
 	EXPECT_EQ(d, r->deadline_ns);
 	EXPECT_GT(T + SC_MAX_LATENESS_NS, r->capture_ns - r->deadline_ns);
+	/*
+	 * Its time breakdown starts at the timer's last look before the busy
+	 * period (at most T before its store of d - T), not at the ARM: the
+	 * idle time before is no stall's (it showed as time blocked).
+	 */
+	times = (const void *)sc_section(r, STALLCAP_SEC_TIMES);
+	ASSERT_NE(NULL, times);
+	EXPECT_LE(d - 2 * T, times->since_ns)
+		TH_LOG("interval from %.1f ms before the deadline",
+		       (d - times->since_ns) / 1e6);
 }
 
 struct holders {

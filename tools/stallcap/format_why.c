@@ -38,10 +38,9 @@ void fmt_text_why(FILE *out, const struct sc_rsample *r)
 		why_verdict(&in, line, sizeof(line));
 		fprintf(out, "    why: %s\n", line);
 	}
-	if (in.times) {
-		why_breakdown(in.times, line, sizeof(line));
+	/* a section without counters (no interval base) has no line */
+	if (in.times && why_breakdown(in.times, line, sizeof(line)) > 0)
 		fprintf(out, "    time: %s\n", line);
-	}
 	for (i = 0; i < v->nr_tasks; i++) {
 		why_task_line(&v->tasks[i].t, line, sizeof(line));
 		fprintf(out, "    %s\n", line);
