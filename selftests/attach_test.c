@@ -8,9 +8,15 @@
  * function on top) and the stall's end when the thread enters poll() again.
  * The thread is created after the attach: watched from its first wait call.
  * Threads that never wait in such a call (the child's main thread, blocked
- * in pthread_join) are never reported.  The ioctl's errors, and DETACH.
+ * in pthread_join) are never reported.  The same with an io_uring loop: a
+ * thread waiting for completions in io_uring_enter (IORING_ENTER_GETEVENTS)
+ * is idle however long, one that only submits stays busy.  The ioctl's
+ * errors, and DETACH.
  */
+#include <linux/io_uring.h>
 #include <pthread.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "stallcap_test.h"
@@ -40,8 +46,14 @@ SC_NOINLINE void attach_spin_in_loop(uint64_t ns)
 {
 	uint64_t end = sc_now_ns() + ns;
 
+	/*
+	 * The clock is read rarely: a sample inside clock_gettime() (a
+	 * frameless leaf of the C library) loses this function's frame in
+	 * the kernel's frame-pointer walk.
+	 */
 	while (sc_now_ns() < end)
-		__asm__ volatile("" ::: "memory");
+		for (int i = 0; i < 100000; i++)
+			__asm__ volatile("" ::: "memory");
 }
 
 /* attach_spin_in_loop() is frame 0, or 1-2 under clock_gettime() */
@@ -69,7 +81,105 @@ static void *loop_thread(void *arg)
 	return NULL;
 }
 
-/* The child: waits for "go", then runs the loop thread once. */
+/* ---- a minimal io_uring event loop, raw system calls ---- */
+
+struct uring {
+	int fd;
+	unsigned int *sq_tail, *sq_mask, *sq_array, *cq_head, *cq_tail;
+	struct io_uring_sqe *sqes;
+};
+
+static int uring_setup(struct uring *u)
+{
+	struct io_uring_params p;
+	void *sq, *cq;
+
+	memset(&p, 0, sizeof(p));
+	u->fd = (int)syscall(__NR_io_uring_setup, 4, &p);
+	if (u->fd < 0)
+		return -1;
+	sq = mmap(NULL, p.sq_off.array + p.sq_entries * sizeof(unsigned int),
+		  PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, u->fd,
+		  IORING_OFF_SQ_RING);
+	cq = mmap(NULL, p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe),
+		  PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, u->fd,
+		  IORING_OFF_CQ_RING);
+	u->sqes = mmap(NULL, p.sq_entries * sizeof(struct io_uring_sqe),
+		       PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, u->fd,
+		       IORING_OFF_SQES);
+	if (sq == MAP_FAILED || cq == MAP_FAILED || u->sqes == MAP_FAILED)
+		return -1;
+	u->sq_tail = (unsigned int *)((char *)sq + p.sq_off.tail);
+	u->sq_mask = (unsigned int *)((char *)sq + p.sq_off.ring_mask);
+	u->sq_array = (unsigned int *)((char *)sq + p.sq_off.array);
+	u->cq_head = (unsigned int *)((char *)cq + p.cq_off.head);
+	u->cq_tail = (unsigned int *)((char *)cq + p.cq_off.tail);
+	return 0;
+}
+
+/* Queue @sqe, then io_uring_enter(): submit it, waiting for a completion
+ * when @flags has IORING_ENTER_GETEVENTS.  Earlier completions are reaped
+ * first, so that a wait waits for this one. */
+static long uring_enter(struct uring *u, struct io_uring_sqe *sqe,
+			unsigned int flags)
+{
+	unsigned int tail = *u->sq_tail, i = tail & *u->sq_mask;
+
+	__atomic_store_n(u->cq_head, __atomic_load_n(u->cq_tail, __ATOMIC_ACQUIRE),
+			 __ATOMIC_RELEASE);
+	u->sqes[i] = *sqe;
+	u->sq_array[i] = i;
+	__atomic_store_n(u->sq_tail, tail + 1, __ATOMIC_RELEASE);
+	return syscall(__NR_io_uring_enter, u->fd, 1,
+		       flags & IORING_ENTER_GETEVENTS ? 1 : 0, flags, NULL, 0);
+}
+
+/* The loop's wait: a timeout of @ns submitted and waited for. */
+static long uring_wait(struct uring *u, uint64_t ns)
+{
+	struct __kernel_timespec ts = {
+		.tv_sec = (long long)(ns / SC_NSEC_PER_SEC),
+		.tv_nsec = (long long)(ns % SC_NSEC_PER_SEC),
+	};
+	struct io_uring_sqe sqe = {
+		.opcode = IORING_OP_TIMEOUT,
+		.fd = -1,
+		.addr = (uintptr_t)&ts,
+		.len = 1,
+	};
+
+	return uring_enter(u, &sqe, IORING_ENTER_GETEVENTS);
+}
+
+/* A submission that does not wait (a no-op): busy time. */
+static long uring_submit_nop(struct uring *u)
+{
+	struct io_uring_sqe sqe = { .opcode = IORING_OP_NOP, .fd = -1 };
+
+	return uring_enter(u, &sqe, 0);
+}
+
+/* Spins SPIN with one submit-only io_uring_enter() halfway. */
+static void *uring_thread(void *arg)
+{
+	int *tid_pipe = arg;
+	pid_t tid = sc_gettid();
+	struct uring u;
+
+	if (uring_setup(&u))
+		tid = -errno;	/* no io_uring: the test skips */
+	if (write(tid_pipe[1], &tid, sizeof(tid)) != sizeof(tid) || tid < 0)
+		return NULL;
+	uring_wait(&u, SC_MS(1));	/* the first wait: its watch is made */
+	uring_wait(&u, 4 * DEADLINE);	/* idle, however long */
+	attach_spin_in_loop(SPIN / 2);	/* busy past the deadline... */
+	uring_submit_nop(&u);		/* ...still busy... */
+	attach_spin_in_loop(SPIN / 2);
+	uring_wait(&u, SC_MS(1));	/* ...until it waits: the stall ends */
+	return NULL;
+}
+
+/* The child: waits for "go" ('u': the io_uring loop), runs a loop thread. */
 static void child_main(int go_fd, int *tid_pipe)
 {
 	pthread_t t;
@@ -77,7 +187,8 @@ static void child_main(int go_fd, int *tid_pipe)
 
 	if (read(go_fd, &c, 1) != 1)
 		_exit(2);
-	if (pthread_create(&t, NULL, loop_thread, tid_pipe))
+	if (pthread_create(&t, NULL, c == 'u' ? uring_thread : loop_thread,
+			   tid_pipe))
 		_exit(3);
 	pthread_join(t, NULL);
 	_exit(0);
@@ -185,6 +296,49 @@ TEST_F(attach, new_thread_stall_is_captured)
 	EXPECT_EQ(0, ioctl(self->s.fd, STALLCAP_IOC_DETACH, 0));
 	EXPECT_EQ(-1, ioctl(self->s.fd, STALLCAP_IOC_DETACH, 0));
 	EXPECT_EQ(ENOENT, errno);
+}
+
+TEST_F(attach, io_uring_wait_is_idle_and_a_submission_is_busy)
+{
+	const struct stallcap_stall_end *end;
+	const struct stallcap_sample *r, *u;
+	pid_t tid;
+	int status;
+
+	ASSERT_EQ(0, attach(self->s.fd, self->child, DEADLINE, 0));
+	ASSERT_EQ(1, write(self->go[1], "u", 1));
+	ASSERT_EQ(sizeof(tid), read(self->tid_pipe[0], &tid, sizeof(tid)));
+	if (tid < 0)
+		SKIP(return, "no io_uring: %s", strerror(-tid));
+	ASSERT_EQ(self->child, waitpid(self->child, &status, 0));
+	self->child = 0;
+	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	ASSERT_LE(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_STALL_END, 1,
+				     SC_WAIT_MS)) TH_LOG("no stall: %s", self->rs.err);
+	sc_ring_drain(&self->s, &self->rs);
+
+	r = sc_first_sample_of(&self->rs, tid);
+	ASSERT_NE(NULL, r) TH_LOG("the io_uring loop's stall was not captured");
+	EXPECT_EQ(STALLCAP_ORIGIN_ATTACH, r->origin);
+	u = sc4_user_frames_of(&self->rs, r);
+	ASSERT_NE(NULL, u);
+	if (!in_spin(u))
+		sc_log_records(NULL, &self->rs);
+	EXPECT_TRUE(in_spin(u)) TH_LOG("attach_spin_in_loop() is not among the innermost frames");
+	/* one stall, the spin's: none in the long wait, none restarted by the submission */
+	for (size_t i = 0; i < self->rs.n; i++) {
+		const struct stallcap_sample *x = (const void *)self->rs.rec[i];
+
+		if (x->hdr.type == STALLCAP_REC_SAMPLE)
+			EXPECT_EQ(r->stall_id, x->stall_id)
+				TH_LOG("a second stall (tid %u)", x->tid);
+	}
+	end = sc_stall_end_of(&self->rs, r->stall_id);
+	ASSERT_NE(NULL, end) TH_LOG("no stall end when the thread waited again");
+	/* past the submission, SPIN / 2 after the busy period began */
+	EXPECT_GE(end->end_ns, r->deadline_ns + SPIN * 2 / 3)
+		TH_LOG("the stall ended %.1f ms after its deadline",
+		       (end->end_ns - r->deadline_ns) / 1e6);
 }
 
 TEST_F(attach, errors)
