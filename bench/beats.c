@@ -27,6 +27,13 @@
  * N is held to the same budget per watch, scaled to N.  When N watches
  * already cost more than half a CPU extra, the larger N is not run (on 2
  * emulated vCPUs it would saturate them).
+ *
+ * The same threads once more, paced: they never mark themselves idle and
+ * one pacer thread bumps every slot's beat counter every BEAT_PACE_NS, as
+ * a busy event loop beating each iteration would (N threads beating for
+ * real would saturate the 2 vCPUs).  Every check then sees progress,
+ * which is the scanner's other path (its counters' snapshot is taken only
+ * when a check finds none, module/beat_scan.c).
  */
 #include <math.h>
 #include <pthread.h>
@@ -43,6 +50,8 @@
 #define BEAT_THRESHOLD_NS	(2 * NS_PER_MS)
 #define BEAT_SLEEP_NS	(100 * NS_PER_MS)
 #define BEAT_STACK_BYTES	(64 * 1024)
+/* the pacer's beats: twice per check period (threshold / 4) */
+#define BEAT_PACE_NS	(BEAT_THRESHOLD_NS / 8)
 #define BEAT_EXPIRIES_FILE	"/sys/kernel/debug/stallcap/expiries"
 
 struct beater {
@@ -56,6 +65,10 @@ struct beater {
 struct beat_load {
 	unsigned int n;
 	bool watched;
+	bool paced;	/* never idle; beats by the pacer thread */
+	volatile bool measuring;	/* inside the measured window */
+	uint64_t pace_gap_max;	/* the pacer's longest time between two passes */
+	uint64_t pace_gaps;	/* its passes later than the threshold */
 	struct sc *s;
 	struct stallcap_slot *slots;
 	pthread_barrier_t armed;
@@ -68,21 +81,25 @@ static void *beater_fn(void *arg)
 	struct beater *b = arg;
 	struct beat_load *l = b->l;
 	struct timespec ts = { 0, BEAT_SLEEP_NS };
+	volatile struct stallcap_slot *mine = &b->own;
 	int slot;
 
-	b->slot = &b->own;
 	if (l->watched) {
 		slot = sc_arm(l->s, BEAT_THRESHOLD_NS, STALLCAP_ARM_HEARTBEAT);
 		if (slot < 0 || (size_t)slot >= l->s->cfg.slots)
 			b->err = slot < 0 ? errno : ERANGE;
 		else
-			b->slot = &l->slots[slot];
+			mine = &l->slots[slot];
 	}
+	/* the pacer (already running) beats it from here */
+	__atomic_store_n(&b->slot, mine, __ATOMIC_RELEASE);
 	pthread_barrier_wait(&l->armed);
 	while (!l->stop) {
-		b->slot->idle = 0;
-		b->slot->beats++;
-		b->slot->idle = 1;
+		if (!l->paced) {
+			b->slot->idle = 0;
+			b->slot->beats++;
+			b->slot->idle = 1;
+		}
 		nanosleep(&ts, NULL);
 	}
 	if (l->watched && !b->err)
@@ -90,28 +107,67 @@ static void *beater_fn(void *arg)
 	return NULL;
 }
 
-/*
- * Watch-timer and heartbeat-scanner expiries so far, all CPUs (debugfs);
- * NAN without it.
- */
-static void timer_expiries(double *watch, double *scan)
+/* A paced load's beats: every thread's slot, every BEAT_PACE_NS. */
+static void *pacer_fn(void *arg)
+{
+	struct beat_load *l = arg;
+	struct timespec ts = { 0, BEAT_PACE_NS };
+	uint64_t last = now_ns(), t;
+	unsigned int i;
+
+	/* ahead of every other thread: a late pass would be the watches' stall */
+	sched_setscheduler(0, SCHED_FIFO, &(struct sched_param){ .sched_priority = 40 });
+
+	while (!l->stop) {
+		t = now_ns();
+		if (t - last > l->pace_gap_max)
+			l->pace_gap_max = t - last;
+		if (t - last >= BEAT_THRESHOLD_NS && l->measuring)
+			l->pace_gaps++;
+		last = t;
+		for (i = 0; i < l->n; i++) {
+			volatile struct stallcap_slot *slot =
+				__atomic_load_n(&l->b[i].slot, __ATOMIC_ACQUIRE);
+
+			if (slot)
+				slot->beats++;
+		}
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+/* Module counters of the heartbeat machinery, all CPUs (debugfs). */
+struct beat_counts {
+	double watch;	/* watch timer expiries */
+	double scan;	/* scanner expiries */
+	double checks;	/* heartbeat checks made by the scanners */
+	double scan_ns;	/* time in the scanners' walks */
+};
+
+/* The counters so far; NAN without the debugfs file. */
+static void timer_expiries(struct beat_counts *c)
 {
 	FILE *f = fopen(BEAT_EXPIRIES_FILE, "r");
-	unsigned long long w, b, r, sc;
+	unsigned long long w, b, r, sc, ch, ns;
 	char line[256];
 	int cpu;
 
-	*watch = *scan = f ? 0 : NAN;
+	c->watch = c->scan = c->checks = c->scan_ns = f ? 0 : NAN;
 	if (!f)
 		return;
 	while (fgets(line, sizeof(line), f)) {
-		int n = sscanf(line, "cpu%d watch %llu buddy %llu rescued %llu beat %llu",
-			       &cpu, &w, &b, &r, &sc);
+		int n = sscanf(line, "cpu%d watch %llu buddy %llu rescued %llu beat %llu "
+			       "checks %llu scan_ns %llu", &cpu, &w, &b, &r, &sc, &ch, &ns);
 
 		if (n >= 2)
-			*watch += (double)w;
-		if (n == 5)
-			*scan += (double)sc;
+			c->watch += (double)w;
+		if (n >= 5)
+			c->scan += (double)sc;
+		if (n == 7) {
+			c->checks += (double)ch;
+			c->scan_ns += (double)ns;
+		}
 	}
 	fclose(f);
 }
@@ -188,21 +244,25 @@ static double soak_count(const struct soak *k)
 }
 
 struct beat_result {
-	double window_ns, soak, expiries, scans;
+	double window_ns, soak, expiries, scans, checks, scan_ns, pace_gap_max, pace_gaps;
 	unsigned int errs, runs;
 	uint64_t stalls;
 };
 
-/* @n threads (0: none), with watches or not, under the soaker @k. */
-static int run_beats(unsigned int n, bool watched, struct sc *s,
+/* @n threads (0: none), with watches or not, paced or not, under the soaker @k. */
+static int run_beats(unsigned int n, bool watched, bool paced, struct sc *s,
 		     struct stallcap_slot *slots, uint64_t window_ns,
 		     const struct soak *k, struct beat_result *r)
 {
-	struct beat_load l = { .n = n, .watched = watched, .s = s, .slots = slots };
+	struct beat_load l = {
+		.n = n, .watched = watched, .paced = paced, .s = s, .slots = slots,
+	};
 	struct stallcap_stats st0, st1;
-	double k0, k1, e0, e1, c0, c1;
+	struct beat_counts c0, c1;
+	double k0, k1;
 	uint64_t t0, t1;
 	pthread_attr_t attr;
+	pthread_t pacer;
 	unsigned int i, started = 0;
 	int ret = 0;
 
@@ -216,6 +276,8 @@ static int run_beats(unsigned int n, bool watched, struct sc *s,
 	pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
 	pthread_attr_setschedpolicy(&attr, SCHED_OTHER);
 	pthread_attr_setschedparam(&attr, &(struct sched_param){ .sched_priority = 0 });
+	/* before the threads: a watch must not wait for its first beat */
+	paced = paced && !pthread_create(&pacer, NULL, pacer_fn, &l);
 	for (i = 0; i < n; i++) {
 		l.b[i].l = &l;
 		ret = -pthread_create(&l.b[i].th, &attr, beater_fn, &l.b[i]);
@@ -232,15 +294,23 @@ static int run_beats(unsigned int n, bool watched, struct sc *s,
 	pthread_barrier_wait(&l.armed);
 	sleep_ns(window_ns / 4);	/* settle */
 	sc_stats(s, &st0, 0);
-	timer_expiries(&e0, &c0);
+	timer_expiries(&c0);
 	k0 = soak_count(k);
 	t0 = now_ns();
+	l.measuring = true;
 	sleep_ns(window_ns);
+	l.measuring = false;
 	t1 = now_ns();
 	k1 = soak_count(k);
-	timer_expiries(&e1, &c1);
+	timer_expiries(&c1);
 	sc_stats(s, &st1, 0);
 	l.stop = 1;
+	if (paced) {
+		pthread_join(pacer, NULL);
+		if (l.pace_gap_max > r->pace_gap_max)
+			r->pace_gap_max = (double)l.pace_gap_max;
+		r->pace_gaps += (double)l.pace_gaps;
+	}
 	for (i = 0; i < n; i++) {
 		pthread_join(l.b[i].th, NULL);
 		r->errs += l.b[i].err != 0;
@@ -249,8 +319,10 @@ static int run_beats(unsigned int n, bool watched, struct sc *s,
 	r->runs++;
 	r->window_ns += (double)(t1 - t0);
 	r->soak += k1 - k0;
-	r->expiries += e1 - e0;
-	r->scans += c1 - c0;
+	r->expiries += c1.watch - c0.watch;
+	r->scans += c1.scan - c0.scan;
+	r->checks += c1.checks - c0.checks;
+	r->scan_ns += c1.scan_ns - c0.scan_ns;
 	r->stalls += st1.stalls - st0.stalls;
 	pthread_barrier_destroy(&l.armed);
 	free(l.b);
@@ -264,6 +336,13 @@ static void beats_out(unsigned int n, const char *var, const struct beat_result 
 	out_num(r->soak * NS_PER_SEC / r->window_ns, "beats.%u.%s.soak_per_s", n, var);
 	out_num(r->expiries * NS_PER_SEC / r->window_ns, "beats.%u.%s.expiries_per_s", n, var);
 	out_num(r->scans * NS_PER_SEC / r->window_ns, "beats.%u.%s.scans_per_s", n, var);
+	/* the scanners' walk per check (their expiry's own cost not included) */
+	if (r->checks > 0)
+		out_num(r->scan_ns / r->checks, "beats.%u.%s.ns_per_check", n, var);
+	if (r->pace_gap_max > 0) {
+		out_num(r->pace_gap_max / NS_PER_MS, "beats.%u.%s.pace_gap_max_ms", n, var);
+		out_num(r->pace_gaps, "beats.%u.%s.pace_gaps_over_threshold", n, var);
+	}
 	out_num(r->errs, "beats.%u.%s.thread_errors", n, var);
 	out_num((double)r->stalls, "beats.%u.%s.stalls", n, var);
 }
@@ -288,10 +367,16 @@ static int beats_session(struct sc *s, unsigned int n, struct stallcap_slot **sl
 
 /*
  * Soaker counts per second: with no threads, without watches, with them
- * (checked by the CPUs' scanners), with them on one timer each.
+ * (checked by the CPUs' scanners), the same two paced (progress at every
+ * check), and the watches on one timer each (last: for small N only).
  */
-enum { LOAD_NONE, LOAD_PLAIN, LOAD_WATCHED, LOAD_TIMERS, NR_LOADS };
-static const char *const load_key[NR_LOADS] = { "none", "plain", "watched", "timers" };
+enum {
+	LOAD_NONE, LOAD_PLAIN, LOAD_WATCHED, LOAD_PACED_PLAIN, LOAD_PACED_WATCHED,
+	LOAD_TIMERS, NR_LOADS
+};
+static const char *const load_key[NR_LOADS] = {
+	"none", "plain", "watched", "paced_plain", "paced_watched", "timers",
+};
 
 /* The largest N whose watches are also run with one timer each. */
 #define BEAT_TIMERS_MAX	100
@@ -308,8 +393,10 @@ static int beats_load(unsigned int load, unsigned int n, struct sc *s,
 		if (ret)
 			return ret;
 	}
-	ret = run_beats(load == LOAD_NONE ? 0 : n, load >= LOAD_WATCHED, s, slots,
-			window_ns, k, r);
+	ret = run_beats(load == LOAD_NONE ? 0 : n,
+			load == LOAD_WATCHED || load >= LOAD_PACED_WATCHED,
+			load == LOAD_PACED_PLAIN || load == LOAD_PACED_WATCHED,
+			s, slots, window_ns, k, r);
 	if (load == LOAD_TIMERS && module_param_set("beat_scan", true) && !ret)
 		ret = -EIO;
 	return ret;
@@ -339,6 +426,11 @@ static int beats_n(unsigned int n, unsigned int reps, uint64_t window,
 			r[load].soak += one[load].soak;
 			r[load].expiries += one[load].expiries;
 			r[load].scans += one[load].scans;
+			r[load].checks += one[load].checks;
+			r[load].scan_ns += one[load].scan_ns;
+			r[load].pace_gaps += one[load].pace_gaps;
+			if (one[load].pace_gap_max > r[load].pace_gap_max)
+				r[load].pace_gap_max = one[load].pace_gap_max;
 			r[load].errs += one[load].errs;
 			r[load].stalls += one[load].stalls;
 			r[load].runs += one[load].runs;
@@ -377,6 +469,8 @@ static int beats_n(unsigned int n, unsigned int reps, uint64_t window,
 	out_num(k->n - rate[LOAD_WATCHED] / per_cpu, "beats.%u.watched.busy_cpus", n);
 	*extra_cpus = (rate[LOAD_PLAIN] - rate[LOAD_WATCHED]) / per_cpu;
 	out_num(*extra_cpus, "beats.%u.extra_cpus", n);
+	out_num((rate[LOAD_PACED_PLAIN] - rate[LOAD_PACED_WATCHED]) / per_cpu,
+		"beats.%u.paced_extra_cpus", n);
 	if (nr_loads > LOAD_TIMERS) {
 		out_num(k->n - rate[LOAD_TIMERS] / per_cpu, "beats.%u.timers.busy_cpus", n);
 		out_num((rate[LOAD_PLAIN] - rate[LOAD_TIMERS]) / per_cpu,

@@ -57,8 +57,27 @@ static DEFINE_PER_CPU(struct stallcap_beat_scanner, beat_scanners);
 static atomic_t beat_parked = ATOMIC_INIT(0);
 DEFINE_PER_CPU(unsigned long, stallcap_beat_expiries);
 DEFINE_PER_CPU(unsigned long, stallcap_beat_checks);
+DEFINE_PER_CPU(unsigned long, stallcap_beat_scan_ns);
 
 bool stallcap_beat_scan __read_mostly = true;
+
+/*
+ * @w's thread beat or went idle or busy again by @now: the next sample's
+ * interval starts here.  The snapshot of its counters (a few dozen loads)
+ * is put off to the first check that sees no progress, which a thread
+ * beating all along never reaches; the interval then starts there, less
+ * than one period after its last progress was seen.  Unless that check
+ * could already be the one that declares the stall (a period over half
+ * the threshold).
+ */
+static void beat_progressed(struct stallcap_watch *w, u64 now)
+{
+	if (2 * w->beat_period <= w->timeout_ns) {
+		w->beat_base_stale = true;
+		return;
+	}
+	stallcap_why_rebase(w, now);
+}
 
 /*
  * One parked watch due for its check.  Return: true when its thread made no
@@ -69,16 +88,19 @@ static bool beat_check(struct stallcap_watch *w, u64 now)
 	switch (stallcap_beat_look(w)) {
 	case STALLCAP_BEAT_CHANGED:
 		/*
-		 * The next sample's interval starts at the last change seen: a
-		 * thread still idle since the previous check did nothing it
-		 * could be blamed for, and its counters need no new snapshot.
+		 * A thread still idle since the previous check (IDLE) did
+		 * nothing it could be blamed for: its interval goes on.
 		 */
-		stallcap_why_rebase(w, now);
+		beat_progressed(w, now);
 		fallthrough;
 	case STALLCAP_BEAT_IDLE:
 		w->armed_at = now;
 		break;
 	case STALLCAP_BEAT_NONE:
+		if (w->beat_base_stale) {
+			stallcap_why_rebase(w, now);
+			w->beat_base_stale = false;
+		}
 		if (now - w->armed_at >= w->timeout_ns)
 			return true;
 		break;
@@ -155,6 +177,7 @@ static enum hrtimer_restart beat_scan_fn(struct hrtimer *timer)
 	if (next != U64_MAX)
 		beat_timer_due(bs, next);
 	raw_spin_unlock(&bs->lock);
+	this_cpu_add(stallcap_beat_scan_ns, ktime_get_mono_fast_ns() - now);
 	stallcap_own_irq_exit();
 	return HRTIMER_NORESTART;
 }
@@ -182,6 +205,7 @@ bool stallcap_beat_park(struct stallcap_watch *w, u64 now)
 	raw_spin_lock(&bs->lock);
 	w->beat_period = stallcap_beat_period(w);
 	w->beat_next = stallcap_beat_next(w, now);
+	w->beat_base_stale = false;
 	list_add_tail(&w->beat_node, &bs->watches);
 	w->beat_scanner = bs;
 	atomic_inc(&beat_parked);

@@ -355,6 +355,8 @@ struct stallcap_capture_req {
  * @slot: slot index (heartbeat and shared-deadline watches), or -1
  * @last_beats: beat counter seen at the previous heartbeat check
  * @last_idle: idle mark seen at the previous heartbeat check
+ * @beat_base_stale: a parked watch progressed at its last check: @times_base
+ *	is taken at the next check that sees none (beat_scan.c)
  * @beat_scanner: the CPU scanner checking this heartbeat watch (parked: its
  *	own timer idle), NULL when not parked (beat_scan.c)
  * @beat_node: in that scanner's list
@@ -404,6 +406,7 @@ struct stallcap_watch {
 	int slot;
 	u64 last_beats;
 	bool last_idle;
+	bool beat_base_stale;
 	struct stallcap_beat_scanner *beat_scanner;
 	struct list_head beat_node;
 	u64 beat_next;
@@ -710,6 +713,7 @@ struct stallcap_beat_scanner;
 extern bool stallcap_beat_scan;
 DECLARE_PER_CPU(unsigned long, stallcap_beat_expiries);
 DECLARE_PER_CPU(unsigned long, stallcap_beat_checks);
+DECLARE_PER_CPU(unsigned long, stallcap_beat_scan_ns);
 bool stallcap_beat_park(struct stallcap_watch *w, u64 now);
 void stallcap_beat_unpark(struct stallcap_watch *w);
 void stallcap_beat_rescue(u64 now, u64 overdue);

@@ -312,6 +312,7 @@ static enum sc4_result stuck_loop(struct __test_metadata *_metadata, FIXTURE_DAT
 	struct sc_stopper st = { .cpu = self->other_cpu };
 	const struct stallcap_stall_end *end = NULL;
 	const struct stallcap_sample *r, *u;
+	const struct stallcap_sec_times *times;
 	struct stallcap_slot *b;
 	uint64_t nr_beats = 0, last, resume;
 
@@ -349,6 +350,19 @@ static enum sc4_result stuck_loop(struct __test_metadata *_metadata, FIXTURE_DAT
 	hb_check_first(_metadata, r);
 	if (hb_detection(_metadata, r, last) != SC4_OK)
 		return SC4_NOISY;
+	times = (const void *)sc_section(r, STALLCAP_SEC_TIMES);
+	ASSERT_NE(NULL, times);
+	/*
+	 * Its time breakdown starts after the last beat, at the check that saw
+	 * it or (the counters' snapshot put off) the next one: within the
+	 * first half of the threshold that ended at the deadline.
+	 */
+	EXPECT_LE(last, times->since_ns)
+		TH_LOG("interval from %.1f ms before the last beat",
+		       (double)(int64_t)(last - times->since_ns) / 1e6);
+	EXPECT_GE(r->deadline_ns - HB_T / 2, times->since_ns)
+		TH_LOG("interval from %.1f ms after the last beat",
+		       (double)(int64_t)(times->since_ns - last) / 1e6);
 	/* on its CPU, or preempted there: the user registers are the same */
 	EXPECT_TRUE(r->state == STALLCAP_STATE_RUNNING || r->state == STALLCAP_STATE_RUNNABLE)
 		TH_LOG("state %u", r->state);
