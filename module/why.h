@@ -85,6 +85,7 @@ u32 stallcap_why_runner(const struct stallcap_why_ctx *ctx,
 u32 stallcap_why_task(const struct stallcap_why_ctx *ctx,
 		      struct task_struct *task, u16 role, u16 hop, void *dst);
 u8 stallcap_why_state(struct task_struct *task);
+bool stallcap_task_user_regs(struct task_struct *task, struct pt_regs *regs);
 bool stallcap_why_user_visible(const struct stallcap_why_ctx *ctx,
 			       struct task_struct *task);
 u32 stallcap_why_chain(const struct stallcap_why_ctx *ctx,

@@ -49,7 +49,7 @@ static struct workqueue_struct *chain_wq;
  */
 bool stallcap_why_wants_chain(struct task_struct *task)
 {
-	struct pt_regs *regs;
+	struct pt_regs regs;
 
 	if (!chain_wq || READ_ONCE(task->on_cpu) ||
 	    stallcap_task_state(task) == TASK_RUNNING ||
@@ -57,8 +57,7 @@ bool stallcap_why_wants_chain(struct task_struct *task)
 		return false;
 	if (stallcap_task_blocker(task))
 		return true;
-	regs = task_pt_regs(task);
-	return user_64bit_mode(regs) && regs->orig_ax == __NR_futex;
+	return stallcap_task_user_regs(task, &regs) && regs.orig_ax == __NR_futex;
 }
 
 /** stallcap_why_queue_chain() - hand @w's sample to the chain work */

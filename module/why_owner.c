@@ -114,7 +114,7 @@ static bool kernel_wait_of(struct task_struct *task, struct why_wait *ww)
 /* What a task off CPU waits on, from the system call it sleeps in. */
 static void wait_of(struct task_struct *task, struct why_wait *ww)
 {
-	struct pt_regs *regs;
+	struct pt_regs regs;
 	unsigned int op;
 
 	ww->kind = STALLCAP_WAIT_NONE;
@@ -127,10 +127,9 @@ static void wait_of(struct task_struct *task, struct why_wait *ww)
 		return;
 	if ((task->flags & PF_KTHREAD) || !task->mm)
 		return;
-	regs = task_pt_regs(task);
-	if (!user_64bit_mode(regs) || regs->orig_ax != __NR_futex)
+	if (!stallcap_task_user_regs(task, &regs) || regs.orig_ax != __NR_futex)
 		return;
-	op = regs->si & FUTEX_CMD_MASK;
+	op = regs.si & FUTEX_CMD_MASK;
 	switch (op) {
 	case FUTEX_WAIT:
 	case FUTEX_WAIT_BITSET:
@@ -143,7 +142,7 @@ static void wait_of(struct task_struct *task, struct why_wait *ww)
 	default:
 		return;
 	}
-	ww->uaddr = regs->di;
+	ww->uaddr = regs.di;
 }
 
 static struct task_struct *task_by_tid(struct task_struct *waiter, pid_t tid)

@@ -30,6 +30,7 @@
 #include <linux/sched.h>
 #include <linux/sched/task_stack.h>
 #include <linux/string.h>
+#include <linux/uaccess.h>
 
 #include "compat.h"
 #include "stallcap.h"
@@ -183,16 +184,39 @@ static unsigned int owner_kernel_frames(struct task_struct *task, u64 *ips)
 	return n;
 }
 
+/**
+ * stallcap_task_user_regs() - copy the user registers of a task not current
+ * @task: the task (reference held); it may exit meanwhile
+ * @regs: output
+ *
+ * They are at the top of its kernel stack, which is freed once it has
+ * exited, and a module cannot pin that stack (put_task_stack() is not
+ * exported): they are read only before it begins to exit, and without
+ * faulting (a stack freed in between reads as an error, or as stale bytes
+ * of no consequence).  Context: any, NMI included.
+ * Return: true when @regs holds its 64-bit user registers.
+ */
+bool stallcap_task_user_regs(struct task_struct *task, struct pt_regs *regs)
+{
+	if ((READ_ONCE(task->flags) & PF_EXITING) || !task_stack_page(task))
+		return false;
+	if (copy_from_kernel_nofault(regs, task_pt_regs(task), sizeof(*regs)))
+		return false;
+	return user_64bit_mode(regs);
+}
+
 /* User frames of a task blocked in the kernel, by frame pointers. */
 static unsigned int owner_user_frames(struct task_struct *task, u64 *ips)
 {
-	struct pt_regs *uregs = task_pt_regs(task);
-	unsigned long fp = uregs->bp, sp = uregs->sp, frame[2];
+	struct pt_regs uregs;
+	unsigned long fp, sp, frame[2];
 	unsigned int n = 0;
 
-	if (!user_64bit_mode(uregs))
+	if (!stallcap_task_user_regs(task, &uregs))
 		return 0;
-	ips[n++] = uregs->ip;
+	fp = uregs.bp;
+	sp = uregs.sp;
+	ips[n++] = uregs.ip;
 	while (fp && !(fp & 7) && fp >= sp && n < STALLCAP_MAX_FRAMES) {
 		if (access_process_vm(task, fp, frame, sizeof(frame), 0) !=
 		    sizeof(frame) || !frame[1])
