@@ -57,6 +57,7 @@ static LIST_HEAD(attaches);			/* attach_lock */
 /* RCU readers (attach_follow.c), attach_lock */
 DEFINE_HASHTABLE(stallcap_attach_by_mm, STALLCAP_ATTACH_HASH_BITS);
 static unsigned int nr_attaches;		/* attach_lock */
+static unsigned int nr_park_attaches;		/* attach_lock */
 
 /** stallcap_attach_lock() - take the lock of the attaches (a mutex) */
 void stallcap_attach_lock(void)
@@ -338,6 +339,7 @@ attach_new(struct stallcap_session *sess, const struct stallcap_attach *arg,
 	a->user_tag = arg->user_tag;
 	a->cputime = arg->flags & STALLCAP_ATTACH_CPUTIME;
 	a->inherit = arg->flags & STALLCAP_ATTACH_INHERIT;
+	a->park = arg->flags & STALLCAP_ATTACH_PARK;
 	a->unlimited = unlimited;
 	for (i = 0; i < STALLCAP_ATTACH_TWORKS; i++)
 		a->tworks[i].a = a;
@@ -345,22 +347,60 @@ attach_new(struct stallcap_session *sess, const struct stallcap_attach *arg,
 	return a;
 }
 
+/*
+ * The probes an attach needs: the wait calls' and the follow probes for
+ * any, the futex and sleep calls' for one with STALLCAP_ATTACH_PARK.  They
+ * are registered by the first attach that needs them and removed with the
+ * last, both under attach_lock, so that a new attach never registers a
+ * probe still being removed.
+ */
+static int attach_probes_get(const struct stallcap_attach_ent *a)
+{
+	int ret;
+
+	if (a->park && !nr_park_attaches) {
+		ret = stallcap_park_probes_register();
+		if (ret)
+			return ret;
+	}
+	if (!nr_attaches) {
+		ret = stallcap_wait_probes_register();
+		if (ret)
+			goto err_park;
+		ret = stallcap_follow_probes_register();
+		if (ret) {
+			stallcap_wait_probes_unregister();
+			goto err_park;
+		}
+	}
+	nr_attaches++;
+	nr_park_attaches += a->park;
+	return 0;
+err_park:
+	if (a->park && !nr_park_attaches)
+		stallcap_park_probes_unregister();
+	return ret;
+}
+
+static void attach_probes_put(const struct stallcap_attach_ent *a)
+{
+	nr_park_attaches -= a->park;
+	if (a->park && !nr_park_attaches)
+		stallcap_park_probes_unregister();
+	if (!--nr_attaches) {
+		stallcap_follow_probes_unregister();
+		stallcap_wait_probes_unregister();
+	}
+}
+
 /* Publish @a; the first attach registers the probes.  attach_lock held. */
 static int attach_publish(struct stallcap_attach_ent *a)
 {
 	int ret;
 
-	if (!nr_attaches) {
-		ret = stallcap_wait_probes_register();
-		if (ret)
-			return ret;
-		ret = stallcap_follow_probes_register();
-		if (ret) {
-			stallcap_wait_probes_unregister();
-			return ret;
-		}
-	}
-	nr_attaches++;
+	ret = attach_probes_get(a);
+	if (ret)
+		return ret;
 	list_add(&a->node, &attaches);
 	hash_add_rcu(stallcap_attach_by_mm, &a->mm_node, (unsigned long)a->mm);
 	return 0;
@@ -372,19 +412,13 @@ static int attach_publish(struct stallcap_attach_ent *a)
  */
 static void attach_end(struct stallcap_attach_ent *a)
 {
-	bool last;
-
 	mutex_lock(&attach_lock);
 	WRITE_ONCE(a->dead, true);
 	list_del(&a->node);
 	hash_del_rcu(&a->mm_node);
-	last = !--nr_attaches;
+	attach_probes_put(a);
 	mutex_unlock(&attach_lock);
 	stallcap_watches_destroy_attached(a->sess, a);
-	if (last) {
-		stallcap_follow_probes_unregister();
-		stallcap_wait_probes_unregister();
-	}
 	stallcap_attach_put(a);
 }
 
@@ -505,7 +539,8 @@ int stallcap_attach_inherited(struct stallcap_attach_ent *parent)
 	struct stallcap_attach arg = {
 		.size = sizeof(arg),
 		.flags = STALLCAP_ATTACH_INHERIT |
-			 (parent->cputime ? STALLCAP_ATTACH_CPUTIME : 0),
+			 (parent->cputime ? STALLCAP_ATTACH_CPUTIME : 0) |
+			 (parent->park ? STALLCAP_ATTACH_PARK : 0),
 		.pid = task_tgid_nr_ns(current, sess->pid_ns),
 		.timeout_ns = parent->timeout_ns,
 		.user_tag = parent->user_tag,

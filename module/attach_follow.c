@@ -151,33 +151,81 @@ static void newthread_request(struct stallcap_attach_ent *a)
 		twork_queue(nt, current, newthread_fn);
 }
 
+/* Does @a count a call of the current process of this kind? */
+static bool attach_counts(const struct stallcap_attach_ent *a,
+			  const struct mm_struct *mm, bool park)
+{
+	return a->mm == mm && (a->park || !park) && !READ_ONCE(a->dead);
+}
+
+/*
+ * The current thread entered a wait call with @watched watches counting
+ * it: an attach of its process that has none for it yet (a thread created
+ * after the attach, or one whose first call counts only for another
+ * attach) asks for one.
+ */
+static void newthread_check(const struct mm_struct *mm, bool park,
+			    unsigned int watched)
+{
+	struct stallcap_attach_ent *a;
+	unsigned int attaches = 0;
+
+	rcu_read_lock();
+	hash_for_each_possible_rcu(stallcap_attach_by_mm, a, mm_node,
+				   (unsigned long)mm)
+		attaches += attach_counts(a, mm, park);
+	if (attaches > watched)
+		hash_for_each_possible_rcu(stallcap_attach_by_mm, a, mm_node,
+					   (unsigned long)mm)
+			if (attach_counts(a, mm, park) &&
+			    !stallcap_watched_by_attach(a))
+				newthread_request(a);
+	rcu_read_unlock();
+}
+
+/**
+ * stallcap_attach_wants_current() - would a wait call of the current thread
+ * count (an attach of its process, live, counting calls of this kind)?
+ * @park: the call is a futex wait or a sleep
+ *
+ * Context: any, NMI included (RCU lookup, no lock).
+ */
+bool stallcap_attach_wants_current(bool park)
+{
+	struct stallcap_attach_ent *a;
+	struct mm_struct *mm = current->mm;
+	bool wants = false;
+
+	if (!mm)
+		return false;
+	rcu_read_lock();
+	hash_for_each_possible_rcu(stallcap_attach_by_mm, a, mm_node,
+				   (unsigned long)mm)
+		wants |= attach_counts(a, mm, park);
+	rcu_read_unlock();
+	return wants;
+}
+
 /**
  * stallcap_attach_wait_boundary() - the current thread enters (idle) or
  * leaves (busy) an event-loop wait
  * @busy: true when the wait call returned
+ * @park: the call is a futex wait or a sleep (STALLCAP_ATTACH_PARK only)
  *
  * Context: kretprobe handler of the current thread, preemption disabled.
  * Return: true if the thread has attached watches (its return matters).
  */
-bool stallcap_attach_wait_boundary(bool busy)
+bool stallcap_attach_wait_boundary(bool busy, bool park)
 {
-	struct stallcap_attach_ent *a;
 	struct mm_struct *mm = current->mm;
-	bool watched;
+	unsigned int watched;
 
 	if (!mm)
 		return false;
-	watched = stallcap_watches_attached_mark(current, busy);
-	if (watched || busy)
-		return watched;
-	/* entering a wait without a watch: a thread created after ATTACH? */
-	rcu_read_lock();
-	hash_for_each_possible_rcu(stallcap_attach_by_mm, a, mm_node,
-				   (unsigned long)mm)
-		if (a->mm == mm && !READ_ONCE(a->dead))
-			newthread_request(a);
-	rcu_read_unlock();
-	return false;
+	watched = stallcap_watches_attached_mark(current, busy, park);
+	if (!busy)
+		newthread_check(mm, park, watched);
+	return watched;
 }
 
 /* ---- new processes and programs: an attach of their own ---- */

@@ -12,13 +12,22 @@
  *
  * io_uring_enter counts as a wait only with IORING_ENTER_GETEVENTS (waiting
  * for completions); a submission-only call is busy time.
+ *
+ * The park probes (futex waits and sleeps) exist only while an attach with
+ * STALLCAP_ATTACH_PARK exists, and count only for its watches: futex and
+ * nanosleep are called far more often than the event-loop waits, by every
+ * process.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/irq_work.h>
 #include <linux/kernel.h>
 #include <linux/kprobes.h>
+#include <linux/percpu.h>
 #include <linux/ptrace.h>
+#include <uapi/linux/futex.h>
 
+#include "compat.h"
 #include "stallcap.h"
 
 /* IORING_ENTER_GETEVENTS of <linux/io_uring.h> (ABI, never changes) */
@@ -30,50 +39,236 @@
  */
 #define WAIT_MAXACTIVE	1024
 
+/* The user registers of the system call (the x86-64 wrappers' argument). */
+static const struct pt_regs *syscall_uregs(const struct pt_regs *regs)
+{
+	return (const struct pt_regs *)regs->di;
+}
+
+/*
+ * Where the probed function has no ftrace site (a kernel built without the
+ * function tracer), a kprobe is an int3 trap until it is optimized into a
+ * jump, and a handler entered by the trap runs in an NMI-like context: the
+ * watch's lock, its timer and task_work_add() may not be used there
+ * (lockdep: "inconsistent {INITIAL USE} -> {IN-NMI} usage").  Then the
+ * entry's work is done by a hard irq_work on the same CPU: it runs as soon
+ * as the trap returns into the system call, whose interrupts are on, so
+ * still in the thread that entered the wait.  Return handlers run from the
+ * return trampoline, in the thread's own context, never from the trap.
+ */
+struct deferred_entry {
+	struct irq_work work;
+	struct task_struct *task;	/* compared with current, never used */
+	bool park;
+};
+
+static DEFINE_PER_CPU(struct deferred_entry, deferred_entries);
+static bool deferred_entries_ready;	/* attach_lock */
+
+static void deferred_entry_fn(struct irq_work *work)
+{
+	struct deferred_entry *d = container_of(work, struct deferred_entry,
+						work);
+
+	if (xchg(&d->task, NULL) == current)
+		stallcap_attach_wait_boundary(false, READ_ONCE(d->park));
+}
+
+/* Entry of a wait call (@park: a futex wait or a sleep). */
+static int boundary_entry(bool park)
+{
+	struct deferred_entry *d;
+
+	/* 0: watched, run the return handler; else no return hook */
+	if (likely(!in_nmi()))
+		return stallcap_attach_wait_boundary(false, park) ? 0 : 1;
+	if (!stallcap_attach_wants_current(park))
+		return 1;
+	d = this_cpu_ptr(&deferred_entries);
+	WRITE_ONCE(d->park, park);
+	WRITE_ONCE(d->task, current);
+	irq_work_queue(&d->work);
+	return 0;
+}
+
+static void deferred_entries_init(void)
+{
+	int cpu;
+
+	if (deferred_entries_ready)
+		return;
+	for_each_possible_cpu(cpu)
+		stallcap_irq_work_init_hard(&per_cpu(deferred_entries, cpu).work,
+					    deferred_entry_fn);
+	deferred_entries_ready = true;
+}
+
+static void deferred_entries_sync(void)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		irq_work_sync(&per_cpu(deferred_entries, cpu).work);
+}
+
 static int wait_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
-	/* 0: watched, run the return handler; else no return hook */
-	return stallcap_attach_wait_boundary(false) ? 0 : 1;
+	return boundary_entry(false);
 }
 
 static int wait_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
-	stallcap_attach_wait_boundary(true);
+	stallcap_attach_wait_boundary(true, false);
 	return 0;
 }
 
 /* io_uring_enter(fd, to_submit, min_complete, flags, ...): 4th argument */
 static int uring_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
-	const struct pt_regs *uregs = (const struct pt_regs *)regs->di;
-
-	if (!(READ_ONCE(uregs->r10) & SC_IORING_ENTER_GETEVENTS))
+	if (!(READ_ONCE(syscall_uregs(regs)->r10) & SC_IORING_ENTER_GETEVENTS))
 		return 1;
 	return wait_entry(ri, regs);
 }
 
-#define WAIT_PROBE(sym, entry) {				\
+static int park_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	return boundary_entry(true);
+}
+
+static int park_return(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	stallcap_attach_wait_boundary(true, true);
+	return 0;
+}
+
+/*
+ * futex(uaddr, op, ...): FUTEX_WAIT and FUTEX_WAIT_BITSET park; wakes,
+ * requeues and the priority-inheritance locks do not.
+ */
+static int futex_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	unsigned long cmd = READ_ONCE(syscall_uregs(regs)->si) &
+			    FUTEX_CMD_MASK;
+
+	if (cmd != FUTEX_WAIT && cmd != FUTEX_WAIT_BITSET)
+		return 1;
+	return park_entry(ri, regs);
+}
+
+#define WAIT_PROBE(sym, entry, ret) {				\
 	.kp.symbol_name = sym,					\
 	.entry_handler = entry,					\
-	.handler = wait_return,					\
+	.handler = ret,						\
 	.maxactive = WAIT_MAXACTIVE,				\
 }
 
+/**
+ * struct wait_probe_set - kretprobes registered and removed together
+ * @probes: the probes
+ * @ptrs: the registered ones, for unregister_kretprobes()
+ * @nr: how many probes
+ * @nr_required: the first @nr_required probes must exist (those after them
+ *	are calls that a kernel may lack: epoll_pwait2 before 5.11,
+ *	futex_waitv before 5.16, io_uring compiled out)
+ * @nr_registered: how many are registered (attach_lock)
+ * @name: for the log
+ */
+struct wait_probe_set {
+	struct kretprobe *probes;
+	struct kretprobe **ptrs;
+	unsigned int nr;
+	unsigned int nr_required;
+	unsigned int nr_registered;
+	const char *name;
+};
+
 static struct kretprobe wait_probes[] = {
-	WAIT_PROBE("__x64_sys_epoll_wait", wait_entry),
-	WAIT_PROBE("__x64_sys_epoll_pwait", wait_entry),
-	WAIT_PROBE("__x64_sys_epoll_pwait2", wait_entry),
-	WAIT_PROBE("__x64_sys_poll", wait_entry),
-	WAIT_PROBE("__x64_sys_ppoll", wait_entry),
-	WAIT_PROBE("__x64_sys_select", wait_entry),
-	WAIT_PROBE("__x64_sys_pselect6", wait_entry),
-	WAIT_PROBE("__x64_sys_io_getevents", wait_entry),
-	WAIT_PROBE("__x64_sys_io_pgetevents", wait_entry),
-	WAIT_PROBE("__x64_sys_io_uring_enter", uring_entry),
+	WAIT_PROBE("__x64_sys_epoll_wait", wait_entry, wait_return),
+	WAIT_PROBE("__x64_sys_epoll_pwait", wait_entry, wait_return),
+	WAIT_PROBE("__x64_sys_poll", wait_entry, wait_return),
+	WAIT_PROBE("__x64_sys_epoll_pwait2", wait_entry, wait_return),
+	WAIT_PROBE("__x64_sys_ppoll", wait_entry, wait_return),
+	WAIT_PROBE("__x64_sys_select", wait_entry, wait_return),
+	WAIT_PROBE("__x64_sys_pselect6", wait_entry, wait_return),
+	WAIT_PROBE("__x64_sys_io_getevents", wait_entry, wait_return),
+	WAIT_PROBE("__x64_sys_io_pgetevents", wait_entry, wait_return),
+	WAIT_PROBE("__x64_sys_io_uring_enter", uring_entry, wait_return),
+};
+
+static struct kretprobe park_probes[] = {
+	WAIT_PROBE("__x64_sys_futex", futex_entry, park_return),
+	WAIT_PROBE("__x64_sys_nanosleep", park_entry, park_return),
+	WAIT_PROBE("__x64_sys_clock_nanosleep", park_entry, park_return),
+	WAIT_PROBE("__x64_sys_futex_waitv", park_entry, park_return),
+	WAIT_PROBE("__x64_sys_futex_wait", park_entry, park_return),
 };
 
 static struct kretprobe *wait_probe_ptrs[ARRAY_SIZE(wait_probes)];
-static unsigned int nr_registered;
+static struct kretprobe *park_probe_ptrs[ARRAY_SIZE(park_probes)];
+
+static struct wait_probe_set wait_set = {
+	.probes = wait_probes,
+	.ptrs = wait_probe_ptrs,
+	.nr = ARRAY_SIZE(wait_probes),
+	.nr_required = 3,
+	.name = "wait-call",
+};
+
+static struct wait_probe_set park_set = {
+	.probes = park_probes,
+	.ptrs = park_probe_ptrs,
+	.nr = ARRAY_SIZE(park_probes),
+	.nr_required = 3,
+	.name = "futex/sleep",
+};
+
+static void probe_set_unregister(struct wait_probe_set *set)
+{
+	unsigned long missed = 0;
+	unsigned int i;
+
+	if (!set->nr_registered)
+		return;
+	for (i = 0; i < set->nr_registered; i++)
+		missed += set->ptrs[i]->nmissed;
+	unregister_kretprobes(set->ptrs, set->nr_registered);
+	deferred_entries_sync();
+	set->nr_registered = 0;
+	if (missed)
+		pr_warn("%lu %s returns missed (more than %d watched threads waiting)\n",
+			missed, set->name, WAIT_MAXACTIVE);
+}
+
+static int probe_set_register(struct wait_probe_set *set)
+{
+	unsigned int i;
+	int ret;
+
+	deferred_entries_init();
+	set->nr_registered = 0;
+	for (i = 0; i < set->nr; i++) {
+		struct kretprobe *rp = &set->probes[i];
+
+		/* a kretprobe is reusable once its address is cleared */
+		rp->kp.addr = NULL;
+		rp->kp.flags = 0;
+		rp->nmissed = 0;
+		ret = register_kretprobe(rp);
+		if (ret) {
+			if (i < set->nr_required)
+				goto fail;
+			pr_info_once("%s not probed (%d)\n", rp->kp.symbol_name,
+				     ret);
+			continue;
+		}
+		set->ptrs[set->nr_registered++] = rp;
+	}
+	return 0;
+fail:
+	pr_warn("cannot probe %s: %d\n", set->probes[i].kp.symbol_name, ret);
+	probe_set_unregister(set);
+	return ret == -ENOENT ? -EOPNOTSUPP : ret;
+}
 
 /**
  * stallcap_wait_probes_register() - register the wait-call kretprobes
@@ -82,55 +277,44 @@ static unsigned int nr_registered;
  * epoll_pwait2 before 5.11) is skipped; epoll_wait, epoll_pwait and poll
  * must be there.
  * Context: process, attach_lock held.
+ * Return: 0 or -errno.
  */
 int stallcap_wait_probes_register(void)
 {
-	unsigned int i;
-	int ret;
-
-	nr_registered = 0;
-	for (i = 0; i < ARRAY_SIZE(wait_probes); i++) {
-		struct kretprobe *rp = &wait_probes[i];
-
-		/* a kretprobe is reusable once its address is cleared */
-		rp->kp.addr = NULL;
-		rp->kp.flags = 0;
-		rp->nmissed = 0;
-		ret = register_kretprobe(rp);
-		if (ret) {
-			/* epoll_wait, epoll_pwait and poll (not epoll_pwait2) */
-			if (i < 4 && i != 2)
-				goto fail;
-			pr_info_once("%s not probed (%d)\n", rp->kp.symbol_name,
-				     ret);
-			continue;
-		}
-		wait_probe_ptrs[nr_registered++] = rp;
-	}
-	return 0;
-fail:
-	pr_warn("cannot probe %s: %d\n", wait_probes[i].kp.symbol_name, ret);
-	stallcap_wait_probes_unregister();
-	return ret == -ENOENT ? -EOPNOTSUPP : ret;
+	return probe_set_register(&wait_set);
 }
 
 /**
  * stallcap_wait_probes_unregister() - remove them (waits for handlers)
  *
- * Context: process.
+ * Context: process, attach_lock held.
  */
 void stallcap_wait_probes_unregister(void)
 {
-	unsigned int i;
-	unsigned long missed = 0;
+	probe_set_unregister(&wait_set);
+}
 
-	if (!nr_registered)
-		return;
-	for (i = 0; i < nr_registered; i++)
-		missed += wait_probe_ptrs[i]->nmissed;
-	unregister_kretprobes(wait_probe_ptrs, nr_registered);
-	nr_registered = 0;
-	if (missed)
-		pr_warn("%lu wait-call returns missed (more than %d watched threads waiting)\n",
-			missed, WAIT_MAXACTIVE);
+/**
+ * stallcap_park_probes_register() - register the futex and sleep
+ * kretprobes (the first attach with STALLCAP_ATTACH_PARK)
+ *
+ * futex, nanosleep and clock_nanosleep must be there; futex_waitv (5.16)
+ * and futex_wait (6.7) are skipped where missing.
+ * Context: process, attach_lock held.
+ * Return: 0 or -errno.
+ */
+int stallcap_park_probes_register(void)
+{
+	return probe_set_register(&park_set);
+}
+
+/**
+ * stallcap_park_probes_unregister() - remove them (the last such attach
+ * ended; waits for handlers)
+ *
+ * Context: process, attach_lock held.
+ */
+void stallcap_park_probes_unregister(void)
+{
+	probe_set_unregister(&park_set);
 }

@@ -615,6 +615,7 @@ struct stallcap_attach_twork {
  * @user_tag: copied into the records
  * @cputime: STALLCAP_ATTACH_CPUTIME
  * @inherit: STALLCAP_ATTACH_INHERIT (attach_follow.c)
+ * @park: STALLCAP_ATTACH_PARK: futex waits and sleeps are idle waits too
  * @unlimited: the attacher had CAP_SYS_RESOURCE (watch limit exempt)
  * @dead: detached; no new watch
  * @no_new_threads: a watch for a new thread failed (limit): stop trying
@@ -636,6 +637,7 @@ struct stallcap_attach_ent {
 	u64 user_tag;
 	bool cputime;
 	bool inherit;
+	bool park;
 	bool unlimited;
 	bool dead;
 	bool no_new_threads;
@@ -662,11 +664,14 @@ void stallcap_attach_put(struct stallcap_attach_ent *a);
 void stallcap_attach_lock(void);
 void stallcap_attach_unlock(void);
 extern DECLARE_HASHTABLE(stallcap_attach_by_mm, STALLCAP_ATTACH_HASH_BITS);
-bool stallcap_attach_wait_boundary(bool busy);
+bool stallcap_attach_wait_boundary(bool busy, bool park);
+bool stallcap_attach_wants_current(bool park);
 int stallcap_follow_probes_register(void);
 void stallcap_follow_probes_unregister(void);
 int stallcap_wait_probes_register(void);
 void stallcap_wait_probes_unregister(void);
+int stallcap_park_probes_register(void);
+void stallcap_park_probes_unregister(void);
 struct stallcap_watch *stallcap_watch_create_attached(struct stallcap_session *sess,
 						      struct task_struct *task,
 						      struct stallcap_attach_ent *a);
@@ -677,7 +682,9 @@ void stallcap_watches_destroy_attached(struct stallcap_session *sess,
 				       struct stallcap_attach_ent *a);
 void stallcap_watch_busy(struct stallcap_watch *w, u64 now);
 void stallcap_watch_idle(struct stallcap_watch *w, u64 now);
-bool stallcap_watches_attached_mark(struct task_struct *task, bool busy);
+unsigned int stallcap_watches_attached_mark(struct task_struct *task,
+					    bool busy, bool park);
+bool stallcap_watched_by_attach(const struct stallcap_attach_ent *a);
 
 /* ---- system-wide readers (global.c) ---- */
 void stallcap_global_attach(struct stallcap_session *sess);

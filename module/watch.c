@@ -407,25 +407,27 @@ void stallcap_watch_idle(struct stallcap_watch *w, u64 now)
  * (left a wait call) or idle (entered one)
  * @task: the current thread
  * @busy: which
+ * @park: the call is a futex wait or a sleep: only the watches of attaches
+ *	with STALLCAP_ATTACH_PARK count it
  *
  * Context: the thread's kretprobe handler.
- * Return: whether @task has attached watches.
+ * Return: how many attached watches @task has (that count the call).
  */
-bool stallcap_watches_attached_mark(struct task_struct *task, bool busy)
+unsigned int stallcap_watches_attached_mark(struct task_struct *task,
+					    bool busy, bool park)
 {
 	struct stallcap_watch *w;
-	bool found = false;
+	unsigned int found = 0;
 	u64 now = 0;
 
 	rcu_read_lock();
 	hash_for_each_possible_rcu(task_watches, w, task_node,
 				   (unsigned long)task) {
-		if (w->task != task || !w->attach)
+		if (w->task != task || !w->attach || (park && !w->attach->park))
 			continue;
 		/* the clock only for a watched thread: every process's wait calls come here */
-		if (!found)
+		if (!found++)
 			now = ktime_get_mono_fast_ns();
-		found = true;
 		if (busy)
 			stallcap_watch_busy(w, now);
 		else
@@ -433,6 +435,18 @@ bool stallcap_watches_attached_mark(struct task_struct *task, bool busy)
 	}
 	rcu_read_unlock();
 	return found;
+}
+
+/* Has the current thread a watch made by @a?  Context: RCU read side. */
+bool stallcap_watched_by_attach(const struct stallcap_attach_ent *a)
+{
+	struct stallcap_watch *w;
+
+	hash_for_each_possible_rcu(task_watches, w, task_node,
+				   (unsigned long)current)
+		if (w->task == current && w->attach == a)
+			return true;
+	return false;
 }
 
 /* The calling thread's watch in @sess.  Context: RCU read side. */

@@ -694,6 +694,12 @@ run_kernel() {
 	# a memcached worker's first request there takes up to 220 ms of CPU
 	# (its multiget stall 7.7-10.5 s): the deadline between them
 	[ "$k" != debug ] || kernel_cmdline+=" STALLCAP_MEMCACHED_DEADLINE=1s"
+	# the debug kernel has no function tracer: its kprobes are int3 traps
+	# until optimized into jumps, and a handler entered by the trap runs
+	# in an NMI-like context (module/attach_wait.c defers its work); with
+	# optimization off, every attach test there takes that path under
+	# lockdep and KASAN
+	[ "$k" != debug ] || kernel_cmdline+=" sysctl.debug.kprobes-optimization=0"
 
 	# a guest whose CPU 1 is isolated (nohz_full, isolcpus) for the tests
 	# that need one; results are named KERNEL-isolated/TEST

@@ -10,9 +10,13 @@
  * Threads that never wait in such a call (the child's main thread, blocked
  * in pthread_join) are never reported.  The same with an io_uring loop: a
  * thread waiting for completions in io_uring_enter (IORING_ENTER_GETEVENTS)
- * is idle however long, one that only submits stays busy.  The ioctl's
- * errors, and DETACH.
+ * is idle however long, one that only submits stays busy.  With
+ * STALLCAP_ATTACH_PARK, futex waits and sleeps are idle waits too (a
+ * runtime's parked worker), for that attach only: a second session attached
+ * to the same process without it sees the same thread stalled in the futex
+ * wait.  The ioctl's errors, and DETACH.
  */
+#include <linux/futex.h>
 #include <linux/io_uring.h>
 #include <pthread.h>
 #include <sys/mman.h>
@@ -179,16 +183,54 @@ static void *uring_thread(void *arg)
 	return NULL;
 }
 
-/* The child: waits for "go" ('u': the io_uring loop), runs a loop thread. */
+/* ---- a parked worker: futex waits and sleeps between its busy periods ---- */
+
+static uint32_t park_word;
+
+/* FUTEX_WAIT_PRIVATE on park_word (0): returns after @ns, nobody wakes it */
+static void park_futex_wait(uint64_t ns)
+{
+	struct timespec ts = { ns / SC_NSEC_PER_SEC, ns % SC_NSEC_PER_SEC };
+
+	syscall(SYS_futex, &park_word, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+}
+
+static void *park_thread(void *arg)
+{
+	int *tid_pipe = arg;
+	pid_t tid = sc_gettid();
+	struct timespec nap = { 0, 4 * DEADLINE };
+
+	if (write(tid_pipe[1], &tid, sizeof(tid)) != sizeof(tid))
+		return NULL;
+	park_futex_wait(SC_MS(1));	/* first futex wait: the PARK watch */
+	poll(NULL, 0, 1);		/* first poll: the other attach's watch */
+	poll(NULL, 0, 1);		/* busy (for both) from here */
+	park_futex_wait(4 * DEADLINE);	/* parked: idle for PARK only */
+	nanosleep(&nap, NULL);		/* asleep: the same */
+	syscall(SYS_futex, &park_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	attach_spin_in_loop(SPIN);	/* a wake is no wait: busy past T */
+	park_futex_wait(SC_MS(1));	/* parked: the stalls end */
+	return NULL;
+}
+
+/*
+ * The child: waits for "go" ('u': the io_uring loop, 'p': the parked
+ * worker), runs a loop thread.
+ */
 static void child_main(int go_fd, int *tid_pipe)
 {
+	void *(*fn)(void *) = loop_thread;
 	pthread_t t;
 	char c;
 
 	if (read(go_fd, &c, 1) != 1)
 		_exit(2);
-	if (pthread_create(&t, NULL, c == 'u' ? uring_thread : loop_thread,
-			   tid_pipe))
+	if (c == 'u')
+		fn = uring_thread;
+	else if (c == 'p')
+		fn = park_thread;
+	if (pthread_create(&t, NULL, fn, tid_pipe))
 		_exit(3);
 	pthread_join(t, NULL);
 	_exit(0);
@@ -339,6 +381,81 @@ TEST_F(attach, io_uring_wait_is_idle_and_a_submission_is_busy)
 	EXPECT_GE(end->end_ns, r->deadline_ns + SPIN * 2 / 3)
 		TH_LOG("the stall ended %.1f ms after its deadline",
 		       (end->end_ns - r->deadline_ns) / 1e6);
+}
+
+/* The samples of @tid in @rs: how many, and how many in stall @stall_id. */
+static unsigned int samples_of(const struct sc_records *rs, pid_t tid,
+			       uint64_t stall_id, unsigned int *in_stall)
+{
+	unsigned int n = 0;
+
+	*in_stall = 0;
+	for (size_t i = 0; i < rs->n; i++) {
+		const struct stallcap_sample *x = (const void *)rs->rec[i];
+
+		if (x->hdr.type != STALLCAP_REC_SAMPLE || x->tid != (__u32)tid)
+			continue;
+		n++;
+		*in_stall += x->stall_id == stall_id;
+	}
+	return n;
+}
+
+TEST_F(attach, park_futex_waits_and_sleeps_are_idle)
+{
+	const struct stallcap_sample *r, *u, *b;
+	const struct stallcap_stall_end *end;
+	struct sc_session other;
+	struct sc_records ors = { 0 };
+	unsigned int n, in_stall;
+	pid_t tid;
+	int status;
+
+	if (!(self->s.info.features & STALLCAP_FEAT_ATTACH_PARK))
+		SKIP(return, "the module has no STALLCAP_ATTACH_PARK");
+	ASSERT_EQ(0, sc_session_setup(&other, NULL));
+	ASSERT_EQ(0, attach(self->s.fd, self->child, DEADLINE,
+			    STALLCAP_ATTACH_PARK));
+	ASSERT_EQ(0, attach(other.fd, self->child, DEADLINE, 0));
+	ASSERT_EQ(1, write(self->go[1], "p", 1));
+	ASSERT_EQ(sizeof(tid), read(self->tid_pipe[0], &tid, sizeof(tid)));
+	ASSERT_EQ(self->child, waitpid(self->child, &status, 0));
+	self->child = 0;
+	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	ASSERT_LE(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_STALL_END,
+				     1, SC_WAIT_MS)) TH_LOG("no stall: %s", self->rs.err);
+	sc_ring_drain(&self->s, &self->rs);
+	ASSERT_LE(1, sc_ring_collect(&other, &ors, STALLCAP_REC_STALL_END, 1,
+				     SC_WAIT_MS)) TH_LOG("no stall without PARK: %s", ors.err);
+	sc_ring_drain(&other, &ors);
+
+	/* PARK: one stall, the spin's, ended by the last futex wait */
+	r = sc_first_sample_of(&self->rs, tid);
+	ASSERT_NE(NULL, r) TH_LOG("the worker's spin was not captured");
+	EXPECT_TRUE(r->state == STALLCAP_STATE_RUNNING ||
+		    r->state == STALLCAP_STATE_RUNNABLE) TH_LOG("state %u", r->state);
+	u = sc4_user_frames_of(&self->rs, r);
+	ASSERT_NE(NULL, u);
+	if (!in_spin(u))
+		sc_log_records(NULL, &self->rs);
+	EXPECT_TRUE(in_spin(u)) TH_LOG("attach_spin_in_loop() is not among the innermost frames");
+	n = samples_of(&self->rs, tid, r->stall_id, &in_stall);
+	EXPECT_EQ(n, in_stall) TH_LOG("%u of %u samples in another stall (parked or asleep)",
+				      n - in_stall, n);
+	end = sc_stall_end_of(&self->rs, r->stall_id);
+	ASSERT_NE(NULL, end);
+	EXPECT_GE(end->end_ns, r->deadline_ns + SPIN / 2);
+
+	/* without PARK (the thread's watch made at its first poll): stalled
+	 * in the futex wait, which the spin continues */
+	EXPECT_NE(NULL, sc_find_watch_event(&ors, tid, STALLCAP_WATCH_STARTED))
+		TH_LOG("no watch of the other session (its first poll came after a PARK watch)");
+	b = sc_first_sample_of(&ors, tid);
+	ASSERT_NE(NULL, b) TH_LOG("without PARK the futex wait was no stall");
+	EXPECT_EQ(STALLCAP_STATE_SLEEPING, b->state);
+	EXPECT_LT(b->deadline_ns, r->deadline_ns);
+	sc_records_free(&ors);
+	sc_session_close(&other);
 }
 
 TEST_F(attach, errors)

@@ -623,8 +623,9 @@ static int parse_u32(const char *arg, __u32 *v, unsigned long long mult)
  */
 int collect_check(struct collect_opts *o)
 {
-	if ((o->npids || o->cputime || o->no_inherit) && !o->deadline_ns) {
-		warnx_("-p, --cputime and --no-inherit go with --deadline DUR");
+	if ((o->npids || o->cputime || o->no_inherit || o->park) &&
+	    !o->deadline_ns) {
+		warnx_("-p, --cputime, --no-inherit and --park go with --deadline DUR");
 		return -EINVAL;
 	}
 	if (o->deadline_ns) {
@@ -677,6 +678,9 @@ int collect_parse_opt(struct collect_opts *o, int opt, const char *arg)
 		return 0;
 	case COLLECT_OPT_NO_INHERIT:
 		o->no_inherit = true;
+		return 0;
+	case COLLECT_OPT_PARK:
+		o->park = true;
 		return 0;
 	case 'p':
 		return parse_pids(o, arg);

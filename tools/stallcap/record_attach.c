@@ -99,7 +99,7 @@ static const char *attach_error(int err)
 
 /**
  * attach_process() - watch process @pid's event loops in session fd @fd
- * @o: the options (deadline, --cputime)
+ * @o: the options (deadline, --cputime, --no-inherit, --park)
  *
  * Return: 0, or -errno after printing why.
  */
@@ -108,13 +108,19 @@ int attach_process(const struct collect_opts *o, int fd, __u32 pid)
 	struct stallcap_attach a = {
 		.size = sizeof(a),
 		.flags = (o->cputime ? STALLCAP_ATTACH_CPUTIME : 0) |
-			 (o->no_inherit ? 0 : STALLCAP_ATTACH_INHERIT),
+			 (o->no_inherit ? 0 : STALLCAP_ATTACH_INHERIT) |
+			 (o->park ? STALLCAP_ATTACH_PARK : 0),
 		.pid = pid,
 		.timeout_ns = o->deadline_ns,
 	};
 
 	if (!ioctl(fd, STALLCAP_IOC_ATTACH, &a))
 		return 0;
+	if (errno == EINVAL && o->park) {
+		warnx_("cannot attach to process %u: the loaded stallcap module has no --park (STALLCAP_ATTACH_PARK)",
+		       pid);
+		return -EINVAL;
+	}
 	warnx_("cannot attach to process %u: %s", pid, attach_error(errno));
 	return -errno;
 }

@@ -151,6 +151,7 @@ struct collect_opts {
 	__u64 deadline_ns;	/* --deadline: watch unmodified processes */
 	bool cputime;		/* --cputime */
 	bool no_inherit;	/* --no-inherit: not the processes they create */
+	bool park;		/* --park: futex waits and sleeps are idle */
 	__u32 pids[64];		/* -p: running processes to attach to */
 	size_t npids;
 };
@@ -187,8 +188,10 @@ int collect_check(struct collect_opts *o);
 	{ "deadline", required_argument, NULL, 'T' }, \
 	{ "cputime", no_argument, NULL, 'C' }, \
 	{ "pid", required_argument, NULL, 'p' }, \
-	{ "no-inherit", no_argument, NULL, COLLECT_OPT_NO_INHERIT }
-#define COLLECT_OPT_NO_INHERIT	0x100	/* long option only */
+	{ "no-inherit", no_argument, NULL, COLLECT_OPT_NO_INHERIT }, \
+	{ "park", no_argument, NULL, COLLECT_OPT_PARK }
+#define COLLECT_OPT_NO_INHERIT	0x100	/* long options only */
+#define COLLECT_OPT_PARK	0x101
 #define COLLECT_SHORT_OPTIONS "F:gd:R:S:N:L:DvT:Cp:"
 #define COLLECT_HELP \
 "  -T, --deadline DUR   watch an unmodified program: each thread's time\n" \
@@ -198,6 +201,8 @@ int collect_check(struct collect_opts *o);
 "  -p, --pid PID[,PID]  with --deadline: attach to running processes\n" \
 "      --no-inherit     with --deadline: not the processes they start and\n" \
 "                       the programs they execute (followed by default)\n" \
+"      --park           with --deadline: futex waits and sleeps are idle\n" \
+"                       too (runtimes that park idle workers: Go, tokio)\n" \
 "  -F, --fd N           read the session fd N the application passed\n" \
 "  -g, --global         read every session's records (needs CAP_SYS_ADMIN)\n" \
 "  -d, --duration DUR   stop after DUR (seconds, or 20ms, 1s...)\n" \

@@ -170,8 +170,22 @@ struct stallcap_arm {
  * is not followed.
  */
 #define STALLCAP_ATTACH_INHERIT	(1U << 1)
+/**
+ * @STALLCAP_ATTACH_PARK: futex waits (FUTEX_WAIT, FUTEX_WAIT_BITSET,
+ * futex_waitv, futex_wait) and sleeps (nanosleep, clock_nanosleep) are
+ * idle waits too, and a thread's first such call gets it a watch: for
+ * runtimes that park their idle worker threads on a futex while one of
+ * them polls (Go, tokio, thread pools), whose parked workers would
+ * otherwise be busy.  Lock waits on a plain futex and sleeps then end a
+ * busy period instead of being reported (priority-inheritance locks,
+ * FUTEX_LOCK_PI, stay busy).  While such an attach exists, every process's
+ * futex and sleep calls pass through the module's probe (one hash lookup).
+ * Modules without STALLCAP_FEAT_ATTACH_PARK reject it (EINVAL).
+ */
+#define STALLCAP_ATTACH_PARK	(1U << 2)
 #define STALLCAP_ATTACH_FLAGS_ALL	(STALLCAP_ATTACH_CPUTIME | \
-					 STALLCAP_ATTACH_INHERIT)
+					 STALLCAP_ATTACH_INHERIT | \
+					 STALLCAP_ATTACH_PARK)
 
 /**
  * struct stallcap_attach - watch an unmodified process's event loops
@@ -191,7 +205,8 @@ struct stallcap_arm {
  * call returns until it enters the next one; busy longer than @timeout_ns is
  * a stall, captured and sampled exactly as an armed watch's (records with
  * origin STALLCAP_ORIGIN_ATTACH).  A thread that never waits in such a call
- * is never reported.  The program is not stopped, changed or signalled.  The
+ * is never reported (with STALLCAP_ATTACH_PARK, futex waits and sleeps are
+ * wait calls too).  The program is not stopped, changed or signalled.  The
  * watches end with STALLCAP_IOC_DETACH, the session's close, or the
  * process's exit or exec (with STALLCAP_ATTACH_INHERIT, the executed
  * program is attached in its turn).  Each followed process is an attach of
@@ -309,6 +324,8 @@ struct stallcap_config {
 #define STALLCAP_FEAT_KERNEL_LOCKS	(1ULL << 10)
 /* STALLCAP_ATTACH_INHERIT and STALLCAP_WATCH_MISSED */
 #define STALLCAP_FEAT_ATTACH_INHERIT	(1ULL << 11)
+/* STALLCAP_ATTACH_PARK */
+#define STALLCAP_FEAT_ATTACH_PARK	(1ULL << 12)
 
 /* struct stallcap_info.arch and struct stallcap_sec_regs.arch */
 #define STALLCAP_ARCH_X86_64	1

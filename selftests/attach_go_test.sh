@@ -1,0 +1,70 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# A Go HTTP server (selftests/go_server, built static by Debian's go): the
+# Go runtime runs goroutines on a few threads, parks the idle ones on a
+# futex (runtime.notesleep) while one of them waits in epoll_pwait, and its
+# sysmon thread sleeps in nanosleep.  A handler spins 400 ms in
+# main.spinFor.
+#
+# Without --park (started under `stallcap record --deadline 100ms -- ...`),
+# a thread that left epoll_pwait and then parked is busy: the idle server
+# is reported stalled in the futex (what --park is for, shown here so that
+# the second part can fail).  With --park, attached by -p to the running
+# server: the spin is the stall, running in main.spinFor, and no thread is
+# reported while parked or sleeping.
+. ./tool_lib.sh
+PATH=$PWD:$PATH
+need stallcap nc attach_go_server
+
+port=8099
+deadline=${STALLCAP_GO_DEADLINE:-100ms}
+get() { printf 'GET %s HTTP/1.0\r\n\r\n' "$1" | nc 127.0.0.1 "$port"; }
+up() { get / 2>/dev/null | grep -q '^ok'; }
+# traffic, an idle second and a half, the spin, a second
+exercise() {
+	for i in 1 2 3 4 5 6; do get / >/dev/null; done
+	sleep 1.5
+	get '/spin?ms=400' >"$work/spin.out"
+	sleep 1
+}
+# a sample blocked in the Go runtime's futex or sleep: a parked thread
+parked() {
+	usyms "$1" | head -n 1 | grep -qE '^runtime\.(futex|usleep)'
+}
+spinning() {
+	echo "$1" | grep -q '"state":"running' &&
+		[ "$(usyms "$1" | head -n 1 | cut -d' ' -f1)" = main.spinFor ]
+}
+not_parked() { ! parked "$1"; }
+
+# 1. without --park: the parked threads are reported
+stallcap record --deadline "$deadline" -o "$work/nopark.data" -- \
+	attach_go_server 127.0.0.1:$port >"$work/record1.out" 2>&1 &
+rec=$!
+check "the Go server answers" until_ok up
+exercise
+kill "$(pidof attach_go_server)"
+wait "$rec"
+reports nopark
+check "without --park, a parked thread is reported (in runtime.futex)" \
+	any_sample "$work/nopark.json" attach_go_serve parked
+
+# 2. with --park, attached to the running server
+attach_go_server 127.0.0.1:$port >"$work/server.out" 2>&1 &
+srv=$!
+check "the Go server answers again" until_ok up
+stallcap record --deadline "$deadline" --park -p "$srv" -v \
+	-o "$work/park.data" >"$work/record2.out" 2>"$work/record2.err" &
+rec=$!
+check "the reader attached" reading "$work/record2.err"
+exercise
+check "the spin was served" grep -q '^spun' "$work/spin.out"
+kill "$srv"
+wait "$rec"
+sed 's/^/# record: /' "$work/record2.err"
+reports park
+check "with --park, the spin is reported: running in main.spinFor" \
+	any_sample "$work/park.json" attach_go_serve spinning
+check "and no thread is reported while parked or sleeping" \
+	every_sample "$work/park.json" attach_go_serve not_parked
+finish

@@ -1,0 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
+module stallcap/goserver
+
+go 1.19
