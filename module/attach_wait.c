@@ -36,8 +36,12 @@
 /*
  * Instances of a return probe: one per thread inside a probed call of a
  * watched thread (unwatched threads take none beyond the entry handler).
+ * A runtime may park thousands of threads on futexes at once (a JVM's
+ * pools): the futex probe has more.  A watched thread that finds none left
+ * is not seen to wait: it stays busy, and a long wait is reported.
  */
 #define WAIT_MAXACTIVE	1024
+#define FUTEX_MAXACTIVE	4096
 
 /* The user registers of the system call (the x86-64 wrappers' argument). */
 static const struct pt_regs *syscall_uregs(const struct pt_regs *regs)
@@ -155,12 +159,14 @@ static int futex_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 	return park_entry(ri, regs);
 }
 
-#define WAIT_PROBE(sym, entry, ret) {				\
+#define WAIT_PROBE_N(sym, entry, ret, n) {			\
 	.kp.symbol_name = sym,					\
 	.entry_handler = entry,					\
 	.handler = ret,						\
-	.maxactive = WAIT_MAXACTIVE,				\
+	.maxactive = n,						\
 }
+#define WAIT_PROBE(sym, entry, ret)				\
+	WAIT_PROBE_N(sym, entry, ret, WAIT_MAXACTIVE)
 
 /**
  * struct wait_probe_set - kretprobes registered and removed together
@@ -196,7 +202,8 @@ static struct kretprobe wait_probes[] = {
 };
 
 static struct kretprobe park_probes[] = {
-	WAIT_PROBE("__x64_sys_futex", futex_entry, park_return),
+	WAIT_PROBE_N("__x64_sys_futex", futex_entry, park_return,
+		     FUTEX_MAXACTIVE),
 	WAIT_PROBE("__x64_sys_nanosleep", park_entry, park_return),
 	WAIT_PROBE("__x64_sys_clock_nanosleep", park_entry, park_return),
 	WAIT_PROBE("__x64_sys_futex_waitv", park_entry, park_return),
@@ -235,8 +242,8 @@ static void probe_set_unregister(struct wait_probe_set *set)
 	deferred_entries_sync();
 	set->nr_registered = 0;
 	if (missed)
-		pr_warn("%lu %s returns missed (more than %d watched threads waiting)\n",
-			missed, set->name, WAIT_MAXACTIVE);
+		pr_warn("%lu %s returns missed (more watched threads waiting than the probes' instances)\n",
+			missed, set->name);
 }
 
 static int probe_set_register(struct wait_probe_set *set)

@@ -9,7 +9,8 @@
 # Without --park (started under `stallcap record --deadline 100ms -- ...`),
 # a thread that left epoll_pwait and then parked is busy: the idle server
 # is reported stalled in the futex (what --park is for, shown here so that
-# the second part can fail).  With --park, attached by -p to the running
+# the second part can fail), and record says that the program is a Go
+# program that needs --park.  With --park, attached by -p to the running
 # server: the spin is the stall, running in main.spinFor, and no thread is
 # reported while parked or sleeping.
 . ./tool_lib.sh
@@ -46,6 +47,9 @@ exercise
 kill "$(pidof attach_go_server)"
 wait "$rec"
 reports nopark
+sed 's/^/# record: /' "$work/record1.out"
+check "record says it is a Go program that needs --park" \
+	grep -q "is a Go program: .*without --park" "$work/record1.out"
 check "without --park, a parked thread is reported (in runtime.futex)" \
 	any_sample "$work/nopark.json" attach_go_serve parked
 
@@ -62,6 +66,8 @@ check "the spin was served" grep -q '^spun' "$work/spin.out"
 kill "$srv"
 wait "$rec"
 sed 's/^/# record: /' "$work/record2.err"
+check "with --park it says nothing of it" \
+	sh -c "! grep -q 'is a Go program' '$work/record2.err'"
 reports park
 check "with --park, the spin is reported: running in main.spinFor" \
 	any_sample "$work/park.json" attach_go_serve spinning

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <gelf.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,6 +126,60 @@ int attach_process(const struct collect_opts *o, int fd, __u32 pid)
 	return -errno;
 }
 
+/* Is the ELF file open at @fd a Go program (its build information)? */
+static bool elf_is_go(int fd)
+{
+	bool go = false;
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	GElf_Shdr sh;
+	Elf *elf;
+
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf)
+		return false;
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		goto out;
+	while (!go && (scn = elf_nextscn(elf, scn))) {
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh))
+			break;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		go = name && (!strcmp(name, ".go.buildinfo") ||
+			      !strcmp(name, ".note.go.buildid"));
+	}
+out:
+	elf_end(elf);
+	return go;
+}
+
+/**
+ * hint_park() - say that process @pid needs --park, if it is a Go program
+ * @o: the options
+ * @pid: a process just attached (running its program)
+ *
+ * The Go runtime parks idle threads on futexes while one thread polls:
+ * without --park they are reported as stalls.
+ */
+void hint_park(const struct collect_opts *o, __u32 pid)
+{
+	char path[64];
+	int fd;
+
+	if (o->park)
+		return;
+	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (elf_is_go(fd))
+		warnx_("process %u is a Go program: its runtime parks idle threads on futexes, which count as busy without --park (they would be reported as stalls)",
+		       pid);
+	close(fd);
+}
+
 /* Child of spawn_unmodified(): wait for the go byte, then exec CMD. */
 static void __attribute__((noreturn)) exec_when_told(char **cmd, int go, int report)
 {
@@ -218,6 +273,7 @@ pid_t spawn_unmodified(const struct collect_opts *o, int fd)
 		reap(pid);
 		return ret;
 	}
+	hint_park(o, (__u32)pid);
 	return pid;
 
 close_report:
