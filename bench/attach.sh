@@ -50,9 +50,10 @@ start_redis() {
 	done
 }
 
-# attach [DEADLINE]: a session watching redis-server's event loop (20ms)
+# attach [DEADLINE [OPTION]]: a session watching redis-server's event
+# loop (20ms)
 attach() {
-	taskset -c 0 stallcap record --deadline "${1:-20ms}" -p "$redis" \
+	taskset -c 0 stallcap record --deadline "${1:-20ms}" $2 -p "$redis" \
 		-o "/tmp/attach.$round.${1:-20ms}.data" 2>/tmp/attach.err &
 	rec=$!
 	# the attach is made once the tool has read the kernel's symbols
@@ -70,9 +71,9 @@ detach() {
 	wait "$rec"
 }
 
-# "getppid epoll0": p50 of stallcap_bench's hot section (its short form: 20
-# batches of 1000 calls per method), in ns, the lowest of HOT_TRIES runs;
-# arguments: a command prefix (the watched run)
+# "getppid epoll0 futex0": p50 of stallcap_bench's hot section (its short
+# form: 20 batches of 1000 calls per method), in ns, the lowest of
+# HOT_TRIES runs; arguments: a command prefix (the watched run)
 hot_p50() {
 	t=0
 	while [ "$t" -lt "${HOT_TRIES:-3}" ]; do
@@ -81,7 +82,8 @@ hot_p50() {
 	done | awk -F= '
 		$1 == "@bench hot.getppid.p50" && (!g || $2 < g) { g = $2 }
 		$1 == "@bench hot.epoll0.p50" && (!e || $2 < e) { e = $2 }
-		END { print g + 0, e + 0 }'
+		$1 == "@bench hot.futex0.p50" && (!x || $2 < x) { x = $2 }
+		END { print g + 0, e + 0, x + 0 }'
 }
 
 # the hot loops in a process that is itself watched (1 s deadline: no stall)
@@ -113,10 +115,10 @@ while [ "$round" -le "$rounds" ]; do
 	if [ $((round % 2)) = 1 ]; then
 		set -- $(hot_p50) $(hot_p50 watched)
 	else
-		set -- $(hot_p50 watched) $(hot_p50); set -- $3 $4 $1 $2
+		set -- $(hot_p50 watched) $(hot_p50); set -- $4 $5 $6 $1 $2 $3
 	fi
-	echo "$1 $3 0 0 0 0 $2 $4" >>/tmp/attach.self
-	echo "# watched-process round $round: getppid $1 / $3 ns, epoll_wait $2 / $4 ns"
+	echo "$1 $4 0 0 0 0 $2 $5" >>/tmp/attach.self
+	echo "# watched-process round $round: getppid $1 / $4 ns, epoll_wait $2 / $5 ns"
 	round=$((round + 1))
 done
 
@@ -127,26 +129,35 @@ bench_redis >/dev/null
 round=1
 while [ "$round" -le "$rounds" ]; do
 	# three sides side by side, the order rotating from round to round
-	case $((round % 3)) in
-	1) sides="base full hooks" ;;
-	2) sides="hooks base full" ;;
-	0) sides="full hooks base" ;;
+	case $((round % 4)) in
+	1) sides="base full hooks park" ;;
+	2) sides="park base full hooks" ;;
+	3) sides="hooks park base full" ;;
+	0) sides="full hooks park base" ;;
 	esac
 	for side in $sides; do
 		case $side in
-		base) set -- $(hot_p50) $(bench_redis); gb=$1; eb=$2; sb=$3; rb=$4 ;;
+		base)
+			set -- $(hot_p50) $(bench_redis)
+			gb=$1; eb=$2; xb=$3; sb=$4; rb=$5 ;;
 		full)
 			attach
-			set -- $(hot_p50) $(bench_redis); ga=$1; ea=$2; sa=$3; ra=$4
+			set -- $(hot_p50) $(bench_redis)
+			ga=$1; ea=$2; xa=$3; sa=$4; ra=$5
 			detach ;;
 		hooks)
 			attach 1s
 			set -- $(bench_redis); sh=$1; rh=$2
 			detach ;;
+		park)
+			# --park: every process's futex waits pass the probe
+			attach 1s --park
+			set -- $(hot_p50); gp=$1; xp=$3
+			detach ;;
 		esac
 	done
-	echo "$gb $ga $sb $sa $rb $ra $eb $ea $sh $rh" >>/tmp/attach.rounds
-	echo "# attach round $round: getppid $gb / $ga ns, epoll_wait $eb / $ea ns, SET $sb / $sa (1 s deadline: $sh), GET $rb / $ra ($rh)"
+	echo "$gb $ga $sb $sa $rb $ra $eb $ea $sh $rh $xb $xa $xp $gp" >>/tmp/attach.rounds
+	echo "# attach round $round: getppid $gb / $ga ns (--park $gp), epoll_wait $eb / $ea ns, futex wait $xb / $xa / --park $xp ns, SET $sb / $sa (1 s deadline: $sh), GET $rb / $ra ($rh)"
 	round=$((round + 1))
 done
 # median COLUMN-EXPRESSION [FILE]: the median over the rounds
@@ -162,6 +173,12 @@ echo "@bench attach.getppid.ratio=$(median '($1 > 0 ? $2 / $1 : 0)')"
 echo "@bench attach.epoll0.base.p50=$(median '$7')"
 echo "@bench attach.epoll0.attached.p50=$(median '$8')"
 echo "@bench attach.epoll0.ratio=$(median '($7 > 0 ? $8 / $7 : 0)')"
+echo "@bench attach.futex0.base.p50=$(median '$11')"
+echo "@bench attach.futex0.attached.p50=$(median '$12')"
+echo "@bench attach.futex0.park.p50=$(median '$13')"
+echo "@bench attach.futex0.park_ratio=$(median '($11 > 0 ? $13 / $11 : 0)')"
+echo "@bench attach.getppid.park.p50=$(median '$14')"
+echo "@bench attach.getppid.park_ratio=$(median '($1 > 0 ? $14 / $1 : 0)')"
 for what in getppid:1:2 epoll0:7:8; do
 	key=${what%%:*} b=${what#*:} a=${what##*:}
 	b=${b%:*}

@@ -18,6 +18,7 @@
  * batch, so that a slow phase of the (shared, emulated) machine hits them
  * all alike.
  */
+#include <linux/futex.h>
 #include <linux/perf_event.h>
 #include <signal.h>
 #include <stdio.h>
@@ -321,6 +322,20 @@ static void epoll_run(struct hot *h, unsigned int n)
 		epoll_wait(fd, &ev, 1, 0);
 }
 
+/*
+ * ---- a futex wait that returns at once (EAGAIN: the word is not the
+ * value): a probed call with --park ----
+ */
+
+static unsigned int futex_word;
+
+static void futex_run(struct hot *h, unsigned int n)
+{
+	while (n--)
+		syscall(SYS_futex, &futex_word, FUTEX_WAIT_PRIVATE, 1, NULL,
+			NULL, 0);
+}
+
 /* ---- driver ---- */
 
 static struct method methods[] = {
@@ -330,6 +345,7 @@ static struct method methods[] = {
 	{ .key = "shared", .batch = 10000, .setup = shared_setup, .run = shared_run },
 	{ .key = "getppid", .batch = 1000, .setup = nop_setup, .run = getppid_run },
 	{ .key = "epoll0", .batch = 1000, .setup = epoll_setup, .run = epoll_run },
+	{ .key = "futex0", .batch = 1000, .setup = nop_setup, .run = futex_run },
 	{ .key = "rearm", .batch = 1000, .setup = rearm_setup, .run = rearm_run },
 	{ .key = "enotty", .batch = 1000, .setup = enotty_setup, .run = enotty_run },
 	{ .key = "settime", .batch = 1000, .setup = settime_setup, .run = settime_run },

@@ -789,6 +789,20 @@ static void md_attach(FILE *f)
 			"p50 ns | %s | %s | %s |\n", fg(num("attach.epoll0.base.p50")),
 			fg(num("attach.epoll0.attached.p50")),
 			ratio(num("attach.epoll0.ratio"), 1));
+	if (num("attach.futex0.base.p50") > 0) {
+		fprintf(f, "| futex wait (returns EAGAIN) in another process, p50 ns "
+			"| %s | %s | %s |\n", fg(num("attach.futex0.base.p50")),
+			fg(num("attach.futex0.attached.p50")),
+			ratio(num("attach.futex0.attached.p50"),
+			      num("attach.futex0.base.p50")));
+		fprintf(f, "| the same with `--park` (a probed call), p50 ns "
+			"| %s | %s | %s |\n", fg(num("attach.futex0.base.p50")),
+			fg(num("attach.futex0.park.p50")),
+			ratio(num("attach.futex0.park_ratio"), 1));
+		fprintf(f, "| getppid() in another process with `--park`, p50 ns "
+			"| %s | %s | %s |\n", fg(gb), fg(num("attach.getppid.park.p50")),
+			ratio(num("attach.getppid.park_ratio"), 1));
+	}
 	if (num("attach.self.epoll0.base.p50") > 0) {
 		fprintf(f, "| epoll_wait(timeout 0) in the watched process (an "
 			"event-loop iteration: entry and return hooks, deadline "
