@@ -484,7 +484,7 @@ static int attach_all(struct collector *c, pid_t *child)
 		ret = attach_process(o, fd, o->pids[i]);
 		if (ret)
 			return ret;
-		hint_park(o, o->pids[i]);
+		hint_program(o, o->pids[i]);
 	}
 	return 0;
 }

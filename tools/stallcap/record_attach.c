@@ -126,9 +126,12 @@ int attach_process(const struct collect_opts *o, int fd, __u32 pid)
 	return -errno;
 }
 
-/* Is the ELF file open at @fd a Go program (its build information)? */
-static bool elf_is_go(int fd)
+enum program_kind { PROGRAM_OTHER, PROGRAM_GO, PROGRAM_32BIT };
+
+/* A Go program (its build information), a 32-bit one, or another? */
+static enum program_kind elf_program_kind(int fd)
 {
+	enum program_kind kind = PROGRAM_OTHER;
 	bool go = false;
 	Elf_Scn *scn = NULL;
 	size_t shstrndx;
@@ -138,7 +141,11 @@ static bool elf_is_go(int fd)
 	elf_version(EV_CURRENT);
 	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf)
-		return false;
+		return PROGRAM_OTHER;
+	if (gelf_getclass(elf) == ELFCLASS32) {
+		kind = PROGRAM_32BIT;
+		goto out;
+	}
 	if (elf_getshdrstrndx(elf, &shstrndx))
 		goto out;
 	while (!go && (scn = elf_nextscn(elf, scn))) {
@@ -150,33 +157,45 @@ static bool elf_is_go(int fd)
 		go = name && (!strcmp(name, ".go.buildinfo") ||
 			      !strcmp(name, ".note.go.buildid"));
 	}
+	if (go)
+		kind = PROGRAM_GO;
 out:
 	elf_end(elf);
-	return go;
+	return kind;
 }
 
 /**
- * hint_park() - say that process @pid needs --park, if it is a Go program
+ * hint_program() - say what an attach to process @pid cannot do as asked
  * @o: the options
  * @pid: a process just attached (running its program)
  *
- * The Go runtime parks idle threads on futexes while one thread polls:
- * without --park they are reported as stalls.
+ * A Go program's runtime parks idle threads on futexes while one thread
+ * polls: without --park they are reported as stalls.  A 32-bit program's
+ * system calls take the compat entry points, which are not probed: none of
+ * its threads ever goes busy, so none is ever reported.
  */
-void hint_park(const struct collect_opts *o, __u32 pid)
+void hint_program(const struct collect_opts *o, __u32 pid)
 {
 	char path[64];
 	int fd;
 
-	if (o->park)
-		return;
 	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return;
-	if (elf_is_go(fd))
-		warnx_("process %u is a Go program: its runtime parks idle threads on futexes, which count as busy without --park (they would be reported as stalls)",
+	switch (elf_program_kind(fd)) {
+	case PROGRAM_GO:
+		if (!o->park)
+			warnx_("process %u is a Go program: its runtime parks idle threads on futexes, which count as busy without --park (they would be reported as stalls)",
+			       pid);
+		break;
+	case PROGRAM_32BIT:
+		warnx_("process %u runs a 32-bit program: its wait calls are not seen, so none of its threads is ever reported (64-bit programs only)",
 		       pid);
+		break;
+	default:
+		break;
+	}
 	close(fd);
 }
 
@@ -273,7 +292,7 @@ pid_t spawn_unmodified(const struct collect_opts *o, int fd)
 		reap(pid);
 		return ret;
 	}
-	hint_park(o, (__u32)pid);
+	hint_program(o, (__u32)pid);
 	return pid;
 
 close_report:

@@ -165,7 +165,7 @@ void perfmap_free_all(void);
 int parse_duration(const char *arg, __u64 *ns);
 int parse_pids(struct collect_opts *o, const char *arg);
 int attach_process(const struct collect_opts *o, int fd, __u32 pid);
-void hint_park(const struct collect_opts *o, __u32 pid);
+void hint_program(const struct collect_opts *o, __u32 pid);
 pid_t spawn_unmodified(const struct collect_opts *o, int fd);
 bool any_alive(const struct collect_opts *o);
 
