@@ -95,10 +95,11 @@ TEST_F(abi, info_describes_the_module)
 	EXPECT_LE(sc_min_ring_bytes(STALLCAP_MAX_USER_STACK), i->max_ring_bytes)
 		TH_LOG("max_ring_bytes too small for the largest user_stack_bytes");
 	EXPECT_LT(0, i->max_watches_per_user);
-	EXPECT_EQ(0, i->features & ~((STALLCAP_FEAT_ATTACH_INHERIT << 1) - 1));
+	EXPECT_EQ(0, i->features & ~((STALLCAP_FEAT_ATTACH_PARK << 1) - 1));
 	EXPECT_TRUE(i->features & STALLCAP_FEAT_SHARED_DEADLINE);
 	EXPECT_TRUE(i->features & STALLCAP_FEAT_ATTACH);
 	EXPECT_TRUE(i->features & STALLCAP_FEAT_ATTACH_INHERIT);
+	EXPECT_TRUE(i->features & STALLCAP_FEAT_ATTACH_PARK);
 	EXPECT_EQ(STALLCAP_ARCH_X86_64, i->arch);
 	EXPECT_EQ(sizeof(struct stallcap_sample), i->sample_fixed_size);
 	EXPECT_EQ(0, i->__reserved);
