@@ -766,12 +766,13 @@ static void md_attach(FILE *f)
 	double rr = num("attach.redis.get.ratio") > 0 ? num("attach.redis.get.ratio") : ra / rb;
 	double rounds = num("attach.rounds");
 	double worst = sr < rr ? sr : rr;
-	char kept[64], how[400];
+	char kept[64], how[480];
 
 	if (num("attach.available") != 1)
 		return;
 	snprintf(how, sizeof(how), "%.0f rounds of runs side by side, the order "
-		 "alternating (redis: without, 20 ms, 1 s, rotating); each side: the "
+		 "alternating (redis: without, 20 ms, 1 s, 1 s with `--park` for the "
+		 "futex rows, rotating); each side: the "
 		 "median; ratio: the median of the rounds' ratios; the hot loops: the lowest p50 of 3 runs per side; "
 		 "redis-server pinned to vCPU 1, the client and the hot loops to "
 		 "vCPU 0.", rounds);
