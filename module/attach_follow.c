@@ -158,6 +158,18 @@ static bool attach_counts(const struct stallcap_attach_ent *a,
 	return a->mm == mm && (a->park || !park) && !READ_ONCE(a->dead);
 }
 
+/* How many attaches count such a call of process @mm.  RCU read side. */
+static unsigned int attaches_counting(const struct mm_struct *mm, bool park)
+{
+	struct stallcap_attach_ent *a;
+	unsigned int n = 0;
+
+	hash_for_each_possible_rcu(stallcap_attach_by_mm, a, mm_node,
+				   (unsigned long)mm)
+		n += attach_counts(a, mm, park);
+	return n;
+}
+
 /*
  * The current thread entered a wait call with @watched watches counting
  * it: an attach of its process that has none for it yet (a thread created
@@ -168,13 +180,9 @@ static void newthread_check(const struct mm_struct *mm, bool park,
 			    unsigned int watched)
 {
 	struct stallcap_attach_ent *a;
-	unsigned int attaches = 0;
 
 	rcu_read_lock();
-	hash_for_each_possible_rcu(stallcap_attach_by_mm, a, mm_node,
-				   (unsigned long)mm)
-		attaches += attach_counts(a, mm, park);
-	if (attaches > watched)
+	if (attaches_counting(mm, park) > watched)
 		hash_for_each_possible_rcu(stallcap_attach_by_mm, a, mm_node,
 					   (unsigned long)mm)
 			if (attach_counts(a, mm, park) &&
@@ -192,16 +200,13 @@ static void newthread_check(const struct mm_struct *mm, bool park,
  */
 bool stallcap_attach_wants_current(bool park)
 {
-	struct stallcap_attach_ent *a;
 	struct mm_struct *mm = current->mm;
-	bool wants = false;
+	bool wants;
 
 	if (!mm)
 		return false;
 	rcu_read_lock();
-	hash_for_each_possible_rcu(stallcap_attach_by_mm, a, mm_node,
-				   (unsigned long)mm)
-		wants |= attach_counts(a, mm, park);
+	wants = attaches_counting(mm, park);
 	rcu_read_unlock();
 	return wants;
 }

@@ -182,6 +182,20 @@ void stallcap_sample_init(struct stallcap_watch *w, struct stallcap_sample *s,
 	s->comm[sizeof(s->comm) - 1] = '\0';
 }
 
+/*
+ * Another task that is running or runnable (woken while it is unwound, or
+ * preempted) with a return trampoline on its stack (inside a probed wait
+ * call): the next step may reach the trampoline, whose lookup warns and
+ * fails for such a task.  Checked before each step: a wake-up during the
+ * unwind stops it there.
+ */
+static bool unwind_must_stop(struct task_struct *task)
+{
+	return task != current &&
+	       stallcap_task_state(task) == TASK_RUNNING &&
+	       stallcap_task_has_rethooks(task);
+}
+
 /**
  * stallcap_unwind_kernel() - kernel return addresses with the ORC unwinder
  * @task: the task (current, or a task that is not running)
@@ -210,7 +224,7 @@ unsigned int stallcap_unwind_kernel(struct task_struct *task,
 		addr = unwind_get_return_address(&state);
 		if (!addr)
 			break;
-		if (n == STALLCAP_MAX_FRAMES) {
+		if (n == STALLCAP_MAX_FRAMES || unwind_must_stop(task)) {
 			*flags |= STALLCAP_SAMPLE_KSTACK_TRUNC;
 			break;
 		}

@@ -264,4 +264,19 @@ static inline unsigned long stallcap_sem_last_holder(void *lock)
 }
 #endif
 
+/*
+ * Return trampolines on @task's kernel stack: the kprobes' rethook (the
+ * attach's wait probes are kretprobes).  The ORC unwinder recovers such a
+ * frame through rethook_find_ret_addr(), which warns and gives up for a
+ * task other than current that is running or runnable.
+ */
+static inline bool stallcap_task_has_rethooks(struct task_struct *task)
+{
+#ifdef CONFIG_RETHOOK
+	return !llist_empty(&task->rethooks);
+#else
+	return false;
+#endif
+}
+
 #endif /* STALLCAP_COMPAT_H */

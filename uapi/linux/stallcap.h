@@ -695,7 +695,7 @@ struct stallcap_rec_header {
 #define STALLCAP_SAMPLE_IRQS_OFF	(1U << 1) /* interrupts were disabled */
 #define STALLCAP_SAMPLE_IN_HARDIRQ	(1U << 2)
 #define STALLCAP_SAMPLE_IN_SOFTIRQ	(1U << 3)
-#define STALLCAP_SAMPLE_KSTACK_TRUNC	(1U << 4) /* more than 128 kernel frames */
+#define STALLCAP_SAMPLE_KSTACK_TRUNC	(1U << 4) /* frames left out: over 128, or past a return trampoline of a task that woke up */
 #define STALLCAP_SAMPLE_USTACK_TRUNC	(1U << 5) /* more than 128 user frames */
 #define STALLCAP_SAMPLE_USTACK_FAULT	(1U << 6) /* FP walk hit unreadable memory */
 #define STALLCAP_SAMPLE_COPY_PARTIAL	(1U << 7) /* raw copy shorter than asked */
