@@ -71,35 +71,6 @@ void stallcap_attach_unlock(void)
 	mutex_unlock(&attach_lock);
 }
 
-/* ---- permission: as perf -p, ptrace_may_access() ---- */
-
-typedef bool (*ptrace_may_access_t)(struct task_struct *task, unsigned int mode);
-static ptrace_may_access_t may_access;
-
-/*
- * ptrace_may_access() is not exported to modules.  Its address is found once
- * through a kprobe registered on it and removed at once, so that the
- * kernel's own policy applies (credentials, dumpability, Yama and other
- * LSMs).  Without it, only CAP_SYS_PTRACE may attach.
- */
-static void find_ptrace_may_access(void)
-{
-	struct kprobe kp = { .symbol_name = "ptrace_may_access" };
-
-	if (register_kprobe(&kp))
-		return;
-	may_access = (ptrace_may_access_t)kp.addr;
-	unregister_kprobe(&kp);
-}
-
-static int attach_permitted(struct task_struct *task)
-{
-	if (!may_access)
-		return capable(CAP_SYS_PTRACE) ? 0 : -EPERM;
-	/* it takes task_lock() itself */
-	return may_access(task, PTRACE_MODE_ATTACH_REALCREDS) ? 0 : -EPERM;
-}
-
 /* ---- records ---- */
 
 /*
@@ -479,10 +450,13 @@ int stallcap_attach(struct stallcap_session *sess,
 	ret = attach_check(arg);
 	if (ret)
 		return ret;
+	/* the wait boundaries are kretprobes */
+	if (!IS_ENABLED(CONFIG_KRETPROBES))
+		return -EOPNOTSUPP;
 	leader = attach_find_process(arg->pid);
 	if (!leader)
 		return -ESRCH;
-	ret = attach_permitted(leader);
+	ret = stallcap_attach_permitted(leader);
 	mm = ret ? NULL : attach_process_mm(leader);
 	if (!ret && !mm)
 		ret = -ESRCH;	/* exiting, or a kernel thread */
@@ -611,9 +585,7 @@ int stallcap_attach_init(void)
 	attach_free_wq = alloc_workqueue("stallcap_attach", WQ_UNBOUND, 0);
 	if (!attach_free_wq)
 		return -ENOMEM;
-	find_ptrace_may_access();
-	if (!may_access)
-		pr_info("ptrace_may_access not found: only CAP_SYS_PTRACE may attach\n");
+	stallcap_attach_perm_init();
 	return 0;
 }
 

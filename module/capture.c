@@ -186,8 +186,8 @@ void stallcap_sample_init(struct stallcap_watch *w, struct stallcap_sample *s,
  * Another task that is running or runnable (woken while it is unwound, or
  * preempted) with a return trampoline on its stack (inside a probed wait
  * call): the next step may reach the trampoline, whose lookup warns and
- * fails for such a task.  Checked before each step: a wake-up during the
- * unwind stops it there.
+ * fails for such a task.  Checked before each step when the task could not
+ * be held asleep (see stallcap_unwind_off_cpu()).
  */
 static bool unwind_must_stop(struct task_struct *task)
 {
@@ -261,7 +261,8 @@ static bool read_user_frame(unsigned long frame[2], unsigned long fp,
 
 	if (may_fault)
 		return !copy_from_user(frame, p, 2 * sizeof(*frame));
-	return !copy_from_user_nofault(frame, p, 2 * sizeof(*frame));
+	return stallcap_user_access_okay() &&
+	       !copy_from_user_nofault(frame, p, 2 * sizeof(*frame));
 }
 
 /**
@@ -317,6 +318,10 @@ u32 stallcap_copy_user_stack(unsigned long sp, u8 *dst, u32 want, u32 *flags)
 	u32 done = 0, chunk;
 	unsigned long addr;
 
+	if (!stallcap_user_access_okay()) {
+		*flags |= STALLCAP_SAMPLE_COPY_PARTIAL;
+		return 0;
+	}
 	while (done < want) {
 		addr = sp + done;
 		chunk = min_t(u32, want - done, PAGE_SIZE - offset_in_page(addr));
@@ -368,7 +373,10 @@ void stallcap_put_kernel_ips(struct stallcap_rec_writer *wr,
 		*flags |= STALLCAP_SAMPLE_KADDR_HIDDEN;
 		return;
 	}
-	n = stallcap_unwind_kernel(task, regs, ips, flags);
+	if (task == current)
+		n = stallcap_unwind_kernel(task, regs, ips, flags);
+	else
+		n = stallcap_unwind_off_cpu(task, ips, flags);
 	stallcap_sec_end(wr, STALLCAP_SEC_KERNEL_IPS,
 			 sizeof(struct stallcap_section) + 8 * n);
 }

@@ -6,10 +6,12 @@
  *
  * Safety against exit: the caller holds the watch's lock, which the exit
  * probe takes before the thread goes further in do_exit(), so the thread's
- * stack cannot be freed under the unwinder.  Against wake-up: the thread may
- * start running on another CPU while we read its stack; the ORC unwinder
- * stays within the stack's bounds, and the record says RACED when the thread
- * switched during the capture.
+ * stack cannot be freed under the unwinder.  Against wake-up: a sleeping
+ * thread is unwound with its pi_lock held, so it cannot be woken during the
+ * walk (stallcap_unwind_off_cpu()); a runnable one may start running on
+ * another CPU while we read its stack: the ORC unwinder stays within the
+ * stack's bounds, and the record says RACED when the thread switched during
+ * the capture.
  */
 #include <linux/sched.h>
 #include <linux/sched/task_stack.h>
@@ -36,6 +38,59 @@ u8 stallcap_task_off_cpu_state(struct task_struct *task)
 	if (state & (TASK_UNINTERRUPTIBLE | STALLCAP_TASK_RTLOCK_WAIT))
 		return STALLCAP_STATE_UNINTERRUPTIBLE;
 	return STALLCAP_STATE_SLEEPING;
+}
+
+/*
+ * A task that sleeps and is not on a CPU: try_to_wake_up() changes a
+ * sleeping state only under the task's pi_lock (TASK_WAKING is already on
+ * its way to a CPU).  It may still be queued: a dequeue the scheduler
+ * delays (6.12's EEVDF) keeps it so without letting it run; one preempted
+ * before it slept could run again unwoken, which unwind_must_stop() still
+ * watches for at each step.
+ */
+static bool asleep_and_held(struct task_struct *task)
+{
+	unsigned int state = stallcap_task_state(task);
+
+	if (state == TASK_RUNNING || state == TASK_WAKING)
+		return false;
+	/* pairs with the release in finish_task(), as in try_to_wake_up() */
+	return !smp_load_acquire(&task->on_cpu);
+}
+
+/**
+ * stallcap_unwind_off_cpu() - kernel return addresses of a task that is not
+ *	current and not on a CPU
+ * @task: the task (its stack must stay allocated: see the callers)
+ * @ips: output, room for STALLCAP_MAX_FRAMES
+ * @flags: STALLCAP_SAMPLE_KSTACK_TRUNC as for stallcap_unwind_kernel()
+ *
+ * Outside NMI context a sleeping task is unwound with its pi_lock held, the
+ * lock try_to_wake_up() takes first: it cannot be woken during the walk, so
+ * the stack is the one where it waits, unchanged, and a return trampoline
+ * on it (a kretprobe's) is looked up as for a blocked task.  A task that is
+ * runnable, or any task in NMI context, is unwound without it (a wake-up
+ * during the walk then stops it at a trampoline, see unwind_must_stop()).
+ *
+ * Context: any; not with @task's pi_lock or a runqueue lock held.
+ * Return: number of addresses stored.
+ */
+unsigned int stallcap_unwind_off_cpu(struct task_struct *task, u64 *ips,
+				     u32 *flags)
+{
+	unsigned long irqflags;
+	unsigned int n;
+
+	if (in_nmi())
+		return stallcap_unwind_kernel(task, NULL, ips, flags);
+	raw_spin_lock_irqsave(&task->pi_lock, irqflags);
+	if (!asleep_and_held(task)) {
+		raw_spin_unlock_irqrestore(&task->pi_lock, irqflags);
+		return stallcap_unwind_kernel(task, NULL, ips, flags);
+	}
+	n = stallcap_unwind_kernel(task, NULL, ips, flags);
+	raw_spin_unlock_irqrestore(&task->pi_lock, irqflags);
+	return n;
 }
 
 static unsigned long switch_count(struct task_struct *task)
@@ -69,7 +124,9 @@ u32 stallcap_capture_blocked(struct stallcap_watch *w,
 	s->path = STALLCAP_PATH_BLOCKED;
 	s->state = stallcap_task_off_cpu_state(task);
 	stallcap_put_kernel_ips(&wr, sess, task, NULL, &s->flags);
-	if (READ_ONCE(task->on_cpu) || switch_count(task) != switches)
+	/* woken, or switched in and out, while it was read */
+	if (READ_ONCE(task->on_cpu) || switch_count(task) != switches ||
+	    stallcap_task_off_cpu_state(task) != s->state)
 		s->flags |= STALLCAP_SAMPLE_RACED;
 	uregs = stallcap_user_regs_of(task, w->mm);
 	if (!uregs) {

@@ -17,6 +17,15 @@
 #include <linux/mm.h>
 #include <linux/sched.h>
 #include <linux/smp.h>
+#include <asm/processor.h>
+
+#ifndef STALLCAP_HAVE_USER_NOFAULT
+#error "stallcap needs Linux 5.10 or later (copy_from_user_nofault(), 5.8, among others)"
+#endif
+
+#ifdef STALLCAP_NO_TASK_WORK_EXPORT
+#error "this kernel does not export task_work_add() to modules (Debian's and Ubuntu's do): stallcap needs it"
+#endif
 
 /* task->state became task->__state, an unsigned int (5.14). */
 static inline unsigned int stallcap_task_state(const struct task_struct *task)
@@ -277,6 +286,24 @@ static inline bool stallcap_task_has_rethooks(struct task_struct *task)
 #else
 	return false;
 #endif
+}
+
+/*
+ * May current's user memory be read without faulting now?  Outside NMI
+ * context, yes.  In it, only while the loaded page tables are current's: an
+ * NMI inside a context switch, after the next task's page tables are loaded
+ * and before current changes, would read the next process's memory.
+ * copy_from_user_nofault() checks this itself (nmi_uaccess_okay()) only in
+ * newer kernels (not in 6.1's mm/maccess.c, nor 5.10's), and
+ * nmi_uaccess_okay() is not exported, so CR3 is compared here.
+ */
+static inline bool stallcap_user_access_okay(void)
+{
+	struct mm_struct *mm = current->mm;
+
+	if (!in_nmi())
+		return true;
+	return mm && read_cr3_pa() == __pa(mm->pgd);
 }
 
 #endif /* STALLCAP_COMPAT_H */

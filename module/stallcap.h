@@ -518,6 +518,8 @@ unsigned int stallcap_walk_user_frames(const struct pt_regs *uregs, u64 *ips,
 				       u32 *flags, bool may_fault);
 unsigned int stallcap_unwind_kernel(struct task_struct *task,
 				    struct pt_regs *regs, u64 *ips, u32 *flags);
+unsigned int stallcap_unwind_off_cpu(struct task_struct *task, u64 *ips,
+				     u32 *flags);
 struct pt_regs *stallcap_user_regs_of(struct task_struct *task,
 				      const struct mm_struct *mm);
 u8 stallcap_task_off_cpu_state(struct task_struct *task);
@@ -653,6 +655,8 @@ int stallcap_attach(struct stallcap_session *sess,
 int stallcap_detach(struct stallcap_session *sess, unsigned long pid);
 void stallcap_attach_release(struct stallcap_session *sess);
 int stallcap_attach_init(void);
+int stallcap_attach_permitted(struct task_struct *task);
+void stallcap_attach_perm_init(void);
 void stallcap_attach_exit(void);
 void stallcap_attach_watch_event(struct stallcap_watch *w, u32 event);
 void stallcap_attach_missed(const struct stallcap_attach_ent *a,

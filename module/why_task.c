@@ -175,7 +175,7 @@ static unsigned int owner_kernel_frames(struct task_struct *task, u64 *ips)
 	rcu_read_lock();
 	if (!READ_ONCE(task->on_cpu) && !(READ_ONCE(task->flags) & PF_EXITING) &&
 	    task_stack_page(task)) {
-		n = stallcap_unwind_kernel(task, NULL, ips, &dummy);
+		n = stallcap_unwind_off_cpu(task, ips, &dummy);
 		if (READ_ONCE(task->on_cpu) ||
 		    (READ_ONCE(task->flags) & PF_EXITING))
 			n = 0;

@@ -42,8 +42,11 @@
 #include <linux/sched/clock.h>
 #include <linux/string.h>
 #include <asm/hardirq.h>
-#ifdef CONFIG_KVM_GUEST
+#include <asm/cpufeature.h>
 #include <asm/kvm_para.h>
+#include <asm/processor.h>
+#ifdef STALLCAP_HAVE_CPUID_API
+#include <asm/cpuid/api.h>	/* 6.15: cpuid() left asm/processor.h */
 #endif
 
 #include "compat.h"
@@ -66,12 +69,46 @@ static bool delayacct_enabled __read_mostly;
 static unsigned long delayacct_read_at;
 static bool delayacct_read_once;
 
+#ifndef KVM_SIGNATURE	/* not in 5.10's uapi/asm/kvm_para.h */
+#define KVM_SIGNATURE "KVMKVMKVM\0\0\0"
+#endif
+
+/*
+ * Steal time is accounted into cpustat by a paravirtual kernel whose KVM
+ * host offers it (kvm_guest_init()).  kvm_para_has_feature() calls a
+ * function no kernel exports, so the hypervisor's CPUID leaves are read
+ * here, once, from process context (stallcap_times_refresh()).
+ */
+static bool kvm_steal_time_offered(void)
+{
+	u32 base, eax, sig[3];
+
+	if (!IS_ENABLED(CONFIG_PARAVIRT) || !IS_ENABLED(CONFIG_KVM_GUEST) ||
+	    !boot_cpu_has(X86_FEATURE_HYPERVISOR))
+		return false;
+	for (base = 0x40000000; base < 0x40010000; base += 0x100) {
+		cpuid(base, &eax, &sig[0], &sig[1], &sig[2]);
+		if (!memcmp(sig, KVM_SIGNATURE, sizeof(sig)))
+			return cpuid_eax(base | KVM_CPUID_FEATURES) &
+			       BIT(KVM_FEATURE_STEAL_TIME);
+	}
+	return false;
+}
+
+static bool steal_clock;	/* kvm_steal_time_offered(), once */
+static bool steal_clock_known;
+
+static bool have_steal_clock(void)
+{
+	return READ_ONCE(steal_clock);
+}
+
 /**
  * stallcap_times_refresh() - re-read kernel.task_delayacct (at most 1/s)
  *
  * Context: process context (ARM), may sleep.  A missing or unreadable
  * sysctl (no /proc/sys in this mount namespace) leaves delay accounting
- * marked unavailable.
+ * marked unavailable.  Also reads, once, whether steal time is accounted.
  */
 void stallcap_times_refresh(void)
 {
@@ -79,8 +116,20 @@ void stallcap_times_refresh(void)
 	char buf[4] = "";
 	loff_t pos = 0;
 
+	if (!READ_ONCE(steal_clock_known)) {
+		WRITE_ONCE(steal_clock, kvm_steal_time_offered());
+		WRITE_ONCE(steal_clock_known, true);
+	}
 	if (!IS_ENABLED(CONFIG_TASK_DELAY_ACCT))
 		return;
+#ifndef STALLCAP_HAVE_DELAYACCT_SYSCTL
+	/*
+	 * Before 5.14 there is no sysctl: accounting is on unless the kernel
+	 * was booted with nodelayacct, which leaves every task->delays NULL.
+	 */
+	WRITE_ONCE(delayacct_enabled, true);
+	return;
+#endif
 	if (READ_ONCE(delayacct_read_once) &&
 	    time_before(jiffies, READ_ONCE(delayacct_read_at) + HZ))
 		return;
@@ -133,16 +182,6 @@ static void snap_sched_info(struct task_struct *task,
 			sn->run_delay += now - queued;
 	}
 	sn->valid |= BIT_OF(RUN_DELAY);
-#endif
-}
-
-static bool have_steal_clock(void)
-{
-#if defined(CONFIG_PARAVIRT_TIME_ACCOUNTING) && defined(CONFIG_KVM_GUEST)
-	return kvm_para_available() &&
-	       kvm_para_has_feature(KVM_FEATURE_STEAL_TIME);
-#else
-	return false;
 #endif
 }
 

@@ -20,6 +20,7 @@
 #include <linux/io_uring.h>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -215,8 +216,69 @@ static void *park_thread(void *arg)
 }
 
 /*
+ * Blocked captures during wake-ups: busy periods of 20 ms made of futex
+ * waits, busy for a plain attach (sampled at T, 2T, 4T... of each period)
+ * and probed by a PARK one (a return trampoline on the thread's stack),
+ * while a waker thread on the other CPU wakes the waiter about every ms,
+ * so that wake-ups from another CPU fall inside captures of the sleeping
+ * thread.
+ */
+#define WAKE_DEADLINE	SC_MS(2)
+#define WAKE_PERIODS	60
+
+static volatile int waking;
+
+static void pin_to(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
+static void *waker_thread(void *arg)
+{
+	struct timespec nap = { 0, 700 * 1000 };
+
+	(void)arg;
+	pin_to(1);
+	while (waking) {
+		syscall(SYS_futex, &park_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+		nanosleep(&nap, NULL);
+	}
+	return NULL;
+}
+
+static void *wake_thread(void *arg)
+{
+	int *tid_pipe = arg;
+	pid_t tid = sc_gettid();
+	pthread_t waker;
+
+	pin_to(0);
+	if (write(tid_pipe[1], &tid, sizeof(tid)) != sizeof(tid))
+		return NULL;
+	park_futex_wait(SC_MS(1));	/* the PARK watch */
+	waking = 1;
+	if (pthread_create(&waker, NULL, waker_thread, NULL))
+		return NULL;
+	for (int p = 0; p < WAKE_PERIODS; p++) {
+		uint64_t end = sc_now_ns() + SC_MS(20);
+
+		poll(NULL, 0, 0);	/* a busy period starts */
+		while (sc_now_ns() < end)
+			park_futex_wait(SC_MS(1));
+	}
+	poll(NULL, 0, 0);
+	waking = 0;
+	pthread_join(waker, NULL);
+	return NULL;
+}
+
+/*
  * The child: waits for "go" ('u': the io_uring loop, 'p': the parked
- * worker), runs a loop thread.
+ * worker, 'w': futex waits woken by their timeouts), runs a loop thread.
  */
 static void child_main(int go_fd, int *tid_pipe)
 {
@@ -230,6 +292,8 @@ static void child_main(int go_fd, int *tid_pipe)
 		fn = uring_thread;
 	else if (c == 'p')
 		fn = park_thread;
+	else if (c == 'w')
+		fn = wake_thread;
 	if (pthread_create(&t, NULL, fn, tid_pipe))
 		_exit(3);
 	pthread_join(t, NULL);
@@ -458,6 +522,134 @@ TEST_F(attach, park_futex_waits_and_sleeps_are_idle)
 	sc_session_close(&other);
 }
 
+/*
+ * The plain session captures the thread blocked in a futex wait that the
+ * PARK session probes, many times, while another CPU wakes it: the sleeping
+ * thread is unwound held asleep (its pi_lock), so no wake-up meets the
+ * unwinder at the kretprobe's trampoline (the kernel warned there once, a
+ * failure of the harness's splat check) and a sleeping thread's kernel
+ * stack is whole, down to the system call's entry.
+ */
+TEST_F(attach, blocked_captures_during_wakeups)
+{
+	unsigned int sleeping = 0, whole = 0;
+	struct sc_session other;
+	pid_t tid;
+	int status;
+
+	if (!(self->s.info.features & STALLCAP_FEAT_ATTACH_PARK))
+		SKIP(return, "the module has no STALLCAP_ATTACH_PARK");
+	ASSERT_EQ(0, sc_session_setup(&other, NULL));
+	ASSERT_EQ(0, attach(self->s.fd, self->child, DEADLINE,
+			    STALLCAP_ATTACH_PARK));
+	ASSERT_EQ(0, attach(other.fd, self->child, WAKE_DEADLINE, 0));
+	ASSERT_EQ(1, write(self->go[1], "w", 1));
+	ASSERT_EQ(sizeof(tid), read(self->tid_pipe[0], &tid, sizeof(tid)));
+	ASSERT_EQ(self->child, waitpid(self->child, &status, 0));
+	self->child = 0;
+	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	ASSERT_LE(1, sc_ring_collect(&other, &self->rs, STALLCAP_REC_STALL_END,
+				     WAKE_PERIODS / 2, SC_WAIT_MS)) TH_LOG("%s", self->rs.err);
+	sc_ring_drain(&other, &self->rs);
+	for (size_t i = 0; i < self->rs.n; i++) {
+		const struct stallcap_sample *x = (const void *)self->rs.rec[i];
+
+		if (x->hdr.type != STALLCAP_REC_SAMPLE || x->tid != (__u32)tid ||
+		    x->state != STALLCAP_STATE_SLEEPING ||
+		    (x->flags & STALLCAP_SAMPLE_RACED))
+			continue;
+		sleeping++;
+		whole += !(x->flags & STALLCAP_SAMPLE_KSTACK_TRUNC) &&
+			 sc_nk(x) > 3;
+	}
+	TH_LOG("%u samples asleep in the futex wait, %u with a whole kernel stack",
+	       sleeping, whole);
+	EXPECT_LE(WAKE_PERIODS / 6, sleeping);
+	EXPECT_EQ(whole, sleeping);
+	sc_session_close(&other);
+}
+
+/* read (@set < 0) or set the parameter own_ptrace_rules; its old value */
+static int own_rules(int set)
+{
+	const char *path = "/sys/module/stallcap/parameters/own_ptrace_rules";
+	char c = 0;
+	int fd = open(path, O_RDWR);
+
+	if (fd < 0 || read(fd, &c, 1) != 1)
+		c = 0;
+	if (fd >= 0 && set >= 0 && pwrite(fd, set ? "Y" : "N", 1, 0) != 1)
+		c = 0;
+	if (fd >= 0)
+		close(fd);
+	return c == 'Y' ? 1 : c == 'N' ? 0 : -1;
+}
+
+/*
+ * Dumpability out of the module's reach (Linux 7.x keeps it in the task's
+ * exec state): its own rules then let only CAP_SYS_PTRACE attach.
+ */
+static bool dumpability_hidden(void)
+{
+	FILE *f = fopen("/proc/kallsyms", "r");
+	char line[256];
+	bool found = false;
+
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strstr(line, " task_exec_state_get_dumpable") != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/*
+ * As nobody, attach to: root's process (0, the parent), a child of nobody's
+ * own (1), the same child made not dumpable (2).  Exits 0 when the answer is
+ * right: -EPERM, 0 (-EPERM with @own_blind), -EPERM.
+ */
+static int as_nobody(int fd, int what, bool own_blind)
+{
+	int status, go[2];
+	pid_t p, t;
+
+	if (pipe(go))
+		return 20;
+	p = fork();
+	if (p < 0)
+		return 21;
+	if (!p) {
+		int want = what == 1 && !own_blind ? 0 : -EPERM, ret;
+		char c;
+
+		if (setgid(65534) || setuid(65534))
+			_exit(10);
+		if (!what)
+			_exit(attach(fd, getppid(), DEADLINE, 0) == want ? 0 : 11);
+		t = fork();
+		if (!t) {
+			/* setuid() left it not dumpable: made so again */
+			prctl(PR_SET_DUMPABLE, what == 1);
+			if (write(go[1], "r", 1) != 1)
+				_exit(1);
+			pause();
+			_exit(0);
+		}
+		if (t < 0 || read(go[0], &c, 1) != 1)
+			_exit(12);
+		ret = attach(fd, t, DEADLINE, 0);
+		if (!ret)
+			ioctl(fd, STALLCAP_IOC_DETACH, t);
+		kill(t, SIGKILL);
+		waitpid(t, NULL, 0);
+		_exit(ret == want ? 0 : 13);
+	}
+	close(go[0]);
+	close(go[1]);
+	if (waitpid(p, &status, 0) != p || !WIFEXITED(status))
+		return 22;
+	return WEXITSTATUS(status);
+}
+
 TEST_F(attach, errors)
 {
 	struct stallcap_attach a = {
@@ -480,19 +672,25 @@ TEST_F(attach, errors)
 	EXPECT_EQ(-1, ioctl(self->s.fd, STALLCAP_IOC_DETACH, self->child));
 	EXPECT_EQ(ENOENT, errno);
 
-	/* a user may not attach to root's process */
+	/* the ptrace rules, by the kernel's function and by the module's copy */
 	if (!geteuid()) {
-		pid_t p = fork();
-		int status;
+		int was = own_rules(-1);
 
-		ASSERT_LE(0, p);
-		if (!p) {
-			if (setgid(65534) || setuid(65534))
-				_exit(10);
-			_exit(attach(self->s.fd, getppid(), DEADLINE, 0) == -EPERM ? 0 : 11);
+		ASSERT_LE(0, was) TH_LOG("no parameter own_ptrace_rules");
+		bool blind = dumpability_hidden();
+
+		for (int own = 0; own < 2; own++) {
+			const char *how = own ? "the module's rules" : "the kernel's";
+
+			ASSERT_EQ(0, own_rules(own));
+			EXPECT_EQ(0, as_nobody(self->s.fd, 0, false))
+				TH_LOG("%s: nobody attached to root's process", how);
+			EXPECT_EQ(0, as_nobody(self->s.fd, 1, own && blind))
+				TH_LOG("%s: nobody's attach to its own process (not) permitted", how);
+			EXPECT_EQ(0, as_nobody(self->s.fd, 2, false))
+				TH_LOG("%s: nobody attached to its process that is not dumpable", how);
 		}
-		ASSERT_EQ(p, waitpid(p, &status, 0));
-		EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("nobody attached to root's process");
+		own_rules(was);
 	}
 	/* DETACH by pid */
 	ASSERT_EQ(0, attach(self->s.fd, self->child, DEADLINE, STALLCAP_ATTACH_CPUTIME));

@@ -218,7 +218,10 @@ struct stallcap_arm {
  * Errors: ESRCH (no such process), EPERM/EACCES (the caller may not
  * ptrace-attach to it, as for perf -p: other user, set-user-ID, no
  * CAP_SYS_PTRACE), EEXIST (already attached in this session), ERANGE (as for
- * ARM), ENOSPC (max_watches_per_user).
+ * ARM), ENOSPC (max_watches_per_user), EOPNOTSUPP (the kernel cannot probe
+ * the wait calls: no kretprobes, STALLCAP_FEAT_ATTACH unset).  Where the
+ * kernel checks indirect branches (kernel IBT, clang CFI) the module applies
+ * the ptrace credential and dumpability rules itself, without the LSMs.
  */
 struct stallcap_attach {
 	__u32 size;
@@ -700,7 +703,7 @@ struct stallcap_rec_header {
 #define STALLCAP_SAMPLE_USTACK_FAULT	(1U << 6) /* FP walk hit unreadable memory */
 #define STALLCAP_SAMPLE_COPY_PARTIAL	(1U << 7) /* raw copy shorter than asked */
 #define STALLCAP_SAMPLE_KADDR_HIDDEN	(1U << 8) /* kernel frames left out */
-#define STALLCAP_SAMPLE_RACED		(1U << 9) /* blocked thread ran during capture */
+#define STALLCAP_SAMPLE_RACED		(1U << 9) /* blocked thread woke or ran during capture */
 #define STALLCAP_SAMPLE_MIGRATED	(1U << 10) /* retries exhausted, read remotely */
 #define STALLCAP_SAMPLE_DEFER_PENDING	(1U << 11) /* a USER_STACK record will follow */
 #define STALLCAP_SAMPLE_NO_USER		(1U << 12) /* no user context (kthread/exit) */

@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stallcap attach permission: as perf -p, the reader must be allowed to
+ * ptrace-attach the target (PTRACE_MODE_ATTACH_REALCREDS).
+ *
+ * ptrace_may_access() is not exported to modules.  Its address is found
+ * once through a kprobe registered on it and removed at once, and it is
+ * called through that address, so that the kernel's own policy applies
+ * (credentials, dumpability, Yama and the other LSMs).  That indirect call
+ * is not made where the kernel checks indirect branches: with kernel IBT
+ * enforced, the probe's address is past the function's ENDBR (or the ENDBR
+ * was sealed at boot, the function's address being never taken) and the
+ * call would end in a control-protection BUG(); a clang CFI kernel checks
+ * the callee's type hash the same way.  There, and when the parameter
+ * own_ptrace_rules is set, the module applies the kernel's ptrace rules
+ * itself (__ptrace_may_access() without its LSM hook): the caller's real
+ * uid and gid equal to all of the target's, or CAP_SYS_PTRACE in the
+ * target's user namespace; and a target that is not dumpable needs
+ * CAP_SYS_PTRACE in its mm's user namespace (where the module cannot read
+ * dumpability, always CAP_SYS_PTRACE: see owner_may_trace()).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/capability.h>
+#include <linux/cred.h>
+#include <linux/kprobes.h>
+#include <linux/module.h>
+#include <linux/ptrace.h>
+#include <linux/sched/coredump.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/task.h>
+#include <asm/cpufeature.h>
+
+#include "stallcap.h"
+
+static bool own_ptrace_rules;
+module_param(own_ptrace_rules, bool, 0644);
+MODULE_PARM_DESC(own_ptrace_rules,
+		 "Decide who may attach with the module's copy of the kernel's ptrace credential rules, without the LSMs (default off; set at load where indirect branches are checked: kernel IBT, clang CFI)");
+
+typedef bool (*ptrace_may_access_t)(struct task_struct *task, unsigned int mode);
+static ptrace_may_access_t may_access;
+
+static bool indirect_calls_checked(void)
+{
+	if (IS_ENABLED(CONFIG_CFI_CLANG))
+		return true;
+#ifdef X86_FEATURE_IBT
+	if (cpu_feature_enabled(X86_FEATURE_IBT))
+		return true;
+#endif
+	return false;
+}
+
+/* the caller's real ids equal to every id of @tcred (RCU held) */
+static bool same_ids(const struct cred *cred, const struct cred *tcred)
+{
+	return uid_eq(cred->uid, tcred->euid) &&
+	       uid_eq(cred->uid, tcred->suid) &&
+	       uid_eq(cred->uid, tcred->uid) &&
+	       gid_eq(cred->gid, tcred->egid) &&
+	       gid_eq(cred->gid, tcred->sgid) &&
+	       gid_eq(cred->gid, tcred->gid);
+}
+
+/*
+ * Is @task's process dumpable by its owner (task_lock held)?  Since Linux
+ * 7.x dumpability is kept in the task's exec state, opaque to modules and
+ * read by a function that is not exported: there only CAP_SYS_PTRACE in
+ * the initial user namespace permits (a process that made itself not
+ * dumpable, as ssh-agent does, must never be read by its owner).
+ */
+static bool owner_may_trace(struct task_struct *task)
+{
+#ifdef STALLCAP_HAVE_EXEC_STATE_DUMPABLE
+	return ns_capable(&init_user_ns, CAP_SYS_PTRACE);
+#else
+	struct mm_struct *mm = task->mm;
+
+	if (!mm)
+		return ns_capable(&init_user_ns, CAP_SYS_PTRACE);
+	return get_dumpable(mm) == SUID_DUMP_USER ||
+	       ns_capable(mm->user_ns, CAP_SYS_PTRACE);
+#endif
+}
+
+/* __ptrace_may_access(PTRACE_MODE_ATTACH_REALCREDS), LSMs aside */
+static int own_rules_permit(struct task_struct *task)
+{
+	bool ok;
+
+	if (same_thread_group(task, current))
+		return 0;
+	rcu_read_lock();
+	ok = same_ids(current_cred(), __task_cred(task)) ||
+	     ns_capable(__task_cred(task)->user_ns, CAP_SYS_PTRACE);
+	rcu_read_unlock();
+	if (!ok)
+		return -EPERM;
+	/* dumpability after the credentials: pairs with commit_creds() */
+	smp_rmb();
+	task_lock(task);
+	ok = owner_may_trace(task);
+	task_unlock(task);
+	return ok ? 0 : -EPERM;
+}
+
+/**
+ * stallcap_attach_permitted() - may current attach to @task's process?
+ * @task: the process's leader (reference held)
+ *
+ * Context: process.  Return: 0, or -EPERM.
+ */
+int stallcap_attach_permitted(struct task_struct *task)
+{
+	if (READ_ONCE(own_ptrace_rules) || !may_access)
+		return own_rules_permit(task);
+	/* it takes task_lock() itself */
+	return may_access(task, PTRACE_MODE_ATTACH_REALCREDS) ? 0 : -EPERM;
+}
+
+/** stallcap_attach_perm_init() - find ptrace_may_access() where it may be called */
+void stallcap_attach_perm_init(void)
+{
+	struct kprobe kp = { .symbol_name = "ptrace_may_access" };
+
+	if (indirect_calls_checked()) {
+		own_ptrace_rules = true;
+		pr_info("indirect branches are checked: attach permission by the ptrace rules without the LSMs\n");
+		return;
+	}
+	if (register_kprobe(&kp)) {
+		pr_info("ptrace_may_access not found: attach permission by the ptrace rules without the LSMs\n");
+		return;
+	}
+	may_access = (ptrace_may_access_t)kp.addr;
+	unregister_kprobe(&kp);
+}
