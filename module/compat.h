@@ -19,14 +19,6 @@
 #include <linux/smp.h>
 #include <asm/processor.h>
 
-#ifndef STALLCAP_HAVE_USER_NOFAULT
-#error "stallcap needs Linux 5.10 or later (copy_from_user_nofault(), 5.8, among others)"
-#endif
-
-#ifdef STALLCAP_NO_TASK_WORK_EXPORT
-#error "this kernel does not export task_work_add() to modules (Debian's and Ubuntu's do): stallcap needs it"
-#endif
-
 /* task->state became task->__state, an unsigned int (5.14). */
 static inline unsigned int stallcap_task_state(const struct task_struct *task)
 {

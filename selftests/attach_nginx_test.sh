@@ -47,12 +47,8 @@ stallcap record --deadline 100ms -o "$work/nginx.data" -- \
 	nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" >"$work/record.out" 2>&1 &
 rec=$!
 get() { printf 'GET / HTTP/1.0\r\nX-Pad: %s\r\n\r\n' "$1" | nc 127.0.0.1 "$port" 2>/dev/null; }
-i=0
-until get x | grep -q '^ok'; do
-	i=$((i + 1))
-	[ "$i" -lt 300 ] || break
-	sleep 0.1
-done
+answers() { get x | grep -q '^ok'; }
+wait_until answers
 check "nginx answers" sh -c "printf 'GET / HTTP/1.0\r\n\r\n' | nc 127.0.0.1 $port | grep -q '^ok'"
 master=$(cat "$work/nginx/nginx.pid")
 # the children of the master (no pgrep in the guest)

@@ -47,12 +47,8 @@ ask() { echo "$1" | nc 127.0.0.1 "$port" 2>/dev/null; }
 stallcap record --deadline 100ms -o "$work/py.data" -- \
 	python3 "$work/server.py" "$port" >"$work/record.out" 2>&1 &
 rec=$!
-i=0
-until ask ping | grep -q '^ok'; do
-	i=$((i + 1))
-	[ "$i" -lt 300 ] || break
-	sleep 0.1
-done
+answers() { ask ping | grep -q '^ok'; }
+wait_until answers
 check "the asyncio server answers" sh -c "echo ping | nc 127.0.0.1 $port | grep -q '^ok'"
 py=$(pidof python3 || pidof python3.11)
 # each stall comes after 1.5 s of waiting in epoll: a stall's time

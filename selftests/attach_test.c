@@ -465,6 +465,30 @@ static unsigned int samples_of(const struct sc_records *rs, pid_t tid,
 	return n;
 }
 
+/*
+ * A PARK attach of the child in the fixture's session and a plain one (its
+ * deadline @plain) in @other, opened here; the child runs command @cmd to
+ * its end.  Return: the tid of the child's thread.
+ */
+static pid_t park_and_plain(struct __test_metadata *_metadata,
+			    FIXTURE_DATA(attach) *self, struct sc_session *other,
+			    char cmd, uint64_t plain)
+{
+	pid_t tid;
+	int status;
+
+	ASSERT_EQ(0, sc_session_setup(other, NULL));
+	ASSERT_EQ(0, attach(self->s.fd, self->child, DEADLINE,
+			    STALLCAP_ATTACH_PARK));
+	ASSERT_EQ(0, attach(other->fd, self->child, plain, 0));
+	ASSERT_EQ(1, write(self->go[1], &cmd, 1));
+	ASSERT_EQ(sizeof(tid), read(self->tid_pipe[0], &tid, sizeof(tid)));
+	ASSERT_EQ(self->child, waitpid(self->child, &status, 0));
+	self->child = 0;
+	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	return tid;
+}
+
 TEST_F(attach, park_futex_waits_and_sleeps_are_idle)
 {
 	const struct stallcap_sample *r, *u, *b;
@@ -473,19 +497,10 @@ TEST_F(attach, park_futex_waits_and_sleeps_are_idle)
 	struct sc_records ors = { 0 };
 	unsigned int n, in_stall;
 	pid_t tid;
-	int status;
 
 	if (!(self->s.info.features & STALLCAP_FEAT_ATTACH_PARK))
 		SKIP(return, "the module has no STALLCAP_ATTACH_PARK");
-	ASSERT_EQ(0, sc_session_setup(&other, NULL));
-	ASSERT_EQ(0, attach(self->s.fd, self->child, DEADLINE,
-			    STALLCAP_ATTACH_PARK));
-	ASSERT_EQ(0, attach(other.fd, self->child, DEADLINE, 0));
-	ASSERT_EQ(1, write(self->go[1], "p", 1));
-	ASSERT_EQ(sizeof(tid), read(self->tid_pipe[0], &tid, sizeof(tid)));
-	ASSERT_EQ(self->child, waitpid(self->child, &status, 0));
-	self->child = 0;
-	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	tid = park_and_plain(_metadata, self, &other, 'p', DEADLINE);
 	ASSERT_LE(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_STALL_END,
 				     1, SC_WAIT_MS)) TH_LOG("no stall: %s", self->rs.err);
 	sc_ring_drain(&self->s, &self->rs);
@@ -535,19 +550,10 @@ TEST_F(attach, blocked_captures_during_wakeups)
 	unsigned int sleeping = 0, whole = 0;
 	struct sc_session other;
 	pid_t tid;
-	int status;
 
 	if (!(self->s.info.features & STALLCAP_FEAT_ATTACH_PARK))
 		SKIP(return, "the module has no STALLCAP_ATTACH_PARK");
-	ASSERT_EQ(0, sc_session_setup(&other, NULL));
-	ASSERT_EQ(0, attach(self->s.fd, self->child, DEADLINE,
-			    STALLCAP_ATTACH_PARK));
-	ASSERT_EQ(0, attach(other.fd, self->child, WAKE_DEADLINE, 0));
-	ASSERT_EQ(1, write(self->go[1], "w", 1));
-	ASSERT_EQ(sizeof(tid), read(self->tid_pipe[0], &tid, sizeof(tid)));
-	ASSERT_EQ(self->child, waitpid(self->child, &status, 0));
-	self->child = 0;
-	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	tid = park_and_plain(_metadata, self, &other, 'w', WAKE_DEADLINE);
 	ASSERT_LE(1, sc_ring_collect(&other, &self->rs, STALLCAP_REC_STALL_END,
 				     WAKE_PERIODS / 2, SC_WAIT_MS)) TH_LOG("%s", self->rs.err);
 	sc_ring_drain(&other, &self->rs);

@@ -19,6 +19,16 @@ need() {
 	[ -c /dev/stallcap ] || { echo "1..0 # SKIP no /dev/stallcap"; exit 4; }
 }
 
+# wait_until CMD...: runs CMD every 0.1 s until it succeeds, 30 s at most
+wait_until() {
+	i=0
+	until "$@"; do
+		i=$((i + 1))
+		[ "$i" -lt 300 ] || return 1
+		sleep 0.1
+	done
+}
+
 # reading ERRFILE: a `stallcap ... -v` reader writing ERRFILE says it reads
 # records (after the kernel's symbols); waits up to 60 s for it
 reading() {
