@@ -145,13 +145,21 @@ static void wait_of(struct task_struct *task, struct why_wait *ww)
 	ww->uaddr = regs.di;
 }
 
+/*
+ * The task of thread id @tid in @waiter's pid namespace.  A waiter that
+ * exited and was reaped meanwhile has no pid left, hence no namespace
+ * (task_active_pid_ns() is NULL: 7.2-rt's CI oopsed in idr_find() there).
+ */
 static struct task_struct *task_by_tid(struct task_struct *waiter, pid_t tid)
 {
 	struct task_struct *t = NULL;
-	struct pid *pid;
+	struct pid_namespace *ns;
+	struct pid *pid = NULL;
 
 	rcu_read_lock();
-	pid = find_pid_ns(tid, task_active_pid_ns(waiter));
+	ns = task_active_pid_ns(waiter);
+	if (ns)
+		pid = find_pid_ns(tid, ns);
 	if (pid)
 		t = pid_task(pid, PIDTYPE_PID);
 	if (t)
