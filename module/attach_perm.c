@@ -87,13 +87,15 @@ static bool owner_may_trace(struct task_struct *task)
 /* __ptrace_may_access(PTRACE_MODE_ATTACH_REALCREDS), LSMs aside */
 static int own_rules_permit(struct task_struct *task)
 {
+	const struct cred *tcred;
 	bool ok;
 
 	if (same_thread_group(task, current))
 		return 0;
 	rcu_read_lock();
-	ok = same_ids(current_cred(), __task_cred(task)) ||
-	     ns_capable(__task_cred(task)->user_ns, CAP_SYS_PTRACE);
+	tcred = __task_cred(task);
+	ok = same_ids(current_cred(), tcred) ||
+	     ns_capable(tcred->user_ns, CAP_SYS_PTRACE);
 	rcu_read_unlock();
 	if (!ok)
 		return -EPERM;

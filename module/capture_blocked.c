@@ -81,16 +81,16 @@ unsigned int stallcap_unwind_off_cpu(struct task_struct *task, u64 *ips,
 	unsigned long irqflags;
 	unsigned int n;
 
-	if (in_nmi())
-		return stallcap_unwind_kernel(task, NULL, ips, flags);
-	raw_spin_lock_irqsave(&task->pi_lock, irqflags);
-	if (!asleep_and_held(task)) {
+	if (!in_nmi()) {
+		raw_spin_lock_irqsave(&task->pi_lock, irqflags);
+		if (asleep_and_held(task)) {
+			n = stallcap_unwind_kernel(task, NULL, ips, flags);
+			raw_spin_unlock_irqrestore(&task->pi_lock, irqflags);
+			return n;
+		}
 		raw_spin_unlock_irqrestore(&task->pi_lock, irqflags);
-		return stallcap_unwind_kernel(task, NULL, ips, flags);
 	}
-	n = stallcap_unwind_kernel(task, NULL, ips, flags);
-	raw_spin_unlock_irqrestore(&task->pi_lock, irqflags);
-	return n;
+	return stallcap_unwind_kernel(task, NULL, ips, flags);
 }
 
 static unsigned long switch_count(struct task_struct *task)
