@@ -196,6 +196,19 @@ static bool unwind_must_stop(struct task_struct *task)
 	       stallcap_task_has_rethooks(task);
 }
 
+/*
+ * Did the unwind of a thread's kernel stack end on an error before it reached
+ * the registers of its entry from user mode?  (Before 5.16 the ORC unwinder
+ * stops so at a kretprobe's trampoline, whose return address it cannot find.)
+ * An error it recovered from, reaching user mode after all, cut nothing.
+ */
+static bool unwind_ended_early(struct unwind_state *state)
+{
+	struct pt_regs *regs = unwind_get_entry_regs(state, NULL);
+
+	return unwind_error(state) && !(regs && user_mode(regs));
+}
+
 /**
  * stallcap_unwind_kernel() - kernel return addresses with the ORC unwinder
  * @task: the task (current, or a task that is not running)
@@ -230,6 +243,8 @@ unsigned int stallcap_unwind_kernel(struct task_struct *task,
 		}
 		ips[n++] = addr;
 	}
+	if (unwind_ended_early(&state))
+		*flags |= STALLCAP_SAMPLE_KSTACK_TRUNC;
 	return n;
 }
 

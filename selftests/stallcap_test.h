@@ -937,6 +937,27 @@ static inline bool sc_kstack_has(const struct sc_ksyms *ks, const struct stallca
 }
 
 /*
+ * Is @r's kernel stack whole: not cut (STALLCAP_SAMPLE_KSTACK_TRUNC), no
+ * kretprobe or rethook trampoline standing for a return address, and its
+ * outermost frame the system call's entry?
+ */
+static inline bool sc_kstack_whole_syscall(const struct sc_ksyms *ks,
+					   const struct stallcap_sample *r)
+{
+	static const char *const tramp[] = { "kretprobe_trampoline", "__kretprobe_trampoline",
+					     "arch_rethook_trampoline", "rethook_trampoline",
+					     NULL };
+	static const char *const entry[] = { "entry_SYSCALL_64", "do_syscall_64", NULL };
+	const __u64 *ip = sc_kernel_ips(r);
+
+	if ((r->flags & STALLCAP_SAMPLE_KSTACK_TRUNC) || sc_nk(r) < 2 ||
+	    sc_kstack_has(ks, r, tramp))
+		return false;
+	return sc_name_has_prefix(sc_ksym_name(ks, ip[sc_nk(r) - 1]), entry) ||
+	       sc_name_has_prefix(sc_ksym_name(ks, ip[sc_nk(r) - 1] - 1), entry);
+}
+
+/*
  * Is @r's kernel stack under an interrupt or exception entry (an asm_* entry
  * stub, or the way back to the interrupted context)?
  */

@@ -623,17 +623,6 @@ static void check_round(struct __test_metadata *_metadata,
 }
 
 /* rounds of 32 major faults served by FUSE: over 30 s on a slow debug guest */
-/* the running kernel is older than @major.@minor */
-static bool kernel_before(int major, int minor)
-{
-	struct utsname u;
-	int ma = 0, mi = 0;
-
-	if (uname(&u) || sscanf(u.release, "%d.%d", &ma, &mi) != 2)
-		return false;
-	return ma < major || (ma == major && mi < minor);
-}
-
 TEST_F_TIMEOUT(fault, major_faults_of_a_file_mapping, 180)
 {
 	const char *why = NULL;
@@ -653,7 +642,7 @@ TEST_F_TIMEOUT(fault, major_faults_of_a_file_mapping, 180)
 	}
 	/* before 5.14 there is no sysctl and accounting is on by default */
 	delayacct = read_int(DELAYACCT) == 1 ||
-		    (access(DELAYACCT, F_OK) && kernel_before(5, 14));
+		    (access(DELAYACCT, F_OK) && sc_kernel_before(5, 14));
 
 	/* a loaded TCG host may run the thread more than it waits: re-run */
 	for (attempt = 0; attempt < ROUNDS; attempt++) {
