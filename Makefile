@@ -9,7 +9,7 @@
 #   make check           deps, static checks, tools' unit tests, the selftests
 #                        on every kernel of KERNELS, harness self-check
 #   make check KERNELS="6.1"    a subset (names: 5.10 6.1 6.12 6.12-rt 7.2
-#                        7.2-rt debug); PACKAGES=0 skips the package test
+#                        7.2-rt 7.3 debug); PACKAGES=0 skips the package test
 #   make deps            install packages and the kernel matrix (idempotent)
 #   make static          checkpatch, sparse, uapi header as C/C++
 #   make vmtest          only the guests (KERNELS), no static checks
@@ -41,7 +41,7 @@ KDIR ?= $(firstword $(wildcard /lib/modules/$(KVER)/build) \
 	$(shell awk '$$1 == "6.12" { print "/lib/modules/" $$2 "/build" }' \
 		$(TOP)/.cache/kernels.list 2>/dev/null))
 
-KERNELS ?= 5.10 6.1 6.12 6.12-rt 7.2 7.2-rt debug
+KERNELS ?= 5.10 6.1 6.12 6.12-rt 7.2 7.2-rt 7.3 debug
 RUN_KERNEL ?= 6.12
 SELFCHECK ?= 1
 V ?= 0

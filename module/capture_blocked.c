@@ -115,7 +115,7 @@ u32 stallcap_capture_blocked(struct stallcap_watch *w,
 	struct task_struct *task = w->task;
 	unsigned long switches = switch_count(task);
 	struct stallcap_rec_writer wr;
-	struct pt_regs *uregs;
+	struct pt_regs *uregs, snap;
 	u64 *ips;
 
 	stallcap_sample_stamp(s);
@@ -124,22 +124,29 @@ u32 stallcap_capture_blocked(struct stallcap_watch *w,
 	s->path = STALLCAP_PATH_BLOCKED;
 	s->state = stallcap_task_off_cpu_state(task);
 	stallcap_put_kernel_ips(&wr, sess, task, NULL, &s->flags);
+	/*
+	 * The user registers are read once: a thread woken meanwhile may enter
+	 * the kernel again and rewrite them, and the record's registers and
+	 * its user frame 0 must be the same reading.
+	 */
+	uregs = stallcap_user_regs_of(task, w->mm);
+	if (uregs)
+		snap = *uregs;
 	/* woken, or switched in and out, while it was read */
 	if (READ_ONCE(task->on_cpu) || switch_count(task) != switches ||
 	    stallcap_task_off_cpu_state(task) != s->state)
 		s->flags |= STALLCAP_SAMPLE_RACED;
-	uregs = stallcap_user_regs_of(task, w->mm);
 	if (!uregs) {
 		s->flags |= STALLCAP_SAMPLE_NO_USER;
 		goto out;
 	}
-	stallcap_sec_put_regs(&wr, uregs);
+	stallcap_sec_put_regs(&wr, &snap);
 	ips = stallcap_sec_start(&wr) + sizeof(struct stallcap_section);
-	ips[0] = uregs->ip;
+	ips[0] = snap.ip;
 	stallcap_sec_end(&wr, STALLCAP_SEC_USER_IPS,
 			 sizeof(struct stallcap_section) + sizeof(*ips));
 	/* where the stack is, none of it copied: read in its own context */
-	stallcap_sec_put_stack(&wr, uregs->sp, 0);
+	stallcap_sec_put_stack(&wr, snap.sp, 0);
 	s->flags |= STALLCAP_SAMPLE_USTACK_REMOTE;
 	if (sess->cfg.user_stack_bytes)
 		s->flags |= STALLCAP_SAMPLE_COPY_PARTIAL;

@@ -13,6 +13,9 @@
 #include <linux/futex.h>
 #include <linux/hardirq.h>
 #include <linux/hrtimer.h>
+#ifdef STALLCAP_HAVE_HRTIMER_BASES
+#include <linux/hrtimer_bases.h>	/* 7.3: hrtimer_callback_running() */
+#endif
 #include <linux/irq_work.h>
 #include <linux/mm.h>
 #include <linux/sched.h>

@@ -89,7 +89,7 @@ host_build() {
 	done
 }
 
-read -r -a kernels <<<"${KERNELS:-5.10 6.1 6.12 6.12-rt 7.2 7.2-rt debug}"
+read -r -a kernels <<<"${KERNELS:-5.10 6.1 6.12 6.12-rt 7.2 7.2-rt 7.3 debug}"
 
 # The debug kernel (about 15 minutes of CPU on a fresh machine) builds in
 # the background at the lowest priority while the other steps run (the

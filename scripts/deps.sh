@@ -5,7 +5,8 @@
 #  - Debian packages (compilers, qemu, busybox, sparse, elfutils, ...);
 #  - the kernel matrix: newest 6.1 LTS, 6.12 LTS and 6.12 LTS PREEMPT_RT of
 #    Debian 12 (headers installed with apt, images unpacked into the cache);
-#    newest 5.10 of Debian 11 and 7.2 (and 7.2 PREEMPT_RT) of unstable, whose
+#    newest 5.10 of Debian 11, 7.2 (and 7.2 PREEMPT_RT) of unstable and 7.3 of
+#    trixie-backports, whose
 #    headers need their own suite's compiler: each suite gets a build root
 #    (scripts/kernel-root.sh, cached outside the tree), only for the kernels
 #    named in KERNELS when it is set;

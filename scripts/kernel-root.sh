@@ -3,7 +3,8 @@
 #
 # Kernels of other Debian suites than the machine's own (Debian 12): their
 # headers need that suite's compiler and C library (7.2 from sid: gcc-16,
-# glibc >= 2.38 for objtool; 5.10 from bullseye: gcc-10), so the module is
+# glibc >= 2.38 for objtool; 5.10 from bullseye: gcc-10; 7.3 from
+# trixie-backports: trixie's gcc-14 and glibc), so the module is
 # built for them inside a minimal root made by debootstrap from that suite.
 #
 #   scripts/kernel-root.sh names            the matrix names handled here
@@ -51,6 +52,7 @@ matrix() {
 	5.10	bullseye	^linux-headers-5\.10\.0-[0-9]+-amd64$
 	7.2	sid	^linux-headers-7\.2\.[0-9]+\+deb[0-9]+-amd64$
 	7.2-rt	sid	^linux-headers-7\.2\.[0-9]+\+deb[0-9]+-rt-amd64$
+	7.3	trixie-backports	^linux-headers-7\.3\.[0-9]+\+deb[0-9]+-amd64$
 	EOF
 }
 
@@ -149,8 +151,11 @@ make_root() {
 		case $old in *.done|*.log) continue ;; esac
 		$SUDO rm -rf --one-file-system "$old" "$old.done" "$old.log"
 	done
-	$SUDO debootstrap --variant=minbase --include="$(IFS=,; echo "${pkgs[*]}")" \
-		"$suite" "$out" "$(archive_uri)" >"$out.log" 2>&1 ||
+	# a backports suite has no base system: its release's, with it beside
+	local base=${suite%-backports} extra=()
+	[ "$base" = "$suite" ] || extra=(--extra-suites="$suite")
+	$SUDO debootstrap --variant=minbase "${extra[@]}" --include="$(IFS=,; echo "${pkgs[*]}")" \
+		"$base" "$out" "$(archive_uri)" >"$out.log" 2>&1 ||
 		{ tail -n 20 "$out.log" >&2; die "debootstrap of $suite failed, see $out.log"; }
 	for v in $vers; do
 		[ -e "$out/usr/src/linux-headers-$v/Makefile" ] || die "root lacks linux-headers-$v"

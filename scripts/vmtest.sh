@@ -19,7 +19,7 @@
 #                                        guest that times out (default 6.1)
 #
 # KERNEL is a name of .cache/kernels.list (6.1, 6.12, 6.12-rt: Debian 12's,
-# built on the host), of .cache/kernels-roots.list (5.10, 7.2, 7.2-rt: other
+# built on the host), of .cache/kernels-roots.list (5.10, 7.2, 7.2-rt, 7.3: other
 # suites', built in their debootstrap root, see scripts/kernel-root.sh), or
 # "debug" (scripts/debug-kernel.sh: lockdep, KASAN, kmemleak; built once,
 # ~15 min).
@@ -76,7 +76,7 @@ verbose=${V:-0}
 # report) over module paths the C selftests and the tool tests every kernel
 # keeps (tool_global, tool_why, capture_ipi) drive everywhere.  They run on
 # the production kernels of TOOL_KERNELS: the oldest (5.10) and the newest
-# (7.2); 6.1, 6.12, the PREEMPT_RT kernels and debug differ from those in
+# (7.3); 6.1, 6.12, 7.2, the PREEMPT_RT kernels and debug differ from those in
 # module paths only, which their C selftests drive.  tool_live reads a live
 # report's first printed block of a deadlocked thread, which on debug (3x
 # slower) was too often a sample taken before the thread slept in its futex
@@ -96,7 +96,7 @@ verbose=${V:-0}
 TOOL_TESTS=${TOOL_TESTS-tool_demo_test.sh tool_event_loop_test.sh tool_exited_test.sh \
 tool_dwarf_test.sh tool_newer_records_test.sh tool_ns_test.sh tool_inprocess_test.sh \
 tool_live_test.sh tool_kmod_test.sh}
-TOOL_KERNELS=${TOOL_KERNELS-5.10 7.2}
+TOOL_KERNELS=${TOOL_KERNELS-5.10 7.3}
 # Tests the debug kernel leaves to the others (see above).
 DEBUG_SKIP=${DEBUG_SKIP-}
 [ "$verbose" = 1 ] || verbose=0
@@ -117,7 +117,7 @@ if [ ${#kernels[@]} -eq 0 ]; then
 	case $mode in
 	run) kernels=("${RUN_KERNEL:-6.12}") ;;
 	selfcheck) kernels=("${SELFCHECK_KERNEL:-6.1}") ;;
-	*) read -r -a kernels <<<"${KERNELS:-5.10 6.1 6.12 6.12-rt 7.2 7.2-rt debug}" ;;
+	*) read -r -a kernels <<<"${KERNELS:-5.10 6.1 6.12 6.12-rt 7.2 7.2-rt 7.3 debug}" ;;
 	esac
 fi
 [ "$mode" = run ] && verbose=1
