@@ -108,7 +108,7 @@ done <"$kernels_list"
 # per cache like the others (delete .cache/kernels-roots.list to refresh).
 roots_list="$cache/kernels-roots.list"
 want=()
-for name in $("$top/scripts/kernel-root.sh" names); do
+for name in $("$top/scripts/kernel-root.sh" names ${KERNELS:+--all}); do
 	if [ -n "${KERNELS:-}" ] && ! [[ " $KERNELS " == *" $name "* ]]; then
 		continue
 	fi
