@@ -485,6 +485,8 @@ static int attach_all(struct collector *c, pid_t *child)
 		if (ret)
 			return ret;
 		hint_program(o, o->pids[i]);
+		if (o->children)
+			attach_children(o, fd, o->pids[i]);
 	}
 	return 0;
 }
@@ -629,6 +631,10 @@ int collect_check(struct collect_opts *o)
 		warnx_("-p, --cputime, --no-inherit and --park go with --deadline DUR");
 		return -EINVAL;
 	}
+	if (o->children && !o->npids) {
+		warnx_("--children goes with -p PID");
+		return -EINVAL;
+	}
 	if (o->deadline_ns) {
 		if (o->fd >= 0 || o->global || (o->npids && o->cmd) ||
 		    (!o->npids && !o->cmd)) {
@@ -682,6 +688,9 @@ int collect_parse_opt(struct collect_opts *o, int opt, const char *arg)
 		return 0;
 	case COLLECT_OPT_PARK:
 		o->park = true;
+		return 0;
+	case COLLECT_OPT_CHILDREN:
+		o->children = true;
 		return 0;
 	case 'p':
 		return parse_pids(o, arg);

@@ -5,9 +5,11 @@
  * `stallcap record --deadline 20ms -- CMD` starts CMD and asks the module to
  * watch every thread of it at the boundaries of its event-loop waits
  * (STALLCAP_IOC_ATTACH), and, unless --no-inherit, the processes it starts
- * and the programs they execute.  `-p PID[,PID...]` attaches to running processes.
+ * and the programs they execute.  `-p PID[,PID...]` attaches to running
+ * processes, and with --children to the processes they started before.
  * Nothing is injected into the program: closing the session ends the watches.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -98,13 +100,8 @@ static const char *attach_error(int err)
 	}
 }
 
-/**
- * attach_process() - watch process @pid's event loops in session fd @fd
- * @o: the options (deadline, --cputime, --no-inherit, --park)
- *
- * Return: 0, or -errno after printing why.
- */
-int attach_process(const struct collect_opts *o, int fd, __u32 pid)
+/* STALLCAP_IOC_ATTACH of process @pid with the options @o: 0 or -errno. */
+static int attach_ioctl(const struct collect_opts *o, int fd, __u32 pid)
 {
 	struct stallcap_attach a = {
 		.size = sizeof(a),
@@ -115,7 +112,19 @@ int attach_process(const struct collect_opts *o, int fd, __u32 pid)
 		.timeout_ns = o->deadline_ns,
 	};
 
-	if (!ioctl(fd, STALLCAP_IOC_ATTACH, &a))
+	return ioctl(fd, STALLCAP_IOC_ATTACH, &a) ? -errno : 0;
+}
+
+/**
+ * attach_process() - watch process @pid's event loops in session fd @fd
+ * @o: the options (deadline, --cputime, --no-inherit, --park)
+ *
+ * Return: 0, or -errno after printing why.
+ */
+int attach_process(const struct collect_opts *o, int fd, __u32 pid)
+{
+	errno = -attach_ioctl(o, fd, pid);
+	if (!errno)
 		return 0;
 	if (errno == EINVAL && o->park) {
 		warnx_("cannot attach to process %u: the loaded stallcap module has no --park (STALLCAP_ATTACH_PARK)",
@@ -124,6 +133,122 @@ int attach_process(const struct collect_opts *o, int fd, __u32 pid)
 	}
 	warnx_("cannot attach to process %u: %s", pid, attach_error(errno));
 	return -errno;
+}
+
+struct proc_link {
+	__u32 pid, ppid;
+};
+
+/* Every process's parent, from /proc/PID/stat; *n entries, or NULL. */
+static struct proc_link *read_process_tree(size_t *n)
+{
+	struct proc_link *links = NULL, *more;
+	char path[300], line[512], *p;
+	size_t cap = 0;
+	struct dirent *d;
+	unsigned int ppid;
+	FILE *f;
+	DIR *dir;
+
+	*n = 0;
+	dir = opendir("/proc");
+	if (!dir)
+		return NULL;
+	while ((d = readdir(dir))) {
+		if (d->d_name[0] < '1' || d->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", d->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		/* pid (comm) S ppid ...: the fields after the last ')' */
+		p = fgets(line, sizeof(line), f) ? strrchr(line, ')') : NULL;
+		fclose(f);
+		if (!p || sscanf(p + 1, " %*c %u", &ppid) != 1)
+			continue;
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 256;
+			more = realloc(links, cap * sizeof(*links));
+			if (!more)
+				break;
+			links = more;
+		}
+		links[*n].pid = (__u32)strtoul(d->d_name, NULL, 10);
+		links[(*n)++].ppid = ppid;
+	}
+	closedir(dir);
+	return links;
+}
+
+/* One pass over the process tree: attach to @pid's descendants not yet attached. */
+static size_t attach_descendants_once(const struct collect_opts *o, int fd,
+				      __u32 pid, size_t *failed)
+{
+	size_t n, i, head = 0, tail = 0, attached = 0;
+	struct proc_link *links = read_process_tree(&n);
+	__u32 *queue;
+	int ret;
+
+	queue = calloc(n + 1, sizeof(*queue));
+	if (!links || !queue) {
+		free(links);
+		free(queue);
+		return 0;
+	}
+	queue[tail++] = pid;
+	/* breadth first: a process is queued once, by its only parent */
+	while (head < tail) {
+		__u32 parent = queue[head++];
+
+		for (i = 0; i < n && tail <= n; i++) {
+			if (links[i].ppid != parent)
+				continue;
+			queue[tail++] = links[i].pid;
+			ret = attach_ioctl(o, fd, links[i].pid);
+			if (!ret) {
+				attached++;
+				hint_program(o, links[i].pid);
+			} else if (ret != -EEXIST && ret != -ESRCH) {
+				/* already followed, or gone: fine; else say why */
+				warnx_("cannot attach to process %u (a child of %u): %s",
+				       links[i].pid, parent, attach_error(-ret));
+				(*failed)++;
+			}
+		}
+	}
+	free(queue);
+	free(links);
+	return attached;
+}
+
+/**
+ * attach_children() - --children: attach to the processes @pid started
+ *	before the attach, and theirs
+ * @o: the options
+ * @fd: the session
+ * @pid: a process attached already (its later children are followed by the
+ *	module unless --no-inherit)
+ *
+ * A child forked during the scan is followed (EEXIST) or found by the next
+ * pass; passes repeat until one attaches nothing new.  A descendant that
+ * cannot be attached (another user's) is said, and the others watched.
+ *
+ * Return: the number of processes attached.
+ */
+size_t attach_children(const struct collect_opts *o, int fd, __u32 pid)
+{
+	size_t total = 0, got, failed = 0, pass;
+
+	for (pass = 0; pass < 8; pass++) {
+		got = attach_descendants_once(o, fd, pid, &failed);
+		total += got;
+		if (!got)
+			break;
+	}
+	if (o->verbose || failed)
+		warnx_("process %u: %zu child processes attached%s", pid, total,
+		       failed ? ", some could not be (above)" : "");
+	return total;
 }
 
 enum program_kind { PROGRAM_OTHER, PROGRAM_GO, PROGRAM_32BIT };

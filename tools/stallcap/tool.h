@@ -152,6 +152,7 @@ struct collect_opts {
 	bool cputime;		/* --cputime */
 	bool no_inherit;	/* --no-inherit: not the processes they create */
 	bool park;		/* --park: futex waits and sleeps are idle */
+	bool children;		/* --children: -p's existing descendants too */
 	__u32 pids[64];		/* -p: running processes to attach to */
 	size_t npids;
 };
@@ -165,6 +166,7 @@ void perfmap_free_all(void);
 int parse_duration(const char *arg, __u64 *ns);
 int parse_pids(struct collect_opts *o, const char *arg);
 int attach_process(const struct collect_opts *o, int fd, __u32 pid);
+size_t attach_children(const struct collect_opts *o, int fd, __u32 pid);
 void hint_program(const struct collect_opts *o, __u32 pid);
 pid_t spawn_unmodified(const struct collect_opts *o, int fd);
 bool any_alive(const struct collect_opts *o);
@@ -190,9 +192,11 @@ int collect_check(struct collect_opts *o);
 	{ "cputime", no_argument, NULL, 'C' }, \
 	{ "pid", required_argument, NULL, 'p' }, \
 	{ "no-inherit", no_argument, NULL, COLLECT_OPT_NO_INHERIT }, \
-	{ "park", no_argument, NULL, COLLECT_OPT_PARK }
+	{ "park", no_argument, NULL, COLLECT_OPT_PARK }, \
+	{ "children", no_argument, NULL, COLLECT_OPT_CHILDREN }
 #define COLLECT_OPT_NO_INHERIT	0x100	/* long options only */
 #define COLLECT_OPT_PARK	0x101
+#define COLLECT_OPT_CHILDREN	0x102
 #define COLLECT_SHORT_OPTIONS "F:gd:R:S:N:L:DvT:Cp:"
 #define COLLECT_HELP \
 "  -T, --deadline DUR   watch an unmodified program: each thread's time\n" \
@@ -200,6 +204,8 @@ int collect_check(struct collect_opts *o);
 "                       io_uring...) over DUR (20ms, 500us, 1s) is a stall\n" \
 "  -C, --cputime        with --deadline: count only CPU time\n" \
 "  -p, --pid PID[,PID]  with --deadline: attach to running processes\n" \
+"      --children       with -p: their child processes too (those started\n" \
+"                       before the attach)\n" \
 "      --no-inherit     with --deadline: not the processes they start and\n" \
 "                       the programs they execute (followed by default)\n" \
 "      --park           with --deadline: futex waits and sleeps are idle\n" \

@@ -69,6 +69,15 @@ TEST(combinations)
 	o.cputime = true;
 	o.cmd = cmd;
 	EXPECT_NE(0, collect_check(&o)) TH_LOG("--cputime without --deadline");
+	collect_opts_init(&o);
+	o.deadline_ns = 20000000;
+	o.cmd = cmd;
+	o.children = true;
+	EXPECT_NE(0, collect_check(&o)) TH_LOG("--children without -p");
+	o.cmd = NULL;
+	o.npids = 1;
+	o.pids[0] = 1;
+	EXPECT_EQ(0, collect_check(&o)) TH_LOG("--children with -p");
 }
 
 TEST(perf_map)
