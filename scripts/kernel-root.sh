@@ -57,6 +57,7 @@ matrix() {
 	7.2-rt	sid	^linux-headers-7\.2\.[0-9]+\+deb[0-9]+-rt-amd64$	default
 	7.3	trixie-backports	^linux-headers-7\.3\.[0-9]+\+deb[0-9]+-amd64$	default
 	7.3-rt	trixie-backports	^linux-headers-7\.3\.[0-9]+\+deb[0-9]+-rt-amd64$	extra
+	6.1-rt	bookworm	^linux-headers-6\.1\.0-[0-9]+-rt-amd64$	extra
 	EOF
 }
 
