@@ -439,6 +439,16 @@ static void run_blocked(struct __test_metadata *_metadata, FIXTURE_DATA(deferred
 	}
 }
 
+/* @cookie added to the set cookies[*n] (room for SC_MAX_SAMPLES) */
+static void add_cookie(uint64_t *cookies, size_t *n, uint64_t cookie)
+{
+	for (size_t c = 0; c < *n; c++)
+		if (cookies[c] == cookie)
+			return;
+	if (*n < SC_MAX_SAMPLES)
+		cookies[(*n)++] = cookie;
+}
+
 /*
  * Running in getrandom() calls made at the bottom of the deep stack, with
  * DEFER_USER: every kernel-mode sample carries DEFER_PENDING and the cookie
@@ -477,7 +487,6 @@ static void run_in_kernel(struct __test_metadata *_metadata, FIXTURE_DATA(deferr
 	for (size_t i = 0; i < self->rs.n; i++) {
 		const struct stallcap_sample *x = (const void *)self->rs.rec[i];
 		const struct stallcap_sample *u = NULL;
-		bool seen = false;
 
 		if (x->hdr.type != STALLCAP_REC_SAMPLE)
 			continue;
@@ -499,10 +508,7 @@ static void run_in_kernel(struct __test_metadata *_metadata, FIXTURE_DATA(deferr
 			EXPECT_NE(0, x->cookie);
 			EXPECT_EQ(1, sc4_user_stacks_of(&self->rs, x->cookie, &u))
 				TH_LOG("cookie %llu", (unsigned long long)x->cookie);
-			for (size_t c = 0; c < nr_cookies; c++)
-				seen |= cookies[c] == x->cookie;
-			if (!seen && nr_cookies < SC_MAX_SAMPLES)
-				cookies[nr_cookies++] = x->cookie;
+			add_cookie(cookies, &nr_cookies, x->cookie);
 			continue;
 		}
 		nr_kernel++;
@@ -540,10 +546,7 @@ static void run_in_kernel(struct __test_metadata *_metadata, FIXTURE_DATA(deferr
 				       (unsigned long long)(x->capture_ns - u->capture_ns) / 1000);
 			EXPECT_EQ(x->stall_id, u->stall_id);
 		}
-		for (size_t c = 0; c < nr_cookies; c++)
-			seen |= cookies[c] == x->cookie;
-		if (!seen && nr_cookies < SC_MAX_SAMPLES)
-			cookies[nr_cookies++] = x->cookie;
+		add_cookie(cookies, &nr_cookies, x->cookie);
 	}
 	ASSERT_LE(1, nr_kernel) TH_LOG("no sample in the kernel");
 	if (self->have_ks) {

@@ -924,14 +924,20 @@ static inline bool sc_name_has_prefix(const char *name, const char *const *prefi
  * @prefixes (NULL-terminated)?  Return addresses may point just past their
  * caller, so ip - 1 is tried as well.
  */
+static inline bool sc_kip_named(const struct sc_ksyms *ks, __u64 ip,
+				const char *const *prefixes)
+{
+	return sc_name_has_prefix(sc_ksym_name(ks, ip), prefixes) ||
+	       sc_name_has_prefix(sc_ksym_name(ks, ip - 1), prefixes);
+}
+
 static inline bool sc_kstack_has(const struct sc_ksyms *ks, const struct stallcap_sample *r,
 				 const char *const *prefixes)
 {
 	const __u64 *ip = sc_kernel_ips(r);
 
 	for (unsigned int i = 0; i < sc_nk(r); i++)
-		if (sc_name_has_prefix(sc_ksym_name(ks, ip[i]), prefixes) ||
-		    sc_name_has_prefix(sc_ksym_name(ks, ip[i] - 1), prefixes))
+		if (sc_kip_named(ks, ip[i], prefixes))
 			return true;
 	return false;
 }
@@ -953,8 +959,7 @@ static inline bool sc_kstack_whole_syscall(const struct sc_ksyms *ks,
 	if ((r->flags & STALLCAP_SAMPLE_KSTACK_TRUNC) || sc_nk(r) < 2 ||
 	    sc_kstack_has(ks, r, tramp))
 		return false;
-	return sc_name_has_prefix(sc_ksym_name(ks, ip[sc_nk(r) - 1]), entry) ||
-	       sc_name_has_prefix(sc_ksym_name(ks, ip[sc_nk(r) - 1] - 1), entry);
+	return sc_kip_named(ks, ip[sc_nk(r) - 1], entry);
 }
 
 /*

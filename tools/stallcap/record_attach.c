@@ -139,15 +139,33 @@ struct proc_link {
 	__u32 pid, ppid;
 };
 
+/*
+ * The state letter and parent of process @pid (a name in /proc), from
+ * "pid (comm) S ppid ...": the fields after the last ')'.
+ * Return: 0; -ENOENT when it is gone; -EINVAL when the line is not that.
+ */
+static int proc_stat_of(const char *pid, char *state, unsigned int *ppid)
+{
+	char path[300], line[512], *p;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%s/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -ENOENT;
+	p = fgets(line, sizeof(line), f) ? strrchr(line, ')') : NULL;
+	fclose(f);
+	return p && sscanf(p + 1, " %c %u", state, ppid) == 2 ? 0 : -EINVAL;
+}
+
 /* Every process's parent, from /proc/PID/stat; *n entries, or NULL. */
 static struct proc_link *read_process_tree(size_t *n)
 {
 	struct proc_link *links = NULL, *more;
-	char path[300], line[512], *p;
 	size_t cap = 0;
 	struct dirent *d;
 	unsigned int ppid;
-	FILE *f;
+	char state;
 	DIR *dir;
 
 	*n = 0;
@@ -155,16 +173,8 @@ static struct proc_link *read_process_tree(size_t *n)
 	if (!dir)
 		return NULL;
 	while ((d = readdir(dir))) {
-		if (d->d_name[0] < '1' || d->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/stat", d->d_name);
-		f = fopen(path, "re");
-		if (!f)
-			continue;
-		/* pid (comm) S ppid ...: the fields after the last ')' */
-		p = fgets(line, sizeof(line), f) ? strrchr(line, ')') : NULL;
-		fclose(f);
-		if (!p || sscanf(p + 1, " %*c %u", &ppid) != 1)
+		if (d->d_name[0] < '1' || d->d_name[0] > '9' ||
+		    proc_stat_of(d->d_name, &state, &ppid))
 			continue;
 		if (*n == cap) {
 			cap = cap ? 2 * cap : 256;
@@ -432,19 +442,18 @@ close_go:
 /** any_alive() - does one of the -p processes still run? */
 bool any_alive(const struct collect_opts *o)
 {
-	char path[64], line[256], *p;
+	unsigned int ppid;
+	char name[16], state;
 	size_t i;
-	FILE *f;
+	int ret;
 
 	for (i = 0; i < o->npids; i++) {
-		snprintf(path, sizeof(path), "/proc/%u/stat", o->pids[i]);
-		f = fopen(path, "re");
-		if (!f)
+		snprintf(name, sizeof(name), "%u", o->pids[i]);
+		ret = proc_stat_of(name, &state, &ppid);
+		if (ret == -ENOENT)
 			continue;
-		p = fgets(line, sizeof(line), f) ? strrchr(line, ')') : NULL;
-		fclose(f);
-		/* pid (comm) S ...: the state follows the last ')' */
-		if (!p || (p[1] && p[2] != 'Z' && p[2] != 'X'))
+		/* an unreadable line counts as running */
+		if (ret || (state != 'Z' && state != 'X'))
 			return true;
 	}
 	return false;
