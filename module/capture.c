@@ -197,6 +197,19 @@ static bool unwind_must_stop(struct task_struct *task)
 }
 
 /*
+ * Has the unwind of @task's kernel stack reached the registers of its entry
+ * from user mode?  They are at the top of its stack (task_pt_regs()): an
+ * address that merely looks like user mode elsewhere is not its end.
+ */
+static bool unwind_reached_user(struct unwind_state *state,
+				struct task_struct *task)
+{
+	struct pt_regs *regs = unwind_get_entry_regs(state, NULL);
+
+	return regs && regs == task_pt_regs(task) && user_mode(regs);
+}
+
+/*
  * Did the unwind of a thread's kernel stack end on an error before it reached
  * the registers of its entry from user mode?  (Before 5.16 the ORC unwinder
  * stops so at a kretprobe's trampoline, whose return address it cannot find.)
@@ -219,7 +232,11 @@ static bool unwind_ended_early(struct unwind_state *state)
  * Frame 0 of an interrupted context is the interrupted instruction itself:
  * unwind_start() with registers steps over the register frame (as
  * arch_stack_walk() knows, which stores regs->ip first), so it is stored
- * here before the unwinder's first return address.
+ * here before the unwinder's first return address.  An NMI that lands in an
+ * interrupt's entry code between its error_entry() call and the register
+ * frame's unwind hint (seen on 7.2: k0 asm_sysvec_apic_timer_interrupt, the
+ * ORC data there describing the stack before the call) sends the unwinder
+ * to an address that is not kernel text: the stack is cut there and says so.
  *
  * Return: number of addresses stored.
  */
@@ -235,8 +252,12 @@ unsigned int stallcap_unwind_kernel(struct task_struct *task,
 	for (unwind_start(&state, task, regs, NULL); !unwind_done(&state);
 	     unwind_next_frame(&state)) {
 		addr = unwind_get_return_address(&state);
-		if (!addr)
+		if (!addr) {
+			/* user mode, or else the unwinder lost its way */
+			if (!unwind_reached_user(&state, task))
+				*flags |= STALLCAP_SAMPLE_KSTACK_TRUNC;
 			break;
+		}
 		if (n == STALLCAP_MAX_FRAMES || unwind_must_stop(task)) {
 			*flags |= STALLCAP_SAMPLE_KSTACK_TRUNC;
 			break;

@@ -251,6 +251,22 @@ static bool under_an_interrupt(const struct sc_ksyms *ks, const struct stallcap_
 }
 
 /*
+ * Was @r taken in an interrupt's entry code, before the registers it
+ * interrupted were saved, so that the unwinder could not go past it?  Its
+ * stack is then cut (KSTACK_TRUNC) at an asm_*interrupt frame (seen on
+ * 7.2: an NMI at asm_sysvec_apic_timer_interrupt, the only frame).
+ */
+static bool cut_in_interrupt_entry(const struct sc_ksyms *ks, const struct stallcap_sample *r)
+{
+	const char *last;
+
+	if (!(r->flags & STALLCAP_SAMPLE_KSTACK_TRUNC) || !sc_nk(r))
+		return false;
+	last = sc_ksym_name(ks, sc_kernel_ips(r)[sc_nk(r) - 1]);
+	return last && !strncmp(last, "asm_", 4) && strstr(last, "interrupt");
+}
+
+/*
  * One spin under a deadline; returns true when it met the timing acceptance
  * (a loaded TCG host may delay the guest: the caller tries again).
  */
@@ -364,7 +380,8 @@ static bool run_once(struct __test_metadata *_metadata, FIXTURE_DATA(spin) *self
 			continue;
 		during++;
 		in_fn += frame0_is(&self->ks, r, variant->fn) ||
-			 under_an_interrupt(&self->ks, r, variant->fn);
+			 under_an_interrupt(&self->ks, r, variant->fn) ||
+			 cut_in_interrupt_entry(&self->ks, r);
 	}
 	/*
 	 * A vCPU descheduled by a loaded host for a whole deadline lets it
@@ -377,6 +394,7 @@ static bool run_once(struct __test_metadata *_metadata, FIXTURE_DATA(spin) *self
 	if (first->capture_ns > bound || first->state != STALLCAP_STATE_RUNNING ||
 	    first->flags & STALLCAP_SAMPLE_IN_HARDIRQ ||
 	    under_an_interrupt(&self->ks, first, variant->fn) ||
+	    cut_in_interrupt_entry(&self->ks, first) ||
 	    !sc_kstack_has(&self->ks, first, spin_fn)) {
 		TH_LOG("attempt %d: first sample %lld us after arming (bound %llu us), state %u, path %u",
 		       attempt, (long long)(first->capture_ns - t0) / 1000,

@@ -698,7 +698,12 @@ struct stallcap_rec_header {
 #define STALLCAP_SAMPLE_IRQS_OFF	(1U << 1) /* interrupts were disabled */
 #define STALLCAP_SAMPLE_IN_HARDIRQ	(1U << 2)
 #define STALLCAP_SAMPLE_IN_SOFTIRQ	(1U << 3)
-#define STALLCAP_SAMPLE_KSTACK_TRUNC	(1U << 4) /* frames left out: over 128, or past a return trampoline of a task that woke up */
+/*
+ * kernel frames left out: over 128, past a return trampoline of a task that
+ * woke up, or where the unwinder could not go on (an interrupt's entry code
+ * interrupted before it saved the registers)
+ */
+#define STALLCAP_SAMPLE_KSTACK_TRUNC	(1U << 4)
 #define STALLCAP_SAMPLE_USTACK_TRUNC	(1U << 5) /* more than 128 user frames */
 #define STALLCAP_SAMPLE_USTACK_FAULT	(1U << 6) /* FP walk hit unreadable memory */
 #define STALLCAP_SAMPLE_COPY_PARTIAL	(1U << 7) /* raw copy shorter than asked */
