@@ -53,7 +53,8 @@ apt_update() {
 if [ "${#missing[@]}" -gt 0 ]; then
 	echo "deps: installing ${missing[*]}"
 	apt_update
-	$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	$SUDO apt-get install -y -qq -o DPkg::Lock::Timeout=600 --no-install-recommends \
+		"${missing[@]}" >/dev/null
 fi
 
 # newest package whose name matches an extended regex
@@ -84,7 +85,7 @@ while read -r name ver; do
 	if ! dpkg-query -W -f='${Status}' "$hdr" 2>/dev/null | grep "ok installed" >/dev/null; then
 		echo "deps: installing $hdr"
 		apt_update
-		$SUDO apt-get install -y -qq --no-install-recommends "$hdr" >/dev/null
+		$SUDO apt-get install -y -qq -o DPkg::Lock::Timeout=600 --no-install-recommends "$hdr" >/dev/null
 	fi
 	kdir="$cache/kernels/$ver"
 	# (a cache from before the guest's modules were kept is unpacked again)

@@ -79,12 +79,14 @@ archive_uri() {
 	echo "$uri"
 }
 
-# apt with the private state of SUITE
+# apt with the private state of SUITE; two runs sharing the cache (two trees'
+# make deps at once) take turns instead of failing on apt's own lock
 apt_suite() {
 	local suite=$1 tool=$2
 	shift 2
 	local d=$cache/apt/$suite
-	"$tool" -q -o Dir::Etc::SourceList="$d/sources.list" -o Dir::Etc::SourceParts=/nonexistent \
+	mkdir -p "$d"
+	flock "$d/.lock" "$tool" -q -o Dir::Etc::SourceList="$d/sources.list" -o Dir::Etc::SourceParts=/nonexistent \
 		-o Dir::State::Lists="$d/lists" -o Dir::Cache="$d/cache" \
 		-o Dir::State::status=/dev/null -o Acquire::Check-Valid-Until=false \
 		-o APT::Get::List-Cleanup=false -o APT::Sandbox::User=root "$@"
