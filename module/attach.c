@@ -156,6 +156,19 @@ int stallcap_attach_watch_task(struct stallcap_attach_ent *a,
 	if (IS_ERR(w))
 		return PTR_ERR(w);
 	stallcap_attach_watch_event(w, STALLCAP_WATCH_STARTED);
+	/*
+	 * The exit and exec probes end a thread's watches.  A thread that
+	 * began to exit (PF_EXITING) or executed a program (a new mm) while
+	 * this watch was being made may have passed them before the watch
+	 * was in their hash: look again now that it is, and end it here
+	 * (started and ended: the reader sees both).
+	 */
+	smp_mb();	/* the hash insert before the reads; pairs with do_exit() */
+	if ((READ_ONCE(task->flags) & PF_EXITING) ||
+	    READ_ONCE(task->mm) != a->mm) {
+		stallcap_watch_destroy(w);
+		return 0;
+	}
 	if (busy)
 		stallcap_watch_busy(w, ktime_get_mono_fast_ns());
 	return 0;
@@ -276,6 +289,30 @@ static struct mm_struct *attach_process_mm(struct task_struct *leader)
 	return mm;
 }
 
+/*
+ * The program @leader's process runs, with a reference, if the caller may
+ * attach to it; else NULL and *@ret the reason.  As mm_access(): the check
+ * and the mm are taken under exec_update_lock, so that an exec between them
+ * (of a set-user-ID program) cannot hand over an mm the check did not see.
+ */
+static struct mm_struct *attach_checked_mm(struct task_struct *leader,
+					   int *ret)
+{
+	struct mm_struct *mm = NULL;
+
+	*ret = down_read_killable(&leader->signal->exec_update_lock);
+	if (*ret)
+		return NULL;
+	*ret = stallcap_attach_permitted(leader);
+	if (!*ret) {
+		mm = attach_process_mm(leader);
+		if (!mm)
+			*ret = -ESRCH;	/* exiting, or a kernel thread */
+	}
+	up_read(&leader->signal->exec_update_lock);
+	return mm;
+}
+
 /* The process @pid (caller's namespace), with a reference, or NULL. */
 static struct task_struct *attach_find_process(pid_t pid)
 {
@@ -291,9 +328,15 @@ static struct task_struct *attach_find_process(pid_t pid)
 	return task;
 }
 
+/*
+ * A new attach of @leader's program @mm; @parent is the attach that follows
+ * it (its maker and watch limit exemption are inherited), or NULL for
+ * ATTACH's caller.
+ */
 static struct stallcap_attach_ent *
 attach_new(struct stallcap_session *sess, const struct stallcap_attach *arg,
-	   struct task_struct *leader, struct mm_struct *mm, bool unlimited)
+	   struct task_struct *leader, struct mm_struct *mm,
+	   const struct stallcap_attach_ent *parent)
 {
 	struct stallcap_attach_ent *a = kzalloc(sizeof(*a), GFP_KERNEL);
 	unsigned int i;
@@ -311,7 +354,13 @@ attach_new(struct stallcap_session *sess, const struct stallcap_attach *arg,
 	a->cputime = arg->flags & STALLCAP_ATTACH_CPUTIME;
 	a->inherit = arg->flags & STALLCAP_ATTACH_INHERIT;
 	a->park = arg->flags & STALLCAP_ATTACH_PARK;
-	a->unlimited = unlimited;
+	if (parent) {
+		a->unlimited = parent->unlimited;
+		a->who = parent->who;
+	} else {
+		a->unlimited = capable(CAP_SYS_RESOURCE);
+		stallcap_attacher_current(&a->who);
+	}
 	for (i = 0; i < STALLCAP_ATTACH_TWORKS; i++)
 		a->tworks[i].a = a;
 	refcount_set(&a->ref, 1);
@@ -409,7 +458,7 @@ static bool attach_exists(struct stallcap_session *sess,
 static int attach_locked(struct stallcap_session *sess,
 			 const struct stallcap_attach *arg,
 			 struct task_struct *leader, struct mm_struct *mm,
-			 bool unlimited)
+			 const struct stallcap_attach_ent *parent)
 {
 	struct stallcap_attach_ent *a;
 	int ret;
@@ -417,7 +466,7 @@ static int attach_locked(struct stallcap_session *sess,
 	ret = stallcap_session_ensure_ring(sess, false);
 	if (ret)
 		return ret;
-	a = attach_new(sess, arg, leader, mm, unlimited);
+	a = attach_new(sess, arg, leader, mm, parent);
 	if (!a)
 		return -ENOMEM;
 	mutex_lock(&attach_lock);
@@ -456,18 +505,13 @@ int stallcap_attach(struct stallcap_session *sess,
 	leader = attach_find_process(arg->pid);
 	if (!leader)
 		return -ESRCH;
-	ret = stallcap_attach_permitted(leader);
-	mm = ret ? NULL : attach_process_mm(leader);
-	if (!ret && !mm)
-		ret = -ESRCH;	/* exiting, or a kernel thread */
-	if (!ret) {
+	mm = attach_checked_mm(leader, &ret);
+	if (mm) {
 		mutex_lock(&sess->lock);
-		ret = attach_locked(sess, arg, leader, mm,
-				    capable(CAP_SYS_RESOURCE));
+		ret = attach_locked(sess, arg, leader, mm, NULL);
 		mutex_unlock(&sess->lock);
-	}
-	if (mm)
 		mmput(mm);
+	}
 	put_task_struct(leader);
 	return ret;
 }
@@ -503,7 +547,8 @@ static void attach_end_gone(struct stallcap_session *sess)
  * The current process was created by @parent's process, or is that process
  * (or a child of it) after an exec.  The new attach has @parent's deadline,
  * tag and flags, its watch limit exemption, and the current thread's watch.
- * (A set-user-ID program never gets here: attach_follow.c.)
+ * (A set-user-ID program, or one @parent's maker may not trace, never gets
+ * here: attach_follow.c.)
  * Context: process, the current process's task_work.
  * Return: 0, -EEXIST if attached already, or the reason it cannot be.
  */
@@ -526,8 +571,7 @@ int stallcap_attach_inherited(struct stallcap_attach_ent *parent)
 		return -ESRCH;
 	mutex_lock(&sess->lock);
 	ret = READ_ONCE(parent->dead) ? -ESRCH :
-	      attach_locked(sess, &arg, current->group_leader, mm,
-			    parent->unlimited);
+	      attach_locked(sess, &arg, current->group_leader, mm, parent);
 	/* after: @parent may be the program this exec replaced */
 	attach_end_gone(sess);
 	mutex_unlock(&sess->lock);

@@ -12,7 +12,8 @@
  * that task's context on its way back to user space (a new process: before
  * its first instruction; an executed program: before its first), where the
  * watch or the attach is made.  What cannot be followed (the pool empty,
- * the watch limit, memory, a set-user-ID program) is told to the reader by
+ * the watch limit, memory, a set-user-ID program, a process whose
+ * credentials the attach's maker could not trace) is told to the reader by
  * a STALLCAP_WATCH_MISSED record, never silently.
  *
  * Which attach follows what: a fork of a process whose mm is attached with
@@ -25,6 +26,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/binfmts.h>
+#include <linux/cred.h>
 #include <linux/hashtable.h>
 #include <linux/module.h>
 #include <linux/rculist.h>
@@ -90,6 +92,7 @@ static bool twork_queue(struct stallcap_attach_twork *nt,
 			struct task_struct *task, task_work_func_t fn)
 {
 	init_task_work(&nt->twork, fn);
+	atomic_set(&stallcap_task_works_used, 1);	/* stallcap_defer_exit() */
 	if (!task_work_add(task, &nt->twork, TWA_RESUME))
 		return true;
 	twork_free(nt);
@@ -276,10 +279,39 @@ static void probe_sched_process_fork(void *data, struct task_struct *parent,
 		return;
 	rcu_read_lock();
 	hash_for_each_possible_rcu(stallcap_attach_by_mm, a, mm_node,
-				   (unsigned long)mm)
-		if (a->mm == mm && a->inherit && !READ_ONCE(a->dead))
+				   (unsigned long)mm) {
+		if (a->mm != mm || !a->inherit || READ_ONCE(a->dead))
+			continue;
+		if (stallcap_attacher_may_follow(&a->who, __task_cred(child)))
 			follow_request(a, child);
+		else
+			stallcap_attach_missed(a, child, false);
+	}
 	rcu_read_unlock();
+}
+
+/*
+ * May @a follow the program @task (current) has just executed, with
+ * credentials @cred?  Never a set-user-ID program (as ptrace_may_access());
+ * one that this exec left not dumpable (ids that differ, a file it may not
+ * read: begin_new_exec()) only for a maker who may trace any process; else
+ * as the maker's ids allow (a root shell started by a set-user-ID helper
+ * that the attached process ran is not followed).  RCU read side.
+ */
+static bool exec_may_follow(const struct stallcap_attach_ent *a,
+			    const struct linux_binprm *bprm,
+			    const struct cred *cred)
+{
+	bool not_dumpable;
+
+	if (bprm->secureexec)
+		return false;
+	not_dumpable = bprm->interp_flags & BINPRM_FLAGS_ENFORCE_NONDUMP ||
+		       !uid_eq(cred->euid, cred->uid) ||
+		       !gid_eq(cred->egid, cred->gid);
+	if (not_dumpable)
+		return a->who.trace_any;
+	return stallcap_attacher_may_follow(&a->who, cred);
 }
 
 static void probe_sched_process_exec(void *data, struct task_struct *task,
@@ -296,11 +328,10 @@ static void probe_sched_process_exec(void *data, struct task_struct *task,
 		    (a->leader->signal != task->signal &&
 		     a->leader->signal != parent_sig))
 			continue;
-		/* as ptrace_may_access(): a set-user-ID program is not followed */
-		if (bprm->secureexec)
-			stallcap_attach_missed(a, task, false);
-		else
+		if (exec_may_follow(a, bprm, __task_cred(task)))
 			follow_request(a, task);
+		else
+			stallcap_attach_missed(a, task, false);
 	}
 	rcu_read_unlock();
 }

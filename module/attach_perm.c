@@ -52,15 +52,12 @@ static bool indirect_calls_checked(void)
 	return false;
 }
 
-/* the caller's real ids equal to every id of @tcred (RCU held) */
-static bool same_ids(const struct cred *cred, const struct cred *tcred)
+/* real ids @uid, @gid equal to every id of @tcred (RCU held) */
+static bool same_ids(kuid_t uid, kgid_t gid, const struct cred *tcred)
 {
-	return uid_eq(cred->uid, tcred->euid) &&
-	       uid_eq(cred->uid, tcred->suid) &&
-	       uid_eq(cred->uid, tcred->uid) &&
-	       gid_eq(cred->gid, tcred->egid) &&
-	       gid_eq(cred->gid, tcred->sgid) &&
-	       gid_eq(cred->gid, tcred->gid);
+	return uid_eq(uid, tcred->euid) && uid_eq(uid, tcred->suid) &&
+	       uid_eq(uid, tcred->uid) && gid_eq(gid, tcred->egid) &&
+	       gid_eq(gid, tcred->sgid) && gid_eq(gid, tcred->gid);
 }
 
 /*
@@ -94,7 +91,7 @@ static int own_rules_permit(struct task_struct *task)
 		return 0;
 	rcu_read_lock();
 	tcred = __task_cred(task);
-	ok = same_ids(current_cred(), tcred) ||
+	ok = same_ids(current_uid(), current_gid(), tcred) ||
 	     ns_capable(tcred->user_ns, CAP_SYS_PTRACE);
 	rcu_read_unlock();
 	if (!ok)
@@ -119,6 +116,43 @@ int stallcap_attach_permitted(struct task_struct *task)
 		return own_rules_permit(task);
 	/* it takes task_lock() itself */
 	return may_access(task, PTRACE_MODE_ATTACH_REALCREDS) ? 0 : -EPERM;
+}
+
+/**
+ * stallcap_attacher_current() - record the current task as an attach's
+ * maker (the caller of ATTACH, whose permission was just checked)
+ * @who: filled in
+ *
+ * Context: process.
+ */
+void stallcap_attacher_current(struct stallcap_attacher *who)
+{
+	who->uid = current_uid();
+	who->gid = current_gid();
+	who->trace_any = ns_capable_noaudit(&init_user_ns, CAP_SYS_PTRACE);
+}
+
+/**
+ * stallcap_attacher_may_follow() - may the maker of an attach watch a
+ * process (or program) its process created, with credentials @tcred?
+ * @who: the attach's maker
+ * @tcred: the new process's credentials (after its exec's commit_creds())
+ *
+ * A process the attached process creates may have other credentials than
+ * the one the maker was allowed to attach: a set-user-ID helper it ran
+ * (su, doas, pkexec) may start a root shell whose own exec raises nothing.
+ * Such a process is followed only as ptrace would allow the maker, by the
+ * credential rules without LSMs, and more strictly: the maker's real ids
+ * equal to all of the process's, or CAP_SYS_PTRACE in the initial user
+ * namespace (a maker privileged in a user namespace only is not trusted
+ * beyond its own ids).
+ *
+ * Context: any but NMI (RCU held for another task's credentials).
+ */
+bool stallcap_attacher_may_follow(const struct stallcap_attacher *who,
+				  const struct cred *tcred)
+{
+	return who->trace_any || same_ids(who->uid, who->gid, tcred);
 }
 
 /** stallcap_attach_perm_init() - find ptrace_may_access() where it may be called */

@@ -36,6 +36,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/cpu.h>
+#include <linux/cpuhotplug.h>
 #include <linux/cpumask.h>
 #include <linux/hrtimer.h>
 #include <linux/irq_work.h>
@@ -156,6 +157,9 @@ static enum hrtimer_restart buddy_fn(struct hrtimer *timer)
 	u64 now = ktime_get_mono_fast_ns(), period = stallcap_buddy_period_ns();
 	struct stallcap_watch *w;
 
+	/* another CPU's checker, moved here by its going offline: stop it */
+	if (unlikely(timer != this_cpu_ptr(&buddy_timer)))
+		return HRTIMER_NORESTART;
 	this_cpu_inc(stallcap_buddy_expiries);
 	stallcap_own_irq_enter();
 	if (!stallcap_beat_all_parked()) {
@@ -196,8 +200,9 @@ static void buddy_start_cpus(void)
 	bool start;
 	int cpu;
 
+	/* active: not a CPU going offline (buddy_cpu_offline()) */
 	for_each_cpu_and(cpu, housekeeping_cpumask(STALLCAP_HK_TIMER),
-			 cpu_online_mask) {
+			 cpu_active_mask) {
 		raw_spin_lock_irqsave(&buddy_lock, flags);
 		start = !per_cpu(buddy_running, cpu);
 		per_cpu(buddy_running, cpu) = true;
@@ -274,9 +279,47 @@ void stallcap_buddy_del(struct stallcap_watch *w)
 	raw_spin_unlock_irqrestore(&buddy_lock, flags);
 }
 
-void stallcap_buddy_init(void)
+/*
+ * CPU hotplug.  A CPU going offline stops its checker on the way (else the
+ * kernel would move its pinned timer to another CPU, where it would run as
+ * that CPU's and leave this one's marked running for good); a CPU coming
+ * online starts one while watches exist.  Both run on that CPU, in its
+ * hotplug thread.
+ */
+static int buddy_cpu_offline(unsigned int cpu)
 {
-	int cpu;
+	unsigned long flags;
+
+	cancel_work_sync(per_cpu_ptr(&buddy_start_work, cpu));
+	hrtimer_cancel(per_cpu_ptr(&buddy_timer, cpu));
+	raw_spin_lock_irqsave(&buddy_lock, flags);
+	per_cpu(buddy_running, cpu) = false;
+	raw_spin_unlock_irqrestore(&buddy_lock, flags);
+	return 0;
+}
+
+static int buddy_cpu_online(unsigned int cpu)
+{
+	unsigned long flags;
+	bool start;
+
+	raw_spin_lock_irqsave(&buddy_lock, flags);
+	start = !list_empty(&buddy_watches) && !per_cpu(buddy_running, cpu) &&
+		housekeeping_cpu(cpu, STALLCAP_HK_TIMER);
+	if (start)
+		per_cpu(buddy_running, cpu) = true;
+	raw_spin_unlock_irqrestore(&buddy_lock, flags);
+	if (start)
+		buddy_start_here(NULL);
+	return 0;
+}
+
+static enum cpuhp_state buddy_hp_state;
+
+/** stallcap_buddy_init() - Return: 0, or -errno (no hotplug state left). */
+int stallcap_buddy_init(void)
+{
+	int cpu, ret;
 
 	for_each_possible_cpu(cpu) {
 		stallcap_hrtimer_setup(per_cpu_ptr(&buddy_timer, cpu), buddy_fn,
@@ -284,6 +327,12 @@ void stallcap_buddy_init(void)
 		INIT_WORK(per_cpu_ptr(&buddy_start_work, cpu), buddy_start_here);
 	}
 	stallcap_irq_work_init_hard(&buddy_wake_irq_work, buddy_wake_irq_fn);
+	ret = cpuhp_setup_state_nocalls(CPUHP_AP_ONLINE_DYN, "stallcap/buddy:online",
+					buddy_cpu_online, buddy_cpu_offline);
+	if (ret < 0)
+		return ret;
+	buddy_hp_state = ret;
+	return 0;
 }
 
 /* Context: module exit, every watch gone. */
@@ -291,6 +340,7 @@ void stallcap_buddy_exit(void)
 {
 	int cpu;
 
+	cpuhp_remove_state_nocalls(buddy_hp_state);
 	irq_work_sync(&buddy_wake_irq_work);
 	for_each_possible_cpu(cpu) {
 		cancel_work_sync(per_cpu_ptr(&buddy_start_work, cpu));

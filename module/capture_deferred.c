@@ -35,12 +35,14 @@
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
 
+#include "compat.h"
 #include "stallcap.h"
 
 enum { DEFER_IDLE, DEFER_QUEUED, DEFER_ORPHANED };
 
 static atomic64_t defer_cookie;
-static atomic_t defer_used;	/* a request was ever queued */
+/* a task_work of this module was ever queued (here, or attach_follow.c) */
+atomic_t stallcap_task_works_used;
 static DEFINE_PER_CPU(struct llist_head, defer_from_nmi);
 static DEFINE_PER_CPU(struct irq_work, defer_irq_work);
 
@@ -115,7 +117,8 @@ static u32 defer_fill(struct stallcap_defer *d, struct stallcap_sample *s,
 					    (const void __user *)uregs->sp,
 					    want);
 		len &= ~7U;
-		if (len < want || want == max_stack)
+		/* none at all (no mapping at sp, the lock not taken) is partial */
+		if (len < want || want == max_stack || !want)
 			s->flags |= STALLCAP_SAMPLE_COPY_PARTIAL;
 	}
 	/*
@@ -128,12 +131,16 @@ static u32 defer_fill(struct stallcap_defer *d, struct stallcap_sample *s,
 	return wr.len;
 }
 
-/* A deferred user stack that never comes: counted, and seen in ctl->lost. */
+/*
+ * A deferred user stack that never comes: counted, and seen in ctl->lost,
+ * also by the system-wide readers that got its DEFER_PENDING sample.
+ */
 static void defer_lost(struct stallcap_session *sess)
 {
 	stallcap_count(&sess->stats, SC_LOST, 1);
 	stallcap_count(&sess->stats, SC_LOST_DEFERRED, 1);
 	stallcap_ring_count_lost(sess->ring);
+	stallcap_global_lost(sess);
 }
 
 static void defer_emit(struct stallcap_defer *d)
@@ -163,12 +170,13 @@ static void defer_emit(struct stallcap_defer *d)
 		stallcap_count(&sess->stats, SC_DEFERRED, 1);
 		stallcap_ring_commit(sess->ring, s, len, len);
 		irq_work_queue(&sess->wake_work);
-		stallcap_global_mirror(sess, STALLCAP_REC_USER_STACK, tmp, len);
 	} else {
 		/* the ring counted it in ctl->lost already */
 		stallcap_count(&sess->stats, SC_LOST, 1);
 		stallcap_count(&sess->stats, SC_LOST_DEFERRED, 1);
 	}
+	/* the system-wide readers got the sample: they get its stack too */
+	stallcap_global_mirror(sess, STALLCAP_REC_USER_STACK, tmp, len);
 	kvfree(tmp);
 	return;
 lost:
@@ -196,13 +204,25 @@ static void defer_task_work(struct callback_head *cb)
 	defer_done(d);
 }
 
+static void defer_done_work(struct work_struct *work)
+{
+	defer_done(container_of(work, struct stallcap_defer, done_work));
+}
+
+/* Context: any but NMI (hard IRQ included, also on PREEMPT_RT). */
 static void defer_queue_task_work(struct stallcap_defer *d)
 {
-	if (task_work_add(d->task, &d->twork, TWA_RESUME)) {
-		/* the thread is past exit_task_work(): no user stack ever */
-		defer_lost(d->sess);
-		defer_done(d);
-	}
+	if (!task_work_add(d->task, &d->twork, TWA_RESUME))
+		return;
+	/* the thread is past exit_task_work(): no user stack ever */
+	defer_lost(d->sess);
+	/*
+	 * Its last references (session, task, the request itself if
+	 * orphaned) may go with it: never in hard-IRQ context, where
+	 * PREEMPT_RT cannot free.
+	 */
+	INIT_WORK(&d->done_work, defer_done_work);
+	schedule_work(&d->done_work);
 }
 
 static void defer_drain_nmi_requests(struct irq_work *iw)
@@ -220,8 +240,12 @@ void stallcap_defer_init(void)
 	int cpu;
 
 	for_each_possible_cpu(cpu)
-		init_irq_work(per_cpu_ptr(&defer_irq_work, cpu),
-			      defer_drain_nmi_requests);
+		/*
+		 * hard: on PREEMPT_RT not left to a FIFO-1 kthread that a
+		 * stalled real-time thread would starve
+		 */
+		stallcap_irq_work_init_hard(per_cpu_ptr(&defer_irq_work, cpu),
+					    defer_drain_nmi_requests);
 }
 
 void stallcap_defer_exit(void)
@@ -236,7 +260,7 @@ void stallcap_defer_exit(void)
 	 * this module's text: wait until every task passed a voluntary
 	 * context switch or user mode.
 	 */
-	if (atomic_read(&defer_used))
+	if (atomic_read(&stallcap_task_works_used))
 		synchronize_rcu_tasks();
 }
 
@@ -279,7 +303,7 @@ static void defer_request(struct stallcap_watch *w, struct stallcap_sample *s,
 	}
 	if (!try_module_get(THIS_MODULE))
 		return;
-	atomic_set(&defer_used, 1);
+	atomic_set(&stallcap_task_works_used, 1);
 	get_task_struct(d->task);	/* dropped by defer_done() */
 	d->cookie = atomic64_inc_return(&defer_cookie);
 	d->sess = w->sess;

@@ -108,11 +108,13 @@ static int __init stallcap_init(void)
 	}
 	stallcap_defer_init();
 	stallcap_tail_init();
-	stallcap_buddy_init();
+	ret = stallcap_buddy_init();
+	if (ret)
+		return ret;
 	stallcap_beat_init();
 	ret = stallcap_attach_init();
 	if (ret)
-		return ret;
+		goto err_buddy;
 	ret = stallcap_capture_init();
 	if (ret)
 		goto err_attach;
@@ -141,6 +143,8 @@ err_capture:
 	stallcap_capture_exit();
 err_attach:
 	stallcap_attach_exit();
+err_buddy:
+	stallcap_buddy_exit();
 	return ret;
 }
 

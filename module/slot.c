@@ -179,7 +179,13 @@ bool stallcap_shared_due(struct stallcap_watch *w, u64 now, u64 *next)
 	w->deadline = d;
 	if (d <= now)
 		return true;
-	*next = min(d, now + SHARED_MAX_SLEEP_NS);
+	/*
+	 * The slot is the thread's to write: a deadline always just ahead
+	 * (now + 1 us in a loop) must not fire this timer at that rate.
+	 * Looked at no sooner than the smallest timeout, as any watch.
+	 */
+	*next = clamp_t(u64, d, now + stallcap_min_timeout_ns(),
+			now + SHARED_MAX_SLEEP_NS);
 	return false;
 }
 

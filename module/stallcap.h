@@ -557,7 +557,10 @@ void stallcap_capture_buf_release(struct stallcap_capture_req *req);
  *	user_stack_bytes), or 0: the used stack to the end of its mapping
  */
 struct stallcap_defer {
-	struct callback_head twork;
+	union {
+		struct callback_head twork;	/* queued on the task */
+		struct work_struct done_work;	/* its task_work_add() failed */
+	};
 	struct llist_node lnode;
 	struct task_struct *task;
 	int state;
@@ -575,6 +578,7 @@ struct stallcap_defer {
 	u32 copy_bytes;
 };
 
+extern atomic_t stallcap_task_works_used;
 struct stallcap_defer *stallcap_defer_alloc(struct task_struct *task);
 void stallcap_defer_free(struct stallcap_defer *d);
 void stallcap_defer_request(struct stallcap_watch *w, struct stallcap_sample *s,
@@ -627,6 +631,19 @@ struct stallcap_attach_twork {
  * @rcu: deferred free, after a grace period
  * @free_work: then the free itself, in process context (attach.c)
  */
+/**
+ * struct stallcap_attacher - who made an attach (ATTACH's caller), what the
+ * attaches that follow its processes are checked against
+ * @uid: the caller's real uid
+ * @gid: the caller's real gid
+ * @trace_any: the caller had CAP_SYS_PTRACE in the initial user namespace
+ */
+struct stallcap_attacher {
+	kuid_t uid;
+	kgid_t gid;
+	bool trace_any;
+};
+
 struct stallcap_attach_ent {
 	struct list_head node;
 	struct hlist_node mm_node;
@@ -643,6 +660,7 @@ struct stallcap_attach_ent {
 	bool unlimited;
 	bool dead;
 	bool no_new_threads;
+	struct stallcap_attacher who;
 	refcount_t ref;
 	unsigned long twork_busy;
 	struct stallcap_attach_twork tworks[STALLCAP_ATTACH_TWORKS];
@@ -656,6 +674,9 @@ int stallcap_detach(struct stallcap_session *sess, unsigned long pid);
 void stallcap_attach_release(struct stallcap_session *sess);
 int stallcap_attach_init(void);
 int stallcap_attach_permitted(struct task_struct *task);
+void stallcap_attacher_current(struct stallcap_attacher *who);
+bool stallcap_attacher_may_follow(const struct stallcap_attacher *who,
+				  const struct cred *tcred);
 void stallcap_attach_perm_init(void);
 void stallcap_attach_exit(void);
 void stallcap_attach_watch_event(struct stallcap_watch *w, u32 event);
@@ -741,7 +762,7 @@ bool stallcap_cpu_takes_timers(void);
 void stallcap_buddy_add(struct stallcap_watch *w);
 void stallcap_buddy_armed(void);
 void stallcap_buddy_del(struct stallcap_watch *w);
-void stallcap_buddy_init(void);
+int stallcap_buddy_init(void);
 void stallcap_buddy_exit(void);
 
 /* ---- the rest of NMI/IPI captures, after the handler (capture_tail.c) ---- */

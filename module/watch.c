@@ -262,6 +262,18 @@ static struct stallcap_watch *watch_create_task(struct stallcap_session *sess,
 		w->timeout_ns = a->timeout_ns;
 		w->user_tag = a->user_tag;
 		w->flags = a->cputime ? STALLCAP_ARM_CPUTIME : 0;
+		/*
+		 * Its timer may run at its deadline's period whenever the
+		 * thread is busy: a deadline under 1 ms counts against the
+		 * user's fast watches for the watch's whole life.
+		 */
+		if (stallcap_watch_fast_update(w, a->timeout_ns)) {
+			put_task_struct(w->task);
+			stallcap_defer_free(w->defer);
+			kmem_cache_free(watch_cache, w);
+			user_watches_uncharge(sess->uid);
+			return ERR_PTR(-ENOSPC);
+		}
 		stallcap_count(&sess->stats, SC_ATTACHED, 1);
 	}
 	w->req.watch = w;

@@ -373,8 +373,13 @@ static enum hrtimer_restart deadline_passed(struct stallcap_watch *w, u64 now)
 		 */
 		cpu = stallcap_task_cputime(w->task);
 		used = cpu > w->cpu_base ? cpu - w->cpu_base : 0;
+		/*
+		 * A thread asleep just short of its budget would otherwise
+		 * look again a few ns later, for as long as it sleeps.
+		 */
 		if (used < w->timeout_ns)
-			return restart_at(w, now + w->timeout_ns - used);
+			return restart_at(w, now + max(w->timeout_ns - used,
+						       stallcap_min_timeout_ns()));
 	}
 	/* not a stall yet: the deadline is checked again shortly */
 	if (irq_retry(w))

@@ -80,6 +80,20 @@ if [ ! -s "$kernels_list" ]; then
 	mv "$kernels_list.tmp" "$kernels_list"
 fi
 
+# Extra kernels of Debian 12 (headers on the host like the three above), added
+# when KERNELS names them: its cloud flavours, built for virtual machines
+# (6.1-cloud passed 41 of 41 on 2026-11-27, 6.12-cloud 41 of 41).
+for extra in "6.1-cloud:^linux-image-6\.1\.0-[0-9]+-cloud-amd64$" \
+	     "6.12-cloud:^linux-image-6\.12\.[0-9]+\+deb12-cloud-amd64$"; do
+	name=${extra%%:*}
+	[[ " ${KERNELS:-} " == *" $name "* ]] || continue
+	awk -v n="$name" '$1 == n { f = 1 } END { exit !f }' "$kernels_list" && continue
+	[ "$apt_updated" = 1 ] || apt_update
+	img=$(newest "${extra#*:}")
+	[ -n "$img" ] || { echo "deps: no package matching ${extra#*:}" >&2; exit 1; }
+	echo "$name ${img#linux-image-}" >>"$kernels_list"
+done
+
 while read -r name ver; do
 	hdr="linux-headers-$ver"
 	if ! dpkg-query -W -f='${Status}' "$hdr" 2>/dev/null | grep "ok installed" >/dev/null; then

@@ -8,6 +8,8 @@
 
 #include "sc_harness.h"
 
+#include "torture_util.h"
+
 #define TAG		0x61726d7465737431ULL
 #define LONG_TIMEOUT	SC_MS(500)
 /*
@@ -219,6 +221,62 @@ static uint64_t thread_cpu_ns(void)
 
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (uint64_t)ts.tv_sec * SC_NSEC_PER_SEC + ts.tv_nsec;
+}
+
+/*
+ * A CPU-time watch of a thread that went to sleep just short of its budget
+ * looks again when the budget could run out at the earliest: never sooner
+ * than the smallest timeout (min_deadline_us, 50 ms here), however little
+ * is left (before that bound, the frozen remainder, 6-10 ms here, fired its
+ * timer at that rate for as long as the thread slept: 100 times or more in
+ * the second).  The scale is TCG's: its timers do not resolve much under
+ * a millisecond, and the module's view of the thread's CPU time may be a
+ * tick ahead of the thread's own clock.
+ */
+#define CPUTIME_MIN_US		50000
+#define CPUTIME_SHORT_NS	SC_MS(10)	/* the budget left at the sleep */
+#define CPUTIME_SLEEP_MS	1000
+
+TEST_F(arm, cputime_watch_asleep_near_its_budget_looks_at_most_once_per_minimum)
+{
+	long long old_min = tu_param_read("min_deadline_us");
+	uint64_t timeout = SC_MS(200), cpu0, e0 = 0, e1 = 0, bound;
+	int attempt;
+
+	if (!(self->s.info.features & STALLCAP_FEAT_CPUTIME))
+		SKIP(return, "no STALLCAP_FEAT_CPUTIME");
+	if (old_min < 0 || geteuid())
+		SKIP(return, "needs root and the min_deadline_us parameter");
+	ASSERT_EQ(0, tu_param_write("min_deadline_us", CPUTIME_MIN_US));
+	for (attempt = 1; attempt <= 3; attempt++) {
+		/* read first: reading debugfs costs more than the budget left */
+		e0 = sc_timer_expiries();
+		cpu0 = thread_cpu_ns();
+		ASSERT_EQ(0, sc_arm(self->s.fd, timeout, STALLCAP_ARM_CPUTIME, TAG + 6));
+		while (thread_cpu_ns() - cpu0 < timeout - CPUTIME_SHORT_NS)
+			;
+		sc_sleep_ms(CPUTIME_SLEEP_MS);
+		e1 = sc_timer_expiries();
+		ASSERT_EQ(0, sc_disarm(self->s.fd));
+		if (!SC_STAT(self->s.fd, stalls))
+			break;
+		/* the budget ran out after all (charged for the wake-up): again */
+		TH_LOG("attempt %d: the thread used its budget, no verdict", attempt);
+		sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_STALL_END, 1, SC_WAIT_MS);
+		sc_records_free(&self->rs);
+		EXPECT_EQ(0, sc_release(self->s.fd));
+		sc_session_close(&self->s);
+		ASSERT_EQ(0, sc_session_setup(&self->s, NULL));
+	}
+	EXPECT_EQ(0, tu_param_write("min_deadline_us", old_min));
+	ASSERT_GE(3, attempt) TH_LOG("the budget ran out in every attempt");
+	ASSERT_NE(~0ULL, e0) TH_LOG("no %s", SC_STATS_FILE);
+	/* the sleep's looks, and the few while the thread spun */
+	bound = CPUTIME_SLEEP_MS * 1000ULL / CPUTIME_MIN_US * 5 / 4 + 10;
+	ksft_print_msg("%llu timer expiries, the thread asleep %d ms (bound %llu)\n",
+		       (unsigned long long)(e1 - e0), CPUTIME_SLEEP_MS,
+		       (unsigned long long)bound);
+	EXPECT_GE(bound, e1 - e0);
 }
 
 /*

@@ -10,13 +10,18 @@
  * executed program tells its address through a pipe) and the stall's end.
  * Without INHERIT the same new process is not watched.  An executed
  * set-user-ID program is not followed: a STALLCAP_WATCH_MISSED record says
- * so.
+ * so.  Nor, for an attach made by an unprivileged user, is the root process
+ * that such a program starts (as su does: it becomes root, then forks and
+ * executes a shell, an exec that raises nothing): that user could not trace
+ * it.
  *
  * The executed program is this test binary again: a constructor runs the
  * loop when FOLLOW_LOOP_FD is set, before the harness starts.
  */
+#include <grp.h>
 #include <spawn.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -30,6 +35,8 @@
 #define SPIN		SC_MS(300)
 #define TAG		0x666f6c6c6f770001ULL
 #define LOOP_ENV	"FOLLOW_LOOP_FD"
+#define ROOT_CHILD_ENV	"FOLLOW_ROOT_CHILD_FD"
+#define NOBODY		65534
 
 extern char **environ;
 
@@ -63,18 +70,55 @@ static void loop_run(int fd)
 	poll(NULL, 0, 1);	/* idle: the stall ends */
 }
 
+static void exec_loop(const char *path, int fd);
+
+/*
+ * The set-user-ID copy run with FOLLOW_ROOT_CHILD_FD, as su: it becomes
+ * root entirely, then a child of it executes the loop program (this binary).
+ */
+static void root_child_program(int fd)
+{
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	pid_t p;
+
+	if (n <= 0 || setgroups(0, NULL) || setresgid(0, 0, 0) || setresuid(0, 0, 0))
+		_exit(40);
+	exe[n] = 0;
+	unsetenv(ROOT_CHILD_ENV);
+	p = fork();
+	if (!p)
+		exec_loop(exe, fd);
+	if (p < 0 || waitpid(p, NULL, 0) != p)
+		_exit(41);
+	_exit(0);
+}
+
 /* The executed program: this binary with FOLLOW_LOOP_FD set. */
 __attribute__((constructor)) static void loop_program(void)
 {
 	const char *fd = getenv(LOOP_ENV);
 
+	if (getenv(ROOT_CHILD_ENV))
+		root_child_program(atoi(getenv(ROOT_CHILD_ENV)));
 	if (!fd)
 		return;
 	loop_run(atoi(fd));
 	_exit(0);
 }
 
-enum how { BY_FORK, BY_FORK_EXEC, BY_SPAWN, BY_EXEC_SELF, BY_SETUID_EXEC };
+enum how {
+	BY_FORK, BY_FORK_EXEC, BY_SPAWN, BY_EXEC_SELF, BY_SETUID_EXEC,
+	BY_SETUID_ROOT_CHILD
+};
+
+/* Become nobody for good (and stay dumpable: its owner may trace it). */
+static int become_nobody(void)
+{
+	if (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY))
+		return -1;
+	return prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+}
 
 static char self_exe[4096];
 
@@ -97,6 +141,9 @@ static void child_main(enum how how, int go_fd, int hello_fd, const char *suid)
 	pid_t p = 0;
 	char c;
 
+	/* attached by nobody: nobody's process from the start */
+	if (how == BY_SETUID_ROOT_CHILD && become_nobody())
+		_exit(6);
 	if (read(go_fd, &c, 1) != 1)
 		_exit(2);
 	switch (how) {
@@ -124,6 +171,11 @@ static void child_main(enum how how, int go_fd, int hello_fd, const char *suid)
 			_exit(4);
 		exec_loop(suid, hello_fd);
 		break;
+	case BY_SETUID_ROOT_CHILD:
+		snprintf(num, sizeof(num), "%d", hello_fd);
+		setenv(ROOT_CHILD_ENV, num, 1);
+		execl(suid, suid, (char *)NULL);
+		_exit(7);
 	}
 	if (p < 0)
 		_exit(5);
@@ -143,6 +195,7 @@ FIXTURE_VARIANT(follow) {
 	enum how how;
 	uint32_t flags;
 	bool watched;
+	bool by_nobody;	/* ATTACH called by nobody, not root */
 };
 
 FIXTURE_VARIANT_ADD(follow, fork) {
@@ -173,6 +226,11 @@ FIXTURE_VARIANT_ADD(follow, setuid_exec) {
 	.how = BY_SETUID_EXEC, .flags = STALLCAP_ATTACH_INHERIT, .watched = false,
 };
 
+FIXTURE_VARIANT_ADD(follow, setuid_helper_root_child) {
+	.how = BY_SETUID_ROOT_CHILD, .flags = STALLCAP_ATTACH_INHERIT,
+	.watched = false, .by_nobody = true,
+};
+
 /* A set-user-ID copy of this binary, runnable by nobody. */
 static int make_suid_copy(char *path, size_t len)
 {
@@ -192,7 +250,7 @@ FIXTURE_SETUP(follow)
 	ASSERT_EQ(0, sc_session_setup(&self->s, NULL));
 	if (!(self->s.info.features & STALLCAP_FEAT_ATTACH_INHERIT))
 		SKIP(return, "the module cannot follow processes");
-	if (variant->how == BY_SETUID_EXEC) {
+	if (variant->how == BY_SETUID_EXEC || variant->how == BY_SETUID_ROOT_CHILD) {
 		if (geteuid())
 			SKIP(return, "needs root to make a set-user-ID program");
 		ASSERT_EQ(0, make_suid_copy(self->suid, sizeof(self->suid)));
@@ -236,6 +294,19 @@ static int attach(int fd, pid_t pid, uint32_t flags)
 	return ioctl(fd, STALLCAP_IOC_ATTACH, &a) ? -errno : 0;
 }
 
+/* ATTACH called by a child of the test that became nobody: -errno or 0. */
+static int attach_by_nobody(int fd, pid_t pid, uint32_t flags)
+{
+	int status;
+	pid_t p = fork();
+
+	if (!p)
+		_exit(become_nobody() ? 255 : -attach(fd, pid, flags));
+	if (p < 0 || waitpid(p, &status, 0) != p || !WIFEXITED(status))
+		return -ECHILD;
+	return -WEXITSTATUS(status);
+}
+
 /* follow_spin() is frame 0, or 1-2 under clock_gettime() */
 static bool in_spin(const struct stallcap_sample *u, uint64_t fn)
 {
@@ -261,20 +332,34 @@ TEST_F(follow, new_process_is_watched_as_its_parent)
 	struct loop_hello h = { 0 };
 	int status;
 
-	ASSERT_EQ(0, attach(self->s.fd, self->child, variant->flags));
+	ASSERT_EQ(0, variant->by_nobody ?
+		  attach_by_nobody(self->s.fd, self->child, variant->flags) :
+		  attach(self->s.fd, self->child, variant->flags));
 	ASSERT_EQ(1, write(self->go[1], "g", 1));
 	ASSERT_EQ(sizeof(h), read(self->hello[0], &h, sizeof(h)));
 	ASSERT_EQ(self->child, waitpid(self->child, &status, 0));
 	self->child = 0;
 	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
 
-	if (variant->how == BY_SETUID_EXEC) {
+	if (variant->how == BY_SETUID_EXEC || variant->how == BY_SETUID_ROOT_CHILD) {
 		ASSERT_LE(0, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_WATCH,
 					     3, SC_WAIT_MS));
 		ASSERT_NE(NULL, sc_find_watch_event(&self->rs, h.pid, STALLCAP_WATCH_MISSED))
 			TH_LOG("no WATCH_MISSED for the set-user-ID program");
 		EXPECT_EQ(0, count_samples(&self->rs))
 			TH_LOG("a set-user-ID program was watched");
+		return;
+	}
+	if (variant->how == BY_SETUID_ROOT_CHILD) {
+		/* the helper's exec and its root child: neither is followed */
+		ASSERT_LE(0, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_WATCH,
+					     4, SC_WAIT_MS));
+		EXPECT_NE(NULL, sc_find_watch_event(&self->rs, h.pid, STALLCAP_WATCH_MISSED))
+			TH_LOG("no WATCH_MISSED for the root process the helper started");
+		EXPECT_EQ(NULL, sc_find_watch_event(&self->rs, h.pid, STALLCAP_WATCH_STARTED))
+			TH_LOG("nobody's attach watches a root process");
+		EXPECT_EQ(0, count_samples(&self->rs))
+			TH_LOG("nobody's attach captured a root process's stack");
 		return;
 	}
 	if (!variant->watched) {

@@ -270,8 +270,11 @@ static bool cut_in_interrupt_entry(const struct sc_ksyms *ks, const struct stall
  * One spin under a deadline; returns true when it met the timing acceptance
  * (a loaded TCG host may delay the guest: the caller tries again).
  */
-/* The buddy checkers' expiries on all CPUs (debugfs stallcap/expiries) */
-static long buddy_expiries(void)
+/*
+ * The buddy checkers' expiries (debugfs stallcap/expiries) on CPU @cpu, or
+ * on all CPUs for -1; -1 when unreadable.
+ */
+static long buddy_expiries_on(int cpu)
 {
 	FILE *f = fopen(EXPIRIES, "r");
 	unsigned long w, b;
@@ -282,10 +285,16 @@ static long buddy_expiries(void)
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "cpu%d watch %lu buddy %lu", &c, &w, &b) == 3)
+		if (sscanf(line, "cpu%d watch %lu buddy %lu", &c, &w, &b) == 3 &&
+		    (cpu < 0 || c == cpu))
 			sum = (sum < 0 ? 0 : sum) + (long)b;
 	fclose(f);
 	return sum;
+}
+
+static long buddy_expiries(void)
+{
+	return buddy_expiries_on(-1);
 }
 
 /*
@@ -433,6 +442,48 @@ TEST_F_TIMEOUT(spin, caught_during_the_spin, 60)
 {
 	for (int attempt = 1; !run_once(_metadata, self, variant, attempt); attempt++)
 		;
+}
+
+#define CPU1_ONLINE	"/sys/devices/system/cpu/cpu1/online"
+
+static int cpu1_set_online(int on)
+{
+	return sc_write_bool(CPU1_ONLINE, on);
+}
+
+/*
+ * CPU 1 goes offline and comes back while a watch is armed: its checker
+ * runs there again (before, the kernel moved its pinned timer to CPU 0,
+ * where it ran as CPU 0's, and CPU 1 was marked running for good: no
+ * checker there any more to catch a CPU with interrupts off).
+ */
+TEST(buddy_checker_runs_again_after_cpu_hotplug)
+{
+	struct sc_session s;
+	long b0, b1;
+
+	if (geteuid() || access(CPU1_ONLINE, W_OK))
+		SKIP(return, "needs root and CPU 1's hotplug");
+	if (buddy_expiries_on(1) < 0)
+		SKIP(return, "no %s", EXPIRIES);
+	ASSERT_EQ(0, sc_session_setup(&s, NULL));
+	ASSERT_EQ(0, sc_arm(s.fd, SC_MS(60000), 0, TAG));
+	usleep(100 * 1000);
+	b0 = buddy_expiries_on(1);
+	usleep(200 * 1000);
+	b1 = buddy_expiries_on(1);
+	EXPECT_LT(b0, b1) TH_LOG("no checker on CPU 1 with a watch armed");
+	ASSERT_EQ(0, cpu1_set_online(0));
+	usleep(100 * 1000);
+	ASSERT_EQ(0, cpu1_set_online(1));
+	usleep(100 * 1000);
+	b0 = buddy_expiries_on(1);
+	usleep(200 * 1000);
+	b1 = buddy_expiries_on(1);
+	EXPECT_LT(b0, b1) TH_LOG("CPU 1's checker did not come back (%ld expiries, then %ld)",
+				 b0, b1);
+	EXPECT_EQ(0, sc_disarm(s.fd));
+	sc_session_close(&s);
 }
 
 TEST_HARNESS_MAIN

@@ -21,14 +21,7 @@
 
 static int set_abi_test(int on)
 {
-	int fd = open(ABI_TEST_PARAM, O_WRONLY), ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (write(fd, on ? "1" : "0", 1) != 1)
-		ret = -errno;
-	close(fd);
-	return ret;
+	return sc_write_bool(ABI_TEST_PARAM, on);
 }
 
 static int64_t realtime_offset_ns(void)

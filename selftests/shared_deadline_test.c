@@ -12,12 +12,13 @@
 
 #include "sc_harness.h"
 
+#include "torture_util.h"
+
 #define T		SC_MS(100)
 #define TAG		0x7368617265640001ULL
 #define BUSY_NS		(20 * 1000ULL)	/* one loop iteration's work */
 /* a stall comes at its deadline; allow half a period plus scheduling */
 #define MAX_LATE_NS	(T / 2)
-#define STATS_FILE	"/sys/kernel/debug/stallcap/stats"
 
 FIXTURE(sd) {
 	struct sc_session s;
@@ -61,22 +62,6 @@ FIXTURE_SETUP(sd)
 FIXTURE_TEARDOWN(sd)
 {
 	sd_close(self);
-}
-
-/* The module-wide count of watch timer expiries (debugfs), or ~0. */
-static uint64_t timer_expiries(void)
-{
-	char line[256];
-	uint64_t v = ~0ULL;
-	FILE *f = fopen(STATS_FILE, "r");
-
-	if (!f)
-		return v;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "timer_expiries %llu", (unsigned long long *)&v) == 1)
-			break;
-	fclose(f);
-	return v;
 }
 
 static void store_deadline(struct stallcap_slot *slot, uint64_t d)
@@ -134,9 +119,9 @@ TEST_F(sd, stores_within_t_never_stall_and_rarely_wake_the_timer)
 		 */
 		start = last = sc_now_ns();
 		store_deadline(slot, start + T);
-		e0 = timer_expiries();
+		e0 = sc_timer_expiries();
 		if (e0 == ~0ULL)
-			SKIP(return, "no %s", STATS_FILE);
+			SKIP(return, "no %s", SC_STATS_FILE);
 		iters = 0;
 		worst = start - armed_at;	/* the ARM's deadline to the first store */
 		while (sc_now_ns() - start < 10 * T) {
@@ -152,7 +137,7 @@ TEST_F(sd, stores_within_t_never_stall_and_rarely_wake_the_timer)
 		store_deadline(slot, 0);
 		if (sc_now_ns() - last > worst)
 			worst = sc_now_ns() - last;
-		e1 = timer_expiries();
+		e1 = sc_timer_expiries();
 		EXPECT_EQ(0, sc_release(self->s.fd));
 		if (worst < T * 9 / 10)
 			break;
@@ -176,6 +161,56 @@ TEST_F(sd, stores_within_t_never_stall_and_rarely_wake_the_timer)
 	/* about one expiry per T (10 here), never one per store */
 	EXPECT_GE(30, e1 - e0);
 	EXPECT_GT(iters / 20, e1 - e0);
+}
+
+/*
+ * The slot is the thread's to write, and its watch's timer looks at what it
+ * finds there: a deadline always just ahead (now + 5 ms, stored in a loop)
+ * must not fire that timer at that rate.  With min_deadline_us at 20 ms, the
+ * timer on the CPU where the watch was armed looks at most about once per
+ * 20 ms while the thread stores from the other CPU (before the bound, it
+ * fired at each deadline it read: about 200 times in the second; the
+ * scale is TCG's, whose timers do not resolve much under a millisecond).
+ */
+#define STORM_WINDOW	SC_MS(1000)
+#define STORM_MIN_US	20000
+#define STORM_LEAD_NS	SC_MS(5)	/* the deadline stored: now + 5 ms */
+
+TEST_F(sd, a_deadline_always_just_ahead_does_not_storm_the_timer)
+{
+	long long old_min = tu_param_read("min_deadline_us");
+	uint64_t e0, e1, start, stalls, bound;
+	struct stallcap_slot *slot;
+	cpu_set_t cpus;
+
+	if (old_min < 0 || geteuid())
+		SKIP(return, "needs root and the min_deadline_us parameter");
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		SKIP(return, "needs 2 CPUs");
+	ASSERT_EQ(0, sched_getaffinity(0, sizeof(cpus), &cpus));
+	ASSERT_EQ(0, tu_param_write("min_deadline_us", STORM_MIN_US));
+	ASSERT_EQ(0, sc_pin_self(0));
+	slot = sd_arm(_metadata, self, NULL);
+	ASSERT_NE(NULL, slot);
+	ASSERT_EQ(0, sc_pin_self(1));	/* its timer stays on CPU 0 */
+	e0 = sc_timer_expiries();
+	start = sc_now_ns();
+	while (sc_now_ns() - start < STORM_WINDOW)
+		store_deadline(slot, sc_now_ns() + STORM_LEAD_NS);
+	store_deadline(slot, 0);
+	e1 = sc_timer_expiries();
+	stalls = SC_STAT(self->s.fd, stalls);
+	EXPECT_EQ(0, sc_release(self->s.fd));
+	EXPECT_EQ(0, tu_param_write("min_deadline_us", old_min));
+	sched_setaffinity(0, sizeof(cpus), &cpus);
+	ASSERT_NE(~0ULL, e0) TH_LOG("no %s", SC_STATS_FILE);
+	/* a look per 20 ms, a few more per stall (a store 5 ms late is one) */
+	bound = STORM_WINDOW / (STORM_MIN_US * 1000ULL) * 5 / 4 + 20 + 8 * stalls;
+	ksft_print_msg("%llu timer expiries in %llu ms (bound %llu), %llu stalls\n",
+		       (unsigned long long)(e1 - e0),
+		       (unsigned long long)(STORM_WINDOW / SC_MS(1)),
+		       (unsigned long long)bound, (unsigned long long)stalls);
+	EXPECT_GE(bound, e1 - e0);
 }
 
 /*

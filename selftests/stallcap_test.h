@@ -123,6 +123,37 @@ static inline bool sc_late(const struct stallcap_sample *r)
 }
 
 /* Pin the calling thread to @cpu; returns 0 or -errno. */
+#define SC_STATS_FILE	"/sys/kernel/debug/stallcap/stats"
+
+/* The module-wide count of watch timer expiries (debugfs), or ~0. */
+static inline uint64_t sc_timer_expiries(void)
+{
+	char line[256];
+	uint64_t v = ~0ULL;
+	FILE *f = fopen(SC_STATS_FILE, "r");
+
+	if (!f)
+		return v;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "timer_expiries %llu", (unsigned long long *)&v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+/* Write "1" or "0" to the sysfs or module parameter file @path: 0 or -errno. */
+static inline int sc_write_bool(const char *path, int on)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, on ? "1" : "0", 1) != 1)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
 static inline int sc_pin_self(int cpu)
 {
 	cpu_set_t set;

@@ -33,6 +33,7 @@
  *
  * Without root the test skips.
  */
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -667,6 +668,62 @@ static int user_over_fast_limit(void *arg)
 	return 0;
 }
 
+static void *poll_forever(void *arg)
+{
+	for (;;)
+		poll(NULL, 0, 1000);
+	return NULL;
+}
+
+/* ATTACH to @pid: 0 or -errno. */
+static int attach_pid(int fd, pid_t pid, uint64_t timeout)
+{
+	struct stallcap_attach a = {
+		.size = sizeof(a), .pid = (uint32_t)pid, .timeout_ns = timeout,
+	};
+
+	return ioctl(fd, STALLCAP_IOC_ATTACH, &a) ? -errno : 0;
+}
+
+/*
+ * An attach makes a watch per thread: with a deadline under 1 ms they count
+ * as fast watches too (the user's own process of two threads, limit 1).
+ */
+static int user_attach_over_fast_limit(void *arg)
+{
+	int ready[2], ret;
+	struct sc_session s;
+	pthread_t th;
+	pid_t pid;
+	char c;
+
+	CHK(!pipe(ready), "pipe");
+	pid = fork();
+	CHK(pid >= 0, "fork");
+	if (!pid) {
+		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);	/* its owner may trace it */
+		if (pthread_create(&th, NULL, poll_forever, NULL))
+			_exit(1);
+		if (write(ready[1], "r", 1) != 1)
+			_exit(2);
+		poll_forever(NULL);
+	}
+	CHK(read(ready[0], &c, 1) == 1, "the target did not start");
+	CHK(!sc_session_setup(&s, &(struct sc_opts){ .no_map = true }), "session");
+	ret = attach_pid(s.fd, pid, SC_MS(1) / 2);
+	CHK(ret == -ENOSPC, "ATTACH under 1 ms, two threads, limit 1: %s",
+	    ret ? strerror(-ret) : "ok");
+	CHK(SC_STAT(s.fd, watches) == 0, "the refused ATTACH left a watch");
+	ret = attach_pid(s.fd, pid, SC_MS(2));
+	CHK(!ret, "ATTACH at 2 ms is not bounded: %s", strerror(-ret));
+	CHK(SC_STAT(s.fd, watches) == 2, "%llu watches, not one per thread",
+	    (unsigned long long)SC_STAT(s.fd, watches));
+	sc_session_close(&s);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return 0;
+}
+
 TEST_F(unpriv, fast_watches_are_bounded_per_user)
 {
 	long long saved = tu_param_read("max_fast_watches_per_user");
@@ -674,6 +731,7 @@ TEST_F(unpriv, fast_watches_are_bounded_per_user)
 	if (saved < 0 || tu_param_write("max_fast_watches_per_user", 1))
 		SKIP(return, "no max_fast_watches_per_user parameter");
 	EXPECT_EQ(0, tu_run_as(TU_USER_UID, TU_USER_GID, user_over_fast_limit, NULL));
+	EXPECT_EQ(0, tu_run_as(TU_USER_UID, TU_USER_GID, user_attach_over_fast_limit, NULL));
 	tu_param_write("max_fast_watches_per_user", saved);
 }
 

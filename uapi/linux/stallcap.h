@@ -218,10 +218,16 @@ struct stallcap_arm {
  * Errors: ESRCH (no such process), EPERM/EACCES (the caller may not
  * ptrace-attach to it, as for perf -p: other user, set-user-ID, no
  * CAP_SYS_PTRACE), EEXIST (already attached in this session), ERANGE (as for
- * ARM), ENOSPC (max_watches_per_user), EOPNOTSUPP (the kernel cannot probe
- * the wait calls: no kretprobes, STALLCAP_FEAT_ATTACH unset).  Where the
- * kernel checks indirect branches (kernel IBT, clang CFI) the module applies
- * the ptrace credential and dumpability rules itself, without the LSMs.
+ * ARM), ENOSPC (max_watches_per_user; or a timeout under 1 ms, whose
+ * watches count against max_fast_watches_per_user while they exist),
+ * EOPNOTSUPP (the kernel cannot probe the wait calls: no kretprobes,
+ * STALLCAP_FEAT_ATTACH unset).  Where the kernel checks indirect branches
+ * (kernel IBT, clang CFI) the module applies the ptrace credential and
+ * dumpability rules itself, without the LSMs.  With
+ * STALLCAP_ATTACH_INHERIT, a process or program is followed only if the
+ * caller of ATTACH could trace it: the same real ids as all of its ids, or
+ * CAP_SYS_PTRACE in the initial user namespace; never a set-user-ID
+ * program (STALLCAP_WATCH_MISSED instead).
  */
 struct stallcap_attach {
 	__u32 size;
