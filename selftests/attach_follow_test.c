@@ -295,7 +295,7 @@ static int attach(int fd, pid_t pid, uint32_t flags)
 }
 
 /* ATTACH called by a child of the test that became nobody: -errno or 0. */
-static int attach_by_nobody(int fd, pid_t pid, uint32_t flags)
+static int attach_by_nobody_once(int fd, pid_t pid, uint32_t flags)
 {
 	int status;
 	pid_t p = fork();
@@ -305,6 +305,21 @@ static int attach_by_nobody(int fd, pid_t pid, uint32_t flags)
 	if (p < 0 || waitpid(p, &status, 0) != p || !WIFEXITED(status))
 		return -ECHILD;
 	return -WEXITSTATUS(status);
+}
+
+/*
+ * The same, once the target became nobody's and dumpable (it does so as
+ * it starts: until then nobody may not attach, EPERM).
+ */
+static int attach_by_nobody(int fd, pid_t pid, uint32_t flags)
+{
+	int ret = attach_by_nobody_once(fd, pid, flags);
+
+	for (int i = 0; ret == -EPERM && i < 300; i++) {
+		usleep(10 * 1000);
+		ret = attach_by_nobody_once(fd, pid, flags);
+	}
+	return ret;
 }
 
 /* follow_spin() is frame 0, or 1-2 under clock_gettime() */
