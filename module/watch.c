@@ -227,28 +227,33 @@ static struct stallcap_watch *watch_create_task(struct stallcap_session *sess,
 						struct task_struct *task,
 						struct stallcap_attach_ent *a)
 {
+	bool unlimited = a ? a->unlimited : capable(CAP_SYS_RESOURCE);
 	struct stallcap_watch *w;
 	unsigned long flags;
 	struct user_watches *uw;
+	int ret = -ENOMEM;
 
-	uw = user_watches_charge(sess->uid, a ? a->unlimited :
-				 capable(CAP_SYS_RESOURCE));
+	uw = user_watches_charge(sess->uid, unlimited);
 	if (IS_ERR(uw))
 		return ERR_CAST(uw);
 	w = kmem_cache_zalloc(watch_cache, GFP_KERNEL);
-	if (!w) {
-		user_watches_uncharge(sess->uid);
-		return ERR_PTR(-ENOMEM);
-	}
+	if (!w)
+		goto err_uncharge;
 	w->defer = stallcap_defer_alloc(task);
-	if (!w->defer) {
-		kmem_cache_free(watch_cache, w);
-		user_watches_uncharge(sess->uid);
-		return ERR_PTR(-ENOMEM);
+	if (!w->defer)
+		goto err_free;
+	w->uw = uw;
+	w->fast_exempt = unlimited;
+	/*
+	 * An attached watch's timer may run at its deadline's period whenever
+	 * the thread is busy: a deadline under 1 ms counts against the user's
+	 * fast watches for the watch's whole life.
+	 */
+	if (a && stallcap_watch_fast_update(w, a->timeout_ns)) {
+		ret = -ENOSPC;
+		goto err_defer;
 	}
 	w->sess = sess;
-	w->uw = uw;
-	w->fast_exempt = a ? a->unlimited : capable(CAP_SYS_RESOURCE);
 	w->task = get_task_struct(task);
 	w->mm = READ_ONCE(task->mm);
 	w->tid = task_pid_nr(task);
@@ -262,18 +267,6 @@ static struct stallcap_watch *watch_create_task(struct stallcap_session *sess,
 		w->timeout_ns = a->timeout_ns;
 		w->user_tag = a->user_tag;
 		w->flags = a->cputime ? STALLCAP_ARM_CPUTIME : 0;
-		/*
-		 * Its timer may run at its deadline's period whenever the
-		 * thread is busy: a deadline under 1 ms counts against the
-		 * user's fast watches for the watch's whole life.
-		 */
-		if (stallcap_watch_fast_update(w, a->timeout_ns)) {
-			put_task_struct(w->task);
-			stallcap_defer_free(w->defer);
-			kmem_cache_free(watch_cache, w);
-			user_watches_uncharge(sess->uid);
-			return ERR_PTR(-ENOSPC);
-		}
 		stallcap_count(&sess->stats, SC_ATTACHED, 1);
 	}
 	w->req.watch = w;
@@ -289,6 +282,14 @@ static struct stallcap_watch *watch_create_task(struct stallcap_session *sess,
 	stallcap_buddy_add(w);
 	stallcap_count(&sess->stats, SC_WATCHES, 1);
 	return w;
+
+err_defer:
+	stallcap_defer_free(w->defer);
+err_free:
+	kmem_cache_free(watch_cache, w);
+err_uncharge:
+	user_watches_uncharge(sess->uid);
+	return ERR_PTR(ret);
 }
 
 struct stallcap_watch *stallcap_watch_create(struct stallcap_session *sess)
