@@ -14,10 +14,12 @@
  * starts its deadline as a REARM would, going idle ends it (and a stall in
  * progress) as a DISARM would.
  *
- * Threads present at ATTACH get their watch from the ioctl; a thread created
- * later gets it at its first wait call, from a task_work that runs when that
- * call returns to user space (process context: the watch is allocated and
- * charged there; attach_follow.c).  Watches end with DETACH, the session's
+ * Threads present at ATTACH get their watch from the ioctl; one that is
+ * inside a wait call then (entered before its return could be hooked) goes
+ * busy when that call returns, from a task_work.  A thread created later
+ * gets its watch at its first wait call, from a task_work that runs when
+ * that call returns to user space (process context: the watch is allocated
+ * and charged there; attach_follow.c).  Watches end with DETACH, the session's
  * close, the thread's exit or the process's exec (the exec probe of watch.c
  * ends the thread's watches; the new program has another mm, which this
  * attach never matches again: with STALLCAP_ATTACH_INHERIT it gets an
@@ -196,7 +198,10 @@ static unsigned int collect_threads(struct stallcap_attach_ent *a,
 	return n;
 }
 
-/* Watch the threads present now (they start idle).  sess->lock held. */
+/*
+ * Watch the threads present now.  They start idle; one inside a wait call
+ * goes busy when that call returns.  sess->lock held.
+ */
 static int attach_present_threads(struct stallcap_attach_ent *a)
 {
 	unsigned int i, n, max = get_nr_threads(a->leader) + 16;
@@ -210,6 +215,8 @@ static int attach_present_threads(struct stallcap_attach_ent *a)
 	for (i = 0; i < n; i++) {
 		if (!ret)
 			ret = stallcap_attach_watch_task(a, tasks[i], false);
+		if (!ret)
+			ret = stallcap_attach_resume_request(a, tasks[i]);
 		put_task_struct(tasks[i]);
 	}
 	kvfree(tasks);

@@ -25,6 +25,8 @@
 #include <linux/kprobes.h>
 #include <linux/percpu.h>
 #include <linux/ptrace.h>
+#include <linux/sched.h>
+#include <asm/unistd.h>
 #include <uapi/linux/futex.h>
 
 #include "compat.h"
@@ -145,18 +147,96 @@ static int park_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 	return 0;
 }
 
+/* futex(uaddr, op, ...) parks: FUTEX_WAIT and FUTEX_WAIT_BITSET */
+static bool futex_op_parks(unsigned long op)
+{
+	op &= FUTEX_CMD_MASK;
+	return op == FUTEX_WAIT || op == FUTEX_WAIT_BITSET;
+}
+
 /*
  * futex(uaddr, op, ...): FUTEX_WAIT and FUTEX_WAIT_BITSET park; wakes,
  * requeues and the priority-inheritance locks do not.
  */
 static int futex_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
-	unsigned long cmd = READ_ONCE(syscall_uregs(regs)->si) &
-			    FUTEX_CMD_MASK;
-
-	if (cmd != FUTEX_WAIT && cmd != FUTEX_WAIT_BITSET)
+	if (!futex_op_parks(READ_ONCE(syscall_uregs(regs)->si)))
 		return 1;
 	return park_entry(ri, regs);
+}
+
+/* ---- a thread already inside a wait call at the attach ---- */
+
+/* Is @nr, with the arguments in @regs, a call of the wait probes? */
+static bool wait_call_nr(long nr, const struct pt_regs *regs)
+{
+	switch (nr) {
+	case __NR_epoll_wait:
+	case __NR_epoll_pwait:
+	case __NR_poll:
+	case __NR_ppoll:
+	case __NR_select:
+	case __NR_pselect6:
+	case __NR_io_getevents:
+	case __NR_io_pgetevents:
+#ifdef __NR_epoll_pwait2
+	case __NR_epoll_pwait2:
+#endif
+		return true;
+#ifdef __NR_io_uring_enter
+	case __NR_io_uring_enter:
+		return READ_ONCE(regs->r10) & SC_IORING_ENTER_GETEVENTS;
+#endif
+	}
+	return false;
+}
+
+/* Is it a call of the park probes? */
+static bool park_call_nr(long nr, const struct pt_regs *regs)
+{
+	switch (nr) {
+	case __NR_futex:
+		return futex_op_parks(READ_ONCE(regs->si));
+	case __NR_nanosleep:
+	case __NR_clock_nanosleep:
+#ifdef __NR_futex_waitv
+	case __NR_futex_waitv:
+#endif
+#ifdef __NR_futex_wait
+	case __NR_futex_wait:
+#endif
+		return true;
+	}
+	return false;
+}
+
+/**
+ * stallcap_task_in_wait_call() - is @task inside a call that the wait
+ * probes count, as its user registers say
+ * @task: a thread of an attached process
+ * @park: futex waits and sleeps count too (STALLCAP_ATTACH_PARK)
+ *
+ * A thread that entered the call before the probes existed, or before its
+ * process was attached, has no return hook: only the system call number
+ * it entered the kernel with (orig_ax) tells.  A thread running in user
+ * space shows its last call, so one that has just left a wait looks inside
+ * it; a 32-bit program's calls (other numbers, other entry points, never
+ * probed) never count.
+ * Context: process; @task may run meanwhile (a hint, never dereferenced
+ * beyond its own registers).
+ */
+bool stallcap_task_in_wait_call(struct task_struct *task, bool park)
+{
+	const struct pt_regs *regs;
+	long nr;
+
+	if (task->flags & PF_KTHREAD)
+		return false;
+	regs = task_pt_regs(task);
+	if (!user_64bit_mode((struct pt_regs *)regs))
+		return false;
+	nr = READ_ONCE(regs->orig_ax);
+	return wait_call_nr(nr, regs) || (park && park_call_nr(nr, regs));
 }
 
 #define WAIT_PROBE_N(sym, entry, ret, n) {			\

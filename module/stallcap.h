@@ -383,6 +383,7 @@ struct stallcap_capture_req {
  * @isolated: armed from a CPU isolated from timers: no timer queued, a
  *	buddy checker starts it on a housekeeping CPU when the deadline nears
  * @attach: the attach that made this watch (attach.c), NULL for ARM
+ * @wait_seen: an attached watch saw its thread enter or leave a wait call
  * @rcu: deferred free
  */
 struct stallcap_watch {
@@ -429,6 +430,7 @@ struct stallcap_watch {
 	bool fast_exempt;
 	bool isolated;
 	struct stallcap_attach_ent *attach;
+	bool wait_seen;
 	struct rcu_head rcu;
 };
 
@@ -710,6 +712,10 @@ void stallcap_watch_idle(struct stallcap_watch *w, u64 now);
 unsigned int stallcap_watches_attached_mark(struct task_struct *task,
 					    bool busy, bool park);
 bool stallcap_watched_by_attach(const struct stallcap_attach_ent *a);
+void stallcap_watch_attached_resumed(const struct stallcap_attach_ent *a);
+int stallcap_attach_resume_request(struct stallcap_attach_ent *a,
+				   struct task_struct *task);
+bool stallcap_task_in_wait_call(struct task_struct *task, bool park);
 
 /* ---- system-wide readers (global.c) ---- */
 void stallcap_global_attach(struct stallcap_session *sess);

@@ -441,6 +441,7 @@ unsigned int stallcap_watches_attached_mark(struct task_struct *task,
 		/* the clock only for a watched thread: every process's wait calls come here */
 		if (!found++)
 			now = ktime_get_mono_fast_ns();
+		WRITE_ONCE(w->wait_seen, true);
 		if (busy)
 			stallcap_watch_busy(w, now);
 		else
@@ -448,6 +449,28 @@ unsigned int stallcap_watches_attached_mark(struct task_struct *task,
 	}
 	rcu_read_unlock();
 	return found;
+}
+
+/**
+ * stallcap_watch_attached_resumed() - the current thread was inside a wait
+ * call when @a attached it, and is on its way back to user space: its
+ * watch by @a goes busy now, unless it saw a wait boundary since
+ * @a: the attach
+ *
+ * Only the thread itself marks its boundaries: nothing races with the
+ * check.  Context: the thread's task_work (attach_follow.c).
+ */
+void stallcap_watch_attached_resumed(const struct stallcap_attach_ent *a)
+{
+	struct stallcap_watch *w;
+
+	rcu_read_lock();
+	hash_for_each_possible_rcu(task_watches, w, task_node,
+				   (unsigned long)current)
+		if (w->task == current && w->attach == a &&
+		    !READ_ONCE(w->wait_seen))
+			stallcap_watch_busy(w, ktime_get_mono_fast_ns());
+	rcu_read_unlock();
 }
 
 /* Has the current thread a watch made by @a?  Context: RCU read side. */

@@ -14,10 +14,13 @@
  * STALLCAP_ATTACH_PARK, futex waits and sleeps are idle waits too (a
  * runtime's parked worker), for that attach only: a second session attached
  * to the same process without it sees the same thread stalled in the futex
- * wait.  The ioctl's errors, and DETACH.
+ * wait.  A thread already inside its poll() or futex wait at the attach
+ * (no probe hooked that call's return) is busy once the call returns.  The
+ * ioctl's errors, and DETACH.
  */
 #include <linux/futex.h>
 #include <linux/io_uring.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -276,9 +279,35 @@ static void *wake_thread(void *arg)
 	return NULL;
 }
 
+/* ---- a thread already inside its wait call at the attach ---- */
+
+static int resume_fd;		/* the child's end of the go pipe */
+static uint32_t *resume_word;	/* shared with the parent (futex) */
+static char resume_how;		/* 'r': poll() on resume_fd, 'f': futex */
+
+static void *resume_thread(void *arg)
+{
+	int *tid_pipe = arg;
+	pid_t tid = sc_gettid();
+	struct pollfd pfd = { .fd = resume_fd, .events = POLLIN };
+
+	if (write(tid_pipe[1], &tid, sizeof(tid)) != sizeof(tid))
+		return NULL;
+	if (resume_how == 'f')	/* a parked worker, woken by the parent */
+		while (!__atomic_load_n(resume_word, __ATOMIC_ACQUIRE))
+			syscall(SYS_futex, resume_word, FUTEX_WAIT, 0, NULL,
+				NULL, 0);
+	else			/* an event loop, woken by an event */
+		poll(&pfd, 1, -1);
+	attach_spin_in_loop(SPIN);	/* busy past the deadline */
+	poll(NULL, 0, 1);		/* idle: the stall ends */
+	return NULL;
+}
+
 /*
  * The child: waits for "go" ('u': the io_uring loop, 'p': the parked
- * worker, 'w': futex waits woken by their timeouts), runs a loop thread.
+ * worker, 'w': futex waits woken by their timeouts, 'r' and 'f': a thread
+ * waiting in poll() or a futex before the attach), runs a loop thread.
  */
 static void child_main(int go_fd, int *tid_pipe)
 {
@@ -294,6 +323,10 @@ static void child_main(int go_fd, int *tid_pipe)
 		fn = park_thread;
 	else if (c == 'w')
 		fn = wake_thread;
+	else if (c == 'r' || c == 'f')
+		fn = resume_thread;
+	resume_fd = go_fd;
+	resume_how = c;
 	if (pthread_create(&t, NULL, fn, tid_pipe))
 		_exit(3);
 	pthread_join(t, NULL);
@@ -314,6 +347,9 @@ FIXTURE_SETUP(attach)
 		SKIP(return, "the module cannot attach");
 	ASSERT_EQ(0, pipe(self->go));
 	ASSERT_EQ(0, pipe(self->tid_pipe));
+	resume_word = mmap(NULL, sizeof(*resume_word), PROT_READ | PROT_WRITE,
+			   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, resume_word);
 	self->child = fork();
 	ASSERT_LE(0, self->child);
 	if (!self->child) {
@@ -332,6 +368,8 @@ FIXTURE_TEARDOWN(attach)
 	}
 	sc_records_free(&self->rs);
 	sc_session_close(&self->s);
+	if (resume_word && resume_word != MAP_FAILED)
+		munmap(resume_word, sizeof(*resume_word));
 }
 
 TEST_F(attach, new_thread_stall_is_captured)
@@ -592,6 +630,93 @@ TEST_F(attach, blocked_captures_during_wakeups)
 }
 
 /* read (@set < 0) or set the parameter own_ptrace_rules; its old value */
+/* Is @tid of @pid blocked in system call @nr (its /proc syscall file)? */
+static bool in_syscall(pid_t pid, pid_t tid, long nr)
+{
+	char path[64], buf[64] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", pid, tid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	return strtol(buf, NULL, 10) == nr && buf[0] != 'r';
+}
+
+/*
+ * The child's thread enters its wait (@how 'r': poll() on a pipe, 'f': a
+ * futex wait, counted with STALLCAP_ATTACH_PARK) before the attach, so
+ * that no probe hooked the call's return; the attach comes, then the event
+ * (a byte on the pipe, a futex wake), and the thread spins past the
+ * deadline at once.  That stall is reported: the thread went busy when its
+ * wait returned, not only after its next one.
+ */
+static void waiting_at_attach(struct __test_metadata *_metadata,
+			      FIXTURE_DATA(attach) *self, char how)
+{
+	const struct stallcap_stall_end *end;
+	const struct stallcap_sample *r, *u;
+	struct stallcap_stats st;
+	pid_t tid;
+	int status, i;
+
+	ASSERT_EQ(1, write(self->go[1], &how, 1));
+	ASSERT_EQ(sizeof(tid), read(self->tid_pipe[0], &tid, sizeof(tid)));
+	for (i = 0; i < 300 && !in_syscall(self->child, tid,
+					   how == 'f' ? SYS_futex : SYS_poll); i++)
+		sc_sleep_ms(10);
+	ASSERT_LT(i, 300) TH_LOG("the thread never blocked in its wait");
+	ASSERT_EQ(0, attach(self->s.fd, self->child, DEADLINE,
+			    how == 'f' ? STALLCAP_ATTACH_PARK : 0));
+	ASSERT_EQ(0, sc_get_stats(self->s.fd, &st, 0));
+	EXPECT_EQ(2, st.attached) TH_LOG("the main thread and the waiting one");
+	sc_sleep_ms(2 * DEADLINE / SC_MS(1));	/* idle: no stall */
+	if (how == 'f') {
+		__atomic_store_n(resume_word, 1, __ATOMIC_RELEASE);
+		syscall(SYS_futex, resume_word, FUTEX_WAKE, 1, NULL, NULL, 0);
+	} else {
+		ASSERT_EQ(1, write(self->go[1], "x", 1));
+	}
+	ASSERT_EQ(self->child, waitpid(self->child, &status, 0));
+	self->child = 0;
+	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+
+	/* two watches started (at the attach), two ended (the exit) */
+	ASSERT_LE(0, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_WATCH, 4,
+				     SC_WAIT_MS));
+	r = sc_first_sample_of(&self->rs, tid);
+	if (!r)
+		sc_log_records(NULL, &self->rs);
+	ASSERT_NE(NULL, r) TH_LOG("the stall right after the wait returned was not captured");
+	EXPECT_EQ(STALLCAP_ORIGIN_ATTACH, r->origin);
+	u = sc4_user_frames_of(&self->rs, r);
+	ASSERT_NE(NULL, u) TH_LOG("DEFER_PENDING but no USER_STACK record");
+	EXPECT_TRUE(in_spin(u)) TH_LOG("attach_spin_in_loop() is not among the innermost frames");
+	end = sc_stall_end_of(&self->rs, r->stall_id);
+	ASSERT_NE(NULL, end) TH_LOG("no stall end when the thread entered poll()");
+	/* busy from the wait's return: the deadline passed inside the spin */
+	EXPECT_GE(end->end_ns, r->deadline_ns + SPIN / 2);
+	for (size_t k = 0; k < self->rs.n; k++) {
+		const struct stallcap_sample *x = (const void *)self->rs.rec[k];
+
+		if (x->hdr.type == STALLCAP_REC_SAMPLE)
+			EXPECT_EQ((__u32)tid, x->tid) TH_LOG("a sample of another thread");
+	}
+}
+
+TEST_F(attach, thread_in_poll_at_the_attach_is_busy_when_poll_returns)
+{
+	waiting_at_attach(_metadata, self, 'r');
+}
+
+TEST_F(attach, parked_thread_at_a_park_attach_is_busy_when_woken)
+{
+	waiting_at_attach(_metadata, self, 'f');
+}
+
 static int own_rules(int set)
 {
 	const char *path = "/sys/module/stallcap/parameters/own_ptrace_rules";
