@@ -31,6 +31,7 @@
 
 #include "compat.h"
 #include "stallcap.h"
+#include "why.h"
 
 /* IORING_ENTER_GETEVENTS of <linux/io_uring.h> (ABI, never changes) */
 #define SC_IORING_ENTER_GETEVENTS	BIT(0)
@@ -185,7 +186,7 @@ static bool wait_call_nr(long nr, const struct pt_regs *regs)
 		return true;
 #ifdef __NR_io_uring_enter
 	case __NR_io_uring_enter:
-		return READ_ONCE(regs->r10) & SC_IORING_ENTER_GETEVENTS;
+		return regs->r10 & SC_IORING_ENTER_GETEVENTS;
 #endif
 	}
 	return false;
@@ -196,7 +197,7 @@ static bool park_call_nr(long nr, const struct pt_regs *regs)
 {
 	switch (nr) {
 	case __NR_futex:
-		return futex_op_parks(READ_ONCE(regs->si));
+		return futex_op_parks(regs->si);
 	case __NR_nanosleep:
 	case __NR_clock_nanosleep:
 #ifdef __NR_futex_waitv
@@ -222,21 +223,18 @@ static bool park_call_nr(long nr, const struct pt_regs *regs)
  * space shows its last call, so one that has just left a wait looks inside
  * it; a 32-bit program's calls (other numbers, other entry points, never
  * probed) never count.
- * Context: process; @task may run meanwhile (a hint, never dereferenced
- * beyond its own registers).
+ * Context: process; @task may run or exit meanwhile (its registers are
+ * copied without faulting, stallcap_task_user_regs()).
  */
 bool stallcap_task_in_wait_call(struct task_struct *task, bool park)
 {
-	const struct pt_regs *regs;
+	struct pt_regs regs;
 	long nr;
 
-	if (task->flags & PF_KTHREAD)
+	if ((task->flags & PF_KTHREAD) || !stallcap_task_user_regs(task, &regs))
 		return false;
-	regs = task_pt_regs(task);
-	if (!user_64bit_mode((struct pt_regs *)regs))
-		return false;
-	nr = READ_ONCE(regs->orig_ax);
-	return wait_call_nr(nr, regs) || (park && park_call_nr(nr, regs));
+	nr = regs.orig_ax;
+	return wait_call_nr(nr, &regs) || (park && park_call_nr(nr, &regs));
 }
 
 #define WAIT_PROBE_N(sym, entry, ret, n) {			\
