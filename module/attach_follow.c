@@ -168,7 +168,7 @@ static void resumed_fn(struct callback_head *cb)
 	a = rt->a;
 	kfree(rt);
 	if (current->mm == a->mm && !READ_ONCE(a->dead) &&
-	    !(current->flags & PF_EXITING))
+	    !(current->flags & PF_EXITING) && stallcap_current_call_returned())
 		stallcap_watch_attached_resumed(a);
 	twork_put(a);
 }
@@ -184,7 +184,9 @@ static void resumed_fn(struct callback_head *cb)
  * wait for as long as it likes) runs on the thread's next return to user
  * space, and starts its busy period there unless a wait boundary was seen
  * since.  A thread that is not inside such a call is left idle until its
- * next one, as before.
+ * next one, as before; so is one whose task_work runs before the call
+ * returned (io_uring_enter runs task_works inside its wait): a task_work
+ * cannot queue itself again from there.
  * Context: process, sess->lock held.
  * Return: 0, or -ENOMEM.
  */

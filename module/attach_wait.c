@@ -166,77 +166,6 @@ static int futex_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 	return park_entry(ri, regs);
 }
 
-/* ---- a thread already inside a wait call at the attach ---- */
-
-/* Is @nr, with the arguments in @regs, a call of the wait probes? */
-static bool wait_call_nr(long nr, const struct pt_regs *regs)
-{
-	switch (nr) {
-	case __NR_epoll_wait:
-	case __NR_epoll_pwait:
-	case __NR_poll:
-	case __NR_ppoll:
-	case __NR_select:
-	case __NR_pselect6:
-	case __NR_io_getevents:
-	case __NR_io_pgetevents:
-#ifdef __NR_epoll_pwait2
-	case __NR_epoll_pwait2:
-#endif
-		return true;
-#ifdef __NR_io_uring_enter
-	case __NR_io_uring_enter:
-		return regs->r10 & SC_IORING_ENTER_GETEVENTS;
-#endif
-	}
-	return false;
-}
-
-/* Is it a call of the park probes? */
-static bool park_call_nr(long nr, const struct pt_regs *regs)
-{
-	switch (nr) {
-	case __NR_futex:
-		return futex_op_parks(regs->si);
-	case __NR_nanosleep:
-	case __NR_clock_nanosleep:
-#ifdef __NR_futex_waitv
-	case __NR_futex_waitv:
-#endif
-#ifdef __NR_futex_wait
-	case __NR_futex_wait:
-#endif
-		return true;
-	}
-	return false;
-}
-
-/**
- * stallcap_task_in_wait_call() - is @task inside a call that the wait
- * probes count, as its user registers say
- * @task: a thread of an attached process
- * @park: futex waits and sleeps count too (STALLCAP_ATTACH_PARK)
- *
- * A thread that entered the call before the probes existed, or before its
- * process was attached, has no return hook: only the system call number
- * it entered the kernel with (orig_ax) tells.  A thread running in user
- * space shows its last call, so one that has just left a wait looks inside
- * it; a 32-bit program's calls (other numbers, other entry points, never
- * probed) never count.
- * Context: process; @task may run or exit meanwhile (its registers are
- * copied without faulting, stallcap_task_user_regs()).
- */
-bool stallcap_task_in_wait_call(struct task_struct *task, bool park)
-{
-	struct pt_regs regs;
-	long nr;
-
-	if ((task->flags & PF_KTHREAD) || !stallcap_task_user_regs(task, &regs))
-		return false;
-	nr = regs.orig_ax;
-	return wait_call_nr(nr, &regs) || (park && park_call_nr(nr, &regs));
-}
-
 #define WAIT_PROBE_N(sym, entry, ret, n) {			\
 	.kp.symbol_name = sym,					\
 	.entry_handler = entry,					\
@@ -255,11 +184,15 @@ bool stallcap_task_in_wait_call(struct task_struct *task, bool park)
  *	are calls that a kernel may lack: epoll_pwait2 before 5.11,
  *	futex_waitv before 5.16, io_uring compiled out)
  * @nr_registered: how many are registered (attach_lock)
+ * @registered: bit i: @probes[i] is registered (written under attach_lock)
+ * @syscall_nrs: each probe's x86-64 system call number, -1 if unknown
  * @name: for the log
  */
 struct wait_probe_set {
 	struct kretprobe *probes;
 	struct kretprobe **ptrs;
+	unsigned long registered;
+	const int *syscall_nrs;
 	unsigned int nr;
 	unsigned int nr_required;
 	unsigned int nr_registered;
@@ -288,12 +221,40 @@ static struct kretprobe park_probes[] = {
 	WAIT_PROBE("__x64_sys_futex_wait", park_entry, park_return),
 };
 
+/* The x86-64 system call number of each probe, -1 where unknown here. */
+#ifndef __NR_epoll_pwait2
+#define __NR_epoll_pwait2	-1
+#endif
+#ifndef __NR_io_uring_enter
+#define __NR_io_uring_enter	-1
+#endif
+#ifndef __NR_futex_waitv
+#define __NR_futex_waitv	-1
+#endif
+#ifndef __NR_futex_wait
+#define __NR_futex_wait		-1
+#endif
+
+static const int wait_probe_nrs[] = {
+	__NR_epoll_wait, __NR_epoll_pwait, __NR_poll, __NR_epoll_pwait2,
+	__NR_ppoll, __NR_select, __NR_pselect6, __NR_io_getevents,
+	__NR_io_pgetevents, __NR_io_uring_enter,
+};
+static_assert(ARRAY_SIZE(wait_probe_nrs) == ARRAY_SIZE(wait_probes));
+
+static const int park_probe_nrs[] = {
+	__NR_futex, __NR_nanosleep, __NR_clock_nanosleep, __NR_futex_waitv,
+	__NR_futex_wait,
+};
+static_assert(ARRAY_SIZE(park_probe_nrs) == ARRAY_SIZE(park_probes));
+
 static struct kretprobe *wait_probe_ptrs[ARRAY_SIZE(wait_probes)];
 static struct kretprobe *park_probe_ptrs[ARRAY_SIZE(park_probes)];
 
 static struct wait_probe_set wait_set = {
 	.probes = wait_probes,
 	.ptrs = wait_probe_ptrs,
+	.syscall_nrs = wait_probe_nrs,
 	.nr = ARRAY_SIZE(wait_probes),
 	.nr_required = 3,
 	.name = "wait-call",
@@ -302,6 +263,7 @@ static struct wait_probe_set wait_set = {
 static struct wait_probe_set park_set = {
 	.probes = park_probes,
 	.ptrs = park_probe_ptrs,
+	.syscall_nrs = park_probe_nrs,
 	.nr = ARRAY_SIZE(park_probes),
 	.nr_required = 3,
 	.name = "futex/sleep",
@@ -316,6 +278,7 @@ static void probe_set_unregister(struct wait_probe_set *set)
 		return;
 	for (i = 0; i < set->nr_registered; i++)
 		missed += set->ptrs[i]->nmissed;
+	WRITE_ONCE(set->registered, 0);
 	unregister_kretprobes(set->ptrs, set->nr_registered);
 	deferred_entries_sync();
 	set->nr_registered = 0;
@@ -347,12 +310,80 @@ static int probe_set_register(struct wait_probe_set *set)
 			continue;
 		}
 		set->ptrs[set->nr_registered++] = rp;
+		WRITE_ONCE(set->registered, set->registered | BIT(i));
 	}
 	return 0;
 fail:
 	pr_warn("cannot probe %s: %d\n", set->probes[i].kp.symbol_name, ret);
 	probe_set_unregister(set);
 	return ret == -ENOENT ? -EOPNOTSUPP : ret;
+}
+
+/* ---- a thread already inside a wait call at the attach ---- */
+
+/* Does @set probe call @nr with the arguments in @regs, now? */
+static bool probe_set_counts(const struct wait_probe_set *set, long nr,
+			     const struct pt_regs *regs)
+{
+	unsigned long registered = READ_ONCE(set->registered);
+	unsigned int i;
+
+	for (i = 0; i < set->nr; i++) {
+		if (set->syscall_nrs[i] != nr || !(registered & BIT(i)))
+			continue;
+		if (nr == __NR_futex)
+			return futex_op_parks(regs->si);
+		if (nr == __NR_io_uring_enter)
+			return regs->r10 & SC_IORING_ENTER_GETEVENTS;
+		return true;
+	}
+	return false;
+}
+
+/**
+ * stallcap_task_in_wait_call() - is @task inside a call that the probes
+ * count, as its user registers say
+ * @task: a thread of an attached process
+ * @park: futex waits and sleeps count too (STALLCAP_ATTACH_PARK)
+ *
+ * A thread that entered the call before the probes existed, or before its
+ * process was attached, has no return hook: its saved user registers tell,
+ * the system call it entered the kernel with (orig_ax) and, until that call
+ * returns, SC_AX_IN_SYSCALL in ax (the entry's; an interrupt saves the
+ * user's ax, and a call's return its result).  A call whose probe is not registered on
+ * this kernel, a 32-bit call (other numbers, the compat entry points, never
+ * probed) and an io_uring or vhost worker (it never returns to user space)
+ * never count.
+ * Context: process; @task may run or exit meanwhile (its registers are
+ * copied without faulting, stallcap_task_user_regs()).
+ */
+bool stallcap_task_in_wait_call(struct task_struct *task, bool park)
+{
+	struct pt_regs regs;
+	long nr;
+
+	if ((READ_ONCE(task->flags) & SC_PF_NO_USER_RETURN) ||
+	    (READ_ONCE(task_thread_info(task)->status) & TS_COMPAT) ||
+	    !stallcap_task_user_regs(task, &regs) || regs.ax != SC_AX_IN_SYSCALL)
+		return false;
+	nr = regs.orig_ax;
+	return probe_set_counts(&wait_set, nr, &regs) ||
+	       (park && probe_set_counts(&park_set, nr, &regs));
+}
+
+/**
+ * stallcap_current_call_returned() - is the current thread on its way back
+ * to user space (a task_work run there), not inside its system call
+ *
+ * io_uring_enter runs the thread's task_works inside its wait, each time
+ * the thread wakes there: the call has not returned (ax still holds the
+ * entry's SC_AX_IN_SYSCALL).
+ * Context: the current thread's task_work.
+ */
+bool stallcap_current_call_returned(void)
+{
+	return !(current->flags & SC_PF_NO_USER_RETURN) &&
+	       task_pt_regs(current)->ax != SC_AX_IN_SYSCALL;
 }
 
 /**

@@ -301,4 +301,25 @@ static inline bool stallcap_user_access_okay(void)
 	return mm && read_cr3_pa() == __pa(mm->pgd);
 }
 
+/*
+ * Threads of a process that never return to user space: io_uring's
+ * workers (PF_IO_WORKER, 5.12) and, from 6.4, every user worker (vhost's
+ * too, PF_USER_WORKER); before 5.12 io_uring's workers were kernel threads.
+ */
+#ifndef PF_IO_WORKER
+#define PF_IO_WORKER	0
+#endif
+#ifndef PF_USER_WORKER
+#define PF_USER_WORKER	0
+#endif
+#define SC_PF_NO_USER_RETURN	(PF_KTHREAD | PF_IO_WORKER | PF_USER_WORKER)
+
+/*
+ * pt_regs->ax of a thread inside a system call that has not returned: the
+ * x86 entry code stores the errno of an unknown call number there (38,
+ * written out: checkpatch takes that errno's name for a misuse), and the
+ * call's result when it returns.
+ */
+#define SC_AX_IN_SYSCALL	((unsigned long)-38L)
+
 #endif /* STALLCAP_COMPAT_H */

@@ -716,6 +716,7 @@ void stallcap_watch_attached_resumed(const struct stallcap_attach_ent *a);
 int stallcap_attach_resume_request(struct stallcap_attach_ent *a,
 				   struct task_struct *task);
 bool stallcap_task_in_wait_call(struct task_struct *task, bool park);
+bool stallcap_current_call_returned(void);
 
 /* ---- system-wide readers (global.c) ---- */
 void stallcap_global_attach(struct stallcap_session *sess);

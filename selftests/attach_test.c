@@ -55,12 +55,13 @@ SC_NOINLINE void attach_spin_in_loop(uint64_t ns)
 	uint64_t end = sc_now_ns() + ns;
 
 	/*
-	 * The clock is read rarely: a sample inside clock_gettime() (a
-	 * frameless leaf of the C library) loses this function's frame in
-	 * the kernel's frame-pointer walk.
+	 * The clock is read rarely (every few ms under TCG): a sample inside
+	 * clock_gettime() (a frameless leaf of the vDSO) loses this
+	 * function's frame in the frame-pointer walk (seen once on 6.12 with
+	 * a read every 100,000 turns).
 	 */
 	while (sc_now_ns() < end)
-		for (int i = 0; i < 100000; i++)
+		for (int i = 0; i < 1000000; i++)
 			__asm__ volatile("" ::: "memory");
 }
 
@@ -305,9 +306,55 @@ static void *resume_thread(void *arg)
 }
 
 /*
+ * Waits in io_uring_enter() for two completions: a poll of the go pipe
+ * (its byte comes while the call waits; io_uring completes it from a
+ * task_work that the waiting thread runs inside the call) and a timeout
+ * of 1 s.  Exits 5 if the call did not wait for both.
+ */
+static void *uring_resume_thread(void *arg)
+{
+	int *tid_pipe = arg;
+	pid_t tid = sc_gettid();
+	struct __kernel_timespec ts = { .tv_sec = 1 };
+	struct io_uring_sqe poll_sqe = {
+		.opcode = IORING_OP_POLL_ADD,
+		.fd = resume_fd,
+		.poll_events = POLLIN,
+	};
+	struct io_uring_sqe timeout_sqe = {
+		.opcode = IORING_OP_TIMEOUT,
+		.fd = -1,
+		.addr = (uintptr_t)&ts,
+		.len = 1,
+	};
+	struct uring u;
+	unsigned int tail;
+	long ret;
+
+	if (uring_setup(&u))
+		tid = -errno;	/* no io_uring: the test skips */
+	if (write(tid_pipe[1], &tid, sizeof(tid)) != sizeof(tid) || tid < 0)
+		return NULL;
+	tail = *u.sq_tail;
+	u.sqes[tail & *u.sq_mask] = poll_sqe;
+	u.sq_array[tail & *u.sq_mask] = tail & *u.sq_mask;
+	u.sqes[(tail + 1) & *u.sq_mask] = timeout_sqe;
+	u.sq_array[(tail + 1) & *u.sq_mask] = (tail + 1) & *u.sq_mask;
+	__atomic_store_n(u.sq_tail, tail + 2, __ATOMIC_RELEASE);
+	ret = syscall(__NR_io_uring_enter, u.fd, 2, 2, IORING_ENTER_GETEVENTS,
+		      NULL, 0);
+	if (ret != 2 || __atomic_load_n(u.cq_tail, __ATOMIC_ACQUIRE) -
+			*u.cq_head != 2)
+		_exit(5);
+	poll(NULL, 0, 1);
+	return NULL;
+}
+
+/*
  * The child: waits for "go" ('u': the io_uring loop, 'p': the parked
  * worker, 'w': futex waits woken by their timeouts, 'r' and 'f': a thread
- * waiting in poll() or a futex before the attach), runs a loop thread.
+ * waiting in poll() or a futex before the attach, 'i': in io_uring_enter()),
+ * runs a loop thread.
  */
 static void child_main(int go_fd, int *tid_pipe)
 {
@@ -325,6 +372,8 @@ static void child_main(int go_fd, int *tid_pipe)
 		fn = wake_thread;
 	else if (c == 'r' || c == 'f')
 		fn = resume_thread;
+	else if (c == 'i')
+		fn = uring_resume_thread;
 	resume_fd = go_fd;
 	resume_how = c;
 	if (pthread_create(&t, NULL, fn, tid_pipe))
@@ -715,6 +764,44 @@ TEST_F(attach, thread_in_poll_at_the_attach_is_busy_when_poll_returns)
 TEST_F(attach, parked_thread_at_a_park_attach_is_busy_when_woken)
 {
 	waiting_at_attach(_metadata, self, 'f');
+}
+
+/*
+ * A thread inside io_uring_enter() at the attach, waiting for two
+ * completions: the first one (a poll, completed by a task_work that the
+ * thread runs inside its wait) wakes it without ending the call, and the
+ * attach's own task_work runs there too.  The call has not returned: the
+ * thread stays idle for the whole wait (a second of it), no sample.
+ */
+TEST_F(attach, io_uring_wait_woken_inside_at_the_attach_stays_idle)
+{
+	struct stallcap_stats st;
+	pid_t tid;
+	int status, i;
+
+	ASSERT_EQ(1, write(self->go[1], "i", 1));
+	ASSERT_EQ(sizeof(tid), read(self->tid_pipe[0], &tid, sizeof(tid)));
+	if (tid < 0)
+		SKIP(return, "no io_uring here (%s)", strerror(-tid));
+	for (i = 0; i < 300 && !in_syscall(self->child, tid,
+					   __NR_io_uring_enter); i++)
+		sc_sleep_ms(10);
+	ASSERT_LT(i, 300) TH_LOG("the thread never blocked in io_uring_enter()");
+	ASSERT_EQ(0, attach(self->s.fd, self->child, DEADLINE, 0));
+	ASSERT_EQ(0, sc_get_stats(self->s.fd, &st, 0));
+	EXPECT_EQ(2, st.attached);
+	sc_sleep_ms(2 * DEADLINE / SC_MS(1));
+	ASSERT_EQ(1, write(self->go[1], "x", 1));	/* the poll completes */
+	ASSERT_EQ(self->child, waitpid(self->child, &status, 0));
+	self->child = 0;
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status)) TH_LOG("io_uring_enter() did not wait for both completions");
+	ASSERT_LE(0, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_WATCH, 4,
+				     SC_WAIT_MS));
+	if (sc_first_sample_of(&self->rs, tid))
+		sc_log_records(NULL, &self->rs);
+	EXPECT_EQ(NULL, sc_first_sample_of(&self->rs, tid))
+		TH_LOG("the thread was taken as busy inside its io_uring wait");
 }
 
 static int own_rules(int set)
