@@ -168,7 +168,8 @@ static void resumed_fn(struct callback_head *cb)
 	a = rt->a;
 	kfree(rt);
 	if (current->mm == a->mm && !READ_ONCE(a->dead) &&
-	    !(current->flags & PF_EXITING) && stallcap_current_call_returned())
+	    !(current->flags & PF_EXITING) && !fatal_signal_pending(current) &&
+	    stallcap_current_call_returned())
 		stallcap_watch_attached_resumed(a);
 	twork_put(a);
 }
@@ -280,18 +281,23 @@ bool stallcap_attach_wants_current(bool park)
  * leaves (busy) an event-loop wait
  * @busy: true when the wait call returned
  * @park: the call is a futex wait or a sleep (STALLCAP_ATTACH_PARK only)
+ * @restartable: (@busy) it returned to be resumed by restart_syscall
  *
+ * A thread that leaves its wait to die (a fatal signal) stays idle: its
+ * exit is no busy period (the exit of a large process's last thread, its
+ * address space torn down, can take longer than a deadline).
  * Context: kretprobe handler of the current thread, preemption disabled.
  * Return: true if the thread has attached watches (its return matters).
  */
-bool stallcap_attach_wait_boundary(bool busy, bool park)
+bool stallcap_attach_wait_boundary(bool busy, bool park, bool restartable)
 {
 	struct mm_struct *mm = current->mm;
 	unsigned int watched;
 
-	if (!mm)
+	if (!mm || (busy && fatal_signal_pending(current)))
 		return false;
-	watched = stallcap_watches_attached_mark(current, busy, park);
+	watched = stallcap_watches_attached_mark(current, busy, park,
+						 restartable);
 	if (!busy)
 		newthread_check(mm, park, watched);
 	return watched;

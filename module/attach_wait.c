@@ -13,6 +13,12 @@
  * io_uring_enter counts as a wait only with IORING_ENTER_GETEVENTS (waiting
  * for completions); a submission-only call is busy time.
  *
+ * A wait interrupted by a signal that no handler takes (a stop and a
+ * continue, a tracer's interrupt, the freezer) may return
+ * -ERESTART_RESTARTBLOCK and be resumed by restart_syscall: that call is
+ * probed too, and counts as a wait only for a thread whose counted wait
+ * returned so.
+ *
  * The park probes (futex waits and sleeps) exist only while an attach with
  * STALLCAP_ATTACH_PARK exists, and count only for its watches: futex and
  * nanosleep are called far more often than the event-loop waits, by every
@@ -24,8 +30,10 @@
 #include <linux/kernel.h>
 #include <linux/kprobes.h>
 #include <linux/percpu.h>
+#include <linux/errno.h>
 #include <linux/ptrace.h>
 #include <linux/sched.h>
+#include <linux/sched/signal.h>
 #include <asm/unistd.h>
 #include <uapi/linux/futex.h>
 
@@ -63,10 +71,12 @@ static const struct pt_regs *syscall_uregs(const struct pt_regs *regs)
  * still in the thread that entered the wait.  Return handlers run from the
  * return trampoline, in the thread's own context, never from the trap.
  */
+enum deferred_call { DEFERRED_WAIT, DEFERRED_PARK, DEFERRED_RESTART };
+
 struct deferred_entry {
 	struct irq_work work;
 	struct task_struct *task;	/* compared with current, never used */
-	bool park;
+	enum deferred_call call;
 };
 
 static DEFINE_PER_CPU(struct deferred_entry, deferred_entries);
@@ -77,25 +87,44 @@ static void deferred_entry_fn(struct irq_work *work)
 	struct deferred_entry *d = container_of(work, struct deferred_entry,
 						work);
 
-	if (xchg(&d->task, NULL) == current)
-		stallcap_attach_wait_boundary(false, READ_ONCE(d->park));
+	enum deferred_call call = READ_ONCE(d->call);
+
+	if (xchg(&d->task, NULL) != current)
+		return;
+	if (call == DEFERRED_RESTART)
+		stallcap_watches_attached_restart(current, true, false);
+	else
+		stallcap_attach_wait_boundary(false, call == DEFERRED_PARK,
+					      false);
+}
+
+/* From the trap: the entry's work by the irq_work, in the same thread. */
+static void defer_entry(enum deferred_call call)
+{
+	struct deferred_entry *d = this_cpu_ptr(&deferred_entries);
+
+	WRITE_ONCE(d->call, call);
+	WRITE_ONCE(d->task, current);
+	irq_work_queue(&d->work);
 }
 
 /* Entry of a wait call (@park: a futex wait or a sleep). */
 static int boundary_entry(bool park)
 {
-	struct deferred_entry *d;
-
 	/* 0: watched, run the return handler; else no return hook */
 	if (likely(!in_nmi()))
-		return stallcap_attach_wait_boundary(false, park) ? 0 : 1;
+		return stallcap_attach_wait_boundary(false, park, false) ? 0 : 1;
 	if (!stallcap_attach_wants_current(park))
 		return 1;
-	d = this_cpu_ptr(&deferred_entries);
-	WRITE_ONCE(d->park, park);
-	WRITE_ONCE(d->task, current);
-	irq_work_queue(&d->work);
+	defer_entry(park ? DEFERRED_PARK : DEFERRED_WAIT);
 	return 0;
+}
+
+/* The wait call returned: to be resumed by restart_syscall? */
+static bool returned_restartable(const struct pt_regs *regs)
+{
+	return regs_return_value((struct pt_regs *)regs) ==
+	       -ERESTART_RESTARTBLOCK;
 }
 
 static void deferred_entries_init(void)
@@ -125,7 +154,31 @@ static int wait_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 
 static int wait_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
-	stallcap_attach_wait_boundary(true, false);
+	stallcap_attach_wait_boundary(true, false, returned_restartable(regs));
+	return 0;
+}
+
+/*
+ * restart_syscall resumes a wait that returned -ERESTART_RESTARTBLOCK (a
+ * poll, a sleep or a timed futex wait interrupted by a signal that no
+ * handler took): idle again for the watches that counted that wait.
+ */
+static int restart_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	if (!stallcap_watches_restart_pending(current))
+		return 1;
+	if (likely(!in_nmi()))
+		stallcap_watches_attached_restart(current, true, false);
+	else
+		defer_entry(DEFERRED_RESTART);
+	return 0;
+}
+
+static int restart_return(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	if (!fatal_signal_pending(current))
+		stallcap_watches_attached_restart(current, false,
+						  returned_restartable(regs));
 	return 0;
 }
 
@@ -144,7 +197,7 @@ static int park_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 
 static int park_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
-	stallcap_attach_wait_boundary(true, true);
+	stallcap_attach_wait_boundary(true, true, returned_restartable(regs));
 	return 0;
 }
 
@@ -210,6 +263,7 @@ static struct kretprobe wait_probes[] = {
 	WAIT_PROBE("__x64_sys_io_getevents", wait_entry, wait_return),
 	WAIT_PROBE("__x64_sys_io_pgetevents", wait_entry, wait_return),
 	WAIT_PROBE("__x64_sys_io_uring_enter", uring_entry, wait_return),
+	WAIT_PROBE("__x64_sys_restart_syscall", restart_entry, restart_return),
 };
 
 static struct kretprobe park_probes[] = {
@@ -238,7 +292,7 @@ static struct kretprobe park_probes[] = {
 static const int wait_probe_nrs[] = {
 	__NR_epoll_wait, __NR_epoll_pwait, __NR_poll, __NR_epoll_pwait2,
 	__NR_ppoll, __NR_select, __NR_pselect6, __NR_io_getevents,
-	__NR_io_pgetevents, __NR_io_uring_enter,
+	__NR_io_pgetevents, __NR_io_uring_enter, __NR_restart_syscall,
 };
 static_assert(ARRAY_SIZE(wait_probe_nrs) == ARRAY_SIZE(wait_probes));
 
@@ -331,6 +385,9 @@ static bool probe_set_counts(const struct wait_probe_set *set, long nr,
 	for (i = 0; i < set->nr; i++) {
 		if (set->syscall_nrs[i] != nr || !(registered & BIT(i)))
 			continue;
+		/* what it resumes is not known from outside */
+		if (nr == __NR_restart_syscall)
+			return false;
 		if (nr == __NR_futex)
 			return futex_op_parks(regs->si);
 		if (nr == __NR_io_uring_enter)

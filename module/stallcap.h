@@ -384,6 +384,9 @@ struct stallcap_capture_req {
  *	buddy checker starts it on a housekeeping CPU when the deadline nears
  * @attach: the attach that made this watch (attach.c), NULL for ARM
  * @wait_seen: an attached watch saw its thread enter or leave a wait call
+ * @wait_restart: its thread's last counted wait call returned to be resumed
+ *	by restart_syscall (-ERESTART_RESTARTBLOCK)
+ * @in_restart: its thread is inside that restart_syscall
  * @rcu: deferred free
  */
 struct stallcap_watch {
@@ -431,6 +434,8 @@ struct stallcap_watch {
 	bool isolated;
 	struct stallcap_attach_ent *attach;
 	bool wait_seen;
+	bool wait_restart;
+	bool in_restart;
 	struct rcu_head rcu;
 };
 
@@ -691,7 +696,7 @@ void stallcap_attach_put(struct stallcap_attach_ent *a);
 void stallcap_attach_lock(void);
 void stallcap_attach_unlock(void);
 extern DECLARE_HASHTABLE(stallcap_attach_by_mm, STALLCAP_ATTACH_HASH_BITS);
-bool stallcap_attach_wait_boundary(bool busy, bool park);
+bool stallcap_attach_wait_boundary(bool busy, bool park, bool restartable);
 bool stallcap_attach_wants_current(bool park);
 int stallcap_follow_probes_register(void);
 void stallcap_follow_probes_unregister(void);
@@ -710,7 +715,11 @@ void stallcap_watches_destroy_attached(struct stallcap_session *sess,
 void stallcap_watch_busy(struct stallcap_watch *w, u64 now);
 void stallcap_watch_idle(struct stallcap_watch *w, u64 now);
 unsigned int stallcap_watches_attached_mark(struct task_struct *task,
-					    bool busy, bool park);
+					    bool busy, bool park,
+					    bool restartable);
+unsigned int stallcap_watches_attached_restart(struct task_struct *task,
+					       bool entering, bool restartable);
+bool stallcap_watches_restart_pending(struct task_struct *task);
 bool stallcap_watched_by_attach(const struct stallcap_attach_ent *a);
 void stallcap_watch_attached_resumed(const struct stallcap_attach_ent *a);
 int stallcap_attach_resume_request(struct stallcap_attach_ent *a,

@@ -422,12 +422,15 @@ void stallcap_watch_idle(struct stallcap_watch *w, u64 now)
  * @busy: which
  * @park: the call is a futex wait or a sleep: only the watches of attaches
  *	with STALLCAP_ATTACH_PARK count it
+ * @restartable: (@busy) the call returned to be resumed by restart_syscall
+ *	if no signal handler runs (-ERESTART_RESTARTBLOCK)
  *
  * Context: the thread's kretprobe handler.
  * Return: how many attached watches @task has (that count the call).
  */
 unsigned int stallcap_watches_attached_mark(struct task_struct *task,
-					    bool busy, bool park)
+					    bool busy, bool park,
+					    bool restartable)
 {
 	struct stallcap_watch *w;
 	unsigned int found = 0;
@@ -442,6 +445,8 @@ unsigned int stallcap_watches_attached_mark(struct task_struct *task,
 		if (!found++)
 			now = ktime_get_mono_fast_ns();
 		WRITE_ONCE(w->wait_seen, true);
+		WRITE_ONCE(w->in_restart, false);
+		WRITE_ONCE(w->wait_restart, busy && restartable);
 		if (busy)
 			stallcap_watch_busy(w, now);
 		else
@@ -449,6 +454,90 @@ unsigned int stallcap_watches_attached_mark(struct task_struct *task,
 	}
 	rcu_read_unlock();
 	return found;
+}
+
+/*
+ * Is @w's thread, entering (@entering) or leaving restart_syscall, resuming
+ * a wait that @w counted?  A flag moves from wait_restart to in_restart at
+ * the entry, and back (if the call returned to be restarted again) at the
+ * return.
+ */
+static bool watch_restart_step(struct stallcap_watch *w, bool entering,
+			       bool restartable)
+{
+	if (entering) {
+		if (!READ_ONCE(w->wait_restart))
+			return false;
+		WRITE_ONCE(w->wait_restart, false);
+		WRITE_ONCE(w->in_restart, true);
+		return true;
+	}
+	if (!READ_ONCE(w->in_restart))
+		return false;
+	WRITE_ONCE(w->in_restart, false);
+	WRITE_ONCE(w->wait_restart, restartable);
+	return true;
+}
+
+/**
+ * stallcap_watches_attached_restart() - restart_syscall resumes a wait
+ * call: the watches that counted it go idle again (@entering) or busy (its
+ * return)
+ * @task: the current thread
+ * @entering: the entry of restart_syscall, else its return
+ * @restartable: (return) it returned to be restarted again
+ *
+ * A wait interrupted by a signal that no handler takes (a stop and a
+ * continue, a tracer, the freezer) returns -ERESTART_RESTARTBLOCK and is
+ * resumed by restart_syscall, which the wait probes do not probe by name:
+ * without this the thread stayed busy through the rest of its wait.
+ * Context: the thread's kretprobe handler, not from the trap.
+ * Return: how many watches it moved.
+ */
+unsigned int stallcap_watches_attached_restart(struct task_struct *task,
+					       bool entering, bool restartable)
+{
+	struct stallcap_watch *w;
+	unsigned int found = 0;
+	u64 now = 0;
+
+	rcu_read_lock();
+	hash_for_each_possible_rcu(task_watches, w, task_node,
+				   (unsigned long)task) {
+		if (w->task != task || !w->attach ||
+		    !watch_restart_step(w, entering, restartable))
+			continue;
+		if (!found++)
+			now = ktime_get_mono_fast_ns();
+		if (entering)
+			stallcap_watch_idle(w, now);
+		else
+			stallcap_watch_busy(w, now);
+	}
+	rcu_read_unlock();
+	return found;
+}
+
+/**
+ * stallcap_watches_restart_pending() - has @task an attached watch whose
+ * wait returned to be restarted?
+ * @task: the current thread
+ *
+ * Context: any, NMI included (RCU lookup, no lock).
+ */
+bool stallcap_watches_restart_pending(struct task_struct *task)
+{
+	struct stallcap_watch *w;
+	bool pending = false;
+
+	rcu_read_lock();
+	hash_for_each_possible_rcu(task_watches, w, task_node,
+				   (unsigned long)task)
+		if (w->task == task && w->attach &&
+		    READ_ONCE(w->wait_restart))
+			pending = true;
+	rcu_read_unlock();
+	return pending;
 }
 
 /**
