@@ -415,6 +415,21 @@ void stallcap_watch_idle(struct stallcap_watch *w, u64 now)
 	raw_spin_unlock_irqrestore(&w->lock, flags);
 }
 
+/*
+ * @w's thread left (@busy) or entered a wait at *@now, read at the first
+ * watch found: every process's wait calls come through here, the clock is
+ * read only for a watched thread.
+ */
+static void watch_mark(struct stallcap_watch *w, bool busy, u64 *now)
+{
+	if (!*now)
+		*now = ktime_get_mono_fast_ns();
+	if (busy)
+		stallcap_watch_busy(w, *now);
+	else
+		stallcap_watch_idle(w, *now);
+}
+
 /**
  * stallcap_watches_attached_mark() - mark @task's attached watches busy
  * (left a wait call) or idle (entered one)
@@ -441,16 +456,11 @@ unsigned int stallcap_watches_attached_mark(struct task_struct *task,
 				   (unsigned long)task) {
 		if (w->task != task || !w->attach || (park && !w->attach->park))
 			continue;
-		/* the clock only for a watched thread: every process's wait calls come here */
-		if (!found++)
-			now = ktime_get_mono_fast_ns();
 		WRITE_ONCE(w->wait_seen, true);
 		WRITE_ONCE(w->in_restart, false);
 		WRITE_ONCE(w->wait_restart, busy && restartable);
-		if (busy)
-			stallcap_watch_busy(w, now);
-		else
-			stallcap_watch_idle(w, now);
+		watch_mark(w, busy, &now);
+		found++;
 	}
 	rcu_read_unlock();
 	return found;
@@ -489,8 +499,8 @@ static bool watch_restart_step(struct stallcap_watch *w, bool entering,
  *
  * A wait interrupted by a signal that no handler takes (a stop and a
  * continue, a tracer, the freezer) returns -ERESTART_RESTARTBLOCK and is
- * resumed by restart_syscall, which the wait probes do not probe by name:
- * without this the thread stayed busy through the rest of its wait.
+ * resumed by restart_syscall, whose probe comes here: without it the thread
+ * stayed busy through the rest of its wait.
  * Context: the thread's kretprobe handler, not from the trap.
  * Return: how many watches it moved.
  */
@@ -507,12 +517,8 @@ unsigned int stallcap_watches_attached_restart(struct task_struct *task,
 		if (w->task != task || !w->attach ||
 		    !watch_restart_step(w, entering, restartable))
 			continue;
-		if (!found++)
-			now = ktime_get_mono_fast_ns();
-		if (entering)
-			stallcap_watch_idle(w, now);
-		else
-			stallcap_watch_busy(w, now);
+		watch_mark(w, !entering, &now);
+		found++;
 	}
 	rcu_read_unlock();
 	return found;
