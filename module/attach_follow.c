@@ -37,6 +37,7 @@
 #include <linux/task_work.h>
 #include <linux/tracepoint.h>
 
+#include "compat.h"
 #include "stallcap.h"
 
 /* ---- the pool of requests ---- */
@@ -95,7 +96,7 @@ static bool twork_queue(struct stallcap_attach_twork *nt,
 {
 	init_task_work(&nt->twork, fn);
 	atomic_set(&stallcap_task_works_used, 1);	/* stallcap_defer_exit() */
-	if (!task_work_add(task, &nt->twork, TWA_RESUME))
+	if (!task_work_add(task, &nt->twork, SC_TWA_RESUME_ATOMIC))
 		return true;
 	twork_free(nt);
 	stallcap_attach_put(nt->a);	/* call_rcu(): any context but NMI */

@@ -17,7 +17,8 @@
  *    until the thread starts it again from its own CPU (the re-arm after the
  *    stall; a lazy re-arm, which only moves the deadline later, leaves it).
  *  - a watch armed from a CPU isolated from timers (not housekeeping for
- *    HK_TYPE_TIMER) queues no timer there (watch_start()); the checker starts
+ *    HK_TYPE_TIMER) queues no timer there (stallcap_watch_timer_start(): an
+ *    explicit watch's arm, an attached watch's busy period); the checker starts
  *    its timer on its own CPU once the deadline is less than a period away.
  *
  * The checkers walk a list of every watch under RCU and read a watch's state
@@ -85,6 +86,28 @@ u64 stallcap_buddy_period_ns(void)
 bool stallcap_cpu_takes_timers(void)
 {
 	return housekeeping_cpu(smp_processor_id(), STALLCAP_HK_TIMER);
+}
+
+/**
+ * stallcap_watch_timer_start() - queue @w's timer on this CPU for @deadline,
+ * unless this CPU is isolated from timers
+ * @w: an armed watch; w->lock held, interrupts off
+ * @deadline: CLOCK_MONOTONIC (ns)
+ *
+ * On an isolated CPU no timer is queued (a queued one is cancelled): the
+ * buddy checkers start it on their own CPU when @deadline comes within a
+ * period, and it stays there while the thread's deadlines keep moving later
+ * (the lazy re-arm).  Explicit and attached watches alike come here.
+ */
+void stallcap_watch_timer_start(struct stallcap_watch *w, u64 deadline)
+{
+	lockdep_assert_held(&w->lock);
+	w->isolated = !stallcap_cpu_takes_timers();
+	if (w->isolated)
+		hrtimer_try_to_cancel(&w->timer);
+	else
+		hrtimer_start(&w->timer, ns_to_ktime(deadline),
+			      HRTIMER_MODE_ABS_PINNED_HARD);
 }
 
 /* Is @w's timer overdue (or, for an isolated thread, due within a period)? */

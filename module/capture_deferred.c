@@ -212,7 +212,7 @@ static void defer_done_work(struct work_struct *work)
 /* Context: any but NMI (hard IRQ included, also on PREEMPT_RT). */
 static void defer_queue_task_work(struct stallcap_defer *d)
 {
-	if (!task_work_add(d->task, &d->twork, TWA_RESUME))
+	if (!task_work_add(d->task, &d->twork, SC_TWA_RESUME_ATOMIC))
 		return;
 	/* the thread is past exit_task_work(): no user stack ever */
 	defer_lost(d->sess);

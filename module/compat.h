@@ -315,6 +315,17 @@ static inline bool stallcap_user_access_okay(void)
 #define SC_PF_NO_USER_RETURN	(PF_KTHREAD | PF_IO_WORKER | PF_USER_WORKER)
 
 /*
+ * task_work_add() where nothing may be allocated (a tracepoint probe, a hard
+ * irq_work): KASAN records the caller's stack without growing its depot
+ * (TWAF_NO_ALLOC, 6.11), which PREEMPT_RT forbids there.
+ */
+#ifdef STALLCAP_HAVE_TWAF_NO_ALLOC
+#define SC_TWA_RESUME_ATOMIC	(TWA_RESUME | TWAF_NO_ALLOC)
+#else
+#define SC_TWA_RESUME_ATOMIC	TWA_RESUME
+#endif
+
+/*
  * pt_regs->ax of a thread inside a system call that has not returned: the
  * x86 entry code stores the errno of an unknown call number there (38,
  * written out: checkpatch takes that errno's name for a misuse), and the

@@ -775,6 +775,7 @@ DECLARE_PER_CPU(unsigned long, stallcap_buddy_expiries);
 DECLARE_PER_CPU(unsigned long, stallcap_buddy_rescues);
 u64 stallcap_buddy_period_ns(void);
 bool stallcap_cpu_takes_timers(void);
+void stallcap_watch_timer_start(struct stallcap_watch *w, u64 deadline);
 void stallcap_buddy_add(struct stallcap_watch *w);
 void stallcap_buddy_armed(void);
 void stallcap_buddy_del(struct stallcap_watch *w);

@@ -387,8 +387,7 @@ void stallcap_watch_busy(struct stallcap_watch *w, u64 now)
 	w->state = WATCH_ARMED;
 	stallcap_watch_count_armed(w, true);
 	if (!lazy)
-		hrtimer_start(&w->timer, ns_to_ktime(deadline),
-			      HRTIMER_MODE_ABS_PINNED_HARD);
+		stallcap_watch_timer_start(w, deadline);
 out:
 	raw_spin_unlock_irqrestore(&w->lock, flags);
 }

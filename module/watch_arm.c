@@ -55,17 +55,16 @@ static int watch_start(struct stallcap_watch *w, u64 now, u64 deadline)
 	if (lazy)
 		return 0;
 	/*
-	 * A CPU isolated from timers gets none: a buddy checker starts the
-	 * timer on its housekeeping CPU when the deadline comes near.  A
-	 * heartbeat watch waits for its checks on this CPU's scanner.
+	 * A heartbeat watch waits for its checks on this CPU's scanner (none
+	 * on a CPU isolated from timers: it then keeps its own timer, left to
+	 * a buddy checker as any other watch's there).
 	 */
-	w->isolated = !stallcap_cpu_takes_timers();
-	if (w->isolated || ((w->flags & STALLCAP_ARM_HEARTBEAT) &&
-			    stallcap_beat_park(w, now)))
+	if ((w->flags & STALLCAP_ARM_HEARTBEAT) && stallcap_beat_park(w, now)) {
+		w->isolated = false;
 		hrtimer_try_to_cancel(&w->timer);
-	else
-		hrtimer_start(&w->timer, ns_to_ktime(deadline),
-			      HRTIMER_MODE_ABS_PINNED_HARD);
+	} else {
+		stallcap_watch_timer_start(w, deadline);
+	}
 	return 0;
 }
 

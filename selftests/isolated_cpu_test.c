@@ -6,8 +6,14 @@
  * stallcap timer expiry (the module's per-CPU counts in debugfs
  * stallcap/expiries: watch timers and buddy checkers), while CPU 0 watches
  * its deadline; and a deadline it misses is still captured, from CPU 0 by
- * NMI.  Elsewhere the test skips.
+ * NMI.  The same for a process watched by STALLCAP_IOC_ATTACH: its event
+ * loop on CPU 1 starts a deadline at every return from poll(), and CPU 1
+ * takes no stallcap timer for it, while its stall is still captured there.
+ * Elsewhere the test skips.
  */
+#include <poll.h>
+#include <sys/wait.h>
+
 #include "stallcap_test.h"
 
 #include "sc_harness.h"
@@ -143,6 +149,80 @@ TEST_F_TIMEOUT(iso, a_missed_deadline_on_an_isolated_cpu_is_captured, 120)
 	EXPECT_GT(t0 + 5 * TIMEOUT, r->capture_ns) TH_LOG("captured after the stall");
 	EXPECT_EQ(0, a1.watch - b1.watch) TH_LOG("watch timers expired on CPU 1");
 	EXPECT_EQ(0, a1.buddy - b1.buddy);
+}
+
+SC_NOINLINE void isolated_spin(uint64_t ns)
+{
+	uint64_t end = sc_now_ns() + ns;
+
+	while (sc_now_ns() < end)
+		for (int i = 0; i < 100000; i++)
+			__asm__ volatile("" ::: "memory");
+}
+
+/* An unmodified event loop on CPU 1: REARMS quick iterations, then a stall. */
+static void __attribute__((noreturn)) event_loop_child(int go_fd)
+{
+	char c;
+
+	if (read(go_fd, &c, 1) != 1)
+		_exit(2);
+	for (int i = 0; i < REARMS; i++)
+		poll(NULL, 0, 0);
+	isolated_spin(5 * TIMEOUT);
+	poll(NULL, 0, 0);
+	_exit(0);
+}
+
+TEST_F_TIMEOUT(iso, an_attached_event_loop_on_an_isolated_cpu_fires_no_timer_there, 240)
+{
+	struct stallcap_attach a = {
+		.size = sizeof(a), .timeout_ns = TIMEOUT, .user_tag = TAG,
+	};
+	const struct stallcap_sample *r;
+	struct expiries b1, a1;
+	int go[2], status;
+	pid_t child;
+
+	if (!(self->s.info.features & STALLCAP_FEAT_ATTACH))
+		SKIP(return, "the module cannot attach");
+	ASSERT_EQ(0, pipe(go));
+	child = fork();		/* on CPU 1, as this thread */
+	ASSERT_LE(0, child);
+	if (!child) {
+		close(go[1]);
+		event_loop_child(go[0]);
+	}
+	close(go[0]);
+	ASSERT_EQ(0, sc_pin_self(0));
+	a.pid = (uint32_t)child;
+	ASSERT_EQ(0, ioctl(self->s.fd, STALLCAP_IOC_ATTACH, &a));
+	ASSERT_EQ(0, read_expiries(1, &b1));
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	ASSERT_EQ(child, waitpid(child, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	ASSERT_EQ(0, read_expiries(1, &a1));
+	close(go[1]);
+
+	EXPECT_EQ(0, a1.watch - b1.watch) TH_LOG("watch timers expired on CPU 1");
+	EXPECT_EQ(0, a1.buddy - b1.buddy) TH_LOG("buddy checkers expired on CPU 1");
+	/* the stall was captured, on CPU 1, from CPU 0 */
+	ASSERT_LE(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_STALL_END, 1,
+				     SC_WAIT_MS));
+	r = sc_first_sample_of(&self->rs, child);
+	ASSERT_NE(NULL, r) TH_LOG("the loop's stall was not captured");
+	EXPECT_EQ(STALLCAP_ORIGIN_ATTACH, r->origin);
+	EXPECT_EQ(TAG, r->user_tag);
+	EXPECT_EQ(1, r->cpu);
+	if (r->state == STALLCAP_STATE_RUNNING) {
+		EXPECT_EQ(self->s.info.features & STALLCAP_FEAT_NMI ? STALLCAP_PATH_NMI :
+			  STALLCAP_PATH_IPI, r->path);
+	} else {
+		TH_LOG("note: state %u (a descheduled vCPU)", r->state);
+	}
+	if (SC_STAT(self->s.fd, stalls) > 1)
+		TH_LOG("note: %llu stalls (a descheduled vCPU)",
+		       (unsigned long long)SC_STAT(self->s.fd, stalls));
 }
 
 TEST_HARNESS_MAIN
