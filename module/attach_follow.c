@@ -171,7 +171,8 @@ static void resumed_fn(struct callback_head *cb)
 	if (current->mm == a->mm && !READ_ONCE(a->dead) &&
 	    !(current->flags & PF_EXITING) && !fatal_signal_pending(current) &&
 	    stallcap_current_call_returned())
-		stallcap_watch_attached_resumed(a);
+		stallcap_watch_attached_resumed(a,
+					stallcap_current_call_restartable());
 	twork_put(a);
 }
 

@@ -27,6 +27,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/irq_work.h>
+#include <linux/kallsyms.h>
 #include <linux/kernel.h>
 #include <linux/kprobes.h>
 #include <linux/percpu.h>
@@ -34,6 +35,7 @@
 #include <linux/ptrace.h>
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
+#include <linux/string.h>
 #include <asm/unistd.h>
 #include <uapi/linux/futex.h>
 
@@ -375,7 +377,11 @@ fail:
 
 /* ---- a thread already inside a wait call at the attach ---- */
 
-/* Does @set probe call @nr with the arguments in @regs, now? */
+/*
+ * Does @set probe call @nr with the arguments in @regs, now?  No @regs: a
+ * call resumed by restart_syscall, whose arguments are in its restart
+ * block (a futex call resumed there is a wait).
+ */
 static bool probe_set_counts(const struct wait_probe_set *set, long nr,
 			     const struct pt_regs *regs)
 {
@@ -385,16 +391,43 @@ static bool probe_set_counts(const struct wait_probe_set *set, long nr,
 	for (i = 0; i < set->nr; i++) {
 		if (set->syscall_nrs[i] != nr || !(registered & BIT(i)))
 			continue;
-		/* what it resumes is not known from outside */
-		if (nr == __NR_restart_syscall)
-			return false;
 		if (nr == __NR_futex)
-			return futex_op_parks(regs->si);
+			return !regs || futex_op_parks(regs->si);
 		if (nr == __NR_io_uring_enter)
-			return regs->r10 & SC_IORING_ENTER_GETEVENTS;
+			return regs && (regs->r10 & SC_IORING_ENTER_GETEVENTS);
 		return true;
 	}
 	return false;
+}
+
+/*
+ * The wait call that restart_syscall resumes in @task, known by the
+ * function its restart block holds (static functions: by name, a
+ * compiler's suffix allowed), or -1.
+ */
+static noinline long restarted_wait_call(struct task_struct *task)
+{
+	static const struct {
+		const char *fn;
+		long nr;
+	} restarts[] = {
+		{ "do_restart_poll", __NR_poll },
+		{ "hrtimer_nanosleep_restart", __NR_nanosleep },
+		{ "futex_wait_restart", __NR_futex },
+	};
+	char name[KSYM_SYMBOL_LEN];
+	unsigned int i;
+	size_t len;
+
+	sprint_symbol_no_offset(name,
+				(unsigned long)READ_ONCE(task->restart_block.fn));
+	for (i = 0; i < ARRAY_SIZE(restarts); i++) {
+		len = strlen(restarts[i].fn);
+		if (!strncmp(name, restarts[i].fn, len) &&
+		    (!name[len] || name[len] == '.'))
+			return restarts[i].nr;
+	}
+	return -1;
 }
 
 /**
@@ -407,16 +440,17 @@ static bool probe_set_counts(const struct wait_probe_set *set, long nr,
  * process was attached, has no return hook: its saved user registers tell,
  * the system call it entered the kernel with (orig_ax) and, until that call
  * returns, SC_AX_IN_SYSCALL in ax (the entry's; an interrupt saves the
- * user's ax, and a call's return its result).  A call whose probe is not registered on
- * this kernel, a 32-bit call (other numbers, the compat entry points, never
- * probed) and an io_uring or vhost worker (it never returns to user space)
- * never count.
+ * user's ax, and a call's return its result).  Inside restart_syscall (a
+ * wait stopped and continued before the attach), the call it resumes.  A
+ * call whose probe is not registered on this kernel, a 32-bit call (other
+ * numbers, the compat entry points, never probed) and an io_uring or vhost
+ * worker (it never returns to user space) never count.
  * Context: process; @task may run or exit meanwhile (its registers are
  * copied without faulting, stallcap_task_user_regs()).
  */
 bool stallcap_task_in_wait_call(struct task_struct *task, bool park)
 {
-	struct pt_regs regs;
+	struct pt_regs regs, *args = &regs;
 	long nr;
 
 	if ((READ_ONCE(task->flags) & SC_PF_NO_USER_RETURN) ||
@@ -424,8 +458,25 @@ bool stallcap_task_in_wait_call(struct task_struct *task, bool park)
 	    !stallcap_task_user_regs(task, &regs) || regs.ax != SC_AX_IN_SYSCALL)
 		return false;
 	nr = regs.orig_ax;
-	return probe_set_counts(&wait_set, nr, &regs) ||
-	       (park && probe_set_counts(&park_set, nr, &regs));
+	if (nr == __NR_restart_syscall) {
+		nr = restarted_wait_call(task);
+		args = NULL;
+	}
+	return probe_set_counts(&wait_set, nr, args) ||
+	       (park && probe_set_counts(&park_set, nr, args));
+}
+
+/**
+ * stallcap_current_call_restartable() - did the current thread's system
+ * call return to be resumed by restart_syscall?
+ *
+ * A task_work runs in get_signal(), before the restart is set up: ax still
+ * holds the call's return value.
+ * Context: the current thread's task_work.
+ */
+bool stallcap_current_call_restartable(void)
+{
+	return returned_restartable(task_pt_regs(current));
 }
 
 /**

@@ -721,11 +721,13 @@ unsigned int stallcap_watches_attached_restart(struct task_struct *task,
 					       bool entering, bool restartable);
 bool stallcap_watches_restart_pending(struct task_struct *task);
 bool stallcap_watched_by_attach(const struct stallcap_attach_ent *a);
-void stallcap_watch_attached_resumed(const struct stallcap_attach_ent *a);
+void stallcap_watch_attached_resumed(const struct stallcap_attach_ent *a,
+				     bool restartable);
 int stallcap_attach_resume_request(struct stallcap_attach_ent *a,
 				   struct task_struct *task);
 bool stallcap_task_in_wait_call(struct task_struct *task, bool park);
 bool stallcap_current_call_returned(void);
+bool stallcap_current_call_restartable(void);
 
 /* ---- system-wide readers (global.c) ---- */
 void stallcap_global_attach(struct stallcap_session *sess);

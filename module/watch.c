@@ -550,11 +550,14 @@ bool stallcap_watches_restart_pending(struct task_struct *task)
  * call when @a attached it, and is on its way back to user space: its
  * watch by @a goes busy now, unless it saw a wait boundary since
  * @a: the attach
+ * @restartable: the call returned to be resumed by restart_syscall (a stop):
+ *	that call counts as the same wait
  *
  * Only the thread itself marks its boundaries: nothing races with the
  * check.  Context: the thread's task_work (attach_follow.c).
  */
-void stallcap_watch_attached_resumed(const struct stallcap_attach_ent *a)
+void stallcap_watch_attached_resumed(const struct stallcap_attach_ent *a,
+				     bool restartable)
 {
 	struct stallcap_watch *w;
 
@@ -562,8 +565,10 @@ void stallcap_watch_attached_resumed(const struct stallcap_attach_ent *a)
 	hash_for_each_possible_rcu(task_watches, w, task_node,
 				   (unsigned long)current)
 		if (w->task == current && w->attach == a &&
-		    !READ_ONCE(w->wait_seen))
+		    !READ_ONCE(w->wait_seen)) {
+			WRITE_ONCE(w->wait_restart, restartable);
 			stallcap_watch_busy(w, ktime_get_mono_fast_ns());
+		}
 	rcu_read_unlock();
 }
 

@@ -15,8 +15,9 @@
  * runtime's parked worker), for that attach only: a second session attached
  * to the same process without it sees the same thread stalled in the futex
  * wait.  A thread already inside its poll() or futex wait at the attach
- * (no probe hooked that call's return) is busy once the call returns.  The
- * ioctl's errors, and DETACH.
+ * (no probe hooked that call's return), or inside restart_syscall resuming
+ * one, is busy once the call returns; a stop and a continue while it waits
+ * leave it idle through the resumed wait.  The ioctl's errors, and DETACH.
  */
 #include <linux/futex.h>
 #include <linux/io_uring.h>
@@ -287,7 +288,8 @@ static void *wake_thread(void *arg)
 
 static int resume_fd;		/* the child's end of the go pipe */
 static uint32_t *resume_word;	/* shared with the parent (futex) */
-static char resume_how;		/* 'r': poll() on resume_fd, 'f': futex */
+static char resume_how;		/* 'r': poll() on resume_fd, 't': the same
+				 * with a timeout, 'f': futex */
 
 static void *resume_thread(void *arg)
 {
@@ -302,16 +304,17 @@ static void *resume_thread(void *arg)
 			syscall(SYS_futex, resume_word, FUTEX_WAIT, 0, NULL,
 				NULL, 0);
 	else			/* an event loop, woken by an event */
-		poll(&pfd, 1, -1);
+		poll(&pfd, 1, resume_how == 't' ? 10000 : -1);
 	attach_spin_in_loop(SPIN);	/* busy past the deadline */
 	poll(NULL, 0, 1);		/* idle: the stall ends */
 	return NULL;
 }
 
 /*
- * A new thread: its first poll() makes its watch, then it waits 1.5 s in
- * poll(), through a stop and a continue of its process (the call returns
- * to be resumed by restart_syscall).  Exits 6 if that wait did not last.
+ * A new thread: its first poll() makes its watch ('s'; with 'S' the thread
+ * is attached inside the next one), then it waits 1.5 s in poll(), through
+ * a stop and a continue of its process (the call returns to be resumed by
+ * restart_syscall).  Exits 6 if that wait did not last.
  */
 #define STOP_WAIT_MS	1500
 
@@ -323,7 +326,8 @@ static void *stop_thread(void *arg)
 
 	if (write(tid_pipe[1], &tid, sizeof(tid)) != sizeof(tid))
 		return NULL;
-	poll(NULL, 0, 1);		/* the first wait: its watch is made */
+	if (resume_how == 's')
+		poll(NULL, 0, 1);	/* the first wait: its watch is made */
 	t0 = sc_now_ns();
 	if (poll(NULL, 0, STOP_WAIT_MS) != 0 ||
 	    sc_now_ns() - t0 < SC_MS(STOP_WAIT_MS - 100))
@@ -399,11 +403,11 @@ static void child_main(int go_fd, int *tid_pipe)
 		fn = park_thread;
 	else if (c == 'w')
 		fn = wake_thread;
-	else if (c == 'r' || c == 'f')
+	else if (c == 'r' || c == 't' || c == 'f')
 		fn = resume_thread;
 	else if (c == 'i')
 		fn = uring_resume_thread;
-	else if (c == 's')
+	else if (c == 's' || c == 'S')
 		fn = stop_thread;
 	resume_fd = go_fd;
 	resume_how = c;
@@ -730,12 +734,14 @@ static bool in_syscall(pid_t pid, pid_t tid, long nr)
 }
 
 /*
- * The child's thread enters its wait (@how 'r': poll() on a pipe, 'f': a
- * futex wait, counted with STALLCAP_ATTACH_PARK) before the attach, so
- * that no probe hooked the call's return; the attach comes, then the event
- * (a byte on the pipe, a futex wake), and the thread spins past the
- * deadline at once.  That stall is reported: the thread went busy when its
- * wait returned, not only after its next one.
+ * The child's thread enters its wait (@how 'r': poll() on a pipe, 't': the
+ * same with a timeout, stopped and continued before the attach so that
+ * restart_syscall resumes it, 'f': a futex wait, counted with
+ * STALLCAP_ATTACH_PARK) before the attach, so that no probe hooked the
+ * call's return; the attach comes, then the event (a byte on the pipe, a
+ * futex wake), and the thread spins past the deadline at once.  That stall
+ * is reported: the thread went busy when its wait returned, not only after
+ * its next one.
  */
 static void waiting_at_attach(struct __test_metadata *_metadata,
 			      FIXTURE_DATA(attach) *self, char how)
@@ -752,6 +758,16 @@ static void waiting_at_attach(struct __test_metadata *_metadata,
 					   how == 'f' ? SYS_futex : SYS_poll); i++)
 		sc_sleep_ms(10);
 	ASSERT_LT(i, 300) TH_LOG("the thread never blocked in its wait");
+	if (how == 't') {
+		ASSERT_EQ(0, kill(self->child, SIGSTOP));
+		ASSERT_EQ(self->child, waitpid(self->child, &status, WUNTRACED));
+		ASSERT_TRUE(WIFSTOPPED(status));
+		ASSERT_EQ(0, kill(self->child, SIGCONT));
+		for (i = 0; i < 300 && !in_syscall(self->child, tid, SYS_restart_syscall);
+		     i++)
+			sc_sleep_ms(10);
+		ASSERT_LT(i, 300) TH_LOG("the poll() was not resumed by restart_syscall");
+	}
 	ASSERT_EQ(0, attach(self->s.fd, self->child, DEADLINE,
 			    how == 'f' ? STALLCAP_ATTACH_PARK : 0));
 	ASSERT_EQ(0, sc_get_stats(self->s.fd, &st, 0));
@@ -798,6 +814,11 @@ static void waiting_at_attach(struct __test_metadata *_metadata,
 TEST_F(attach, thread_in_poll_at_the_attach_is_busy_when_poll_returns)
 {
 	waiting_at_attach(_metadata, self, 'r');
+}
+
+TEST_F(attach, thread_in_restart_syscall_at_the_attach_is_busy_when_it_returns)
+{
+	waiting_at_attach(_metadata, self, 't');
 }
 
 TEST_F(attach, parked_thread_at_a_park_attach_is_busy_when_woken)
@@ -848,24 +869,35 @@ TEST_F(attach, io_uring_wait_woken_inside_at_the_attach_stays_idle)
 /*
  * A wait interrupted by a stop and a continue (no handler) returns to be
  * resumed by restart_syscall: the thread is idle again there, through the
- * rest of its 1.5 s poll(), under a deadline of 200 ms.
+ * rest of its 1.5 s poll(), under a deadline of 200 ms.  @how 's': the
+ * thread's watch is made at its first poll() after the attach; 'S': the
+ * thread is inside the long poll() at the attach (its return not hooked:
+ * the attach's task_work runs at the stop, in the signal delivery).
  */
-TEST_F(attach, wait_resumed_after_a_stop_stays_idle)
+static void stopped_in_a_wait(struct __test_metadata *_metadata,
+			      FIXTURE_DATA(attach) *self, char how)
 {
 	struct stallcap_stats st;
 	pid_t tid;
 	int status, i;
 
-	ASSERT_EQ(0, attach(self->s.fd, self->child, SC_MS(200), 0));
-	ASSERT_EQ(1, write(self->go[1], "s", 1));
+	if (how == 's')
+		ASSERT_EQ(0, attach(self->s.fd, self->child, SC_MS(200), 0));
+	ASSERT_EQ(1, write(self->go[1], &how, 1));
 	ASSERT_EQ(sizeof(tid), read(self->tid_pipe[0], &tid, sizeof(tid)));
 	for (i = 0; i < 300; i++) {
 		ASSERT_EQ(0, sc_get_stats(self->s.fd, &st, 0));
-		if (st.attached == 2 && in_syscall(self->child, tid, SYS_poll))
+		if ((how == 'S' || st.attached == 2) &&
+		    in_syscall(self->child, tid, SYS_poll))
 			break;
 		sc_sleep_ms(10);
 	}
 	ASSERT_LT(i, 300) TH_LOG("the thread never got its watch and waited");
+	if (how == 'S') {
+		ASSERT_EQ(0, attach(self->s.fd, self->child, SC_MS(200), 0));
+		ASSERT_EQ(0, sc_get_stats(self->s.fd, &st, 0));
+		ASSERT_EQ(2, st.attached);
+	}
 	sc_sleep_ms(50);
 	ASSERT_EQ(0, kill(self->child, SIGSTOP));
 	sc_sleep_ms(20);
@@ -880,6 +912,16 @@ TEST_F(attach, wait_resumed_after_a_stop_stays_idle)
 		sc_log_records(NULL, &self->rs);
 	EXPECT_EQ(NULL, sc_first_sample_of(&self->rs, tid))
 		TH_LOG("the thread was taken as busy in its resumed poll()");
+}
+
+TEST_F(attach, wait_resumed_after_a_stop_stays_idle)
+{
+	stopped_in_a_wait(_metadata, self, 's');
+}
+
+TEST_F(attach, wait_inside_at_the_attach_resumed_after_a_stop_stays_idle)
+{
+	stopped_in_a_wait(_metadata, self, 'S');
 }
 
 static int own_rules(int set)
