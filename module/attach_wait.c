@@ -36,6 +36,7 @@
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
 #include <linux/string.h>
+#include <linux/uaccess.h>
 #include <asm/unistd.h>
 #include <uapi/linux/futex.h>
 
@@ -388,6 +389,8 @@ static bool probe_set_counts(const struct wait_probe_set *set, long nr,
 	unsigned long registered = READ_ONCE(set->registered);
 	unsigned int i;
 
+	if (nr < 0)
+		return false;
 	for (i = 0; i < set->nr; i++) {
 		if (set->syscall_nrs[i] != nr || !(registered & BIT(i)))
 			continue;
@@ -470,13 +473,24 @@ bool stallcap_task_in_wait_call(struct task_struct *task, bool park)
  * stallcap_current_call_restartable() - did the current thread's system
  * call return to be resumed by restart_syscall?
  *
- * A task_work runs in get_signal(), before the restart is set up: ax still
- * holds the call's return value.
+ * A task_work queued before the signal came runs in get_signal() (or at a
+ * tracer's syscall-exit stop), before the restart is set up: ax still holds
+ * the call's return value.  One queued while the thread was stopped runs
+ * after: ax then holds restart_syscall's number, and ip is back on the
+ * syscall instruction.
  * Context: the current thread's task_work.
+ * Return: true if the call is to be resumed by restart_syscall.
  */
 bool stallcap_current_call_restartable(void)
 {
-	return returned_restartable(task_pt_regs(current));
+	struct pt_regs *regs = task_pt_regs(current);
+	u16 insn;
+
+	if (returned_restartable(regs))
+		return true;
+	return regs->ax == __NR_restart_syscall &&
+	       !get_user(insn, (const u16 __user *)regs->ip) &&
+	       insn == SC_X86_SYSCALL_INSN;
 }
 
 /**
@@ -487,6 +501,7 @@ bool stallcap_current_call_restartable(void)
  * the thread wakes there: the call has not returned (ax still holds the
  * entry's SC_AX_IN_SYSCALL).
  * Context: the current thread's task_work.
+ * Return: true once the call returned.
  */
 bool stallcap_current_call_returned(void)
 {

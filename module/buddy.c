@@ -65,6 +65,8 @@ static DEFINE_PER_CPU(unsigned int, buddy_unarmed_periods);
 /* a checker stopped with watches listed, none armed (buddy_lock to set) */
 static bool buddy_asleep;
 static struct irq_work buddy_wake_irq_work;
+/* the same from a housekeeping CPU, for an arming CPU isolated from timers */
+static struct work_struct buddy_wake_work;
 
 DEFINE_PER_CPU(unsigned long, stallcap_watch_expiries);
 DEFINE_PER_CPU(unsigned long, stallcap_buddy_expiries);
@@ -102,7 +104,7 @@ bool stallcap_cpu_takes_timers(void)
 void stallcap_watch_timer_start(struct stallcap_watch *w, u64 deadline)
 {
 	lockdep_assert_held(&w->lock);
-	w->isolated = !stallcap_cpu_takes_timers();
+	WRITE_ONCE(w->isolated, !stallcap_cpu_takes_timers());
 	if (w->isolated)
 		hrtimer_try_to_cancel(&w->timer);
 	else
@@ -134,7 +136,7 @@ static void buddy_check(struct stallcap_watch *w, u64 now, u64 period)
 		if (!hrtimer_is_queued(t)) {
 			/* an isolated thread's deadline, started from here */
 			when = max(now, w->deadline);
-			w->isolated = false;
+			WRITE_ONCE(w->isolated, false);
 		} else {
 			this_cpu_inc(stallcap_buddy_rescues);
 		}
@@ -250,27 +252,53 @@ static void buddy_start_all(void)
  * interrupts off (the stall the checkers are for).  It cannot hold off CPU
  * hotplug: a CPU going offline meanwhile may miss its checker's start.
  */
+static void buddy_wake(void)
+{
+	unsigned long flags;
+
+	/* cleared before the starts: a checker stopping meanwhile sets it again */
+	raw_spin_lock_irqsave(&buddy_lock, flags);
+	WRITE_ONCE(buddy_asleep, false);
+	raw_spin_unlock_irqrestore(&buddy_lock, flags);
+	buddy_start_cpus();
+}
+
 static void buddy_wake_irq_fn(struct irq_work *work)
 {
-	/* cleared before the starts: a checker stopping meanwhile sets it again */
-	raw_spin_lock(&buddy_lock);
-	WRITE_ONCE(buddy_asleep, false);
-	raw_spin_unlock(&buddy_lock);
-	buddy_start_cpus();
+	buddy_wake();
+}
+
+static void buddy_wake_work_fn(struct work_struct *work)
+{
+	cpus_read_lock();
+	buddy_wake();
+	cpus_read_unlock();
 }
 
 /**
  * stallcap_buddy_armed() - a watch was just counted armed (SC_ARMED raised)
  *
  * Wakes the checkers if they stopped for want of an armed watch.  The
- * counter's atomic add orders the count before buddy_asleep is read.
+ * counter's atomic add orders the count before buddy_asleep is read.  The
+ * irq_work would interrupt this CPU: one isolated from timers (nohz_full)
+ * hands the wake to a work item on a housekeeping CPU instead.
  * Context: any but NMI; the watch's lock held.
  */
 void stallcap_buddy_armed(void)
 {
+	int cpu;
+
 	smp_mb__after_atomic();	/* pairs with buddy_stop() */
-	if (READ_ONCE(buddy_asleep))
+	if (!READ_ONCE(buddy_asleep))
+		return;
+	if (stallcap_cpu_takes_timers()) {
 		irq_work_queue(&buddy_wake_irq_work);
+		return;
+	}
+	cpu = cpumask_any_and(housekeeping_cpumask(STALLCAP_HK_TIMER),
+			      cpu_online_mask);
+	if (cpu < nr_cpu_ids)
+		queue_work_on(cpu, system_highpri_wq, &buddy_wake_work);
 }
 
 /**
@@ -350,6 +378,7 @@ int stallcap_buddy_init(void)
 		INIT_WORK(per_cpu_ptr(&buddy_start_work, cpu), buddy_start_here);
 	}
 	stallcap_irq_work_init_hard(&buddy_wake_irq_work, buddy_wake_irq_fn);
+	INIT_WORK(&buddy_wake_work, buddy_wake_work_fn);
 	ret = cpuhp_setup_state_nocalls(CPUHP_AP_ONLINE_DYN, "stallcap/buddy:online",
 					buddy_cpu_online, buddy_cpu_offline);
 	if (ret < 0)
@@ -364,6 +393,7 @@ void stallcap_buddy_exit(void)
 	int cpu;
 
 	cpuhp_remove_state_nocalls(buddy_hp_state);
+	cancel_work_sync(&buddy_wake_work);
 	irq_work_sync(&buddy_wake_irq_work);
 	for_each_possible_cpu(cpu) {
 		cancel_work_sync(per_cpu_ptr(&buddy_start_work, cpu));

@@ -314,6 +314,9 @@ static inline bool stallcap_user_access_okay(void)
 #endif
 #define SC_PF_NO_USER_RETURN	(PF_KTHREAD | PF_IO_WORKER | PF_USER_WORKER)
 
+/* x86-64's syscall instruction (0f 05), read as a little-endian u16 */
+#define SC_X86_SYSCALL_INSN	0x050f
+
 /*
  * task_work_add() where nothing may be allocated (a tracepoint probe, a hard
  * irq_work): KASAN records the caller's stack without growing its depot

@@ -380,12 +380,16 @@ struct stallcap_capture_req {
  * @uw: its user's entry in the per-user accounting (watch.c)
  * @fast: counted in the user's armed watches with a period under 1 ms
  * @fast_exempt: the opener had CAP_SYS_RESOURCE
- * @isolated: armed from a CPU isolated from timers: no timer queued, a
- *	buddy checker starts it on a housekeeping CPU when the deadline nears
+ * @isolated: armed (or, attached, gone busy) on a CPU isolated from timers:
+ *	no timer queued, a buddy checker starts it on a housekeeping CPU when
+ *	the deadline nears
  * @attach: the attach that made this watch (attach.c), NULL for ARM
  * @wait_seen: an attached watch saw its thread enter or leave a wait call
  * @wait_restart: its thread's last counted wait call returned to be resumed
  *	by restart_syscall (-ERESTART_RESTARTBLOCK)
+ * @restart_fn: the function of the thread's restart block then: only that
+ *	restart resumes the wait (a handler's sigreturn or another call
+ *	replaces it)
  * @in_restart: its thread is inside that restart_syscall
  * @rcu: deferred free
  */
@@ -436,6 +440,7 @@ struct stallcap_watch {
 	bool wait_seen;
 	bool wait_restart;
 	bool in_restart;
+	long (*restart_fn)(struct restart_block *restart);
 	struct rcu_head rcu;
 };
 

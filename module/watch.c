@@ -429,6 +429,27 @@ static void watch_mark(struct stallcap_watch *w, bool busy, u64 *now)
 		stallcap_watch_idle(w, *now);
 }
 
+/*
+ * @w's thread (@task, current) left a counted wait call to be resumed by
+ * restart_syscall (@restartable), or not: the function that will resume it
+ * is in its restart block now.
+ */
+static void watch_restart_set(struct stallcap_watch *w,
+			      struct task_struct *task, bool restartable)
+{
+	if (restartable)
+		WRITE_ONCE(w->restart_fn, READ_ONCE(task->restart_block.fn));
+	WRITE_ONCE(w->wait_restart, restartable);
+}
+
+/* Will the restart_syscall that @task (current) enters resume @w's wait? */
+static bool watch_restart_pending(const struct stallcap_watch *w,
+				  struct task_struct *task)
+{
+	return READ_ONCE(w->wait_restart) &&
+	       READ_ONCE(w->restart_fn) == READ_ONCE(task->restart_block.fn);
+}
+
 /**
  * stallcap_watches_attached_mark() - mark @task's attached watches busy
  * (left a wait call) or idle (entered one)
@@ -457,7 +478,7 @@ unsigned int stallcap_watches_attached_mark(struct task_struct *task,
 			continue;
 		WRITE_ONCE(w->wait_seen, true);
 		WRITE_ONCE(w->in_restart, false);
-		WRITE_ONCE(w->wait_restart, busy && restartable);
+		watch_restart_set(w, task, busy && restartable);
 		watch_mark(w, busy, &now);
 		found++;
 	}
@@ -471,11 +492,12 @@ unsigned int stallcap_watches_attached_mark(struct task_struct *task,
  * the entry, and back (if the call returned to be restarted again) at the
  * return.
  */
-static bool watch_restart_step(struct stallcap_watch *w, bool entering,
+static bool watch_restart_step(struct stallcap_watch *w,
+			       struct task_struct *task, bool entering,
 			       bool restartable)
 {
 	if (entering) {
-		if (!READ_ONCE(w->wait_restart))
+		if (!watch_restart_pending(w, task))
 			return false;
 		WRITE_ONCE(w->wait_restart, false);
 		WRITE_ONCE(w->in_restart, true);
@@ -484,7 +506,7 @@ static bool watch_restart_step(struct stallcap_watch *w, bool entering,
 	if (!READ_ONCE(w->in_restart))
 		return false;
 	WRITE_ONCE(w->in_restart, false);
-	WRITE_ONCE(w->wait_restart, restartable);
+	watch_restart_set(w, task, restartable);
 	return true;
 }
 
@@ -514,7 +536,7 @@ unsigned int stallcap_watches_attached_restart(struct task_struct *task,
 	hash_for_each_possible_rcu(task_watches, w, task_node,
 				   (unsigned long)task) {
 		if (w->task != task || !w->attach ||
-		    !watch_restart_step(w, entering, restartable))
+		    !watch_restart_step(w, task, entering, restartable))
 			continue;
 		watch_mark(w, !entering, &now);
 		found++;
@@ -539,7 +561,7 @@ bool stallcap_watches_restart_pending(struct task_struct *task)
 	hash_for_each_possible_rcu(task_watches, w, task_node,
 				   (unsigned long)task)
 		if (w->task == task && w->attach &&
-		    READ_ONCE(w->wait_restart))
+		    watch_restart_pending(w, task))
 			pending = true;
 	rcu_read_unlock();
 	return pending;
@@ -566,7 +588,7 @@ void stallcap_watch_attached_resumed(const struct stallcap_attach_ent *a,
 				   (unsigned long)current)
 		if (w->task == current && w->attach == a &&
 		    !READ_ONCE(w->wait_seen)) {
-			WRITE_ONCE(w->wait_restart, restartable);
+			watch_restart_set(w, current, restartable);
 			stallcap_watch_busy(w, ktime_get_mono_fast_ns());
 		}
 	rcu_read_unlock();

@@ -60,7 +60,7 @@ static int watch_start(struct stallcap_watch *w, u64 now, u64 deadline)
 	 * a buddy checker as any other watch's there).
 	 */
 	if ((w->flags & STALLCAP_ARM_HEARTBEAT) && stallcap_beat_park(w, now)) {
-		w->isolated = false;
+		WRITE_ONCE(w->isolated, false);
 		hrtimer_try_to_cancel(&w->timer);
 	} else {
 		stallcap_watch_timer_start(w, deadline);

@@ -23,6 +23,7 @@
 #include <linux/io_uring.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -337,6 +338,36 @@ static void *stop_thread(void *arg)
 }
 
 /*
+ * A new thread: its first poll() makes its watch; its next poll() (with a
+ * timeout) is cut by a signal that a handler takes (EINTR: no restart
+ * follows), then it sleeps 1.5 s in nanosleep(), not a wait without
+ * STALLCAP_ATTACH_PARK, through a stop and a continue (the sleep is
+ * resumed by restart_syscall).  Exits 7 if the poll() did not end so.
+ */
+static void on_signal(int sig)
+{
+	(void)sig;
+}
+
+static void *eintr_then_sleep_thread(void *arg)
+{
+	struct timespec ts = { .tv_sec = STOP_WAIT_MS / 1000,
+			       .tv_nsec = (STOP_WAIT_MS % 1000) * 1000000L };
+	int *tid_pipe = arg;
+	pid_t tid = sc_gettid();
+
+	signal(SIGUSR1, on_signal);
+	if (write(tid_pipe[1], &tid, sizeof(tid)) != sizeof(tid))
+		return NULL;
+	poll(NULL, 0, 1);		/* the first wait: its watch is made */
+	if (poll(NULL, 0, 10000) != -1 || errno != EINTR)
+		_exit(7);
+	syscall(SYS_nanosleep, &ts, NULL);
+	poll(NULL, 0, 1);
+	return NULL;
+}
+
+/*
  * Waits in io_uring_enter() for two completions, polls of the go pipe and
  * of evt_pipe (user_data 1 and 2): the parent writes the first while the
  * call waits (io_uring completes it from a task_work that the waiting
@@ -409,6 +440,8 @@ static void child_main(int go_fd, int *tid_pipe)
 		fn = uring_resume_thread;
 	else if (c == 's' || c == 'S')
 		fn = stop_thread;
+	else if (c == 'e')
+		fn = eintr_then_sleep_thread;
 	resume_fd = go_fd;
 	resume_how = c;
 	if (pthread_create(&t, NULL, fn, tid_pipe))
@@ -922,6 +955,51 @@ TEST_F(attach, wait_resumed_after_a_stop_stays_idle)
 TEST_F(attach, wait_inside_at_the_attach_resumed_after_a_stop_stays_idle)
 {
 	stopped_in_a_wait(_metadata, self, 'S');
+}
+
+/*
+ * A counted poll() returned -ERESTART_RESTARTBLOCK, but a handler took the
+ * signal (EINTR, no restart).  The restart_syscall that later resumes a
+ * stopped nanosleep() (busy time without PARK) is not that poll's: the
+ * 1.5 s sleep is a stall under a 200 ms deadline.
+ */
+TEST_F(attach, a_restart_of_another_call_is_busy)
+{
+	struct stallcap_stats st;
+	const struct stallcap_sample *r;
+	pid_t tid;
+	int status, i;
+
+	ASSERT_EQ(0, attach(self->s.fd, self->child, SC_MS(200), 0));
+	ASSERT_EQ(1, write(self->go[1], "e", 1));
+	ASSERT_EQ(sizeof(tid), read(self->tid_pipe[0], &tid, sizeof(tid)));
+	for (i = 0; i < 300; i++) {
+		ASSERT_EQ(0, sc_get_stats(self->s.fd, &st, 0));
+		if (st.attached == 2 && in_syscall(self->child, tid, SYS_poll))
+			break;
+		sc_sleep_ms(10);
+	}
+	ASSERT_LT(i, 300) TH_LOG("the thread never got its watch and waited");
+	sc_sleep_ms(20);
+	ASSERT_EQ(0, syscall(SYS_tgkill, self->child, tid, SIGUSR1));
+	for (i = 0; i < 300 && !in_syscall(self->child, tid, SYS_nanosleep); i++)
+		sc_sleep_ms(10);
+	ASSERT_LT(i, 300) TH_LOG("the thread never slept");
+	sc_sleep_ms(20);
+	ASSERT_EQ(0, kill(self->child, SIGSTOP));
+	sc_sleep_ms(20);
+	ASSERT_EQ(0, kill(self->child, SIGCONT));
+	ASSERT_EQ(self->child, waitpid(self->child, &status, 0));
+	self->child = 0;
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status)) TH_LOG("the poll() did not end in EINTR");
+	ASSERT_LE(0, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_WATCH, 3,
+				     SC_WAIT_MS));
+	r = sc_first_sample_of(&self->rs, tid);
+	if (!r)
+		sc_log_records(NULL, &self->rs);
+	ASSERT_NE(NULL, r) TH_LOG("the resumed nanosleep() was taken as an idle wait");
+	EXPECT_EQ(STALLCAP_ORIGIN_ATTACH, r->origin);
 }
 
 static int own_rules(int set)

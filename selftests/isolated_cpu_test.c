@@ -8,7 +8,9 @@
  * its deadline; and a deadline it misses is still captured, from CPU 0 by
  * NMI.  The same for a process watched by STALLCAP_IOC_ATTACH: its event
  * loop on CPU 1 starts a deadline at every return from poll(), and CPU 1
- * takes no stallcap timer for it, while its stall is still captured there.
+ * takes no stallcap timer for it, nor an irq_work interrupt (IWI in
+ * /proc/interrupts) when a return from a long idle wait wakes the sleeping
+ * buddy checkers, while its stall is still captured there.
  * Elsewhere the test skips.
  */
 #include <poll.h>
@@ -160,8 +162,41 @@ SC_NOINLINE void isolated_spin(uint64_t ns)
 			__asm__ volatile("" ::: "memory");
 }
 
-/* An unmodified event loop on CPU 1: REARMS quick iterations, then a stall. */
-static void __attribute__((noreturn)) event_loop_child(int go_fd)
+/* CPU @cpu's count of irq_work interrupts, or -1 */
+static long read_iwi(int cpu)
+{
+	FILE *f = fopen("/proc/interrupts", "r");
+	char line[1024], *p, *end;
+	long n = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		p = line + strspn(line, " ");
+		if (strncmp(p, "IWI:", 4))
+			continue;
+		p += 4;
+		for (int c = 0; c <= cpu; c++, p = end) {
+			n = strtol(p, &end, 10);
+			if (end == p) {
+				n = -1;
+				break;
+			}
+		}
+		break;
+	}
+	fclose(f);
+	return n;
+}
+
+#define IDLE_WAITS	10
+
+/*
+ * An unmodified event loop on CPU 1: REARMS quick iterations, IDLE_WAITS
+ * waits long enough for the buddy checkers to stop, a byte on @phase_fd,
+ * then a stall.
+ */
+static void __attribute__((noreturn)) event_loop_child(int go_fd, int phase_fd)
 {
 	char c;
 
@@ -169,6 +204,10 @@ static void __attribute__((noreturn)) event_loop_child(int go_fd)
 		_exit(2);
 	for (int i = 0; i < REARMS; i++)
 		poll(NULL, 0, 0);
+	for (int i = 0; i < IDLE_WAITS; i++)
+		poll(NULL, 0, 80);
+	if (write(phase_fd, "p", 1) != 1)
+		_exit(3);
 	isolated_spin(5 * TIMEOUT);
 	poll(NULL, 0, 0);
 	_exit(0);
@@ -181,24 +220,33 @@ TEST_F_TIMEOUT(iso, an_attached_event_loop_on_an_isolated_cpu_fires_no_timer_the
 	};
 	const struct stallcap_sample *r;
 	struct expiries b1, a1;
-	int go[2], status;
+	int go[2], phase[2], status;
+	long iwi0, iwi1;
 	pid_t child;
+	char c;
 
 	if (!(self->s.info.features & STALLCAP_FEAT_ATTACH))
 		SKIP(return, "the module cannot attach");
 	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pipe(phase));
 	child = fork();		/* on CPU 1, as this thread */
 	ASSERT_LE(0, child);
 	if (!child) {
 		close(go[1]);
-		event_loop_child(go[0]);
+		close(phase[0]);
+		event_loop_child(go[0], phase[1]);
 	}
 	close(go[0]);
+	close(phase[1]);
 	ASSERT_EQ(0, sc_pin_self(0));
 	a.pid = (uint32_t)child;
 	ASSERT_EQ(0, ioctl(self->s.fd, STALLCAP_IOC_ATTACH, &a));
 	ASSERT_EQ(0, read_expiries(1, &b1));
+	iwi0 = read_iwi(1);
 	ASSERT_EQ(1, write(go[1], "g", 1));
+	ASSERT_EQ(1, read(phase[0], &c, 1));
+	iwi1 = read_iwi(1);
+	close(phase[0]);
 	ASSERT_EQ(child, waitpid(child, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
 	ASSERT_EQ(0, read_expiries(1, &a1));
@@ -206,6 +254,10 @@ TEST_F_TIMEOUT(iso, an_attached_event_loop_on_an_isolated_cpu_fires_no_timer_the
 
 	EXPECT_EQ(0, a1.watch - b1.watch) TH_LOG("watch timers expired on CPU 1");
 	EXPECT_EQ(0, a1.buddy - b1.buddy) TH_LOG("buddy checkers expired on CPU 1");
+	/* each of the idle waits' returns woke the buddy checkers */
+	ASSERT_LE(0, iwi0) TH_LOG("no IWI line in /proc/interrupts");
+	TH_LOG("CPU 1: %ld irq_work interrupts over %d idle waits", iwi1 - iwi0, IDLE_WAITS);
+	EXPECT_GT(IDLE_WAITS / 2, iwi1 - iwi0) TH_LOG("irq_work interrupts on CPU 1");
 	/* the stall was captured, on CPU 1, from CPU 0 */
 	ASSERT_LE(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_STALL_END, 1,
 				     SC_WAIT_MS));
