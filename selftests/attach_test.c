@@ -900,6 +900,53 @@ TEST_F(attach, io_uring_wait_woken_inside_at_the_attach_stays_idle)
 }
 
 /*
+ * The child's thread (@how) in its long poll(), with its watch made first
+ * (attached before it starts) or, @how 'S', entered before the attach.
+ */
+static void poller_in_its_poll(struct __test_metadata *_metadata,
+			       FIXTURE_DATA(attach) *self, char how, pid_t *tid)
+{
+	struct stallcap_stats st;
+	int i;
+
+	if (how != 'S')
+		ASSERT_EQ(0, attach(self->s.fd, self->child, SC_MS(200), 0));
+	ASSERT_EQ(1, write(self->go[1], &how, 1));
+	ASSERT_EQ(sizeof(*tid), read(self->tid_pipe[0], tid, sizeof(*tid)));
+	for (i = 0; i < 300; i++) {
+		ASSERT_EQ(0, sc_get_stats(self->s.fd, &st, 0));
+		if ((how == 'S' || st.attached == 2) &&
+		    in_syscall(self->child, *tid, SYS_poll))
+			break;
+		sc_sleep_ms(10);
+	}
+	ASSERT_LT(i, 300) TH_LOG("the thread never got its watch and waited");
+	if (how == 'S') {
+		ASSERT_EQ(0, attach(self->s.fd, self->child, SC_MS(200), 0));
+		ASSERT_EQ(0, sc_get_stats(self->s.fd, &st, 0));
+		ASSERT_EQ(2, st.attached);
+	}
+}
+
+/* A stop and a continue of the child, its exit (0, else @why), its records */
+static void stop_continue_exit(struct __test_metadata *_metadata,
+			       FIXTURE_DATA(attach) *self, const char *why)
+{
+	int status;
+
+	sc_sleep_ms(20);
+	ASSERT_EQ(0, kill(self->child, SIGSTOP));
+	sc_sleep_ms(20);
+	ASSERT_EQ(0, kill(self->child, SIGCONT));
+	ASSERT_EQ(self->child, waitpid(self->child, &status, 0));
+	self->child = 0;
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status)) TH_LOG("%s", why);
+	ASSERT_LE(0, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_WATCH, 3,
+				     SC_WAIT_MS));
+}
+
+/*
  * A wait interrupted by a stop and a continue (no handler) returns to be
  * resumed by restart_syscall: the thread is idle again there, through the
  * rest of its 1.5 s poll(), under a deadline of 200 ms.  @how 's': the
@@ -910,37 +957,11 @@ TEST_F(attach, io_uring_wait_woken_inside_at_the_attach_stays_idle)
 static void stopped_in_a_wait(struct __test_metadata *_metadata,
 			      FIXTURE_DATA(attach) *self, char how)
 {
-	struct stallcap_stats st;
 	pid_t tid;
-	int status, i;
 
-	if (how == 's')
-		ASSERT_EQ(0, attach(self->s.fd, self->child, SC_MS(200), 0));
-	ASSERT_EQ(1, write(self->go[1], &how, 1));
-	ASSERT_EQ(sizeof(tid), read(self->tid_pipe[0], &tid, sizeof(tid)));
-	for (i = 0; i < 300; i++) {
-		ASSERT_EQ(0, sc_get_stats(self->s.fd, &st, 0));
-		if ((how == 'S' || st.attached == 2) &&
-		    in_syscall(self->child, tid, SYS_poll))
-			break;
-		sc_sleep_ms(10);
-	}
-	ASSERT_LT(i, 300) TH_LOG("the thread never got its watch and waited");
-	if (how == 'S') {
-		ASSERT_EQ(0, attach(self->s.fd, self->child, SC_MS(200), 0));
-		ASSERT_EQ(0, sc_get_stats(self->s.fd, &st, 0));
-		ASSERT_EQ(2, st.attached);
-	}
-	sc_sleep_ms(50);
-	ASSERT_EQ(0, kill(self->child, SIGSTOP));
-	sc_sleep_ms(20);
-	ASSERT_EQ(0, kill(self->child, SIGCONT));
-	ASSERT_EQ(self->child, waitpid(self->child, &status, 0));
-	self->child = 0;
-	ASSERT_TRUE(WIFEXITED(status));
-	ASSERT_EQ(0, WEXITSTATUS(status)) TH_LOG("the poll() did not wait its 1.5 s");
-	ASSERT_LE(0, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_WATCH, 3,
-				     SC_WAIT_MS));
+	poller_in_its_poll(_metadata, self, how, &tid);
+	sc_sleep_ms(30);
+	stop_continue_exit(_metadata, self, "the poll() did not wait its 1.5 s");
 	if (sc_first_sample_of(&self->rs, tid))
 		sc_log_records(NULL, &self->rs);
 	EXPECT_EQ(NULL, sc_first_sample_of(&self->rs, tid))
@@ -965,36 +986,17 @@ TEST_F(attach, wait_inside_at_the_attach_resumed_after_a_stop_stays_idle)
  */
 TEST_F(attach, a_restart_of_another_call_is_busy)
 {
-	struct stallcap_stats st;
 	const struct stallcap_sample *r;
 	pid_t tid;
-	int status, i;
+	int i;
 
-	ASSERT_EQ(0, attach(self->s.fd, self->child, SC_MS(200), 0));
-	ASSERT_EQ(1, write(self->go[1], "e", 1));
-	ASSERT_EQ(sizeof(tid), read(self->tid_pipe[0], &tid, sizeof(tid)));
-	for (i = 0; i < 300; i++) {
-		ASSERT_EQ(0, sc_get_stats(self->s.fd, &st, 0));
-		if (st.attached == 2 && in_syscall(self->child, tid, SYS_poll))
-			break;
-		sc_sleep_ms(10);
-	}
-	ASSERT_LT(i, 300) TH_LOG("the thread never got its watch and waited");
+	poller_in_its_poll(_metadata, self, 'e', &tid);
 	sc_sleep_ms(20);
 	ASSERT_EQ(0, syscall(SYS_tgkill, self->child, tid, SIGUSR1));
 	for (i = 0; i < 300 && !in_syscall(self->child, tid, SYS_nanosleep); i++)
 		sc_sleep_ms(10);
 	ASSERT_LT(i, 300) TH_LOG("the thread never slept");
-	sc_sleep_ms(20);
-	ASSERT_EQ(0, kill(self->child, SIGSTOP));
-	sc_sleep_ms(20);
-	ASSERT_EQ(0, kill(self->child, SIGCONT));
-	ASSERT_EQ(self->child, waitpid(self->child, &status, 0));
-	self->child = 0;
-	ASSERT_TRUE(WIFEXITED(status));
-	ASSERT_EQ(0, WEXITSTATUS(status)) TH_LOG("the poll() did not end in EINTR");
-	ASSERT_LE(0, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_WATCH, 3,
-				     SC_WAIT_MS));
+	stop_continue_exit(_metadata, self, "the poll() did not end in EINTR");
 	r = sc_first_sample_of(&self->rs, tid);
 	if (!r)
 		sc_log_records(NULL, &self->rs);
