@@ -385,11 +385,10 @@ struct stallcap_capture_req {
  *	the deadline nears
  * @attach: the attach that made this watch (attach.c), NULL for ARM
  * @wait_seen: an attached watch saw its thread enter or leave a wait call
- * @wait_restart: its thread's last counted wait call returned to be resumed
- *	by restart_syscall (-ERESTART_RESTARTBLOCK)
- * @restart_fn: the function of the thread's restart block then: only that
- *	restart resumes the wait (a handler's sigreturn or another call
- *	replaces it)
+ * @restart_fn: its thread's last counted wait call returned to be resumed
+ *	by restart_syscall (-ERESTART_RESTARTBLOCK), by this function of its
+ *	restart block, or NULL: only that restart resumes the wait (a
+ *	handler's sigreturn or another call replaces the function)
  * @in_restart: its thread is inside that restart_syscall
  * @rcu: deferred free
  */
@@ -438,7 +437,6 @@ struct stallcap_watch {
 	bool isolated;
 	struct stallcap_attach_ent *attach;
 	bool wait_seen;
-	bool wait_restart;
 	bool in_restart;
 	long (*restart_fn)(struct restart_block *restart);
 	struct rcu_head rcu;

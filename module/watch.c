@@ -437,17 +437,17 @@ static void watch_mark(struct stallcap_watch *w, bool busy, u64 *now)
 static void watch_restart_set(struct stallcap_watch *w,
 			      struct task_struct *task, bool restartable)
 {
-	if (restartable)
-		WRITE_ONCE(w->restart_fn, READ_ONCE(task->restart_block.fn));
-	WRITE_ONCE(w->wait_restart, restartable);
+	WRITE_ONCE(w->restart_fn,
+		   restartable ? READ_ONCE(task->restart_block.fn) : NULL);
 }
 
 /* Will the restart_syscall that @task (current) enters resume @w's wait? */
 static bool watch_restart_pending(const struct stallcap_watch *w,
 				  struct task_struct *task)
 {
-	return READ_ONCE(w->wait_restart) &&
-	       READ_ONCE(w->restart_fn) == READ_ONCE(task->restart_block.fn);
+	long (*fn)(struct restart_block *restart) = READ_ONCE(w->restart_fn);
+
+	return fn && fn == READ_ONCE(task->restart_block.fn);
 }
 
 /**
@@ -488,9 +488,9 @@ unsigned int stallcap_watches_attached_mark(struct task_struct *task,
 
 /*
  * Is @w's thread, entering (@entering) or leaving restart_syscall, resuming
- * a wait that @w counted?  A flag moves from wait_restart to in_restart at
- * the entry, and back (if the call returned to be restarted again) at the
- * return.
+ * a wait that @w counted?  The pending restart (restart_fn) moves to
+ * in_restart at the entry, and back (if the call returned to be restarted
+ * again) at the return.
  */
 static bool watch_restart_step(struct stallcap_watch *w,
 			       struct task_struct *task, bool entering,
@@ -499,7 +499,7 @@ static bool watch_restart_step(struct stallcap_watch *w,
 	if (entering) {
 		if (!watch_restart_pending(w, task))
 			return false;
-		WRITE_ONCE(w->wait_restart, false);
+		WRITE_ONCE(w->restart_fn, NULL);
 		WRITE_ONCE(w->in_restart, true);
 		return true;
 	}
