@@ -60,7 +60,7 @@ grep '"type":"sample"' "$work/report.json" >"$work/samples"
 tids=$(sed 's/^[^"]*"type":"sample","stall_id":[0-9]*,"pid":[0-9]*,"tid":\([0-9]*\),.*/\1/' \
 	"$work/samples" | sort -u)
 in_loop() { usyms "$1" | grep -q '^event_base_loop '; }
-check "the stalled worker is reported" any_sample "$work/report.json" mc-worker in_loop
+check "the stalled worker is reported" any_sample "$work/report.json" mc-worker in_loop event_base_loop
 check "only one thread is reported" [ "$(echo "$tids" | grep -c .)" = 1 ]
 check "and it is a worker thread" \
 	sh -c "! grep -v '\"comm\":\"mc-worker\"' '$work/samples' | grep -q ."

@@ -118,7 +118,7 @@ watched() {
 			usyms "$1" | grep -q '^ngx_process_events_and_timers '
 	}
 	check "$mode: a worker is reported blocked writing its log" \
-		any_sample "$work/report.json" nginx blocked_in_log_write
+		any_sample "$work/report.json" nginx blocked_in_log_write pipe_write
 	pids=$(sed 's/^[^"]*"type":"sample","stall_id":[0-9]*,"pid":\([0-9]*\),.*/\1/' \
 		"$work/samples" | sort -u)
 	only_workers() {

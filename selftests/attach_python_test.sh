@@ -92,7 +92,7 @@ in_spin() {
 		usyms "$1" | grep -q '^_PyEval_EvalFrameDefault '
 }
 check "time.sleep in a coroutine: blocked in clock_nanosleep under the eval loop, blocked for its busy period" \
-	any_sample "$work/report.json" python3 in_sleep
+	any_sample "$work/report.json" python3 in_sleep '"sample_index":0,'
 check "a CPU-bound function: running in the eval loop, on CPU for its busy period" \
-	any_sample "$work/report.json" python3 in_spin
+	any_sample "$work/report.json" python3 in_spin '"sample_index":0,'
 finish

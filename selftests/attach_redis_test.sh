@@ -73,14 +73,16 @@ sleeping() {
 }
 in_keys() { usyms "$1" | grep -q '^keysCommand '; }
 in_eval() { usyms "$1" | grep -q '^evalGenericCommand '; }
-in_epoll() { ksyms "$1" | grep -q '^ep_poll$\|^do_epoll_wait$'; }
 
+echo "# $(samples "$work/redis.json" redis-server | wc -l) samples of redis-server"
 check "DEBUG SLEEP: blocked in nanosleep under debugCommand" \
-	any_sample "$work/redis.json" redis-server sleeping
-check "KEYS *: running in keysCommand" any_sample "$work/redis.json" redis-server in_keys
-check "EVAL busy loop: under evalGenericCommand" any_sample "$work/redis.json" redis-server in_eval
-never_in_epoll() { ! any_sample "$work/redis.json" redis-server in_epoll; }
-check "waiting in epoll_wait is never a stall" never_in_epoll
+	any_sample "$work/redis.json" redis-server sleeping debugCommand
+check "KEYS *: running in keysCommand" \
+	any_sample "$work/redis.json" redis-server in_keys keysCommand
+check "EVAL busy loop: under evalGenericCommand" \
+	any_sample "$work/redis.json" redis-server in_eval evalGenericCommand
+check "waiting in epoll_wait is never a stall" \
+	no_kernel_frame "$work/redis.json" redis-server ep_poll do_epoll_wait
 
 # started through a shell, taskset and a daemonizing fork
 stallcap record --deadline 50ms -o "$work/daemon.data" -- sh -c \
@@ -109,5 +111,5 @@ daemon_sleeping() {
 	echo "$1" | grep -q "\"pid\":$daemon," && sleeping "$1"
 }
 check "DEBUG SLEEP in the daemon: nanosleep under debugCommand" \
-	any_sample "$work/daemon.json" redis-server daemon_sleeping
+	any_sample "$work/daemon.json" redis-server daemon_sleeping debugCommand
 finish
