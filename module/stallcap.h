@@ -442,10 +442,14 @@ struct stallcap_watch {
 	struct rcu_head rcu;
 };
 
-/* shared by watch.c (lifetime) and watch_arm.c (the ARM ioctls) */
+/* shared by watch.c (lifetime), watch_arm.c (the ARM ioctls) and watch_attached.c */
 struct stallcap_watch *stallcap_watch_create(struct stallcap_session *sess);
 void stallcap_watch_destroy(struct stallcap_watch *w);
 struct stallcap_watch *stallcap_watch_of_current(struct stallcap_session *sess);
+struct hlist_head *stallcap_task_watch_bucket(const struct task_struct *task);
+/* each watch of @task (RCU read side); the caller checks w->task */
+#define stallcap_for_each_watch_of_task(w, task) \
+	hlist_for_each_entry_rcu(w, stallcap_task_watch_bucket(task), task_node)
 void stallcap_watch_count_armed(struct stallcap_watch *w, bool armed);
 int stallcap_watch_fast_update(struct stallcap_watch *w, u64 period);
 int stallcap_watch_arm(struct stallcap_session *sess,
