@@ -451,6 +451,8 @@ struct hlist_head *stallcap_task_watch_bucket(const struct task_struct *task);
 #define stallcap_for_each_watch_of_task(w, task) \
 	hlist_for_each_entry_rcu(w, stallcap_task_watch_bucket(task), task_node)
 void stallcap_watch_count_armed(struct stallcap_watch *w, bool armed);
+void stallcap_watch_begin_deadline(struct stallcap_watch *w, u64 now,
+				   u64 deadline);
 int stallcap_watch_fast_update(struct stallcap_watch *w, u64 period);
 int stallcap_watch_arm(struct stallcap_session *sess,
 		       const struct stallcap_arm *arm);

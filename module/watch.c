@@ -163,6 +163,31 @@ void stallcap_watch_count_armed(struct stallcap_watch *w, bool armed)
 }
 
 /* Stop @w for good: no timer restart, no new capture.  Lock not held. */
+/**
+ * stallcap_watch_begin_deadline() - @w is armed with @deadline from @now
+ * (ARM and REARM, or an attached thread's return from its wait)
+ * @w: the watch, its lock held, not dead
+ * @now: the time (ns)
+ * @deadline: the deadline (ns)
+ *
+ * A stall in progress ends.  A sample's time breakdown covers the busy
+ * period alone: from a base taken at an earlier point (the last stall's
+ * end, or none) it would count the time between (an event loop's idle
+ * waits) as blocked.  The caller queues the timer.
+ */
+void stallcap_watch_begin_deadline(struct stallcap_watch *w, u64 now,
+				   u64 deadline)
+{
+	stallcap_watch_end_stall(w, now);
+	w->armed_at = now;
+	w->deadline = deadline;
+	stallcap_why_rebase(w, now);
+	if (w->flags & STALLCAP_ARM_CPUTIME)
+		w->cpu_base = stallcap_task_cputime(w->task);
+	w->state = WATCH_ARMED;
+	stallcap_watch_count_armed(w, true);
+}
+
 static void watch_kill(struct stallcap_watch *w)
 {
 	unsigned long flags;

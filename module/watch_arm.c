@@ -44,14 +44,7 @@ static int watch_start(struct stallcap_watch *w, u64 now, u64 deadline)
 	 */
 	lazy = w->state == WATCH_ARMED && hrtimer_is_queued(&w->timer) &&
 	       ktime_to_ns(hrtimer_get_expires(&w->timer)) <= deadline;
-	stallcap_watch_end_stall(w, now);
-	w->armed_at = now;
-	w->deadline = deadline;
-	stallcap_why_rebase(w, now);
-	if (w->flags & STALLCAP_ARM_CPUTIME)
-		w->cpu_base = stallcap_task_cputime(w->task);
-	w->state = WATCH_ARMED;
-	stallcap_watch_count_armed(w, true);
+	stallcap_watch_begin_deadline(w, now, deadline);
 	if (lazy)
 		return 0;
 	/*

@@ -40,19 +40,7 @@ void stallcap_watch_busy(struct stallcap_watch *w, u64 now)
 		goto out;
 	lazy = hrtimer_is_queued(&w->timer) &&
 	       ktime_to_ns(hrtimer_get_expires(&w->timer)) <= deadline;
-	stallcap_watch_end_stall(w, now);
-	w->armed_at = now;
-	w->deadline = deadline;
-	/*
-	 * A sample's time breakdown covers the busy period alone: from a
-	 * base taken at an earlier point (the last stall's end, or none) it
-	 * would count the idle waits between as time blocked.
-	 */
-	stallcap_why_rebase(w, now);
-	if (w->flags & STALLCAP_ARM_CPUTIME)
-		w->cpu_base = stallcap_task_cputime(w->task);
-	w->state = WATCH_ARMED;
-	stallcap_watch_count_armed(w, true);
+	stallcap_watch_begin_deadline(w, now, deadline);
 	if (!lazy)
 		stallcap_watch_timer_start(w, deadline);
 out:
