@@ -39,6 +39,7 @@ static DEFINE_RAW_SPINLOCK(task_watches_lock);
  *
  * Walked with stallcap_for_each_watch_of_task() under RCU (or with
  * interrupts off: the watches are freed after a grace period).
+ * Return: the bucket of the hash table that @task's watches are in.
  */
 struct hlist_head *stallcap_task_watch_bucket(const struct task_struct *task)
 {
@@ -162,7 +163,6 @@ void stallcap_watch_count_armed(struct stallcap_watch *w, bool armed)
 		stallcap_buddy_armed();
 }
 
-/* Stop @w for good: no timer restart, no new capture.  Lock not held. */
 /**
  * stallcap_watch_begin_deadline() - @w is armed with @deadline from @now
  * (ARM and REARM, or an attached thread's return from its wait)
@@ -173,11 +173,13 @@ void stallcap_watch_count_armed(struct stallcap_watch *w, bool armed)
  * A stall in progress ends.  A sample's time breakdown covers the busy
  * period alone: from a base taken at an earlier point (the last stall's
  * end, or none) it would count the time between (an event loop's idle
- * waits) as blocked.  The caller queues the timer.
+ * waits) as blocked.  The caller queues the timer (or parks a heartbeat
+ * watch on its CPU's scanner).
  */
 void stallcap_watch_begin_deadline(struct stallcap_watch *w, u64 now,
 				   u64 deadline)
 {
+	lockdep_assert_held(&w->lock);
 	stallcap_watch_end_stall(w, now);
 	w->armed_at = now;
 	w->deadline = deadline;
@@ -188,6 +190,7 @@ void stallcap_watch_begin_deadline(struct stallcap_watch *w, u64 now,
 	stallcap_watch_count_armed(w, true);
 }
 
+/* Stop @w for good: no timer restart, no new capture.  Lock not held. */
 static void watch_kill(struct stallcap_watch *w)
 {
 	unsigned long flags;
