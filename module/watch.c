@@ -397,8 +397,7 @@ struct stallcap_watch *stallcap_watch_of_current(struct stallcap_session *sess)
 {
 	struct stallcap_watch *w;
 
-	hash_for_each_possible_rcu(task_watches, w, task_node,
-				   (unsigned long)current)
+	stallcap_for_each_watch_of_task(w, current)
 		if (w->task == current && w->sess == sess && !w->attach &&
 		    !READ_ONCE(w->dead))
 			return w;
@@ -453,8 +452,7 @@ static void watches_of_task_end(struct task_struct *task)
 	if (!atomic64_read(&stallcap_global.c[SC_WATCHES]))
 		return;
 	rcu_read_lock();
-	hash_for_each_possible_rcu(task_watches, w, task_node,
-				   (unsigned long)task) {
+	stallcap_for_each_watch_of_task(w, task) {
 		if (w->task != task)
 			continue;
 		watch_kill(w);
