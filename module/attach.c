@@ -270,72 +270,6 @@ static int attach_check(const struct stallcap_attach *arg)
 }
 
 /*
- * The program @leader's process runs: its mm, from any live thread (the
- * leader may have exited alone), with a reference; NULL if none.
- */
-static struct mm_struct *attach_process_mm(struct task_struct *leader)
-{
-	struct task_struct *t, *found = NULL;
-	struct mm_struct *mm;
-
-	mm = get_task_mm(leader);
-	if (mm)
-		return mm;
-	rcu_read_lock();
-	for_each_thread(leader, t) {
-		if (READ_ONCE(t->mm)) {
-			found = get_task_struct(t);
-			break;
-		}
-	}
-	rcu_read_unlock();
-	if (!found)
-		return NULL;
-	mm = get_task_mm(found);
-	put_task_struct(found);
-	return mm;
-}
-
-/*
- * The program @leader's process runs, with a reference, if the caller may
- * attach to it; else NULL and *@ret the reason.  As mm_access(): the check
- * and the mm are taken under exec_update_lock, so that an exec between them
- * (of a set-user-ID program) cannot hand over an mm the check did not see.
- */
-static struct mm_struct *attach_checked_mm(struct task_struct *leader,
-					   int *ret)
-{
-	struct mm_struct *mm = NULL;
-
-	*ret = down_read_killable(&leader->signal->exec_update_lock);
-	if (*ret)
-		return NULL;
-	*ret = stallcap_attach_permitted(leader);
-	if (!*ret) {
-		mm = attach_process_mm(leader);
-		if (!mm)
-			*ret = -ESRCH;	/* exiting, or a kernel thread */
-	}
-	up_read(&leader->signal->exec_update_lock);
-	return mm;
-}
-
-/* The process @pid (caller's namespace), with a reference, or NULL. */
-static struct task_struct *attach_find_process(pid_t pid)
-{
-	struct task_struct *task;
-
-	if (pid <= 0)
-		return NULL;
-	rcu_read_lock();
-	task = pid_task(find_vpid(pid), PIDTYPE_TGID);
-	if (task)
-		get_task_struct(task);
-	rcu_read_unlock();
-	return task;
-}
-
-/*
  * A new attach of @leader's program @mm; @parent is the attach that follows
  * it (its maker and watch limit exemption are inherited), or NULL for
  * ATTACH's caller.
@@ -509,10 +443,10 @@ int stallcap_attach(struct stallcap_session *sess,
 	/* the wait boundaries are kretprobes */
 	if (!IS_ENABLED(CONFIG_KRETPROBES))
 		return -EOPNOTSUPP;
-	leader = attach_find_process(arg->pid);
+	leader = stallcap_attach_find_process(arg->pid);
 	if (!leader)
 		return -ESRCH;
-	mm = attach_checked_mm(leader, &ret);
+	mm = stallcap_attach_checked_mm(leader, &ret);
 	if (mm) {
 		mutex_lock(&sess->lock);
 		ret = attach_locked(sess, arg, leader, mm, NULL);

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * stallcap attach permission: as perf -p, the reader must be allowed to
- * ptrace-attach the target (PTRACE_MODE_ATTACH_REALCREDS).
+ * ptrace-attach the target (PTRACE_MODE_ATTACH_REALCREDS).  ATTACH's target
+ * is found here too: the process its pid names, and that process's mm,
+ * taken under the same check.
  *
  * ptrace_may_access() is not exported to modules.  Its address is found
  * once through a kprobe registered on it and removed at once, and it is
@@ -25,8 +27,10 @@
 #include <linux/cred.h>
 #include <linux/kprobes.h>
 #include <linux/module.h>
+#include <linux/pid.h>
 #include <linux/ptrace.h>
 #include <linux/sched/coredump.h>
+#include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task.h>
 #include <asm/cpufeature.h>
@@ -153,6 +157,85 @@ bool stallcap_attacher_may_follow(const struct stallcap_attacher *who,
 				  const struct cred *tcred)
 {
 	return who->trace_any || same_ids(who->uid, who->gid, tcred);
+}
+
+/*
+ * The program @leader's process runs: its mm, from any live thread (the
+ * leader may have exited alone), with a reference; NULL if none.
+ */
+static struct mm_struct *attach_process_mm(struct task_struct *leader)
+{
+	struct task_struct *t, *found = NULL;
+	struct mm_struct *mm;
+
+	mm = get_task_mm(leader);
+	if (mm)
+		return mm;
+	rcu_read_lock();
+	for_each_thread(leader, t) {
+		if (READ_ONCE(t->mm)) {
+			found = get_task_struct(t);
+			break;
+		}
+	}
+	rcu_read_unlock();
+	if (!found)
+		return NULL;
+	mm = get_task_mm(found);
+	put_task_struct(found);
+	return mm;
+}
+
+/**
+ * stallcap_attach_checked_mm() - the mm of the process ATTACH names, if its
+ * caller may attach to it
+ * @leader: the process (its thread group leader, referenced)
+ * @ret: 0, or why not: the permission's errno, -ESRCH for a process that
+ *	exits or a kernel thread, or -EINTR (killed while waiting)
+ *
+ * As mm_access(): the check and the mm are taken under exec_update_lock,
+ * so that an exec between them (of a set-user-ID program) cannot hand over
+ * an mm the check did not see.
+ *
+ * Context: process context, may sleep.
+ * Return: the mm with a reference, or NULL.
+ */
+struct mm_struct *stallcap_attach_checked_mm(struct task_struct *leader,
+					     int *ret)
+{
+	struct mm_struct *mm = NULL;
+
+	*ret = down_read_killable(&leader->signal->exec_update_lock);
+	if (*ret)
+		return NULL;
+	*ret = stallcap_attach_permitted(leader);
+	if (!*ret) {
+		mm = attach_process_mm(leader);
+		if (!mm)
+			*ret = -ESRCH;	/* exiting, or a kernel thread */
+	}
+	up_read(&leader->signal->exec_update_lock);
+	return mm;
+}
+
+/**
+ * stallcap_attach_find_process() - the process @pid names
+ * @pid: a process id in the caller's pid namespace
+ *
+ * Return: its thread group leader with a reference, or NULL.
+ */
+struct task_struct *stallcap_attach_find_process(pid_t pid)
+{
+	struct task_struct *task;
+
+	if (pid <= 0)
+		return NULL;
+	rcu_read_lock();
+	task = pid_task(find_vpid(pid), PIDTYPE_TGID);
+	if (task)
+		get_task_struct(task);
+	rcu_read_unlock();
+	return task;
 }
 
 /** stallcap_attach_perm_init() - find ptrace_may_access() where it may be called */

@@ -690,6 +690,9 @@ int stallcap_detach(struct stallcap_session *sess, unsigned long pid);
 void stallcap_attach_release(struct stallcap_session *sess);
 int stallcap_attach_init(void);
 int stallcap_attach_permitted(struct task_struct *task);
+struct mm_struct *stallcap_attach_checked_mm(struct task_struct *leader,
+					     int *ret);
+struct task_struct *stallcap_attach_find_process(pid_t pid);
 void stallcap_attacher_current(struct stallcap_attacher *who);
 bool stallcap_attacher_may_follow(const struct stallcap_attacher *who,
 				  const struct cred *tcred);

@@ -153,16 +153,19 @@ static void run_blocker_once(struct __test_metadata *_metadata, FIXTURE_DATA(blo
 }
 
 /*
- * Captured on its CPU before the wait: the thread had not yet entered the
- * wait when its deadline passed (it runs a few hundred instructions between
- * ARM and the wait; a debug kernel under TCG can take longer than TIMEOUT:
- * in user mode, or in the kernel on the way to the wait, e.g. vfork's
- * copy_process in CI5).  Exactly what stallcap must report then, and no
- * sample of the wait.
+ * Captured before the wait: the thread had not yet entered the wait when
+ * its deadline passed (it runs a few hundred instructions between ARM and
+ * the wait; a debug kernel under TCG can take longer than TIMEOUT: in user
+ * mode, or in the kernel on the way to the wait, e.g. vfork's copy_process
+ * in CI5), running or preempted there (RUNNABLE: the vfork child, just
+ * woken, ran first on the parent's CPU in CI27).  Exactly what stallcap
+ * must report then, and no sample of the wait.  Every wait here is a
+ * sleep, never RUNNING or RUNNABLE.
  */
 static bool not_yet_waiting(const struct stallcap_sample *r, uint8_t wait_state)
 {
-	return r->state == STALLCAP_STATE_RUNNING && wait_state != STALLCAP_STATE_RUNNING;
+	return (r->state == STALLCAP_STATE_RUNNING || r->state == STALLCAP_STATE_RUNNABLE) &&
+	       wait_state != r->state;
 }
 
 /*
@@ -184,8 +187,8 @@ static void run_blocked(struct __test_metadata *_metadata, FIXTURE_DATA(blocked)
 		ASSERT_NE(NULL, r);
 		if (not_yet_waiting(r, state)) {
 			/* a slow guest (debug, TCG): 20 ms passed before the wait */
-			TH_LOG("attempt %d: captured running (%s mode, ip %#llx), before its wait",
-			       attempt, r->flags & STALLCAP_SAMPLE_USER_MODE ? "user" : "kernel",
+			TH_LOG("attempt %d: captured in state %u (%s mode, ip %#llx), before its wait",
+			       attempt, r->state, r->flags & STALLCAP_SAMPLE_USER_MODE ? "user" : "kernel",
 			       (unsigned long long)sc_regs(r)->ip);
 		} else if (sc_late(r)) {
 			TH_LOG("attempt %d: captured %llu us after the deadline", attempt,

@@ -59,8 +59,17 @@ static int hidden_stall(void)
 		return bad | 1;
 	if (sc_ring_collect(&s, &rs, STALLCAP_REC_SAMPLE, 1, SC_WAIT_MS) < 1)
 		return bad | 1;
-	sc_disarm(s.fd);
 	r = sc_first_sample_of(&rs, sc_gettid());
+	/*
+	 * Captured in user mode, before its wait (a slow kernel): no kernel
+	 * frames to hide there.  The next sample, at 2T, finds it in the wait.
+	 */
+	if (r && (r->flags & STALLCAP_SAMPLE_USER_MODE)) {
+		if (sc_ring_collect(&s, &rs, STALLCAP_REC_SAMPLE, 2, SC_WAIT_MS) < 2)
+			return bad | 1;
+		r = sc_nth_sample_of(&rs, sc_gettid(), 1);
+	}
+	sc_disarm(s.fd);
 	if (!r)
 		return bad | 1;
 	if (!(r->flags & STALLCAP_SAMPLE_KADDR_HIDDEN))

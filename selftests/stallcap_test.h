@@ -748,18 +748,25 @@ static inline const void *sc_records_nth(const struct sc_records *rs, uint16_t t
 	return NULL;
 }
 
-/* First sample (sample_index 0) of the calling tid @tid, or NULL. */
+/* The first sample with sample_index @idx of thread @tid, or NULL. */
 static inline const struct stallcap_sample *
-sc_first_sample_of(const struct sc_records *rs, pid_t tid)
+sc_nth_sample_of(const struct sc_records *rs, pid_t tid, uint32_t idx)
 {
 	for (size_t i = 0; i < rs->n; i++) {
 		const struct stallcap_sample *r = (const void *)rs->rec[i];
 
 		if (r->hdr.type == STALLCAP_REC_SAMPLE && r->tid == (__u32)tid &&
-		    r->sample_index == 0)
+		    r->sample_index == idx)
 			return r;
 	}
 	return NULL;
+}
+
+/* First sample (sample_index 0) of the calling tid @tid, or NULL. */
+static inline const struct stallcap_sample *
+sc_first_sample_of(const struct sc_records *rs, pid_t tid)
+{
+	return sc_nth_sample_of(rs, tid, 0);
 }
 
 static inline const struct stallcap_stall_end *
