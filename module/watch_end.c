@@ -8,6 +8,7 @@
  * first (committed as abandoned, or counted lost).
  */
 #include <linux/irq_work.h>
+#include <linux/ktime.h>
 #include <linux/string.h>
 #include <linux/timekeeping.h>
 

@@ -197,7 +197,7 @@ static void *uring_thread(void *arg)
 
 static uint32_t park_word;
 
-/* FUTEX_WAIT_PRIVATE on park_word (0): returns after @ns, nobody wakes it */
+/* FUTEX_WAIT_PRIVATE on park_word (0): returns after @ns, or when woken */
 static void park_futex_wait(uint64_t ns)
 {
 	struct timespec ts = { ns / SC_NSEC_PER_SEC, ns % SC_NSEC_PER_SEC };
@@ -229,7 +229,7 @@ static void *park_thread(void *arg)
  * waits, busy for a plain attach (sampled at T, 2T, 4T, 8T of each period)
  * and probed by a PARK one (a return trampoline on the thread's stack).
  * In every other period a waker thread on the other CPU wakes the waiter
- * at those sample times, from 0 to 1.4 ms after them (a step further each
+ * at those sample times, from 0 to 1.4 ms after them (100 us further each
  * time), so that wake-ups from another CPU fall inside captures of the
  * sleeping thread.  In the periods between, nobody wakes it: those samples
  * find it asleep however slow the kernel (a waker at a fixed rate, every
@@ -242,6 +242,7 @@ static void *park_thread(void *arg)
 static volatile int waking;
 static uint64_t wake_period_start;	/* published before wake_period moves */
 static unsigned int wake_period;
+static unsigned int wakes_sent;		/* by the waker (the child's log) */
 
 static void pin_to(int cpu)
 {
@@ -270,9 +271,12 @@ static void *waker_thread(void *arg)
 	pin_to(1);
 	while (waking) {
 		unsigned int p = __atomic_load_n(&wake_period, __ATOMIC_ACQUIRE);
-		uint64_t start = __atomic_load_n(&wake_period_start, __ATOMIC_RELAXED);
-		uint64_t step = (uint64_t)(p / 2 % 8) * 200 * 1000;
+		uint64_t start = __atomic_load_n(&wake_period_start, __ATOMIC_ACQUIRE);
+		uint64_t step = (uint64_t)(p / 2 % 15) * 100 * 1000;
 
+		/* the start read is the period's read (no newer one meanwhile) */
+		if (p != __atomic_load_n(&wake_period, __ATOMIC_ACQUIRE))
+			continue;
 		if (p == seen) {
 			nanosleep(&nap, NULL);
 			continue;
@@ -281,6 +285,7 @@ static void *waker_thread(void *arg)
 		for (uint64_t k = 1; k <= 8 && waking && p % 2; k *= 2) {
 			sleep_until_ns(start + k * WAKE_DEADLINE + step);
 			syscall(SYS_futex, &park_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+			wakes_sent++;
 		}
 	}
 	return NULL;
@@ -315,6 +320,7 @@ static void *wake_thread(void *arg)
 	poll(NULL, 0, 0);
 	waking = 0;
 	pthread_join(waker, NULL);
+	fprintf(stderr, "# the waker woke the waiter %u times about the samples\n", wakes_sent);
 	return NULL;
 }
 
@@ -601,7 +607,7 @@ TEST_F(attach, new_thread_stall_is_captured)
  */
 static const struct stallcap_sample *spin_stall_of(const struct sc_records *rs, pid_t tid)
 {
-	const struct stallcap_sample *x, *u;
+	const struct stallcap_sample *x = NULL, *u;
 	size_t i;
 
 	for (i = 0; i < rs->n; i++) {
@@ -612,13 +618,15 @@ static const struct stallcap_sample *spin_stall_of(const struct sc_records *rs, 
 		if (u && in_spin(u))
 			break;
 	}
-	for (size_t k = 0; k < i && i < rs->n; k++) {
+	if (i == rs->n)
+		return NULL;
+	for (size_t k = 0; k < i; k++) {
 		u = (const void *)rs->rec[k];
 		if (u->hdr.type == STALLCAP_REC_SAMPLE && u->stall_id == x->stall_id &&
 		    u->tid == x->tid)
 			return u;
 	}
-	return i < rs->n ? x : NULL;
+	return x;
 }
 
 TEST_F(attach, io_uring_wait_is_idle_and_a_submission_is_busy)
@@ -646,16 +654,17 @@ TEST_F(attach, io_uring_wait_is_idle_and_a_submission_is_busy)
 	ASSERT_NE(NULL, r) TH_LOG("the io_uring loop's spin was not captured");
 	EXPECT_EQ(STALLCAP_ORIGIN_ATTACH, r->origin);
 	/*
-	 * One stall, the spin's: no sample asleep (in the long wait), no
-	 * other stall in the spin (restarted by the submission).  A stall
-	 * elsewhere, running, is a loaded host's stop of the guest between
-	 * two calls, logged.
+	 * One stall, the spin's: no sample of another thread, none asleep (in
+	 * the long wait), no other stall in the spin (restarted by the
+	 * submission).  A stall elsewhere, running, is a loaded host's stop
+	 * of the guest between two calls, logged.
 	 */
 	for (size_t i = 0; i < self->rs.n; i++) {
 		const struct stallcap_sample *x = (const void *)self->rs.rec[i];
 
-		if (x->hdr.type != STALLCAP_REC_SAMPLE || x->tid != (__u32)tid)
+		if (x->hdr.type != STALLCAP_REC_SAMPLE)
 			continue;
+		EXPECT_EQ((__u32)tid, x->tid) TH_LOG("a sample of another thread");
 		u = sc4_user_frames_of(&self->rs, x);
 		EXPECT_GT(STALLCAP_STATE_SLEEPING, x->state)
 			TH_LOG("sample %u of stall %llu: state %u", x->sample_index,
@@ -663,7 +672,7 @@ TEST_F(attach, io_uring_wait_is_idle_and_a_submission_is_busy)
 		if (x->stall_id == r->stall_id)
 			continue;
 		EXPECT_FALSE(u && in_spin(u)) TH_LOG("a second stall in the spin");
-		TH_LOG("stall %llu, not the spin's: the guest stopped the thread %.1f ms",
+		TH_LOG("stall %llu, not the spin's, running %.1f ms into its busy period",
 		       (unsigned long long)x->stall_id,
 		       (x->capture_ns - x->deadline_ns + DEADLINE) / 1e6);
 	}
@@ -704,7 +713,7 @@ static pid_t park_and_plain(struct __test_metadata *_metadata,
 {
 	/*
 	 * The ring holds every sample of the periods: each takes the most a
-	 * record may need (about 17 KiB here), 240 of them.
+	 * record may need (about 14 KiB here), 240 of them (1 MiB held 61).
 	 */
 	struct sc_opts o = { .ring_bytes = 8U << 20, .user_stack_bytes = 512 };
 	pid_t tid;
@@ -949,7 +958,8 @@ TEST_F(attach, parked_thread_at_a_park_attach_is_busy_when_woken)
  * the first one's completion (a task_work that the thread runs inside its
  * wait) wakes it without ending the call, and the attach's own task_work
  * runs there too.  The call has not returned: the thread stays idle for
- * the rest of its wait (6 deadlines, until the second poll), no sample.
+ * the rest of its wait (6 deadlines, until the second poll), no sample
+ * there.
  */
 TEST_F(attach, io_uring_wait_woken_inside_at_the_attach_stays_idle)
 {

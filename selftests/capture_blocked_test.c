@@ -160,12 +160,17 @@ static void run_blocker_once(struct __test_metadata *_metadata, FIXTURE_DATA(blo
  * in CI5), running or preempted there (RUNNABLE: the vfork child, just
  * woken, ran first on the parent's CPU in CI27).  Exactly what stallcap
  * must report then, and no sample of the wait.  Every wait here is a
- * sleep, never RUNNING or RUNNABLE.
+ * sleep, never RUNNING or RUNNABLE; a RUNNABLE sample counts as before the
+ * wait only when no frame of the wait is on its kernel stack.
  */
-static bool not_yet_waiting(const struct stallcap_sample *r, uint8_t wait_state)
+static bool not_yet_waiting(FIXTURE_DATA(blocked) *self, const struct stallcap_sample *r,
+			    uint8_t wait_state, const char *const *wait_fns)
 {
-	return (r->state == STALLCAP_STATE_RUNNING || r->state == STALLCAP_STATE_RUNNABLE) &&
-	       wait_state != r->state;
+	if (r->state == STALLCAP_STATE_RUNNING)
+		return wait_state != r->state;
+	/* preempted, and not in its wait: a sleeper reported runnable is not */
+	return r->state == STALLCAP_STATE_RUNNABLE && wait_state != r->state &&
+	       self->have_ks && !sc_kstack_has(&self->ks, r, wait_fns);
 }
 
 /*
@@ -185,7 +190,7 @@ static void run_blocked(struct __test_metadata *_metadata, FIXTURE_DATA(blocked)
 		run_blocker_once(_metadata, self, &b);
 		r = sc_first_sample_of(&self->rs, b.tid);
 		ASSERT_NE(NULL, r);
-		if (not_yet_waiting(r, state)) {
+		if (not_yet_waiting(self, r, state, wait_fns)) {
 			/* a slow guest (debug, TCG): 20 ms passed before the wait */
 			TH_LOG("attempt %d: captured in state %u (%s mode, ip %#llx), before its wait",
 			       attempt, r->state, r->flags & STALLCAP_SAMPLE_USER_MODE ? "user" : "kernel",

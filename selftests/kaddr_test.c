@@ -41,8 +41,10 @@ static int write_kptr(int v)
 
 /*
  * In the calling process: a session, a blocked stall of this thread, and
- * its first sample checked for hidden kernel addresses.  Returns a bit mask
- * of what was wrong (0: all hidden as expected).
+ * its first sample taken in the kernel (the first, or the second when the
+ * first found the thread still in user mode) checked for hidden kernel
+ * addresses.  Returns a bit mask of what was wrong (0: all hidden as
+ * expected).
  */
 static int hidden_stall(void)
 {

@@ -104,7 +104,9 @@ FIXTURE_TEARDOWN(sampling)
  * (never before, at most SLACK after), the stall-end at the disarm, with
  * the stall's duration and sample count.  A sample later than SLACK, or a
  * disarm that came late, is the host's doing (the module only ever sets
- * its timer for the nominal times): the attempt is run again.
+ * its timer for the nominal times): the attempt is run again, as is one
+ * whose sample came before the spin began (a slow kernel spent T creating
+ * the alarm thread).
  */
 static enum sc4_result backoff(struct __test_metadata *_metadata, FIXTURE_DATA(sampling) *self,
 			       const FIXTURE_VARIANT(sampling) *variant)

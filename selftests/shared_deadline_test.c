@@ -182,9 +182,10 @@ TEST_F(sd, stores_within_t_never_stall_and_rarely_wake_the_timer)
 TEST_F(sd, a_deadline_always_just_ahead_does_not_storm_the_timer)
 {
 	long long old_min = tu_param_read("min_deadline_us");
-	uint64_t e0, e1, start, stalls, bound;
+	uint64_t e0, e1, start, s0, stalls = 0, bound = 0;
 	struct stallcap_slot *slot;
 	cpu_set_t cpus;
+	int attempt;
 
 	if (old_min < 0 || geteuid())
 		SKIP(return, "needs root and the min_deadline_us parameter");
@@ -196,26 +197,37 @@ TEST_F(sd, a_deadline_always_just_ahead_does_not_storm_the_timer)
 	slot = sd_arm(_metadata, self, NULL);
 	ASSERT_NE(NULL, slot);
 	ASSERT_EQ(0, sc_pin_self(1));	/* its timer stays on CPU 0 */
-	e0 = sc_timer_expiries();
-	start = sc_now_ns();
-	while (sc_now_ns() - start < STORM_WINDOW)
-		store_deadline(slot, sc_now_ns() + STORM_LEAD_NS);
-	store_deadline(slot, 0);
-	e1 = sc_timer_expiries();
-	stalls = SC_STAT(self->s.fd, stalls);
+	/*
+	 * One look per deadline read (WINDOW / LEAD) must stay well above the
+	 * bound: a window with so many stalls that it does not says nothing
+	 * and is run again.
+	 */
+	for (attempt = 1; attempt <= SD_ATTEMPTS; attempt++) {
+		s0 = SC_STAT(self->s.fd, stalls);
+		e0 = sc_timer_expiries();
+		start = sc_now_ns();
+		while (sc_now_ns() - start < STORM_WINDOW)
+			store_deadline(slot, sc_now_ns() + STORM_LEAD_NS);
+		store_deadline(slot, 0);
+		e1 = sc_timer_expiries();
+		stalls = SC_STAT(self->s.fd, stalls) - s0;
+		/* a look per 100 ms, more per stall (a store 15 ms late is one) */
+		bound = STORM_WINDOW / (STORM_MIN_US * 1000ULL) * 5 / 4 + 20 +
+			STORM_PER_STALL * stalls;
+		ksft_print_msg("%llu timer expiries in %llu ms (bound %llu), %llu stalls\n",
+			       (unsigned long long)(e1 - e0),
+			       (unsigned long long)(STORM_WINDOW / SC_MS(1)),
+			       (unsigned long long)bound, (unsigned long long)stalls);
+		if (bound < STORM_WINDOW / STORM_LEAD_NS * 3 / 4)
+			break;
+		TH_LOG("attempt %d: %llu stalls, no verdict", attempt, (unsigned long long)stalls);
+		sc_sleep_ms(STORM_MIN_US / 1000);	/* their ends */
+	}
 	EXPECT_EQ(0, sc_release(self->s.fd));
 	EXPECT_EQ(0, tu_param_write("min_deadline_us", old_min));
 	sched_setaffinity(0, sizeof(cpus), &cpus);
 	ASSERT_NE(~0ULL, e0) TH_LOG("no %s", SC_STATS_FILE);
-	/* a look per 100 ms, more per stall (a store 15 ms late is one) */
-	bound = STORM_WINDOW / (STORM_MIN_US * 1000ULL) * 5 / 4 + 20 + STORM_PER_STALL * stalls;
-	ksft_print_msg("%llu timer expiries in %llu ms (bound %llu), %llu stalls\n",
-		       (unsigned long long)(e1 - e0),
-		       (unsigned long long)(STORM_WINDOW / SC_MS(1)),
-		       (unsigned long long)bound, (unsigned long long)stalls);
-	/* one look per deadline read would be above the bound */
-	ASSERT_GT(STORM_WINDOW / STORM_LEAD_NS, bound) TH_LOG("%llu stalls: no verdict",
-							       (unsigned long long)stalls);
+	ASSERT_GE(SD_ATTEMPTS, attempt) TH_LOG("the guest stopped the thread too often in each window");
 	EXPECT_GE(bound, e1 - e0);
 }
 
@@ -231,6 +243,7 @@ static bool stall_then_store(struct sc_session *s, struct stallcap_slot *slot,
 			     uint64_t *d, uint64_t *end_store)
 {
 	struct sc_stopper st = { .cpu = -1 };
+	uint64_t ends = SC_STAT(s->fd, stall_ends);
 
 	store_deadline(slot, 0);
 	if (sc_stopper_start(&st, s->fd, 1, SC_WAIT_MS))
@@ -240,7 +253,16 @@ static bool stall_then_store(struct sc_session *s, struct stallcap_slot *slot,
 	spin_in_user(&st.stop);
 	*end_store = sc_now_ns();
 	store_deadline(slot, *end_store + T);
-	store_deadline(slot, 0);	/* the join is no work of the loop */
+	/*
+	 * A new deadline, not idle, is what ends the stall: kept ahead of now
+	 * until the stall's end is written, then idle (the join is no work of
+	 * the loop).
+	 */
+	while (SC_STAT(s->fd, stall_ends) == ends && sc_now_ns() - *end_store < SC_MS(SC_WAIT_MS)) {
+		sc_sleep_ms(1);
+		store_deadline(slot, sc_now_ns() + T);
+	}
+	store_deadline(slot, 0);
 	sc_stopper_join(&st);
 	return !st.timed_out;
 }

@@ -917,17 +917,6 @@ static inline bool tu_entered_by_interrupt(const struct stallcap_sample *r)
 }
 
 /*
- * Open a fresh session, let a thread spin in spin_in_user() past a 20 ms
- * deadline for TU_CHECK_SAMPLES samples and check them: the thread's tid
- * and tag, one stall, user registers in spin_in_user with
- * spin_in_user_caller among the user frames, each taken in user mode or in
- * an interrupt on top of it (under TCG a tick's softirq often is) or on
- * that interrupt's way back to user space, or read
- * remotely while preempted (RUNNABLE: registers only, the stack comes
- * deferred), at least one in user mode; then its stall-end.  Returns NULL when all is
- * well, else why not (in @why).
- */
-/*
  * Where @r's user frames are: in @r, or, for a sample whose user stack was
  * deferred (DEFER_PENDING: an NMI that found interrupts off in the kernel),
  * in the USER_STACK record of its cookie, if it came.
@@ -995,7 +984,8 @@ static inline bool tu_capture_check_once(char *why, size_t len)
 		if (r->hdr.type != STALLCAP_REC_SAMPLE)
 			continue;
 		n++;
-		if (r->capture_ns < sp.spin_at && r->tid == (uint32_t)sp.tid) {
+		if (r->capture_ns < sp.spin_at && r->tid == (uint32_t)sp.tid &&
+		    r->deadline_ns <= r->capture_ns) {
 			snprintf(why, len, "sample %u taken %llu us before the spin began",
 				 r->sample_index,
 				 (unsigned long long)(sp.spin_at - r->capture_ns) / 1000);
@@ -1036,9 +1026,17 @@ static inline bool tu_capture_check_once(char *why, size_t len)
 }
 
 /*
- * Is a normal capture still right (after a fuzz or a torture run)?  A
- * thread spinning in user mode past its deadline: NULL, or what is wrong
- * (in @why).  A try whose deadline passed before the spin is made again.
+ * Is a normal capture still right (after a fuzz or a torture run)?  A fresh
+ * session, a thread spinning in spin_in_user() past a 20 ms deadline for
+ * TU_CHECK_SAMPLES samples, checked: the thread's tid and tag, one stall,
+ * user registers in spin_in_user with spin_in_user_caller among the user
+ * frames, each taken in user mode or in an interrupt on top of it (under
+ * TCG a tick's softirq often is) or on that interrupt's way back to user
+ * space, or read remotely while preempted (RUNNABLE: registers only, the
+ * stack comes deferred), at least one in user mode; then its stall-end.
+ * A try whose deadline passed before the spin began (a slow kernel's
+ * return from ARM) is made again, up to 3 tries.  Returns NULL when all is
+ * well, else why not (in @why).
  */
 static inline const char *tu_capture_check(char *why, size_t len)
 {

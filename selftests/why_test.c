@@ -643,6 +643,7 @@ TEST_F(why, page_faults_served_slowly)
 struct exiter {
 	pthread_mutex_t *m;
 	unsigned int hold_us;
+	pid_t tid;
 	volatile int locked;
 };
 
@@ -651,6 +652,7 @@ static void *exiter_fn(void *arg)
 	struct exiter *e = arg;
 
 	prctl(PR_SET_NAME, "why-holder");
+	e->tid = why_gettid();
 	pthread_mutex_lock(e->m);	/* never unlocked: exits holding it */
 	__atomic_store_n(&e->locked, 1, __ATOMIC_RELEASE);
 	usleep(e->hold_us);
@@ -662,7 +664,8 @@ static void *exiter_fn(void *arg)
  * at a different moment each round: every sample either names it or says
  * it is gone; nothing else (the VM run fails on any kernel splat).  The
  * last rounds (up to 3, until one is sampled in its wait) join the owner
- * before the wait: it is gone, however slowly a debug kernel ends threads.
+ * and wait until it is reaped before the wait: it is gone then, however
+ * slowly a debug kernel ends threads.
  */
 #define EXIT_ROUNDS	10
 #define GONE_ROUNDS	3
@@ -683,8 +686,20 @@ TEST_F(why, owner_exits_during_capture)
 		ASSERT_EQ(0, pthread_create(&th, NULL, exiter_fn, &e));
 		while (!__atomic_load_n(&e.locked, __ATOMIC_ACQUIRE))
 			usleep(100);
-		if (join_first)
+		if (join_first) {
+			/*
+			 * pthread_join() returns at the exiting thread's
+			 * CLEARTID wake-up, before it has left its mm: wait
+			 * until its /proc entry is gone (the thread reaped).
+			 */
+			char path[64];
+
 			pthread_join(th, NULL);
+			snprintf(path, sizeof(path), "/proc/self/task/%d", e.tid);
+			for (int i = 0; i < 1000 && !access(path, F_OK); i++)
+				usleep(1000);
+			ASSERT_NE(0, access(path, F_OK)) TH_LOG("%s still there after 1 s", path);
+		}
 		ASSERT_EQ(0, why_arm(&self->s, WHY_MS(TIMEOUT_MS)));
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += 60 * 1000000;
@@ -705,7 +720,7 @@ TEST_F(why, owner_exits_during_capture)
 		}
 		ASSERT_EQ((uint64_t)(uintptr_t)&m, w->object);
 		if (join_first) {
-			EXPECT_EQ(0, w->nr_hops) TH_LOG("an owner joined is named");
+			EXPECT_EQ(0U, w->nr_hops) TH_LOG("an owner joined is named");
 			joined_gone++;
 		}
 		if (w->nr_hops) {
