@@ -1191,6 +1191,7 @@ struct sc_stopper {
 	int delay_ms;		/* keep stalling this long after the samples */
 	int cpu;		/* pin the stopper here if >= 0 */
 	bool timed_out;
+	uint64_t stop_ns;	/* when it set stop */
 };
 
 static inline void *sc_stopper_fn(void *arg)
@@ -1214,6 +1215,7 @@ static inline void *sc_stopper_fn(void *arg)
 	}
 	if (!st->timed_out && st->delay_ms)
 		sc_sleep_ms(st->delay_ms);
+	st->stop_ns = sc_now_ns();
 	__atomic_store_n(&st->stop, 1, __ATOMIC_RELEASE);
 	return NULL;
 }

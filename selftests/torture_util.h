@@ -995,6 +995,8 @@ static inline bool tu_capture_check_once(char *why, size_t len)
 				 (unsigned long long)r->user_tag, (unsigned long long)r->stall_id);
 		else if (r->flags & SC_SAMPLE_ABANDONED)
 			snprintf(why, len, "sample %u abandoned", r->sample_index);
+		else if (r->capture_ns >= st.stop_ns)
+			continue;	/* after the spin: maybe in its RELEASE */
 		else if (!sc_ip_in_fn(sc_regs(r)->ip, spin_in_user))
 			snprintf(why, len, "sample %u: regs.ip %#llx not in spin_in_user (%s)",
 				 r->sample_index, (unsigned long long)sc_regs(r)->ip,
