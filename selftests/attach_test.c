@@ -244,23 +244,6 @@ static uint64_t wake_period_start;	/* published before wake_period moves */
 static unsigned int wake_period;
 static unsigned int wakes_sent;		/* by the waker (the child's log) */
 
-static void pin_to(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	sched_setaffinity(0, sizeof(set), &set);
-}
-
-static void sleep_until_ns(uint64_t t)
-{
-	struct timespec ts = { t / SC_NSEC_PER_SEC, t % SC_NSEC_PER_SEC };
-
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-		;
-}
-
 /* Wakes the waiter at its period's sample times, give or take a step. */
 static void *waker_thread(void *arg)
 {
@@ -268,7 +251,7 @@ static void *waker_thread(void *arg)
 	unsigned int seen = 0;
 
 	(void)arg;
-	pin_to(1);
+	sc_pin_self(1);
 	while (waking) {
 		unsigned int p = __atomic_load_n(&wake_period, __ATOMIC_ACQUIRE);
 		uint64_t start = __atomic_load_n(&wake_period_start, __ATOMIC_ACQUIRE);
@@ -283,7 +266,7 @@ static void *waker_thread(void *arg)
 		}
 		seen = p;
 		for (uint64_t k = 1; k <= 8 && waking && p % 2; k *= 2) {
-			sleep_until_ns(start + k * WAKE_DEADLINE + step);
+			sc4_sleep_until(start + k * WAKE_DEADLINE + step);
 			syscall(SYS_futex, &park_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 			wakes_sent++;
 		}
@@ -297,7 +280,7 @@ static void *wake_thread(void *arg)
 	pid_t tid = sc_gettid();
 	pthread_t waker;
 
-	pin_to(0);
+	sc_pin_self(0);
 	if (write(tid_pipe[1], &tid, sizeof(tid)) != sizeof(tid))
 		return NULL;
 	park_futex_wait(SC_MS(1));	/* the PARK watch */

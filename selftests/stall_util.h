@@ -216,18 +216,25 @@ struct sc4_alarm {
 	volatile int stop;
 };
 
+/* Sleep until CLOCK_MONOTONIC time @ns (signals do not cut it short). */
+static inline void sc4_sleep_until(uint64_t ns)
+{
+	struct timespec ts = {
+		.tv_sec = (time_t)(ns / SC_NSEC_PER_SEC),
+		.tv_nsec = (long)(ns % SC_NSEC_PER_SEC),
+	};
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
 static inline void *sc4_alarm_fn(void *arg)
 {
 	struct sc4_alarm *a = arg;
-	struct timespec ts = {
-		.tv_sec = (time_t)(a->at / SC_NSEC_PER_SEC),
-		.tv_nsec = (long)(a->at % SC_NSEC_PER_SEC),
-	};
 
 	if (a->cpu >= 0)
 		sc_pin_self(a->cpu);
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-		;
+	sc4_sleep_until(a->at);
 	a->fired_at = sc_now_ns();
 	__atomic_store_n(&a->stop, 1, __ATOMIC_RELEASE);
 	return NULL;

@@ -962,7 +962,6 @@ static inline bool tu_capture_check_once(char *why, size_t len)
 	sp.timeout = SC_MS(20);
 	if (sp.timeout < s.info.min_deadline_ns)
 		sp.timeout = s.info.min_deadline_ns;
-	why[0] = 0;
 	if (sc_stopper_start(&st, s.fd, TU_CHECK_SAMPLES, SC_WAIT_MS) ||
 	    pthread_create(&th, NULL, tu_spinner_main, &sp)) {
 		snprintf(why, len, "cannot start threads");
