@@ -210,7 +210,7 @@ for k in "${kernels[@]}"; do
 			c["FAIL"] ? "FAIL" : "ok  ", c["PASS"], c["FAIL"], c["SKIP"] }' "$RESULTS"
 done
 if grep -q $'^NOTE\t[^\t]*\tFLAKY' "$RESULTS"; then
-	echo "  flaky (failed once, passed on the retry; RETRY_FAILED=0 fails them):"
+	echo "  flaky (failed, then passed on a retry; RETRY_FAILED=0 fails them):"
 	awk -F'\t' '$1 == "NOTE" && $3 ~ /^FLAKY/ { printf "    %s  -- %s\n", $2, $3 }' "$RESULTS"
 fi
 if grep -q '^FAIL' "$RESULTS"; then

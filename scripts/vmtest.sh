@@ -41,16 +41,18 @@
 # TESTS (names of selftests to run instead of all, e.g. TESTS="arm_test why_test"),
 # REPEAT (with TESTS: each named test runs REPEAT times in one boot, to hunt
 # a flaky one; default 1),
-# RETRY_FAILED (default 1: a test that fails or times out runs once more in
-# the same boot; passing then, it counts as passed and its first failure is
-# a NOTE "FLAKY" with the failed assertions, which make check's summary
+# RETRY_FAILED (default 2: a test that fails runs again in the same boot,
+# up to that many times while it fails: a kselftest-harness program only
+# its failed cases (-r), a script or a program that timed out whole, and a
+# second timeout ends it; passing then, it counts as passed and its failures
+# are a NOTE "FLAKY" with the failed cases, which make check's summary
 # lists; 0 fails it at once; REPEAT > 1 never retries),
 # SLOW_NMI_FAILS=1 (an NMI handler over 1 ms fails the kernel; default: a NOTE),
 # TOOL_TESTS, TOOL_KERNELS, DEBUG_SKIP (which kernels leave which tests to
 # the others: see their definitions below).
 #
-# A kernel fails when a test fails twice (exit status other than 0 = pass and 4 =
-# skip) or times out, when insmod or rmmod fails, when the guest does not
+# A kernel fails when a test fails on its last retry (exit status other than
+# 0 = pass and 4 = skip) or times out, when insmod or rmmod fails, when the guest does not
 # finish in time or dies, when the kernel log holds a splat (see splat_re) or
 # when kmemleak reports a leak that mentions stallcap.  The guest's full
 # output is kept in build/logs/<kernel>.log.
@@ -461,7 +463,7 @@ judge() {
 	# tests: every expected test must have reported
 	local insmod_ok=0
 	grep -q '^@@VMTEST insmod ok' "$chan" && insmod_ok=1
-	local notrun=() started first again
+	local notrun=() started first again retries
 	started=$(awk '$1 == "@@VMTEST" && $2 == "test-begin" { t = $3 } $1 == "@@VMTEST" && $2 == "test" { t = "" } END { print t }' "$chan")
 	local -A nth=()	# REPEAT: the n-th run of a test is its n-th report
 	while read -r t; do
@@ -486,16 +488,18 @@ judge() {
 			continue
 		fi
 		read -r _ _ _ rc secs <<<"$line"
-		first=$(awk -v t="$t" '$1 == "@@VMTEST" && $2 == "retry" && $3 == t { r = 1 }
+		first=$(awk -v t="$t" '$1 == "@@VMTEST" && $2 == "retry" && $3 == t { r++ }
 			$1 == "@@VMTEST" && $2 == "test" && $3 == t && !f { f = $4 " after " $5 "s" }
-			END { if (r) print f }' "$chan")
+			END { if (r) print r, f }' "$chan")
+		retries=${first%% *}
+		first=${first#* }
 		if [ -n "$first" ] && [ "$rc" = 0 ]; then
 			# visible in the summary, never silent: a flaky test or a
 			# bug that shows only sometimes; RETRY_FAILED=0 fails it
-			result NOTE "$k/$t" "FLAKY: failed once (exit $first$(tap_fails "$chan" "$t")), passed on its retry"
+			result NOTE "$k/$t" "FLAKY: failed $(n_times "$retries") (first: exit $first$(tap_fails "$chan" "$t")), passed on retry $retries"
 		fi
 		again=
-		[ -z "$first" ] || again=" on its retry (first run: $first)"
+		[ -z "$first" ] || again=" on retry $retries (first run: $first)"
 		case $rc in
 		0) result PASS "$k/$t" "${secs}s" ;;
 		4) result SKIP "$k/$t" "${secs}s$again" ;;
@@ -571,12 +575,20 @@ judge() {
 	judge_failed=$failed
 }
 
-# tap_fails CHAN TEST: names of the failed TAP cases of TEST, as a suffix
+# n_times N: "once", "2 times"
+n_times() { [ "$1" = 1 ] && echo once || echo "$1 times"; }
+
+# tap_fails CHAN TEST: names of the failed TAP cases of TEST (every run of
+# it), as a suffix
 tap_fails() {
 	awk -v t="$2" '
 		$0 == "@@VMTEST test-begin " t { on = 1; next }
 		/^@@VMTEST test / { on = 0 }
-		on && /^not ok / && !/# SKIP/ { sub(/^not ok [0-9]+ (- )?/, ""); s = s (s ? ", " : "") $0 }
+		on && /^not ok / && !/# SKIP/ {
+			sub(/^not ok [0-9]+ (- )?/, "")
+			if (!($0 in seen)) s = s (s ? ", " : "") $0
+			seen[$0] = 1
+		}
 		END { if (s) printf "; failed: %s", substr(s, 1, 200) }' "$1"
 }
 
@@ -628,7 +640,7 @@ run_kernel() {
 		echo "TEST_TIMEOUT=$test_tmo"
 		echo "MODULE_PARAMS='gid=$STALLCAP_GID ${MODULE_PARAMS:-}'"
 		# REPEAT hunts a flaky test: every run counts on its own
-		[ "${REPEAT:-1}" -gt 1 ] || echo "RETRY_FAILED=${RETRY_FAILED:-1}"
+		[ "${REPEAT:-1}" -gt 1 ] || echo "RETRY_FAILED=${RETRY_FAILED:-2}"
 	} >"$conf"
 	# the kernel's own modules the selftests need (scripts/guest-modules.sh)
 	if [ "$mode" = check ] && [ -s "$(dirname "$KIMAGE")/fuse.ko" ]; then
@@ -683,6 +695,17 @@ run_kernel() {
 		mkdir -p "$dir/selftests/harness"
 		cp "$top"/selftests/harness/*_test.sh "$dir/selftests/harness/"
 		(cd "$top/selftests" && ls harness/*_test.sh) >"$tests"
+		# kselftest-harness programs: the retry of failed cases alone
+		for c in "$top"/selftests/harness/*_test.c; do
+			c=$(basename "$c" .c)
+			if ! ${CC:-gcc} -O1 -Wall -D_GNU_SOURCE -I"$top/.cache/linux-tools" \
+				-o "$dir/selftests/harness/$c" "$top/selftests/harness/$c.c" \
+				>>"$logs/$k.harness-build.log" 2>&1; then
+				result FAIL "$k/build" "harness/$c.c did not build, see $logs/$k.harness-build.log"
+				return 1
+			fi
+			echo "harness/$c" >>"$tests"
+		done
 		{
 			echo "TEST_TIMEOUT=${SELFCHECK_TEST_TIMEOUT:-6}"
 			echo "MODULE=/lib/modules/stallcap_harness.ko"
@@ -817,9 +840,13 @@ selfcheck() {
 	expect SKIP harness/skip_test.sh
 	expect FAIL harness/fail_test.sh 'exit status 1'
 	expect FAIL harness/tap_fail_test.sh 'failed: .*deliberate'
-	expect FAIL harness/timeout_test.sh 'timed out.*on its retry'
+	expect FAIL harness/tap_fail_test.sh 'on retry 2'
+	expect FAIL harness/timeout_test.sh 'timed out.*on retry 1'
 	expect NOTE harness/flaky_test.sh 'FLAKY.*harness_flaky_first_run'
 	expect PASS harness/flaky_test.sh
+	expect NOTE harness/retry_cases_test 'FLAKY: failed once.*global.fails_on_its_first_run'
+	expect PASS harness/retry_cases_test
+	expect FAIL harness/retry_unreported_test 'exit status 1.*failed: harness.retried_case'
 	expect FAIL dmesg 'WARNING:.*stallcap_harness'
 	expect FAIL rmmod 'rmmod failed'
 	[ -z "${SELFCHECK_LEAK:-}" ] || expect FAIL kmemleak 'leak'
