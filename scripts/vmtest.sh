@@ -43,8 +43,8 @@
 # a flaky one; default 1),
 # RETRY_FAILED (default 2: a test that fails runs again in the same boot,
 # up to that many times while it fails: a kselftest-harness program only
-# its failed cases (-r), a script or a program that timed out whole, and a
-# second timeout ends it; passing then, it counts as passed and its failures
+# its failed cases (-r), a script, a program that timed out or died before
+# it reported every case whole, and a second timeout ends it; passing then, it counts as passed and its failures
 # are a NOTE "FLAKY" with the failed cases, which make check's summary
 # lists; 0 fails it at once; REPEAT > 1 never retries),
 # SLOW_NMI_FAILS=1 (an NMI handler over 1 ms fails the kernel; default: a NOTE),
@@ -847,6 +847,8 @@ selfcheck() {
 	expect NOTE harness/retry_cases_test 'FLAKY: failed once.*global.fails_on_its_first_run'
 	expect PASS harness/retry_cases_test
 	expect FAIL harness/retry_unreported_test 'exit status 1.*failed: harness.retried_case'
+	expect NOTE harness/retry_died_test 'FLAKY: failed 2 times'
+	expect PASS harness/retry_died_test
 	expect FAIL dmesg 'WARNING:.*stallcap_harness'
 	expect FAIL rmmod 'rmmod failed'
 	[ -z "${SELFCHECK_LEAK:-}" ] || expect FAIL kmemleak 'leak'
