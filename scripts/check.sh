@@ -119,6 +119,12 @@ fi
 # alone, after its kernel's build (about 20 minutes from `make deps`,
 # which starts it); the package test about 2 minutes.  The lane's output
 # is printed when it is done.  BESIDE_KERNELS="" runs everything in turn.
+# Done with its own, the second lane takes the main lane's kernels from the
+# end of the list while the main lane takes them from the start (a claim is
+# a directory made in build/claims, which only one lane can make): when the
+# debug kernel was built before (a warm cache), the two lanes end together
+# instead of one CPU idling through the last kernels; on a cold machine the
+# debug lane is the longer one and claims nothing.
 main_kernels=() beside_kernels=()
 for k in "${kernels[@]}"; do
 	if [[ " ${BESIDE_KERNELS-debug} " == *" $k "* ]] && [ ${#kernels[@]} -gt 1 ]; then
@@ -134,9 +140,11 @@ if [ ${#beside_kernels[@]} -eq 0 ] && [ "${PACKAGES:-1}" != 0 ]; then
 	step "packages" "$top/scripts/package.sh" test
 fi
 
-# beside_item NAME: one item of the second lane, its output to a file
+# beside_item NAME [NICE]: one item of the second lane, its output to a
+# file; at nice BESIDE_NICE unless NICE is given (a kernel claimed from the
+# main lane keeps the main lane's priority)
 beside_item() {
-	local t0 out=$logs/beside-$1.out
+	local t0 out=$logs/beside-$1.out nice=${2:-${BESIDE_NICE:-5}}
 	t0=$(now)
 	if [ "$1" = packages ]; then
 		nice -n "${BESIDE_NICE:-5}" "$top/scripts/package.sh" test >"$out" 2>&1
@@ -144,10 +152,16 @@ beside_item() {
 		echo "=== packages (beside the guests) done"
 		return
 	fi
-	nice -n "${BESIDE_NICE:-5}" "$top/scripts/vmtest.sh" "$1" >"$out" 2>&1
+	nice -n "$nice" "$top/scripts/vmtest.sh" "$1" >"$out" 2>&1
 	printf '%-24s %6ss\n' "kernel $1 (beside)" "$(elapsed "$t0" "$(now)")" >>"$logs/beside.timings"
 	echo "=== kernel $1 (beside the others) done: $(grep -E '^-- ' "$out" | head -n 1)"
 }
+
+# claim KERNEL: this lane runs KERNEL (no other lane has it)
+claims=$build/claims
+rm -rf "$claims"
+mkdir -p "$claims"
+claim() { mkdir "$claims/$1" 2>/dev/null; }
 
 beside_pid=
 if [ ${#beside[@]} -gt 0 ]; then
@@ -158,18 +172,27 @@ if [ ${#beside[@]} -gt 0 ]; then
 	: >"$logs/beside.timings"
 	echo "=== ${beside[*]}: running beside the other kernels at nice ${BESIDE_NICE:-5}" \
 		"(output at the end; live: $logs/beside-NAME.out)"
+	: >"$logs/beside.items"
 	(
 		for b in "${beside[@]}"; do
+			echo "$b" >>"$logs/beside.items"
 			beside_item "$b"
+		done
+		for ((i = ${#main_kernels[@]} - 1; i >= 0; i--)); do
+			claim "${main_kernels[i]}" || break
+			echo "${main_kernels[i]}" >>"$logs/beside.items"
+			beside_item "${main_kernels[i]}" 0
 		done
 	) &
 	beside_pid=$!
 fi
 for k in "${main_kernels[@]}"; do
+	claim "$k" || break
 	step "kernel $k" "$top/scripts/vmtest.sh" "$k"
 done
 if [ -n "$beside_pid" ]; then
 	wait "$beside_pid"
+	mapfile -t beside <"$logs/beside.items"
 	for b in "${beside[@]}"; do
 		echo
 		if [ "$b" = packages ]; then

@@ -44,17 +44,18 @@
 # RETRY_FAILED (default 2: a test that fails runs again in the same boot,
 # up to that many times while it fails: a kselftest-harness program only
 # its failed cases (-r), a script, a program that timed out or died before
-# it reported every case whole, and a second timeout ends it; passing then, it counts as passed and its failures
-# are a NOTE "FLAKY" with the failed cases, which make check's summary
-# lists; 0 fails it at once; REPEAT > 1 never retries),
+# it reported every case whole, and a second timeout ends it; passing then,
+# it counts as passed and its failures are a NOTE "FLAKY" with the failed
+# cases, which make check's summary lists; 0 fails it at once; REPEAT > 1
+# never retries),
 # SLOW_NMI_FAILS=1 (an NMI handler over 1 ms fails the kernel; default: a NOTE),
 # TOOL_TESTS, TOOL_KERNELS, DEBUG_SKIP (which kernels leave which tests to
 # the others: see their definitions below).
 #
 # A kernel fails when a test fails on its last retry (exit status other than
-# 0 = pass and 4 = skip) or times out, when insmod or rmmod fails, when the guest does not
-# finish in time or dies, when the kernel log holds a splat (see splat_re) or
-# when kmemleak reports a leak that mentions stallcap.  The guest's full
+# 0 = pass and 4 = skip) or times out, when insmod or rmmod fails, when the
+# guest does not finish in time or dies, when the kernel log holds a splat
+# (see splat_re) or when kmemleak reports a leak that mentions stallcap.  The guest's full
 # output is kept in build/logs/<kernel>.log.
 #
 # Guest contract for the tools (tools/Makefile, target print-guest-files):

@@ -37,7 +37,11 @@
 #define FILE_NAME	"data"
 #define READ_DELAY_US	10000
 #define WATCH_MS	60
-#define ROUNDS		5
+/*
+ * Rounds to find one caught in a wait: 5 were too few on the debug guest
+ * (CI30: each of 5 found the thread running, 25-50 ms of CPU in 60 ms).
+ */
+#define ROUNDS		8
 /* a request buffer: FUSE_MIN_READ_BUFFER, and more than a write of max_write */
 #define REQ_BUF		(64 * 1024)
 #define DELAYACCT	"/proc/sys/kernel/task_delayacct"
@@ -469,14 +473,24 @@ static void *round_fn(void *arg)
  * Two faults at least completed in the interval: on the debug guest one
  * fault cost 29 ms of CPU once, and the 60 ms interval held only one.
  */
-static bool round_ok(const struct round *r)
+static bool round_ok(const struct round *r, bool delayacct)
 {
 	const struct stallcap_sec_times *t = r->t;
 
-	return t && r->smp->state == STALLCAP_STATE_UNINTERRUPTIBLE &&
-	       (t->valid & (1ULL << STALLCAP_TIME_SLEEP)) &&
-	       t->sleep_ns >= (r->smp->capture_ns - t->since_ns) / 2 &&
-	       t->maj_flt >= 2;
+	if (!t || r->smp->state != STALLCAP_STATE_UNINTERRUPTIBLE ||
+	    !(t->valid & (1ULL << STALLCAP_TIME_SLEEP)) ||
+	    t->sleep_ns < (r->smp->capture_ns - t->since_ns) / 2 ||
+	    t->maj_flt < 2)
+		return false;
+	/*
+	 * The wait in progress at the capture is not in blkio yet: on the
+	 * debug guest a slow FUSE reply made it over half the sleep (blkio
+	 * 24.0 of 55.1 ms).  Such a round says nothing; the last one is
+	 * judged whatever it holds.
+	 */
+	return !delayacct ||
+	       ((t->valid & (1ULL << STALLCAP_TIME_BLKIO_DELAY)) &&
+		t->blkio_delay_ns >= t->sleep_ns / 2);
 }
 
 /*
@@ -659,7 +673,7 @@ TEST_F_TIMEOUT(fault, major_faults_of_a_file_mapping, 180)
 			attempt, r.resident, r.reads, r.majflt, r.minflt,
 			kstack_has(r.smp, fault_fns), kstack_has(r.smp, wait_fns));
 		note_impossible(&r);
-		if (round_ok(&r))
+		if (round_ok(&r, delayacct))
 			break;
 	}
 	check_round(_metadata, self, &r, delayacct);
