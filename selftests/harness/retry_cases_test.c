@@ -6,22 +6,8 @@
  * so the program passes on its retry only if nothing but the failed case
  * ran again.  The host must report it passed, with a FLAKY note.
  */
-#include <fcntl.h>
-#include <stdbool.h>
-#include <unistd.h>
-
 #include "kselftest_harness.h"
-
-/* Is this the first time in this boot that @mark is asked for? */
-static bool first_time(const char *mark)
-{
-	int fd = open(mark, O_CREAT | O_EXCL | O_WRONLY, 0600);
-
-	if (fd < 0)
-		return false;
-	close(fd);
-	return true;
-}
+#include "first_time.h"
 
 TEST(runs_once)
 {

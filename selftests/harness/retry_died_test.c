@@ -7,25 +7,12 @@
  * whole, the first case fails again and passes on the second retry (run
  * alone); retried alone, it would fail every time.
  */
-#include <fcntl.h>
 #include <signal.h>
-#include <stdbool.h>
-#include <unistd.h>
 
 #include "kselftest_harness.h"
+#include "first_time.h"
 
 #define THIRD_RAN	"/tmp/harness_retry_died.third"
-
-/* Is this the first time in this boot that @mark is asked for? */
-static bool first_time(const char *mark)
-{
-	int fd = open(mark, O_CREAT | O_EXCL | O_WRONLY, 0600);
-
-	if (fd < 0)
-		return false;
-	close(fd);
-	return true;
-}
 
 TEST(passes_once_the_third_ran)
 {
