@@ -147,7 +147,7 @@ beside_item() {
 	local t0 out=$logs/beside-$1.out nice=${2:-${BESIDE_NICE:-5}}
 	t0=$(now)
 	if [ "$1" = packages ]; then
-		nice -n "${BESIDE_NICE:-5}" "$top/scripts/package.sh" test >"$out" 2>&1
+		nice -n "$nice" "$top/scripts/package.sh" test >"$out" 2>&1
 		printf '%-24s %6ss\n' "packages (beside)" "$(elapsed "$t0" "$(now)")" >>"$logs/beside.timings"
 		echo "=== packages (beside the guests) done"
 		return

@@ -55,8 +55,8 @@
 # A kernel fails when a test fails on its last retry (exit status other than
 # 0 = pass and 4 = skip) or times out, when insmod or rmmod fails, when the
 # guest does not finish in time or dies, when the kernel log holds a splat
-# (see splat_re) or when kmemleak reports a leak that mentions stallcap.  The guest's full
-# output is kept in build/logs/<kernel>.log.
+# (see splat_re) or when kmemleak reports a leak that mentions stallcap.
+# The guest's full output is kept in build/logs/<kernel>.log.
 #
 # Guest contract for the tools (tools/Makefile, target print-guest-files):
 # one path per line, relative to tools/.  An ELF file goes to /usr/bin, any
