@@ -34,7 +34,10 @@
 # run HOT_TRIES times (default 3) per side and keep the lowest p50 (a vCPU
 # the host stops only ever adds time).  The processes are pinned as a
 # deployment would pin them: redis-server on vCPU 1, the benchmark client,
-# the hot loops and the stallcap reader on vCPU 0.
+# the hot loops and the stallcap reader on vCPU 0.  The reader's share of a
+# CPU over each redis side (from the attach to the detach, hot loops
+# included on the 20 ms side) is attach.reader.{full,hooks}.cpu_pct: it
+# shares vCPU 0 with the benchmark's client.
 port=6399
 
 cli() { redis-cli -p "$port" "$@"; }
@@ -64,12 +67,24 @@ attach() {
 		sleep 0.1
 	done
 	sleep 1
+	rec_ticks=$(cpu_ticks "$rec")
+	rec_cs=$(uptime_cs)
 }
 
+# detach [SIDE]: end the session; with SIDE, the reader's share of one CPU
+# (%) since the attach is added to /tmp/attach.reader.SIDE
 detach() {
+	[ -z "${1:-}" ] ||
+		awk -v t="$(($(cpu_ticks "$rec") - rec_ticks))" -v w="$(($(uptime_cs) - rec_cs))" \
+			'BEGIN { printf "%.2f\n", w > 0 ? 100 * t / w : 0 }' >>"/tmp/attach.reader.$1"
 	kill -INT "$rec"
 	wait "$rec"
 }
+
+# cpu_ticks PID: user + system time of PID in clock ticks (USER_HZ = 100)
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# uptime_cs: the time in centiseconds, the unit of the ticks
+uptime_cs() { awk '{ printf "%d\n", $1 * 100 }' /proc/uptime; }
 
 # "getppid epoll0 futex0": p50 of stallcap_bench's hot section (its short
 # form: 20 batches of 1000 calls per method), in ns, the lowest of
@@ -126,6 +141,8 @@ done
 # translates the code the first time it runs) and would tilt pair 1
 bench_redis >/dev/null
 : >/tmp/attach.rounds
+: >/tmp/attach.reader.full
+: >/tmp/attach.reader.hooks
 round=1
 while [ "$round" -le "$rounds" ]; do
 	# three sides side by side, the order rotating from round to round
@@ -144,11 +161,11 @@ while [ "$round" -le "$rounds" ]; do
 			attach
 			set -- $(hot_p50) $(bench_redis)
 			ga=$1; ea=$2; xa=$3; sa=$4; ra=$5
-			detach ;;
+			detach full ;;
 		hooks)
 			attach 1s
 			set -- $(bench_redis); sh=$1; rh=$2
-			detach ;;
+			detach hooks ;;
 		park)
 			# --park: every process's futex waits pass the probe
 			attach 1s --park
@@ -196,6 +213,8 @@ echo "@bench attach.redis.set.hooks=$(median '$9')"
 echo "@bench attach.redis.set.hooks_ratio=$(median '($3 > 0 ? $9 / $3 : 0)')"
 echo "@bench attach.redis.get.hooks=$(median '$10')"
 echo "@bench attach.redis.get.hooks_ratio=$(median '($5 > 0 ? $10 / $5 : 0)')"
+echo "@bench attach.reader.full.cpu_pct=$(median '$1' /tmp/attach.reader.full)"
+echo "@bench attach.reader.hooks.cpu_pct=$(median '$1' /tmp/attach.reader.hooks)"
 stalls=0
 for f in /tmp/attach.*.20ms.data; do
 	n=$(stallcap report "$f" 2>/dev/null | tail -n 1 | sed -n 's/^\([0-9]*\) stall.*/\1/p')

@@ -831,6 +831,13 @@ static void md_attach(FILE *f)
 	fputc('\n', f);
 	fprintf(f, "Stalls of redis-server's event loop recorded during the benchmark: "
 		"%s.\n\n", fx(num("attach.stalls_during_benchmark"), 0));
+	if (num("attach.reader.hooks.cpu_pct") > 0 || num("attach.reader.full.cpu_pct") > 0)
+		fprintf(f, "The reader (`stallcap record`, on the client's vCPU) used "
+			"%s%% of a CPU from the attach to the detach with the 20 ms "
+			"deadline (hot loops, stalls) and %s%% with the 1 s deadline "
+			"(median of the rounds).\n\n",
+			fx(num("attach.reader.full.cpu_pct"), 2),
+			fx(num("attach.reader.hooks.cpu_pct"), 2));
 	target_group = "r1";
 	target("getppid in another process with an attach session / without",
 	       gr, 1.05, false, ratio(gr, 1), NULL);

@@ -22,6 +22,7 @@
 #include "tool.h"
 
 #define POLL_MS		100
+#define IDLE_POLL_MS	1000	/* nothing due by time: records and exits wake it */
 #define GRACE_NS	(300 * NSEC_PER_MSEC)	/* for stall ends after exit */
 #define RESNAP_NS	(100 * NSEC_PER_MSEC)
 /* a process silent this long is checked for exit (every second), forgotten if gone */
@@ -504,16 +505,54 @@ static bool followed_alive(struct collector *c)
 	return !stallcap_session_get_stats(c->s, &st, 0) && st.attached;
 }
 
+/*
+ * How long the loop may sleep now: POLL_MS while something is looked for
+ * by time (a process without a pidfd, the followed processes' end, a
+ * sink's timed work), else until a record or an exit comes, IDLE_POLL_MS
+ * at most (the prune, the lost counters); never past the duration's end or
+ * the grace's.
+ */
+static int sleep_ms(const struct collector *c, const struct waitset *ws,
+		    bool done, __u64 now, __u64 start, __u64 grace)
+{
+	__u64 ms = IDLE_POLL_MS, end = 0;
+
+	if (ws->polled || done || !c->sk->timed || c->sk->timed(c->sk))
+		ms = POLL_MS;
+	if (c->o->duration > 0)
+		end = start + (__u64)(c->o->duration * NSEC_PER_SEC);
+	if (grace && (!end || grace < end))
+		end = grace;
+	if (end && (end - now) / NSEC_PER_MSEC < ms)
+		ms = end > now ? (end - now + NSEC_PER_MSEC - 1) / NSEC_PER_MSEC : 0;
+	return (int)ms;
+}
+
+/* The processes whose exit ends the run: the command, or the -p ones. */
+static void watch_exits(const struct collector *c, struct waitset *ws, pid_t child)
+{
+	size_t i;
+
+	if (child > 0)
+		waitset_add_exit(ws, child);
+	for (i = 0; i < c->o->npids; i++)
+		waitset_add_exit(ws, (pid_t)c->o->pids[i]);
+}
+
 static int follow(struct collector *c, pid_t child, int *status)
 {
-	__u64 start = now_ns(CLOCK_MONOTONIC), t, grace = 0;
-	bool done = false;
+	__u64 start = now_ns(CLOCK_MONOTONIC), t = start, grace = 0;
+	struct waitset ws;
+	bool done = false, exited;
 	int ret = 0, w;
 
+	waitset_init(&ws, stallcap_session_fd(c->s));
+	watch_exits(c, &ws, child);
 	while (!ret && !c->err && !stop_signal) {
-		ret = stallcap_ring_wait(c->s, POLL_MS);
-		if (ret < 0)
+		ret = waitset_wait(&ws, sleep_ms(c, &ws, done, t, start, grace));
+		if (ret < 0 || stop_signal)
 			break;
+		exited = waitset_exit_seen(&ws);
 		ret = drain(c);
 		t = now_ns(CLOCK_MONOTONIC);
 		prune(c, t);
@@ -524,7 +563,7 @@ static int follow(struct collector *c, pid_t child, int *status)
 			child = 0;
 			done = true;
 		}
-		if (c->o->npids && !done && !any_alive(c->o))
+		if (c->o->npids && !done && exited && !any_alive(c->o))
 			done = true;
 		/* the processes they started (--deadline) may still run */
 		if (done && !grace && !followed_alive(c))
@@ -532,6 +571,7 @@ static int follow(struct collector *c, pid_t child, int *status)
 		if (grace && t >= grace)
 			break;
 	}
+	waitset_release(&ws);
 	if (!ret)
 		ret = drain(c);
 	if (child > 0) {

@@ -194,7 +194,8 @@ static void print_file(FILE *out, struct prom *pm)
 int prom_file(FILE *out, const char *path)
 {
 	struct prom pm = {
-		.sink = { on_record, on_proc, on_ksym, on_lost, on_vdso, on_info, NULL, NULL },
+		.sink = { on_record, on_proc, on_ksym, on_lost, on_vdso, on_info, NULL, NULL,
+			  NULL },
 	};
 	struct pproc *p, *n;
 	struct sc_stall *s;

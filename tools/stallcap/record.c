@@ -96,6 +96,12 @@ static int c_flush(struct sc_sink *sk)
 	return to->flush ? to->flush(to) : 0;
 }
 
+/* a file takes records as they come: nothing is due by time */
+static bool c_timed(struct sc_sink *sk)
+{
+	return false;
+}
+
 /* as perf: an existing FILE is kept as FILE.old before FILE is created */
 static int keep_old(const char *out, char *old, size_t len)
 {
@@ -113,7 +119,8 @@ int cmd_record(int argc, char **argv)
 {
 	const char *out = "stallcap.data";
 	struct counting cs = {
-		.sink = { c_record, c_proc, c_ksym, c_lost, c_vdso, c_info, c_flush, NULL },
+		.sink = { c_record, c_proc, c_ksym, c_lost, c_vdso, c_info, c_flush, NULL,
+			  c_timed },
 	};
 	struct collect_opts o;
 	struct scfile *f;

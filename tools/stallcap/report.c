@@ -220,6 +220,12 @@ static int on_flush(struct sc_sink *sk)
 	return 0;
 }
 
+/* live: a stall held is shown, or let go, with time (on_flush) */
+static bool on_timed(struct sc_sink *sk)
+{
+	return ((struct report *)sk)->st.head != NULL;
+}
+
 static int on_proc(struct sc_sink *sk, const struct sc_proc *p)
 {
 	return usyms_add_proc(((struct report *)sk)->r.us, p);
@@ -319,7 +325,7 @@ void report_init(struct report *rp)
 {
 	memset(rp, 0, sizeof(*rp));
 	rp->sink = (struct sc_sink){ on_record, on_proc, on_ksym, on_lost, on_vdso, on_info,
-				     on_flush, on_proc_gone };
+				     on_flush, on_proc_gone, on_timed };
 	rp->out = stdout;
 	rp->max_stalls = MAX_STALLS_DEFAULT;
 }

@@ -11,6 +11,7 @@
 #ifndef STALLCAP_TOOL_H
 #define STALLCAP_TOOL_H
 
+#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -127,6 +128,13 @@ struct sc_sink {
 	 * later).  NULL: kept until the end.
 	 */
 	int (*proc_gone)(struct sc_sink *sk, __u32 pid);
+	/*
+	 * live: does the sink have work due with time, not with records (a
+	 * stall shown while in progress, a screen to redraw)?  Then the loop
+	 * flushes it every POLL_MS; otherwise it sleeps until a record or an
+	 * exit comes (a second at most).  NULL: always.
+	 */
+	bool (*timed)(struct sc_sink *sk);
 };
 
 /* ---- the record file (record_file.c) ---- */
@@ -170,6 +178,19 @@ size_t attach_children(const struct collect_opts *o, int fd, __u32 pid);
 void hint_program(const struct collect_opts *o, __u32 pid);
 pid_t spawn_unmodified(const struct collect_opts *o, int fd);
 bool any_alive(const struct collect_opts *o);
+
+/* ---- what the live loop sleeps on (waitset.c) ---- */
+struct waitset {
+	struct pollfd pfd[2 + ARRAY_SIZE(((struct collect_opts *)0)->pids)];
+	unsigned int n;		/* pfd[0]: the session; then pidfds */
+	bool polled;		/* a process has no pidfd: look every POLL_MS */
+	bool exited;		/* a pidfd fired since waitset_exit_seen() */
+};
+void waitset_init(struct waitset *ws, int session_fd);
+void waitset_add_exit(struct waitset *ws, pid_t pid);
+int waitset_wait(struct waitset *ws, int timeout_ms);
+bool waitset_exit_seen(struct waitset *ws);
+void waitset_release(struct waitset *ws);
 
 int collect_run(const struct collect_opts *o, struct sc_sink *sk, int *cmd_status);
 void collect_stop(void);

@@ -108,7 +108,7 @@ FIXTURE_SETUP(file)
 	snprintf(self->path, sizeof(self->path), "/tmp/stallcap-file-test.%d", getpid());
 	memset(&self->g, 0, sizeof(self->g));
 	self->g.sink = (struct sc_sink){ g_record, g_proc, g_ksym, g_lost, g_vdso, g_info, NULL,
-					 NULL };
+					 NULL, NULL };
 }
 
 FIXTURE_TEARDOWN(file)

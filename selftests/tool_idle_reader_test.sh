@@ -1,0 +1,64 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# An idle reader stays idle: `stallcap record --deadline 1s -p PID` on an
+# event loop that never misses it sleeps until a record or an exit comes
+# (the session's fd and a pidfd of the process), waking about once a second
+# at most, not ten times (it shares a CPU with what it watches).  It still
+# ends as soon as the process exits, and at once on SIGINT; the same with
+# the command it started (`record --deadline -- CMD`).
+. ./tool_lib.sh
+need stallcap python3
+
+# an event loop: poll() every 200 ms, never near the deadline
+loop='import select
+p = select.poll()
+while True:
+    p.poll(200)'
+
+# now_cs: CLOCK_BOOTTIME in centiseconds (busybox date has no %N)
+now_cs() { awk '{ printf "%d\n", $1 * 100 }' /proc/uptime; }
+# vcsw PID: the thread's voluntary context switches (each is one sleep)
+vcsw() { awk '/^voluntary_ctxt_switches/ { print $2 }' "/proc/$1/status"; }
+# ends_within PID CS: PID exits within CS centiseconds (polled every 10 ms)
+ends_within() {
+	end=$(($(now_cs) + $2))
+	while kill -0 "$1" 2>/dev/null && [ "$(now_cs)" -le "$end" ]; do
+		sleep 0.01
+	done
+	! kill -0 "$1" 2>/dev/null
+}
+attached() { grep -qE '^attached [1-9]' /sys/kernel/debug/stallcap/stats; }
+
+python3 -c "$loop" &
+target=$!
+stallcap record -v --deadline 1s -p "$target" -o "$work/idle.data" 2>"$work/idle.err" &
+rec=$!
+check "the reader reads records" reading "$work/idle.err"
+check "the event loop is attached" wait_until attached
+sleep 1
+v0=$(vcsw "$rec")
+sleep 5
+v1=$(vcsw "$rec")
+echo "# reader: $((v1 - v0)) sleeps in 5 s (it polled every 100 ms before: 50)"
+check "the idle reader sleeps at most 10 times in 5 s" [ $((v1 - v0)) -le 10 ]
+kill "$target"
+check "it ends within 2 s of the process's exit" ends_within "$rec" 200
+wait "$rec"
+check "and exits 0" [ $? = 0 ]
+
+stallcap record -v --deadline 1s -o "$work/cmd.data" -- python3 -c "$loop" \
+	2>"$work/cmd.err" &
+rec=$!
+check "record -- CMD reads records" reading "$work/cmd.err"
+check "its command is attached" wait_until attached
+sleep 1
+v0=$(vcsw "$rec")
+sleep 5
+v1=$(vcsw "$rec")
+echo "# reader of a command: $((v1 - v0)) sleeps in 5 s"
+check "it sleeps at most 10 times in 5 s" [ $((v1 - v0)) -le 10 ]
+kill -INT "$rec"
+check "SIGINT ends it within 1 s, its command too" ends_within "$rec" 100
+wait "$rec"
+check "no python3 left" sh -c '! pgrep -x python3 >/dev/null'
+finish
