@@ -76,7 +76,7 @@ attach() {
 detach() {
 	[ -z "${1:-}" ] ||
 		awk -v t="$(($(cpu_ticks "$rec") - rec_ticks))" -v w="$(($(uptime_cs) - rec_cs))" \
-			'BEGIN { printf "%.2f\n", w > 0 ? 100 * t / w : 0 }' >>"/tmp/attach.reader.$1"
+			'BEGIN { printf "%.2f\n", (w > 0 ? 100 * t / w : 0) }' >>"/tmp/attach.reader.$1"
 	kill -INT "$rec"
 	wait "$rec"
 }
@@ -113,6 +113,30 @@ bench_redis() {
 			END { print s + 0, g + 0 }'
 }
 
+# hooks_share: "attached base", the share (%) of redis-server's samples,
+# in a perf profile of the whole guest over one SET and GET run, that fall
+# in stallcap's functions (its symbols in /proc/kallsyms), the kprobe,
+# rethook and ftrace machinery or an unresolved kernel address (an upper
+# bound: an ftrace trampoline has no symbol): with a 1 s --deadline session
+# attached (no stall: the hooks of every iteration), then without, where
+# the same names take what they take without stallcap
+hooks_share() {
+	awk '$4 == "[stallcap]" { print $3 }' /proc/kallsyms >/tmp/attach.syms
+	for side in attached base; do
+		[ "$side" = base ] || attach 1s
+		perf record -q -a -e cpu-clock -F 2000 -o /tmp/attach.perf -- \
+			taskset -c 0 redis-benchmark -p "$port" -t set,get -n 100000 -c 50 -q \
+			>/dev/null 2>&1
+		[ "$side" = base ] || detach
+		perf report -i /tmp/attach.perf --stdio -n --comms redis-server --sort sym \
+			2>/dev/null | awk 'NR == FNR { mod[$1] = 1; next }
+			/^#/ || NF < 4 { next }
+			{ total += $2 }
+			$3 == "[k]" && (($4 in mod) ||
+				$4 ~ /kprobe|kretprobe|rethook|objpool|^ftrace_|^0x/) { hooks += $2 }
+			END { printf "%.3f\n", total ? 100 * hooks / total : -1 }' /tmp/attach.syms -
+	done | tr '\n' ' '
+}
 
 command -v redis-server >/dev/null && command -v stallcap >/dev/null || {
 	echo "@bench attach.available=0"
@@ -215,6 +239,11 @@ echo "@bench attach.redis.get.hooks=$(median '$10')"
 echo "@bench attach.redis.get.hooks_ratio=$(median '($5 > 0 ? $10 / $5 : 0)')"
 echo "@bench attach.reader.full.cpu_pct=$(median '$1' /tmp/attach.reader.full)"
 echo "@bench attach.reader.hooks.cpu_pct=$(median '$1' /tmp/attach.reader.hooks)"
+if command -v perf >/dev/null; then
+	set -- $(hooks_share)
+	echo "@bench attach.hooks.share_pct=$1"
+	echo "@bench attach.hooks.share_base_pct=$2"
+fi
 stalls=0
 for f in /tmp/attach.*.20ms.data; do
 	n=$(stallcap report "$f" 2>/dev/null | tail -n 1 | sed -n 's/^\([0-9]*\) stall.*/\1/p')

@@ -86,13 +86,13 @@ done
 install -m 755 "$top/bench/guest-init.sh" "$st/init"
 install -m 755 "$bdir/stallcap_bench" "$st/usr/bin/stallcap_bench"
 cp "$bdir/src/module/stallcap.ko" "$st/lib/modules/"
-# the attach section (bench/attach.sh): the stallcap tool, Debian's redis
-# and their shared libraries
+# the attach section (bench/attach.sh): the stallcap tool, Debian's redis,
+# perf (the hooks' share of redis-server's CPU) and their shared libraries
 make -s -C "$top/tools" stallcap/stallcap || die "tools build failed"
 mkdir -p "$st/usr/share/stallcap"
 install -m 755 "$top/bench/attach.sh" "$st/usr/share/stallcap/attach.sh"
 for f in "$top/tools/stallcap/stallcap" /usr/bin/redis-server /usr/bin/redis-cli \
-	/usr/bin/redis-benchmark; do
+	/usr/bin/redis-benchmark /usr/bin/perf; do
 	[ -e "$f" ] || continue
 	cp -L "$f" "$st/usr/bin/$(basename "$f")"
 	ldd "$f" 2>/dev/null | awk '/=> \// { print $3 } /^[ \t]*\/[^ ]+ \(/ { print $1 }'

@@ -51,7 +51,9 @@ out:
  * stallcap_watch_idle() - an attached thread entered its wait call: its
  * deadline stops and a stall in progress ends (as STALLCAP_IOC_DISARM)
  * @w: the watch
- * @now: the time (ns)
+ * @now: the time (ns), or 0: the end of a stall in progress reads the
+ *	clock itself (stallcap_watch_end_stall()), and an iteration without
+ *	a stall needs no time at all
  *
  * A queued timer stays queued: it expires once more and finds the watch
  * idle.  Context: any but NMI.
@@ -70,18 +72,21 @@ void stallcap_watch_idle(struct stallcap_watch *w, u64 now)
 }
 
 /*
- * @w's thread left (@busy) or entered a wait at *@now, read at the first
- * watch found: every process's wait calls come through here, the clock is
- * read only for a watched thread.
+ * @w's thread left (@busy) or entered a wait.  Leaving it starts the
+ * deadline at *@now, read at the first watch found: every process's wait
+ * calls come through here, the clock is read only for a watched thread.
+ * Entering it reads no clock (a clock read is the most expensive part of
+ * an iteration's hooks under TCG, which emulates the TSC).
  */
 static void watch_mark(struct stallcap_watch *w, bool busy, u64 *now)
 {
+	if (!busy) {
+		stallcap_watch_idle(w, 0);
+		return;
+	}
 	if (!*now)
 		*now = ktime_get_mono_fast_ns();
-	if (busy)
-		stallcap_watch_busy(w, *now);
-	else
-		stallcap_watch_idle(w, *now);
+	stallcap_watch_busy(w, *now);
 }
 
 /*

@@ -28,19 +28,24 @@ ends_within() {
 	! kill -0 "$1" 2>/dev/null
 }
 attached() { grep -qE '^attached [1-9]' /sys/kernel/debug/stallcap/stats; }
+# idle_sleeps ERRFILE WHAT: the reader $rec writing ERRFILE reads records
+# and WHAT is attached; then its sleeps over 5 s, checked (at most 10)
+idle_sleeps() {
+	check "the reader of $2 reads records" reading "$1"
+	check "$2 is attached" wait_until attached
+	sleep 1
+	v0=$(vcsw "$rec")
+	sleep 5
+	v1=$(vcsw "$rec")
+	echo "# reader of $2: $((v1 - v0)) sleeps in 5 s (it polled every 100 ms before: 50)"
+	check "the idle reader of $2 sleeps at most 10 times in 5 s" [ $((v1 - v0)) -le 10 ]
+}
 
 python3 -c "$loop" &
 target=$!
 stallcap record -v --deadline 1s -p "$target" -o "$work/idle.data" 2>"$work/idle.err" &
 rec=$!
-check "the reader reads records" reading "$work/idle.err"
-check "the event loop is attached" wait_until attached
-sleep 1
-v0=$(vcsw "$rec")
-sleep 5
-v1=$(vcsw "$rec")
-echo "# reader: $((v1 - v0)) sleeps in 5 s (it polled every 100 ms before: 50)"
-check "the idle reader sleeps at most 10 times in 5 s" [ $((v1 - v0)) -le 10 ]
+idle_sleeps "$work/idle.err" "-p PID"
 kill "$target"
 check "it ends within 2 s of the process's exit" ends_within "$rec" 200
 wait "$rec"
@@ -49,14 +54,7 @@ check "and exits 0" [ $? = 0 ]
 stallcap record -v --deadline 1s -o "$work/cmd.data" -- python3 -c "$loop" \
 	2>"$work/cmd.err" &
 rec=$!
-check "record -- CMD reads records" reading "$work/cmd.err"
-check "its command is attached" wait_until attached
-sleep 1
-v0=$(vcsw "$rec")
-sleep 5
-v1=$(vcsw "$rec")
-echo "# reader of a command: $((v1 - v0)) sleeps in 5 s"
-check "it sleeps at most 10 times in 5 s" [ $((v1 - v0)) -le 10 ]
+idle_sleeps "$work/cmd.err" "-- CMD"
 kill -INT "$rec"
 check "SIGINT ends it within 1 s, its command too" ends_within "$rec" 100
 wait "$rec"
