@@ -32,13 +32,18 @@ exercise() {
 	sleep 1
 }
 # a sample in the Go runtime's futex wait (runtime.futex called by
-# runtime.futexsleep) or sleep: a parked thread.  A wake (runtime.futex
-# called by runtime.futexwakeup) is busy time: on the debug kernel one took
-# 146 ms of CPU in the kernel, a stall rightly reported (CI23).
+# runtime.futexsleep) or sleep, inside the call (its kernel stack in the
+# futex wait or the sleep): a parked thread.  A wake (runtime.futex called
+# by runtime.futexwakeup) is busy time: on the debug kernel one took 146 ms
+# of CPU in the kernel, a stall rightly reported (CI23).  So is a thread
+# preempted on its way back to user space after its wait returned (CI32's
+# debug guest: 110 ms in syscall_exit_to_user_mode, its user stack still
+# that of the call).
 parked() {
 	usyms "$1" | head -n 2 | awk 'NR == 1 { a = $1 } NR == 2 { b = $1 }
 		END { exit !(a ~ /^runtime\.usleep/ ||
-			(a ~ /^runtime\.futex(\.abi0)?([+ ]|$)/ && b ~ /^runtime\.futexsleep/)) }'
+			(a ~ /^runtime\.futex(\.abi0)?([+ ]|$)/ && b ~ /^runtime\.futexsleep/)) }' &&
+		ksyms "$1" | grep -qE 'futex_wait|do_futex|sys_futex|nanosleep'
 }
 spinning() {
 	echo "$1" | grep -q '"state":"running' &&
