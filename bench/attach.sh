@@ -22,7 +22,13 @@
 #  - attach.redis.{set,get}.hooks{,_ratio}: the same with a 1 s deadline,
 #    which the loop never misses: the hooks of every iteration without the
 #    captures of stalls (the 20 ms side's stalls come from the emulated
-#    host's speed, attach.stalls_during_benchmark counts them).
+#    host's speed, attach.stalls_during_benchmark counts them);
+#  - attach.twin.{set,get}.{watched,unwatched,ratio}: two redis-servers
+#    benchmarked at the same time, one watched with the 20 ms deadline
+#    (see "twins" below; ATTACH_TWINS=0 skips them);
+#  - attach.hooks.share{,_base}_pct: the hooks' share of redis-server's CPU
+#    in a perf profile (when perf is in the guest), and the reader's share
+#    of a CPU, attach.reader.{full,hooks}.cpu_pct.
 #
 # The host is shared and a TCG guest's throughput drifts by tens of percent
 # from one minute to the next, so each figure is measured ATTACH_ROUNDS
@@ -53,10 +59,10 @@ start_redis() {
 	done
 }
 
-# attach [DEADLINE [OPTION]]: a session watching redis-server's event
-# loop (20ms)
+# attach [DEADLINE [OPTION [PID]]]: a session watching redis-server's
+# event loop (20ms; PID: another server's)
 attach() {
-	taskset -c 0 stallcap record --deadline "${1:-20ms}" $2 -p "$redis" \
+	taskset -c 0 stallcap record --deadline "${1:-20ms}" $2 -p "${3:-$redis}" \
 		-o "/tmp/attach.$round.${1:-20ms}.data" 2>/tmp/attach.err &
 	rec=$!
 	# the attach is made once the tool has read the kernel's symbols
@@ -136,6 +142,64 @@ hooks_share() {
 				$4 ~ /kprobe|kretprobe|rethook|objpool|^ftrace_|^0x/) { hooks += $2 }
 			END { printf "%.3f\n", total ? 100 * hooks / total : -1 }' /tmp/attach.syms -
 	done | tr '\n' ' '
+}
+
+# ---- twins: a watched and an unwatched redis-server at the same time ----
+# The host's speed drifts by tens of percent from one minute to the next,
+# more than the 5% the sequential sides above must resolve.  Here two
+# redis-servers share vCPU 1 and their clients vCPU 0, benchmarked over
+# the same 10 s windows (SET, then GET); one is watched with the 20 ms
+# deadline, the other not, the roles swapping every round.  Both see the
+# same host and the same probes (the unwatched server's wait calls pay the
+# kprobe's entry, which the epoll_wait rows measure alone), so the ratio
+# watched / unwatched is what watching costs the watched server.
+twin_port=6400
+
+start_twin() {
+	taskset -c 1 redis-server --port "$twin_port" --bind 127.0.0.1 --save "" \
+		--appendonly no --daemonize no --loglevel warning >/tmp/twin.out 2>&1 &
+	twin=$!
+	i=0
+	until [ "$(redis-cli -p "$twin_port" ping 2>/dev/null)" = PONG ] ||
+		[ "$i" -gt 100 ]; do
+		i=$((i + 1))
+		sleep 0.1
+	done
+}
+
+# window PORT TEST: requests/s of redis-benchmark TEST over 10 s (its
+# running "overall" figure when it is stopped; SIGTERM: a background job
+# of this shell ignores SIGINT)
+window() {
+	timeout -s TERM 10 taskset -c 0 redis-benchmark -p "$1" -t "$2" -n 100000000 \
+		-c 50 -q 2>/dev/null | tr '\r' '\n' |
+		sed -n 's/.*rps=[0-9.]* (overall: \([0-9.]*\)).*/\1/p' | tail -n 1
+}
+
+# twin_round WATCHED: adds "set_watched set_unwatched get_watched
+# get_unwatched" to /tmp/attach.twins, WATCHED being "a" ($redis) or "b"
+# ($twin)
+twin_round() {
+	line=
+	if [ "$1" = a ]; then
+		attach 20ms "" "$redis"
+	else
+		attach 20ms "" "$twin"
+	fi
+	for t in set get; do
+		window "$port" "$t" >/tmp/twin.a &
+		wa=$!
+		window "$twin_port" "$t" >/tmp/twin.b &
+		wb=$!
+		wait "$wa" "$wb"
+		if [ "$1" = a ]; then
+			line="$line $(cat /tmp/twin.a) $(cat /tmp/twin.b)"
+		else
+			line="$line $(cat /tmp/twin.b) $(cat /tmp/twin.a)"
+		fi
+	done
+	detach
+	echo $line >>/tmp/attach.twins
 }
 
 command -v redis-server >/dev/null && command -v stallcap >/dev/null || {
@@ -250,5 +314,25 @@ for f in /tmp/attach.*.20ms.data; do
 	stalls=$((stalls + ${n:-0}))
 done
 echo "@bench attach.stalls_during_benchmark=$stalls"
+: >/tmp/attach.twins
+if [ "${ATTACH_TWINS:-1}" = 1 ]; then
+	start_twin
+	round=1
+	while [ "$round" -le "$rounds" ]; do
+		side=a
+		[ $((round % 2)) = 1 ] || side=b
+		twin_round "$side"
+		echo "# twin round $round (server $side watched): SET, GET watched / unwatched: $(tail -n 1 /tmp/attach.twins)"
+		round=$((round + 1))
+	done
+	redis-cli -p "$twin_port" shutdown nosave >/dev/null 2>&1
+	wait "$twin"
+	echo "@bench attach.twin.set.watched=$(median '$1' /tmp/attach.twins)"
+	echo "@bench attach.twin.set.unwatched=$(median '$2' /tmp/attach.twins)"
+	echo "@bench attach.twin.set.ratio=$(median '($2 > 0 ? $1 / $2 : 0)' /tmp/attach.twins)"
+	echo "@bench attach.twin.get.watched=$(median '$3' /tmp/attach.twins)"
+	echo "@bench attach.twin.get.unwatched=$(median '$4' /tmp/attach.twins)"
+	echo "@bench attach.twin.get.ratio=$(median '($4 > 0 ? $3 / $4 : 0)' /tmp/attach.twins)"
+fi
 cli shutdown nosave >/dev/null 2>&1
 wait "$redis"

@@ -820,6 +820,16 @@ static void md_attach(FILE *f)
 		ratio(sr, 1));
 	fprintf(f, "| redis GET, requests/s | %s | %s | %s |\n", fg(rb), fg(ra),
 		ratio(rr, 1));
+	if (num("attach.twin.set.unwatched") > 0) {
+		fprintf(f, "| redis SET, two servers at once, one watched (20 ms), "
+			"requests/s | %s | %s | %s |\n", fg(num("attach.twin.set.unwatched")),
+			fg(num("attach.twin.set.watched")),
+			ratio(num("attach.twin.set.ratio"), 1));
+		fprintf(f, "| redis GET, two servers at once, one watched (20 ms), "
+			"requests/s | %s | %s | %s |\n", fg(num("attach.twin.get.unwatched")),
+			fg(num("attach.twin.get.watched")),
+			ratio(num("attach.twin.get.ratio"), 1));
+	}
 	if (num("attach.redis.set.hooks") > 0) {
 		fprintf(f, "| redis SET, 1 s deadline (the hooks, no stall), requests/s "
 			"| %s | %s | %s |\n", fg(sb), fg(num("attach.redis.set.hooks")),
@@ -854,6 +864,16 @@ static void md_attach(FILE *f)
 		 100 * worst);
 	target("redis-benchmark throughput with a 20 ms event-loop deadline",
 	       worst, 0.95, true, kept, NULL);
+	if (num("attach.twin.set.ratio") > 0 && num("attach.twin.get.ratio") > 0) {
+		char twin[96];
+
+		worst = num("attach.twin.set.ratio");
+		if (num("attach.twin.get.ratio") < worst)
+			worst = num("attach.twin.get.ratio");
+		snprintf(twin, sizeof(twin), "%.1f%% (worse of SET, GET)", 100 * worst);
+		target("the same, watched and unwatched twin servers at once",
+		       worst, 0.95, true, twin, NULL);
+	}
 }
 
 static void md_seastar(FILE *f)
