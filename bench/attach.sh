@@ -48,12 +48,15 @@ port=6399
 
 cli() { redis-cli -p "$port" "$@"; }
 
+# start_redis [PORT]: a redis-server on vCPU 1 (default $port), its pid in
+# $server once it answers
 start_redis() {
-	taskset -c 1 redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
-		--daemonize no --loglevel warning >/tmp/redis.out 2>&1 &
-	redis=$!
+	taskset -c 1 redis-server --port "${1:-$port}" --bind 127.0.0.1 --save "" \
+		--appendonly no --daemonize no --loglevel warning >"/tmp/redis.${1:-$port}.out" 2>&1 &
+	server=$!
 	i=0
-	until [ "$(cli ping 2>/dev/null)" = PONG ] || [ "$i" -gt 100 ]; do
+	until [ "$(redis-cli -p "${1:-$port}" ping 2>/dev/null)" = PONG ] ||
+		[ "$i" -gt 100 ]; do
 		i=$((i + 1))
 		sleep 0.1
 	done
@@ -155,18 +158,6 @@ hooks_share() {
 # watched / unwatched is what watching costs the watched server.
 twin_port=6400
 
-start_twin() {
-	taskset -c 1 redis-server --port "$twin_port" --bind 127.0.0.1 --save "" \
-		--appendonly no --daemonize no --loglevel warning >/tmp/twin.out 2>&1 &
-	twin=$!
-	i=0
-	until [ "$(redis-cli -p "$twin_port" ping 2>/dev/null)" = PONG ] ||
-		[ "$i" -gt 100 ]; do
-		i=$((i + 1))
-		sleep 0.1
-	done
-}
-
 # window PORT TEST: requests/s of redis-benchmark TEST over 10 s (its
 # running "overall" figure when it is stopped; SIGTERM: a background job
 # of this shell ignores SIGINT)
@@ -180,23 +171,20 @@ window() {
 # get_unwatched" to /tmp/attach.twins, WATCHED being "a" ($redis) or "b"
 # ($twin)
 twin_round() {
-	line=
 	if [ "$1" = a ]; then
-		attach 20ms "" "$redis"
+		set -- "$redis" "$port" "$twin_port"
 	else
-		attach 20ms "" "$twin"
+		set -- "$twin" "$twin_port" "$port"
 	fi
+	attach 20ms "" "$1"
+	line=
 	for t in set get; do
-		window "$port" "$t" >/tmp/twin.a &
-		wa=$!
-		window "$twin_port" "$t" >/tmp/twin.b &
-		wb=$!
-		wait "$wa" "$wb"
-		if [ "$1" = a ]; then
-			line="$line $(cat /tmp/twin.a) $(cat /tmp/twin.b)"
-		else
-			line="$line $(cat /tmp/twin.b) $(cat /tmp/twin.a)"
-		fi
+		window "$2" "$t" >/tmp/twin.watched &
+		ww=$!
+		window "$3" "$t" >/tmp/twin.unwatched &
+		wu=$!
+		wait "$ww" "$wu"
+		line="$line $(cat /tmp/twin.watched) $(cat /tmp/twin.unwatched)"
 	done
 	detach
 	echo $line >>/tmp/attach.twins
@@ -209,6 +197,7 @@ command -v redis-server >/dev/null && command -v stallcap >/dev/null || {
 }
 echo "@bench attach.available=1"
 start_redis
+redis=$server
 
 rounds=${ATTACH_ROUNDS:-5}
 # the watched process's own loop, in pairs as the rounds below
@@ -316,7 +305,8 @@ done
 echo "@bench attach.stalls_during_benchmark=$stalls"
 : >/tmp/attach.twins
 if [ "${ATTACH_TWINS:-1}" = 1 ]; then
-	start_twin
+	start_redis "$twin_port"
+	twin=$server
 	round=1
 	while [ "$round" -le "$rounds" ]; do
 		side=a

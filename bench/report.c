@@ -841,7 +841,7 @@ static void md_attach(FILE *f)
 	fputc('\n', f);
 	fprintf(f, "Stalls of redis-server's event loop recorded during the benchmark: "
 		"%s.\n\n", fx(num("attach.stalls_during_benchmark"), 0));
-	if (num("attach.reader.hooks.cpu_pct") > 0 || num("attach.reader.full.cpu_pct") > 0)
+	if (num("attach.reader.hooks.cpu_pct") >= 0 && num("attach.reader.full.cpu_pct") >= 0)
 		fprintf(f, "The reader (`stallcap record`, on the client's vCPU) used "
 			"%s%% of a CPU from the attach to the detach with the 20 ms "
 			"deadline (hot loops, stalls) and %s%% with the 1 s deadline "
