@@ -125,12 +125,26 @@ void stallcap_capture_exit(void)
 }
 
 /**
- * stallcap_sample_max_len() - bytes to reserve for one sample
+ * stallcap_sample_reserve_len() - bytes to reserve in the ring for a sample
  * @sess: the session (its user_stack_bytes)
+ * @user_stack: the capture may copy the user stack into the record (a
+ *	thread on a CPU in kernel mode, or any remote capture); not for a
+ *	thread off CPU, or one in user mode whose stack is read on its return
+ *	there (its own USER_STACK record, of the bytes copied)
+ *
+ * The owner hops of a lock chain are not counted: stallcap_watch_chain_done()
+ * adds the bytes of the chain it has.  The bytes reserved and not written
+ * become padding until the reader passes them, so the bound decides how
+ * many samples a ring holds at once: a burst of threads blocked together
+ * takes a sixth of what the largest record would.
  */
-u32 stallcap_sample_max_len(const struct stallcap_session *sess)
+u32 stallcap_sample_reserve_len(const struct stallcap_session *sess,
+				bool user_stack)
 {
-	return ALIGN(STALLCAP_RECORD_MAX_BYTES(sess->cfg.user_stack_bytes), 8);
+	u32 stack = user_stack ? sess->cfg.user_stack_bytes : 0;
+
+	return ALIGN(STALLCAP_RECORD_MAX_BYTES(stack) -
+		     STALLCAP_MAX_OWNER_HOPS * STALLCAP_SECTION_TASK_MAX, 8);
 }
 
 /**
@@ -606,8 +620,7 @@ void stallcap_sample_finish(struct stallcap_watch *w, struct stallcap_sample *s,
 		stallcap_hist_add(&sess->stats,
 				  ktime_get_mono_fast_ns() - start_ns,
 				  (s64)(s->capture_ns - s->deadline_ns));
-	stallcap_ring_commit(sess->ring, ring_rec, stallcap_sample_max_len(sess),
-			     len);
+	stallcap_ring_commit(sess->ring, ring_rec, w->req.rec_reserved, len);
 	if (in_handler)
 		return;
 	irq_work_queue(&sess->wake_work);

@@ -288,6 +288,7 @@ enum stallcap_watch_state {
  *	captures are built here)
  * @rec: the record reserved in the ring for the result (written, never read)
  * @rec_len: bytes the capture wrote
+ * @rec_reserved: bytes reserved for @rec (stallcap_sample_reserve_len())
  * @result: CAPTURE_PENDING until the target CPU wrote DONE, MISMATCH or IRQ
  * @cpu: the CPU asked
  * @path: STALLCAP_PATH_NMI or STALLCAP_PATH_IPI
@@ -318,6 +319,7 @@ struct stallcap_capture_req {
 	};
 	void *rec;
 	u32 rec_len;
+	u32 rec_reserved;
 	int result;
 	int cpu;
 	u8 path;
@@ -515,7 +517,8 @@ static inline void stallcap_own_irq_exit(void)
 /* Fixed part of a sample, filled by the timer before any capture path. */
 void stallcap_sample_init(struct stallcap_watch *w, struct stallcap_sample *s,
 			  u64 now);
-u32 stallcap_sample_max_len(const struct stallcap_session *sess);
+u32 stallcap_sample_reserve_len(const struct stallcap_session *sess,
+				bool user_stack);
 u8 stallcap_watch_clock(const struct stallcap_watch *w);
 u32 stallcap_capture_current(struct stallcap_watch *w,
 			     struct stallcap_sample *s, void *rec,

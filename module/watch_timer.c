@@ -145,14 +145,34 @@ static u32 capture_current_here(struct stallcap_watch *w,
 				struct stallcap_sample *d, void *buf,
 				struct pt_regs *regs)
 {
+	bool room = w->req.rec_reserved >=
+		    stallcap_sample_reserve_len(w->sess, true);
 	u32 len;
 
-	if (!user_mode(regs) || READ_ONCE(stallcap_user_copy_in_timer))
+	if (room && (!user_mode(regs) || READ_ONCE(stallcap_user_copy_in_timer)))
 		return stallcap_capture_current(w, d, buf, regs,
 						STALLCAP_PATH_LOCAL);
-	if (stallcap_capture_head(w, d, buf, regs, STALLCAP_PATH_LOCAL, &len))
-		stallcap_defer_request_user(w, d);
+	/* no room reserved for it (a parameter changed since): read it later */
+	if (stallcap_capture_head(w, d, buf, regs, STALLCAP_PATH_LOCAL, &len)) {
+		if (user_mode(regs))
+			stallcap_defer_request_user(w, d);
+		else
+			stallcap_defer_request(w, d, false);
+	}
 	return stallcap_capture_rest(w, d, buf, len, NULL, current);
+}
+
+/*
+ * Does a capture by this timer of the thread it interrupted copy the user
+ * stack into the record (capture_current_here())?  Decides the room
+ * reserved for it.
+ */
+static bool current_copies_user_stack(void)
+{
+	struct pt_regs *regs = get_irq_regs() ?: stallcap_interrupted_regs();
+
+	return regs && (!user_mode(regs) ||
+			READ_ONCE(stallcap_user_copy_in_timer));
 }
 
 /*
@@ -223,6 +243,8 @@ static enum hrtimer_restart take_sample(struct stallcap_watch *w, u64 now)
 	struct stallcap_session *sess = w->sess;
 	struct stallcap_sample *d = &w->req.draft;
 	struct task_struct *task = w->task;
+	u32 rec_bytes;
+	bool remote;
 	void *rec;
 
 	/* a later sample: look again a little later, a bounded number of times */
@@ -244,8 +266,13 @@ static enum hrtimer_restart take_sample(struct stallcap_watch *w, u64 now)
 		stallcap_why_queue_chain(w);
 		return HRTIMER_NORESTART;
 	}
-	rec = stallcap_ring_reserve(sess->ring, STALLCAP_REC_SAMPLE,
-				    stallcap_sample_max_len(sess));
+	/* running elsewhere: capture it there; runnable: name what runs there */
+	remote = task != current && task_cpu(task) != smp_processor_id() &&
+		 (READ_ONCE(task->on_cpu) || stallcap_why_runnable(task));
+	/* decided once: a thread off CPU here is captured as blocked */
+	rec_bytes = stallcap_sample_reserve_len(sess, remote ||
+			(task == current && current_copies_user_stack()));
+	rec = stallcap_ring_reserve(sess->ring, STALLCAP_REC_SAMPLE, rec_bytes);
 	w->samples++;
 	if (!rec) {
 		stallcap_count(&sess->stats, SC_LOST, 1);
@@ -254,14 +281,13 @@ static enum hrtimer_restart take_sample(struct stallcap_watch *w, u64 now)
 		return next_sample(w, now);
 	}
 	w->req.rec = rec;
+	w->req.rec_reserved = rec_bytes;
 	stallcap_sample_init(w, d, now);
 	d->sample_index = w->samples - 1;
 	if (w->samples == 1)
 		d->suppressed = atomic_xchg(&sess->pending_suppressed, 0);
 	w->req.for_runner = false;
-	if (task != current && task_cpu(task) != smp_processor_id() &&
-	    (READ_ONCE(task->on_cpu) || stallcap_why_runnable(task))) {
-		/* running: capture it there; runnable: name what runs there */
+	if (remote) {
 		w->req.for_runner = !READ_ONCE(task->on_cpu);
 		w->req.retries = 0;
 		w->req.irq_retries = 0;
@@ -571,7 +597,11 @@ void stallcap_watch_chain_done(struct stallcap_watch *w, const void *chain,
 	struct stallcap_session *sess = w->sess;
 	struct stallcap_sample *d = &w->req.draft;
 	u64 now = ktime_get_mono_fast_ns();
-	u32 len, max = stallcap_sample_max_len(sess);
+	/* a blocked capture and the chain; never more than the largest record */
+	u32 len, max = min(stallcap_sample_reserve_len(sess, false) +
+			   ALIGN(chain_len, 8),
+			   ALIGN(STALLCAP_RECORD_MAX_BYTES(sess->cfg.user_stack_bytes),
+				 8));
 	void *rec, *buf;
 
 	/* the stall ended first: its end counted this sample lost */
@@ -585,6 +615,7 @@ void stallcap_watch_chain_done(struct stallcap_watch *w, const void *chain,
 		goto next;
 	}
 	w->req.rec = rec;
+	w->req.rec_reserved = max;
 	w->req.for_runner = false;
 	stallcap_sample_init(w, d, now);
 	d->sample_index = w->samples - 1;

@@ -3,7 +3,8 @@
  * The ring: its control page, poll/epoll readiness, overflow (every record
  * that does not fit is counted in lost, in the control page and in the
  * counters; nothing partially written is ever visible), a reader racing the
- * writer, and the rate limit's suppressed count.
+ * writer, the rate limit's suppressed count, and a burst of blocked stalls
+ * in a ring sized for four of the largest records.
  */
 #include <sys/epoll.h>
 
@@ -323,6 +324,106 @@ TEST(rate_limit_counts_suppressed_stalls)
 					     (unsigned long long)e->stall_id);
 	}
 	sc_records_free(&rs);
+	sc_session_close(&s);
+}
+
+/*
+ * A burst of threads blocked at once: each sample takes the room its
+ * capture needs, not the largest record's.  The ring is the smallest one
+ * allowed (four of the largest records: user stack, both frame lists, a
+ * lock chain of four owners); the threads stay blocked (in read()) until
+ * it is read, so their deferred user stacks come later.
+ */
+#define BURST_THREADS	8
+
+struct burst_thread {
+	struct sc_session *s;
+	uint64_t timeout;
+	int pipe_rd;
+	int failed;
+};
+
+static void *burst_main(void *arg)
+{
+	struct burst_thread *t = arg;
+	char c;
+
+	if (sc_arm(t->s->fd, t->timeout, 0, TAG)) {
+		t->failed = errno;
+		return NULL;
+	}
+	if (read(t->pipe_rd, &c, 1) != 1)
+		t->failed = EIO;
+	sc_disarm(t->s->fd);
+	return NULL;
+}
+
+/* One burst; 1 when every sample was taken off CPU (the case at test). */
+static int burst_round(struct __test_metadata *_metadata, struct sc_session *s)
+{
+	struct burst_thread t[BURST_THREADS];
+	pthread_t th[BURST_THREADS];
+	struct sc_records rs = {};
+	uint64_t end = sc_now_ns() + SC_MS(SC_WAIT_MS);
+	uint64_t used, lost_before = ctl_lost(s);
+	uint64_t seen = SC_STAT(s->fd, samples) + SC_STAT(s->fd, lost);
+	int fds[2], blocked = 0, n;
+
+	if (pipe(fds))
+		return -1;
+	for (int i = 0; i < BURST_THREADS; i++) {
+		t[i] = (struct burst_thread){ s, SC_MS(50), fds[0], 0 };
+		if (pthread_create(&th[i], NULL, burst_main, &t[i]))
+			return -1;
+	}
+	while (SC_STAT(s->fd, samples) + SC_STAT(s->fd, lost) <
+	       seen + BURST_THREADS && sc_now_ns() < end)
+		sc_sleep_ms(10);
+	used = s->ctl->data_head - s->ctl->data_tail;
+	EXPECT_LE(0, sc_ring_drain(s, &rs)) TH_LOG("%s", rs.err);
+	n = sc_records_count(&rs, STALLCAP_REC_SAMPLE);
+	for (size_t i = 0; i < rs.n; i++) {
+		const struct stallcap_sample *r = (const void *)rs.rec[i];
+
+		if (r->hdr.type == STALLCAP_REC_SAMPLE)
+			blocked += r->path == STALLCAP_PATH_BLOCKED;
+	}
+	TH_LOG("%d samples (%d blocked) in %llu of %u bytes, %llu lost",
+	       n, blocked, (unsigned long long)used, s->cfg.ring_bytes,
+	       (unsigned long long)(ctl_lost(s) - lost_before));
+	if (write(fds[1], "xxxxxxxxxxxxxxxx", BURST_THREADS) != BURST_THREADS)
+		return -1;
+	for (int i = 0; i < BURST_THREADS; i++) {
+		pthread_join(th[i], NULL);
+		EXPECT_EQ(0, t[i].failed);
+	}
+	close(fds[0]);
+	close(fds[1]);
+	EXPECT_EQ(0, rs.err[0]) TH_LOG("%s", rs.err);
+	if (blocked != n)
+		return 0;	/* a thread still running at its deadline */
+	EXPECT_EQ(BURST_THREADS, n);
+	EXPECT_EQ(lost_before, ctl_lost(s));
+	sc_records_free(&rs);
+	return 1;
+}
+
+TEST(a_burst_of_blocked_stalls_fits_the_smallest_ring)
+{
+	struct sc_opts o = {
+		.ring_bytes = sc_min_ring_bytes(8),
+		.user_stack_bytes = 8,
+		.max_samples = 1,
+	};
+	struct sc_session s;
+	int ret = 0;
+
+	ASSERT_EQ(0, sc_session_setup(&s, &o));
+	ASSERT_EQ(o.ring_bytes, s.cfg.ring_bytes);
+	/* room for four of the largest records: a sample reserving that lost half */
+	for (int i = 0; i < 3 && ret == 0; i++)
+		ret = burst_round(_metadata, &s);
+	EXPECT_EQ(1, ret) TH_LOG("no round with every thread off CPU");
 	sc_session_close(&s);
 }
 
