@@ -513,8 +513,8 @@ static double hist_median(const char *key)
  * Issue #16 target 5: a sample is built straight in its ring record when no
  * system-wide reader needs a kernel copy (module/capture.c).  Measured side
  * by side (capture_cost.c, ring_pair()): local 64 KiB user-mode stalls
- * taken in turn without and with a system-wide reader; the capture cost
- * runs up to the record written in the ring.
+ * taken in blocks, in turn without and with a system-wide reader; the
+ * capture cost runs up to the record written in the ring.
  */
 static void ring_target(FILE *f)
 {
@@ -537,12 +537,14 @@ static void ring_target(FILE *f)
 		"system-wide reader open, a sample is written straight into its ring record "
 		"(write-only: nothing is read back from the user-writable ring); with one, it "
 		"is built in a per-CPU kernel buffer, copied into the ring and then mirrored. "
-		"Local 64 KiB user-mode stalls, taken in turn by two sessions (%.0f and %.0f "
-		"captured), a system-wide reader switched on for the second one's: median "
+		"Local 64 KiB user-mode stalls (the user stack is read on the return to user "
+		"space, in a record of its own), taken by two sessions in turn, in blocks of "
+		"20 (%.0f and %.0f captured), a system-wide reader switched on for the second "
+		"one's blocks: median "
 		"capture cost up to the record in the ring (interpolated within its log2 "
 		"bucket) %s µs without, %s µs with (%s). The memcpy() of 64 KiB in user "
-		"space: %s µs. The copy saved is one kernel memcpy() of the record, "
-		"small next to the capture's own reads of user memory here; the target "
+		"space: %s µs. The copy saved is one kernel memcpy() of the record, a "
+		"few hundred bytes; the target "
 		"asks that building in the user-mapped ring cost no more than building "
 		"in kernel memory.\n\n",
 		num("capture.ring.direct.captured"), num("capture.ring.buffered.captured"),
