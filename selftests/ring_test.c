@@ -408,11 +408,12 @@ static int burst_round(struct __test_metadata *_metadata, struct sc_session *s)
 	return 1;
 }
 
-TEST(a_burst_of_blocked_stalls_fits_the_smallest_ring)
+static void burst_in_smallest_ring(struct __test_metadata *_metadata,
+				   uint32_t user_stack_bytes)
 {
 	struct sc_opts o = {
-		.ring_bytes = sc_min_ring_bytes(8),
-		.user_stack_bytes = 8,
+		.ring_bytes = sc_min_ring_bytes(user_stack_bytes),
+		.user_stack_bytes = user_stack_bytes,
 		.max_samples = 1,
 	};
 	struct sc_session s;
@@ -420,11 +421,22 @@ TEST(a_burst_of_blocked_stalls_fits_the_smallest_ring)
 
 	ASSERT_EQ(0, sc_session_setup(&s, &o));
 	ASSERT_EQ(o.ring_bytes, s.cfg.ring_bytes);
-	/* room for four of the largest records: a sample reserving that lost half */
 	for (int i = 0; i < 3 && ret == 0; i++)
 		ret = burst_round(_metadata, &s);
 	EXPECT_EQ(1, ret) TH_LOG("no round with every thread off CPU");
 	sc_session_close(&s);
+}
+
+/* 8 stack bytes: the room of a lock chain is not reserved (64 KiB ring) */
+TEST(a_burst_of_blocked_stalls_fits_the_smallest_ring)
+{
+	burst_in_smallest_ring(_metadata, 8);
+}
+
+/* 16 KiB: nor is a user stack that a thread off CPU cannot have (128 KiB) */
+TEST(a_burst_of_blocked_stalls_reserves_no_user_stack)
+{
+	burst_in_smallest_ring(_metadata, 16384);
 }
 
 TEST_HARNESS_MAIN
