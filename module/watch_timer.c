@@ -598,10 +598,10 @@ void stallcap_watch_chain_done(struct stallcap_watch *w, const void *chain,
 	struct stallcap_sample *d = &w->req.draft;
 	u64 now = ktime_get_mono_fast_ns();
 	/* a blocked capture and the chain; never more than the largest record */
-	u32 len, max = min(stallcap_sample_reserve_len(sess, false) +
-			   ALIGN(chain_len, 8),
-			   ALIGN(STALLCAP_RECORD_MAX_BYTES(sess->cfg.user_stack_bytes),
-				 8));
+	u32 len, max = min_t(u32, stallcap_sample_reserve_len(sess, false) +
+			     ALIGN(chain_len, 8),
+			     ALIGN(STALLCAP_RECORD_MAX_BYTES(sess->cfg.user_stack_bytes),
+				   8));
 	void *rec, *buf;
 
 	/* the stall ended first: its end counted this sample lost */
