@@ -58,7 +58,7 @@ rec=$!
 check "the Go server answers" until_ok up
 exercise
 kill "$(pidof attach_go_server)"
-wait "$rec"
+wait_record "$rec"
 reports nopark
 sed 's/^/# record: /' "$work/record1.out"
 check "record says it is a Go program that needs --park" \
@@ -77,7 +77,7 @@ check "the reader attached" reading "$work/record2.err"
 exercise
 check "the spin was served" grep -q '^spun' "$work/spin.out"
 kill "$srv"
-wait "$rec"
+wait_record "$rec"
 sed 's/^/# record: /' "$work/record2.err"
 check "with --park it says nothing of it" \
 	sh -c "! grep -q 'is a Go program' '$work/record2.err'"

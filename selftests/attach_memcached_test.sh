@@ -44,7 +44,7 @@ check "the multiget is answered" grep -q '^END' "$work/multiget.out"
 sleep 0.5
 
 kill "$mc"
-wait "$rec"
+wait_record "$rec"
 rc=$?
 # memcached exits 0 on SIGTERM (or by the signal: 143)
 check "record exits when memcached does, with its status" [ "$rc" = 0 -o "$rc" = 143 ]

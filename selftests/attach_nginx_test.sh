@@ -98,7 +98,7 @@ watched() {
 	sleep 0.5
 	check "$mode: nginx answers once its log is drained" sh -c "printf 'GET / HTTP/1.0\r\n\r\n' | nc 127.0.0.1 $port | grep -q '^ok'"
 	kill -QUIT "$master"
-	wait "$rec"
+	wait_record "$rec"
 	rc=$?
 	kill "$drain" 2>/dev/null
 	[ -z "$ngx" ] || wait "$ngx"

@@ -56,7 +56,7 @@ get / >/dev/null
 get /crypto >/dev/null
 get / >/dev/null
 kill "$node"
-wait "$rec"
+wait_record "$rec"
 sed 's/^/# record: /' "$work/record.out"
 
 # inline frames would walk node's 50 MB of DWARF scopes per address: this

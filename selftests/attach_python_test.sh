@@ -61,7 +61,7 @@ sleep 1.5
 ask spin >/dev/null
 ask ping >/dev/null
 kill -INT "$py"
-wait "$rec"
+wait_record "$rec"
 sed 's/^/# record: /' "$work/record.out"
 
 stallcap report "$work/py.data" >"$work/report.txt"

@@ -62,7 +62,7 @@ fi
 
 cli shutdown nosave >/dev/null 2>&1
 wait "$server"
-wait "$rec"
+wait_record "$rec"
 check "record ends by itself when redis-server exits, status 0" [ $? = 0 ]
 sed 's/^/# record: /' "$work/record.out"
 
@@ -103,7 +103,7 @@ cli debug sleep 0.3 >/dev/null
 sleep 1
 check "record still runs after its command exited" kill -0 "$rec"
 cli shutdown nosave >/dev/null 2>&1
-wait "$rec"
+wait_record "$rec"
 check "record ends when the daemon exits, status 0" [ $? = 0 ]
 sed 's/^/# record: /' "$work/record2.out"
 reports daemon

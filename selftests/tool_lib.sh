@@ -124,3 +124,40 @@ until_ok() {
 	done
 	return 1
 }
+
+# proc_state PID: the state letter of process PID (empty when it is gone)
+proc_state() { awk '{ sub(/.*\) /, ""); print $1 }' "/proc/$1/stat" 2>/dev/null; }
+
+# running_for PID TENTHS: wait while process PID runs (a zombie does not),
+# at most TENTHS tenths of a second; true if it still runs
+running_for() {
+	i=0
+	while :; do
+		rstate=$(proc_state "$1")
+		[ -n "$rstate" ] && [ "$rstate" != Z ] || return 1
+		[ "$i" -lt "$2" ] || return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
+
+# wait_record PID [TENTHS]: wait for a `stallcap record` (a child of this
+# shell) that ends by itself once its program has exited, at most TENTHS
+# tenths of a second (600); returns its status.  One still running then is
+# a failure of its own, not the test's timeout: what it waits in and what
+# the module still counts (debugfs) are printed, every process left with
+# its state, then SIGINT ends it as an interrupted run ends (SIGKILL 10 s
+# later).
+wait_record() {
+	if running_for "$1" "${2:-600}"; then
+		echo "# record $1 still runs (state $rstate), waiting in: $(cat /proc/$1/wchan 2>/dev/null)"
+		sed 's/^/#   kernel stack: /' "/proc/$1/stack" 2>/dev/null
+		sed 's/^/#   module: /' /sys/kernel/debug/stallcap/stats 2>/dev/null
+		for s in /proc/[0-9]*/stat; do
+			awk '{ print "#   process " $0 }' "$s" 2>/dev/null | cut -c1-100
+		done
+		kill -INT "$1"
+		! running_for "$1" 100 || kill -KILL "$1"
+	fi
+	wait "$1"
+}
