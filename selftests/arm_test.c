@@ -287,7 +287,7 @@ TEST_F(arm, cputime_watch_blames_spinning_not_sleeping)
 {
 	struct sc_stopper st = { .cpu = -1 };
 	const struct stallcap_sample *r;
-	uint64_t t_spin, cpu0, used;
+	uint64_t t_spin, cpu0, used, stalls;
 
 	if (!(self->s.info.features & STALLCAP_FEAT_CPUTIME))
 		SKIP(return, "no STALLCAP_FEAT_CPUTIME");
@@ -295,11 +295,24 @@ TEST_F(arm, cputime_watch_blames_spinning_not_sleeping)
 	cpu0 = thread_cpu_ns();
 	ASSERT_EQ(0, sc_arm(self->s.fd, self->timeout, STALLCAP_ARM_CPUTIME, TAG + 5));
 	sc_sleep_ms(10 * self->timeout / SC_NSEC_PER_MSEC);
-	EXPECT_EQ(0, SC_STAT(self->s.fd, stalls)) TH_LOG("a sleeping thread was blamed");
+	stalls = SC_STAT(self->s.fd, stalls);
 	EXPECT_EQ(1, SC_STAT(self->s.fd, armed));
 
 	t_spin = sc_now_ns();
 	used = thread_cpu_ns() - cpu0;	/* CPU time already counted */
+	/*
+	 * Asleep, the thread is charged nothing but its wake-up and these
+	 * calls: no stall.  Unless they took the whole budget (the debug
+	 * kernel under TCG charged one 64.7 ms of CPU time for them, CI35):
+	 * then the stall is the thread's, and the checks below know it.
+	 */
+	if (used + SC_MS(1) < self->timeout) {
+		EXPECT_EQ(0, stalls) TH_LOG("a sleeping thread was blamed (%llu ns of CPU time used)",
+					    (unsigned long long)used);
+	} else {
+		TH_LOG("the sleep's wake-up and calls used %llu ns of CPU time: %llu stalls",
+		       (unsigned long long)used, (unsigned long long)stalls);
+	}
 	spin_in_user_caller(&st.stop);
 	ASSERT_EQ(0, sc_disarm(self->s.fd));
 	sc_stopper_join(&st);
