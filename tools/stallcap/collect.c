@@ -543,7 +543,7 @@ static int follow(struct collector *c, pid_t child, int *status)
 {
 	__u64 start = now_ns(CLOCK_MONOTONIC), t = start, grace = 0;
 	struct waitset ws;
-	bool done = false, exited = false;
+	bool done = false;
 	int ret = 0, w;
 
 	waitset_init(&ws, stallcap_session_fd(c->s));
@@ -552,11 +552,6 @@ static int follow(struct collector *c, pid_t child, int *status)
 		ret = waitset_wait(&ws, sleep_ms(c, &ws, done, t, start, grace));
 		if (ret < 0 || stop_signal)
 			break;
-		/*
-		 * Sticky: a -p process's pidfd fires once; until none runs
-		 * (a zombie does not), /proc is read again at every pass
-		 */
-		exited |= waitset_exit_seen(&ws);
 		ret = drain(c);
 		t = now_ns(CLOCK_MONOTONIC);
 		prune(c, t);
@@ -567,7 +562,7 @@ static int follow(struct collector *c, pid_t child, int *status)
 			child = 0;
 			done = true;
 		}
-		if (c->o->npids && !done && exited && !any_alive(c->o))
+		if (c->o->npids && !done && waitset_exit_seen(&ws) && !any_alive(c->o))
 			done = true;
 		/* the processes they started (--deadline) may still run */
 		if (done && !grace && !followed_alive(c))

@@ -184,12 +184,12 @@ struct waitset {
 	struct pollfd pfd[2 + ARRAY_SIZE(((struct collect_opts *)0)->pids)];
 	unsigned int n;		/* pfd[0]: the session; then pidfds */
 	bool polled;		/* a process has no pidfd: look every POLL_MS */
-	bool exited;		/* a pidfd fired since waitset_exit_seen() */
+	bool exited;		/* a pidfd fired */
 };
 void waitset_init(struct waitset *ws, int session_fd);
 void waitset_add_exit(struct waitset *ws, pid_t pid);
 int waitset_wait(struct waitset *ws, int timeout_ms);
-bool waitset_exit_seen(struct waitset *ws);
+bool waitset_exit_seen(const struct waitset *ws);
 void waitset_release(struct waitset *ws);
 
 int collect_run(const struct collect_opts *o, struct sc_sink *sk, int *cmd_status);

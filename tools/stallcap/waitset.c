@@ -95,16 +95,17 @@ int waitset_wait(struct waitset *ws, int timeout_ms)
 }
 
 /**
- * waitset_exit_seen() - did a process of the set exit since the last call,
- * or must the loop look for itself (polled)?
+ * waitset_exit_seen() - has a process of the set exited, or must the loop
+ * look for itself (polled)?
  * @ws: the set
+ *
+ * Stays true once a pidfd fired: the loop reads /proc at every pass from
+ * then on, until none of its processes runs (a pidfd fires only once, and
+ * another process of the set may still run when it does).
  */
-bool waitset_exit_seen(struct waitset *ws)
+bool waitset_exit_seen(const struct waitset *ws)
 {
-	bool seen = ws->exited || ws->polled;
-
-	ws->exited = false;
-	return seen;
+	return ws->exited || ws->polled;
 }
 
 /** waitset_release() - close the pidfds left */
