@@ -259,7 +259,7 @@ for m in list(sys.modules.values()):
 }
 
 guest_servers="/usr/bin/redis-server /usr/bin/redis-cli /usr/bin/redis-benchmark
-	/usr/bin/memcached /usr/bin/node /usr/sbin/nginx"
+	/usr/bin/memcached /usr/bin/node /usr/sbin/nginx /usr/sbin/haproxy"
 
 # build_overlay NAME DIR: the per-boot part (module, config, test list)
 pack_overlay() {

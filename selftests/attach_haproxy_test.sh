@@ -1,0 +1,96 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Debian's haproxy, unmodified, with two threads (nbthread 2), each running
+# its own event loop (run_poll_loop, epoll), started by `stallcap record
+# --deadline 100ms --cputime -- haproxy ...`.  A Lua HTTP service (the
+# kind of extension haproxy users write) searches a 3 MB string for a
+# substring that is not there: one call into Lua's C library, which
+# haproxy's forced yields (counted in Lua instructions) cannot interrupt,
+# so the thread that serves the request stays busy for a few hundred
+# milliseconds.  That thread is reported, its user stack unwound through
+# Lua and the C library back to haproxy's applet and task scheduler inside
+# run_poll_loop; the other thread, waiting in epoll, is not.  (haproxy's
+# own watchdog kills a thread stuck for about two seconds: the stall stays
+# well under that.)
+. ./tool_lib.sh
+need stallcap haproxy nc awk
+
+port=8299
+mkdir -p "$work/hap"
+cat >"$work/hap/busy.lua" <<'LUA'
+local big = string.rep("a", 3000000)
+core.register_service("busy", "http", function(applet)
+	local n = tonumber(applet.qs:match("n=(%d+)") or "0")
+	local found = 0
+	for i = 1, n do
+		if big:find("ab", 1, true) then found = found + 1 end
+	end
+	local body = "ok " .. found .. "\n"
+	applet:set_status(200)
+	applet:add_header("content-length", string.len(body))
+	applet:start_response()
+	applet:send(body)
+end)
+LUA
+cat >"$work/hap/haproxy.cfg" <<CFG
+global
+	nbthread 2
+	lua-load $work/hap/busy.lua
+defaults
+	mode http
+	timeout connect 5s
+	timeout client 30s
+	timeout server 30s
+frontend f
+	bind 127.0.0.1:$port
+	http-request use-service lua.busy
+CFG
+
+get() { printf 'GET /?n=%s HTTP/1.0\r\n\r\n' "$1" | nc 127.0.0.1 "$port" 2>/dev/null; }
+answers() { get 0 | grep -q '^ok'; }
+stallcap record --deadline 100ms --cputime -o "$work/hap.data" -- \
+	haproxy -db -f "$work/hap/haproxy.cfg" >"$work/record.out" 2>&1 &
+rec=$!
+wait_until answers
+check "haproxy answers" answers
+hap=$(pidof haproxy)
+check "haproxy runs two threads" [ "$(ls "/proc/$hap/task" | grep -c .)" = 2 ]
+# ordinary requests: no stall
+for i in 1 2 3 4 5 6; do get 0 >/dev/null; done
+get 1 >"$work/stall.out"
+check "the search is answered" grep -q '^ok 0' "$work/stall.out"
+sleep 0.5
+
+kill "$hap"
+wait_record "$rec"
+rc=$?
+# haproxy exits 0 on SIGTERM (or by the signal: 143)
+check "record exits when haproxy does, with its status" [ "$rc" = 0 -o "$rc" = 143 ]
+sed 's/^/# record: /' "$work/record.out"
+
+stallcap report "$work/hap.data" >"$work/report.txt"
+stallcap report -f json "$work/hap.data" >"$work/report.json"
+show "$work/report.txt"
+
+grep '"type":"sample"' "$work/report.json" >"$work/samples"
+# each sample's own tid (the first of its line)
+tids=$(sed 's/^[^"]*"type":"sample","stall_id":[0-9]*,"pid":[0-9]*,"tid":\([0-9]*\),.*/\1/' \
+	"$work/samples" | sort -u)
+in_service() {
+	usyms "$1" | in_order lua_resume hlua_applet_http_fct task_run_applet \
+		process_runnable_tasks run_poll_loop
+}
+check "the busy thread is reported, in the Lua service under run_poll_loop" \
+	any_sample "$work/report.json" haproxy in_service hlua_applet_http_fct
+# frame 0 of the stall's first sample (100 ms of CPU time into the
+# request): the search itself, in Lua's string library or the C library's
+# memchr under it, not haproxy
+frame0_dso() {
+	echo "$1" | sed 's/.*"user_stack":\[{[^}]*"dso":"\([^"]*\)".*/\1/' | sed 's|.*/||'
+}
+first=$(grep '"sample_index":0,' "$work/samples" | head -n 1)
+echo "# frame 0 of the first sample: in $(frame0_dso "$first")"
+check "the first sample's innermost frame is in the search" \
+	sh -c "case '$(frame0_dso "$first")' in libc.so.6|liblua5.3.so.0) exit 0;; *) exit 1;; esac"
+check "only one thread is reported (not the other, waiting in epoll)" [ "$(echo "$tids" | grep -c .)" = 1 ]
+finish
