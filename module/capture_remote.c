@@ -11,11 +11,20 @@
  *
  * NMIs carry no sender: whichever NMI comes first on the target claims the
  * request (a perf or watchdog NMI that comes first captures the same
- * thread).  An NMI that finds no request within NMI_WINDOW_NS of stallcap's
- * last send to that CPU is taken for stallcap's own late one (after a
- * revoke, or after another NMI claimed the request) and swallowed once, so
- * that it is not reported as unknown; the window closes by itself, so an NMI
- * that never came leaves nothing wrong behind.
+ * thread).  An NMI that finds no request is taken for stallcap's own late
+ * one, and swallowed once so that it is not reported as unknown, in two
+ * cases:
+ *  - a request of this CPU was revoked (timed out, or its watch moved on)
+ *    since the CPU last entered its NMI handler: the revoked request was
+ *    never claimed, so its NMI has not been handled yet; NMIs held off meet
+ *    in one, so the next NMI of the CPU, whatever it finds, settles that
+ *    debt (remote_nmi_owed_until).  This holds however long the CPU held
+ *    NMIs off (another NMI handler running long), which a window counted
+ *    from the send does not;
+ *  - within NMI_WINDOW_NS of stallcap's last send to that CPU (another NMI
+ *    claimed the request before stallcap's own came).
+ * Both close by themselves (NMI_OWED_NS bounds the first), so an NMI that
+ * never came leaves nothing wrong behind for long.
  *
  * In IPI mode one call_single_data per target CPU is in flight at a time
  * (remote_csd_busy): a sender that finds it queued leaves its request in the
@@ -42,9 +51,12 @@
 #include "why.h"
 
 #define NMI_WINDOW_NS	(50 * NSEC_PER_MSEC)	/* TCG can deliver late */
+#define NMI_OWED_NS	NSEC_PER_SEC	/* a revoked request's NMI never came */
 
 static DEFINE_PER_CPU(struct stallcap_capture_req *, remote_req);
 static DEFINE_PER_CPU(u64, remote_nmi_until);
+/* until when the CPU's next NMI is a revoked request's (0: none owed) */
+static DEFINE_PER_CPU(u64, remote_nmi_owed_until);
 static DEFINE_PER_CPU(call_single_data_t, remote_csd);
 static DEFINE_PER_CPU(atomic_t, remote_csd_busy);
 
@@ -100,15 +112,23 @@ static void remote_capture(struct stallcap_capture_req *req,
 static int stallcap_nmi_handler(unsigned int type, struct pt_regs *regs)
 {
 	struct stallcap_capture_req *req;
-
 	u64 *until = this_cpu_ptr(&remote_nmi_until);
+	/*
+	 * This NMI is, or met, the NMI of any request revoked before it
+	 * (xchg(), not this_cpu_xchg(): the revoker writes from its CPU).
+	 */
+	u64 owed = xchg(this_cpu_ptr(&remote_nmi_owed_until), 0);
+	u64 now;
 
 	req = xchg(this_cpu_ptr(&remote_req), NULL);
 	if (req) {
 		remote_capture(req, regs);
 		return NMI_HANDLED;
 	}
-	if (ktime_get_mono_fast_ns() < READ_ONCE(*until)) {
+	now = ktime_get_mono_fast_ns();
+	if (now < owed)
+		return NMI_HANDLED;	/* a revoked request's */
+	if (now < READ_ONCE(*until)) {
 		WRITE_ONCE(*until, 0);	/* one late NMI of ours, once */
 		return NMI_HANDLED;
 	}
@@ -184,7 +204,13 @@ int stallcap_remote_send(struct stallcap_capture_req *req, int cpu)
  */
 bool stallcap_remote_revoke(struct stallcap_capture_req *req)
 {
-	return cmpxchg(per_cpu_ptr(&remote_req, req->cpu), req, NULL) == req;
+	if (cmpxchg(per_cpu_ptr(&remote_req, req->cpu), req, NULL) != req)
+		return false;
+	/* unclaimed: no NMI was handled there since the send; its own is due */
+	if (req->path == STALLCAP_PATH_NMI)
+		WRITE_ONCE(*per_cpu_ptr(&remote_nmi_owed_until, req->cpu),
+			   ktime_get_mono_fast_ns() + NMI_OWED_NS);
+	return true;
 }
 
 int stallcap_remote_init(void)
