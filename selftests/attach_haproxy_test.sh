@@ -73,9 +73,7 @@ stallcap report -f json "$work/hap.data" >"$work/report.json"
 show "$work/report.txt"
 
 grep '"type":"sample"' "$work/report.json" >"$work/samples"
-# each sample's own tid (the first of its line)
-tids=$(sed 's/^[^"]*"type":"sample","stall_id":[0-9]*,"pid":[0-9]*,"tid":\([0-9]*\),.*/\1/' \
-	"$work/samples" | sort -u)
+tids=$(sample_tids "$work/samples")
 in_service() {
 	usyms "$1" | in_order lua_resume hlua_applet_http_fct task_run_applet \
 		process_runnable_tasks run_poll_loop

@@ -55,10 +55,7 @@ stallcap report -f json "$work/mc.data" >"$work/report.json"
 show "$work/report.txt"
 
 grep '"type":"sample"' "$work/report.json" >"$work/samples"
-# each sample's own tid (the first: a sample may also name the task that
-# ran instead of it, or a lock owner, with theirs)
-tids=$(sed 's/^[^"]*"type":"sample","stall_id":[0-9]*,"pid":[0-9]*,"tid":\([0-9]*\),.*/\1/' \
-	"$work/samples" | sort -u)
+tids=$(sample_tids "$work/samples")
 in_loop() { usyms "$1" | grep -q '^event_base_loop '; }
 check "the stalled worker is reported" any_sample "$work/report.json" mc-worker in_loop event_base_loop
 check "only one thread is reported" [ "$(echo "$tids" | grep -c .)" = 1 ]

@@ -18,8 +18,10 @@
  * depends on how much of the CPU interrupts take (most, on the debug kernel).
  *
  * Also here, with the same setup: a thread migrating onto the timer's CPU
- * is not read from the timer's own frame, and an NMI stallcap did not send
- * is not swallowed (issue 11, review items 12 and 7).
+ * is not read from the timer's own frame, an NMI stallcap did not send
+ * is not swallowed (issue 11, review items 12 and 7), and stallcap's own
+ * NMI, held off on its CPU long after its last send, is not reported to the
+ * kernel as unknown (2026-11-28).
  */
 #include "stallcap_test.h"
 
@@ -32,6 +34,11 @@
 /* samples 1, 2, 4 and 8 ms apart: the next is due 16 ms after the 4th */
 #define BLOCK_AFTER_SAMPLES	4
 #define BLOCK_SAMPLE_CAP_MS	20
+/* samples 1, 2, ... 64 ms apart: the 9th is due 128 ms after the 8th */
+#define LONG_AFTER_SAMPLES	8
+#define LONG_SAMPLE_CAP_MS	200
+#define LONG_BLOCK_GAP_MS	60	/* the 8th send's window closed */
+#define LONG_BLOCK_MS		250	/* past the 9th's send, timeout and window */
 #define STALLS		12	/* stalls of max_samples samples each */
 #define MIN_NMI_SAMPLES	100	/* NMI samples needed for the test to mean much */
 #define BUDGET_MS	20000	/* keep going for this long to reach them */
@@ -386,14 +393,41 @@ static bool user_mode_sample(const struct sc_records *rs)
 }
 
 /*
- * One try: a stall sampled by NMI (intervals doubling up to 20 ms), NMIs
- * held off on its CPU for BLOCK_MS meanwhile.  Returns the samples read
- * after a timed-out request (0: the block did not hold any request off, try
- * again); the unknown NMIs counted during the stall and after a raw NMI go
- * to @during and @raw.
+ * How a try holds NMIs off: once @after samples are read (one in user
+ * mode among them), @gap_ns after the last one's capture, the test module's
+ * handler spins for the time @block names ("CPU MS", its nmi_block file);
+ * the session samples a stall @max_samples times at most.
+ */
+struct block_plan {
+	size_t after;
+	uint64_t gap_ns;
+	const char *block;
+	size_t max_samples;
+};
+
+/* The latest capture time of @rs's samples. */
+static uint64_t last_capture_ns(const struct sc_records *rs)
+{
+	uint64_t last = 0;
+
+	for (size_t j = 0; j < rs->n; j++) {
+		const struct stallcap_sample *r = (const void *)rs->rec[j];
+
+		if (r->hdr.type == STALLCAP_REC_SAMPLE && r->capture_ns > last)
+			last = r->capture_ns;
+	}
+	return last;
+}
+
+/*
+ * One try: a stall sampled by NMI, NMIs held off on its CPU as @bp says.
+ * Returns the samples read after a timed-out request (0: the block did not
+ * hold any request off, try again); the unknown NMIs counted during the
+ * stall and after a raw NMI go to @during and @raw (-1 both when no block
+ * was tried: no user-mode sample among the first @bp->max_samples).
  */
 static int block_once(struct __test_metadata *_metadata, FIXTURE_DATA(nmi_irq) *self,
-		      long *during, long *raw)
+		      const struct block_plan *bp, long *during, long *raw)
 {
 	struct spinner sp = { .s = &self->s };
 	struct sc_records rs = {};
@@ -416,17 +450,31 @@ static int block_once(struct __test_metadata *_metadata, FIXTURE_DATA(nmi_irq) *
 	 * capture completes when the block ends, which times nothing out.
 	 */
 	for (int i = 0; migrated >= 0 && (!user_mode_sample(&rs) ||
-			sc_records_count(&rs, STALLCAP_REC_SAMPLE) < BLOCK_AFTER_SAMPLES); i++) {
+			sc_records_count(&rs, STALLCAP_REC_SAMPLE) < bp->after); i++) {
 		size_t want = sc_records_count(&rs, STALLCAP_REC_SAMPLE) + 1;
 
+		if (want > bp->max_samples) {	/* none in user mode */
+			__atomic_store_n(&sp.stop, 1, __ATOMIC_RELEASE);
+			pthread_join(th, NULL);
+			sc_ring_collect(&self->s, &rs, STALLCAP_REC_STALL_END, 1, SC_WAIT_MS);
+			sc_records_free(&rs);
+			*during = *raw = -1;
+			return sp.ret ? -1 : 0;
+		}
 		if (i == SC_MAX_SAMPLES ||
 		    sc_ring_collect(&self->s, &rs, STALLCAP_REC_SAMPLE, want,
 				    SC_WAIT_MS) < (int)want)
 			migrated = -1;
 	}
+	if (bp->gap_ns) {
+		uint64_t at = last_capture_ns(&rs) + bp->gap_ns, now = sc_now_ns();
+
+		if (at > now)
+			sc_sleep_ms((at - now + 999999) / 1000000);
+	}
 	/* the block's NMI handler "took too long" on purpose (scripts/vmtest.sh) */
 	sc_kmsg("vmtest: allow-slow-nmi begin\n");
-	if (migrated || write_param(SPIN_DIR "nmi_block", "1 " SC_STR(BLOCK_MS)))
+	if (migrated || write_param(SPIN_DIR "nmi_block", bp->block))
 		migrated = -1;
 	sc_sleep_ms(5);
 	__atomic_store_n(&sp.stop, 1, __ATOMIC_RELEASE);
@@ -480,6 +528,10 @@ TEST_F_TIMEOUT(nmi_irq, an_nmi_stallcap_did_not_send_is_not_swallowed, 180)
 		.ring_bytes = 4 << 20, .user_stack_bytes = 64,
 		.max_samples = SC_MAX_SAMPLES, .sample_cap_ns = SC_MS(BLOCK_SAMPLE_CAP_MS),
 	};
+	const struct block_plan plan = {
+		.after = BLOCK_AFTER_SAMPLES, .block = "1 " SC_STR(BLOCK_MS),
+		.max_samples = SC_MAX_SAMPLES,
+	};
 	long during = 0, raw = 0;
 	int migrated = 0;
 
@@ -489,11 +541,56 @@ TEST_F_TIMEOUT(nmi_irq, an_nmi_stallcap_did_not_send_is_not_swallowed, 180)
 	ASSERT_EQ(0, write_param(CHECK_US, self->check_us));
 	ASSERT_EQ(0, sc_configure(&self->s, &o));
 	for (int attempt = 1; attempt <= SC_ATTEMPTS && migrated < 1; attempt++) {
-		migrated = block_once(_metadata, self, &during, &raw);
+		migrated = block_once(_metadata, self, &plan, &during, &raw);
 		ASSERT_LE(0, migrated);
 		TH_LOG("attempt %d: %d samples read after a timed-out NMI; unknown NMIs: %ld during, %ld after the raw one",
 		       attempt, migrated, during, raw);
 		EXPECT_EQ(0, during) TH_LOG("stallcap's own NMI reported unknown");
+		EXPECT_EQ(1, raw) TH_LOG("the raw NMI was swallowed");
+	}
+	EXPECT_LE(1, migrated) TH_LOG("no request timed out: the block never held NMIs off");
+}
+
+/*
+ * NMIs held off for long after stallcap's last send (a long NMI handler
+ * elsewhere): samples 64 and 128 ms apart (cap LONG_SAMPLE_CAP_MS); after
+ * the 8th (LONG_AFTER_SAMPLES), with its own send's window (50 ms) closed,
+ * the test module's handler spins LONG_BLOCK_MS on the thread's CPU.  The
+ * 9th sample, the last (max_samples), is sent 128 ms after the 8th, inside
+ * the block: its request times out and is revoked, and no send follows.
+ * Its NMI, held off, comes when the block ends, far past the send's window:
+ * it is still stallcap's, owed since the revoke, and must not reach the
+ * kernel as unknown; an NMI nobody sent for stallcap afterwards still must.
+ * (The block's own NMI comes with no stallcap send within 50 ms: stallcap
+ * does not claim it, so the kernel does not swallow the NMI after it as the
+ * second event of one NMI.)
+ */
+TEST_F_TIMEOUT(nmi_irq, a_revoked_request_nmi_held_off_for_long_is_not_unknown, 180)
+{
+	struct sc_opts o = {
+		.ring_bytes = 4 << 20, .user_stack_bytes = 64,
+		.max_samples = LONG_AFTER_SAMPLES + 1,
+		.sample_cap_ns = SC_MS(LONG_SAMPLE_CAP_MS),
+	};
+	const struct block_plan plan = {
+		.after = LONG_AFTER_SAMPLES, .gap_ns = SC_MS(LONG_BLOCK_GAP_MS),
+		.block = "1 " SC_STR(LONG_BLOCK_MS), .max_samples = LONG_AFTER_SAMPLES + 1,
+	};
+	long during = 0, raw = 0;
+	int migrated = 0;
+
+	if (access(SPIN_DIR "nmi_block", W_OK))
+		SKIP(return, "no test module with NMIs (%s)", SPIN_DIR);
+	ASSERT_EQ(0, write_param(CHECK_US, self->check_us));
+	ASSERT_EQ(0, sc_configure(&self->s, &o));
+	for (int attempt = 1; attempt <= SC_ATTEMPTS && migrated < 1; attempt++) {
+		migrated = block_once(_metadata, self, &plan, &during, &raw);
+		ASSERT_LE(0, migrated);
+		TH_LOG("attempt %d: %d samples read after a timed-out NMI; unknown NMIs: %ld during, %ld after the raw one",
+		       attempt, migrated, during, raw);
+		if (raw < 0)
+			continue;	/* no block tried */
+		EXPECT_EQ(0, during) TH_LOG("stallcap's own NMI, held off, reported unknown");
 		EXPECT_EQ(1, raw) TH_LOG("the raw NMI was swallowed");
 	}
 	EXPECT_LE(1, migrated) TH_LOG("no request timed out: the block never held NMIs off");

@@ -43,6 +43,14 @@ reading() {
 # samples FILE COMM: the JSON sample lines of thread COMM
 samples() { grep '"type":"sample"' "$1" | grep "\"comm\":\"$2\""; }
 
+# sample_tids FILE: the distinct tids of FILE's JSON sample lines, each
+# sample's own (the first of its line: a sample may also name the task that
+# ran instead of it, or a lock owner, with theirs)
+sample_tids() {
+	sed 's/^[^"]*"type":"sample","stall_id":[0-9]*,"pid":[0-9]*,"tid":\([0-9]*\),.*/\1/' \
+		"$1" | sort -u
+}
+
 # ksyms LINE: kernel symbols of a sample line, innermost first
 ksyms() {
 	echo "$1" | sed 's/.*"kernel_stack":\(.*\),"user_stack":.*/\1/' |
