@@ -126,10 +126,9 @@ static int stallcap_nmi_handler(unsigned int type, struct pt_regs *regs)
 		return NMI_HANDLED;
 	}
 	now = ktime_get_mono_fast_ns();
-	if (now < owed)
-		return NMI_HANDLED;	/* a revoked request's */
-	if (now < READ_ONCE(*until)) {
-		WRITE_ONCE(*until, 0);	/* one late NMI of ours, once */
+	if (now < owed || now < READ_ONCE(*until)) {
+		/* a revoked request's, or a late one: one swallow per send */
+		WRITE_ONCE(*until, 0);
 		return NMI_HANDLED;
 	}
 	return NMI_DONE;	/* not ours */
