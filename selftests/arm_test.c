@@ -336,16 +336,21 @@ TEST_F(arm, cputime_watch_blames_spinning_not_sleeping)
 	EXPECT_TRUE(r->state == STALLCAP_STATE_RUNNING ||
 		    r->state == STALLCAP_STATE_RUNNABLE)
 		TH_LOG("state %u", r->state);
-	if (r->capture_ns < t_spin) {
+	if (r->capture_ns < t_spin)
 		EXPECT_LE(self->timeout, used + SC_MS(1))
 			TH_LOG("captured %llu ns before the spin with %llu ns of CPU time used",
 			       (unsigned long long)(t_spin - r->capture_ns),
 			       (unsigned long long)used);
+	/*
+	 * Spent before the spin, the budget's stall may be captured on the
+	 * way into it too (CI37, debug: 12 ms late, in the page fault of the
+	 * spin's first instructions), so frame 0 is the spin only otherwise.
+	 */
+	if (self->timeout <= used + SC_MS(1))
 		TH_LOG("budget spent before the spin (%llu ns): frame 0 not checked",
 		       (unsigned long long)used);
-	} else {
+	else
 		EXPECT_TRUE(sc_ip_in_fn(sc_regs(r)->ip, spin_in_user));
-	}
 	/* the rest of the budget was spent spinning (1 ms for accounting) */
 	if (used < self->timeout)
 		EXPECT_LE(t_spin + (self->timeout - used) - SC_MS(1), r->capture_ns)
