@@ -515,6 +515,33 @@ static int block_once(struct __test_metadata *_metadata, FIXTURE_DATA(nmi_irq) *
 }
 
 /*
+ * Tries of @bp (a session configured with @o) until one times a request
+ * out: no unknown NMI may be counted during the stall, exactly one after a
+ * raw NMI nobody sent for stallcap.
+ */
+static void block_tries(struct __test_metadata *_metadata, FIXTURE_DATA(nmi_irq) *self,
+			const struct sc_opts *o, const struct block_plan *bp)
+{
+	long during = 0, raw = 0;
+	int migrated = 0;
+
+	/* the usual checking period: the timer stays on CPU 0 */
+	ASSERT_EQ(0, write_param(CHECK_US, self->check_us));
+	ASSERT_EQ(0, sc_configure(&self->s, o));
+	for (int attempt = 1; attempt <= SC_ATTEMPTS && migrated < 1; attempt++) {
+		migrated = block_once(_metadata, self, bp, &during, &raw);
+		ASSERT_LE(0, migrated);
+		TH_LOG("attempt %d: %d samples read after a timed-out NMI; unknown NMIs: %ld during, %ld after the raw one",
+		       attempt, migrated, during, raw);
+		if (raw < 0)
+			continue;	/* no block tried */
+		EXPECT_EQ(0, during) TH_LOG("stallcap's own NMI reported unknown");
+		EXPECT_EQ(1, raw) TH_LOG("the raw NMI was swallowed");
+	}
+	EXPECT_LE(1, migrated) TH_LOG("no request timed out: the block never held NMIs off");
+}
+
+/*
  * NMIs carry no sender.  Held off on the thread's CPU (the test module's
  * NMI handler spins there BLOCK_MS), stallcap's requests time out and are
  * revoked one after another while their NMIs merge into one; the late NMI
@@ -524,7 +551,7 @@ static int block_once(struct __test_metadata *_metadata, FIXTURE_DATA(nmi_irq) *
  */
 TEST_F_TIMEOUT(nmi_irq, an_nmi_stallcap_did_not_send_is_not_swallowed, 180)
 {
-	struct sc_opts o = {
+	const struct sc_opts o = {
 		.ring_bytes = 4 << 20, .user_stack_bytes = 64,
 		.max_samples = SC_MAX_SAMPLES, .sample_cap_ns = SC_MS(BLOCK_SAMPLE_CAP_MS),
 	};
@@ -532,23 +559,10 @@ TEST_F_TIMEOUT(nmi_irq, an_nmi_stallcap_did_not_send_is_not_swallowed, 180)
 		.after = BLOCK_AFTER_SAMPLES, .block = "1 " SC_STR(BLOCK_MS),
 		.max_samples = SC_MAX_SAMPLES,
 	};
-	long during = 0, raw = 0;
-	int migrated = 0;
 
 	if (access(SPIN_DIR "nmi_block", W_OK))
 		SKIP(return, "no test module with NMIs (%s)", SPIN_DIR);
-	/* the usual checking period: the timer stays on CPU 0 */
-	ASSERT_EQ(0, write_param(CHECK_US, self->check_us));
-	ASSERT_EQ(0, sc_configure(&self->s, &o));
-	for (int attempt = 1; attempt <= SC_ATTEMPTS && migrated < 1; attempt++) {
-		migrated = block_once(_metadata, self, &plan, &during, &raw);
-		ASSERT_LE(0, migrated);
-		TH_LOG("attempt %d: %d samples read after a timed-out NMI; unknown NMIs: %ld during, %ld after the raw one",
-		       attempt, migrated, during, raw);
-		EXPECT_EQ(0, during) TH_LOG("stallcap's own NMI reported unknown");
-		EXPECT_EQ(1, raw) TH_LOG("the raw NMI was swallowed");
-	}
-	EXPECT_LE(1, migrated) TH_LOG("no request timed out: the block never held NMIs off");
+	block_tries(_metadata, self, &o, &plan);
 }
 
 /*
@@ -567,7 +581,7 @@ TEST_F_TIMEOUT(nmi_irq, an_nmi_stallcap_did_not_send_is_not_swallowed, 180)
  */
 TEST_F_TIMEOUT(nmi_irq, a_revoked_request_nmi_held_off_for_long_is_not_unknown, 180)
 {
-	struct sc_opts o = {
+	const struct sc_opts o = {
 		.ring_bytes = 4 << 20, .user_stack_bytes = 64,
 		.max_samples = LONG_AFTER_SAMPLES + 1,
 		.sample_cap_ns = SC_MS(LONG_SAMPLE_CAP_MS),
@@ -576,24 +590,10 @@ TEST_F_TIMEOUT(nmi_irq, a_revoked_request_nmi_held_off_for_long_is_not_unknown, 
 		.after = LONG_AFTER_SAMPLES, .gap_ns = SC_MS(LONG_BLOCK_GAP_MS),
 		.block = "1 " SC_STR(LONG_BLOCK_MS), .max_samples = LONG_AFTER_SAMPLES + 1,
 	};
-	long during = 0, raw = 0;
-	int migrated = 0;
 
 	if (access(SPIN_DIR "nmi_block", W_OK))
 		SKIP(return, "no test module with NMIs (%s)", SPIN_DIR);
-	ASSERT_EQ(0, write_param(CHECK_US, self->check_us));
-	ASSERT_EQ(0, sc_configure(&self->s, &o));
-	for (int attempt = 1; attempt <= SC_ATTEMPTS && migrated < 1; attempt++) {
-		migrated = block_once(_metadata, self, &plan, &during, &raw);
-		ASSERT_LE(0, migrated);
-		TH_LOG("attempt %d: %d samples read after a timed-out NMI; unknown NMIs: %ld during, %ld after the raw one",
-		       attempt, migrated, during, raw);
-		if (raw < 0)
-			continue;	/* no block tried */
-		EXPECT_EQ(0, during) TH_LOG("stallcap's own NMI, held off, reported unknown");
-		EXPECT_EQ(1, raw) TH_LOG("the raw NMI was swallowed");
-	}
-	EXPECT_LE(1, migrated) TH_LOG("no request timed out: the block never held NMIs off");
+	block_tries(_metadata, self, &o, &plan);
 }
 
 TEST_HARNESS_MAIN
