@@ -95,7 +95,9 @@ verbose=${V:-0}
 # reader reads it once, when the session opens, in one pass, they take
 # 36 s and 34 s there, and debug runs beside the production kernels
 # (scripts/check.sh).  DEBUG_SKIP names tests the debug kernel leaves to
-# the others: nginx and node, the longest there (219 s each by the guest's
+# the others: haproxy (CI38: under a loaded host its recv() and shutdown()
+# took 100 ms of CPU time there, real stalls of a 100 ms CPU-time watch
+# besides the one the test makes), nginx and node, the longest there (219 s each by the guest's
 # clock beside the production guests, CI26; 198 s and 408 s on the CI
 # machine of 2026-11-27, where the debug guest, CPU-bound, ran for the
 # whole main lane and slowed it by a third).  The module paths they take
@@ -107,7 +109,7 @@ tool_dwarf_test.sh tool_newer_records_test.sh tool_ns_test.sh tool_inprocess_tes
 tool_live_test.sh tool_kmod_test.sh tool_idle_reader_test.sh}
 TOOL_KERNELS=${TOOL_KERNELS-5.10 7.3}
 # Tests the debug kernel leaves to the others (see above).
-DEBUG_SKIP=${DEBUG_SKIP-attach_nginx_test.sh attach_node_test.sh}
+DEBUG_SKIP=${DEBUG_SKIP-attach_nginx_test.sh attach_node_test.sh attach_haproxy_test.sh}
 [ "$verbose" = 1 ] || verbose=0
 kernels=()
 while [ $# -gt 0 ]; do
