@@ -113,11 +113,13 @@ static int stallcap_nmi_handler(unsigned int type, struct pt_regs *regs)
 {
 	struct stallcap_capture_req *req;
 	u64 *until = this_cpu_ptr(&remote_nmi_until);
+	u64 *owed_until = this_cpu_ptr(&remote_nmi_owed_until);
 	/*
 	 * This NMI is, or met, the NMI of any request revoked before it
-	 * (xchg(), not this_cpu_xchg(): the revoker writes from its CPU).
+	 * (xchg(), not this_cpu_xchg(): the revoker writes from its CPU;
+	 * a plain read first: nothing is owed for nearly every NMI).
 	 */
-	u64 owed = xchg(this_cpu_ptr(&remote_nmi_owed_until), 0);
+	u64 owed = READ_ONCE(*owed_until) ? xchg(owed_until, 0) : 0;
 	u64 now;
 
 	req = xchg(this_cpu_ptr(&remote_req), NULL);
