@@ -58,6 +58,8 @@ matrix() {
 	7.3	trixie-backports	^linux-headers-7\.3\.[0-9]+\+deb[0-9]+-amd64$	default
 	7.3-rt	trixie-backports	^linux-headers-7\.3\.[0-9]+\+deb[0-9]+-rt-amd64$	extra
 	6.1-rt	bookworm	^linux-headers-6\.1\.0-[0-9]+-rt-amd64$	extra
+	6.12-trixie	trixie	^linux-headers-6\.12\.[0-9]+\+deb13-amd64$	extra
+	7.3-cloud	trixie-backports	^linux-headers-7\.3\.[0-9]+\+deb13-cloud-amd64$	extra
 	EOF
 }
 
