@@ -34,7 +34,7 @@ packages=(
 	python3-prometheus-client
 	linux-source-6.12 debootstrap
 	dpkg-dev debhelper dh-dkms dkms lintian fakeroot cmake pandoc
-	redis-server redis-tools memcached nodejs golang-go nginx haproxy
+	redis-server redis-tools memcached nodejs golang-go nginx haproxy lighttpd
 	linux-perf
 )
 

@@ -74,23 +74,18 @@ wait_record "$rec"
 check "record exits when haproxy does" [ "$?" = 0 ]
 sed 's/^/# record: /' "$work/record.out"
 
-stallcap report "$work/hap.data" >"$work/report.txt"
-stallcap report -f json "$work/hap.data" >"$work/report.json"
-show "$work/report.txt"
+reports hap
 
-grep '"type":"sample"' "$work/report.json" >"$work/samples"
+grep '"type":"sample"' "$work/hap.json" >"$work/samples"
 in_service() {
 	usyms "$1" | in_order lua_resume hlua_applet_http_fct task_run_applet \
 		process_runnable_tasks run_poll_loop
 }
 check "the busy thread is reported, in the Lua service under run_poll_loop" \
-	any_sample "$work/report.json" haproxy in_service lua_resume
+	any_sample "$work/hap.json" haproxy in_service lua_resume
 # frame 0 of the first sample taken inside the search (under lua_resume): the
 # search itself, in Lua's string library or the C library's memchr under
 # it, not haproxy
-frame0_dso() {
-	echo "$1" | sed 's/.*"user_stack":\[{[^}]*"dso":"\([^"]*\)".*/\1/' | sed 's|.*/||'
-}
 first=$(grep -F '"sym":"lua_resume"' "$work/samples" | head -n 1)
 echo "# frame 0 of the search's first sample: in $(frame0_dso "$first")"
 check "the search's first sample has its innermost frame in the search" \
@@ -100,5 +95,5 @@ tids=$(sample_tids "$work/samples")
 check "only one thread is reported (the other waits in epoll)" \
 	[ "$(echo "$tids" | grep -c .)" = 1 ]
 check "waiting in epoll_wait is never a stall" \
-	no_kernel_frame "$work/report.json" haproxy ep_poll do_epoll_wait
+	no_kernel_frame "$work/hap.json" haproxy ep_poll do_epoll_wait
 finish

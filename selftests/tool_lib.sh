@@ -64,6 +64,12 @@ usyms() {
 		sed 's/"method":"\([a-z]*\)","sym":"\([^"]*\)"/\2 \1/'
 }
 
+# frame0_dso LINE: the file name of the DSO of a JSON sample's innermost
+# user frame
+frame0_dso() {
+	echo "$1" | sed 's/.*"user_stack":\[{[^}]*"dso":"\([^"]*\)".*/\1/' | sed 's|.*/||'
+}
+
 # in_order WORD...: stdin holds every WORD (first field), in this order
 in_order() {
 	awk -v want="$*" 'BEGIN { n = split(want, w, " "); i = 1 }
