@@ -482,18 +482,20 @@ static void attach_end_gone(struct stallcap_session *sess)
 }
 
 /**
- * stallcap_attach_inherited() - attach the current process as @parent
+ * stallcap_attach_inherited() - attach @task's process as @parent
  * @parent: the attach that follows it (STALLCAP_ATTACH_INHERIT), alive
+ * @task: a thread of the process to attach
  *
- * The current process was created by @parent's process, or is that process
+ * @task's process was created by @parent's process, or is that process
  * (or a child of it) after an exec.  The new attach has @parent's deadline,
- * tag and flags, its watch limit exemption, and the current thread's watch.
- * (A set-user-ID program, or one @parent's maker may not trace, never gets
- * here: attach_follow.c.)
- * Context: process, the current process's task_work.
+ * tag and flags, its watch limit exemption, and watches of the threads it
+ * has now.  (A set-user-ID program, or one @parent's maker may not trace,
+ * never gets here: attach_follow.c.)
+ * Context: process: @task's task_work, or a worker (compat.h).
  * Return: 0, -EEXIST if attached already, or the reason it cannot be.
  */
-int stallcap_attach_inherited(struct stallcap_attach_ent *parent)
+int stallcap_attach_inherited(struct stallcap_attach_ent *parent,
+			      struct task_struct *task)
 {
 	struct stallcap_session *sess = parent->sess;
 	struct stallcap_attach arg = {
@@ -501,18 +503,18 @@ int stallcap_attach_inherited(struct stallcap_attach_ent *parent)
 		.flags = STALLCAP_ATTACH_INHERIT |
 			 (parent->cputime ? STALLCAP_ATTACH_CPUTIME : 0) |
 			 (parent->park ? STALLCAP_ATTACH_PARK : 0),
-		.pid = task_tgid_nr_ns(current, sess->pid_ns),
+		.pid = task_tgid_nr_ns(task, sess->pid_ns),
 		.timeout_ns = parent->timeout_ns,
 		.user_tag = parent->user_tag,
 	};
-	struct mm_struct *mm = get_task_mm(current);
+	struct mm_struct *mm = get_task_mm(task);
 	int ret;
 
 	if (!mm)
 		return -ESRCH;
 	mutex_lock(&sess->lock);
 	ret = READ_ONCE(parent->dead) ? -ESRCH :
-	      attach_locked(sess, &arg, current->group_leader, mm, parent);
+	      attach_locked(sess, &arg, task->group_leader, mm, parent);
 	/* after: @parent may be the program this exec replaced */
 	attach_end_gone(sess);
 	mutex_unlock(&sess->lock);
@@ -563,6 +565,18 @@ int stallcap_detach(struct stallcap_session *sess, unsigned long pid)
 void stallcap_attach_release(struct stallcap_session *sess)
 {
 	stallcap_detach(sess, 0);
+}
+
+/**
+ * stallcap_attach_queue_work() - run @work on the attach's workqueue, which
+ * module exit drains
+ * @work: the work item
+ *
+ * Context: any but NMI.
+ */
+void stallcap_attach_queue_work(struct work_struct *work)
+{
+	queue_work(attach_free_wq, work);
 }
 
 int stallcap_attach_init(void)

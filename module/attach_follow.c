@@ -88,32 +88,88 @@ static void twork_put(struct stallcap_attach_ent *a)
 	module_put(THIS_MODULE);
 }
 
-/*
- * Queue @nt on @task to run @fn; false (all undone) if @task is exiting.
- */
-static bool twork_queue(struct stallcap_attach_twork *nt,
-			struct task_struct *task, task_work_func_t fn)
+/* The request @nt (its task_work, or its work item) is done. */
+static void twork_done(struct stallcap_attach_twork *nt)
 {
-	init_task_work(&nt->twork, fn);
-	atomic_set(&stallcap_task_works_used, 1);	/* stallcap_defer_exit() */
-	if (!task_work_add(task, &nt->twork, SC_TWA_RESUME_ATOMIC))
-		return true;
 	twork_free(nt);
 	stallcap_attach_put(nt->a);	/* call_rcu(): any context but NMI */
 	module_put(THIS_MODULE);
+}
+
+/*
+ * Without task_work_add() (compat.h): @fn runs in a worker, for @task,
+ * unless @task executed another program since (a set-user-ID one, maybe:
+ * its exec decides for itself) or is exiting.  It runs later than the
+ * task_work would have: the thread may have gone on to its next wait call.
+ */
+static void twork_worker_fn(struct work_struct *work)
+{
+	struct stallcap_attach_twork *nt;
+	struct stallcap_attach_ent *a;
+	struct task_struct *task;
+	struct mm_struct *mm;
+
+	nt = container_of(work, struct stallcap_attach_twork, work);
+	a = nt->a;
+	task = nt->task;
+	mm = nt->mm;
+	if (READ_ONCE(task->mm) == mm && !(READ_ONCE(task->flags) & PF_EXITING))
+		nt->fn(a, task);
+	put_task_struct(task);
+	mmdrop(mm);
+	twork_done(nt);
+}
+
+static bool twork_queue_worker(struct stallcap_attach_twork *nt,
+			       struct task_struct *task,
+			       void (*fn)(struct stallcap_attach_ent *a,
+					  struct task_struct *task))
+{
+	struct mm_struct *mm = READ_ONCE(task->mm);
+
+	if (!mm || (task->flags & PF_EXITING)) {
+		twork_done(nt);
+		return false;
+	}
+	mmgrab(mm);
+	nt->mm = mm;
+	nt->task = get_task_struct(task);
+	nt->fn = fn;
+	INIT_WORK(&nt->work, twork_worker_fn);
+	stallcap_attach_queue_work(&nt->work);
+	return true;
+}
+
+/*
+ * Queue @nt on @task to run @fn (a task_work) or @worker_fn (a worker,
+ * compat.h); false (all undone) if @task is exiting.
+ */
+static bool twork_queue(struct stallcap_attach_twork *nt,
+			struct task_struct *task, task_work_func_t fn,
+			void (*worker_fn)(struct stallcap_attach_ent *a,
+					  struct task_struct *task))
+{
+	if (!SC_HAVE_TASK_WORK)
+		return twork_queue_worker(nt, task, worker_fn);
+	init_task_work(&nt->twork, fn);
+	atomic_set(&stallcap_task_works_used, 1);	/* stallcap_defer_exit() */
+	if (!sc_task_work_add(task, &nt->twork, SC_TWA_RESUME_ATOMIC))
+		return true;
+	twork_done(nt);
 	return false;
 }
 
 /*
- * The session of @a with a reference, if @a still wants the current task
- * (not detached, the task not exiting); else NULL.  Process context.
+ * The session of @a with a reference, if @a still wants @task (not
+ * detached, the task not exiting); else NULL.  Process context.
  */
-static struct stallcap_session *twork_session(struct stallcap_attach_ent *a)
+static struct stallcap_session *twork_session(struct stallcap_attach_ent *a,
+					      struct task_struct *task)
 {
 	struct stallcap_session *sess = NULL;
 
 	stallcap_attach_lock();
-	if (!READ_ONCE(a->dead) && !(current->flags & PF_EXITING)) {
+	if (!READ_ONCE(a->dead) && !(READ_ONCE(task->flags) & PF_EXITING)) {
 		sess = a->sess;
 		stallcap_session_get(sess);
 	}
@@ -123,38 +179,54 @@ static struct stallcap_session *twork_session(struct stallcap_attach_ent *a)
 
 /* ---- new threads: a watch made when their first wait call returns ---- */
 
+/*
+ * @task's watch: busy if made as its wait call returns (the task_work),
+ * else idle (a worker: it goes busy when a wait call returns).
+ */
+static void newthread_make(struct stallcap_attach_ent *a,
+			   struct task_struct *task, bool busy)
+{
+	struct stallcap_session *sess;
+
+	sess = READ_ONCE(task->mm) == a->mm ? twork_session(a, task) : NULL;
+	if (!sess)
+		return;
+	mutex_lock(&sess->lock);
+	if (!READ_ONCE(a->dead) && stallcap_attach_watch_task(a, task, busy)) {
+		WRITE_ONCE(a->no_new_threads, true);
+		stallcap_attach_missed(a, task, true);
+	}
+	mutex_unlock(&sess->lock);
+	stallcap_session_put(sess);
+}
+
 static void newthread_fn(struct callback_head *cb)
 {
 	struct stallcap_attach_ent *a = twork_take(cb);
-	struct stallcap_session *sess;
 
-	sess = current->mm == a->mm ? twork_session(a) : NULL;
-	if (sess) {
-		mutex_lock(&sess->lock);
-		if (!READ_ONCE(a->dead) &&
-		    stallcap_attach_watch_task(a, current, true)) {
-			WRITE_ONCE(a->no_new_threads, true);
-			stallcap_attach_missed(a, current, true);
-		}
-		mutex_unlock(&sess->lock);
-		stallcap_session_put(sess);
-	}
+	newthread_make(a, current, true);
 	twork_put(a);
+}
+
+static void newthread_worker(struct stallcap_attach_ent *a,
+			     struct task_struct *task)
+{
+	newthread_make(a, task, false);
 }
 
 /*
  * @a's process has a thread without a watch: queue its creation.  When all
- * requests are in flight the thread's next wait call asks again.
+ * requests are in flight the thread's next wait call asks again.  Return:
+ * queued.
  */
-static void newthread_request(struct stallcap_attach_ent *a)
+static bool newthread_request(struct stallcap_attach_ent *a)
 {
 	struct stallcap_attach_twork *nt;
 
 	if (READ_ONCE(a->no_new_threads) || current->flags & PF_EXITING)
-		return;
+		return false;
 	nt = twork_get(a);
-	if (nt)
-		twork_queue(nt, current, newthread_fn);
+	return nt && twork_queue(nt, current, newthread_fn, newthread_worker);
 }
 
 /* ---- threads inside a wait call at the attach: busy once it returns ---- */
@@ -198,7 +270,8 @@ int stallcap_attach_resume_request(struct stallcap_attach_ent *a,
 {
 	struct stallcap_attach_twork *rt;
 
-	if (!stallcap_task_in_wait_call(task, a->park))
+	/* STALLCAP_FEAT_ATTACH_RESUME: from its next wait call (compat.h) */
+	if (!SC_HAVE_TASK_WORK || !stallcap_task_in_wait_call(task, a->park))
 		return 0;
 	rt = kmalloc(sizeof(*rt), GFP_KERNEL_ACCOUNT);
 	if (!rt)
@@ -211,7 +284,7 @@ int stallcap_attach_resume_request(struct stallcap_attach_ent *a,
 	rt->a = a;
 	init_task_work(&rt->twork, resumed_fn);
 	atomic_set(&stallcap_task_works_used, 1);	/* stallcap_defer_exit() */
-	if (task_work_add(task, &rt->twork, TWA_RESUME)) {
+	if (sc_task_work_add(task, &rt->twork, TWA_RESUME)) {
 		kfree(rt);	/* exiting: its watch ends with it */
 		twork_put(a);
 	}
@@ -241,12 +314,14 @@ static unsigned int attaches_counting(const struct mm_struct *mm, bool park)
  * The current thread entered a wait call with @watched watches counting
  * it: an attach of its process that has none for it yet (a thread created
  * after the attach, or one whose first call counts only for another
- * attach) asks for one.
+ * attach) asks for one.  Return: one was asked for from a worker (compat.h),
+ * which may make it before this call returns.
  */
-static void newthread_check(const struct mm_struct *mm, bool park,
+static bool newthread_check(const struct mm_struct *mm, bool park,
 			    unsigned int watched)
 {
 	struct stallcap_attach_ent *a;
+	bool queued = false;
 
 	rcu_read_lock();
 	if (attaches_counting(mm, park) > watched)
@@ -254,8 +329,9 @@ static void newthread_check(const struct mm_struct *mm, bool park,
 					   (unsigned long)mm)
 			if (attach_counts(a, mm, park) &&
 			    !stallcap_watched_by_attach(a))
-				newthread_request(a);
+				queued |= newthread_request(a);
 	rcu_read_unlock();
+	return queued && !SC_HAVE_TASK_WORK;
 }
 
 /**
@@ -289,7 +365,8 @@ bool stallcap_attach_wants_current(bool park)
  * exit is no busy period (the exit of a large process's last thread, its
  * address space torn down, can take longer than a deadline).
  * Context: kretprobe handler of the current thread, preemption disabled.
- * Return: true if the thread has attached watches (its return matters).
+ * Return: true if the thread has attached watches, or a worker is making
+ * one (its return matters).
  */
 bool stallcap_attach_wait_boundary(bool busy, bool park, bool restartable)
 {
@@ -300,27 +377,34 @@ bool stallcap_attach_wait_boundary(bool busy, bool park, bool restartable)
 		return false;
 	watched = stallcap_watches_attached_mark(current, busy, park,
 						 restartable);
-	if (!busy)
-		newthread_check(mm, park, watched);
+	if (!busy && newthread_check(mm, park, watched))
+		return true;
 	return watched;
 }
 
 /* ---- new processes and programs: an attach of their own ---- */
 
+/* Attach @task's process (new, or a new program) as @a does. */
+static void follow_make(struct stallcap_attach_ent *a, struct task_struct *task)
+{
+	struct stallcap_session *sess;
+	int ret;
+
+	sess = twork_session(a, task);
+	if (!sess)
+		return;
+	ret = stallcap_attach_inherited(a, task);
+	if (ret && ret != -EEXIST && ret != -ESRCH)
+		stallcap_attach_missed(a, task, false);
+	stallcap_session_put(sess);
+}
+
 /* In the new process (or program), on its way to user space. */
 static void follow_fn(struct callback_head *cb)
 {
 	struct stallcap_attach_ent *a = twork_take(cb);
-	struct stallcap_session *sess;
-	int ret;
 
-	sess = twork_session(a);
-	if (sess) {
-		ret = stallcap_attach_inherited(a);
-		if (ret && ret != -EEXIST && ret != -ESRCH)
-			stallcap_attach_missed(a, current, false);
-		stallcap_session_put(sess);
-	}
+	follow_make(a, current);
 	twork_put(a);
 }
 
@@ -334,7 +418,7 @@ static void follow_request(struct stallcap_attach_ent *a,
 		stallcap_attach_missed(a, task, false);
 		return;
 	}
-	twork_queue(nt, task, follow_fn);
+	twork_queue(nt, task, follow_fn, follow_make);
 }
 
 static void probe_sched_process_fork(void *data, struct task_struct *parent,

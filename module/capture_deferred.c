@@ -212,7 +212,7 @@ static void defer_done_work(struct work_struct *work)
 /* Context: any but NMI (hard IRQ included, also on PREEMPT_RT). */
 static void defer_queue_task_work(struct stallcap_defer *d)
 {
-	if (!task_work_add(d->task, &d->twork, SC_TWA_RESUME_ATOMIC))
+	if (!sc_task_work_add(d->task, &d->twork, SC_TWA_RESUME_ATOMIC))
 		return;
 	/* the thread is past exit_task_work(): no user stack ever */
 	defer_lost(d->sess);
@@ -296,6 +296,10 @@ static void defer_request(struct stallcap_watch *w, struct stallcap_sample *s,
 {
 	struct stallcap_defer *d = w->defer;
 
+	if (!SC_HAVE_TASK_WORK) {	/* compat.h: nothing is deferred */
+		s->flags |= STALLCAP_SAMPLE_USTACK_MISSED;
+		return;
+	}
 	if (READ_ONCE(d->state) == DEFER_QUEUED) {
 		s->cookie = READ_ONCE(d->cookie);
 		s->flags |= STALLCAP_SAMPLE_DEFER_PENDING;
@@ -376,11 +380,14 @@ void stallcap_defer_request_user(struct stallcap_watch *w,
  *
  * Not an abandoned one: it holds no registers, and the thread's next return
  * to user space ends a later kernel entry (the DISARM or exit that
- * abandoned it), whose user stack is not this sample's.
+ * abandoned it), whose user stack is not this sample's.  Never without
+ * task_work_add() (compat.h).
  */
 bool stallcap_defer_wanted(const struct stallcap_session *sess,
 			   const struct stallcap_sample *s)
 {
+	if (!SC_HAVE_TASK_WORK)
+		return false;
 	if (s->flags & (STALLCAP_SAMPLE_NO_USER | STALLCAP_SAMPLE_USER_MODE |
 			STALLCAP_SAMPLE_DEFER_PENDING |
 			STALLCAP_SAMPLE_ABANDONED))

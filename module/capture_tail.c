@@ -164,7 +164,7 @@ static void tail_complete(struct stallcap_capture_req *req,
 		s->flags |= STALLCAP_SAMPLE_USTACK_MISSED;
 	} else if (!in_time) {
 		stallcap_defer_request(w, s, in_nmi());
-	} else if (t->user_mode) {
+	} else if (t->user_mode && SC_HAVE_TASK_WORK) {
 		/* on this interrupt's return to user space: see above */
 		stallcap_defer_request_user(w, s);
 		in_time = false;

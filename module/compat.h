@@ -20,6 +20,7 @@
 #include <linux/mm.h>
 #include <linux/sched.h>
 #include <linux/smp.h>
+#include <linux/task_work.h>
 #include <asm/processor.h>
 
 /* task->state became task->__state, an unsigned int (5.14). */
@@ -326,6 +327,30 @@ static inline bool stallcap_user_access_okay(void)
 #define SC_TWA_RESUME_ATOMIC	(TWA_RESUME | TWAF_NO_ALLOC)
 #else
 #define SC_TWA_RESUME_ATOMIC	TWA_RESUME
+#endif
+
+/*
+ * task_work_add() is exported by Debian's and Ubuntu's kernels (a patch for
+ * binder), not by upstream Linux (module/Kbuild reads Module.symvers).
+ * Without it nothing runs in a thread on its way back to user space: user
+ * stacks are read when the sample is taken (in the interrupt, never from
+ * NMI context beyond what user_copy_in_handler asks), never deferred; the
+ * attach makes a new thread's watch, or a followed process's attach, from a
+ * worker (attach_follow.c); a thread inside a wait call at the attach goes
+ * busy from its next one.  STALLCAP_FEAT_DEFER_USER and
+ * STALLCAP_FEAT_ATTACH_RESUME say which.  sc_task_work_add() fails as for
+ * an exiting task: it is never called then.
+ */
+#ifdef STALLCAP_NO_TASK_WORK_EXPORT
+#define SC_HAVE_TASK_WORK	false
+static inline int sc_task_work_add(struct task_struct *task,
+				   struct callback_head *work, int notify)
+{
+	return -ESRCH;
+}
+#else
+#define SC_HAVE_TASK_WORK	true
+#define sc_task_work_add	task_work_add
 #endif
 
 /*

@@ -184,14 +184,17 @@ static long ioctl_get_info(struct stallcap_session *sess, unsigned long arg)
 	memset(&info, 0, sizeof(info));
 	info.abi_version = STALLCAP_ABI_VERSION;
 	info.features = STALLCAP_FEAT_CPUTIME | STALLCAP_FEAT_HEARTBEAT |
-			STALLCAP_FEAT_DEFER_USER | STALLCAP_FEAT_GLOBAL |
-			STALLCAP_FEAT_SHARED_DEADLINE | STALLCAP_FEAT_TIMES |
-			STALLCAP_FEAT_WHY;
+			STALLCAP_FEAT_GLOBAL | STALLCAP_FEAT_SHARED_DEADLINE |
+			STALLCAP_FEAT_TIMES | STALLCAP_FEAT_WHY;
+	if (SC_HAVE_TASK_WORK)		/* compat.h */
+		info.features |= STALLCAP_FEAT_DEFER_USER;
 	/* the attach's wait boundaries are kretprobes */
 	if (IS_ENABLED(CONFIG_KRETPROBES))
 		info.features |= STALLCAP_FEAT_ATTACH |
 				 STALLCAP_FEAT_ATTACH_INHERIT |
 				 STALLCAP_FEAT_ATTACH_PARK;
+	if (IS_ENABLED(CONFIG_KRETPROBES) && SC_HAVE_TASK_WORK)
+		info.features |= STALLCAP_FEAT_ATTACH_RESUME;
 	if (STALLCAP_KERNEL_LOCKS)
 		info.features |= STALLCAP_FEAT_KERNEL_LOCKS;
 	if (stallcap_use_nmi)

@@ -15,9 +15,6 @@
 #ifndef STALLCAP_HAVE_USER_NOFAULT
 #error "stallcap needs Linux 5.10 or later (copy_from_user_nofault(), 5.8, among others)"
 #endif
-#ifdef STALLCAP_NO_TASK_WORK_EXPORT
-#error "this kernel does not export task_work_add() to modules (Debian's and Ubuntu's do): stallcap needs it"
-#endif
 
 #include "stallcap.h"
 

@@ -616,14 +616,24 @@ void stallcap_defer_exit(void);
 #define STALLCAP_ATTACH_HASH_BITS	6
 
 /**
- * struct stallcap_attach_twork - a request to watch a new thread, run in
- * that thread when its wait call returns (attach.c)
+ * struct stallcap_attach_twork - a request to watch a new thread, or to
+ * attach a followed process, run in that task on its way back to user space
+ * (attach_follow.c); or, without task_work_add() (compat.h), by a worker
  * @twork: the task_work
  * @a: the attach (a reference is held while queued)
+ * @work: (worker) the work item
+ * @task: (worker) the task, a reference held
+ * @mm: (worker) its mm when asked, a reference held (mmgrab): an exec since
+ *	(a set-user-ID program, maybe) cancels the request
+ * @fn: (worker) what to do, as the task_work would have
  */
 struct stallcap_attach_twork {
 	struct callback_head twork;
 	struct stallcap_attach_ent *a;
+	struct work_struct work;
+	struct task_struct *task;
+	struct mm_struct *mm;
+	void (*fn)(struct stallcap_attach_ent *a, struct task_struct *task);
 };
 
 /**
@@ -706,7 +716,9 @@ void stallcap_attach_missed(const struct stallcap_attach_ent *a,
 			    struct task_struct *task, bool thread);
 int stallcap_attach_watch_task(struct stallcap_attach_ent *a,
 			       struct task_struct *task, bool busy);
-int stallcap_attach_inherited(struct stallcap_attach_ent *parent);
+int stallcap_attach_inherited(struct stallcap_attach_ent *parent,
+			      struct task_struct *task);
+void stallcap_attach_queue_work(struct work_struct *work);
 void stallcap_attach_put(struct stallcap_attach_ent *a);
 void stallcap_attach_lock(void);
 void stallcap_attach_unlock(void);

@@ -27,6 +27,7 @@
 #include <linux/timekeeping.h>
 #include <asm/irq_regs.h>
 
+#include "compat.h"
 #include "stallcap.h"
 
 #define POLL_NS		(100 * NSEC_PER_USEC)	/* NMI/IPI result polling */
@@ -136,10 +137,17 @@ static void capture_blocked_into(struct stallcap_watch *w, u64 start,
 	stallcap_sample_finish(w, d, buf, w->req.rec, len, start, false);
 }
 
+/* Copy a user-mode thread's user stack here, with interrupts off? */
+static bool timer_copies_user_stack(void)
+{
+	return !SC_HAVE_TASK_WORK || READ_ONCE(stallcap_user_copy_in_timer);
+}
+
 /*
  * The thread this timer interrupted: in user mode, its user stack is read on
  * this interrupt's return to user space rather than with interrupts off
- * here (capture_deferred.c), unless user_copy_in_timer says otherwise.
+ * here (capture_deferred.c), unless user_copy_in_timer says otherwise (or
+ * the kernel lacks task_work_add(), compat.h).
  */
 static u32 capture_current_here(struct stallcap_watch *w,
 				struct stallcap_sample *d, void *buf,
@@ -149,7 +157,7 @@ static u32 capture_current_here(struct stallcap_watch *w,
 		    stallcap_sample_reserve_len(w->sess, true);
 	u32 len;
 
-	if (room && (!user_mode(regs) || READ_ONCE(stallcap_user_copy_in_timer)))
+	if (room && (!user_mode(regs) || timer_copies_user_stack()))
 		return stallcap_capture_current(w, d, buf, regs,
 						STALLCAP_PATH_LOCAL);
 	/* no room reserved for it (a parameter changed since): read it later */
@@ -171,8 +179,7 @@ static bool current_copies_user_stack(void)
 {
 	struct pt_regs *regs = get_irq_regs() ?: stallcap_interrupted_regs();
 
-	return regs && (!user_mode(regs) ||
-			READ_ONCE(stallcap_user_copy_in_timer));
+	return regs && (!user_mode(regs) || timer_copies_user_stack());
 }
 
 /*

@@ -100,9 +100,9 @@ kbuild() {
 	local dir=$1 kdir=$2 log=$3
 	if [ -n "${KROOT:-}" ]; then
 		BUILD_DIR=$build "$top/scripts/kernel-root.sh" make "$KROOT" -C "$kdir" M="$dir" \
-			KCFLAGS="${MODULE_KCFLAGS:--Werror}" -j"${JOBS:-2}" modules >"$log" 2>&1
+			KCFLAGS="${MODULE_KCFLAGS:--Werror}" -j"${JOBS:-2}" ${KBUILD_ARGS:-} modules >"$log" 2>&1
 		return
 	fi
 	make -C "$kdir" M="$dir" KCFLAGS="${MODULE_KCFLAGS:--Werror}" \
-		-j"${JOBS:-2}" modules >"$log" 2>&1
+		-j"${JOBS:-2}" ${KBUILD_ARGS:-} modules >"$log" 2>&1
 }

@@ -28,6 +28,12 @@
 # the kernels of ISOLATED_KERNELS (default "6.12 6.12-rt"; results named
 # KERNEL-isolated/...).
 #
+# A third boot on the kernels of NOTW_KERNELS (default "6.12") loads the
+# module built as for a kernel that does not export task_work_add()
+# (upstream Linux, Fedora, RHEL, Arch: see kdir_without_task_work) and runs
+# NOTW_TESTS there, with STALLCAP_TEST_NO_TASK_WORK=1 in their environment
+# (results named KERNEL-notw/...).
+#
 # Environment: FUZZ_KERNEL (the kernel whose fuzz_test makes its full 10^6
 # calls, default 6.1; the others make FUZZ_CALLS_SHORT=100000 in at most
 # FUZZ_SECONDS_SHORT=45 s), TORTURE_KERNELS (the kernels whose torture_test
@@ -143,6 +149,11 @@ SMP=${SMP:-2}
 initramfs=$build/initramfs
 STALLCAP_GID=990	# group stallcap in the guest
 isolated_kernels=${ISOLATED_KERNELS-6.12 6.12-rt}
+notw_kernels=${NOTW_KERNELS-6.12}
+notw_tests=${NOTW_TESTS-abi_test smoke_test capture_user_test capture_kernel_test \
+capture_nmi_irq_test capture_irqsoff_test capture_blocked_test deferred_test \
+attach_test attach_follow_test fork_test tool_event_loop_test.sh \
+attach_lighttpd_test.sh attach_memcached_test.sh}
 
 # Kernel log lines that mean trouble (extended regex, matched after the
 # "[ time]" prefix is removed).  Lockdep and KASAN reports start with a line
@@ -278,11 +289,49 @@ pack_overlay() {
 	rm -f "$out.overlay"
 }
 
-# build_module KNAME: build stallcap.ko for kernel KNAME in build/KNAME/src
+# module_dir KNAME: where stallcap.ko for KNAME (and this mode) is built
+module_dir() {
+	if [ "$mode" = notw ]; then
+		echo "$build/$1/src-notw"
+	else
+		echo "$build/$1/src"
+	fi
+}
+
+# kdir_without_task_work KNAME: a copy of KDIR whose Module.symvers lacks
+# task_work_add, as upstream Linux's does (module/Kbuild then builds the
+# module without it, and modpost fails on any use left); its path.  Debian's
+# header packages link scripts/ and tools/ relatively: the copy's links are
+# absolute.
+kdir_without_task_work() {
+	local copy=$build/$1/kdir-notw l
+	if [ ! -s "$copy/Module.symvers" ] || [ "$KDIR/Module.symvers" -nt "$copy/Module.symvers" ]; then
+		rm -rf "$copy"
+		cp -a "$(readlink -f "$KDIR")" "$copy" || return 1
+		for l in scripts tools; do
+			[ ! -L "$copy/$l" ] || ln -sfn "$(readlink -f "$KDIR/$l")" "$copy/$l"
+		done
+		grep -vP '\ttask_work_add\t' "$KDIR/Module.symvers" >"$copy/Module.symvers"
+	fi
+	echo "$copy"
+}
+
+# build_module KNAME: build stallcap.ko for kernel KNAME in module_dir; in
+# the notw boot as for a kernel without the task_work_add export (against
+# kdir_without_task_work; a kernel built in a debootstrap root: by the
+# STALLCAP_NO_TASK_WORK=1 switch of module/Kbuild)
 build_module() {
-	local k=$1 dir=$build/$1/src
+	local k=$1 dir kdir
+	dir=$(module_dir "$k")
 	sync_tree "$dir" Kbuild module uapi
-	kbuild "$dir" "$KDIR" "$logs/$k.build.log"
+	if [ "$mode" != notw ]; then
+		kbuild "$dir" "$KDIR" "$logs/$k.build.log"
+	elif [ -n "${KROOT:-}" ]; then
+		KBUILD_ARGS=STALLCAP_NO_TASK_WORK=1 kbuild "$dir" "$KDIR" "$logs/$k-notw.build.log"
+	else
+		kdir=$(kdir_without_task_work "$k") &&
+			kbuild "$dir" "$kdir" "$logs/$k-notw.build.log"
+	fi
 }
 
 # build_test_module KNAME: the test-only module of the selftests (selftests/kmod)
@@ -642,7 +691,7 @@ run_kernel() {
 	dir=$build/$k/overlay-$mode
 	rm -rf "$dir"
 	mkdir -p "$dir/lib/modules" "$dir/etc"
-	[ "$mode" = selfcheck ] || cp "$build/$k/src/module/stallcap.ko" "$dir/lib/modules/"
+	[ "$mode" = selfcheck ] || cp "$(module_dir "$k")/module/stallcap.ko" "$dir/lib/modules/"
 	tests=$build/$k/tests-$mode
 	conf=$dir/etc/vmtest.conf
 	{
@@ -651,9 +700,10 @@ run_kernel() {
 		echo "MODULE_PARAMS='gid=$STALLCAP_GID ${MODULE_PARAMS:-}'"
 		# REPEAT hunts a flaky test: every run counts on its own
 		[ "${REPEAT:-1}" -gt 1 ] || echo "RETRY_FAILED=${RETRY_FAILED:-2}"
+		[ "$mode" != notw ] || echo "export STALLCAP_TEST_NO_TASK_WORK=1"
 	} >"$conf"
 	# the kernel's own modules the selftests need (scripts/guest-modules.sh)
-	if [ "$mode" = check ] && [ -s "$(dirname "$KIMAGE")/fuse.ko" ]; then
+	if [[ $mode == @(check|notw) ]] && [ -s "$(dirname "$KIMAGE")/fuse.ko" ]; then
 		cp "$(dirname "$KIMAGE")/fuse.ko" "$dir/lib/modules/"
 		echo "KERNEL_MODULES=/lib/modules/fuse.ko" >>"$conf"
 	elif [ "$mode" = check ] && "$top/scripts/guest-modules.sh" missing "$(dirname "$KIMAGE")"; then
@@ -673,8 +723,10 @@ run_kernel() {
 	isolated)
 		grep -x 'isolated_cpu_test' "$build/selftests.list" >"$tests"
 		;;
-	check)
-		if [ -n "${TESTS:-}" ]; then
+	check | notw)
+		if [ "$mode" = notw ]; then
+			printf '%s\n' $notw_tests | grep -x -F -f - "$build/selftests.list" >"$tests"
+		elif [ -n "${TESTS:-}" ]; then
 			printf '%s\n' $TESTS | grep -x -F -f - "$build/selftests.list" >"$tests" || {
 				result FAIL "$k/tests" "TESTS='$TESTS' names no selftest"
 				return 1
@@ -776,6 +828,7 @@ run_kernel() {
 		kernel_cmdline+=" nohz_full=1 isolcpus=1"
 		label=$k-isolated
 	fi
+	[ "$mode" != notw ] || label=$k-notw
 
 	local tag=$k
 	[ "$mode" = check ] || tag=$k-$mode
@@ -950,6 +1003,11 @@ for k in "${kernels[@]}"; do
 		if [ "$mode" = check ] && [[ " $isolated_kernels " == *" $k "* ]] &&
 			{ [ -z "${TESTS:-}" ] || [[ " $TESTS " == *" isolated_cpu_test "* ]]; }; then
 			mode=isolated run_kernel "$k" || rc=1
+		fi
+		# the module without task_work_add(): on NOTW_KERNELS only
+		if [ "$mode" = check ] && [[ " $notw_kernels " == *" $k "* ]] &&
+			{ [ -z "${TESTS:-}" ] || [ -n "${NOTW_TESTS:-}" ]; }; then
+			mode=notw run_kernel "$k" || rc=1
 		fi
 		;;
 	esac

@@ -345,6 +345,16 @@ static inline unsigned long long sc_tunable(const char *name, unsigned long long
 	return dflt;
 }
 
+/*
+ * The module under test was built as for a kernel that does not export
+ * task_work_add() (the harness's notw boot): no STALLCAP_FEAT_DEFER_USER,
+ * no STALLCAP_FEAT_ATTACH_RESUME.
+ */
+static inline int sc_expect_no_task_work(void)
+{
+	return sc_tunable("STALLCAP_TEST_NO_TASK_WORK", 0) != 0;
+}
+
 /* Open, configure (@o may be NULL: defaults) and map; 0 or -errno. */
 static inline int sc_session_setup(struct sc_session *s, const struct sc_opts *o)
 {

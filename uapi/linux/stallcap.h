@@ -250,7 +250,8 @@ struct stallcap_attach {
 /**
  * @STALLCAP_CFG_DEFER_USER: always complete the user stack in the thread's
  * own context on its next return to user space (a STALLCAP_REC_USER_STACK
- * record), not only when the capture-time copy was incomplete.
+ * record), not only when the capture-time copy was incomplete.  Modules
+ * without STALLCAP_FEAT_DEFER_USER reject it (EINVAL).
  */
 #define STALLCAP_CFG_DEFER_USER	(1U << 0)
 /**
@@ -335,6 +336,15 @@ struct stallcap_config {
 #define STALLCAP_FEAT_ATTACH_INHERIT	(1ULL << 11)
 /* STALLCAP_ATTACH_PARK */
 #define STALLCAP_FEAT_ATTACH_PARK	(1ULL << 12)
+/*
+ * A thread inside a wait call at STALLCAP_IOC_ATTACH goes busy when that
+ * call returns.  Without it, from the return of its next wait call: its
+ * first busy period after the attach is not watched.  STALLCAP_FEAT_DEFER_USER
+ * and this one need a kernel that lets modules run code in a thread on its
+ * way back to user space (task_work_add(): exported by Debian's and
+ * Ubuntu's kernels, not by upstream Linux).
+ */
+#define STALLCAP_FEAT_ATTACH_RESUME	(1ULL << 13)
 
 /* struct stallcap_info.arch and struct stallcap_sec_regs.arch */
 #define STALLCAP_ARCH_X86_64	1
@@ -730,7 +740,9 @@ struct stallcap_rec_header {
 /*
  * interrupted in user mode, but the thread ran on before its user stack was
  * copied (the copy is made just after the NMI/IPI handler): REGS only, no
- * USER_IPS or USER_STACK rather than bytes of a later moment
+ * USER_IPS or USER_STACK rather than bytes of a later moment.  Without
+ * STALLCAP_FEAT_DEFER_USER also a kernel-mode sample whose user stack would
+ * have been deferred.
  */
 #define STALLCAP_SAMPLE_USTACK_MISSED	(1U << 16)
 
@@ -799,7 +811,11 @@ struct stallcap_rec_header {
  * as that sample would have (STALLCAP_SAMPLE_COPY_PARTIAL when a page was
  * not resident).
  * If the thread exits first, no USER_STACK record comes and lost and
- * lost_deferred are incremented.
+ * lost_deferred are incremented.  Without STALLCAP_FEAT_DEFER_USER nothing
+ * is deferred: a user-mode sample's user stack is copied at capture (by the
+ * timer, or just after the NMI/IPI handler), a sample that could not read
+ * it keeps USTACK_REMOTE or _FAULT, or gets USTACK_MISSED, and no
+ * USER_STACK record follows.
  */
 struct stallcap_sample {
 	struct stallcap_rec_header hdr;
