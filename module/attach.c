@@ -304,6 +304,7 @@ attach_new(struct stallcap_session *sess, const struct stallcap_attach *arg,
 	}
 	for (i = 0; i < STALLCAP_ATTACH_TWORKS; i++)
 		a->tworks[i].a = a;
+	stallcap_attach_resume_init(a);
 	refcount_set(&a->ref, 1);
 	return a;
 }
@@ -379,6 +380,7 @@ static void attach_end(struct stallcap_attach_ent *a)
 	hash_del_rcu(&a->mm_node);
 	attach_probes_put(a);
 	mutex_unlock(&attach_lock);
+	stallcap_attach_resume_stop(a);
 	stallcap_watches_destroy_attached(a->sess, a);
 	stallcap_attach_put(a);
 }

@@ -3,8 +3,8 @@
  * stallcap attach: what appears after the attach.  A thread created later
  * gets its watch at its first wait call; with STALLCAP_ATTACH_INHERIT, a
  * process the attached process creates, and the program it executes, get
- * an attach of their own.  And what returns after it: a thread that was
- * inside a wait call at the attach goes busy when that call returns.
+ * an attach of their own (a thread inside a wait call at the attach:
+ * attach_resume.c).
  *
  * The events are seen where nothing may be allocated (a kretprobe handler,
  * the sched_process_fork and sched_process_exec tracepoints: preemption
@@ -227,68 +227,6 @@ static bool newthread_request(struct stallcap_attach_ent *a)
 		return false;
 	nt = twork_get(a);
 	return nt && twork_queue(nt, current, newthread_fn, newthread_worker);
-}
-
-/* ---- threads inside a wait call at the attach: busy once it returns ---- */
-
-/* In the thread, on its way back to user space from that call. */
-static void resumed_fn(struct callback_head *cb)
-{
-	struct stallcap_attach_twork *rt;
-	struct stallcap_attach_ent *a;
-
-	rt = container_of(cb, struct stallcap_attach_twork, twork);
-	a = rt->a;
-	kfree(rt);
-	if (current->mm == a->mm && !READ_ONCE(a->dead) &&
-	    !(current->flags & PF_EXITING) && !fatal_signal_pending(current) &&
-	    stallcap_current_call_returned())
-		stallcap_watch_attached_resumed(a,
-					stallcap_current_call_restartable());
-	twork_put(a);
-}
-
-/**
- * stallcap_attach_resume_request() - @task's watch, made at the attach
- * while @task is inside a wait call, goes busy when that call returns
- * @a: the attach
- * @task: the thread
- *
- * The call was entered before the probes could hook its return: a
- * task_work (allocated here, not from the pool: a thread may sit in its
- * wait for as long as it likes) runs on the thread's next return to user
- * space, and starts its busy period there unless a wait boundary was seen
- * since.  A thread that is not inside such a call is left idle until its
- * next one, as before; so is one whose task_work runs before the call
- * returned (io_uring_enter runs task_works inside its wait): a task_work
- * cannot queue itself again from there.
- * Context: process, sess->lock held.
- * Return: 0, or -ENOMEM.
- */
-int stallcap_attach_resume_request(struct stallcap_attach_ent *a,
-				   struct task_struct *task)
-{
-	struct stallcap_attach_twork *rt;
-
-	/* STALLCAP_FEAT_ATTACH_RESUME: from its next wait call (compat.h) */
-	if (!SC_HAVE_TASK_WORK || !stallcap_task_in_wait_call(task, a->park))
-		return 0;
-	rt = kmalloc(sizeof(*rt), GFP_KERNEL_ACCOUNT);
-	if (!rt)
-		return -ENOMEM;
-	if (!refcount_inc_not_zero(&a->ref)) {
-		kfree(rt);
-		return 0;
-	}
-	__module_get(THIS_MODULE);
-	rt->a = a;
-	init_task_work(&rt->twork, resumed_fn);
-	atomic_set(&stallcap_task_works_used, 1);	/* stallcap_defer_exit() */
-	if (sc_task_work_add(task, &rt->twork, TWA_RESUME)) {
-		kfree(rt);	/* exiting: its watch ends with it */
-		twork_put(a);
-	}
-	return 0;
 }
 
 /* Does @a count a call of the current process of this kind? */

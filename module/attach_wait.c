@@ -470,6 +470,30 @@ bool stallcap_task_in_wait_call(struct task_struct *task, bool park)
 }
 
 /**
+ * stallcap_task_left_wait_call() - has @task, found inside a counted wait
+ * call by stallcap_task_in_wait_call(), left it for good?
+ * @task: a thread of an attached process
+ * @park: as for stallcap_task_in_wait_call()
+ *
+ * Not while the call is still there, nor when it returned to be resumed by
+ * restart_syscall (a stop: -ERESTART_RESTARTBLOCK in ax, then that call's
+ * number until the thread enters it), nor when the registers cannot be
+ * read (an exiting thread: its watch ends with it).
+ * Context: process, RCU read side allowed (attach_resume.c).
+ */
+bool stallcap_task_left_wait_call(struct task_struct *task, bool park)
+{
+	struct pt_regs regs;
+
+	if (stallcap_task_in_wait_call(task, park) ||
+	    !stallcap_task_user_regs(task, &regs))
+		return false;
+	/* continued: about to enter restart_syscall (ax its number) */
+	return !returned_restartable(&regs) &&
+	       regs.ax != __NR_restart_syscall;
+}
+
+/**
  * stallcap_current_call_restartable() - did the current thread's system
  * call return to be resumed by restart_syscall?
  *

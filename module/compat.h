@@ -334,12 +334,12 @@ static inline bool stallcap_user_access_okay(void)
  * binder), not by upstream Linux (module/Kbuild reads Module.symvers).
  * Without it nothing runs in a thread on its way back to user space: user
  * stacks are read when the sample is taken (in the interrupt, never from
- * NMI context beyond what user_copy_in_handler asks), never deferred; the
- * attach makes a new thread's watch, or a followed process's attach, from a
- * worker (attach_follow.c); a thread inside a wait call at the attach goes
- * busy from its next one.  STALLCAP_FEAT_DEFER_USER and
- * STALLCAP_FEAT_ATTACH_RESUME say which.  sc_task_work_add() fails as for
- * an exiting task: it is never called then.
+ * NMI context beyond what user_copy_in_handler asks), never deferred (no
+ * STALLCAP_FEAT_DEFER_USER); the attach makes a new thread's watch, or a
+ * followed process's attach, from a worker (attach_follow.c), and finds the
+ * return of a wait call a thread was in at the attach by a poll
+ * (attach_resume.c).  sc_task_work_add() fails as for an exiting task: it
+ * is never called then.
  */
 #ifdef STALLCAP_NO_TASK_WORK_EXPORT
 #define SC_HAVE_TASK_WORK	false

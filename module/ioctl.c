@@ -193,8 +193,6 @@ static long ioctl_get_info(struct stallcap_session *sess, unsigned long arg)
 		info.features |= STALLCAP_FEAT_ATTACH |
 				 STALLCAP_FEAT_ATTACH_INHERIT |
 				 STALLCAP_FEAT_ATTACH_PARK;
-	if (IS_ENABLED(CONFIG_KRETPROBES) && SC_HAVE_TASK_WORK)
-		info.features |= STALLCAP_FEAT_ATTACH_RESUME;
 	if (STALLCAP_KERNEL_LOCKS)
 		info.features |= STALLCAP_FEAT_KERNEL_LOCKS;
 	if (stallcap_use_nmi)

@@ -387,6 +387,8 @@ struct stallcap_capture_req {
  *	the deadline nears
  * @attach: the attach that made this watch (attach.c), NULL for ARM
  * @wait_seen: an attached watch saw its thread enter or leave a wait call
+ * @resume_pending: its thread was inside a wait call at the attach, and
+ *	the attach's poll looks for that call's return (attach_resume.c)
  * @restart_fn: its thread's last counted wait call returned to be resumed
  *	by restart_syscall (-ERESTART_RESTARTBLOCK), by this function of its
  *	restart block, or NULL: only that restart resumes the wait (a
@@ -439,6 +441,7 @@ struct stallcap_watch {
 	bool isolated;
 	struct stallcap_attach_ent *attach;
 	bool wait_seen;
+	bool resume_pending;
 	bool in_restart;
 	long (*restart_fn)(struct restart_block *restart);
 	struct rcu_head rcu;
@@ -657,6 +660,8 @@ struct stallcap_attach_twork {
  * @ref: the attach list and each queued task_work hold one
  * @twork_busy: bitmap of @tworks in flight
  * @tworks: new-thread and new-process requests, taken without allocating
+ * @resume_poll: looks for the return of the wait calls its threads were in
+ *	at the attach, without task_work_add() (attach_resume.c)
  * @rcu: deferred free, after a grace period
  * @free_work: then the free itself, in process context (attach.c)
  */
@@ -693,6 +698,7 @@ struct stallcap_attach_ent {
 	refcount_t ref;
 	unsigned long twork_busy;
 	struct stallcap_attach_twork tworks[STALLCAP_ATTACH_TWORKS];
+	struct delayed_work resume_poll;
 	struct rcu_head rcu;
 	struct work_struct free_work;
 };
@@ -740,6 +746,7 @@ struct stallcap_watch *stallcap_watch_find_attached(struct stallcap_session *ses
 void stallcap_watches_destroy_attached(struct stallcap_session *sess,
 				       struct stallcap_attach_ent *a);
 void stallcap_watch_busy(struct stallcap_watch *w, u64 now);
+void stallcap_watch_busy_unless_waited(struct stallcap_watch *w, u64 now);
 void stallcap_watch_idle(struct stallcap_watch *w, u64 now);
 unsigned int stallcap_watches_attached_mark(struct task_struct *task,
 					    bool busy, bool park,
@@ -753,6 +760,9 @@ void stallcap_watch_attached_resumed(const struct stallcap_attach_ent *a,
 int stallcap_attach_resume_request(struct stallcap_attach_ent *a,
 				   struct task_struct *task);
 bool stallcap_task_in_wait_call(struct task_struct *task, bool park);
+bool stallcap_task_left_wait_call(struct task_struct *task, bool park);
+void stallcap_attach_resume_init(struct stallcap_attach_ent *a);
+void stallcap_attach_resume_stop(struct stallcap_attach_ent *a);
 bool stallcap_current_call_returned(void);
 bool stallcap_current_call_restartable(void);
 

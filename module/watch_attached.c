@@ -18,6 +18,24 @@
 #include "compat.h"
 #include "stallcap.h"
 
+static void watch_busy(struct stallcap_watch *w, u64 now, bool unless_waited)
+{
+	u64 deadline = now + w->timeout_ns;
+	unsigned long flags;
+	bool lazy;
+
+	raw_spin_lock_irqsave(&w->lock, flags);
+	if (w->dead || (unless_waited && READ_ONCE(w->wait_seen)))
+		goto out;
+	lazy = hrtimer_is_queued(&w->timer) &&
+	       ktime_to_ns(hrtimer_get_expires(&w->timer)) <= deadline;
+	stallcap_watch_begin_deadline(w, now, deadline);
+	if (!lazy)
+		stallcap_watch_timer_start(w, deadline);
+out:
+	raw_spin_unlock_irqrestore(&w->lock, flags);
+}
+
 /**
  * stallcap_watch_busy() - an attached thread left its wait call: its
  * deadline starts (as STALLCAP_IOC_REARM)
@@ -31,20 +49,22 @@
  */
 void stallcap_watch_busy(struct stallcap_watch *w, u64 now)
 {
-	u64 deadline = now + w->timeout_ns;
-	unsigned long flags;
-	bool lazy;
+	watch_busy(w, now, false);
+}
 
-	raw_spin_lock_irqsave(&w->lock, flags);
-	if (w->dead)
-		goto out;
-	lazy = hrtimer_is_queued(&w->timer) &&
-	       ktime_to_ns(hrtimer_get_expires(&w->timer)) <= deadline;
-	stallcap_watch_begin_deadline(w, now, deadline);
-	if (!lazy)
-		stallcap_watch_timer_start(w, deadline);
-out:
-	raw_spin_unlock_irqrestore(&w->lock, flags);
+/**
+ * stallcap_watch_busy_unless_waited() - the same, from another context
+ * than the thread's, unless the thread was seen to enter or leave a wait
+ * call: checked under the watch's lock, which that thread's boundary takes
+ * after it sets wait_seen (stallcap_watches_attached_mark())
+ * @w: the watch
+ * @now: the time (ns)
+ *
+ * Context: any but NMI.
+ */
+void stallcap_watch_busy_unless_waited(struct stallcap_watch *w, u64 now)
+{
+	watch_busy(w, now, true);
 }
 
 /**

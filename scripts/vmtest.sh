@@ -28,11 +28,12 @@
 # the kernels of ISOLATED_KERNELS (default "6.12 6.12-rt"; results named
 # KERNEL-isolated/...).
 #
-# A third boot on the kernels of NOTW_KERNELS (default "6.12") loads the
-# module built as for a kernel that does not export task_work_add()
+# A third boot on the kernels of NOTW_KERNELS (default "6.12 debug") loads
+# the module built as for a kernel that does not export task_work_add()
 # (upstream Linux, Fedora, RHEL, Arch: see kdir_without_task_work) and runs
-# NOTW_TESTS there, with STALLCAP_TEST_NO_TASK_WORK=1 in their environment
-# (results named KERNEL-notw/...).
+# NOTW_TESTS there (on debug NOTW_TESTS_DEBUG), with
+# STALLCAP_TEST_NO_TASK_WORK=1 in their environment (results named
+# KERNEL-notw/...).
 #
 # Environment: FUZZ_KERNEL (the kernel whose fuzz_test makes its full 10^6
 # calls, default 6.1; the others make FUZZ_CALLS_SHORT=100000 in at most
@@ -149,11 +150,14 @@ SMP=${SMP:-2}
 initramfs=$build/initramfs
 STALLCAP_GID=990	# group stallcap in the guest
 isolated_kernels=${ISOLATED_KERNELS-6.12 6.12-rt}
-notw_kernels=${NOTW_KERNELS-6.12}
+notw_kernels=${NOTW_KERNELS-6.12 debug}
 notw_tests=${NOTW_TESTS-abi_test smoke_test capture_user_test capture_kernel_test \
 capture_nmi_irq_test capture_irqsoff_test capture_blocked_test deferred_test \
 attach_test attach_follow_test fork_test tool_event_loop_test.sh \
-attach_lighttpd_test.sh attach_memcached_test.sh}
+attach_lighttpd_test.sh attach_memcached_test.sh attach_go_test.sh}
+# on debug, the paths that differ, under lockdep and KASAN
+notw_tests_debug=${NOTW_TESTS_DEBUG-capture_user_test deferred_test attach_test \
+attach_follow_test attach_go_test.sh}
 
 # Kernel log lines that mean trouble (extended regex, matched after the
 # "[ time]" prefix is removed).  Lockdep and KASAN reports start with a line
@@ -318,7 +322,8 @@ kdir_without_task_work() {
 
 # build_module KNAME: build stallcap.ko for kernel KNAME in module_dir; in
 # the notw boot as for a kernel without the task_work_add export (against
-# kdir_without_task_work; a kernel built in a debootstrap root: by the
+# kdir_without_task_work, a Debian header package's copy; a kernel built in
+# a debootstrap root or a full build tree, the debug kernel's: by the
 # STALLCAP_NO_TASK_WORK=1 switch of module/Kbuild)
 build_module() {
 	local k=$1 dir kdir
@@ -326,7 +331,7 @@ build_module() {
 	sync_tree "$dir" Kbuild module uapi
 	if [ "$mode" != notw ]; then
 		kbuild "$dir" "$KDIR" "$logs/$k.build.log"
-	elif [ -n "${KROOT:-}" ]; then
+	elif [ -n "${KROOT:-}" ] || [ ! -L "$KDIR/scripts" ]; then
 		KBUILD_ARGS=STALLCAP_NO_TASK_WORK=1 kbuild "$dir" "$KDIR" "$logs/$k-notw.build.log"
 	else
 		kdir=$(kdir_without_task_work "$k") &&
@@ -724,7 +729,9 @@ run_kernel() {
 		grep -x 'isolated_cpu_test' "$build/selftests.list" >"$tests"
 		;;
 	check | notw)
-		if [ "$mode" = notw ]; then
+		if [ "$mode" = notw ] && [ "$k" = debug ]; then
+			printf '%s\n' $notw_tests_debug | grep -x -F -f - "$build/selftests.list" >"$tests"
+		elif [ "$mode" = notw ]; then
 			printf '%s\n' $notw_tests | grep -x -F -f - "$build/selftests.list" >"$tests"
 		elif [ -n "${TESTS:-}" ]; then
 			printf '%s\n' $TESTS | grep -x -F -f - "$build/selftests.list" >"$tests" || {

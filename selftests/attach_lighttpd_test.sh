@@ -47,15 +47,6 @@ wait "$ld"
 wait_record "$rec"
 check "record exits when lighttpd does" [ "$?" = 0 ]
 sed 's/^/# record: /' "$work/record.out"
-# a module without task_work_add() (the harness's notw boot): record says
-# that a waiting thread is watched from its next wait call; else nothing
-if [ "${STALLCAP_TEST_NO_TASK_WORK:-0}" = 1 ]; then
-	check "record notes that this kernel lacks task_work_add()" \
-		grep -q 'does not export task_work_add' "$work/record.out"
-else
-	check "record notes no missing kernel feature" \
-		sh -c "! grep -q task_work_add '$work/record.out'"
-fi
 
 reports ld
 

@@ -347,8 +347,7 @@ static inline unsigned long long sc_tunable(const char *name, unsigned long long
 
 /*
  * The module under test was built as for a kernel that does not export
- * task_work_add() (the harness's notw boot): no STALLCAP_FEAT_DEFER_USER,
- * no STALLCAP_FEAT_ATTACH_RESUME.
+ * task_work_add() (the harness's notw boot): no STALLCAP_FEAT_DEFER_USER.
  */
 static inline int sc_expect_no_task_work(void)
 {

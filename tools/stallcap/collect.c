@@ -485,8 +485,6 @@ static int attach_all(struct collector *c, pid_t *child)
 		ret = attach_process(o, fd, o->pids[i]);
 		if (ret)
 			return ret;
-		if (!i)
-			note_attach_limits(fd);
 		hint_program(o, o->pids[i]);
 		if (o->children)
 			attach_children(o, fd, o->pids[i]);

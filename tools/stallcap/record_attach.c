@@ -300,25 +300,6 @@ out:
 }
 
 /**
- * note_attach_limits() - say what the module cannot do for an attach to a
- * running process on this kernel
- * @fd: the session
- *
- * Without STALLCAP_FEAT_ATTACH_RESUME (a kernel that does not export
- * task_work_add() to modules), a thread inside a wait call now is busy only
- * from the return of its next one.
- */
-void note_attach_limits(int fd)
-{
-	struct stallcap_info info = { .size = sizeof(info) };
-
-	if (ioctl(fd, STALLCAP_IOC_GET_INFO, &info) ||
-	    (info.features & STALLCAP_FEAT_ATTACH_RESUME))
-		return;
-	warnx_("note: this kernel does not export task_work_add() to modules: a thread waiting now is watched from its next wait call on (its first busy period after the attach is not)");
-}
-
-/**
  * hint_program() - say what an attach to process @pid cannot do as asked
  * @o: the options
  * @pid: a process just attached (running its program)

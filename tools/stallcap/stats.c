@@ -47,7 +47,7 @@ static const struct { const char *name; size_t off; } counters[] = {
 static const char *const feature_names[] = {
 	"nmi", "heartbeat", "cputime", "defer_user", "global", "kaddr",
 	"shared_deadline", "attach", "times", "why", "kernel_locks",
-	"attach_inherit", "attach_park", "attach_resume",
+	"attach_inherit", "attach_park",
 };
 
 static __u64 counter(const struct stallcap_stats *st, unsigned int i)

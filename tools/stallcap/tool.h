@@ -176,7 +176,6 @@ int parse_pids(struct collect_opts *o, const char *arg);
 int attach_process(const struct collect_opts *o, int fd, __u32 pid);
 size_t attach_children(const struct collect_opts *o, int fd, __u32 pid);
 void hint_program(const struct collect_opts *o, __u32 pid);
-void note_attach_limits(int fd);
 pid_t spawn_unmodified(const struct collect_opts *o, int fd);
 bool any_alive(const struct collect_opts *o);
 

@@ -336,15 +336,6 @@ struct stallcap_config {
 #define STALLCAP_FEAT_ATTACH_INHERIT	(1ULL << 11)
 /* STALLCAP_ATTACH_PARK */
 #define STALLCAP_FEAT_ATTACH_PARK	(1ULL << 12)
-/*
- * A thread inside a wait call at STALLCAP_IOC_ATTACH goes busy when that
- * call returns.  Without it, from the return of its next wait call: its
- * first busy period after the attach is not watched.  STALLCAP_FEAT_DEFER_USER
- * and this one need a kernel that lets modules run code in a thread on its
- * way back to user space (task_work_add(): exported by Debian's and
- * Ubuntu's kernels, not by upstream Linux).
- */
-#define STALLCAP_FEAT_ATTACH_RESUME	(1ULL << 13)
 
 /* struct stallcap_info.arch and struct stallcap_sec_regs.arch */
 #define STALLCAP_ARCH_X86_64	1
@@ -811,8 +802,10 @@ struct stallcap_rec_header {
  * as that sample would have (STALLCAP_SAMPLE_COPY_PARTIAL when a page was
  * not resident).
  * If the thread exits first, no USER_STACK record comes and lost and
- * lost_deferred are incremented.  Without STALLCAP_FEAT_DEFER_USER nothing
- * is deferred: a user-mode sample's user stack is copied at capture (by the
+ * lost_deferred are incremented.  Without STALLCAP_FEAT_DEFER_USER (a
+ * kernel that does not export task_work_add() to modules, as upstream
+ * Linux's does not: nothing can run in a thread on its way back to user
+ * space) nothing is deferred: a user-mode sample's user stack is copied at capture (by the
  * timer, or just after the NMI/IPI handler), a sample that could not read
  * it keeps USTACK_REMOTE or _FAULT, or gets USTACK_MISSED, and no
  * USER_STACK record follows.
