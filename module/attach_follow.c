@@ -32,6 +32,7 @@
 #include <linux/module.h>
 #include <linux/rculist.h>
 #include <linux/slab.h>
+#include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/string.h>
 #include <linux/task_work.h>
