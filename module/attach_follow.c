@@ -181,8 +181,9 @@ static struct stallcap_session *twork_session(struct stallcap_attach_ent *a,
 /* ---- new threads: a watch made when their first wait call returns ---- */
 
 /*
- * @task's watch: busy if made as its wait call returns (the task_work),
- * else idle (a worker: it goes busy when a wait call returns).
+ * @task's watch: busy if made as its wait call returns (the task_work);
+ * made by a worker, busy now if @task is out of its wait calls, else when
+ * the one it is in returns (attach_resume.c).
  */
 static void newthread_make(struct stallcap_attach_ent *a,
 			   struct task_struct *task, bool busy)
@@ -196,6 +197,8 @@ static void newthread_make(struct stallcap_attach_ent *a,
 	if (!READ_ONCE(a->dead) && stallcap_attach_watch_task(a, task, busy)) {
 		WRITE_ONCE(a->no_new_threads, true);
 		stallcap_attach_missed(a, task, true);
+	} else if (!READ_ONCE(a->dead) && !busy) {
+		stallcap_attach_resume_late(a, task);
 	}
 	mutex_unlock(&sess->lock);
 	stallcap_session_put(sess);

@@ -132,6 +132,30 @@ static int resume_by_poll(struct stallcap_attach_ent *a,
 }
 
 /**
+ * stallcap_attach_resume_late() - a new thread's watch was made by a worker
+ * (compat.h), not on the thread's way back from its first wait call
+ * @a: the attach
+ * @task: the thread
+ *
+ * Unless a wait boundary came since: out of its wait calls now, it is busy
+ * from now; inside one, it goes busy when that call returns (its return
+ * probe, or the poll when that call's return was not hooked).
+ * Context: process, sess->lock held.
+ */
+void stallcap_attach_resume_late(struct stallcap_attach_ent *a,
+				 struct task_struct *task)
+{
+	struct stallcap_watch *w = stallcap_watch_find_attached(a->sess, task, a);
+
+	if (!w || READ_ONCE(w->wait_seen))
+		return;
+	if (stallcap_task_left_wait_call(task, a->park))
+		stallcap_watch_busy_unless_waited(w, ktime_get_mono_fast_ns());
+	else
+		resume_by_poll(a, task);
+}
+
+/**
  * stallcap_attach_resume_request() - @task's watch, made at the attach
  * while @task is inside a wait call, goes busy when that call returns
  * @a: the attach

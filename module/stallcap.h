@@ -762,6 +762,8 @@ int stallcap_attach_resume_request(struct stallcap_attach_ent *a,
 bool stallcap_task_in_wait_call(struct task_struct *task, bool park);
 bool stallcap_task_left_wait_call(struct task_struct *task, bool park);
 void stallcap_attach_resume_init(struct stallcap_attach_ent *a);
+void stallcap_attach_resume_late(struct stallcap_attach_ent *a,
+				 struct task_struct *task);
 void stallcap_attach_resume_stop(struct stallcap_attach_ent *a);
 bool stallcap_current_call_returned(void);
 bool stallcap_current_call_restartable(void);
