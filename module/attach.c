@@ -401,7 +401,8 @@ static bool attach_exists(struct stallcap_session *sess,
 static int attach_locked(struct stallcap_session *sess,
 			 const struct stallcap_attach *arg,
 			 struct task_struct *leader, struct mm_struct *mm,
-			 const struct stallcap_attach_ent *parent)
+			 const struct stallcap_attach_ent *parent,
+			 struct stallcap_attach_ent **made)
 {
 	struct stallcap_attach_ent *a;
 	int ret;
@@ -422,6 +423,8 @@ static int attach_locked(struct stallcap_session *sess,
 	ret = attach_present_threads(a);
 	if (ret)
 		attach_end(a);	/* a failing ATTACH leaves nothing */
+	else
+		*made = a;
 	return ret;
 }
 
@@ -435,6 +438,7 @@ static int attach_locked(struct stallcap_session *sess,
 int stallcap_attach(struct stallcap_session *sess,
 		    const struct stallcap_attach *arg)
 {
+	struct stallcap_attach_ent *made;
 	struct task_struct *leader;
 	struct mm_struct *mm;
 	int ret;
@@ -451,7 +455,7 @@ int stallcap_attach(struct stallcap_session *sess,
 	mm = stallcap_attach_checked_mm(leader, &ret);
 	if (mm) {
 		mutex_lock(&sess->lock);
-		ret = attach_locked(sess, arg, leader, mm, NULL);
+		ret = attach_locked(sess, arg, leader, mm, NULL, &made);
 		mutex_unlock(&sess->lock);
 		mmput(mm);
 	}
@@ -493,11 +497,16 @@ static void attach_end_gone(struct stallcap_session *sess)
  * tag and flags, its watch limit exemption, and watches of the threads it
  * has now.  (A set-user-ID program, or one @parent's maker may not trace,
  * never gets here: attach_follow.c.)
- * Context: process: @task's task_work, or a worker (compat.h).
+ * Made by a worker's request @nt (compat.h; else NULL), later than @task's
+ * first instruction: if @task entered a wait call that the attach counts
+ * before the attach was there, its watch goes busy as that call returns
+ * (now, if it did).
+ * Context: process: @task's task_work, or a worker.
  * Return: 0, -EEXIST if attached already, or the reason it cannot be.
  */
 int stallcap_attach_inherited(struct stallcap_attach_ent *parent,
-			      struct task_struct *task)
+			      struct task_struct *task,
+			      const struct stallcap_attach_twork *nt)
 {
 	struct stallcap_session *sess = parent->sess;
 	struct stallcap_attach arg = {
@@ -510,13 +519,17 @@ int stallcap_attach_inherited(struct stallcap_attach_ent *parent,
 		.user_tag = parent->user_tag,
 	};
 	struct mm_struct *mm = get_task_mm(task);
+	struct stallcap_attach_ent *made;
 	int ret;
 
 	if (!mm)
 		return -ESRCH;
 	mutex_lock(&sess->lock);
 	ret = READ_ONCE(parent->dead) ? -ESRCH :
-	      attach_locked(sess, &arg, task->group_leader, mm, parent);
+	      attach_locked(sess, &arg, task->group_leader, mm, parent, &made);
+	/* after the attach's publication: a wait entry sees one or the other */
+	if (!ret && nt && stallcap_follow_waited(nt))
+		stallcap_attach_resume_late(made, task);
 	/* after: @parent may be the program this exec replaced */
 	attach_end_gone(sess);
 	mutex_unlock(&sess->lock);

@@ -89,6 +89,14 @@ static void twork_put(struct stallcap_attach_ent *a)
 	module_put(THIS_MODULE);
 }
 
+/*
+ * Without task_work_add(): follow requests queued to a worker and not done
+ * yet.  While there are any, every wait call's entry looks for its thread
+ * among them (stallcap_follow_wait_entry()).
+ */
+static atomic_t follow_workers_queued = ATOMIC_INIT(0);
+#define FOLLOW_WAITED	1UL	/* in follow_waiter: the task entered a wait */
+
 /* The request @nt (its task_work, or its work item) is done. */
 static void twork_done(struct stallcap_attach_twork *nt)
 {
@@ -115,7 +123,9 @@ static void twork_worker_fn(struct work_struct *work)
 	task = nt->task;
 	mm = nt->mm;
 	if (READ_ONCE(task->mm) == mm && !(READ_ONCE(task->flags) & PF_EXITING))
-		nt->fn(a, task);
+		nt->fn(nt);
+	if (xchg(&nt->follow_waiter, 0))
+		atomic_dec(&follow_workers_queued);
 	put_task_struct(task);
 	mmdrop(mm);
 	twork_done(nt);
@@ -123,8 +133,8 @@ static void twork_worker_fn(struct work_struct *work)
 
 static bool twork_queue_worker(struct stallcap_attach_twork *nt,
 			       struct task_struct *task,
-			       void (*fn)(struct stallcap_attach_ent *a,
-					  struct task_struct *task))
+			       void (*fn)(const struct stallcap_attach_twork *),
+			       bool follow)
 {
 	struct mm_struct *mm = READ_ONCE(task->mm);
 
@@ -136,6 +146,11 @@ static bool twork_queue_worker(struct stallcap_attach_twork *nt,
 	nt->mm = mm;
 	nt->task = get_task_struct(task);
 	nt->fn = fn;
+	if (follow) {
+		atomic_inc(&follow_workers_queued);
+		/* @task and @mm before: stallcap_follow_wait_entry() */
+		smp_store_release(&nt->follow_waiter, (unsigned long)task);
+	}
 	INIT_WORK(&nt->work, twork_worker_fn);
 	stallcap_attach_queue_work(&nt->work);
 	return true;
@@ -143,15 +158,16 @@ static bool twork_queue_worker(struct stallcap_attach_twork *nt,
 
 /*
  * Queue @nt on @task to run @fn (a task_work) or @worker_fn (a worker,
- * compat.h); false (all undone) if @task is exiting.
+ * compat.h; @follow: a followed process's attach); false (all undone) if
+ * @task is exiting.
  */
 static bool twork_queue(struct stallcap_attach_twork *nt,
 			struct task_struct *task, task_work_func_t fn,
-			void (*worker_fn)(struct stallcap_attach_ent *a,
-					  struct task_struct *task))
+			void (*worker_fn)(const struct stallcap_attach_twork *),
+			bool follow)
 {
 	if (!SC_HAVE_TASK_WORK)
-		return twork_queue_worker(nt, task, worker_fn);
+		return twork_queue_worker(nt, task, worker_fn, follow);
 	init_task_work(&nt->twork, fn);
 	atomic_set(&stallcap_task_works_used, 1);	/* stallcap_defer_exit() */
 	if (!sc_task_work_add(task, &nt->twork, SC_TWA_RESUME_ATOMIC))
@@ -212,10 +228,9 @@ static void newthread_fn(struct callback_head *cb)
 	twork_put(a);
 }
 
-static void newthread_worker(struct stallcap_attach_ent *a,
-			     struct task_struct *task)
+static void newthread_worker(const struct stallcap_attach_twork *nt)
 {
-	newthread_make(a, task, false);
+	newthread_make(nt->a, nt->task, false);
 }
 
 /*
@@ -230,7 +245,8 @@ static bool newthread_request(struct stallcap_attach_ent *a)
 	if (READ_ONCE(a->no_new_threads) || current->flags & PF_EXITING)
 		return false;
 	nt = twork_get(a);
-	return nt && twork_queue(nt, current, newthread_fn, newthread_worker);
+	return nt && twork_queue(nt, current, newthread_fn, newthread_worker,
+				 false);
 }
 
 /* Does @a count a call of the current process of this kind? */
@@ -326,8 +342,12 @@ bool stallcap_attach_wait_boundary(bool busy, bool park, bool restartable)
 
 /* ---- new processes and programs: an attach of their own ---- */
 
-/* Attach @task's process (new, or a new program) as @a does. */
-static void follow_make(struct stallcap_attach_ent *a, struct task_struct *task)
+/*
+ * Attach @task's process (new, or a new program) as @a does; @nt: the
+ * worker's request, or NULL in @task's task_work.
+ */
+static void follow_make(struct stallcap_attach_ent *a, struct task_struct *task,
+			const struct stallcap_attach_twork *nt)
 {
 	struct stallcap_session *sess;
 	int ret;
@@ -335,7 +355,7 @@ static void follow_make(struct stallcap_attach_ent *a, struct task_struct *task)
 	sess = twork_session(a, task);
 	if (!sess)
 		return;
-	ret = stallcap_attach_inherited(a, task);
+	ret = stallcap_attach_inherited(a, task, nt);
 	if (ret && ret != -EEXIST && ret != -ESRCH)
 		stallcap_attach_missed(a, task, false);
 	stallcap_session_put(sess);
@@ -346,8 +366,75 @@ static void follow_fn(struct callback_head *cb)
 {
 	struct stallcap_attach_ent *a = twork_take(cb);
 
-	follow_make(a, current);
+	follow_make(a, current, NULL);
 	twork_put(a);
+}
+
+static void follow_worker(const struct stallcap_attach_twork *nt)
+{
+	follow_make(nt->a, nt->task, nt);
+}
+
+/**
+ * stallcap_follow_waited() - did the task of the worker's follow request
+ * @nt enter a wait call that the attach being made counts?
+ * @nt: the request, in its worker
+ *
+ * Asked once the attach is in the hash of attaches: a wait call entered
+ * since is seen by the probes, one entered before marked @nt.
+ * Context: the worker.
+ */
+bool stallcap_follow_waited(const struct stallcap_attach_twork *nt)
+{
+	smp_mb();	/* the attach's publication before; pairs with the entry */
+	return READ_ONCE(nt->follow_waiter) & FOLLOW_WAITED;
+}
+
+/* Does the request @nt follow the current thread (@me, of process @mm)? */
+static bool follows_current(struct stallcap_attach_twork *nt, unsigned long me,
+			    const struct mm_struct *mm)
+{
+	/* pairs with smp_store_release() in twork_queue_worker() */
+	return smp_load_acquire(&nt->follow_waiter) == me &&
+	       READ_ONCE(nt->mm) == mm;
+}
+
+/**
+ * stallcap_follow_wait_entry() - the current thread enters a wait call
+ * @park: a futex wait or a sleep
+ *
+ * Without task_work_add() (compat.h), a followed process is attached by a
+ * worker, later than its first instruction.  If it enters a wait call that
+ * the attach will count before then, the request is marked: the thread is
+ * busy from that call's return on, as it would be with the attach made in
+ * time (stallcap_attach_inherited()).  Costs an atomic read while no
+ * request is in flight.
+ * Context: a wait probe's entry, NMI included (RCU lookup, no lock).
+ */
+void stallcap_follow_wait_entry(bool park)
+{
+	unsigned long me = (unsigned long)current;
+	struct mm_struct *mm = current->mm;
+	struct stallcap_attach_twork *nt;
+	struct stallcap_attach_ent *a;
+	unsigned long in_flight;
+	unsigned int bkt, i;
+
+	if (SC_HAVE_TASK_WORK || !atomic_read(&follow_workers_queued) || !mm)
+		return;
+	rcu_read_lock();
+	hash_for_each_rcu(stallcap_attach_by_mm, bkt, a, mm_node) {
+		if (!a->inherit || (park && !a->park))
+			continue;
+		in_flight = READ_ONCE(a->twork_busy);
+		for_each_set_bit(i, &in_flight, STALLCAP_ATTACH_TWORKS) {
+			nt = &a->tworks[i];
+			if (follows_current(nt, me, mm))
+				cmpxchg(&nt->follow_waiter, me,
+					me | FOLLOW_WAITED);
+		}
+	}
+	rcu_read_unlock();
 }
 
 /* Have @a follow @task (a new process, or the current one after exec). */
@@ -360,7 +447,7 @@ static void follow_request(struct stallcap_attach_ent *a,
 		stallcap_attach_missed(a, task, false);
 		return;
 	}
-	twork_queue(nt, task, follow_fn, follow_make);
+	twork_queue(nt, task, follow_fn, follow_worker, true);
 }
 
 static void probe_sched_process_fork(void *data, struct task_struct *parent,

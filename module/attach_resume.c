@@ -132,8 +132,9 @@ static int resume_by_poll(struct stallcap_attach_ent *a,
 }
 
 /**
- * stallcap_attach_resume_late() - a new thread's watch was made by a worker
- * (compat.h), not on the thread's way back from its first wait call
+ * stallcap_attach_resume_late() - @task's watch was made by a worker
+ * (compat.h), not on its way back from a wait call: a new thread's after its
+ * first one, or a followed process's when it entered one before
  * @a: the attach
  * @task: the thread
  *

@@ -115,6 +115,7 @@ static void defer_entry(enum deferred_call call)
 static int boundary_entry(bool park)
 {
 	/* 0: watched, run the return handler; else no return hook */
+	stallcap_follow_wait_entry(park);
 	if (likely(!in_nmi()))
 		return stallcap_attach_wait_boundary(false, park, false) ? 0 : 1;
 	if (!stallcap_attach_wants_current(park))

@@ -372,7 +372,8 @@ struct stallcap_capture_req {
  * @irq_retries: samples put off because the thread's CPU was in an interrupt
  * @counted_armed: the watch is counted in SC_ARMED
  * @req: capture request in flight (WATCH_CAPTURING)
- * @defer: deferred user-stack request (capture_deferred.c)
+ * @defer: deferred user-stack request (capture_deferred.c); NULL without
+ *	task_work_add() (compat.h)
  * @chain_work: takes a sample of the thread blocked in a futex wait, with
  *	its owner chain, in process context (why_chain.c)
  * @times_base: counters at the start of the next sample's interval (arm,
@@ -629,6 +630,9 @@ void stallcap_defer_exit(void);
  * @mm: (worker) its mm when asked, a reference held (mmgrab): an exec since
  *	(a set-user-ID program, maybe) cancels the request
  * @fn: (worker) what to do, as the task_work would have
+ * @follow_waiter: (worker, a followed process) @task, its low bit set once
+ *	@task entered a wait call that the attach to be made counts (compared
+ *	and set by stallcap_follow_wait_entry(), NMI included); else 0
  */
 struct stallcap_attach_twork {
 	struct callback_head twork;
@@ -636,7 +640,8 @@ struct stallcap_attach_twork {
 	struct work_struct work;
 	struct task_struct *task;
 	struct mm_struct *mm;
-	void (*fn)(struct stallcap_attach_ent *a, struct task_struct *task);
+	void (*fn)(const struct stallcap_attach_twork *nt);
+	unsigned long follow_waiter;
 };
 
 /**
@@ -723,7 +728,9 @@ void stallcap_attach_missed(const struct stallcap_attach_ent *a,
 int stallcap_attach_watch_task(struct stallcap_attach_ent *a,
 			       struct task_struct *task, bool busy);
 int stallcap_attach_inherited(struct stallcap_attach_ent *parent,
-			      struct task_struct *task);
+			      struct task_struct *task,
+			      const struct stallcap_attach_twork *nt);
+bool stallcap_follow_waited(const struct stallcap_attach_twork *nt);
 void stallcap_attach_queue_work(struct work_struct *work);
 void stallcap_attach_put(struct stallcap_attach_ent *a);
 void stallcap_attach_lock(void);
@@ -731,6 +738,7 @@ void stallcap_attach_unlock(void);
 extern DECLARE_HASHTABLE(stallcap_attach_by_mm, STALLCAP_ATTACH_HASH_BITS);
 bool stallcap_attach_wait_boundary(bool busy, bool park, bool restartable);
 bool stallcap_attach_wants_current(bool park);
+void stallcap_follow_wait_entry(bool park);
 int stallcap_follow_probes_register(void);
 void stallcap_follow_probes_unregister(void);
 int stallcap_wait_probes_register(void);

@@ -8,7 +8,11 @@
  * follow_spin(), and polls again.  The reader sees its watch start, its
  * stall (origin ATTACH, follow_spin() among the innermost user frames: the
  * executed program tells its address through a pipe) and the stall's end.
- * Without INHERIT the same new process is not watched.  An executed
+ * Without INHERIT the same new process is not watched.  On a kernel without
+ * the task_work_add export a worker makes the new process's attach, maybe
+ * after its first wait call returned: kept from running (a SCHED_FIFO hog on
+ * the only CPU unbound workqueues may use) until the loop is in its stall,
+ * the worker still starts the loop's busy period (fork_late_worker).  An executed
  * set-user-ID program is not followed: a STALLCAP_WATCH_MISSED record says
  * so.  Nor, for an attach made by an unprivileged user, is the root process
  * that such a program starts (as su does: it becomes root, then forks and
@@ -48,7 +52,10 @@ SC_NOINLINE void follow_spin(uint64_t ns)
 		__asm__ volatile("" ::: "memory");
 }
 
-/* What the loop tells the test: its pid and follow_spin()'s address. */
+/*
+ * What the loop tells the test: its pid and follow_spin()'s address; then,
+ * as its stall begins, the time (CLOCK_MONOTONIC).
+ */
 struct loop_hello {
 	pid_t pid;
 	uint64_t spin;
@@ -62,10 +69,15 @@ static void loop_run(int fd)
 		.spin = (uint64_t)(uintptr_t)follow_spin,
 	};
 
+	uint64_t busy_from;
+
 	if (write(fd, &h, sizeof(h)) != sizeof(h))
 		_exit(20);
 	poll(NULL, 0, 1);
 	poll(NULL, 0, 1);	/* busy from here... */
+	busy_from = sc_now_ns();
+	if (write(fd, &busy_from, sizeof(busy_from)) != sizeof(busy_from))
+		_exit(21);
 	follow_spin(SPIN);	/* ...past the deadline */
 	poll(NULL, 0, 1);	/* idle: the stall ends */
 }
@@ -183,6 +195,8 @@ static void child_main(enum how how, int go_fd, int hello_fd, const char *suid)
 	_exit(0);
 }
 
+static void late_worker_stop(void);
+
 FIXTURE(follow) {
 	struct sc_session s;
 	struct sc_records rs;
@@ -196,6 +210,7 @@ FIXTURE_VARIANT(follow) {
 	uint32_t flags;
 	bool watched;
 	bool by_nobody;	/* ATTACH called by nobody, not root */
+	bool late_worker;	/* no kworker runs until the loop stalls */
 };
 
 FIXTURE_VARIANT_ADD(follow, fork) {
@@ -212,6 +227,11 @@ FIXTURE_VARIANT_ADD(follow, posix_spawn) {
 
 FIXTURE_VARIANT_ADD(follow, exec_self) {
 	.how = BY_EXEC_SELF, .flags = STALLCAP_ATTACH_INHERIT, .watched = true,
+};
+
+FIXTURE_VARIANT_ADD(follow, fork_late_worker) {
+	.how = BY_FORK, .flags = STALLCAP_ATTACH_INHERIT, .watched = true,
+	.late_worker = true,
 };
 
 FIXTURE_VARIANT_ADD(follow, fork_without_inherit) {
@@ -271,6 +291,7 @@ FIXTURE_SETUP(follow)
 
 FIXTURE_TEARDOWN(follow)
 {
+	late_worker_stop();
 	if (self->child > 0) {
 		kill(self->child, SIGKILL);
 		waitpid(self->child, NULL, 0);
@@ -279,6 +300,98 @@ FIXTURE_TEARDOWN(follow)
 		unlink(self->suid);
 	sc_records_free(&self->rs);
 	sc_session_close(&self->s);
+}
+
+/* ---- fork_late_worker: unbound kworkers kept from running ---- */
+
+#define WQ_CPUMASK	"/sys/devices/virtual/workqueue/cpumask"
+#define HOG_MAX		SC_MS(3000)
+
+static char wq_cpumask_saved[256];
+static volatile int hog_release, hog_state;	/* 1 running, -1 failed */
+static pthread_t hog;
+static bool hog_started;
+
+/* SCHED_FIFO on CPU 0 until released (or HOG_MAX). */
+static void *worker_hog(void *arg)
+{
+	struct sched_param sp = { .sched_priority = 1 };
+	uint64_t end = sc_now_ns() + HOG_MAX;
+
+	if (sc_pin_self(0) || pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp)) {
+		__atomic_store_n(&hog_state, -1, __ATOMIC_RELEASE);
+		return NULL;
+	}
+	__atomic_store_n(&hog_state, 1, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&hog_release, __ATOMIC_ACQUIRE) && sc_now_ns() < end)
+		;
+	return NULL;
+}
+
+static int write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY);
+	ssize_t n = -1;
+
+	if (fd >= 0) {
+		n = write(fd, text, strlen(text));
+		close(fd);
+	}
+	return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+/*
+ * Unbound workqueues (stallcap's attach worker among them) on CPU 0 only,
+ * kept from it by a SCHED_FIFO thread; the test and the attached process on
+ * CPU 1.  0, or a reason to skip.
+ */
+static const char *late_worker_start(pid_t child)
+{
+	cpu_set_t one;
+	ssize_t n;
+	int fd;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		return "needs two CPUs";
+	fd = open(WQ_CPUMASK, O_RDONLY);
+	if (fd < 0)
+		return "no " WQ_CPUMASK;
+	n = read(fd, wq_cpumask_saved, sizeof(wq_cpumask_saved) - 1);
+	close(fd);
+	if (n <= 0)
+		return "cannot read " WQ_CPUMASK;
+	wq_cpumask_saved[n] = 0;
+	CPU_ZERO(&one);
+	CPU_SET(1, &one);
+	if (sched_setaffinity(0, sizeof(one), &one) ||
+	    sched_setaffinity(child, sizeof(one), &one))
+		return "cannot pin to CPU 1";
+	if (write_file(WQ_CPUMASK, "1")) {
+		wq_cpumask_saved[0] = 0;
+		return "cannot restrict unbound workqueues to CPU 0";
+	}
+	hog_release = 0;
+	hog_state = 0;
+	hog_started = !pthread_create(&hog, NULL, worker_hog, NULL);
+	while (hog_started && !__atomic_load_n(&hog_state, __ATOMIC_ACQUIRE))
+		sc_sleep_ms(1);
+	if (!hog_started || hog_state < 0) {
+		late_worker_stop();
+		return "no SCHED_FIFO thread on CPU 0";
+	}
+	return NULL;
+}
+
+/* The hog gone, unbound workqueues as they were (also from the teardown). */
+static void late_worker_stop(void)
+{
+	__atomic_store_n(&hog_release, 1, __ATOMIC_RELEASE);
+	if (hog_started)
+		pthread_join(hog, NULL);
+	hog_started = false;
+	if (wq_cpumask_saved[0])
+		write_file(WQ_CPUMASK, wq_cpumask_saved);
+	wq_cpumask_saved[0] = 0;
 }
 
 static int attach(int fd, pid_t pid, uint32_t flags)
@@ -345,13 +458,26 @@ TEST_F(follow, new_process_is_watched_as_its_parent)
 	const struct stallcap_sample *r, *u;
 	const struct stallcap_watch_event *ws;
 	struct loop_hello h = { 0 };
+	uint64_t busy_from = 0;
+	const char *why;
 	int status;
 
 	ASSERT_EQ(0, variant->by_nobody ?
 		  attach_by_nobody(self->s.fd, self->child, variant->flags) :
 		  attach(self->s.fd, self->child, variant->flags));
+	if (variant->late_worker) {
+		why = late_worker_start(self->child);
+		if (why)
+			SKIP(return, "%s", why);
+	}
 	ASSERT_EQ(1, write(self->go[1], "g", 1));
 	ASSERT_EQ(sizeof(h), read(self->hello[0], &h, sizeof(h)));
+	if (variant->late_worker) {
+		/* the loop left its waits: the worker may run now */
+		ASSERT_EQ(sizeof(busy_from), read(self->hello[0], &busy_from,
+						  sizeof(busy_from)));
+		late_worker_stop();
+	}
 	ASSERT_EQ(self->child, waitpid(self->child, &status, 0));
 	self->child = 0;
 	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
@@ -390,6 +516,10 @@ TEST_F(follow, new_process_is_watched_as_its_parent)
 	ASSERT_NE(NULL, ws) TH_LOG("no WATCH_STARTED for the new process");
 	EXPECT_EQ(DEADLINE, ws->timeout_ns);
 	EXPECT_EQ(TAG, ws->user_tag);
+	/* made before the first instruction by a task_work, else later */
+	if (variant->late_worker && sc_expect_no_task_work())
+		EXPECT_LT(busy_from, ws->time_ns)
+			TH_LOG("the worker was not late: the case tests nothing");
 	r = sc_first_sample_of(&self->rs, h.pid);
 	ASSERT_NE(NULL, r) TH_LOG("the new process's stall was not captured");
 	EXPECT_EQ(STALLCAP_ORIGIN_ATTACH, r->origin);

@@ -904,6 +904,8 @@ static void waiting_at_attach(struct __test_metadata *_metadata,
 	ASSERT_NE(NULL, r) TH_LOG("the stall right after the wait returned was not captured");
 	EXPECT_EQ(STALLCAP_ORIGIN_ATTACH, r->origin);
 	u = sc4_user_frames_of(&self->rs, r);
+	if (!u || !in_spin(u))
+		sc_log_records(NULL, &self->rs);
 	ASSERT_NE(NULL, u) TH_LOG("DEFER_PENDING but no USER_STACK record");
 	EXPECT_TRUE(in_spin(u)) TH_LOG("attach_spin_in_loop() is not among the innermost frames");
 	end = sc_stall_end_of(&self->rs, r->stall_id);

@@ -55,6 +55,23 @@ grep '"type":"sample"' "$work/sd.json" | grep epoll_wait | cut -c1-300 | sed 's/
 # three slow handlers of 80 ms over a 20 ms deadline: (at least) three stalls
 check "shared deadline: one stall per busy iteration" stalls_match "$work/sd.out" "$work/sd.json" 10
 
+# --defer-user: the user stack copied on the way back to user space; a
+# module built without task_work_add() refuses it, and the tool says why
+stallcap record -D -o "$work/du.data" -- event_loop -d -n 15 -t 20 -s 80 \
+	>"$work/du.out" 2>"$work/du.err"
+rc=$?
+if [ "${STALLCAP_TEST_NO_TASK_WORK:-0}" = 1 ]; then
+	check "defer-user refused: record exits non-zero" [ $rc != 0 ]
+	check "defer-user refused: the tool says why" \
+		grep -q -- "--defer-user: .*task_work_add" "$work/du.err"
+	check "defer-user refused: the program did not run" [ ! -s "$work/du.out" ]
+else
+	check "defer-user: record exits 0" [ $rc = 0 ]
+	stallcap report -f json "$work/du.data" >"$work/du.json"
+	check "defer-user: caught in handle_tick" any_sample "$work/du.json" event_loop in_handler
+fi
+show "$work/du.err"
+
 # the library opens its session O_CLOEXEC (flags in fdinfo are octal)
 event_loop -S -n 30 >/dev/null &
 pid=$!

@@ -409,8 +409,12 @@ static int open_session(struct collector *c)
 		if (o->global)
 			cfg.flags |= STALLCAP_CFG_GLOBAL;
 		ret = stallcap_session_open(&c->s, &cfg, 0);
-		if (ret == -EPERM && o->global)
+		if (ret == -EPERM && o->global) {
 			warnx_("a system-wide reader needs CAP_SYS_ADMIN");
+		} else if (ret == -EINVAL && (cfg.flags & STALLCAP_CFG_DEFER_USER)) {
+			warnx_("--defer-user: the loaded stallcap module cannot defer the user-stack copy (no STALLCAP_FEAT_DEFER_USER: its kernel does not export task_work_add); run without it");
+			return ret;
+		}
 	}
 	if (ret) {
 		warn_open(ret);

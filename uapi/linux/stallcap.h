@@ -210,8 +210,9 @@ struct stallcap_arm {
  * a kernel that does not export task_work_add() to modules (no
  * STALLCAP_FEAT_DEFER_USER), the return of a wait call that a thread was
  * inside at the attach is found by a poll every @timeout_ns / 4 (at least a
- * clock tick), and a new thread's watch is made by a worker: such a busy
- * period may start that much late.  The watches end with STALLCAP_IOC_DETACH, the session's close, or the
+ * clock tick), and a new thread's watch, or a followed process's attach,
+ * is made by a worker: such a busy period may start that much late.  The
+ * watches end with STALLCAP_IOC_DETACH, the session's close, or the
  * process's exit or exec (with STALLCAP_ATTACH_INHERIT, the executed
  * program is attached in its turn).  Each followed process is an attach of
  * its own, which DETACH names by its pid (0: all); the attach of a process
