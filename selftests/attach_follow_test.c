@@ -48,8 +48,14 @@ SC_NOINLINE void follow_spin(uint64_t ns)
 {
 	uint64_t end = sc_now_ns() + ns;
 
+	/*
+	 * The clock is read rarely: a sample inside clock_gettime() (the
+	 * vDSO's leaf, under the C library's frameless wrapper) loses this
+	 * function's frame in the frame-pointer walk (CI46, debug-notw).
+	 */
 	while (sc_now_ns() < end)
-		__asm__ volatile("" ::: "memory");
+		for (int i = 0; i < 1000000; i++)
+			__asm__ volatile("" ::: "memory");
 }
 
 /*
@@ -476,9 +482,15 @@ TEST_F(follow, new_process_is_watched_as_its_parent)
 		/* the loop left its waits: the worker may run now */
 		ASSERT_EQ(sizeof(busy_from), read(self->hello[0], &busy_from,
 						  sizeof(busy_from)));
-		late_worker_stop();
+		__atomic_store_n(&hog_release, 1, __ATOMIC_RELEASE);
 	}
 	ASSERT_EQ(self->child, waitpid(self->child, &status, 0));
+	/*
+	 * The workqueues' CPUs restored after the loop's stall: on its CPU
+	 * that takes long enough (the debug kernel) to preempt the loop, and
+	 * a preempted thread's sample has no user stack without task_work_add()
+	 */
+	late_worker_stop();
 	self->child = 0;
 	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
 
