@@ -1097,13 +1097,20 @@ static inline void sc_log_records(const struct sc_ksyms *ks, const struct sc_rec
 	for (size_t i = 0; i < rs->n; i++) {
 		const struct stallcap_rec_header *h = rs->rec[i];
 		const struct stallcap_stall_end *e = (const void *)h;
+		const struct stallcap_watch_event *we = (const void *)h;
 
 		if (h->type == STALLCAP_REC_STALL_END)
 			fprintf(stderr, "#   stall-end stall %llu tid %u samples %u lasted %lld ns\n",
 				(unsigned long long)e->stall_id, e->tid, e->nr_samples,
 				(long long)(e->end_ns - e->deadline_ns));
-		else
+		else if (h->type == STALLCAP_REC_WATCH)
+			fprintf(stderr, "#   watch event %u pid %u tid %u at %llu ns\n",
+				we->event, we->pid, we->tid,
+				(unsigned long long)we->time_ns);
+		else if (h->type == STALLCAP_REC_SAMPLE)
 			sc_log_sample(ks, (const void *)h);
+		else
+			fprintf(stderr, "#   record type %u\n", h->type);
 	}
 	if (rs->err[0])
 		fprintf(stderr, "#   ring error: %s\n", rs->err);
