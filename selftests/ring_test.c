@@ -366,7 +366,9 @@ static int burst_round(struct __test_metadata *_metadata, struct sc_session *s)
 	struct sc_records rs = {};
 	uint64_t end = sc_now_ns() + SC_MS(SC_WAIT_MS);
 	uint64_t used, lost_before = ctl_lost(s);
-	uint64_t seen = SC_STAT(s->fd, samples) + SC_STAT(s->fd, lost);
+	uint64_t samples_before = SC_STAT(s->fd, samples);
+	uint64_t seen = samples_before + SC_STAT(s->fd, lost);
+	uint64_t counted;
 	int fds[2], blocked = 0, n;
 
 	if (pipe(fds))
@@ -380,7 +382,13 @@ static int burst_round(struct __test_metadata *_metadata, struct sc_session *s)
 	       seen + BURST_THREADS && sc_now_ns() < end)
 		sc_sleep_ms(10);
 	used = s->ctl->data_head - s->ctl->data_tail;
-	EXPECT_LE(0, sc_ring_drain(s, &rs)) TH_LOG("%s", rs.err);
+	/*
+	 * A sample is counted when its room is reserved: the last one may
+	 * still be in the writing (busy); wait for every counted sample.
+	 */
+	counted = SC_STAT(s->fd, samples) - samples_before;
+	EXPECT_LE(0, sc_ring_collect(s, &rs, STALLCAP_REC_SAMPLE, counted,
+				     SC_WAIT_MS)) TH_LOG("%s", rs.err);
 	n = sc_records_count(&rs, STALLCAP_REC_SAMPLE);
 	for (size_t i = 0; i < rs.n; i++) {
 		const struct stallcap_sample *r = (const void *)rs.rec[i];
