@@ -35,6 +35,7 @@
 #include <linux/ptrace.h>
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
+#include <linux/sched/task_stack.h>	/* task_pt_regs() on 5.15 */
 #include <linux/string.h>
 #include <linux/uaccess.h>
 #include <asm/unistd.h>
