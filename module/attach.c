@@ -397,7 +397,10 @@ static bool attach_exists(struct stallcap_session *sess,
 	return false;
 }
 
-/* Under sess->lock: the attach itself, once the target is known. */
+/*
+ * Under sess->lock: the attach itself, once the target is known; the new
+ * attach in *@made (if @made is not NULL).
+ */
 static int attach_locked(struct stallcap_session *sess,
 			 const struct stallcap_attach *arg,
 			 struct task_struct *leader, struct mm_struct *mm,
@@ -423,7 +426,7 @@ static int attach_locked(struct stallcap_session *sess,
 	ret = attach_present_threads(a);
 	if (ret)
 		attach_end(a);	/* a failing ATTACH leaves nothing */
-	else
+	else if (made)
 		*made = a;
 	return ret;
 }
@@ -438,7 +441,6 @@ static int attach_locked(struct stallcap_session *sess,
 int stallcap_attach(struct stallcap_session *sess,
 		    const struct stallcap_attach *arg)
 {
-	struct stallcap_attach_ent *made;
 	struct task_struct *leader;
 	struct mm_struct *mm;
 	int ret;
@@ -455,7 +457,7 @@ int stallcap_attach(struct stallcap_session *sess,
 	mm = stallcap_attach_checked_mm(leader, &ret);
 	if (mm) {
 		mutex_lock(&sess->lock);
-		ret = attach_locked(sess, arg, leader, mm, NULL, &made);
+		ret = attach_locked(sess, arg, leader, mm, NULL, NULL);
 		mutex_unlock(&sess->lock);
 		mmput(mm);
 	}
@@ -498,9 +500,9 @@ static void attach_end_gone(struct stallcap_session *sess)
  * has now.  (A set-user-ID program, or one @parent's maker may not trace,
  * never gets here: attach_follow.c.)
  * Made by a worker's request @nt (compat.h; else NULL), later than @task's
- * first instruction: if @task entered a wait call that the attach counts
- * before the attach was there, its watch goes busy as that call returns
- * (now, if it did).
+ * first instruction: if @task, or another thread of its process, entered a
+ * wait call that the attach counts before the attach was there, its watch
+ * goes busy as that call returns (now, if it did).
  * Context: process: @task's task_work, or a worker.
  * Return: 0, -EEXIST if attached already, or the reason it cannot be.
  */
@@ -528,8 +530,8 @@ int stallcap_attach_inherited(struct stallcap_attach_ent *parent,
 	ret = READ_ONCE(parent->dead) ? -ESRCH :
 	      attach_locked(sess, &arg, task->group_leader, mm, parent, &made);
 	/* after the attach's publication: a wait entry sees one or the other */
-	if (!ret && nt && stallcap_follow_waited(nt))
-		stallcap_attach_resume_late(made, task);
+	if (!ret && nt)
+		stallcap_follow_resume_waited(nt, made);
 	/* after: @parent may be the program this exec replaced */
 	attach_end_gone(sess);
 	mutex_unlock(&sess->lock);

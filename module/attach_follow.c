@@ -147,8 +147,9 @@ static bool twork_queue_worker(struct stallcap_attach_twork *nt,
 	nt->task = get_task_struct(task);
 	nt->fn = fn;
 	if (follow) {
+		memset(nt->follow_threads, 0, sizeof(nt->follow_threads));
 		atomic_inc(&follow_workers_queued);
-		/* @task and @mm before: stallcap_follow_wait_entry() */
+		/* @task, @mm and no marks before: stallcap_follow_wait_entry() */
 		smp_store_release(&nt->follow_waiter, (unsigned long)task);
 	}
 	INIT_WORK(&nt->work, twork_worker_fn);
@@ -376,27 +377,63 @@ static void follow_worker(const struct stallcap_attach_twork *nt)
 }
 
 /**
- * stallcap_follow_waited() - did the task of the worker's follow request
- * @nt enter a wait call that the attach being made counts?
+ * stallcap_follow_resume_waited() - the threads of the worker's follow
+ * request @nt that entered a wait call the new attach counts, before it
+ * was there, go busy as that call returns (now, if it did)
  * @nt: the request, in its worker
+ * @a: the attach it made
  *
  * Asked once the attach is in the hash of attaches: a wait call entered
- * since is seen by the probes, one entered before marked @nt.
- * Context: the worker.
+ * since is seen by the probes, one entered before marked @nt.  A marked
+ * thread that exited since has no watch (its address is only compared).
+ * Context: the worker, sess->lock held.
  */
-bool stallcap_follow_waited(const struct stallcap_attach_twork *nt)
+void stallcap_follow_resume_waited(const struct stallcap_attach_twork *nt,
+				   struct stallcap_attach_ent *a)
 {
+	unsigned long t;
+	unsigned int i;
+
 	smp_mb();	/* the attach's publication before; pairs with the entry */
-	return READ_ONCE(nt->follow_waiter) & FOLLOW_WAITED;
+	if (READ_ONCE(nt->follow_waiter) & FOLLOW_WAITED)
+		stallcap_attach_resume_late(a, nt->task);
+	for (i = 0; i < STALLCAP_FOLLOW_THREADS; i++) {
+		t = READ_ONCE(nt->follow_threads[i]);
+		if (t & FOLLOW_WAITED)
+			stallcap_attach_resume_late(a, (void *)(t & ~FOLLOW_WAITED));
+	}
 }
 
-/* Does the request @nt follow the current thread (@me, of process @mm)? */
-static bool follows_current(struct stallcap_attach_twork *nt, unsigned long me,
-			    const struct mm_struct *mm)
+/* The task of @nt if it is a follow of process @mm in flight, else 0. */
+static unsigned long follow_of(struct stallcap_attach_twork *nt,
+			       const struct mm_struct *mm)
 {
+	unsigned long task;
+
 	/* pairs with smp_store_release() in twork_queue_worker() */
-	return smp_load_acquire(&nt->follow_waiter) == me &&
-	       READ_ONCE(nt->mm) == mm;
+	task = smp_load_acquire(&nt->follow_waiter);
+	return task && READ_ONCE(nt->mm) == mm ? task & ~FOLLOW_WAITED : 0;
+}
+
+/*
+ * Mark the current thread (@me), not @nt's, in @nt's other threads, unless
+ * there already or no room is left.  A mark left by a thread of another
+ * process (a request freed and taken again meanwhile) matches no thread
+ * of @nt's process.
+ */
+static void follow_mark_thread(struct stallcap_attach_twork *nt,
+			       unsigned long me)
+{
+	unsigned long t;
+	unsigned int i;
+
+	for (i = 0; i < STALLCAP_FOLLOW_THREADS; i++) {
+		t = READ_ONCE(nt->follow_threads[i]);
+		if (t == (me | FOLLOW_WAITED) ||
+		    (!t && !cmpxchg(&nt->follow_threads[i], 0,
+				    me | FOLLOW_WAITED)))
+			return;
+	}
 }
 
 /**
@@ -407,8 +444,10 @@ static bool follows_current(struct stallcap_attach_twork *nt, unsigned long me,
  * worker, later than its first instruction.  If it enters a wait call that
  * the attach will count before then, the request is marked: the thread is
  * busy from that call's return on, as it would be with the attach made in
- * time (stallcap_attach_inherited()).  Costs an atomic read while no
- * request is in flight.
+ * time (stallcap_attach_inherited()).  So is a thread the process made
+ * meanwhile (up to STALLCAP_FOLLOW_THREADS of them; with the attach made
+ * in time, its first wait call would have asked for its watch).  Costs an
+ * atomic read while no request is in flight.
  * Context: a wait probe's entry, NMI included (RCU lookup, no lock).
  */
 void stallcap_follow_wait_entry(bool park)
@@ -417,7 +456,7 @@ void stallcap_follow_wait_entry(bool park)
 	struct mm_struct *mm = current->mm;
 	struct stallcap_attach_twork *nt;
 	struct stallcap_attach_ent *a;
-	unsigned long in_flight;
+	unsigned long in_flight, task;
 	unsigned int bkt, i;
 
 	if (SC_HAVE_TASK_WORK || !atomic_read(&follow_workers_queued) || !mm)
@@ -429,9 +468,12 @@ void stallcap_follow_wait_entry(bool park)
 		in_flight = READ_ONCE(a->twork_busy);
 		for_each_set_bit(i, &in_flight, STALLCAP_ATTACH_TWORKS) {
 			nt = &a->tworks[i];
-			if (follows_current(nt, me, mm))
+			task = follow_of(nt, mm);
+			if (task == me)
 				cmpxchg(&nt->follow_waiter, me,
 					me | FOLLOW_WAITED);
+			else if (task)
+				follow_mark_thread(nt, me);
 		}
 	}
 	rcu_read_unlock();

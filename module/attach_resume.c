@@ -136,7 +136,7 @@ static int resume_by_poll(struct stallcap_attach_ent *a,
  * (compat.h), not on its way back from a wait call: a new thread's after its
  * first one, or a followed process's when it entered one before
  * @a: the attach
- * @task: the thread
+ * @task: the thread (compared only: it may have exited)
  *
  * Unless a wait boundary came since: out of its wait calls now, it is busy
  * from now; inside one, it goes busy when that call returns (its return
@@ -144,16 +144,17 @@ static int resume_by_poll(struct stallcap_attach_ent *a,
  * Context: process, sess->lock held.
  */
 void stallcap_attach_resume_late(struct stallcap_attach_ent *a,
-				 struct task_struct *task)
+				 const struct task_struct *task)
 {
 	struct stallcap_watch *w = stallcap_watch_find_attached(a->sess, task, a);
 
+	/* @task is only compared: the watch holds its thread */
 	if (!w || READ_ONCE(w->wait_seen))
 		return;
-	if (stallcap_task_left_wait_call(task, a->park))
+	if (stallcap_task_left_wait_call(w->task, a->park))
 		stallcap_watch_busy_unless_waited(w, ktime_get_mono_fast_ns());
 	else
-		resume_by_poll(a, task);
+		resume_by_poll(a, w->task);
 }
 
 /**

@@ -617,6 +617,7 @@ void stallcap_defer_exit(void);
 /* ---- attached watches (attach.c, attach_wait.c) ---- */
 
 #define STALLCAP_ATTACH_TWORKS	BITS_PER_LONG
+#define STALLCAP_FOLLOW_THREADS	4
 #define STALLCAP_ATTACH_HASH_BITS	6
 
 /**
@@ -633,6 +634,9 @@ void stallcap_defer_exit(void);
  * @follow_waiter: (worker, a followed process) @task, its low bit set once
  *	@task entered a wait call that the attach to be made counts (compared
  *	and set by stallcap_follow_wait_entry(), NMI included); else 0
+ * @follow_threads: (worker, a followed process) other threads of @mm that
+ *	entered such a call (a thread's address, its low bit set; 0: free);
+ *	a thread that finds them all taken starts idle
  */
 struct stallcap_attach_twork {
 	struct callback_head twork;
@@ -642,6 +646,7 @@ struct stallcap_attach_twork {
 	struct mm_struct *mm;
 	void (*fn)(const struct stallcap_attach_twork *nt);
 	unsigned long follow_waiter;
+	unsigned long follow_threads[STALLCAP_FOLLOW_THREADS];
 };
 
 /**
@@ -730,7 +735,8 @@ int stallcap_attach_watch_task(struct stallcap_attach_ent *a,
 int stallcap_attach_inherited(struct stallcap_attach_ent *parent,
 			      struct task_struct *task,
 			      const struct stallcap_attach_twork *nt);
-bool stallcap_follow_waited(const struct stallcap_attach_twork *nt);
+void stallcap_follow_resume_waited(const struct stallcap_attach_twork *nt,
+				   struct stallcap_attach_ent *a);
 void stallcap_attach_queue_work(struct work_struct *work);
 void stallcap_attach_put(struct stallcap_attach_ent *a);
 void stallcap_attach_lock(void);
@@ -749,7 +755,7 @@ struct stallcap_watch *stallcap_watch_create_attached(struct stallcap_session *s
 						      struct task_struct *task,
 						      struct stallcap_attach_ent *a);
 struct stallcap_watch *stallcap_watch_find_attached(struct stallcap_session *sess,
-						    struct task_struct *task,
+						    const struct task_struct *task,
 						    struct stallcap_attach_ent *a);
 void stallcap_watches_destroy_attached(struct stallcap_session *sess,
 				       struct stallcap_attach_ent *a);
@@ -771,7 +777,7 @@ bool stallcap_task_in_wait_call(struct task_struct *task, bool park);
 bool stallcap_task_left_wait_call(struct task_struct *task, bool park);
 void stallcap_attach_resume_init(struct stallcap_attach_ent *a);
 void stallcap_attach_resume_late(struct stallcap_attach_ent *a,
-				 struct task_struct *task);
+				 const struct task_struct *task);
 void stallcap_attach_resume_stop(struct stallcap_attach_ent *a);
 bool stallcap_current_call_returned(void);
 bool stallcap_current_call_restartable(void);

@@ -365,7 +365,7 @@ struct stallcap_watch *stallcap_watch_create_attached(struct stallcap_session *s
  * Context: process, sess->lock held.
  */
 struct stallcap_watch *stallcap_watch_find_attached(struct stallcap_session *sess,
-						    struct task_struct *task,
+						    const struct task_struct *task,
 						    struct stallcap_attach_ent *a)
 {
 	struct stallcap_watch *w;

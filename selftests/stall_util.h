@@ -313,6 +313,43 @@ sc4_user_frames_of(const struct sc_records *rs, const struct stallcap_sample *r)
 	return u;
 }
 
+/*
+ * Is the function at @fn frame 0 of the user frames @u, or frame 1-2 (a
+ * sample in clock_gettime(): the C library's frameless wrapper and the
+ * vDSO's leaf, where the frame-pointer walk may skip the caller's frame)?
+ */
+static inline bool sc4_user_frames_in(const struct stallcap_sample *u,
+				      uint64_t fn)
+{
+	for (unsigned int i = 0; i < sc_nu(u) && i < 3; i++)
+		if (sc_user_ips(u)[i] >= fn && sc_user_ips(u)[i] < fn + 256)
+			return true;
+	return false;
+}
+
+/*
+ * The user frames of the first sample of @first's stall (its thread, its
+ * stall) taken in the function at @fn, or NULL.  A stall's first sample
+ * may find the thread preempted just before that function or in one of
+ * its clock reads; each sample's frames are exact for where it was.
+ */
+static inline const struct stallcap_sample *
+sc4_stall_frames_in(const struct sc_records *rs,
+		    const struct stallcap_sample *first, uint64_t fn)
+{
+	for (size_t i = 0; i < rs->n; i++) {
+		const struct stallcap_sample *r = (const void *)rs->rec[i], *u;
+
+		if (r->hdr.type != STALLCAP_REC_SAMPLE || r->tid != first->tid ||
+		    r->stall_id != first->stall_id)
+			continue;
+		u = sc4_user_frames_of(rs, r);
+		if (u && sc4_user_frames_in(u, fn))
+			return u;
+	}
+	return NULL;
+}
+
 /* ------------------------------------------------------------------------
  * Counters against records
  * ------------------------------------------------------------------------
