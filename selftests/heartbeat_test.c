@@ -90,8 +90,11 @@ FIXTURE_SETUP(hb)
 	ASSERT_EQ(0, sc_pin_self(self->cpu));
 }
 
+static void hb_cpu1_back(void);
+
 FIXTURE_TEARDOWN(hb)
 {
+	hb_cpu1_back();	/* a failed hotplug case */
 	if (_metadata->exit_code && self->rs.n)
 		sc_log_records(&self->ks, &self->rs);
 	sc_ksyms_free(&self->ks);
@@ -423,6 +426,46 @@ TEST_F(hb, idle_sleeper_is_not_reported)
 }
 
 /*
+ * The last beat, then a 1 s sleep without one, not marked idle: the stall
+ * is caught during the sleep, asleep.  Returns its first sample (its end
+ * in *@endp; the beat after the sleep at *@resume), or NULL when the host
+ * stopped the thread for a threshold before the last beat (noisy).
+ */
+static const struct stallcap_sample *
+hb_sleep_unbeaten(struct __test_metadata *_metadata, FIXTURE_DATA(hb) *self,
+		  struct stallcap_slot *b, uint64_t *last, uint64_t *resume,
+		  const struct stallcap_stall_end **endp)
+{
+	const struct stallcap_sample *r;
+
+	if (hb_gap_since(*last))
+		return NULL;
+	*last = sc_now_ns();
+	sc4_beat(b);
+	sc_sleep_ms(1000);
+	*resume = sc_now_ns();
+	sc4_beat(b);
+	sc4_set_idle(b, 1);
+	ASSERT_EQ(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_STALL_END, 1,
+				     SC_WAIT_MS)) TH_LOG("the sleep was not reported");
+	sc4_set_idle(b, 0);
+	ASSERT_EQ(0, sc_release(self->s.fd));
+	/* a sample read remotely asks for the user stack on return: let it come */
+	sc_ring_collect(&self->s, &self->rs, 0, 0, SC_QUIET_MS);
+
+	r = hb_one_stall(_metadata, self, endp);
+	ASSERT_NE(NULL, r) TH_LOG("no first sample of this thread");
+	hb_check_first(_metadata, r);
+	/* the issue asks 2T of a stuck loop only; asleep, it must come in the sleep */
+	EXPECT_LE(*last + HB_T, r->deadline_ns);
+	EXPECT_LE(*last + HB_T, r->capture_ns);
+	EXPECT_GT(*resume, r->capture_ns) TH_LOG("not detected during the 1 s sleep");
+	TH_LOG("detected %.1f ms after the last beat", (r->capture_ns - *last) / 1e6);
+	EXPECT_EQ(STALLCAP_STATE_SLEEPING, r->state);
+	return r;
+}
+
+/*
  * The same sleep without marking idle is a stall: captured asleep (state
  * SLEEPING, read remotely, in nanosleep) while it sleeps, then ended by the
  * next beat.
@@ -438,30 +481,9 @@ static enum sc4_result busy_sleep(struct __test_metadata *_metadata, FIXTURE_DAT
 	ASSERT_NE(NULL, b);
 	if (hb_beat_phase(_metadata, self, b, 4 * HB_T, &last, NULL, "beating") != SC4_OK)
 		return SC4_NOISY;
-	if (hb_gap_since(last))
+	r = hb_sleep_unbeaten(_metadata, self, b, &last, &resume, &end);
+	if (!r)
 		return SC4_NOISY;
-	last = sc_now_ns();
-	sc4_beat(b);
-	sc_sleep_ms(1000);
-	resume = sc_now_ns();
-	sc4_beat(b);
-	sc4_set_idle(b, 1);
-	ASSERT_EQ(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_STALL_END, 1,
-				     SC_WAIT_MS));
-	sc4_set_idle(b, 0);
-	ASSERT_EQ(0, sc_release(self->s.fd));
-	/* a sample read remotely asks for the user stack on return: let it come */
-	sc_ring_collect(&self->s, &self->rs, 0, 0, SC_QUIET_MS);
-
-	r = hb_one_stall(_metadata, self, &end);
-	ASSERT_NE(NULL, r) TH_LOG("no first sample of this thread");
-	hb_check_first(_metadata, r);
-	/* the issue asks 2T of a stuck loop only; asleep, it must come in the sleep */
-	EXPECT_LE(last + HB_T, r->deadline_ns);
-	EXPECT_LE(last + HB_T, r->capture_ns);
-	EXPECT_GT(resume, r->capture_ns) TH_LOG("not detected during the 1 s sleep");
-	TH_LOG("detected %.1f ms after the last beat", (r->capture_ns - last) / 1e6);
-	EXPECT_EQ(STALLCAP_STATE_SLEEPING, r->state);
 	EXPECT_EQ(STALLCAP_PATH_BLOCKED, r->path);
 	EXPECT_FALSE(r->flags & STALLCAP_SAMPLE_USER_MODE);
 	EXPECT_LE(3, sc_nk(r));
@@ -636,6 +658,85 @@ TEST_F_TIMEOUT(hb, failing_arm_leaves_nothing_behind, 180)
 	EXPECT_EQ(0, sc_release(self->s.fd));
 	free(t);
 	free(th);
+}
+
+/*
+ * ---- a CPU that goes offline with a watch parked on its scanner ----
+ *
+ * The watch was parked on CPU 1's scanner; its thread moves to CPU 0 and
+ * CPU 1 goes offline (the kernel moves the scanner's pinned timer to a CPU
+ * still online): beating keeps it quiet, and a sleep without a beat is
+ * still caught during the sleep.  CPU 1 comes back: a watch parked there
+ * again is checked there as before.
+ */
+#define CPU1_ONLINE	"/sys/devices/system/cpu/cpu1/online"
+
+static bool hb_cpu1_taken_offline;
+
+static void hb_cpu1_back(void)
+{
+	if (hb_cpu1_taken_offline && !sc_write_bool(CPU1_ONLINE, 1))
+		hb_cpu1_taken_offline = false;
+}
+
+/*
+ * Beat on @cpu for a few thresholds (the watch is parked there), then on
+ * CPU 0 with CPU 1 offline if @offline, then sleep 1 s without a beat: the
+ * stall is caught during the sleep, asleep.
+ */
+static enum sc4_result hb_hotplug_round(struct __test_metadata *_metadata,
+					FIXTURE_DATA(hb) *self, int cpu, bool offline)
+{
+	const struct stallcap_stall_end *end = NULL;
+	const struct stallcap_sample *r;
+	struct stallcap_slot *b;
+	uint64_t last, resume;
+
+	ASSERT_EQ(0, sc_pin_self(cpu));
+	b = hb_arm(_metadata, self, &last);
+	ASSERT_NE(NULL, b);
+	if (hb_beat_phase(_metadata, self, b, 4 * HB_T, &last, NULL,
+			  "beating on the first CPU") != SC4_OK)
+		return SC4_NOISY;
+	if (offline) {
+		ASSERT_EQ(0, sc_pin_self(0));
+		ASSERT_EQ(0, sc_write_bool(CPU1_ONLINE, 0));
+		hb_cpu1_taken_offline = true;
+		if (hb_beat_phase(_metadata, self, b, 4 * HB_T, &last, NULL,
+				  "beating with CPU 1 offline") != SC4_OK)
+			return SC4_NOISY;
+	}
+	r = hb_sleep_unbeaten(_metadata, self, b, &last, &resume, &end);
+	if (!r)
+		return SC4_NOISY;
+	return hb_check_end(_metadata, r, end, resume);
+}
+
+static enum sc4_result hb_hotplug_offline(struct __test_metadata *_metadata,
+					  FIXTURE_DATA(hb) *self)
+{
+	enum sc4_result res = hb_hotplug_round(_metadata, self, 1, true);
+
+	hb_cpu1_back();
+	return res;
+}
+
+static enum sc4_result hb_hotplug_back(struct __test_metadata *_metadata,
+				       FIXTURE_DATA(hb) *self)
+{
+	return hb_hotplug_round(_metadata, self, 1, false);
+}
+
+TEST_F(hb, parked_watch_is_checked_when_its_cpu_goes_offline_and_back)
+{
+	if (geteuid() || self->other_cpu < 0 || access(CPU1_ONLINE, W_OK))
+		SKIP(return, "needs root and CPU 1's hotplug");
+	HB_RUN(hb_hotplug_offline);
+	hb_cpu1_back();
+	ASSERT_FALSE(hb_cpu1_taken_offline) TH_LOG("CPU 1 did not come back");
+	hb_close(self);
+	ASSERT_EQ(0, hb_open(self));
+	HB_RUN(hb_hotplug_back);
 }
 
 /*
