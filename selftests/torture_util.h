@@ -937,7 +937,8 @@ static inline const struct stallcap_sample *tu_user_stack_of(const struct sc_rec
 
 /*
  * One try of tu_capture_check(): false when the deadline passed before the
- * spin began (a slow kernel's return from ARM), a try that says nothing.
+ * spin began (a slow kernel's return from ARM, or an interrupt between the
+ * clock read and the spin), a try that says nothing.
  */
 static inline bool tu_capture_check_once(char *why, size_t len)
 {
@@ -988,6 +989,17 @@ static inline bool tu_capture_check_once(char *why, size_t len)
 			snprintf(why, len, "sample %u taken %llu us before the spin began",
 				 r->sample_index,
 				 (unsigned long long)(sp.spin_at - r->capture_ns) / 1000);
+			early = true;
+		} else if (r->tid == (uint32_t)sp.tid && r->capture_ns < st.stop_ns &&
+			   (sc_ip_in_fn(sc_regs(r)->ip, tu_spinner_main) ||
+			    sc_ip_in_fn(sc_regs(r)->ip, spin_in_user_caller))) {
+			/*
+			 * after the clock read but not in the spin yet: an
+			 * interrupt there outlasted the deadline (CI48, debug:
+			 * a timer softirq's wake-up with interrupts off)
+			 */
+			snprintf(why, len, "sample %u taken on the way into the spin (%s)",
+				 r->sample_index, sc_usym_name(sc_regs(r)->ip) ?: "?");
 			early = true;
 		} else if (r->tid != (uint32_t)sp.tid || r->user_tag != tag || r->stall_id != first->stall_id)
 			snprintf(why, len, "sample of tid %u tag %#llx stall %llu", r->tid,
