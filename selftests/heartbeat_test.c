@@ -699,9 +699,17 @@ static enum sc4_result hb_hotplug_round(struct __test_metadata *_metadata,
 			  "beating on the first CPU") != SC4_OK)
 		return SC4_NOISY;
 	if (offline) {
+		/*
+		 * idle while the write takes the CPU down: hundreds of ms on a
+		 * loaded debug guest (CI49), a stall of a busy thread
+		 */
+		sc4_set_idle(b, 1);
 		ASSERT_EQ(0, sc_pin_self(0));
 		ASSERT_EQ(0, sc_write_bool(CPU1_ONLINE, 0));
 		hb_cpu1_taken_offline = true;
+		sc4_set_idle(b, 0);
+		last = sc_now_ns();
+		sc4_beat(b);
 		if (hb_beat_phase(_metadata, self, b, 4 * HB_T, &last, NULL,
 				  "beating with CPU 1 offline") != SC4_OK)
 			return SC4_NOISY;
