@@ -224,7 +224,6 @@ static void child_main(enum how how, int go_fd, int hello_fd, const char *suid)
 	_exit(0);
 }
 
-static void late_worker_stop(void);
 
 FIXTURE(follow) {
 	struct sc_session s;
@@ -326,7 +325,7 @@ FIXTURE_SETUP(follow)
 
 FIXTURE_TEARDOWN(follow)
 {
-	late_worker_stop();
+	sc4_workers_release();
 	if (self->child > 0) {
 		kill(self->child, SIGKILL);
 		waitpid(self->child, NULL, 0);
@@ -339,94 +338,19 @@ FIXTURE_TEARDOWN(follow)
 
 /* ---- fork_late_worker: unbound kworkers kept from running ---- */
 
-#define WQ_CPUMASK	"/sys/devices/virtual/workqueue/cpumask"
-#define HOG_MAX		SC_MS(3000)
-
-static char wq_cpumask_saved[256];
-static volatile int hog_release, hog_state;	/* 1 running, -1 failed */
-static pthread_t hog;
-static bool hog_started;
-
-/* SCHED_FIFO on CPU 0 until released (or HOG_MAX). */
-static void *worker_hog(void *arg)
-{
-	struct sched_param sp = { .sched_priority = 1 };
-	uint64_t end = sc_now_ns() + HOG_MAX;
-
-	if (sc_pin_self(0) || pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp)) {
-		__atomic_store_n(&hog_state, -1, __ATOMIC_RELEASE);
-		return NULL;
-	}
-	__atomic_store_n(&hog_state, 1, __ATOMIC_RELEASE);
-	while (!__atomic_load_n(&hog_release, __ATOMIC_ACQUIRE) && sc_now_ns() < end)
-		;
-	return NULL;
-}
-
-static int write_file(const char *path, const char *text)
-{
-	int fd = open(path, O_WRONLY);
-	ssize_t n = -1;
-
-	if (fd >= 0) {
-		n = write(fd, text, strlen(text));
-		close(fd);
-	}
-	return n == (ssize_t)strlen(text) ? 0 : -1;
-}
-
-/*
- * Unbound workqueues (stallcap's attach worker among them) on CPU 0 only,
- * kept from it by a SCHED_FIFO thread; the test and the attached process on
- * CPU 1.  0, or a reason to skip.
- */
+/* The test and the attached process on CPU 1, the workers held on CPU 0. */
 static const char *late_worker_start(pid_t child)
 {
 	cpu_set_t one;
-	ssize_t n;
-	int fd;
 
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		return "needs two CPUs";
-	fd = open(WQ_CPUMASK, O_RDONLY);
-	if (fd < 0)
-		return "no " WQ_CPUMASK;
-	n = read(fd, wq_cpumask_saved, sizeof(wq_cpumask_saved) - 1);
-	close(fd);
-	if (n <= 0)
-		return "cannot read " WQ_CPUMASK;
-	wq_cpumask_saved[n] = 0;
 	CPU_ZERO(&one);
 	CPU_SET(1, &one);
 	if (sched_setaffinity(0, sizeof(one), &one) ||
 	    sched_setaffinity(child, sizeof(one), &one))
 		return "cannot pin to CPU 1";
-	if (write_file(WQ_CPUMASK, "1")) {
-		wq_cpumask_saved[0] = 0;
-		return "cannot restrict unbound workqueues to CPU 0";
-	}
-	hog_release = 0;
-	hog_state = 0;
-	hog_started = !pthread_create(&hog, NULL, worker_hog, NULL);
-	while (hog_started && !__atomic_load_n(&hog_state, __ATOMIC_ACQUIRE))
-		sc_sleep_ms(1);
-	if (!hog_started || hog_state < 0) {
-		late_worker_stop();
-		return "no SCHED_FIFO thread on CPU 0";
-	}
-	return NULL;
-}
-
-/* The hog gone, unbound workqueues as they were (also from the teardown). */
-static void late_worker_stop(void)
-{
-	__atomic_store_n(&hog_release, 1, __ATOMIC_RELEASE);
-	if (hog_started)
-		pthread_join(hog, NULL);
-	hog_started = false;
-	if (wq_cpumask_saved[0])
-		write_file(WQ_CPUMASK, wq_cpumask_saved);
-	wq_cpumask_saved[0] = 0;
+	return sc4_workers_hold();
 }
 
 static int attach(int fd, pid_t pid, uint32_t flags)
@@ -502,7 +426,7 @@ TEST_F(follow, new_process_is_watched_as_its_parent)
 		/* the loop left its waits: the worker may run now */
 		ASSERT_EQ(sizeof(busy_from), read(self->hello[0], &busy_from,
 						  sizeof(busy_from)));
-		__atomic_store_n(&hog_release, 1, __ATOMIC_RELEASE);
+		sc4_workers_let_run();
 	}
 	ASSERT_EQ(self->child, waitpid(self->child, &status, 0));
 	/*
@@ -510,7 +434,7 @@ TEST_F(follow, new_process_is_watched_as_its_parent)
 	 * that takes long enough (the debug kernel) to preempt the loop, and
 	 * a preempted thread's sample has no user stack without task_work_add()
 	 */
-	late_worker_stop();
+	sc4_workers_release();
 	self->child = 0;
 	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
 

@@ -351,6 +351,100 @@ sc4_stall_frames_in(const struct sc_records *rs,
 }
 
 /* ------------------------------------------------------------------------
+ * Workers held off: unbound workqueues restricted to CPU 0, where a
+ * SCHED_FIFO thread spins until let run (at most SC4_HOLD_MAX).  The module's
+ * workers (the attach's, the reads of a blocked thread's user stack without
+ * task_work_add()) then run late, when the test says.
+ * ------------------------------------------------------------------------
+ */
+
+#define SC4_WQ_CPUMASK	"/sys/devices/virtual/workqueue/cpumask"
+#define SC4_HOLD_MAX	SC_MS(3000)
+
+static char sc4_wq_cpumask_saved[256];
+static volatile int sc4_hog_release, sc4_hog_state;	/* 1 running, -1 failed */
+static pthread_t sc4_hog;
+static bool sc4_hog_started;
+
+static void *sc4_worker_hog(void *arg)
+{
+	struct sched_param sp = { .sched_priority = 1 };
+	uint64_t end = sc_now_ns() + SC4_HOLD_MAX;
+
+	(void)arg;
+	if (sc_pin_self(0) || pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp)) {
+		__atomic_store_n(&sc4_hog_state, -1, __ATOMIC_RELEASE);
+		return NULL;
+	}
+	__atomic_store_n(&sc4_hog_state, 1, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&sc4_hog_release, __ATOMIC_ACQUIRE) && sc_now_ns() < end)
+		;
+	return NULL;
+}
+
+static inline int sc4_write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY);
+	ssize_t n = -1;
+
+	if (fd >= 0) {
+		n = write(fd, text, strlen(text));
+		close(fd);
+	}
+	return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+/* The hog gone, unbound workqueues as they were (also from a teardown). */
+static inline void sc4_workers_release(void)
+{
+	__atomic_store_n(&sc4_hog_release, 1, __ATOMIC_RELEASE);
+	if (sc4_hog_started)
+		pthread_join(sc4_hog, NULL);
+	sc4_hog_started = false;
+	if (sc4_wq_cpumask_saved[0])
+		sc4_write_file(SC4_WQ_CPUMASK, sc4_wq_cpumask_saved);
+	sc4_wq_cpumask_saved[0] = 0;
+}
+
+/* The hog stops: the held workers run (the CPU mask stays until release). */
+static inline void sc4_workers_let_run(void)
+{
+	__atomic_store_n(&sc4_hog_release, 1, __ATOMIC_RELEASE);
+}
+
+/* Hold the unbound workers on CPU 0 (the caller stays off it): NULL, or why not. */
+static inline const char *sc4_workers_hold(void)
+{
+	ssize_t n;
+	int fd;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		return "needs two CPUs";
+	fd = open(SC4_WQ_CPUMASK, O_RDONLY);
+	if (fd < 0)
+		return "no " SC4_WQ_CPUMASK;
+	n = read(fd, sc4_wq_cpumask_saved, sizeof(sc4_wq_cpumask_saved) - 1);
+	close(fd);
+	if (n <= 0)
+		return "cannot read " SC4_WQ_CPUMASK;
+	sc4_wq_cpumask_saved[n] = 0;
+	if (sc4_write_file(SC4_WQ_CPUMASK, "1")) {
+		sc4_wq_cpumask_saved[0] = 0;
+		return "cannot restrict unbound workqueues to CPU 0";
+	}
+	sc4_hog_release = 0;
+	sc4_hog_state = 0;
+	sc4_hog_started = !pthread_create(&sc4_hog, NULL, sc4_worker_hog, NULL);
+	while (sc4_hog_started && !__atomic_load_n(&sc4_hog_state, __ATOMIC_ACQUIRE))
+		sc_sleep_ms(1);
+	if (!sc4_hog_started || sc4_hog_state < 0) {
+		sc4_workers_release();
+		return "no SCHED_FIFO thread on CPU 0";
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------------------
  * Counters against records
  * ------------------------------------------------------------------------
  */
