@@ -2,7 +2,8 @@
 /*
  * stallcap capture of a thread that is not running: its state class, the
  * kernel stack where it waits, and the user registers saved at its kernel
- * entry.  Its user stack belongs to another mm and cannot be read from here.
+ * entry.  Its user stack belongs to another mm and cannot be read from here
+ * (capture_deferred.c reads it later).
  *
  * Safety against exit: the caller holds the watch's lock, which the exit
  * probe takes before the thread goes further in do_exit(), so the thread's
@@ -93,7 +94,14 @@ unsigned int stallcap_unwind_off_cpu(struct task_struct *task, u64 *ips,
 	return stallcap_unwind_kernel(task, NULL, ips, flags);
 }
 
-static unsigned long switch_count(struct task_struct *task)
+/**
+ * stallcap_switch_count() - how many times @task was switched out
+ * @task: the task
+ *
+ * Unchanged while it is off CPU; never 0 for a task that blocked.
+ * Context: any.
+ */
+unsigned long stallcap_switch_count(const struct task_struct *task)
 {
 	return READ_ONCE(task->nvcsw) + READ_ONCE(task->nivcsw);
 }
@@ -113,7 +121,7 @@ u32 stallcap_capture_blocked(struct stallcap_watch *w,
 {
 	const struct stallcap_session *sess = w->sess;
 	struct task_struct *task = w->task;
-	unsigned long switches = switch_count(task);
+	unsigned long switches = stallcap_switch_count(task);
 	struct stallcap_rec_writer wr;
 	struct pt_regs *uregs, snap;
 	u64 *ips;
@@ -133,9 +141,12 @@ u32 stallcap_capture_blocked(struct stallcap_watch *w,
 	if (uregs)
 		snap = *uregs;
 	/* woken, or switched in and out, while it was read */
-	if (READ_ONCE(task->on_cpu) || switch_count(task) != switches ||
-	    stallcap_task_off_cpu_state(task) != s->state)
+	w->blocked_switches = switches;
+	if (READ_ONCE(task->on_cpu) || stallcap_switch_count(task) != switches ||
+	    stallcap_task_off_cpu_state(task) != s->state) {
 		s->flags |= STALLCAP_SAMPLE_RACED;
+		w->blocked_switches = 0;
+	}
 	if (!uregs) {
 		s->flags |= STALLCAP_SAMPLE_NO_USER;
 		goto out;

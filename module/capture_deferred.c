@@ -21,11 +21,20 @@
  * remaining instructions (a voluntary switch or user mode).  From NMI, task_work_add() is reached through a per-CPU
  * irq_work draining a per-CPU lock-free list: the request itself carries no
  * irq_work, whose core would touch it after a task_work already freed it.
+ *
+ * Without task_work_add() (compat.h) only a blocked thread's sample asks
+ * (the others copy at capture): a worker reads the user stack from outside
+ * while the thread is still off CPU.  Its user registers and stack are then
+ * those of the sample as long as it has not run since: not on a CPU, and
+ * its context-switch count the one of the capture, checked before and
+ * after the reads.  A thread that ran meanwhile loses the record (counted as
+ * a deferred stack lost, as one that exits first).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/mm.h>
 #include <linux/rcupdate.h>
+#include <linux/sched/mm.h>
 #include <linux/sched/task.h>
 #include <linux/module.h>
 #include <linux/sched/task_stack.h>
@@ -34,9 +43,11 @@
 #include <linux/ktime.h>
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
+#include <linux/workqueue.h>
 
 #include "compat.h"
 #include "stallcap.h"
+#include "why.h"
 
 enum { DEFER_IDLE, DEFER_QUEUED, DEFER_ORPHANED };
 
@@ -46,10 +57,9 @@ atomic_t stallcap_task_works_used;
 static DEFINE_PER_CPU(struct llist_head, defer_from_nmi);
 static DEFINE_PER_CPU(struct irq_work, defer_irq_work);
 
-/* Bytes of used stack above @sp, up to @max: to the end of its mapping. */
-static u32 defer_stack_extent(unsigned long sp, u32 max)
+/* Bytes of used stack above @sp in @mm, up to @max: to its mapping's end. */
+static u32 defer_stack_extent(struct mm_struct *mm, unsigned long sp, u32 max)
 {
-	struct mm_struct *mm = current->mm;
 	struct vm_area_struct *vma;
 	u32 len = 0;
 
@@ -62,8 +72,9 @@ static u32 defer_stack_extent(unsigned long sp, u32 max)
 	return len & ~7U;
 }
 
-/* The fixed part of the USER_STACK record, from the request. */
-static void defer_fill_fixed(struct stallcap_defer *d, struct stallcap_sample *s)
+/* The fixed part of @task's USER_STACK record, from the request. */
+static void defer_fill_fixed(struct stallcap_defer *d, struct stallcap_sample *s,
+			     struct task_struct *task)
 {
 	memset((u8 *)s + sizeof(s->hdr), 0, sizeof(*s) - sizeof(s->hdr));
 	s->stall_id = d->stall_id;
@@ -71,17 +82,18 @@ static void defer_fill_fixed(struct stallcap_defer *d, struct stallcap_sample *s
 	s->user_tag = d->user_tag;
 	s->deadline_ns = d->deadline_ns;
 	s->timeout_ns = d->timeout_ns;
-	s->pid = current->tgid;
-	s->tid = current->pid;
+	s->pid = task->tgid;
+	s->tid = task->pid;
 	s->ns_pid = d->ns_pid;
 	s->ns_tid = d->ns_tid;
-	s->cpu = raw_smp_processor_id();
-	s->state = STALLCAP_STATE_RUNNING;
+	s->cpu = task == current ? raw_smp_processor_id() : task_cpu(task);
+	s->state = task == current ? STALLCAP_STATE_RUNNING :
+		   stallcap_task_off_cpu_state(task);
 	s->path = STALLCAP_PATH_DEFERRED;
 	s->clock = d->clock;
 	s->origin = d->origin;
 	s->flags = STALLCAP_SAMPLE_USER_MODE;
-	memcpy(s->comm, current->comm, sizeof(s->comm));
+	memcpy(s->comm, task->comm, sizeof(s->comm));
 	s->comm[sizeof(s->comm) - 1] = '\0';
 }
 
@@ -95,7 +107,7 @@ static u32 defer_fill(struct stallcap_defer *d, struct stallcap_sample *s,
 	u64 *ips;
 	u8 *stack;
 
-	defer_fill_fixed(d, s);
+	defer_fill_fixed(d, s, current);
 	stallcap_rec_begin(&wr, s, s);
 	stallcap_sec_put_regs(&wr, uregs);
 	ips = stallcap_sec_start(&wr) + sizeof(struct stallcap_section);
@@ -112,7 +124,7 @@ static u32 defer_fill(struct stallcap_defer *d, struct stallcap_sample *s,
 		len = stallcap_copy_user_stack(uregs->sp, stack, max_stack,
 					       &s->flags);
 	} else {
-		want = defer_stack_extent(uregs->sp, max_stack);
+		want = defer_stack_extent(current->mm, uregs->sp, max_stack);
 		len = want - copy_from_user(stack,
 					    (const void __user *)uregs->sp,
 					    want);
@@ -128,6 +140,59 @@ static u32 defer_fill(struct stallcap_defer *d, struct stallcap_sample *s,
 	 */
 	stallcap_sample_stamp(s);
 	stallcap_sec_put_stack(&wr, uregs->sp, len);
+	return wr.len;
+}
+
+/* Has @d's thread stayed off CPU since its sample?  (compat.h) */
+static bool remote_still_off_cpu(const struct stallcap_defer *d)
+{
+	struct task_struct *task = d->task;
+
+	smp_rmb();	/* what was read before, the checks after */
+	return !READ_ONCE(task->on_cpu) &&
+	       stallcap_switch_count(task) == d->switches &&
+	       !(READ_ONCE(task->flags) & PF_EXITING);
+}
+
+/*
+ * The USER_STACK record of @d's thread, read from outside while it is off
+ * CPU (compat.h), in @s; 0 when it ran since its sample or cannot be read.
+ */
+static u32 defer_fill_remote(struct stallcap_defer *d, struct stallcap_sample *s,
+			     u32 max_stack)
+{
+	struct task_struct *task = d->task;
+	struct stallcap_rec_writer wr;
+	struct mm_struct *mm;
+	struct pt_regs uregs;
+	u32 want, len;
+	u64 *ips;
+	u8 *stack;
+
+	if (!remote_still_off_cpu(d) || !stallcap_task_user_regs(task, &uregs))
+		return 0;
+	mm = get_task_mm(task);
+	if (!mm)
+		return 0;
+	want = mm == d->mm ? defer_stack_extent(mm, uregs.sp, max_stack) : 0;
+	mmput(mm);
+	defer_fill_fixed(d, s, task);
+	stallcap_rec_begin(&wr, s, s);
+	stallcap_sec_put_regs(&wr, &uregs);
+	ips = stallcap_sec_start(&wr) + sizeof(struct stallcap_section);
+	len = stallcap_remote_user_frames(task, &uregs, ips, &s->flags);
+	stallcap_sec_end(&wr, STALLCAP_SEC_USER_IPS,
+			 sizeof(struct stallcap_section) + 8 * len);
+	stack = stallcap_sec_start(&wr) + sizeof(struct stallcap_sec_user_stack);
+	len = want ? access_process_vm(task, uregs.sp, stack, want, 0) : 0;
+	len &= ~7U;
+	if (len < want || want == max_stack || !want)
+		s->flags |= STALLCAP_SAMPLE_COPY_PARTIAL;
+	/* run since: these are not the sample's registers and stack */
+	if (!remote_still_off_cpu(d))
+		return 0;
+	stallcap_sample_stamp(s);
+	stallcap_sec_put_stack(&wr, uregs.sp, len);
 	return wr.len;
 }
 
@@ -156,13 +221,18 @@ static void defer_emit(struct stallcap_defer *d)
 	if (d->copy_bytes)
 		max_stack = min(max_stack, d->copy_bytes);
 	max_len = ALIGN(STALLCAP_RECORD_MAX_BYTES(max_stack), 8);
-	if (current->flags & PF_EXITING ||
-	    !stallcap_user_regs_of(current, d->mm))
+	if (d->task->flags & PF_EXITING ||
+	    !stallcap_user_regs_of(d->task, d->mm))
 		goto lost;
 	tmp = kvmalloc(max_len, GFP_KERNEL);
 	if (!tmp)
 		goto lost;
-	len = defer_fill(d, tmp, max_stack);
+	len = SC_HAVE_TASK_WORK ? defer_fill(d, tmp, max_stack) :
+	      defer_fill_remote(d, tmp, max_stack);
+	if (!len) {
+		kvfree(tmp);
+		goto lost;
+	}
 	s = stallcap_ring_reserve(sess->ring, STALLCAP_REC_USER_STACK, len);
 	if (s) {
 		memcpy((u8 *)s + sizeof(s->hdr), (u8 *)tmp + sizeof(s->hdr),
@@ -207,6 +277,16 @@ static void defer_task_work(struct callback_head *cb)
 static void defer_done_work(struct work_struct *work)
 {
 	defer_done(container_of(work, struct stallcap_defer, done_work));
+}
+
+/* compat.h: the read from outside, in a worker */
+static void defer_remote_work(struct work_struct *work)
+{
+	struct stallcap_defer *d = container_of(work, struct stallcap_defer,
+						remote_work);
+
+	defer_emit(d);
+	defer_done(d);
 }
 
 /* Context: any but NMI (hard IRQ included, also on PREEMPT_RT). */
@@ -291,12 +371,30 @@ void stallcap_defer_free(struct stallcap_defer *d)
 		kfree(d);
 }
 
+/*
+ * compat.h: may @s's user stack be read from outside?  A blocked sample
+ * that no switch disturbed, not from NMI; one of the same off-CPU period as
+ * a read already queued shares it.
+ */
+static bool defer_remote_possible(struct stallcap_watch *w,
+				  const struct stallcap_sample *s, bool in_nmi)
+{
+	struct stallcap_defer *d = w->defer;
+
+	if (in_nmi || s->path != STALLCAP_PATH_BLOCKED ||
+	    !(s->flags & STALLCAP_SAMPLE_USTACK_REMOTE) ||
+	    (s->flags & STALLCAP_SAMPLE_RACED) || !w->blocked_switches)
+		return false;
+	return READ_ONCE(d->state) != DEFER_QUEUED ||
+	       READ_ONCE(d->switches) == w->blocked_switches;
+}
+
 static void defer_request(struct stallcap_watch *w, struct stallcap_sample *s,
 			  bool in_nmi, u32 copy_bytes)
 {
 	struct stallcap_defer *d = w->defer;
 
-	if (!SC_HAVE_TASK_WORK) {	/* compat.h: nothing is deferred */
+	if (!SC_HAVE_TASK_WORK && !defer_remote_possible(w, s, in_nmi)) {
 		s->flags |= STALLCAP_SAMPLE_USTACK_MISSED;
 		return;
 	}
@@ -321,12 +419,16 @@ static void defer_request(struct stallcap_watch *w, struct stallcap_sample *s,
 	d->ns_pid = s->ns_pid;
 	d->ns_tid = s->ns_tid;
 	d->copy_bytes = copy_bytes;
+	d->switches = w->blocked_switches;
 	stallcap_session_get(w->sess);
 	/* fields above before the state, pairs with the cmpxchg()s */
 	smp_store_release(&d->state, DEFER_QUEUED);
 	s->cookie = d->cookie;
 	s->flags |= STALLCAP_SAMPLE_DEFER_PENDING;
-	if (in_nmi) {
+	if (!SC_HAVE_TASK_WORK) {
+		INIT_WORK(&d->remote_work, defer_remote_work);
+		queue_work(system_unbound_wq, &d->remote_work);
+	} else if (in_nmi) {
 		llist_add(&d->lnode, this_cpu_ptr(&defer_from_nmi));
 		irq_work_queue(this_cpu_ptr(&defer_irq_work));
 	} else
@@ -380,13 +482,13 @@ void stallcap_defer_request_user(struct stallcap_watch *w,
  *
  * Not an abandoned one: it holds no registers, and the thread's next return
  * to user space ends a later kernel entry (the DISARM or exit that
- * abandoned it), whose user stack is not this sample's.  Never without
- * task_work_add() (compat.h).
+ * abandoned it), whose user stack is not this sample's.  Without
+ * task_work_add() (compat.h) only a blocked thread's, read from outside.
  */
 bool stallcap_defer_wanted(const struct stallcap_session *sess,
 			   const struct stallcap_sample *s)
 {
-	if (!SC_HAVE_TASK_WORK)
+	if (!SC_HAVE_TASK_WORK && s->path != STALLCAP_PATH_BLOCKED)
 		return false;
 	if (s->flags & (STALLCAP_SAMPLE_NO_USER | STALLCAP_SAMPLE_USER_MODE |
 			STALLCAP_SAMPLE_DEFER_PENDING |

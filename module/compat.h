@@ -335,7 +335,8 @@ static inline bool stallcap_user_access_okay(void)
  * Without it nothing runs in a thread on its way back to user space: user
  * stacks are read when the sample is taken (in the interrupt, never from
  * NMI context beyond what user_copy_in_handler asks), never deferred (no
- * STALLCAP_FEAT_DEFER_USER); the attach makes a new thread's watch, or a
+ * STALLCAP_FEAT_DEFER_USER), a blocked thread's from outside by a worker
+ * while it is still off CPU (capture_deferred.c); the attach makes a new thread's watch, or a
  * followed process's attach, from a worker (attach_follow.c), and finds the
  * return of a wait call a thread was in at the attach by a poll
  * (attach_resume.c).  sc_task_work_add() fails as for an exiting task: it

@@ -53,7 +53,7 @@ int stallcap_config_check(const struct stallcap_session *sess,
 	if (c->flags & ~STALLCAP_CFG_FLAGS_ALL ||
 	    memchr_inv(c->__reserved, 0, sizeof(c->__reserved)))
 		return -EINVAL;
-	/* nothing is deferred without task_work_add() (compat.h) */
+	/* nothing runs on the way back to user space (compat.h) */
 	if ((c->flags & STALLCAP_CFG_DEFER_USER) && !SC_HAVE_TASK_WORK)
 		return -EINVAL;
 	/* the opener's right, as for kernel addresses: not the caller's */

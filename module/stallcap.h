@@ -372,8 +372,11 @@ struct stallcap_capture_req {
  * @irq_retries: samples put off because the thread's CPU was in an interrupt
  * @counted_armed: the watch is counted in SC_ARMED
  * @req: capture request in flight (WATCH_CAPTURING)
- * @defer: deferred user-stack request (capture_deferred.c); NULL without
- *	task_work_add() (compat.h)
+ * @defer: deferred user-stack request (capture_deferred.c)
+ * @blocked_switches: the thread's context-switch count as its last blocked
+ *	sample began, which no switch changed during that capture (else 0):
+ *	without task_work_add() (compat.h) its user stack is read from a worker
+ *	while that count holds (capture_deferred.c)
  * @chain_work: takes a sample of the thread blocked in a futex wait, with
  *	its owner chain, in process context (why_chain.c)
  * @times_base: counters at the start of the next sample's interval (arm,
@@ -432,6 +435,7 @@ struct stallcap_watch {
 	bool counted_armed;
 	struct stallcap_capture_req req;
 	struct stallcap_defer *defer;
+	unsigned long blocked_switches;
 	struct work_struct chain_work;
 	struct stallcap_times_snap times_base;
 	struct hlist_node task_node;
@@ -546,6 +550,10 @@ unsigned int stallcap_unwind_off_cpu(struct task_struct *task, u64 *ips,
 struct pt_regs *stallcap_user_regs_of(struct task_struct *task,
 				      const struct mm_struct *mm);
 u8 stallcap_task_off_cpu_state(struct task_struct *task);
+unsigned long stallcap_switch_count(const struct task_struct *task);
+unsigned int stallcap_remote_user_frames(struct task_struct *task,
+					 const struct pt_regs *uregs, u64 *ips,
+					 u32 *flags);
 u32 stallcap_capture_blocked(struct stallcap_watch *w,
 			     struct stallcap_sample *s, void *rec);
 void stallcap_sample_finish(struct stallcap_watch *w, struct stallcap_sample *s,
@@ -583,6 +591,7 @@ struct stallcap_defer {
 	union {
 		struct callback_head twork;	/* queued on the task */
 		struct work_struct done_work;	/* its task_work_add() failed */
+		struct work_struct remote_work;	/* compat.h: read off CPU */
 	};
 	struct llist_node lnode;
 	struct task_struct *task;
@@ -599,6 +608,7 @@ struct stallcap_defer {
 	u32 ns_pid;
 	u32 ns_tid;
 	u32 copy_bytes;
+	unsigned long switches;
 };
 
 extern atomic_t stallcap_task_works_used;

@@ -280,9 +280,8 @@ static struct stallcap_watch *watch_create_task(struct stallcap_session *sess,
 	w = kmem_cache_zalloc(watch_cache, GFP_KERNEL);
 	if (!w)
 		goto err_uncharge;
-	/* nothing is ever deferred without task_work_add() (compat.h) */
-	w->defer = SC_HAVE_TASK_WORK ? stallcap_defer_alloc(task) : NULL;
-	if (SC_HAVE_TASK_WORK && !w->defer)
+	w->defer = stallcap_defer_alloc(task);
+	if (!w->defer)
 		goto err_free;
 	w->uw = uw;
 	w->fast_exempt = unlimited;

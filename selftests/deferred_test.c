@@ -242,7 +242,8 @@ static void check_user_stack(struct __test_metadata *_metadata, FIXTURE_DATA(def
 
 	sc_get_comm(comm);
 	EXPECT_EQ(STALLCAP_PATH_DEFERRED, u->path);
-	EXPECT_EQ(STALLCAP_STATE_RUNNING, u->state);
+	/* without task_work_add() read from outside, the thread still asleep */
+	EXPECT_EQ(self->no_task_work ? k->state : STALLCAP_STATE_RUNNING, u->state);
 	EXPECT_TRUE(u->flags & STALLCAP_SAMPLE_USER_MODE);
 	EXPECT_FALSE(u->flags & (STALLCAP_SAMPLE_DEFER_PENDING | STALLCAP_SAMPLE_USTACK_REMOTE |
 				 STALLCAP_SAMPLE_USTACK_FAULT | STALLCAP_SAMPLE_USTACK_TRUNC |
@@ -307,10 +308,55 @@ static bool abandoned(struct __test_metadata *_metadata, const struct stallcap_s
 }
 
 /*
+ * Without task_work_add(): each asleep sample's user stack is read from
+ * outside while the thread still sleeps, by a worker; samples taken while
+ * that read is queued share its cookie.  Each cookie gets one USER_STACK
+ * record, the same registers and stack as its sample, or, when the thread
+ * was woken and ran before the worker read it, none, counted in
+ * lost_deferred.  The first samples, long before the wake-up, have theirs.
+ */
+static void blocked_read_from_outside(struct __test_metadata *_metadata,
+				      FIXTURE_DATA(deferred) *self,
+				      const struct stallcap_sample **asleep,
+				      size_t n)
+{
+	const struct stallcap_sample *u;
+	struct stallcap_stats st;
+	uint64_t cookies[SC_MAX_SAMPLES];
+	size_t nr_cookies = 0, got = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t c;
+
+		for (c = 0; c < nr_cookies && cookies[c] != asleep[i]->cookie; c++)
+			;
+		if (c < nr_cookies)
+			continue;
+		cookies[nr_cookies++] = asleep[i]->cookie;
+		u = NULL;
+		EXPECT_GE(1, sc4_user_stacks_of(&self->rs, asleep[i]->cookie, &u));
+		if (!u)
+			continue;
+		got++;
+		check_user_stack(_metadata, self, u, asleep[i]);
+	}
+	/* (a sample after the wake-up may have asked too) */
+	ASSERT_EQ(0, sc_get_stats(self->s.fd, &st, 0));
+	EXPECT_LE(got, st.deferred);
+	EXPECT_LE(nr_cookies, got + st.lost_deferred)
+		TH_LOG("%zu cookies, %zu records, %llu lost", nr_cookies, got,
+		       (unsigned long long)st.lost_deferred);
+	EXPECT_LE(1, got) TH_LOG("no asleep sample's user stack was read");
+	EXPECT_EQ(st.deferred, sc_records_count(&self->rs, STALLCAP_REC_USER_STACK));
+	sc4_check_counters(&self->s, &self->rs);
+}
+
+/*
  * Blocked 240 ms in read() of a pipe (12 deadlines) at the bottom of a
  * 64 KiB deep stack: every sample of the stall is a kernel sample read
  * remotely, asleep in pipe_read, all with DEFER_PENDING and one cookie;
  * when read() returns, exactly one USER_STACK record with that cookie.
+ * (Without task_work_add(): blocked_read_from_outside().)
  */
 static bool blocked_once(struct __test_metadata *_metadata, FIXTURE_DATA(deferred) *self)
 {
@@ -319,6 +365,7 @@ static bool blocked_once(struct __test_metadata *_metadata, FIXTURE_DATA(deferre
 			    .samples = 3, .armed_at = &d.armed_at,
 			    .after_arm = WAKE_AFTER_ARM };
 	const struct stallcap_sample *smp[SC_MAX_SAMPLES], *k, *u = NULL;
+	const struct stallcap_sample *asleep[SC_MAX_SAMPLES];
 	const struct stallcap_stall_end *end;
 	struct stallcap_stats st;
 	size_t n, nr_asleep = 0;
@@ -348,9 +395,8 @@ static bool blocked_once(struct __test_metadata *_metadata, FIXTURE_DATA(deferre
 					  (unsigned long long)wk.samples, SC_WAIT_MS);
 	ASSERT_EQ(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_STALL_END, 1,
 				     SC_WAIT_MS));
-	if (!self->no_task_work)
-		ASSERT_LE(1, sc_ring_collect(&self->s, &self->rs,
-					     STALLCAP_REC_USER_STACK, 1, SC_WAIT_MS));
+	ASSERT_LE(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_USER_STACK, 1,
+				     SC_WAIT_MS));
 	sc_ring_collect(&self->s, &self->rs, 0, 0, SC_QUIET_MS);	/* nothing more */
 
 	k = sc_first_sample_of(&self->rs, sc_gettid());
@@ -387,8 +433,9 @@ static bool blocked_once(struct __test_metadata *_metadata, FIXTURE_DATA(deferre
 				continue;
 			EXPECT_TRUE(sc_ip_in_fn(sc_regs(x)->ip, raw_syscall6) ||
 				    sc_ip_in_fn(sc_regs(x)->ip, deep_bottom));
+			/* (read from outside: a cookie per off-CPU period) */
 			if ((x->flags & STALLCAP_SAMPLE_DEFER_PENDING) && x->cookie != k->cookie &&
-			    x->cookie != other_cookie) {
+			    x->cookie != other_cookie && !self->no_task_work) {
 				EXPECT_EQ(0, other_cookie) TH_LOG("a third kernel entry");
 				other_cookie = x->cookie;
 			}
@@ -396,18 +443,12 @@ static bool blocked_once(struct __test_metadata *_metadata, FIXTURE_DATA(deferre
 		}
 		/* asleep in read(): the kernel entry's user stack comes later */
 		EXPECT_FALSE(x->flags & (STALLCAP_SAMPLE_USER_MODE | STALLCAP_SAMPLE_NO_USER));
-		if (self->no_task_work) {
-			/* nothing is deferred: the sample says why it has none */
-			EXPECT_FALSE(x->flags & STALLCAP_SAMPLE_DEFER_PENDING);
-			EXPECT_TRUE(x->flags & STALLCAP_SAMPLE_USTACK_REMOTE)
-				TH_LOG("sample %zu flags %#x", i, x->flags);
-			EXPECT_EQ(0, x->cookie);
-		} else {
-			EXPECT_TRUE(x->flags & STALLCAP_SAMPLE_DEFER_PENDING)
-				TH_LOG("sample %zu without DEFER_PENDING", i);
-			EXPECT_NE(0, x->cookie);
+		EXPECT_TRUE(x->flags & STALLCAP_SAMPLE_DEFER_PENDING)
+			TH_LOG("sample %zu without DEFER_PENDING (flags %#x)", i, x->flags);
+		EXPECT_NE(0, x->cookie);
+		if (!self->no_task_work)
 			EXPECT_EQ(k->cookie, x->cookie) TH_LOG("sample %zu: another cookie", i);
-		}
+		asleep[nr_asleep] = x;
 		EXPECT_TRUE(sc_ip_in_fn(sc_regs(x)->ip, raw_syscall6));
 		EXPECT_GE(USTACK, sc_stack_size(x));
 		nr_asleep++;
@@ -421,11 +462,7 @@ static bool blocked_once(struct __test_metadata *_metadata, FIXTURE_DATA(deferre
 	EXPECT_LE(3, nr_asleep);
 
 	if (self->no_task_work) {
-		EXPECT_EQ(0, sc_records_count(&self->rs, STALLCAP_REC_USER_STACK));
-		ASSERT_EQ(0, sc_get_stats(self->s.fd, &st, 0));
-		EXPECT_EQ(0, st.deferred);
-		EXPECT_EQ(0, st.lost_deferred);
-		sc4_check_counters(&self->s, &self->rs);
+		blocked_read_from_outside(_metadata, self, asleep, nr_asleep);
 		return true;
 	}
 	/* exactly one deferred record with the samples' cookie (and DISARM's) */
@@ -592,6 +629,113 @@ TEST_F(deferred, stalled_in_syscall_gets_one_user_stack_per_kernel_entry)
 		run_in_kernel(_metadata, self);
 	else
 		run_blocked(_metadata, self, variant);
+}
+
+/*
+ * Without task_work_add() a blocked thread's user stack is read from
+ * outside, by a worker, while the thread is off CPU.  Here the worker is
+ * held (unbound workqueues on CPU 0 behind a SCHED_FIFO thread) until the
+ * thread, asleep in read() at its deadline, was woken, ran on and went to
+ * sleep again in another read(): off CPU, but its registers and stack are
+ * no longer the sample's, so no USER_STACK record comes for that cookie and
+ * the loss is counted (lost_deferred).
+ */
+struct reader {
+	int sc_fd, fd, park_fd, ret;
+	volatile int disarmed;
+};
+
+static void *reader_fn(void *arg)
+{
+	struct reader *r = arg;
+	volatile char buf[512];
+	char c;
+
+	if (sc_pin_self(1) || sc_arm(r->sc_fd, DEF_T, 0, TAG)) {
+		r->ret = -1;
+		return NULL;
+	}
+	if (read(r->fd, &c, 1) != 1)
+		r->ret = -1;
+	/* on, with another stack: the sample's registers are gone */
+	memset((void *)buf, 0x5a, sizeof(buf));
+	if (sc_disarm(r->sc_fd) || buf[0] != 0x5a)
+		r->ret = -1;
+	__atomic_store_n(&r->disarmed, 1, __ATOMIC_RELEASE);
+	if (read(r->park_fd, &c, 1) != 1)	/* off CPU again, elsewhere */
+		r->ret = -1;
+	return NULL;
+}
+
+/* The sample's read was queued; the thread woke, ran and sleeps again. */
+static int reader_ran_on(struct sc_session *s, struct reader *r, int wake_fd)
+{
+	for (int i = 0; i < 1000 && SC_STAT(s->fd, samples) < 1; i++)
+		sc_sleep_ms(2);
+	if (write(wake_fd, "x", 1) != 1)
+		return -1;
+	for (int i = 0; i < 1000 && !__atomic_load_n(&r->disarmed, __ATOMIC_ACQUIRE); i++)
+		sc_sleep_ms(2);
+	sc_sleep_ms(20);	/* into the second read() */
+	return r->disarmed ? 0 : -1;
+}
+
+TEST(woken_before_the_read_from_outside_loses_the_record)
+{
+	const struct stallcap_sample *k = NULL, *u = NULL;
+	struct sc_opts o = { .user_stack_bytes = USTACK };
+	struct sc_records rs = {};
+	struct stallcap_stats st;
+	struct reader r = {};
+	struct sc_session s;
+	int fds[2], park[2], ran;
+	const char *why;
+	pthread_t th;
+
+	if (!sc_expect_no_task_work())
+		SKIP(return, "user stacks are read on the way back to user space");
+	if (geteuid())
+		SKIP(return, "needs root (the workqueues' CPU mask)");
+	ASSERT_EQ(0, sc_session_setup(&s, &o));
+	ASSERT_EQ(0, pipe(fds));
+	ASSERT_EQ(0, pipe(park));
+	ASSERT_EQ(0, sc_pin_self(1));
+	why = sc4_workers_hold();
+	if (why)
+		SKIP(return, "%s", why);
+	r = (struct reader){ .sc_fd = s.fd, .fd = fds[0], .park_fd = park[0] };
+	ran = pthread_create(&th, NULL, reader_fn, &r) ? -1 : reader_ran_on(&s, &r, fds[1]);
+	sc4_workers_release();	/* the worker reads now */
+	ASSERT_EQ(0, ran);
+	ASSERT_EQ(1, sc_ring_collect(&s, &rs, STALLCAP_REC_STALL_END, 1, SC_WAIT_MS));
+	for (int i = 0; i < 500 && SC_STAT(s.fd, deferred) + SC_STAT(s.fd, lost_deferred) < 1; i++)
+		sc_sleep_ms(2);
+	sc_ring_collect(&s, &rs, 0, 0, SC_QUIET_MS);
+	EXPECT_EQ(1, write(park[1], "x", 1));
+	pthread_join(th, NULL);
+	EXPECT_EQ(0, r.ret);
+	for (size_t i = 0; !k && i < rs.n; i++)
+		if (rs.rec[i]->type == STALLCAP_REC_SAMPLE)
+			k = (const void *)rs.rec[i];
+	ASSERT_NE(NULL, k);
+	if (k->path != STALLCAP_PATH_BLOCKED || !(k->flags & STALLCAP_SAMPLE_DEFER_PENDING)) {
+		sc_log_records(NULL, &rs);
+		SKIP(goto out, "the first sample did not find the thread asleep");
+	}
+	EXPECT_EQ(0, sc4_user_stacks_of(&rs, k->cookie, &u))
+		TH_LOG("a user stack read after the thread ran on");
+	ASSERT_EQ(0, sc_get_stats(s.fd, &st, 0));
+	EXPECT_EQ(1, st.lost_deferred);
+	EXPECT_EQ(0, st.deferred);
+	EXPECT_EQ(st.lost_deferred, st.lost) TH_LOG("another loss than the read's");
+	EXPECT_EQ(1, st.stalls);
+out:
+	sc_records_free(&rs);
+	sc_session_close(&s);
+	close(fds[0]);
+	close(fds[1]);
+	close(park[0]);
+	close(park[1]);
 }
 
 TEST_HARNESS_MAIN

@@ -810,10 +810,16 @@ struct stallcap_rec_header {
  * lost_deferred are incremented.  Without STALLCAP_FEAT_DEFER_USER (a
  * kernel that does not export task_work_add() to modules, as upstream
  * Linux's does not: nothing can run in a thread on its way back to user
- * space) nothing is deferred: a user-mode sample's user stack is copied at capture (by the
- * timer, or just after the NMI/IPI handler), a sample that could not read
- * it keeps USTACK_REMOTE or _FAULT, or gets USTACK_MISSED, and no
- * USER_STACK record follows.
+ * space) a user-mode sample's user stack is copied at capture (by the
+ * timer, or just after the NMI/IPI handler); a blocked thread's sample
+ * (path STALLCAP_PATH_BLOCKED, USTACK_REMOTE) still gets a @cookie,
+ * DEFER_PENDING and a USER_STACK record, read from outside the thread by a
+ * worker while it is still off CPU (its @state is the thread's then, not
+ * RUNNING), the same registers and stack as long as the thread has not run
+ * since, else none (lost and lost_deferred incremented); samples taken
+ * while that read is queued share it, later ones of the same wait get their
+ * own.  Any other sample that could not read it keeps USTACK_REMOTE or
+ * _FAULT, or gets USTACK_MISSED, and no USER_STACK record follows.
  */
 struct stallcap_sample {
 	struct stallcap_rec_header hdr;
