@@ -811,8 +811,9 @@ struct stallcap_rec_header {
  * kernel that does not export task_work_add() to modules, as upstream
  * Linux's does not: nothing can run in a thread on its way back to user
  * space) a user-mode sample's user stack is copied at capture (by the
- * timer, or just after the NMI/IPI handler); a blocked thread's sample
- * (path STALLCAP_PATH_BLOCKED, USTACK_REMOTE) still gets a @cookie,
+ * timer, or just after the NMI/IPI handler); the sample of a thread that
+ * waits (path STALLCAP_PATH_BLOCKED, USTACK_REMOTE, not RUNNABLE: a
+ * preempted thread runs again before most such reads) still gets a @cookie,
  * DEFER_PENDING and a USER_STACK record, read from outside the thread by a
  * worker while it is still off CPU (its @state is the thread's then, not
  * RUNNING), the same registers and stack as long as the thread has not run
