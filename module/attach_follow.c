@@ -95,7 +95,6 @@ static void twork_put(struct stallcap_attach_ent *a)
  * among them (stallcap_follow_wait_entry()).
  */
 static atomic_t follow_workers_queued = ATOMIC_INIT(0);
-#define FOLLOW_WAITED	1UL	/* in follow_waiter: the task entered a wait */
 
 /* The request @nt (its task_work, or its work item) is done. */
 static void twork_done(struct stallcap_attach_twork *nt)
@@ -124,7 +123,7 @@ static void twork_worker_fn(struct work_struct *work)
 	mm = nt->mm;
 	if (READ_ONCE(task->mm) == mm && !(READ_ONCE(task->flags) & PF_EXITING))
 		nt->fn(nt);
-	if (xchg(&nt->follow_waiter, 0))
+	if (xchg(&nt->follow_task, 0))
 		atomic_dec(&follow_workers_queued);
 	put_task_struct(task);
 	mmdrop(mm);
@@ -150,7 +149,7 @@ static bool twork_queue_worker(struct stallcap_attach_twork *nt,
 		memset(nt->follow_threads, 0, sizeof(nt->follow_threads));
 		atomic_inc(&follow_workers_queued);
 		/* @task, @mm and no marks before: stallcap_follow_wait_entry() */
-		smp_store_release(&nt->follow_waiter, (unsigned long)task);
+		smp_store_release(&nt->follow_task, (unsigned long)task);
 	}
 	INIT_WORK(&nt->work, twork_worker_fn);
 	stallcap_attach_queue_work(&nt->work);
@@ -395,31 +394,24 @@ void stallcap_follow_resume_waited(const struct stallcap_attach_twork *nt,
 	unsigned int i;
 
 	smp_mb();	/* the attach's publication before; pairs with the entry */
-	if (READ_ONCE(nt->follow_waiter) & FOLLOW_WAITED)
-		stallcap_attach_resume_late(a, nt->task);
 	for (i = 0; i < STALLCAP_FOLLOW_THREADS; i++) {
 		t = READ_ONCE(nt->follow_threads[i]);
-		if (t & FOLLOW_WAITED)
-			stallcap_attach_resume_late(a, (void *)(t & ~FOLLOW_WAITED));
+		if (t)
+			stallcap_attach_resume_late(a, (void *)t);
 	}
 }
 
-/* The task of @nt if it is a follow of process @mm in flight, else 0. */
-static unsigned long follow_of(struct stallcap_attach_twork *nt,
-			       const struct mm_struct *mm)
+/* Is the request @nt a follow of process @mm in flight? */
+static bool follows(struct stallcap_attach_twork *nt, const struct mm_struct *mm)
 {
-	unsigned long task;
-
 	/* pairs with smp_store_release() in twork_queue_worker() */
-	task = smp_load_acquire(&nt->follow_waiter);
-	return task && READ_ONCE(nt->mm) == mm ? task & ~FOLLOW_WAITED : 0;
+	return smp_load_acquire(&nt->follow_task) && READ_ONCE(nt->mm) == mm;
 }
 
 /*
- * Mark the current thread (@me), not @nt's, in @nt's other threads, unless
- * there already or no room is left.  A mark left by a thread of another
- * process (a request freed and taken again meanwhile) matches no thread
- * of @nt's process.
+ * Mark the current thread (@me) in @nt, unless there already or no room is
+ * left.  A mark left by a thread of another process (a request freed and
+ * taken again meanwhile) matches no thread of @nt's process.
  */
 static void follow_mark_thread(struct stallcap_attach_twork *nt,
 			       unsigned long me)
@@ -429,9 +421,7 @@ static void follow_mark_thread(struct stallcap_attach_twork *nt,
 
 	for (i = 0; i < STALLCAP_FOLLOW_THREADS; i++) {
 		t = READ_ONCE(nt->follow_threads[i]);
-		if (t == (me | FOLLOW_WAITED) ||
-		    (!t && !cmpxchg(&nt->follow_threads[i], 0,
-				    me | FOLLOW_WAITED)))
+		if (t == me || (!t && !cmpxchg(&nt->follow_threads[i], 0, me)))
 			return;
 	}
 }
@@ -445,7 +435,7 @@ static void follow_mark_thread(struct stallcap_attach_twork *nt,
  * the attach will count before then, the request is marked: the thread is
  * busy from that call's return on, as it would be with the attach made in
  * time (stallcap_attach_inherited()).  So is a thread the process made
- * meanwhile (up to STALLCAP_FOLLOW_THREADS of them; with the attach made
+ * meanwhile (STALLCAP_FOLLOW_THREADS threads in all; with the attach made
  * in time, its first wait call would have asked for its watch).  Costs an
  * atomic read while no request is in flight.
  * Context: a wait probe's entry, NMI included (RCU lookup, no lock).
@@ -456,7 +446,7 @@ void stallcap_follow_wait_entry(bool park)
 	struct mm_struct *mm = current->mm;
 	struct stallcap_attach_twork *nt;
 	struct stallcap_attach_ent *a;
-	unsigned long in_flight, task;
+	unsigned long in_flight;
 	unsigned int bkt, i;
 
 	if (SC_HAVE_TASK_WORK || !atomic_read(&follow_workers_queued) || !mm)
@@ -468,11 +458,7 @@ void stallcap_follow_wait_entry(bool park)
 		in_flight = READ_ONCE(a->twork_busy);
 		for_each_set_bit(i, &in_flight, STALLCAP_ATTACH_TWORKS) {
 			nt = &a->tworks[i];
-			task = follow_of(nt, mm);
-			if (task == me)
-				cmpxchg(&nt->follow_waiter, me,
-					me | FOLLOW_WAITED);
-			else if (task)
+			if (follows(nt, mm))
 				follow_mark_thread(nt, me);
 		}
 	}

@@ -627,7 +627,7 @@ void stallcap_defer_exit(void);
 /* ---- attached watches (attach.c, attach_wait.c) ---- */
 
 #define STALLCAP_ATTACH_TWORKS	BITS_PER_LONG
-#define STALLCAP_FOLLOW_THREADS	4
+#define STALLCAP_FOLLOW_THREADS	5	/* the first thread and four more */
 #define STALLCAP_ATTACH_HASH_BITS	6
 
 /**
@@ -641,12 +641,12 @@ void stallcap_defer_exit(void);
  * @mm: (worker) its mm when asked, a reference held (mmgrab): an exec since
  *	(a set-user-ID program, maybe) cancels the request
  * @fn: (worker) what to do, as the task_work would have
- * @follow_waiter: (worker, a followed process) @task, its low bit set once
- *	@task entered a wait call that the attach to be made counts (compared
- *	and set by stallcap_follow_wait_entry(), NMI included); else 0
- * @follow_threads: (worker, a followed process) other threads of @mm that
- *	entered such a call (a thread's address, its low bit set; 0: free);
- *	a thread that finds them all taken starts idle
+ * @follow_task: (worker, a followed process) @task while the request is
+ *	in flight, else 0
+ * @follow_threads: (worker, a followed process) the threads of @mm, @task
+ *	or others, that entered a wait call the attach to be made counts (a
+ *	thread's address, set from 0 by stallcap_follow_wait_entry(), NMI
+ *	included); a thread that finds them all taken starts idle
  */
 struct stallcap_attach_twork {
 	struct callback_head twork;
@@ -655,7 +655,7 @@ struct stallcap_attach_twork {
 	struct task_struct *task;
 	struct mm_struct *mm;
 	void (*fn)(const struct stallcap_attach_twork *nt);
-	unsigned long follow_waiter;
+	unsigned long follow_task;
 	unsigned long follow_threads[STALLCAP_FOLLOW_THREADS];
 };
 
