@@ -131,6 +131,8 @@ u32 stallcap_capture_blocked(struct stallcap_watch *w,
 	s->cpu = task_cpu(task);
 	s->path = STALLCAP_PATH_BLOCKED;
 	s->state = stallcap_task_off_cpu_state(task);
+	if (s->state == STALLCAP_STATE_RUNNABLE && stallcap_task_throttled(task))
+		s->flags |= STALLCAP_SAMPLE_THROTTLED;
 	stallcap_put_kernel_ips(&wr, sess, task, NULL, &s->flags);
 	/*
 	 * The user registers are read once: a thread woken meanwhile may enter

@@ -174,6 +174,41 @@ static inline void stallcap_irq_work_init_hard(struct irq_work *work,
 #endif
 
 /*
+ * Is a runnable @task held off every CPU by CPU bandwidth control (its
+ * cgroup used its cpu.max quota for the period)?  Until Linux 6.18 the
+ * throttled group's entity is dequeued from its parent's run queue while
+ * the task stays queued inside the group; since then a task is throttled on
+ * its way back to user space, dequeued and marked (task->throttled).  The
+ * task's own entity queued under an unqueued ancestor means the former: no
+ * other state has it (a real-time, deadline or sched_ext task's fair entity
+ * is not queued at all).  Lockless loads: the timer, NMI or RCU reader that
+ * calls this keeps a group being freed (call_rcu()) readable.
+ */
+#define STALLCAP_GROUP_DEPTH_MAX	64
+static inline bool stallcap_task_throttled(struct task_struct *task)
+{
+#ifdef CONFIG_CFS_BANDWIDTH
+	const struct sched_entity *se = &task->se;
+	int depth;
+
+#ifdef STALLCAP_HAVE_TASK_THROTTLED
+	if (READ_ONCE(task->throttled))
+		return true;
+#endif
+	if (!READ_ONCE(se->on_rq))
+		return false;
+	for (depth = 0; depth < STALLCAP_GROUP_DEPTH_MAX; depth++) {
+		se = READ_ONCE(se->parent);
+		if (!se)
+			break;
+		if (!READ_ONCE(se->on_rq))
+			return true;
+	}
+#endif
+	return false;
+}
+
+/*
  * The ring and slot mappings: never copied into a forked child (as after
  * MADV_DONTFORK: its stores cannot move its parent's slots), never grown
  * by mremap(), left out of core dumps, never executable.

@@ -195,6 +195,8 @@ static long ioctl_get_info(struct stallcap_session *sess, unsigned long arg)
 				 STALLCAP_FEAT_ATTACH_PARK;
 	if (STALLCAP_KERNEL_LOCKS)
 		info.features |= STALLCAP_FEAT_KERNEL_LOCKS;
+	if (IS_ENABLED(CONFIG_CFS_BANDWIDTH))
+		info.features |= STALLCAP_FEAT_THROTTLE;
 	if (stallcap_use_nmi)
 		info.features |= STALLCAP_FEAT_NMI;
 	if (sess->kaddr_visible)

@@ -279,6 +279,12 @@ u32 stallcap_why_task(const struct stallcap_why_ctx *ctx,
 
 	task_header(ctx, task, role, hop, t);
 	t->state = state;
+	if (state == STALLCAP_STATE_RUNNABLE) {
+		rcu_read_lock();	/* its group's entities */
+		if (stallcap_task_throttled(task))
+			t->flags |= STALLCAP_TASK_F_THROTTLED;
+		rcu_read_unlock();
+	}
 	if (state != STALLCAP_STATE_RUNNING && state != STALLCAP_STATE_EXITING) {
 		if (ctx->kaddr_visible)
 			nk = owner_kernel_frames(task, ips);

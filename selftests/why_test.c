@@ -204,6 +204,8 @@ static void preempted_by_hog(struct __test_metadata *_metadata,
 			break;
 	}
 	ASSERT_EQ(STALLCAP_STATE_RUNNABLE, smp->state);
+	/* preempted, not held off by a CPU quota (no group has one here) */
+	ASSERT_EQ(0U, smp->flags & STALLCAP_SAMPLE_THROTTLED);
 	ASSERT_EQ(1U, smp->cpu);
 
 	t = why_section(smp, STALLCAP_SEC_TIMES, 0);

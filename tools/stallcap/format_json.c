@@ -130,7 +130,7 @@ static void flags(FILE *out, __u32 f)
 		"user_mode", "irqs_off", "in_hardirq", "in_softirq", "kstack_trunc",
 		"ustack_trunc", "ustack_fault", "copy_partial", "kaddr_hidden",
 		"raced", "migrated", "defer_pending", "no_user", "ustack_remote",
-		"abandoned", "preempt_off", "ustack_missed",
+		"abandoned", "preempt_off", "ustack_missed", "throttled",
 	};
 	unsigned int i, n = 0;
 

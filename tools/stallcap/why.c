@@ -141,6 +141,7 @@ void why_from_view(struct why_input *in, const struct stallcap_sample_view *v)
 
 	memset(in, 0, sizeof(*in));
 	in->state = v->s.state;
+	in->throttled = v->s.flags & STALLCAP_SAMPLE_THROTTLED;
 	in->cpu = v->s.cpu;
 	in->capture_ns = v->s.capture_ns;
 	in->times = stallcap_sample_times(v);
@@ -151,6 +152,29 @@ void why_from_view(struct why_input *in, const struct stallcap_sample_view *v)
 			in->runners[in->nr_runners++] = tv;
 		else if (tv->t.role == STALLCAP_ROLE_OWNER)
 			in->owners[in->nr_owners++] = tv;
+	}
+}
+
+#define THROTTLED_WHY	"throttled by its cgroup's CPU quota (cpu.max)"
+
+/*
+ * Why a runnable task did not run: ", preempted by hog (tid 161, SCHED_FIFO
+ * 50) on cpu 1", or, when its cgroup's quota held it off whatever ran there,
+ * ", throttled by ...; cpu 1 ran hog (...)" (@sep before the first part).
+ */
+static void put_held_off(struct line *l, bool throttled,
+			 const struct stallcap_sec_task *r, const char *sep)
+{
+	if (throttled) {
+		put(l, "%s" THROTTLED_WHY, sep);
+		if (r) {
+			put(l, "; cpu %u ran ", r->cpu);
+			put_task(l, r);
+		}
+	} else if (r) {
+		put(l, "%spreempted by ", sep);
+		put_task(l, r);
+		put(l, " on cpu %u", r->cpu);
 	}
 }
 
@@ -175,11 +199,7 @@ static void put_owner_chain(struct line *l, const struct why_input *in)
 		if (o->state == STALLCAP_STATE_RUNNING)
 			put(l, " on cpu %u", o->cpu);
 		r = runner_of(in, o->hop);
-		if (r) {
-			put(l, ", preempted by ");
-			put_task(l, r);
-			put(l, " on cpu %u", r->cpu);
-		}
+		put_held_off(l, o->flags & STALLCAP_TASK_F_THROTTLED, r, ", ");
 	}
 	if ((w->flags & STALLCAP_WAIT_F_OWNER_GONE))
 		put(l, "%s owner exited", in->nr_owners ? ";" : ":");
@@ -297,11 +317,7 @@ int why_verdict(const struct why_input *in, char *buf, size_t len)
 	} else {
 		put(&l, "%s", state_word(in->state));
 	}
-	if (r) {
-		put(&l, ": preempted by ");
-		put_task(&l, r);
-		put(&l, " on cpu %u", r->cpu);
-	}
+	put_held_off(&l, in->throttled, r, ": ");
 	return (int)l.used;
 }
 
@@ -365,6 +381,8 @@ int why_task_line(const struct stallcap_sec_task *t, char *buf, size_t len)
 		if (t->wait_object)
 			put(&l, " 0x%llx", (unsigned long long)t->wait_object);
 	}
+	if (t->flags & STALLCAP_TASK_F_THROTTLED)
+		put(&l, ", " THROTTLED_WHY);
 	if (t->flags & STALLCAP_TASK_F_USER_HIDDEN)
 		put(&l, " (user stack hidden)");
 	if (t->flags & STALLCAP_TASK_F_KADDR_HIDDEN)
@@ -429,7 +447,8 @@ static void json_task(FILE *out, const struct stallcap_task_view *tv, bool first
 		"\"ns_pid\":%u,\"ns_tid\":%u,\"cpu\":%u,\"state\":\"%s\","
 		"\"policy\":\"%s\",\"prio\":%d,\"kthread\":%s,\"idle\":%s,"
 		"\"in_hardirq\":%s,\"in_softirq\":%s,\"user_hidden\":%s,"
-		"\"kaddr_hidden\":%s,\"wait_kind\":\"%s\",\"wait_object\":%llu,"
+		"\"kaddr_hidden\":%s,\"throttled\":%s,\"wait_kind\":\"%s\","
+		"\"wait_object\":%llu,"
 		"\"comm\":", first ? "" : ",",
 		t->role == STALLCAP_ROLE_RUNNER ? "runner" : "owner", t->hop,
 		t->pid, t->tid, t->ns_pid, t->ns_tid, t->cpu,
@@ -440,6 +459,7 @@ static void json_task(FILE *out, const struct stallcap_task_view *tv, bool first
 		t->flags & STALLCAP_TASK_F_IN_SOFTIRQ ? "true" : "false",
 		t->flags & STALLCAP_TASK_F_USER_HIDDEN ? "true" : "false",
 		t->flags & STALLCAP_TASK_F_KADDR_HIDDEN ? "true" : "false",
+		t->flags & STALLCAP_TASK_F_THROTTLED ? "true" : "false",
 		why_wait_name(t->wait_kind),
 		(unsigned long long)t->wait_object);
 	memcpy(comm, t->comm, sizeof(t->comm));
@@ -497,7 +517,9 @@ static void put_wait_class(struct line *l, const struct why_input *in)
 		o = &in->owners[0]->t;
 		put(l, ": held by %.16s (%s)", o->comm, state_word(o->state));
 		r = runner_of(in, o->hop);
-		if (r) {
+		if (o->flags & STALLCAP_TASK_F_THROTTLED) {
+			put(l, ", throttled by its cgroup's CPU quota");
+		} else if (r) {
 			put(l, ", preempted by ");
 			put_task_class(l, r);
 		}
@@ -537,7 +559,9 @@ int why_verdict_class(const struct why_input *in, char *buf, size_t len)
 	} else {
 		put(&l, "%s", state_word(in->state));
 	}
-	if (r) {
+	if (in->throttled) {
+		put(&l, ": throttled by its cgroup's CPU quota");
+	} else if (r) {
 		put(&l, ": preempted by ");
 		put_task_class(&l, r);
 	}

@@ -24,9 +24,11 @@
  * @nr_runners: entries of @runners
  * @owners: task sections of role OWNER in record order (hop 1 first)
  * @nr_owners: entries of @owners
+ * @throttled: held off by its cgroup's CPU quota (STALLCAP_SAMPLE_THROTTLED)
  */
 struct why_input {
 	__u8 state;
+	bool throttled;
 	__u32 cpu;
 	__u64 capture_ns;
 	const struct stallcap_sec_times *times;

@@ -77,6 +77,9 @@ static struct stallcap_sec_task *add_task(struct secbuf *sb, __u16 role,
 	return t;
 }
 
+/* STALLCAP_SAMPLE_* of the next record parse() makes (then reset) */
+static __u32 next_flags;
+
 /* a record: the fixed part, then the sections of @sb */
 static int parse(struct secbuf *sb, __u8 state, struct stallcap_sample_view *v)
 {
@@ -88,6 +91,8 @@ static int parse(struct secbuf *sb, __u8 state, struct stallcap_sample_view *v)
 	s->hdr.size = sizeof(*s) + sb->len;
 	s->fixed_size = sizeof(*s);
 	s->state = state;
+	s->flags = next_flags;
+	next_flags = 0;
 	s->cpu = 1;
 	s->capture_ns = CAPTURE;
 	memcpy(s + 1, sb->b, sb->len);
@@ -273,6 +278,69 @@ TEST(runner_in_softirq_and_kthread)
 		     verdict(&sb, STALLCAP_STATE_RUNNABLE, &in, &copy));
 	ASSERT_STREQ("runnable: preempted by a softirq over ksoftirqd/1 (kernel thread, SCHED_OTHER nice 0)",
 		     verdict_class(&in));
+}
+
+/*
+ * Held off by its cgroup's CPU quota: that is the cause, not what ran on its
+ * CPU meanwhile (here nothing: idle), in the verdict, its class, the task
+ * line and JSON; a lock owner likewise.
+ */
+TEST(runnable_throttled_by_cgroup_quota)
+{
+	struct secbuf sb = { .len = 0 };
+	struct stallcap_sec_times *t = add_times(&sb, CAPTURE - 40 * MS);
+	static struct stallcap_sample_view copy;
+	struct stallcap_sec_task *r;
+	struct why_input in;
+	char *json = NULL;
+	size_t len = 0;
+	FILE *m;
+
+	t->run_delay_ns = 38 * MS;
+	t->on_cpu_ns = 2 * MS;
+	r = add_task(&sb, STALLCAP_ROLE_RUNNER, 0, "swapper/1", 0, 0, 0, 0, 0);
+	r->flags = STALLCAP_TASK_F_KTHREAD | STALLCAP_TASK_F_IDLE;
+	next_flags = STALLCAP_SAMPLE_THROTTLED;
+	ASSERT_STREQ("runnable 38.0 ms of 40.0: throttled by its cgroup's CPU quota (cpu.max); cpu 1 ran idle",
+		     verdict(&sb, STALLCAP_STATE_RUNNABLE, &in, &copy));
+	ASSERT_TRUE(in.throttled);
+	ASSERT_STREQ("runnable: throttled by its cgroup's CPU quota", verdict_class(&in));
+	m = open_memstream(&json, &len);
+	ASSERT_NE(NULL, m);
+	why_json(m, &in);
+	fclose(m);
+	ASSERT_NE(NULL, strstr(json, "throttled by its cgroup's CPU quota (cpu.max)"));
+	ASSERT_NE(NULL, strstr(json, "\"throttled\":false"));	/* the runner */
+	free(json);
+}
+
+TEST(lock_owner_throttled_by_cgroup_quota)
+{
+	struct secbuf sb = { .len = 0 };
+	struct stallcap_sec_times *t = add_times(&sb, CAPTURE - 301 * MS);
+	static struct stallcap_sample_view copy;
+	struct stallcap_sec_wait *w;
+	struct stallcap_sec_task *o;
+	struct why_input in;
+	char line[512];
+
+	t->sleep_ns = 300 * MS;
+	t->on_cpu_ns = MS;
+	w = add(&sb, STALLCAP_SEC_WAIT, sizeof(*w));
+	w->kind = STALLCAP_WAIT_FUTEX;
+	w->object = 0x7f0000002000ULL;
+	w->nr_hops = 1;
+	o = add_task(&sb, STALLCAP_ROLE_OWNER, 1, "holder", 160, 0, 0, 0, 0);
+	o->flags = STALLCAP_TASK_F_THROTTLED;
+	add_task(&sb, STALLCAP_ROLE_RUNNER, 1, "other", 170, 0, 0, 0, 0);
+	ASSERT_STREQ("blocked 300.0 ms on futex 0x7f0000002000: held by tid 160 (holder), runnable, throttled by its cgroup's CPU quota (cpu.max); cpu 1 ran other (tid 170, SCHED_OTHER nice 0)",
+		     verdict(&sb, STALLCAP_STATE_SLEEPING, &in, &copy));
+	ASSERT_FALSE(in.throttled);
+	ASSERT_STREQ("blocked on futex: held by holder (runnable), throttled by its cgroup's CPU quota",
+		     verdict_class(&in));
+	why_task_line(o, line, sizeof(line));
+	ASSERT_STREQ("owner (hop 1): holder (tid 160, SCHED_OTHER nice 0), pid 150, runnable, throttled by its cgroup's CPU quota (cpu.max)",
+		     line);
 }
 
 TEST_HARNESS_MAIN

@@ -341,6 +341,11 @@ struct stallcap_config {
 #define STALLCAP_FEAT_ATTACH_INHERIT	(1ULL << 11)
 /* STALLCAP_ATTACH_PARK */
 #define STALLCAP_FEAT_ATTACH_PARK	(1ULL << 12)
+/*
+ * STALLCAP_SAMPLE_THROTTLED and STALLCAP_TASK_F_THROTTLED: the kernel has
+ * CPU bandwidth control (CONFIG_CFS_BANDWIDTH); without it they are never set
+ */
+#define STALLCAP_FEAT_THROTTLE		(1ULL << 13)
 
 /* struct stallcap_info.arch and struct stallcap_sec_regs.arch */
 #define STALLCAP_ARCH_X86_64	1
@@ -741,6 +746,13 @@ struct stallcap_rec_header {
  * have been deferred.
  */
 #define STALLCAP_SAMPLE_USTACK_MISSED	(1U << 16)
+/*
+ * runnable (STALLCAP_STATE_RUNNABLE) but held off every CPU by CPU bandwidth
+ * control: its cgroup used its CPU quota for the period (cgroup v2 cpu.max,
+ * v1 cpu.cfs_quota_us), so it waits for the next period whatever runs on
+ * its CPU (STALLCAP_FEAT_THROTTLE)
+ */
+#define STALLCAP_SAMPLE_THROTTLED	(1U << 17)
 
 #define STALLCAP_MAX_FRAMES		128
 #define STALLCAP_MAX_USER_STACK		65536
@@ -1062,6 +1074,8 @@ struct stallcap_sec_wait {
 #define STALLCAP_TASK_F_IN_SOFTIRQ	(1U << 3) /* its CPU was in a softirq */
 #define STALLCAP_TASK_F_USER_HIDDEN	(1U << 4) /* reader may not trace it: no user stack */
 #define STALLCAP_TASK_F_KADDR_HIDDEN	(1U << 5) /* kernel frames left out */
+/* runnable, held off by its cgroup's CPU quota (as STALLCAP_SAMPLE_THROTTLED) */
+#define STALLCAP_TASK_F_THROTTLED	(1U << 6)
 
 /**
  * struct stallcap_sec_task - STALLCAP_SEC_TASK: another task that explains

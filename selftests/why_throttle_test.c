@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Why it stalled: a thread held off the CPU by its cgroup's CPU quota (CPU
+ * bandwidth control, cgroup v2 cpu.max) is runnable, and its sample says
+ * it was throttled (STALLCAP_SAMPLE_THROTTLED), not merely preempted: what
+ * runs on its CPU meanwhile (here: nothing, idle) is no cause.
+ *
+ * The test process moves itself into a cgroup of its own under the
+ * cgroup2 root (mounted at /sys/fs/cgroup if it is not mounted), with the
+ * cpu controller enabled, and spins on CPU 1 under a watch:
+ *  - quota on its own group (5 ms per 100 ms: throttled about 95% of the
+ *    time), where the throttled group's entity is off its parent's queue;
+ *  - quota on the parent of its group, the thread one level below: the
+ *    module must look past the first group above the thread;
+ *  - no quota, the thread preempted by a thread of its group at nice -20:
+ *    runnable, never throttled.
+ * Each sample is checked on its own: a throttled one is runnable, spent
+ * most of its interval waiting for a CPU (the scheduler counts a throttled
+ * wait as run delay) and never slept; the scenario's sample times (30, 60,
+ * 90 and 150 ms after the arm) make at least one throttled sample nearly
+ * certain, and the scenario is run up to 3 times for one.  The cgroup's own
+ * cpu.stat must show the throttling.
+ */
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include "sc_harness.h"
+#include "why_util.h"
+
+#define CG_ROOT		"/sys/fs/cgroup"
+#define TIMEOUT_MS	30
+#define SPIN_MS		400
+#define QUOTA_US	5000
+#define PERIOD_US	100000
+#define ATTEMPTS	3
+#define MAX_SAMPLES	16
+
+FIXTURE(throttle)
+{
+	struct why_session s;
+	char top[96], inner[128];
+	uint64_t buf[MAX_SAMPLES][16384 / 8];
+	struct stallcap_sample *smp[MAX_SAMPLES];
+	unsigned int nr;
+};
+
+static int write_file(const char *dir, const char *name, const char *val)
+{
+	char path[256];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = write(fd, val, strlen(val));
+	close(fd);
+	return n == (ssize_t)strlen(val) ? 0 : -1;
+}
+
+static bool cgroup2_mounted(void)
+{
+	FILE *f = fopen("/proc/self/mounts", "r");
+	char dev[64], dir[256], type[64];
+	bool found = false;
+
+	if (!f)
+		return false;
+	while (fscanf(f, "%63s %255s %63s %*[^\n]", dev, dir, type) == 3)
+		if (!strcmp(dir, CG_ROOT) && !strcmp(type, "cgroup2"))
+			found = true;
+	fclose(f);
+	return found;
+}
+
+/* nr_throttled of a group's cpu.stat, or -1 */
+static long long nr_throttled(const char *dir)
+{
+	char path[256], key[64];
+	long long v, found = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/cpu.stat", dir);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %lld", key, &v) == 2)
+		if (!strcmp(key, "nr_throttled"))
+			found = v;
+	fclose(f);
+	return found;
+}
+
+FIXTURE_SETUP(throttle)
+{
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		SKIP(return, "needs 2 CPUs");
+	if (!cgroup2_mounted())
+		ASSERT_EQ(0, mount("none", CG_ROOT, "cgroup2", 0, NULL));
+	/* the cpu controller for the root's children (kept once enabled) */
+	ASSERT_EQ(0, write_file(CG_ROOT, "cgroup.subtree_control", "+cpu"));
+	snprintf(self->top, sizeof(self->top), CG_ROOT "/stallcap-throttle-%d",
+		 getpid());
+	snprintf(self->inner, sizeof(self->inner), "%s/inner", self->top);
+	ASSERT_EQ(0, mkdir(self->top, 0755));
+	ASSERT_EQ(0, write_file(self->top, "cgroup.subtree_control", "+cpu"));
+	ASSERT_EQ(0, mkdir(self->inner, 0755));
+	ASSERT_EQ(0, why_pin(1));
+	ASSERT_EQ(0, why_open(&self->s));
+}
+
+FIXTURE_TEARDOWN(throttle)
+{
+	why_close(&self->s);
+	write_file(CG_ROOT, "cgroup.procs", "0");
+	rmdir(self->inner);
+	rmdir(self->top);
+}
+
+/* Every sample of this thread in the ring, copied (self->smp, self->nr). */
+static void collect(FIXTURE_DATA(throttle) *self)
+{
+	struct why_session *s = &self->s;
+	uint64_t head = __atomic_load_n(&s->ctl->data_head, __ATOMIC_ACQUIRE);
+	uint64_t tail = s->ctl->data_tail;
+	pid_t tid = why_gettid();
+
+	self->nr = 0;
+	while (tail < head) {
+		struct stallcap_rec_header *h =
+			(void *)(s->data + (tail & (s->size - 1)));
+		struct stallcap_sample *smp = (void *)h;
+
+		if (__atomic_load_n(&h->flags, __ATOMIC_ACQUIRE) & STALLCAP_REC_F_BUSY)
+			break;
+		if (h->type == STALLCAP_REC_SAMPLE && smp->tid == (uint32_t)tid &&
+		    h->size <= sizeof(self->buf[0]) && self->nr < MAX_SAMPLES) {
+			memcpy(self->buf[self->nr], h, h->size);
+			self->smp[self->nr] = (void *)self->buf[self->nr];
+			why_log_sample(self->smp[self->nr]);
+			self->nr++;
+		}
+		tail += h->size;
+	}
+	__atomic_store_n(&s->ctl->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+/* The thread's busy loop under the watch. */
+WHY_NOINLINE void throttle_spin(uint64_t until)
+{
+	while (why_now() < until)
+		__asm__ volatile("" ::: "memory");
+}
+
+/* Arm, spin SPIN_MS on CPU 1, disarm, and collect this stall's samples. */
+static int spin_watched(FIXTURE_DATA(throttle) *self)
+{
+	if (why_arm(&self->s, WHY_MS(TIMEOUT_MS)))
+		return -1;
+	throttle_spin(why_now() + WHY_MS(SPIN_MS));
+	if (why_disarm(&self->s))
+		return -1;
+	usleep(20000);
+	collect(self);
+	return 0;
+}
+
+/*
+ * A throttled sample, checked exactly: runnable, off CPU, read on its
+ * CPU's timer; the interval's time went to waiting for a CPU, none to
+ * sleep (the thread never blocks).
+ */
+static void check_throttled(struct __test_metadata *_metadata,
+			    const struct stallcap_sample *smp)
+{
+	const struct stallcap_sec_times *t = why_section(smp, STALLCAP_SEC_TIMES, 0);
+	uint64_t span;
+
+	ASSERT_EQ(STALLCAP_STATE_RUNNABLE, smp->state);
+	ASSERT_EQ(STALLCAP_PATH_BLOCKED, smp->path);
+	ASSERT_EQ(1U, smp->cpu);
+	ASSERT_NE(NULL, t);
+	ASSERT_NE(0ULL, t->valid & (1ULL << STALLCAP_TIME_RUN_DELAY));
+	span = smp->capture_ns - t->since_ns;
+	/* at most 5 ms of every 100 on CPU; 10% + 5 ms for TCG's clocks */
+	ASSERT_GE(t->run_delay_ns, span / 2);
+	ASSERT_LE(t->sleep_ns, span / 10 + WHY_MS(5));
+}
+
+/*
+ * Spin in @dir with @quota_dir's cpu.max at QUOTA_US per PERIOD_US: at
+ * least one sample throttled, every throttled sample checked, every sample
+ * that says it is throttled runnable, and the group throttled per cpu.stat.
+ */
+static void throttled_case(struct __test_metadata *_metadata,
+			   FIXTURE_DATA(throttle) *self, const char *dir,
+			   const char *quota_dir)
+{
+	unsigned int i, attempt, throttled = 0;
+	char max[64];
+	long long before;
+
+	snprintf(max, sizeof(max), "%d %d", QUOTA_US, PERIOD_US);
+	ASSERT_EQ(0, write_file(quota_dir, "cpu.max", max));
+	ASSERT_EQ(0, write_file(dir, "cgroup.procs", "0"));
+	before = nr_throttled(quota_dir);
+	ASSERT_LE(0, before);
+	for (attempt = 0; attempt < ATTEMPTS && !throttled; attempt++) {
+		ASSERT_EQ(0, spin_watched(self));
+		ASSERT_LE(1U, self->nr);
+		for (i = 0; i < self->nr; i++) {
+			if (!(self->smp[i]->flags & STALLCAP_SAMPLE_THROTTLED))
+				continue;
+			check_throttled(_metadata, self->smp[i]);
+			throttled++;
+		}
+	}
+	ASSERT_LE(1U, throttled);
+	ASSERT_LT(before, nr_throttled(quota_dir));
+}
+
+/* The quota on the thread's own group. */
+TEST_F(throttle, quota_of_its_group)
+{
+	throttled_case(_metadata, self, self->top, self->top);
+}
+
+/* The quota one group up: its own group's entity stays queued. */
+TEST_F(throttle, quota_of_the_parent_group)
+{
+	throttled_case(_metadata, self, self->inner, self->top);
+}
+
+/* ---- no quota: preempted inside the group, never throttled ---- */
+
+#define BUSY_MS		700
+
+/*
+ * Nice -20 on CPU 1 for BUSY_MS, then gone: the watched thread (nice 0)
+ * gets about 1% of the CPU meanwhile (weights 88761 and 1024), enough to
+ * arm its watch and start its spin, runnable most of the time after, and
+ * the CPU to itself when this thread is done (its spin ends, the stall
+ * too).
+ */
+static void *busy_fn(void *arg)
+{
+	uint64_t until;
+
+	why_pin(1);
+	setpriority(PRIO_PROCESS, 0, -20);	/* this thread only (Linux) */
+	until = why_now() + WHY_MS(BUSY_MS);
+	__atomic_store_n((int *)arg, 1, __ATOMIC_RELEASE);
+	throttle_spin(until);
+	return NULL;
+}
+
+TEST_F(throttle, preempted_without_quota_is_not_throttled)
+{
+	unsigned int i, runnable = 0;
+	int ready = 0;
+	pthread_t th;
+
+	ASSERT_EQ(0, write_file(self->top, "cpu.max", "max 100000"));
+	ASSERT_EQ(0, write_file(self->inner, "cgroup.procs", "0"));
+	ASSERT_EQ(0, pthread_create(&th, NULL, busy_fn, &ready));
+	while (!__atomic_load_n(&ready, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	ASSERT_EQ(0, spin_watched(self));
+	pthread_join(th, NULL);
+	ASSERT_LE(1U, self->nr);
+	for (i = 0; i < self->nr; i++) {
+		EXPECT_EQ(0U, self->smp[i]->flags & STALLCAP_SAMPLE_THROTTLED);
+		runnable += self->smp[i]->state == STALLCAP_STATE_RUNNABLE;
+	}
+	/* runnable nearly all the time the busy thread spins */
+	ASSERT_LE(1U, runnable);
+}
+
+TEST_HARNESS_MAIN
