@@ -1,0 +1,93 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Debian's redis-server, unmodified, in a cgroup with a CPU limit (cgroup v2
+# cpu.max 10 ms per 100 ms, a container's CPU quota), attached with
+# `stallcap record --deadline 50ms -p PID`.  A Lua busy loop in EVAL needs
+# more CPU than the quota gives: the event loop stalls, and most of the
+# stall it is runnable but throttled.  The report must say so ("throttled
+# by its cgroup's CPU quota", the sample's "throttled" flag, state
+# runnable) with the user stack of the loop (evalGenericCommand); the same
+# loop without the limit stalls too, but is never reported throttled.
+. ./tool_lib.sh
+need stallcap redis-server redis-cli
+
+port=6398
+cg_root=/sys/fs/cgroup
+cg=$cg_root/stallcap-quota-$$
+cli() { redis-cli -p "$port" "$@"; }
+
+grep -q "^[^ ]* $cg_root cgroup2 " /proc/self/mounts ||
+	mount -t cgroup2 none "$cg_root"
+echo +cpu >"$cg_root/cgroup.subtree_control"
+mkdir "$cg"
+check "a cgroup with the cpu controller" test -e "$cg/cpu.max"
+
+sh -c "echo \$\$ >$cg/cgroup.procs && exec redis-server --port $port \
+	--bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+	--loglevel warning" >"$work/redis.out" 2>&1 &
+server=$!
+pong() { [ "$(cli ping 2>/dev/null)" = PONG ]; }
+until_ok pong
+check "redis-server answers" pong
+check "redis-server is in the cgroup" grep -qx "$server" "$cg/cgroup.procs"
+
+stallcap record --deadline 50ms -p "$server" -o "$work/quota.data" >"$work/record.out" 2>&1 &
+rec=$!
+attached() { grep -qE '^attached [1-9]' /sys/kernel/debug/stallcap/stats; }
+check "the attach is in place" until_ok attached
+sleep 0.3
+
+loop='local i = 0 while i < 300000 do i = i + 1 end return i'
+# without a limit first: a stall, not throttled
+cli eval "$loop" 0 >/dev/null
+sleep 0.2
+echo "10000 100000" >"$cg/cpu.max"
+throttled_before=$(awk '$1 == "nr_throttled" { print $2 }' "$cg/cpu.stat")
+t0=$(date +%s)
+cli eval "$loop" 0 >"$work/eval.out"
+echo "# the loop took $(($(date +%s) - t0)) s under the quota"
+check "the loop under the quota is answered" grep -qx 300000 "$work/eval.out"
+throttled_after=$(awk '$1 == "nr_throttled" { print $2 }' "$cg/cpu.stat")
+check "the cgroup was throttled ($throttled_before -> $throttled_after)" \
+	[ "$throttled_after" -gt "$throttled_before" ]
+echo max >"$cg/cpu.max"
+
+cli shutdown nosave >/dev/null 2>&1
+wait "$server"
+wait_record "$rec"
+check "record ends when redis-server exits, status 0" [ $? = 0 ]
+sed 's/^/# record: /' "$work/record.out"
+rmdir "$cg"
+
+reports quota
+
+in_eval() { usyms "$1" | grep -q '^evalGenericCommand '; }
+# the sample's own flag (a task section's "throttled":false is no flag)
+marked() { echo "$1" | grep -qE '"throttled"[],]'; }
+throttled_in_eval() {
+	echo "$1" | grep -qF '"state":"runnable"' && marked "$1" &&
+		echo "$1" | grep -qF "throttled by its cgroup's CPU quota (cpu.max)" &&
+		in_eval "$1"
+}
+check "a throttled sample: runnable, marked, said so, in evalGenericCommand" \
+	any_sample "$work/quota.json" redis-server throttled_in_eval "throttled by its cgroup"
+check "the text report says it" \
+	grep -q "why: runnable .*throttled by its cgroup's CPU quota (cpu.max)" "$work/quota.txt"
+# the loop without the limit ran first: the first stall in the loop (stalls
+# are reported in the order they ended) has no throttled sample
+first=
+samples "$work/quota.json" redis-server >"$work/all"
+while read -r line; do
+	in_eval "$line" || continue
+	first=$(echo "$line" | sed 's/.*"stall_id":\([0-9]*\),.*/\1/')
+	break
+done <"$work/all"
+check "the loop without the limit stalled (stall ${first:-none})" [ -n "$first" ]
+unthrottled() {
+	grep "\"stall_id\":$first," "$work/all" >"$work/first"
+	while read -r line; do
+		! marked "$line" || return 1
+	done <"$work/first"
+}
+check "and none of its samples is marked throttled" unthrottled
+finish
