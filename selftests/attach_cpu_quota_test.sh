@@ -37,14 +37,15 @@ attached() { grep -qE '^attached [1-9]' /sys/kernel/debug/stallcap/stats; }
 check "the attach is in place" until_ok attached
 sleep 0.3
 
-loop='local i = 0 while i < 300000 do i = i + 1 end return i'
-# without a limit first: a stall, not throttled
-cli eval "$loop" 0 >/dev/null
+loop() { echo "local i = 0 while i < $1 do i = i + 1 end return i"; }
+# without a limit first: a stall, not throttled (attach_redis_test's loop,
+# over the deadline on every kernel: 300,000 rounds were not on 6.1)
+cli eval "$(loop 1000000)" 0 >/dev/null
 sleep 0.2
 echo "10000 100000" >"$cg/cpu.max"
 throttled_before=$(awk '$1 == "nr_throttled" { print $2 }' "$cg/cpu.stat")
 t0=$(date +%s)
-cli eval "$loop" 0 >"$work/eval.out"
+cli eval "$(loop 300000)" 0 >"$work/eval.out"
 echo "# the loop took $(($(date +%s) - t0)) s under the quota"
 check "the loop under the quota is answered" grep -qx 300000 "$work/eval.out"
 throttled_after=$(awk '$1 == "nr_throttled" { print $2 }' "$cg/cpu.stat")
@@ -73,21 +74,20 @@ check "a throttled sample: runnable, marked, said so, in evalGenericCommand" \
 	any_sample "$work/quota.json" redis-server throttled_in_eval "throttled by its cgroup"
 check "the text report says it" \
 	grep -q "why: runnable .*throttled by its cgroup's CPU quota (cpu.max)" "$work/quota.txt"
-# the loop without the limit ran first: the first stall in the loop (stalls
-# are reported in the order they ended) has no throttled sample
-first=
+# the loop without the limit ran first: of the stalls in the loop (reported
+# in the order they ended) the first has no throttled sample
 samples "$work/quota.json" redis-server >"$work/all"
 while read -r line; do
-	in_eval "$line" || continue
-	first=$(echo "$line" | sed 's/.*"stall_id":\([0-9]*\),.*/\1/')
-	break
-done <"$work/all"
-check "the loop without the limit stalled (stall ${first:-none})" [ -n "$first" ]
+	in_eval "$line" && echo "$line" | sed 's/.*"stall_id":\([0-9]*\),.*/\1/'
+done <"$work/all" | awk '!seen[$0]++' >"$work/eval_stalls"
+first=$(head -n 1 "$work/eval_stalls")
+check "both loops stalled (stalls $(echo $(cat "$work/eval_stalls")))" \
+	[ "$(wc -l <"$work/eval_stalls")" -ge 2 ]
 unthrottled() {
 	grep "\"stall_id\":$first," "$work/all" >"$work/first"
 	while read -r line; do
 		! marked "$line" || return 1
 	done <"$work/first"
 }
-check "and none of its samples is marked throttled" unthrottled
+check "none of the first one's samples is marked throttled" unthrottled
 finish

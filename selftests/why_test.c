@@ -779,7 +779,7 @@ static void *kholder_fn(void *arg)
 	char ms[16];
 
 	prctl(PR_SET_NAME, "why-holder");
-	k->tid = why_gettid();
+	__atomic_store_n(&k->tid, why_gettid(), __ATOMIC_RELEASE);
 	snprintf(ms, sizeof(ms), "%u", k->ms);
 	k->rc = write_str(k->hold, ms);
 	return NULL;
@@ -819,6 +819,38 @@ static bool ksym_any_is(const uint64_t *ips, unsigned int n, const char *name)
 	return false;
 }
 
+/*
+ * Wait until the holder sleeps with the lock held (msleep(): state D), up to
+ * 5 s.  A fixed pause was not enough on a loaded host: a holder that had not
+ * yet taken the lock let this thread take it at once, no stall (7.2, CI50).
+ */
+static bool holder_asleep(struct kholder *k)
+{
+	char path[64], buf[256], *p;
+	pid_t tid;
+	int i, fd;
+	ssize_t n;
+
+	for (i = 0; i < 500; i++, usleep(10000)) {
+		tid = __atomic_load_n(&k->tid, __ATOMIC_ACQUIRE);
+		if (!tid)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			return false;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			return false;
+		buf[n] = '\0';
+		p = strrchr(buf, ')');
+		if (p && p[1] == ' ' && p[2] == 'D')
+			return true;
+	}
+	return false;
+}
+
 struct klock_case {
 	const char *hold, *take;	/* debugfs files */
 	uint32_t kind;			/* STALLCAP_WAIT_* */
@@ -845,8 +877,9 @@ static void kernel_lock_case(struct __test_metadata *_metadata,
 	 * there, CI6): not yet blocked, exactly what stallcap must say then.
 	 */
 	for (int attempt = 1; ; attempt++) {
+		k.tid = 0;
 		ASSERT_EQ(0, pthread_create(&k.th, NULL, kholder_fn, &k));
-		usleep(50000);			/* it holds the lock now, asleep */
+		ASSERT_TRUE(holder_asleep(&k));	/* it holds the lock now */
 		ASSERT_EQ(0, why_arm(&self->s, WHY_MS(TIMEOUT_MS)));
 		ASSERT_EQ(0, write_str(c->take, "1"));
 		ASSERT_EQ(0, why_disarm(&self->s));
