@@ -74,6 +74,8 @@ check "a throttled sample: runnable, marked, said so, in evalGenericCommand" \
 	any_sample "$work/quota.json" redis-server throttled_in_eval "throttled by its cgroup"
 check "the text report says it" \
 	grep -q "why: runnable .*throttled by its cgroup's CPU quota (cpu.max)" "$work/quota.txt"
+check "and its sample line: throttled, not preempted" \
+	grep -qE "sample [0-9]+ at .*, throttled in (user|kernel)" "$work/quota.txt"
 # the loop without the limit ran first: of the stalls in the loop (reported
 # in the order they ended) the first has no throttled sample
 samples "$work/quota.json" redis-server >"$work/all"

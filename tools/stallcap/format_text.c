@@ -48,7 +48,9 @@ static void where(char *buf, size_t len, const struct stallcap_sample *s)
 		snprintf(buf, len, "running in %s", user ? "user" : "kernel");
 		break;
 	case STALLCAP_STATE_RUNNABLE:
-		snprintf(buf, len, "preempted in %s", user ? "user" : "kernel");
+		snprintf(buf, len, "%s in %s",
+			 s->flags & STALLCAP_SAMPLE_THROTTLED ? "throttled" : "preempted",
+			 user ? "user" : "kernel");
 		break;
 	case STALLCAP_STATE_SLEEPING:
 		snprintf(buf, len, "blocked in kernel (sleeping)");
@@ -125,7 +127,6 @@ static void sample_flags(FILE *out, const struct stallcap_sample *s)
 		{ STALLCAP_SAMPLE_ABANDONED, "capture abandoned" },
 		{ STALLCAP_SAMPLE_PREEMPT_OFF, "preemption disabled" },
 		{ STALLCAP_SAMPLE_USTACK_MISSED, "user stack missed" },
-		{ STALLCAP_SAMPLE_THROTTLED, "throttled by its cgroup's CPU quota" },
 	};
 	unsigned int i;
 
