@@ -12,6 +12,8 @@
  *    time), where the throttled group's entity is off its parent's queue;
  *  - quota on the parent of its group, the thread one level below: the
  *    module must look past the first group above the thread;
+ *  - a lock owner of the group held off by the quota while the watched
+ *    thread waits for its mutex: the owner's section is marked;
  *  - no quota, the thread preempted by a thread of its group at nice -20:
  *    runnable, never throttled.
  * Each sample is checked on its own: a throttled one is runnable, spent
@@ -231,6 +233,74 @@ TEST_F(throttle, quota_of_its_group)
 TEST_F(throttle, quota_of_the_parent_group)
 {
 	throttled_case(_metadata, self, self->inner, self->top);
+}
+
+/* ---- a lock held by a throttled thread ---- */
+
+struct holder {
+	pthread_mutex_t m;
+	pid_t tid;
+	int locked;
+};
+
+static void *holder_fn(void *arg)
+{
+	struct holder *h = arg;
+
+	why_pin(1);
+	__atomic_store_n(&h->tid, why_gettid(), __ATOMIC_RELAXED);
+	pthread_mutex_lock(&h->m);
+	__atomic_store_n(&h->locked, 1, __ATOMIC_RELEASE);
+	throttle_spin(why_now() + WHY_MS(SPIN_MS));
+	pthread_mutex_unlock(&h->m);
+	return NULL;
+}
+
+/*
+ * The watched thread (CPU 0) waits for a glibc mutex that a thread of its
+ * group holds while it spins on CPU 1 under the quota: its samples are
+ * blocked on the futex, and the owner they name is marked throttled when
+ * it is runnable and held off (most of the time), never when it runs.
+ */
+TEST_F(throttle, lock_owner_held_off_by_the_quota)
+{
+	struct holder h = { .m = PTHREAD_MUTEX_INITIALIZER };
+	const struct stallcap_sec_task *o;
+	unsigned int i, attempt, marked = 0;
+	char max[64];
+	pthread_t th;
+
+	snprintf(max, sizeof(max), "%d %d", QUOTA_US, PERIOD_US);
+	ASSERT_EQ(0, write_file(self->top, "cpu.max", max));
+	ASSERT_EQ(0, write_file(self->top, "cgroup.procs", "0"));
+	ASSERT_EQ(0, why_pin(0));
+	for (attempt = 0; attempt < ATTEMPTS && !marked; attempt++) {
+		h.locked = 0;
+		ASSERT_EQ(0, pthread_create(&th, NULL, holder_fn, &h));
+		while (!__atomic_load_n(&h.locked, __ATOMIC_ACQUIRE))
+			usleep(1000);
+		ASSERT_EQ(0, why_arm(&self->s, WHY_MS(TIMEOUT_MS)));
+		pthread_mutex_lock(&h.m);
+		pthread_mutex_unlock(&h.m);
+		ASSERT_EQ(0, why_disarm(&self->s));
+		pthread_join(th, NULL);
+		usleep(20000);
+		collect(self);
+		ASSERT_LE(1U, self->nr);
+		for (i = 0; i < self->nr; i++) {
+			o = why_task(self->smp[i], STALLCAP_ROLE_OWNER, 1);
+			if (!o)
+				continue;
+			ASSERT_EQ((uint32_t)h.tid, o->tid);
+			ASSERT_EQ(0U, self->smp[i]->flags & STALLCAP_SAMPLE_THROTTLED);
+			if (!(o->flags & STALLCAP_TASK_F_THROTTLED))
+				continue;
+			ASSERT_EQ(STALLCAP_STATE_RUNNABLE, o->state);
+			ASSERT_EQ(1U, o->cpu);
+			marked++;
+		}
+	}
+	ASSERT_LE(1U, marked);
 }
 
 /* ---- no quota: preempted inside the group, never throttled ---- */
