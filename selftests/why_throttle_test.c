@@ -97,6 +97,8 @@ static long long nr_throttled(const char *dir)
 
 FIXTURE_SETUP(throttle)
 {
+	char path[160];
+
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		SKIP(return, "needs 2 CPUs");
 	if (!cgroup2_mounted())
@@ -107,6 +109,11 @@ FIXTURE_SETUP(throttle)
 		 getpid());
 	snprintf(self->inner, sizeof(self->inner), "%s/inner", self->top);
 	ASSERT_EQ(0, mkdir(self->top, 0755));
+	snprintf(path, sizeof(path), "%s/cpu.max", self->top);
+	if (access(path, F_OK)) {
+		rmdir(self->top);
+		SKIP(return, "no CPU bandwidth control (CONFIG_CFS_BANDWIDTH)");
+	}
 	ASSERT_EQ(0, write_file(self->top, "cgroup.subtree_control", "+cpu"));
 	ASSERT_EQ(0, mkdir(self->inner, 0755));
 	ASSERT_EQ(0, why_pin(1));
