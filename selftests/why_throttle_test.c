@@ -16,9 +16,9 @@
  *    thread waits for its mutex: the owner's section is marked;
  *  - no quota, the thread preempted by a thread of its group at nice -20:
  *    runnable, never throttled.
- * Each sample is checked on its own: a throttled one is runnable, spent
- * most of its interval waiting for a CPU (the scheduler counts a throttled
- * wait as run delay) and never slept; the scenario's sample times (30, 60,
+ * Each sample is checked on its own: a throttled one is runnable, waited
+ * for a CPU (the scheduler counts a throttled wait as run delay) and never
+ * slept; the scenario's sample times (30, 60,
  * 90 and 150 ms after the arm) make at least one throttled sample nearly
  * certain, and the scenario is run up to 3 times for one.  The cgroup's own
  * cpu.stat must show the throttling.
@@ -193,8 +193,12 @@ static void check_throttled(struct __test_metadata *_metadata,
 	ASSERT_NE(NULL, t);
 	ASSERT_NE(0ULL, t->valid & (1ULL << STALLCAP_TIME_RUN_DELAY));
 	span = smp->capture_ns - t->since_ns;
-	/* at most 5 ms of every 100 on CPU; 10% + 5 ms for TCG's clocks */
-	ASSERT_GE(t->run_delay_ns, span / 2);
+	/*
+	 * Waiting for a CPU, never asleep (10% + 5 ms for TCG's clocks).  How
+	 * much of it was run delay is not asserted: a loaded host stopping the
+	 * vCPU is charged as time on CPU (18 of 30 ms once on debug).
+	 */
+	ASSERT_LT(0ULL, t->run_delay_ns);
 	ASSERT_LE(t->sleep_ns, span / 10 + WHY_MS(5));
 }
 
@@ -246,10 +250,39 @@ TEST_F(throttle, quota_of_the_parent_group)
 
 struct holder {
 	pthread_mutex_t m;
-	pid_t tid;
+	pid_t tid, waiter;
 	int locked;
 };
 
+/* Is thread @tid of this process asleep (state S), within 5 s? */
+static bool thread_sleeps(pid_t tid)
+{
+	char path[64], buf[256], *p;
+	ssize_t n;
+	int i, fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	for (i = 0; i < 500; i++, usleep(10000)) {
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			return false;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			return false;
+		buf[n] = '\0';
+		p = strrchr(buf, ')');
+		if (p && p[1] == ' ' && p[2] == 'S')
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Holds the mutex; spins (using up the group's quota) only once the waiter
+ * sleeps on it: the waiter needs no CPU then, and a slow kernel cannot keep
+ * it throttled short of the lock for the whole stall (the debug kernel did).
+ */
 static void *holder_fn(void *arg)
 {
 	struct holder *h = arg;
@@ -258,7 +291,8 @@ static void *holder_fn(void *arg)
 	__atomic_store_n(&h->tid, why_gettid(), __ATOMIC_RELAXED);
 	pthread_mutex_lock(&h->m);
 	__atomic_store_n(&h->locked, 1, __ATOMIC_RELEASE);
-	throttle_spin(why_now() + WHY_MS(SPIN_MS));
+	if (thread_sleeps(h->waiter))
+		throttle_spin(why_now() + WHY_MS(SPIN_MS));
 	pthread_mutex_unlock(&h->m);
 	return NULL;
 }
@@ -281,6 +315,7 @@ TEST_F(throttle, lock_owner_held_off_by_the_quota)
 	ASSERT_EQ(0, write_file(self->top, "cpu.max", max));
 	ASSERT_EQ(0, write_file(self->top, "cgroup.procs", "0"));
 	ASSERT_EQ(0, why_pin(0));
+	h.waiter = why_gettid();
 	for (attempt = 0; attempt < ATTEMPTS && !marked; attempt++) {
 		h.locked = 0;
 		ASSERT_EQ(0, pthread_create(&th, NULL, holder_fn, &h));
@@ -315,11 +350,10 @@ TEST_F(throttle, lock_owner_held_off_by_the_quota)
 #define BUSY_MS		700
 
 /*
- * Nice -20 on CPU 1 for BUSY_MS, then gone: the watched thread (nice 0)
- * gets about 1% of the CPU meanwhile (weights 88761 and 1024), enough to
- * arm its watch and start its spin, runnable most of the time after, and
- * the CPU to itself when this thread is done (its spin ends, the stall
- * too).
+ * Nice -20 on CPU 1 for BUSY_MS, then gone: the watched thread (nice 0,
+ * spinning under its watch) gets about 1% of the CPU meanwhile (weights
+ * 88761 and 1024), runnable most of the time, and the CPU to itself when
+ * this thread is done (its spin ends, the stall too).
  */
 static void *busy_fn(void *arg)
 {
@@ -341,11 +375,18 @@ TEST_F(throttle, preempted_without_quota_is_not_throttled)
 
 	ASSERT_EQ(0, write_file(self->top, "cpu.max", "max 100000"));
 	ASSERT_EQ(0, write_file(self->inner, "cgroup.procs", "0"));
+	/*
+	 * Armed first, the busy thread started after: waiting for it to be
+	 * ready let a slow kernel (debug) keep this thread from even arming
+	 * until the busy thread was done.
+	 */
+	ASSERT_EQ(0, why_arm(&self->s, WHY_MS(TIMEOUT_MS)));
 	ASSERT_EQ(0, pthread_create(&th, NULL, busy_fn, &ready));
-	while (!__atomic_load_n(&ready, __ATOMIC_ACQUIRE))
-		usleep(1000);
-	ASSERT_EQ(0, spin_watched(self));
+	throttle_spin(why_now() + WHY_MS(SPIN_MS));
+	ASSERT_EQ(0, why_disarm(&self->s));
 	pthread_join(th, NULL);
+	usleep(20000);
+	collect(self);
 	ASSERT_LE(1U, self->nr);
 	for (i = 0; i < self->nr; i++) {
 		EXPECT_EQ(0U, self->smp[i]->flags & STALLCAP_SAMPLE_THROTTLED);
