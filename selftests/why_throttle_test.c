@@ -307,7 +307,7 @@ TEST_F(throttle, lock_owner_held_off_by_the_quota)
 {
 	struct holder h = { .m = PTHREAD_MUTEX_INITIALIZER };
 	const struct stallcap_sec_task *o;
-	unsigned int i, attempt, marked = 0;
+	unsigned int i, attempt, marked = 0, owners = 0;
 	char max[64];
 	pthread_t th;
 
@@ -333,6 +333,7 @@ TEST_F(throttle, lock_owner_held_off_by_the_quota)
 			o = why_task(self->smp[i], STALLCAP_ROLE_OWNER, 1);
 			if (!o)
 				continue;
+			owners++;
 			ASSERT_EQ((uint32_t)h.tid, o->tid);
 			ASSERT_EQ(0U, self->smp[i]->flags & STALLCAP_SAMPLE_THROTTLED);
 			if (!(o->flags & STALLCAP_TASK_F_THROTTLED))
@@ -342,6 +343,12 @@ TEST_F(throttle, lock_owner_held_off_by_the_quota)
 			marked++;
 		}
 	}
+	/*
+	 * No sample named the owner: the waiter never slept on the lock
+	 * under the watch (the debug kernel, loaded, twice): no verdict.
+	 */
+	if (!owners)
+		SKIP(return, "the waiter was never seen blocked on the lock");
 	ASSERT_LE(1U, marked);
 }
 
