@@ -67,6 +67,7 @@ enum stallcap_counter {
 	SC_LOCKED_RLIMIT_BYTES,
 	/* not in struct stallcap_stats: debugfs only */
 	SC_TIMER_EXPIRIES,
+	SC_TIMER_POLLS,		/* of those, polls of a capture sent to a CPU */
 	SC_NR_COUNTERS
 };
 

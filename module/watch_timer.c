@@ -535,6 +535,7 @@ enum hrtimer_restart stallcap_watch_timer_fn(struct hrtimer *timer)
 		ret = stalled_tick(w, now);
 		break;
 	case WATCH_CAPTURING:
+		stallcap_count(&w->sess->stats, SC_TIMER_POLLS, 1);
 		ret = poll_remote(w, now);
 		break;
 	default:

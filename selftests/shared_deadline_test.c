@@ -170,9 +170,11 @@ TEST_F(sd, stores_within_t_never_stall_and_rarely_wake_the_timer)
  * the timer on the CPU where the watch was armed looks at most about once
  * per 100 ms while the thread stores from the other CPU (before the bound,
  * it fired at each deadline it read: about 130 times in the 2 s).  A guest
- * stopped for more than the lead makes a stall, whose capture on the other
- * CPU (an NMI, polled every 100 us) and end cost expiries of their own: up
- * to 16 each is allowed (a debug kernel under load took about 12).
+ * stopped for more than the lead makes a stall, whose samples and end cost
+ * expiries of their own: up to 16 each is allowed.  The polls of its
+ * capture on the other CPU (an NMI or IPI, polled every 100 us, up to 200
+ * when that CPU is slow to take it: CI50's 6.12-rt and 7.2 went over a
+ * bound that counted them) are the module's own count, left out.
  */
 #define STORM_WINDOW	SC_MS(2000)
 #define STORM_MIN_US	100000
@@ -182,7 +184,7 @@ TEST_F(sd, stores_within_t_never_stall_and_rarely_wake_the_timer)
 TEST_F(sd, a_deadline_always_just_ahead_does_not_storm_the_timer)
 {
 	long long old_min = tu_param_read("min_deadline_us");
-	uint64_t e0, e1, start, s0, stalls = 0, bound = 0;
+	uint64_t e0, e1, p0, p1, start, s0, stalls = 0, bound = 0;
 	struct stallcap_slot *slot;
 	cpu_set_t cpus;
 	int attempt;
@@ -205,19 +207,23 @@ TEST_F(sd, a_deadline_always_just_ahead_does_not_storm_the_timer)
 	for (attempt = 1; attempt <= SD_ATTEMPTS; attempt++) {
 		s0 = SC_STAT(self->s.fd, stalls);
 		e0 = sc_timer_expiries();
+		p0 = sc_timer_polls();
 		start = sc_now_ns();
 		while (sc_now_ns() - start < STORM_WINDOW)
 			store_deadline(slot, sc_now_ns() + STORM_LEAD_NS);
 		store_deadline(slot, 0);
 		e1 = sc_timer_expiries();
+		p1 = sc_timer_polls();
 		stalls = SC_STAT(self->s.fd, stalls) - s0;
 		/* a look per 100 ms, more per stall (a store 15 ms late is one) */
 		bound = STORM_WINDOW / (STORM_MIN_US * 1000ULL) * 5 / 4 + 20 +
 			STORM_PER_STALL * stalls;
-		ksft_print_msg("%llu timer expiries in %llu ms (bound %llu), %llu stalls\n",
-			       (unsigned long long)(e1 - e0),
+		ksft_print_msg("%llu timer expiries in %llu ms (bound %llu), %llu stalls, "
+			       "%llu capture polls besides\n",
+			       (unsigned long long)(e1 - e0 - (p1 - p0)),
 			       (unsigned long long)(STORM_WINDOW / SC_MS(1)),
-			       (unsigned long long)bound, (unsigned long long)stalls);
+			       (unsigned long long)bound, (unsigned long long)stalls,
+			       (unsigned long long)(p1 - p0));
 		if (bound < STORM_WINDOW / STORM_LEAD_NS * 3 / 4)
 			break;
 		TH_LOG("attempt %d: %llu stalls, no verdict", attempt, (unsigned long long)stalls);
@@ -227,8 +233,12 @@ TEST_F(sd, a_deadline_always_just_ahead_does_not_storm_the_timer)
 	EXPECT_EQ(0, tu_param_write("min_deadline_us", old_min));
 	sched_setaffinity(0, sizeof(cpus), &cpus);
 	ASSERT_NE(~0ULL, e0) TH_LOG("no %s", SC_STATS_FILE);
+	ASSERT_NE(~0ULL, p0) TH_LOG("no timer_polls in %s", SC_STATS_FILE);
 	ASSERT_GE(SD_ATTEMPTS, attempt) TH_LOG("the guest stopped the thread too often in each window");
-	EXPECT_GE(bound, e1 - e0);
+	EXPECT_GE(bound, e1 - e0 - (p1 - p0));
+	/* polls only with a stall to capture */
+	if (!stalls)
+		EXPECT_EQ(p0, p1);
 }
 
 /*
@@ -311,15 +321,31 @@ TEST_F(sd, missed_deadline_is_caught_at_the_deadline_and_a_store_ends_it)
 
 TEST_F(sd, idle_never_stalls_and_a_deadline_after_idle_is_caught)
 {
-	struct stallcap_slot *slot = sd_arm(_metadata, self, NULL);
 	const struct stallcap_sec_times *times;
 	const struct stallcap_sample *r;
-	uint64_t end_store, d;
+	uint64_t end_store, d, first, stalls = 0;
+	struct stallcap_slot *slot;
 
-	ASSERT_NE(NULL, slot);
-	store_deadline(slot, 0);	/* waiting by design */
+	for (int attempt = 1; ; attempt++) {
+		slot = sd_arm(_metadata, self, &first);
+		ASSERT_NE(NULL, slot);
+		store_deadline(slot, 0);	/* waiting by design */
+		if (sc_now_ns() < first)
+			break;
+		/*
+		 * The guest was stopped past the ARM's deadline before the
+		 * store of 0: a real stall, no idle period to check.
+		 */
+		TH_LOG("attempt %d: the store of 0 came after the ARM's deadline", attempt);
+		ASSERT_GT(SD_ATTEMPTS, attempt);
+		ASSERT_EQ(0, sc_release(self->s.fd));
+		sc_sleep_ms(T / SC_MS(1));	/* its records written */
+		sc_ring_drain(&self->s, &self->rs);
+		sc_records_free(&self->rs);
+		stalls = SC_STAT(self->s.fd, stalls);
+	}
 	sc_sleep_ms(4 * T / SC_MS(1));
-	EXPECT_EQ(0, SC_STAT(self->s.fd, stalls));
+	EXPECT_EQ(stalls, SC_STAT(self->s.fd, stalls));
 	EXPECT_EQ(0, sc_ring_drain(&self->s, &self->rs));
 	/* busy again: a deadline after an idle period is seen within T of it */
 	ASSERT_TRUE(stall_then_store(&self->s, slot, &d, &end_store));

@@ -125,9 +125,10 @@ static inline bool sc_late(const struct stallcap_sample *r)
 /* Pin the calling thread to @cpu; returns 0 or -errno. */
 #define SC_STATS_FILE	"/sys/kernel/debug/stallcap/stats"
 
-/* The module-wide count of watch timer expiries (debugfs), or ~0. */
-static inline uint64_t sc_timer_expiries(void)
+/* The module-wide counter @name of the debugfs stats file, or ~0. */
+static inline uint64_t sc_debugfs_counter(const char *name)
 {
+	size_t len = strlen(name);
 	char line[256];
 	uint64_t v = ~0ULL;
 	FILE *f = fopen(SC_STATS_FILE, "r");
@@ -135,10 +136,26 @@ static inline uint64_t sc_timer_expiries(void)
 	if (!f)
 		return v;
 	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "timer_expiries %llu", (unsigned long long *)&v) == 1)
+		if (!strncmp(line, name, len) && line[len] == ' ' &&
+		    sscanf(line + len, "%llu", (unsigned long long *)&v) == 1)
 			break;
 	fclose(f);
 	return v;
+}
+
+/* The module-wide count of watch timer expiries (debugfs), or ~0. */
+static inline uint64_t sc_timer_expiries(void)
+{
+	return sc_debugfs_counter("timer_expiries");
+}
+
+/*
+ * Of those, the polls of a capture sent to another CPU (every 100 us until
+ * its NMI or IPI is done, at most 20 ms), or ~0.
+ */
+static inline uint64_t sc_timer_polls(void)
+{
+	return sc_debugfs_counter("timer_polls");
 }
 
 /* Write "1" or "0" to the sysfs or module parameter file @path: 0 or -errno. */
