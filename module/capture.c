@@ -479,6 +479,8 @@ static struct pt_regs *capture_begin(struct stallcap_watch *w,
 		s->flags |= STALLCAP_SAMPLE_IN_HARDIRQ;
 	if (softirq_count() & SOFTIRQ_OFFSET)
 		s->flags |= STALLCAP_SAMPLE_IN_SOFTIRQ;
+	if (stallcap_task_memstall(current))
+		s->flags |= STALLCAP_SAMPLE_MEMSTALL;
 
 	if (user_mode(regs)) {
 		s->flags |= STALLCAP_SAMPLE_USER_MODE;

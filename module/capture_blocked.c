@@ -133,6 +133,8 @@ u32 stallcap_capture_blocked(struct stallcap_watch *w,
 	s->state = stallcap_task_off_cpu_state(task);
 	if (s->state == STALLCAP_STATE_RUNNABLE && stallcap_task_throttled(task))
 		s->flags |= STALLCAP_SAMPLE_THROTTLED;
+	if (stallcap_task_memstall(task))
+		s->flags |= STALLCAP_SAMPLE_MEMSTALL;
 	stallcap_put_kernel_ips(&wr, sess, task, NULL, &s->flags);
 	/*
 	 * The user registers are read once: a thread woken meanwhile may enter

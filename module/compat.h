@@ -209,6 +209,24 @@ static inline bool stallcap_task_throttled(struct task_struct *task)
 }
 
 /*
+ * Is @task in a memory stall as pressure stall information counts one
+ * (between psi_memstall_enter() and _leave(): reclaim, compaction,
+ * thrashing, the sleep memory.high imposes)?  A bit the task sets and
+ * clears itself, under its run queue's lock: read without it, as of one
+ * moment (the current task's own from its NMI or interrupt, another's from
+ * the timer or under RCU).
+ */
+static inline bool stallcap_task_memstall(struct task_struct *task)
+{
+#ifdef CONFIG_PSI
+	/* a bit field, written by its task under its run queue's lock */
+	return data_race(!!task->in_memstall);
+#else
+	return false;
+#endif
+}
+
+/*
  * The ring and slot mappings: never copied into a forked child (as after
  * MADV_DONTFORK: its stores cannot move its parent's slots), never grown
  * by mremap(), left out of core dumps, never executable.

@@ -197,6 +197,8 @@ static long ioctl_get_info(struct stallcap_session *sess, unsigned long arg)
 		info.features |= STALLCAP_FEAT_KERNEL_LOCKS;
 	if (IS_ENABLED(CONFIG_CFS_BANDWIDTH))
 		info.features |= STALLCAP_FEAT_THROTTLE;
+	if (IS_ENABLED(CONFIG_PSI))
+		info.features |= STALLCAP_FEAT_MEMSTALL;
 	if (stallcap_use_nmi)
 		info.features |= STALLCAP_FEAT_NMI;
 	if (sess->kaddr_visible)

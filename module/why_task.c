@@ -285,6 +285,8 @@ u32 stallcap_why_task(const struct stallcap_why_ctx *ctx,
 			t->flags |= STALLCAP_TASK_F_THROTTLED;
 		rcu_read_unlock();
 	}
+	if (stallcap_task_memstall(task))
+		t->flags |= STALLCAP_TASK_F_MEMSTALL;
 	if (state != STALLCAP_STATE_RUNNING && state != STALLCAP_STATE_EXITING) {
 		if (ctx->kaddr_visible)
 			nk = owner_kernel_frames(task, ips);

@@ -122,7 +122,7 @@ tool_live_test.sh tool_kmod_test.sh tool_idle_reader_test.sh}
 TOOL_KERNELS=${TOOL_KERNELS-5.10 7.3}
 # Tests the debug kernel leaves to the others (see above).
 DEBUG_SKIP=${DEBUG_SKIP-attach_nginx_test.sh attach_node_test.sh attach_haproxy_test.sh \
-attach_redis_test.sh attach_python_test.sh attach_lighttpd_test.sh attach_cpu_quota_test.sh}
+attach_redis_test.sh attach_python_test.sh attach_lighttpd_test.sh attach_cgroup_limits_test.sh}
 [ "$verbose" = 1 ] || verbose=0
 kernels=()
 while [ $# -gt 0 ]; do

@@ -519,7 +519,7 @@ static inline uint64_t sc_stack_start(const struct stallcap_sample *r)
 /* flags a newer header may define; 0 when it does not */
 #define SC_SAMPLE_USTACK_REMOTE	STALLCAP_SAMPLE_USTACK_REMOTE
 #define SC_SAMPLE_ABANDONED	STALLCAP_SAMPLE_ABANDONED
-#define SC_SAMPLE_FLAGS_ALL	((STALLCAP_SAMPLE_THROTTLED << 1) - 1)
+#define SC_SAMPLE_FLAGS_ALL	((STALLCAP_SAMPLE_MEMSTALL << 1) - 1)
 
 /* Sections well formed, reaching hdr.size exactly, known ones at most once. */
 static inline const char *sc_sections_check(const struct stallcap_sample *r)

@@ -511,40 +511,6 @@ static void note_impossible(const struct round *r)
 			t->on_cpu_ns / 1e6, t->blkio_delay_ns / 1e6, span / 1e6);
 }
 
-/* Kernel stack of @smp holds a return address into one of @names. */
-static bool kstack_has(const struct stallcap_sample *smp,
-		       const char *const *names)
-{
-	const struct stallcap_section *sec =
-		why_section(smp, STALLCAP_SEC_KERNEL_IPS, 0);
-	unsigned long long addr, start[8] = { 0 };
-	char line[512], sym[256], type;
-	unsigned int i, k, n;
-	const uint64_t *ips;
-	FILE *f;
-
-	if (!sec)
-		return false;
-	ips = (const uint64_t *)(sec + 1);
-	n = (sec->size - sizeof(*sec)) / 8;
-	f = fopen("/proc/kallsyms", "r");
-	if (!f)
-		return false;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "%llx %c %255s", &addr, &type, sym) == 3 &&
-		    (type == 't' || type == 'T'))
-			for (i = 0; i < 8 && names[i]; i++)
-				if (!strcmp(sym, names[i]))
-					start[i] = addr;
-	fclose(f);
-	/* no wait or fault function of these kernels is 4 KiB long */
-	for (i = 0; i < 8 && names[i]; i++)
-		for (k = 0; start[i] && k < n; k++)
-			if (ips[k] > start[i] && ips[k] - start[i] < 4096)
-				return true;
-	return false;
-}
-
 /* The fault of a file mapping, and the wait for the page's read. */
 static const char *const fault_fns[] = {
 	"filemap_fault", "__do_fault", "do_read_fault", NULL,
@@ -582,8 +548,8 @@ static void check_round(struct __test_metadata *_metadata,
 				      "why_touch_pages"));
 	ASSERT_EQ(0, ioctl(self->s.fd, STALLCAP_IOC_GET_INFO, &info));
 	if (info.features & STALLCAP_FEAT_KADDR) {
-		ASSERT_TRUE(kstack_has(r->smp, fault_fns));
-		ASSERT_TRUE(kstack_has(r->smp, wait_fns));
+		ASSERT_TRUE(why_kstack_has(r->smp, fault_fns));
+		ASSERT_TRUE(why_kstack_has(r->smp, wait_fns));
 	}
 
 	ASSERT_NE(NULL, t);
@@ -671,7 +637,7 @@ TEST_F_TIMEOUT(fault, major_faults_of_a_file_mapping, 180)
 		why_log_sample(r.smp);
 		fprintf(stderr, "# round %d: resident %ld reads %u getrusage maj %ld min %ld, fault frames %d wait frames %d\n",
 			attempt, r.resident, r.reads, r.majflt, r.minflt,
-			kstack_has(r.smp, fault_fns), kstack_has(r.smp, wait_fns));
+			why_kstack_has(r.smp, fault_fns), why_kstack_has(r.smp, wait_fns));
 		note_impossible(&r);
 		if (round_ok(&r, delayacct))
 			break;

@@ -16,7 +16,10 @@
  *    off while the watched thread (no quota) waits for its mutex: the
  *    owner's section is marked, the waiter's samples never;
  *  - no quota, the thread preempted by a thread of its group at nice -20:
- *    runnable, never throttled.
+ *    runnable, never throttled;
+ *  - memory.high far below what the thread touches: the kernel makes it
+ *    sleep on its way back to user space, a memory stall
+ *    (STALLCAP_SAMPLE_MEMSTALL); a plain sleep is none.
  * Each sample is checked on its own: a throttled one is runnable, waited
  * for a CPU (the scheduler counts a throttled wait as run delay) and never
  * slept; the scenario's sample times (30, 60,
@@ -203,6 +206,7 @@ static void check_throttled(struct __test_metadata *_metadata,
 	ASSERT_EQ(STALLCAP_STATE_RUNNABLE, smp->state);
 	ASSERT_EQ(STALLCAP_PATH_BLOCKED, smp->path);
 	ASSERT_EQ(1U, smp->cpu);
+	ASSERT_EQ(0U, smp->flags & STALLCAP_SAMPLE_MEMSTALL);
 	ASSERT_NE(NULL, t);
 	ASSERT_NE(0ULL, t->valid & (1ULL << STALLCAP_TIME_RUN_DELAY));
 	span = smp->capture_ns - t->since_ns;
@@ -417,6 +421,101 @@ TEST_F(throttle, preempted_without_quota_is_not_throttled)
 	}
 	/* runnable nearly all the time the busy thread spins */
 	ASSERT_LE(1U, runnable);
+}
+
+/* ---- memory.high: the sleep a thread over it is made to take ---- */
+
+#define MEM_HIGH	"4M"
+#define MEM_TOUCH	(48UL << 20)
+#define MEM_LIFT_MS	400
+
+/* The group's memory.high, with the memory controller on: 0, or SKIP. */
+static bool memory_high_on(FIXTURE_DATA(throttle) *self)
+{
+	char path[192];
+
+	if (write_file(CG_ROOT, "cgroup.subtree_control", "+memory"))
+		return false;
+	snprintf(path, sizeof(path), "%s/memory.high", self->top);
+	return !access(path, F_OK);
+}
+
+/* After MEM_LIFT_MS, no memory.high: the toucher's last sleep is its last. */
+static void *lift_fn(void *arg)
+{
+	usleep(MEM_LIFT_MS * 1000);
+	write_file(arg, "memory.high", "max");
+	return NULL;
+}
+
+WHY_NOINLINE void touch_pages(volatile char *p, size_t len)
+{
+	for (size_t i = 0; i < len; i += 4096)
+		p[i] = 1;
+}
+
+/*
+ * The watched thread touches 48 MiB in a group whose memory.high is 4 MiB
+ * (no swap: nothing to reclaim): on its way back to user space the kernel
+ * makes it sleep (mem_cgroup_handle_over_high(), up to 2 s a time) inside
+ * a pressure stall.  A sample in that sleep is marked MEMSTALL, blocked
+ * uninterruptibly (TASK_KILLABLE), its kernel stack in that function; no
+ * sample is marked throttled.
+ */
+TEST_F(throttle, over_memory_high_is_a_memory_stall)
+{
+	const char *const over_high[] = { "mem_cgroup_handle_over_high", NULL };
+	unsigned int i, attempt, asleep = 0;
+	const struct stallcap_sample *smp;
+	pthread_t th;
+	char *mem;
+
+	if (!memory_high_on(self))
+		SKIP(return, "no memory controller (CONFIG_MEMCG)");
+	ASSERT_EQ(0, write_file(self->top, "cgroup.procs", "0"));
+	for (attempt = 0; attempt < ATTEMPTS && !asleep; attempt++) {
+		mem = mmap(NULL, MEM_TOUCH, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		ASSERT_NE(MAP_FAILED, mem);
+		ASSERT_EQ(0, write_file(self->top, "memory.high", MEM_HIGH));
+		ASSERT_EQ(0, pthread_create(&th, NULL, lift_fn, self->top));
+		ASSERT_EQ(0, why_arm(&self->s, WHY_MS(TIMEOUT_MS)));
+		touch_pages(mem, MEM_TOUCH);
+		ASSERT_EQ(0, end_watch(self, &th, NULL));
+		munmap(mem, MEM_TOUCH);
+		ASSERT_LE(1U, self->nr);
+		for (i = 0; i < self->nr; i++) {
+			smp = self->smp[i];
+			ASSERT_EQ(0U, smp->flags & STALLCAP_SAMPLE_THROTTLED);
+			if (!(smp->flags & STALLCAP_SAMPLE_MEMSTALL) ||
+			    smp->state == STALLCAP_STATE_RUNNING)
+				continue;	/* reclaiming, on CPU */
+			ASSERT_EQ(STALLCAP_STATE_UNINTERRUPTIBLE, smp->state);
+			ASSERT_EQ(STALLCAP_PATH_BLOCKED, smp->path);
+			ASSERT_TRUE(why_kstack_has(smp, over_high));
+			asleep++;
+		}
+	}
+	ASSERT_LE(1U, asleep);
+}
+
+/* A plain sleep of the same group, no limit: never a memory stall. */
+TEST_F(throttle, sleep_is_not_a_memory_stall)
+{
+	unsigned int i, sleeping = 0;
+
+	if (!memory_high_on(self))
+		SKIP(return, "no memory controller (CONFIG_MEMCG)");
+	ASSERT_EQ(0, write_file(self->top, "cgroup.procs", "0"));
+	ASSERT_EQ(0, why_arm(&self->s, WHY_MS(TIMEOUT_MS)));
+	usleep(200000);
+	ASSERT_EQ(0, end_watch(self, NULL, NULL));
+	ASSERT_LE(1U, self->nr);
+	for (i = 0; i < self->nr; i++) {
+		EXPECT_EQ(0U, self->smp[i]->flags & STALLCAP_SAMPLE_MEMSTALL);
+		sleeping += self->smp[i]->state == STALLCAP_STATE_SLEEPING;
+	}
+	ASSERT_LE(1U, sleeping);
 }
 
 TEST_HARNESS_MAIN

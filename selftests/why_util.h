@@ -182,6 +182,49 @@ static inline const uint64_t *why_task_ips(const struct stallcap_sec_task *t)
 	return (const uint64_t *)((const char *)t + t->fixed_size);
 }
 
+/*
+ * Kernel stack of @smp holds a return address into one of @names (at most
+ * 8): past a function's start, before the next text symbol (its end).
+ */
+static inline bool why_kstack_has(const struct stallcap_sample *smp,
+				  const char *const *names)
+{
+	const struct stallcap_section *sec =
+		why_section(smp, STALLCAP_SEC_KERNEL_IPS, 0);
+	unsigned long long addr, start[8] = { 0 }, end[8] = { 0 };
+	char line[512], sym[256], type;
+	unsigned int i, k, n;
+	const uint64_t *ips;
+	FILE *f;
+
+	if (!sec)
+		return false;
+	ips = (const uint64_t *)(sec + 1);
+	n = (sec->size - sizeof(*sec)) / 8;
+	f = fopen("/proc/kallsyms", "r");
+	if (!f)
+		return false;
+	for (int pass = 0; pass < 2; pass++, rewind(f))
+		while (fgets(line, sizeof(line), f)) {
+			if (sscanf(line, "%llx %c %255s", &addr, &type, sym) != 3 ||
+			    (type != 't' && type != 'T'))
+				continue;
+			for (i = 0; i < 8 && names[i]; i++) {
+				if (!pass && !strcmp(sym, names[i]))
+					start[i] = end[i] = addr;
+				else if (pass && addr > start[i] &&
+					 (end[i] == start[i] || addr < end[i]))
+					end[i] = addr;
+			}
+		}
+	fclose(f);
+	for (i = 0; i < 8 && names[i]; i++)
+		for (k = 0; start[i] && k < n; k++)
+			if (ips[k] > start[i] && (end[i] == start[i] || ips[k] <= end[i]))
+				return true;
+	return false;
+}
+
 /* Is @ip inside function @name (by the dynamic symbol table)? */
 static inline bool why_ip_in(uint64_t ip, const char *name)
 {

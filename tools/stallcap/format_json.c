@@ -131,6 +131,7 @@ static void flags(FILE *out, __u32 f)
 		"ustack_trunc", "ustack_fault", "copy_partial", "kaddr_hidden",
 		"raced", "migrated", "defer_pending", "no_user", "ustack_remote",
 		"abandoned", "preempt_off", "ustack_missed", "throttled",
+		"memstall",
 	};
 	unsigned int i, n = 0;
 

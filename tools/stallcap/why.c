@@ -142,6 +142,7 @@ void why_from_view(struct why_input *in, const struct stallcap_sample_view *v)
 	memset(in, 0, sizeof(*in));
 	in->state = v->s.state;
 	in->throttled = v->s.flags & STALLCAP_SAMPLE_THROTTLED;
+	in->memstall = v->s.flags & STALLCAP_SAMPLE_MEMSTALL;
 	in->cpu = v->s.cpu;
 	in->capture_ns = v->s.capture_ns;
 	in->times = stallcap_sample_times(v);
@@ -156,6 +157,9 @@ void why_from_view(struct why_input *in, const struct stallcap_sample_view *v)
 }
 
 #define THROTTLED_WHY	"throttled by its cgroup's CPU quota (cpu.max)"
+/* what pressure stall information counts as a memory stall */
+#define MEMSTALL_WHY	"in a memory stall (reclaim, compaction, thrashing " \
+			"or its cgroup's memory.high)"
 
 /*
  * Why a runnable task did not run: ", preempted by hog (tid 161, SCHED_FIFO
@@ -198,6 +202,8 @@ static void put_owner_chain(struct line *l, const struct why_input *in)
 		put(l, "%s", state_word(o->state));
 		if (o->state == STALLCAP_STATE_RUNNING)
 			put(l, " on cpu %u", o->cpu);
+		if (o->flags & STALLCAP_TASK_F_MEMSTALL)
+			put(l, ", " MEMSTALL_WHY);
 		r = runner_of(in, o->hop);
 		put_held_off(l, o->flags & STALLCAP_TASK_F_THROTTLED, r, ", ");
 	}
@@ -317,6 +323,8 @@ int why_verdict(const struct why_input *in, char *buf, size_t len)
 	} else {
 		put(&l, "%s", state_word(in->state));
 	}
+	if (in->memstall)
+		put(&l, ", " MEMSTALL_WHY);
 	put_held_off(&l, in->throttled, r, ": ");
 	return (int)l.used;
 }
@@ -383,6 +391,8 @@ int why_task_line(const struct stallcap_sec_task *t, char *buf, size_t len)
 	}
 	if (t->flags & STALLCAP_TASK_F_THROTTLED)
 		put(&l, ", " THROTTLED_WHY);
+	if (t->flags & STALLCAP_TASK_F_MEMSTALL)
+		put(&l, ", " MEMSTALL_WHY);
 	if (t->flags & STALLCAP_TASK_F_USER_HIDDEN)
 		put(&l, " (user stack hidden)");
 	if (t->flags & STALLCAP_TASK_F_KADDR_HIDDEN)
@@ -447,7 +457,8 @@ static void json_task(FILE *out, const struct stallcap_task_view *tv, bool first
 		"\"ns_pid\":%u,\"ns_tid\":%u,\"cpu\":%u,\"state\":\"%s\","
 		"\"policy\":\"%s\",\"prio\":%d,\"kthread\":%s,\"idle\":%s,"
 		"\"in_hardirq\":%s,\"in_softirq\":%s,\"user_hidden\":%s,"
-		"\"kaddr_hidden\":%s,\"throttled\":%s,\"wait_kind\":\"%s\","
+		"\"kaddr_hidden\":%s,\"throttled\":%s,\"memstall\":%s,"
+		"\"wait_kind\":\"%s\","
 		"\"wait_object\":%llu,"
 		"\"comm\":", first ? "" : ",",
 		t->role == STALLCAP_ROLE_RUNNER ? "runner" : "owner", t->hop,
@@ -460,6 +471,7 @@ static void json_task(FILE *out, const struct stallcap_task_view *tv, bool first
 		t->flags & STALLCAP_TASK_F_USER_HIDDEN ? "true" : "false",
 		t->flags & STALLCAP_TASK_F_KADDR_HIDDEN ? "true" : "false",
 		t->flags & STALLCAP_TASK_F_THROTTLED ? "true" : "false",
+		t->flags & STALLCAP_TASK_F_MEMSTALL ? "true" : "false",
 		why_wait_name(t->wait_kind),
 		(unsigned long long)t->wait_object);
 	memcpy(comm, t->comm, sizeof(t->comm));
@@ -516,6 +528,8 @@ static void put_wait_class(struct line *l, const struct why_input *in)
 	if (in->nr_owners) {
 		o = &in->owners[0]->t;
 		put(l, ": held by %.16s (%s)", o->comm, state_word(o->state));
+		if (o->flags & STALLCAP_TASK_F_MEMSTALL)
+			put(l, ", in a memory stall");
 		r = runner_of(in, o->hop);
 		if (o->flags & STALLCAP_TASK_F_THROTTLED) {
 			put(l, ", throttled by its cgroup's CPU quota");
@@ -559,6 +573,8 @@ int why_verdict_class(const struct why_input *in, char *buf, size_t len)
 	} else {
 		put(&l, "%s", state_word(in->state));
 	}
+	if (in->memstall)
+		put(&l, ", in a memory stall");
 	if (in->throttled) {
 		put(&l, ": throttled by its cgroup's CPU quota");
 	} else if (r) {

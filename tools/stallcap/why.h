@@ -25,10 +25,12 @@
  * @owners: task sections of role OWNER in record order (hop 1 first)
  * @nr_owners: entries of @owners
  * @throttled: held off by its cgroup's CPU quota (STALLCAP_SAMPLE_THROTTLED)
+ * @memstall: in a memory stall (STALLCAP_SAMPLE_MEMSTALL)
  */
 struct why_input {
 	__u8 state;
 	bool throttled;
+	bool memstall;
 	__u32 cpu;
 	__u64 capture_ns;
 	const struct stallcap_sec_times *times;

@@ -343,4 +343,54 @@ TEST(lock_owner_throttled_by_cgroup_quota)
 		     line);
 }
 
+/*
+ * In a memory stall (pressure stall information: here the sleep memory.high
+ * imposes): named after what the interval went to, in the verdict, its
+ * class, JSON's flag names; a lock owner reclaiming likewise.
+ */
+TEST(blocked_in_a_memory_stall)
+{
+	struct secbuf sb = { .len = 0 };
+	struct stallcap_sec_times *t = add_times(&sb, CAPTURE - 40 * MS);
+	static struct stallcap_sample_view copy;
+	struct why_input in;
+
+	t->sleep_ns = 39 * MS;
+	t->on_cpu_ns = MS;
+	next_flags = STALLCAP_SAMPLE_MEMSTALL;
+	ASSERT_STREQ("blocked 39.0 ms of 40.0, in a memory stall (reclaim, compaction, thrashing or its cgroup's memory.high)",
+		     verdict(&sb, STALLCAP_STATE_UNINTERRUPTIBLE, &in, &copy));
+	ASSERT_TRUE(in.memstall);
+	ASSERT_FALSE(in.throttled);
+	ASSERT_STREQ("blocked, in a memory stall", verdict_class(&in));
+}
+
+TEST(lock_owner_in_a_memory_stall)
+{
+	struct secbuf sb = { .len = 0 };
+	struct stallcap_sec_times *t = add_times(&sb, CAPTURE - 301 * MS);
+	static struct stallcap_sample_view copy;
+	struct stallcap_sec_wait *w;
+	struct stallcap_sec_task *o;
+	struct why_input in;
+	char line[512];
+
+	t->sleep_ns = 300 * MS;
+	w = add(&sb, STALLCAP_SEC_WAIT, sizeof(*w));
+	w->kind = STALLCAP_WAIT_FUTEX;
+	w->object = 0x7f0000002000ULL;
+	w->nr_hops = 1;
+	o = add_task(&sb, STALLCAP_ROLE_OWNER, 1, "holder", 160, 0, 0, 0, 0);
+	o->state = STALLCAP_STATE_RUNNING;
+	o->flags = STALLCAP_TASK_F_MEMSTALL;
+	ASSERT_STREQ("blocked 300.0 ms on futex 0x7f0000002000: held by tid 160 (holder), running on cpu 1, in a memory stall (reclaim, compaction, thrashing or its cgroup's memory.high)",
+		     verdict(&sb, STALLCAP_STATE_SLEEPING, &in, &copy));
+	ASSERT_FALSE(in.memstall);
+	ASSERT_STREQ("blocked on futex: held by holder (running), in a memory stall",
+		     verdict_class(&in));
+	why_task_line(o, line, sizeof(line));
+	ASSERT_STREQ("owner (hop 1): holder (tid 160, SCHED_OTHER nice 0), pid 150, running, in a memory stall (reclaim, compaction, thrashing or its cgroup's memory.high)",
+		     line);
+}
+
 TEST_HARNESS_MAIN

@@ -346,6 +346,13 @@ struct stallcap_config {
  * CPU bandwidth control (CONFIG_CFS_BANDWIDTH); without it they are never set
  */
 #define STALLCAP_FEAT_THROTTLE		(1ULL << 13)
+/*
+ * STALLCAP_SAMPLE_MEMSTALL and STALLCAP_TASK_F_MEMSTALL: the kernel has
+ * pressure stall information (CONFIG_PSI); they are never set without it,
+ * nor when it was turned off at boot (psi=0, or CONFIG_PSI_DEFAULT_DISABLED
+ * without psi=1: then /proc/pressure does not exist)
+ */
+#define STALLCAP_FEAT_MEMSTALL		(1ULL << 14)
 
 /* struct stallcap_info.arch and struct stallcap_sec_regs.arch */
 #define STALLCAP_ARCH_X86_64	1
@@ -753,6 +760,15 @@ struct stallcap_rec_header {
  * its CPU (STALLCAP_FEAT_THROTTLE)
  */
 #define STALLCAP_SAMPLE_THROTTLED	(1U << 17)
+/*
+ * in a memory stall, as pressure stall information counts one (the kernel's
+ * psi_memstall_enter() to _leave(), /proc/pressure/memory): direct or
+ * cgroup reclaim, compaction, waiting for a page that was reclaimed while in
+ * use (thrashing), or the sleep its cgroup's memory.high imposes on a task
+ * over it (STALLCAP_FEAT_MEMSTALL).  Whatever the state: a running thread
+ * may be reclaiming.
+ */
+#define STALLCAP_SAMPLE_MEMSTALL	(1U << 18)
 
 #define STALLCAP_MAX_FRAMES		128
 #define STALLCAP_MAX_USER_STACK		65536
@@ -1076,6 +1092,8 @@ struct stallcap_sec_wait {
 #define STALLCAP_TASK_F_KADDR_HIDDEN	(1U << 5) /* kernel frames left out */
 /* runnable, held off by its cgroup's CPU quota (as STALLCAP_SAMPLE_THROTTLED) */
 #define STALLCAP_TASK_F_THROTTLED	(1U << 6)
+/* in a memory stall (as STALLCAP_SAMPLE_MEMSTALL) */
+#define STALLCAP_TASK_F_MEMSTALL	(1U << 7)
 
 /**
  * struct stallcap_sec_task - STALLCAP_SEC_TASK: another task that explains

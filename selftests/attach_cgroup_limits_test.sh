@@ -1,13 +1,19 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
-# Debian's redis-server, unmodified, in a cgroup with a CPU limit (cgroup v2
-# cpu.max 10 ms per 100 ms, a container's CPU quota), attached with
-# `stallcap record --deadline 50ms -p PID`.  A Lua busy loop in EVAL needs
+# Debian's redis-server, unmodified, in a cgroup with a container's limits,
+# attached with `stallcap record --deadline 50ms -p PID`.
+# CPU (cgroup v2 cpu.max 10 ms per 100 ms): a Lua busy loop in EVAL needs
 # more CPU than the quota gives: the event loop stalls, and most of the
 # stall it is runnable but throttled.  The report must say so ("throttled
 # by its cgroup's CPU quota", the sample's "throttled" flag, state
 # runnable) with the user stack of the loop (evalGenericCommand); the same
 # loop without the limit stalls too, but is never reported throttled.
+# Memory (memory.high a few MiB over what redis uses, no swap): a Lua
+# script filling a table of 3 million numbers goes over it, and the kernel
+# makes the event loop sleep on its way back to user space: the report
+# must say "in a memory stall" (the sample's "memstall" flag), its kernel
+# stack in mem_cgroup_handle_over_high, its user stack in
+# evalGenericCommand; no sample of the CPU phases is marked so.
 . ./tool_lib.sh
 need stallcap redis-server redis-cli
 
@@ -53,6 +59,22 @@ check "the cgroup was throttled ($throttled_before -> $throttled_after)" \
 	[ "$throttled_after" -gt "$throttled_before" ]
 echo max >"$cg/cpu.max"
 
+# memory.high: the limit lifted after a second (each sleep the kernel
+# imposes is up to 2 s, one per batch of pages charged over it)
+echo +memory >"$cg_root/cgroup.subtree_control"
+check "the memory controller" test -e "$cg/memory.high"
+echo $(($(cat "$cg/memory.current") + 4 * 1024 * 1024)) >"$cg/memory.high"
+high_before=$(awk '$1 == "high" { print $2 }' "$cg/memory.events")
+(sleep 1; echo max >"$cg/memory.high") &
+lift=$!
+cli eval "local t = {} for i = 1, 3000000 do t[i] = i end return #t" 0 \
+	>"$work/eval_mem.out"
+wait "$lift"
+check "the table is built" grep -qx 3000000 "$work/eval_mem.out"
+high_after=$(awk '$1 == "high" { print $2 }' "$cg/memory.events")
+check "redis went over memory.high ($high_before -> $high_after)" \
+	[ "$high_after" -gt "$high_before" ]
+
 cli shutdown nosave >/dev/null 2>&1
 wait "$server"
 wait_record "$rec"
@@ -76,20 +98,32 @@ check "the text report says it" \
 	grep -q "why: runnable .*throttled by its cgroup's CPU quota (cpu.max)" "$work/quota.txt"
 check "and its sample line: throttled, not preempted" \
 	grep -qE "sample [0-9]+ at .*, throttled in (user|kernel)" "$work/quota.txt"
-# the loop without the limit ran first: of the stalls in the loop (reported
-# in the order they ended) the first has no throttled sample
+# the loop without the limit ran first: of the stalls in the scripts
+# (reported in the order they ended) the first has no marked sample
 samples "$work/quota.json" redis-server >"$work/all"
 while read -r line; do
 	in_eval "$line" && echo "$line" | sed 's/.*"stall_id":\([0-9]*\),.*/\1/'
 done <"$work/all" | awk '!seen[$0]++' >"$work/eval_stalls"
 first=$(head -n 1 "$work/eval_stalls")
-check "both loops stalled (stalls $(echo $(cat "$work/eval_stalls")))" \
-	[ "$(wc -l <"$work/eval_stalls")" -ge 2 ]
-unthrottled() {
+check "the three scripts stalled (stalls $(echo $(cat "$work/eval_stalls")))" \
+	[ "$(wc -l <"$work/eval_stalls")" -ge 3 ]
+# the sample's own flag, as "throttled"
+memstall() { echo "$1" | grep -qE '"memstall"[],]'; }
+unmarked() {
 	grep "\"stall_id\":$first," "$work/all" >"$work/first"
 	while read -r line; do
-		! marked "$line" || return 1
+		! marked "$line" && ! memstall "$line" || return 1
 	done <"$work/first"
 }
-check "none of the first one's samples is marked throttled" unthrottled
+check "none of the first one's samples is marked throttled or a memory stall" unmarked
+
+memstall_in_eval() {
+	memstall "$1" &&
+		echo "$1" | grep -qF "in a memory stall (reclaim, compaction, thrashing or its cgroup's memory.high)" &&
+		ksyms "$1" | grep -qx mem_cgroup_handle_over_high && in_eval "$1"
+}
+check "a memory stall: marked, said so, in mem_cgroup_handle_over_high and evalGenericCommand" \
+	any_sample "$work/quota.json" redis-server memstall_in_eval "memory stall"
+check "the text report says it" \
+	grep -q "why: .*in a memory stall" "$work/quota.txt"
 finish
