@@ -77,6 +77,25 @@ static struct stallcap_sec_task *add_task(struct secbuf *sb, __u16 role,
 	return t;
 }
 
+/*
+ * A thread blocked @sleep_ms on the futex at @object held by "holder" (tid
+ * 160, hop 1): the owner's section.
+ */
+static struct stallcap_sec_task *futex_held(struct secbuf *sb, __u64 sleep_ms,
+					    __u64 object)
+{
+	struct stallcap_sec_times *t = add_times(sb, CAPTURE - (sleep_ms + 1) * MS);
+	struct stallcap_sec_wait *w;
+
+	t->sleep_ns = sleep_ms * MS;
+	t->on_cpu_ns = MS;
+	w = add(sb, STALLCAP_SEC_WAIT, sizeof(*w));
+	w->kind = STALLCAP_WAIT_FUTEX;
+	w->object = object;
+	w->nr_hops = 1;
+	return add_task(sb, STALLCAP_ROLE_OWNER, 1, "holder", 160, 0, 0, 0, 0);
+}
+
 /* STALLCAP_SAMPLE_* of the next record parse() makes (then reset) */
 static __u32 next_flags;
 
@@ -143,18 +162,10 @@ TEST(runnable_preempted_by_hog)
 TEST(blocked_on_futex_holder_preempted)
 {
 	struct secbuf sb = { .len = 0 };
-	struct stallcap_sec_times *t = add_times(&sb, CAPTURE - 901 * MS);
 	static struct stallcap_sample_view copy;
-	struct stallcap_sec_wait *w;
 	struct why_input in;
 
-	t->sleep_ns = 900 * MS;
-	t->on_cpu_ns = MS;
-	w = add(&sb, STALLCAP_SEC_WAIT, sizeof(*w));
-	w->kind = STALLCAP_WAIT_FUTEX;
-	w->object = 0x7f0000001000ULL;
-	w->nr_hops = 1;
-	add_task(&sb, STALLCAP_ROLE_OWNER, 1, "holder", 160, 0, 0, 0, 0);
+	futex_held(&sb, 900, 0x7f0000001000ULL);
 	add_task(&sb, STALLCAP_ROLE_RUNNER, 1, "hog", 161, 1, 50, 0, 0);
 	ASSERT_STREQ("blocked 900.0 ms on futex 0x7f0000001000: held by tid 160 (holder), runnable, preempted by hog (tid 161, SCHED_FIFO 50) on cpu 1",
 		     verdict(&sb, STALLCAP_STATE_SLEEPING, &in, &copy));
@@ -317,20 +328,12 @@ TEST(runnable_throttled_by_cgroup_quota)
 TEST(lock_owner_throttled_by_cgroup_quota)
 {
 	struct secbuf sb = { .len = 0 };
-	struct stallcap_sec_times *t = add_times(&sb, CAPTURE - 301 * MS);
 	static struct stallcap_sample_view copy;
-	struct stallcap_sec_wait *w;
 	struct stallcap_sec_task *o;
 	struct why_input in;
 	char line[512];
 
-	t->sleep_ns = 300 * MS;
-	t->on_cpu_ns = MS;
-	w = add(&sb, STALLCAP_SEC_WAIT, sizeof(*w));
-	w->kind = STALLCAP_WAIT_FUTEX;
-	w->object = 0x7f0000002000ULL;
-	w->nr_hops = 1;
-	o = add_task(&sb, STALLCAP_ROLE_OWNER, 1, "holder", 160, 0, 0, 0, 0);
+	o = futex_held(&sb, 300, 0x7f0000002000ULL);
 	o->flags = STALLCAP_TASK_F_THROTTLED;
 	add_task(&sb, STALLCAP_ROLE_RUNNER, 1, "other", 170, 0, 0, 0, 0);
 	ASSERT_STREQ("blocked 300.0 ms on futex 0x7f0000002000: held by tid 160 (holder), runnable, throttled by its cgroup's CPU quota (cpu.max); cpu 1 ran other (tid 170, SCHED_OTHER nice 0)",
@@ -345,8 +348,8 @@ TEST(lock_owner_throttled_by_cgroup_quota)
 
 /*
  * In a memory stall (pressure stall information: here the sleep memory.high
- * imposes): named after what the interval went to, in the verdict, its
- * class, JSON's flag names; a lock owner reclaiming likewise.
+ * imposes): said after what the interval went to, in the verdict and its
+ * class; a lock owner reclaiming likewise, in its task line and JSON.
  */
 TEST(blocked_in_a_memory_stall)
 {
@@ -368,19 +371,14 @@ TEST(blocked_in_a_memory_stall)
 TEST(lock_owner_in_a_memory_stall)
 {
 	struct secbuf sb = { .len = 0 };
-	struct stallcap_sec_times *t = add_times(&sb, CAPTURE - 301 * MS);
 	static struct stallcap_sample_view copy;
-	struct stallcap_sec_wait *w;
 	struct stallcap_sec_task *o;
 	struct why_input in;
-	char line[512];
+	char line[512], *json = NULL;
+	size_t len = 0;
+	FILE *m;
 
-	t->sleep_ns = 300 * MS;
-	w = add(&sb, STALLCAP_SEC_WAIT, sizeof(*w));
-	w->kind = STALLCAP_WAIT_FUTEX;
-	w->object = 0x7f0000002000ULL;
-	w->nr_hops = 1;
-	o = add_task(&sb, STALLCAP_ROLE_OWNER, 1, "holder", 160, 0, 0, 0, 0);
+	o = futex_held(&sb, 300, 0x7f0000002000ULL);
 	o->state = STALLCAP_STATE_RUNNING;
 	o->flags = STALLCAP_TASK_F_MEMSTALL;
 	ASSERT_STREQ("blocked 300.0 ms on futex 0x7f0000002000: held by tid 160 (holder), running on cpu 1, in a memory stall (reclaim, compaction, thrashing or its cgroup's memory.high)",
@@ -391,6 +389,12 @@ TEST(lock_owner_in_a_memory_stall)
 	why_task_line(o, line, sizeof(line));
 	ASSERT_STREQ("owner (hop 1): holder (tid 160, SCHED_OTHER nice 0), pid 150, running, in a memory stall (reclaim, compaction, thrashing or its cgroup's memory.high)",
 		     line);
+	m = open_memstream(&json, &len);
+	ASSERT_NE(NULL, m);
+	why_json(m, &in);
+	fclose(m);
+	ASSERT_NE(NULL, strstr(json, "\"memstall\":true"));	/* the owner */
+	free(json);
 }
 
 TEST_HARNESS_MAIN
