@@ -51,9 +51,13 @@ sleep 0.2
 echo "10000 100000" >"$cg/cpu.max"
 throttled_before=$(awk '$1 == "nr_throttled" { print $2 }' "$cg/cpu.stat")
 t0=$(date +%s)
-cli eval "$(loop 300000)" 0 >"$work/eval.out"
+# 600,000 rounds: on Linux 6.18 and later a task is throttled on its way
+# back to user space, so the first throttled samples may find redis held
+# off at the end of the read() of the command, before the script (7.2,
+# samples 0-3 of a stall once); the later ones, in the loop, must be there
+cli eval "$(loop 600000)" 0 >"$work/eval.out"
 echo "# the loop took $(($(date +%s) - t0)) s under the quota"
-check "the loop under the quota is answered" grep -qx 300000 "$work/eval.out"
+check "the loop under the quota is answered" grep -qx 600000 "$work/eval.out"
 throttled_after=$(awk '$1 == "nr_throttled" { print $2 }' "$cg/cpu.stat")
 check "the cgroup was throttled ($throttled_before -> $throttled_after)" \
 	[ "$throttled_after" -gt "$throttled_before" ]
@@ -120,7 +124,7 @@ check "none of the first one's samples is marked throttled or a memory stall" un
 memstall_in_eval() {
 	memstall "$1" &&
 		echo "$1" | grep -qF "in a memory stall (reclaim, compaction, thrashing or its cgroup's memory.high)" &&
-		ksyms "$1" | grep -qx mem_cgroup_handle_over_high && in_eval "$1"
+		ksyms "$1" | grep -qxE '(__)?mem_cgroup_handle_over_high' && in_eval "$1"
 }
 check "a memory stall: marked, said so, in mem_cgroup_handle_over_high and evalGenericCommand" \
 	any_sample "$work/quota.json" redis-server memstall_in_eval "memory stall"

@@ -464,7 +464,10 @@ WHY_NOINLINE void touch_pages(volatile char *p, size_t len)
  */
 TEST_F(throttle, over_memory_high_is_a_memory_stall)
 {
-	const char *const over_high[] = { "mem_cgroup_handle_over_high", NULL };
+	const char *const over_high[] = {
+		"mem_cgroup_handle_over_high",	/* __ since 6.19 */
+		"__mem_cgroup_handle_over_high", NULL
+	};
 	unsigned int i, attempt, asleep = 0;
 	const struct stallcap_sample *smp;
 	pthread_t th;
