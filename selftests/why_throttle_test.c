@@ -427,7 +427,9 @@ TEST_F(throttle, preempted_without_quota_is_not_throttled)
 
 #define MEM_HIGH	"4M"
 #define MEM_TOUCH	(48UL << 20)
-#define MEM_LIFT_MS	400
+#define MEM_PREFAULT	(8UL << 20)
+#define MEM_LIFT_MS	300
+#define MEM_SEEN_MAX_MS	5000
 
 /* The group's memory.high, with the memory controller on: 0, or SKIP. */
 static bool memory_high_on(FIXTURE_DATA(throttle) *self)
@@ -440,12 +442,53 @@ static bool memory_high_on(FIXTURE_DATA(throttle) *self)
 	return !access(path, F_OK);
 }
 
-/* After MEM_LIFT_MS, no memory.high: the toucher's last sleep is its last. */
+/* Is thread @tid of this process in the sleep memory.high imposes? */
+static bool in_over_high_sleep(pid_t tid)
+{
+	char path[64], buf[128];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/wchan", tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	return strstr(buf, "mem_cgroup_handle_over_high");	/* or __ */
+}
+
+struct lifter {
+	const char *group;
+	pid_t toucher;
+};
+
+/*
+ * Lifts the group's memory.high MEM_LIFT_MS after the toucher was first
+ * seen in the sleep it imposes (its wchan), or after MEM_SEEN_MAX_MS: the
+ * sleeps that came meanwhile, up to 2 s each, are its stall; later ones
+ * would only make the case longer.  A fixed delay lifted it before the
+ * first sleep on the debug kernel, still busy reclaiming (CI55).
+ * Returns whether the sleep was seen.
+ */
 static void *lift_fn(void *arg)
 {
-	usleep(MEM_LIFT_MS * 1000);
-	write_file(arg, "memory.high", "max");
-	return NULL;
+	const struct lifter *l = arg;
+	bool seen = false;
+	int i;
+
+	why_pin(0);	/* off the toucher's CPU */
+	for (i = 0; i < MEM_SEEN_MAX_MS / 5 && !seen; i++) {
+		usleep(5000);
+		seen = in_over_high_sleep(l->toucher);
+	}
+	if (seen)
+		usleep(MEM_LIFT_MS * 1000);
+	write_file(l->group, "memory.high", "max");
+	return (void *)(long)seen;
 }
 
 WHY_NOINLINE void touch_pages(volatile char *p, size_t len)
@@ -455,12 +498,15 @@ WHY_NOINLINE void touch_pages(volatile char *p, size_t len)
 }
 
 /*
- * The watched thread touches 48 MiB in a group whose memory.high is 4 MiB
- * (no swap: nothing to reclaim): on its way back to user space the kernel
+ * The watched thread uses 8 MiB, then touches 40 MiB more in a group whose
+ * memory.high is 4 MiB (no swap: nothing to reclaim): on its way back to
+ * user space the kernel
  * makes it sleep (mem_cgroup_handle_over_high(), up to 2 s a time) inside
- * a pressure stall.  A sample in that sleep (uninterruptible: TASK_KILLABLE)
- * is marked MEMSTALL, its kernel stack in that function; no sample is
- * marked throttled.
+ * a pressure stall.  Every sample in that sleep (uninterruptible:
+ * TASK_KILLABLE, its kernel stack in that function) is marked MEMSTALL, and
+ * one at least is taken; no sample is marked throttled.  Reclaim, on CPU or
+ * preempted there, is a memory stall too, not asserted: the moments between
+ * it and the sleep are none.
  */
 TEST_F(throttle, over_memory_high_is_a_memory_stall)
 {
@@ -468,38 +514,48 @@ TEST_F(throttle, over_memory_high_is_a_memory_stall)
 		"mem_cgroup_handle_over_high",	/* __ since 6.19 */
 		"__mem_cgroup_handle_over_high", NULL
 	};
+	struct lifter l = { .group = self->top, .toucher = why_gettid() };
 	unsigned int i, attempt, asleep = 0;
+	struct why_kfns kfns;
 	const struct stallcap_sample *smp;
 	pthread_t th;
+	void *seen;
 	char *mem;
 
 	if (!memory_high_on(self))
 		SKIP(return, "no memory controller (CONFIG_MEMCG)");
+	ASSERT_EQ(0, why_kfns_load(&kfns, over_high));
+	ASSERT_NE(0ULL, kfns.start[0] | kfns.start[1]);
 	ASSERT_EQ(0, write_file(self->top, "cgroup.procs", "0"));
 	for (attempt = 0; attempt < ATTEMPTS && !asleep; attempt++) {
 		mem = mmap(NULL, MEM_TOUCH, PROT_READ | PROT_WRITE,
 			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		ASSERT_NE(MAP_FAILED, mem);
+		/*
+		 * Twice the limit in use before it is set: the first page
+		 * charged under the watch makes the longest sleep (2 s) at
+		 * once, whatever the kernel's speed (the debug kernel,
+		 * reclaiming slowly, grew over a limit set first by so
+		 * little at a time that its sleeps were short)
+		 */
+		touch_pages(mem, MEM_PREFAULT);
 		ASSERT_EQ(0, write_file(self->top, "memory.high", MEM_HIGH));
-		ASSERT_EQ(0, pthread_create(&th, NULL, lift_fn, self->top));
+		ASSERT_EQ(0, pthread_create(&th, NULL, lift_fn, &l));
 		ASSERT_EQ(0, why_arm(&self->s, WHY_MS(TIMEOUT_MS)));
-		touch_pages(mem, MEM_TOUCH);
-		ASSERT_EQ(0, end_watch(self, &th, NULL));
+		touch_pages(mem + MEM_PREFAULT, MEM_TOUCH - MEM_PREFAULT);
+		ASSERT_EQ(0, end_watch(self, &th, &seen));
 		munmap(mem, MEM_TOUCH);
+		if (!seen)
+			TH_LOG("attempt %u: never seen in the sleep", attempt);
 		ASSERT_LE(1U, self->nr);
 		for (i = 0; i < self->nr; i++) {
 			smp = self->smp[i];
 			ASSERT_EQ(0U, smp->flags & STALLCAP_SAMPLE_THROTTLED);
-			/*
-			 * Reclaiming, on CPU or preempted there (runnable:
-			 * seen on debug) is a memory stall too; the sleep is
-			 * the one checked.
-			 */
-			if (!(smp->flags & STALLCAP_SAMPLE_MEMSTALL) ||
-			    smp->state != STALLCAP_STATE_UNINTERRUPTIBLE)
+			if (smp->state != STALLCAP_STATE_UNINTERRUPTIBLE ||
+			    !why_kstack_in(smp, &kfns))
 				continue;
 			ASSERT_EQ(STALLCAP_PATH_BLOCKED, smp->path);
-			ASSERT_TRUE(why_kstack_has(smp, over_high));
+			ASSERT_NE(0U, smp->flags & STALLCAP_SAMPLE_MEMSTALL);
 			asleep++;
 		}
 	}

@@ -182,47 +182,71 @@ static inline const uint64_t *why_task_ips(const struct stallcap_sec_task *t)
 	return (const uint64_t *)((const char *)t + t->fixed_size);
 }
 
-/*
- * Kernel stack of @smp holds a return address into one of @names (at most
- * 8): past a function's start, before the next text symbol (its end).
- */
-static inline bool why_kstack_has(const struct stallcap_sample *smp,
-				  const char *const *names)
+/* Where kernel functions are: past a start, before the next text symbol. */
+struct why_kfns {
+	unsigned long long start[8], end[8];
+	unsigned int n;
+};
+
+/* Find @names (at most 8, NULL-terminated) in /proc/kallsyms: 0 or -1. */
+static inline int why_kfns_load(struct why_kfns *k, const char *const *names)
 {
-	const struct stallcap_section *sec =
-		why_section(smp, STALLCAP_SEC_KERNEL_IPS, 0);
-	unsigned long long addr, start[8] = { 0 }, end[8] = { 0 };
+	unsigned long long addr;
 	char line[512], sym[256], type;
-	unsigned int i, k, n;
-	const uint64_t *ips;
+	unsigned int i;
 	FILE *f;
 
-	if (!sec)
-		return false;
-	ips = (const uint64_t *)(sec + 1);
-	n = (sec->size - sizeof(*sec)) / 8;
+	memset(k, 0, sizeof(*k));
+	while (k->n < 8 && names[k->n])
+		k->n++;
 	f = fopen("/proc/kallsyms", "r");
 	if (!f)
-		return false;
+		return -1;
 	for (int pass = 0; pass < 2; pass++, rewind(f))
 		while (fgets(line, sizeof(line), f)) {
 			if (sscanf(line, "%llx %c %255s", &addr, &type, sym) != 3 ||
 			    (type != 't' && type != 'T'))
 				continue;
-			for (i = 0; i < 8 && names[i]; i++) {
+			for (i = 0; i < k->n; i++) {
 				if (!pass && !strcmp(sym, names[i]))
-					start[i] = end[i] = addr;
-				else if (pass && addr > start[i] &&
-					 (end[i] == start[i] || addr < end[i]))
-					end[i] = addr;
+					k->start[i] = k->end[i] = addr;
+				else if (pass && k->start[i] && addr > k->start[i] &&
+					 (k->end[i] == k->start[i] || addr < k->end[i]))
+					k->end[i] = addr;
 			}
 		}
 	fclose(f);
-	for (i = 0; i < 8 && names[i]; i++)
-		for (k = 0; start[i] && k < n; k++)
-			if (ips[k] > start[i] && (end[i] == start[i] || ips[k] <= end[i]))
+	return 0;
+}
+
+/* Kernel stack of @smp holds a return address into one of @k's functions. */
+static inline bool why_kstack_in(const struct stallcap_sample *smp,
+				 const struct why_kfns *k)
+{
+	const struct stallcap_section *sec =
+		why_section(smp, STALLCAP_SEC_KERNEL_IPS, 0);
+	const uint64_t *ips;
+	unsigned int i, j, n;
+
+	if (!sec)
+		return false;
+	ips = (const uint64_t *)(sec + 1);
+	n = (sec->size - sizeof(*sec)) / 8;
+	for (i = 0; i < k->n; i++)
+		for (j = 0; k->start[i] && j < n; j++)
+			if (ips[j] > k->start[i] &&
+			    (k->end[i] == k->start[i] || ips[j] <= k->end[i]))
 				return true;
 	return false;
+}
+
+/* Kernel stack of @smp holds a return address into one of @names. */
+static inline bool why_kstack_has(const struct stallcap_sample *smp,
+				  const char *const *names)
+{
+	struct why_kfns k;
+
+	return !why_kfns_load(&k, names) && why_kstack_in(smp, &k);
 }
 
 /* Is @ip inside function @name (by the dynamic symbol table)? */
