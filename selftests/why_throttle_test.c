@@ -272,6 +272,25 @@ struct holder {
 	int locked;
 };
 
+/* /proc/self/task/@tid/@name into @buf, a string: false if unreadable. */
+static bool read_task_file(pid_t tid, const char *name, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/%s", tid, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	return true;
+}
+
 /*
  * Is thread @tid of this process blocked in futex() (its system call
  * number first in /proc/.../syscall), within 5 s?  Exact where the state
@@ -279,20 +298,12 @@ struct holder {
  */
 static bool thread_in_futex(pid_t tid)
 {
-	char path[64], buf[128];
-	ssize_t n;
-	int i, fd;
+	char buf[128];
+	int i;
 
-	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
 	for (i = 0; i < 500; i++, usleep(10000)) {
-		fd = open(path, O_RDONLY);
-		if (fd < 0)
+		if (!read_task_file(tid, "syscall", buf, sizeof(buf)))
 			return false;
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (n <= 0)
-			return false;
-		buf[n] = '\0';
 		if (strtol(buf, NULL, 10) == SYS_futex)
 			return true;
 	}
@@ -445,20 +456,10 @@ static bool memory_high_on(FIXTURE_DATA(throttle) *self)
 /* Is thread @tid of this process in the sleep memory.high imposes? */
 static bool in_over_high_sleep(pid_t tid)
 {
-	char path[64], buf[128];
-	ssize_t n;
-	int fd;
+	char buf[128];
 
-	snprintf(path, sizeof(path), "/proc/self/task/%d/wchan", tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	return strstr(buf, "mem_cgroup_handle_over_high");	/* or __ */
+	return read_task_file(tid, "wchan", buf, sizeof(buf)) &&
+	       strstr(buf, "mem_cgroup_handle_over_high");	/* or __ */
 }
 
 struct lifter {
