@@ -47,6 +47,13 @@ cat "$work/stats.json" | sed 's/^/# /'
 check "stats: ABI 2, x86-64 registers, at least one stall counted" \
 	grep -qE '"abi_version":2,.*"arch":"x86_64",.*"stalls":[1-9]' "$work/stats.json"
 check "stats text" sh -c 'stallcap stats | grep -q "^  stalls  *[1-9]"'
+# every kernel of the matrix has CPU bandwidth control and pressure stall
+# information on: each feature by its name (none as "bitN"), PSI on
+check "stats: the newest features by name, pressure stall information on" \
+	grep -qE '"features":\[[a-z_",]*"throttle","memstall"\],"psi":true,' "$work/stats.json"
+check "stats text: the newest features by name, no note of PSI off" \
+	sh -c 'stallcap stats >"$1" && grep -qE "^module: ABI 2, features:( [a-z_]+)* throttle memstall$" "$1" &&
+	       ! grep -q "memory stalls not marked" "$1"' _ "$work/stats2.txt"
 
 if command -v su >/dev/null && id user >/dev/null 2>&1; then
 	su user -s /bin/sh -c "stallcap record --global -o /tmp/x.data -d 1" >"$work/user.out" 2>&1

@@ -127,6 +127,7 @@ static void sample_flags(FILE *out, const struct stallcap_sample *s)
 		{ STALLCAP_SAMPLE_ABANDONED, "capture abandoned" },
 		{ STALLCAP_SAMPLE_PREEMPT_OFF, "preemption disabled" },
 		{ STALLCAP_SAMPLE_USTACK_MISSED, "user stack missed" },
+		{ STALLCAP_SAMPLE_MEMSTALL, "in a memory stall" },
 	};
 	unsigned int i;
 

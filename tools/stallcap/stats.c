@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tool.h"
 
@@ -47,8 +48,35 @@ static const struct { const char *name; size_t off; } counters[] = {
 static const char *const feature_names[] = {
 	"nmi", "heartbeat", "cputime", "defer_user", "global", "kaddr",
 	"shared_deadline", "attach", "times", "why", "kernel_locks",
-	"attach_inherit", "attach_park",
+	"attach_inherit", "attach_park", "throttle", "memstall",
 };
+
+/* The features of @in by name; a bit this tool does not know as "bitN". */
+static void print_features(const struct stallcap_info *in, const char *sep0,
+			   const char *sep, const char *quote)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < 64; i++) {
+		if (!(in->features & (1ULL << i)))
+			continue;
+		if (i < ARRAY_SIZE(feature_names))
+			printf("%s%s%s%s", n++ ? sep : sep0, quote, feature_names[i], quote);
+		else
+			printf("%s%sbit%u%s", n++ ? sep : sep0, quote, i, quote);
+	}
+}
+
+/*
+ * Memory stalls are marked from the kernel's pressure stall information,
+ * which a kernel built with it may have off at boot (psi=0, or
+ * CONFIG_PSI_DEFAULT_DISABLED without psi=1): then /proc/pressure is absent
+ * and no sample is ever marked, though the module has the feature.
+ */
+static bool psi_on(void)
+{
+	return access("/proc/pressure/memory", F_OK) == 0;
+}
 
 static __u64 counter(const struct stallcap_stats *st, unsigned int i)
 {
@@ -68,15 +96,14 @@ static void hist_json(const char *name, const __u64 *h)
 static void print_json(const struct stallcap_info *in, const struct stallcap_stats *st,
 		       bool global)
 {
-	unsigned int i, n = 0;
+	unsigned int i;
 
 	printf("{\"abi_version\":%u,\"features\":[", in->abi_version);
-	for (i = 0; i < ARRAY_SIZE(feature_names); i++)
-		if (in->features & (1ULL << i))
-			printf("%s\"%s\"", n++ ? "," : "", feature_names[i]);
-	printf("],\"min_deadline_ns\":%llu,\"max_ring_bytes\":%u,\"max_watches_per_user\":%u,"
+	print_features(in, "", ",", "\"");
+	printf("],\"psi\":%s,\"min_deadline_ns\":%llu,\"max_ring_bytes\":%u,\"max_watches_per_user\":%u,"
 	       "\"arch\":\"%s\",\"sample_fixed_size\":%u,\"mlock_bytes\":%llu,"
 	       "\"mlock_used_bytes\":%llu,\"scope\":\"%s\"",
+	       psi_on() ? "true" : "false",
 	       (unsigned long long)in->min_deadline_ns, in->max_ring_bytes,
 	       in->max_watches_per_user, sc_arch_name(in->arch), in->sample_fixed_size,
 	       (unsigned long long)in->mlock_bytes, (unsigned long long)in->mlock_used_bytes,
@@ -109,9 +136,10 @@ static void print_text(const struct stallcap_info *in, const struct stallcap_sta
 	int k;
 
 	printf("module: ABI %u, features:", in->abi_version);
-	for (i = 0; i < ARRAY_SIZE(feature_names); i++)
-		if (in->features & (1ULL << i))
-			printf(" %s", feature_names[i]);
+	print_features(in, " ", " ", "");
+	if ((in->features & STALLCAP_FEAT_MEMSTALL) && !psi_on())
+		printf("\n  memory stalls not marked: the kernel's pressure stall information is off "
+		       "(psi=0 or CONFIG_PSI_DEFAULT_DISABLED; boot with psi=1)");
 	printf("\n  min deadline %llu us, max ring %u KiB, %u watches per user, %s registers\n",
 	       (unsigned long long)(in->min_deadline_ns / 1000), in->max_ring_bytes / 1024,
 	       in->max_watches_per_user, sc_arch_name(in->arch));

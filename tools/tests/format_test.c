@@ -38,6 +38,7 @@ FIXTURE_SETUP(fmt)
 		.timeout_ns = 25 * NSEC_PER_MSEC, .deadline_ns = D,
 		.capture_ns = D + 100000, .realtime_ns = RT_D + 100000,
 		.kips = kips, .nk = 2, .uips = uips, .nu = 4, .regs = &regs,
+		.flags = STALLCAP_SAMPLE_MEMSTALL,	/* a note of the sample line */
 	};
 	struct stallcap_stall_end e = make_end(7, 1230, 1234, D, D + 31200000, 2);
 	struct stallcap_sample *s;
@@ -63,6 +64,7 @@ FIXTURE_SETUP(fmt)
 	stalls_add(&self->st, &s->hdr);
 	free(s);
 	sp.sample_index = 1;
+	sp.flags = 0;
 	sp.capture_ns = D + 25 * NSEC_PER_MSEC;
 	sp.realtime_ns = RT_D + 25 * NSEC_PER_MSEC;
 	s = make_sample(&sp);
@@ -96,7 +98,7 @@ TEST_F(fmt, text)
 	EXPECT_NE(NULL, strstr(self->out, "  began 2025-11-22T16:55:47.123456Z, process 1230 "
 			       "(fixture-fp), wall clock, armed, tag 0x0, 2 samples, ended\n"));
 	EXPECT_NE(NULL, strstr(self->out, "  sample 0 at 2025-11-22T16:55:47.123556Z (+0.10 ms), "
-			       "running in kernel, captured by nmi\n"));
+			       "running in kernel, captured by nmi, in a memory stall\n"));
 	EXPECT_NE(NULL, strstr(self->out, "    kernel:\n      #0  0xffffffff813002f1  do_sys_poll+0x2f1\n"
 			       "      #1  0xffffffff81a0006f  entry_SYSCALL_64+0x6f\n    user:\n"));
 	EXPECT_NE(NULL, strstr(self->out, "  fixture_spin+0x4  fixture.c:"));
@@ -129,6 +131,7 @@ TEST_F(fmt, json)
 	EXPECT_NE(NULL, strstr(self->out, "\"regs_arch\":1,\"regs_arch_name\":\"x86_64\","
 			       "\"regs_size\":144,\"regs\":{\"ax\":\"0x0\","));
 	EXPECT_NE(NULL, strstr(self->out, "\"ip\":\"0x401000\",\"flags\":\"0x0\"}"));
+	EXPECT_NE(NULL, strstr(self->out, "\"flags\":262144,\"flag_names\":[\"memstall\"]"));
 	EXPECT_NE(NULL, strstr(self->out, "\"origin\":\"armed\",\"record_type\":2,"
 			       "\"fixed_size\":128,"));
 	EXPECT_NE(NULL, strstr(self->out, "\"sym\":\"do_sys_poll\",\"off\":753,\"dso\":\"kernel\""));
