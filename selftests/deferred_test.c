@@ -555,17 +555,22 @@ static void run_in_kernel(struct __test_metadata *_metadata, FIXTURE_DATA(deferr
 			continue;
 		if (x->flags & STALLCAP_SAMPLE_USER_MODE) {
 			/*
-			 * Between two calls.  Taken by another CPU's NMI (its
-			 * irq_work reads the stack): complete, nothing
-			 * deferred.  Taken by the thread's own timer on its
-			 * CPU: read on that interrupt's return to user space,
-			 * a USER_STACK record of its own (CI18 saw one on 5.10).
+			 * Between two calls.  Complete, nothing deferred; or
+			 * read on the interrupt's return to user space, a
+			 * USER_STACK record of its own: taken by the thread's
+			 * own timer on its CPU (CI18 saw one on 5.10), or by
+			 * an NMI/IPI whose irq_work found the thread as the
+			 * handler left it (CI56 on 5.10: the buddy checker
+			 * took a late timer over; capture_tail.c).
 			 */
 			if (!(x->flags & STALLCAP_SAMPLE_DEFER_PENDING)) {
 				EXPECT_EQ(0, x->cookie);
 				continue;
 			}
-			EXPECT_EQ(STALLCAP_PATH_LOCAL, x->path);
+			EXPECT_TRUE(x->path == STALLCAP_PATH_LOCAL ||
+				    x->path == STALLCAP_PATH_NMI ||
+				    x->path == STALLCAP_PATH_IPI)
+				TH_LOG("path %u", x->path);
 			EXPECT_NE(0, x->cookie);
 			EXPECT_EQ(1, sc4_user_stacks_of(&self->rs, x->cookie, &u))
 				TH_LOG("cookie %llu", (unsigned long long)x->cookie);
