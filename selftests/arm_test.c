@@ -228,8 +228,8 @@ static uint64_t thread_cpu_ns(void)
  * looks again when the budget could run out at the earliest: never sooner
  * than the smallest timeout (min_deadline_us, 100 ms here), however little
  * is left (before that bound, the frozen remainder, 10-20 ms here, fired its
- * timer at that rate for as long as the thread slept: 50 times or more in
- * the second, against at most 22 allowed).  The scale is TCG's: its timers
+ * timer at that rate for as long as the thread slept: 44 times in the
+ * second on 6.12, against at most 22 allowed).  The scale is TCG's: its timers
  * do not resolve much under a millisecond, the module's view of the
  * thread's CPU time may be a tick ahead of the thread's own clock, and a
  * host that stops the vCPU while the thread runs charges the thread (CI57's
