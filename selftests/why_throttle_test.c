@@ -33,6 +33,7 @@
 #include <sys/syscall.h>
 
 #include "sc_harness.h"
+#include "stall_util.h"
 #include "why_util.h"
 
 #define CG_ROOT		"/sys/fs/cgroup"
@@ -55,16 +56,9 @@ FIXTURE(throttle)
 static int write_file(const char *dir, const char *name, const char *val)
 {
 	char path[256];
-	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = write(fd, val, strlen(val));
-	close(fd);
-	return n == (ssize_t)strlen(val) ? 0 : -1;
+	return sc4_write_file(path, val);
 }
 
 static bool cgroup2_mounted(void)
