@@ -40,6 +40,11 @@ show "$work/global.txt"
 resolved() { usyms "$1" | in_order fixture_spin fixture_level1 main; }
 check "the other session's stall is recorded and resolved" \
 	any_sample "$work/global.json" stallcap-exit-e resolved
+# the file says what the recording host could mark: this kernel, PSI on
+check "the report's host line: this kernel, memory stalls marked, no note" \
+	sh -c 'grep -qF "{\"type\":\"host\",\"release\":\"$(uname -r)\"," "$1" &&
+	       grep -qE "^\{\"type\":\"host\",.*\"psi\":true,\"memstall_marked\":true\}$" "$1" &&
+	       ! grep -q "memory stalls not marked" "$2"' _ "$work/global.json" "$work/global.txt"
 
 stallcap stats --json >"$work/stats.json"
 check "stats --json exits 0" [ $? = 0 ]

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "record_file.h"
 #include "tool.h"
 
 #define POLL_MS		100
@@ -447,8 +448,15 @@ static pid_t spawn(struct collector *c)
 	_exit(127);
 }
 
+/*
+ * The host as a report needs it: the boot (kernel addresses), the clocks,
+ * the pid namespaces, and what the module could mark there (its features,
+ * and whether pressure stall information was on: without it no sample is
+ * ever marked a memory stall).
+ */
 static void send_host_info(struct collector *c)
 {
+	struct stallcap_info in = { .size = sizeof(in) };
 	struct sc_host_info hi;
 	struct utsname u;
 	size_t len;
@@ -461,6 +469,10 @@ static void send_host_info(struct collector *c)
 	hi.realtime_offset_ns = realtime_offset_ns();
 	hi.pid_ns_inum = stallcap_session_ring(c->s)->ctl->pid_ns_inum;
 	hi.reader_pid_ns_inum = self_pid_ns();
+	if (!stallcap_session_get_info(c->s, &in)) {
+		hi.module_features = in.features;
+		hi.host_flags = SCF_HOST_KNOWN | (psi_on() ? SCF_HOST_PSI : 0);
+	}
 	if (c->sk->info)
 		c->sk->info(c->sk, &hi);
 	if (!vdso_image(&img, &len)) {

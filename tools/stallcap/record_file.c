@@ -119,6 +119,8 @@ static int sink_info(struct sc_sink *sk, const struct sc_host_info *hi)
 	in.realtime_offset_ns = hi->realtime_offset_ns;
 	in.pid_ns_inum = hi->pid_ns_inum;
 	in.reader_pid_ns_inum = hi->reader_pid_ns_inum;
+	in.module_features = hi->module_features;
+	in.host_flags = hi->host_flags;
 	return chunk_write((struct scfile *)sk, SCF_INFO, &in, sizeof(in), NULL, 0);
 }
 
@@ -286,6 +288,8 @@ static int read_info(const __u8 *p, size_t len, struct sc_sink *sk)
 	hi.realtime_offset_ns = in.realtime_offset_ns;
 	hi.pid_ns_inum = in.pid_ns_inum;
 	hi.reader_pid_ns_inum = in.reader_pid_ns_inum;
+	hi.module_features = in.module_features;
+	hi.host_flags = in.host_flags;
 	return sk->info ? sk->info(sk, &hi) : 0;
 }
 

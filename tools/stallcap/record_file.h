@@ -89,7 +89,14 @@ struct scf_info {
 	__s64 realtime_offset_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC at start */
 	__u64 pid_ns_inum;	/* pid namespace of the records' ns ids */
 	__u64 reader_pid_ns_inum; /* pid namespace of the recording tool */
+	__u64 module_features;	/* STALLCAP_FEAT_* of the module (GET_INFO) */
+	__u32 host_flags;	/* SCF_HOST_*; 0 in files made before them */
+	__u32 __reserved;
 };
+
+/* scf_info.host_flags */
+#define SCF_HOST_KNOWN	(1U << 0)	/* module_features and the bits below are set */
+#define SCF_HOST_PSI	(1U << 1)	/* pressure stall information was on */
 
 #define SCF_MAX_CHUNK	(1U << 24)
 #define SCF_MAX_HEADER	4096	/* a later version's longer header, skipped */

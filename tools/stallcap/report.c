@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "record_file.h"
 #include "report.h"
 
 /* live: how long an ended stall waits for a deferred user stack */
@@ -269,9 +270,49 @@ static int on_info(struct sc_sink *sk, const struct sc_host_info *hi)
 
 	read_boot_id(boot, sizeof(boot));
 	rp->same_boot = boot[0] && !strcmp(boot, hi->boot_id);
+	rp->host = *hi;
 	rp->r.rt_offset_ns = hi->realtime_offset_ns;
 	rp->r.rt_offset_known = hi->realtime_offset_ns != 0;
 	return 0;
+}
+
+/*
+ * Why no sample can carry the memory-stall mark, if the recording host said
+ * so (older record files do not): the module needs the kernel's pressure
+ * stall information, built in and on.
+ */
+static const char *memstall_unmarked(const struct report *rp)
+{
+	const struct sc_host_info *hi = &rp->host;
+
+	if (!(hi->host_flags & SCF_HOST_KNOWN))
+		return NULL;
+	if (!(hi->module_features & STALLCAP_FEAT_MEMSTALL))
+		return "the recording kernel has no pressure stall information (CONFIG_PSI)";
+	if (!(hi->host_flags & SCF_HOST_PSI))
+		return "pressure stall information was off on the recording host "
+		       "(psi=0 or CONFIG_PSI_DEFAULT_DISABLED; boot with psi=1)";
+	return NULL;
+}
+
+/* The recording host, one JSON line, if the input said what it was. */
+static void host_json(const struct report *rp)
+{
+	const struct sc_host_info *hi = &rp->host;
+	const char *why = memstall_unmarked(rp);
+
+	if (!(hi->host_flags & SCF_HOST_KNOWN))
+		return;
+	fprintf(rp->out, "{\"type\":\"host\",\"release\":");
+	json_str(rp->out, hi->release);
+	fprintf(rp->out, ",\"module_features\":%llu,\"psi\":%s,\"memstall_marked\":%s",
+		(unsigned long long)hi->module_features,
+		hi->host_flags & SCF_HOST_PSI ? "true" : "false", why ? "false" : "true");
+	if (why) {
+		fprintf(rp->out, ",\"memstall_note\":");
+		json_str(rp->out, why);
+	}
+	fprintf(rp->out, "}\n");
 }
 
 /* @failed: the input could not be read whole: no summary that looks complete */
@@ -300,6 +341,7 @@ void report_finish(struct report *rp, bool failed)
 	} else if (rp->fmt == FMT_JSON) {
 		if (rp->lost || rp->suppressed)
 			fmt_json_lost(rp->out, rp->lost, rp->suppressed);
+		host_json(rp);
 	} else if (!failed) {
 		if (rp->filt.active)
 			fprintf(rp->out, "%u of ", rp->printed);
@@ -313,6 +355,8 @@ void report_finish(struct report *rp, bool failed)
 			fprintf(rp->out, "; %llu let go before their end (over %u held)",
 				(unsigned long long)rp->evicted, rp->max_stalls);
 		fputc('\n', rp->out);
+		if (memstall_unmarked(rp))
+			fprintf(rp->out, "memory stalls not marked: %s\n", memstall_unmarked(rp));
 	}
 	if (rp->st.bad_records)
 		warnx_("%llu malformed records skipped", (unsigned long long)rp->st.bad_records);

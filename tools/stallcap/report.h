@@ -27,6 +27,7 @@ struct report {
 	FILE *out;
 	__u64 lost, suppressed, samples;
 	bool same_boot;
+	struct sc_host_info host;	/* as the input gave it (host_flags 0: not) */
 	unsigned int printed;
 	unsigned int max_stalls;	/* --max-stalls: stalls held at once */
 	__u64 evicted;			/* stalls let go of over max_stalls */

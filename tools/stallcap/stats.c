@@ -67,17 +67,6 @@ static void print_features(const struct stallcap_info *in, const char *sep0,
 	}
 }
 
-/*
- * Memory stalls are marked from the kernel's pressure stall information,
- * which a kernel built with it may have off at boot (psi=0, or
- * CONFIG_PSI_DEFAULT_DISABLED without psi=1): then /proc/pressure is absent
- * and no sample is ever marked, though the module has the feature.
- */
-static bool psi_on(void)
-{
-	return access("/proc/pressure/memory", F_OK) == 0;
-}
-
 static __u64 counter(const struct stallcap_stats *st, unsigned int i)
 {
 	return *(const __u64 *)((const char *)st + counters[i].off);

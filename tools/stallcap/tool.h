@@ -36,6 +36,7 @@ extern bool sc_time_utc;	/* wall-clock times in UTC, else local time */
 void read_boot_id(char *buf, size_t len);
 __s64 realtime_offset_ns(void);
 __u64 self_pid_ns(void);
+bool psi_on(void);
 void sc_wallclock(char *buf, size_t len, __u64 realtime_ns);
 void sc_ids(char *buf, size_t len, __u32 ns_id, __u32 host_id);
 
@@ -47,6 +48,9 @@ void sc_ids(char *buf, size_t len, __u32 ns_id, __u32 host_id);
  *	(records carry their own realtime stamps; this is the fallback)
  * @pid_ns_inum: pid namespace of the records' ns_pid/ns_tid (control page)
  * @reader_pid_ns_inum: pid namespace of the recording tool
+ * @module_features: the module's STALLCAP_FEAT_* bits
+ * @host_flags: SCF_HOST_* (record_file.h); 0: the recording tool did not say
+ *	(a file made before them)
  */
 struct sc_host_info {
 	char release[65];
@@ -54,6 +58,8 @@ struct sc_host_info {
 	__s64 realtime_offset_ns;
 	__u64 pid_ns_inum;
 	__u64 reader_pid_ns_inum;
+	__u64 module_features;
+	__u32 host_flags;
 };
 
 /* ---- processes (procmaps.c) ---- */

@@ -116,6 +116,17 @@ __u64 self_pid_ns(void)
 	return stat("/proc/self/ns/pid", &sb) ? 0 : (__u64)sb.st_ino;
 }
 
+/*
+ * Memory stalls are marked from the kernel's pressure stall information,
+ * which a kernel built with it may have off at boot (psi=0, or
+ * CONFIG_PSI_DEFAULT_DISABLED without psi=1): then /proc/pressure is absent
+ * and no sample is ever marked, though the module has the feature.
+ */
+bool psi_on(void)
+{
+	return access("/proc/pressure/memory", F_OK) == 0;
+}
+
 /**
  * sc_wallclock() - ISO 8601 with microseconds: 2026-11-22T16:55:47.123456Z
  * in UTC (sc_time_utc), else local time with its offset (+01:00)

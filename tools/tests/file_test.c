@@ -13,7 +13,8 @@
 struct got {
 	struct sc_sink sink;
 	unsigned int records, procs, ksyms, lost_n, vdso_n, info_n;
-	__u64 last_stall_id, lost, suppressed, pid_ns, reader_pid_ns;
+	__u64 last_stall_id, lost, suppressed, pid_ns, reader_pid_ns, features;
+	__u32 host_flags;
 	__s64 rt_offset;
 	unsigned char first_rec[1024];
 	__u32 first_rec_size;
@@ -94,6 +95,8 @@ static int g_info(struct sc_sink *sk, const struct sc_host_info *hi)
 	g->rt_offset = hi->realtime_offset_ns;
 	g->pid_ns = hi->pid_ns_inum;
 	g->reader_pid_ns = hi->reader_pid_ns_inum;
+	g->features = hi->module_features;
+	g->host_flags = hi->host_flags;
 	return 0;
 }
 
@@ -130,7 +133,9 @@ static void write_file(struct __test_metadata *_metadata, const char *path)
 	struct sc_host_info hi = { .release = "6.1.0-test", .boot_id = "0123-boot",
 				   .realtime_offset_ns = 1700000000000000000LL,
 				   .pid_ns_inum = 4026531836ULL,
-				   .reader_pid_ns_inum = 4026532000ULL };
+				   .reader_pid_ns_inum = 4026532000ULL,
+				   .module_features = STALLCAP_FEAT_MEMSTALL | STALLCAP_FEAT_NMI,
+				   .host_flags = SCF_HOST_KNOWN };
 	struct stallcap_stall_end e = make_end(5, 77, 78, 10, 20, 1);
 	struct sc_map maps[2] = {
 		{ .start = 0x1000, .end = 0x2000, .prot = SC_PROT_R, .path = "" },
@@ -194,6 +199,8 @@ TEST_F(file, round_trip)
 	EXPECT_EQ(1700000000000000000LL, self->g.rt_offset);
 	EXPECT_EQ(4026531836ULL, self->g.pid_ns);
 	EXPECT_EQ(4026532000ULL, self->g.reader_pid_ns);
+	EXPECT_EQ(STALLCAP_FEAT_MEMSTALL | STALLCAP_FEAT_NMI, self->g.features);
+	EXPECT_EQ(SCF_HOST_KNOWN, self->g.host_flags);
 	/* the record comes back byte for byte as the module wrote it */
 	ASSERT_EQ(written->hdr.size, self->g.first_rec_size);
 	EXPECT_EQ(0, memcmp(written, self->g.first_rec, written->hdr.size));
@@ -392,6 +399,102 @@ TEST_F(file, failed_report_prints_nothing)
 	EXPECT_EQ(0, st.st_size);
 	free(err);
 	unlink(out);
+}
+
+/* `stallcap report PATH -f FMT` into @out (@len bytes); its exit status */
+static int report_into(const char *path, const char *fmt, char *out, size_t len)
+{
+	char *argv[] = { "report", (char *)path, "-f", (char *)fmt, "-o", NULL, NULL };
+	char name[80];
+	size_t n = 0;
+	FILE *f;
+	int ret;
+
+	snprintf(name, sizeof(name), "%s.%s", path, fmt);
+	argv[5] = name;
+	optind = 0;
+	ret = cmd_report(6, argv);
+	f = fopen(name, "r");
+	if (f) {
+		n = fread(out, 1, len - 1, f);
+		fclose(f);
+	}
+	out[n] = 0;
+	unlink(name);
+	return ret;
+}
+
+/* A file of one stall whose recording host is @hi. */
+static void write_host_file(struct __test_metadata *_metadata, const char *path,
+			    const struct sc_host_info *hi)
+{
+	static const __u64 kips[] = { 0xffffffff81000010 };
+	struct rec_spec sp = { .stall_id = 1, .pid = 7, .tid = 7, .kips = kips, .nk = 1 };
+	struct stallcap_stall_end e = make_end(1, 7, 7, 10, 20, 1);
+	struct stallcap_sample *s = make_sample(&sp);
+	struct scfile *f = scfile_create(path);
+	struct sc_sink *sk;
+
+	ASSERT_NE(NULL, f);
+	sk = scfile_sink(f);
+	EXPECT_EQ(0, sk->info(sk, hi));
+	EXPECT_EQ(0, sk->record(sk, &s->hdr));
+	EXPECT_EQ(0, sk->record(sk, &e.hdr));
+	EXPECT_EQ(0, scfile_close(f));
+	free(s);
+}
+
+/*
+ * No sample is marked a memory stall where the recording kernel has no
+ * pressure stall information, or has it off: the report says which, once
+ * (text: after the summary; JSON: the "host" line); on a host with it on,
+ * or from a file that does not say (made before host_flags), nothing.
+ */
+TEST_F(file, memstall_note_from_the_recording_host)
+{
+	static const struct {
+		__u64 features;
+		__u32 flags;
+		const char *text, *json;
+	} cases[] = {
+		{ STALLCAP_FEAT_MEMSTALL, SCF_HOST_KNOWN,
+		  "memory stalls not marked: pressure stall information was off on the "
+		  "recording host (psi=0 or CONFIG_PSI_DEFAULT_DISABLED; boot with psi=1)\n",
+		  "\"psi\":false,\"memstall_marked\":false,\"memstall_note\":" },
+		{ 0, SCF_HOST_KNOWN | SCF_HOST_PSI,
+		  "memory stalls not marked: the recording kernel has no pressure stall "
+		  "information (CONFIG_PSI)\n",
+		  "\"psi\":true,\"memstall_marked\":false,\"memstall_note\":" },
+		{ STALLCAP_FEAT_MEMSTALL, SCF_HOST_KNOWN | SCF_HOST_PSI, NULL,
+		  "\"module_features\":16384,\"psi\":true,\"memstall_marked\":true}" },
+		{ STALLCAP_FEAT_MEMSTALL, 0, NULL, NULL },	/* an older file */
+	};
+	char text[8192], json[8192];
+
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct sc_host_info hi = { .release = "6.12.0-test", .boot_id = "b",
+					   .module_features = cases[i].features,
+					   .host_flags = cases[i].flags };
+
+		write_host_file(_metadata, self->path, &hi);
+		ASSERT_EQ(0, report_into(self->path, "text", text, sizeof(text)));
+		ASSERT_EQ(0, report_into(self->path, "json", json, sizeof(json)));
+		ASSERT_NE(NULL, strstr(text, "1 stall, 1 sample\n")) TH_LOG("%s", text);
+		if (cases[i].text) {
+			EXPECT_NE(NULL, strstr(text, cases[i].text)) TH_LOG("case %zu: %s", i, text);
+		} else {
+			EXPECT_EQ(NULL, strstr(text, "memory stalls not marked"))
+				TH_LOG("case %zu: %s", i, text);
+		}
+		if (cases[i].json) {
+			EXPECT_NE(NULL, strstr(json, "{\"type\":\"host\",\"release\":\"6.12.0-test\","))
+				TH_LOG("case %zu: %s", i, json);
+			EXPECT_NE(NULL, strstr(json, cases[i].json)) TH_LOG("case %zu: %s", i, json);
+		} else {
+			EXPECT_EQ(NULL, strstr(json, "\"type\":\"host\""))
+				TH_LOG("case %zu: %s", i, json);
+		}
+	}
 }
 
 static void on_alarm(int sig)
