@@ -171,12 +171,12 @@ bool stallcap_shared_due(struct stallcap_watch *w, u64 now, u64 *next)
 	u64 d = READ_ONCE(slot_of(w)->deadline_ns);
 
 	if (!d) {	/* idle by design */
-		w->deadline = 0;
+		WRITE_ONCE(w->deadline, 0);
 		*next = now + max_t(u64, w->timeout_ns,
 				    stallcap_min_timeout_ns());
 		return false;
 	}
-	w->deadline = d;
+	WRITE_ONCE(w->deadline, d);
 	if (d <= now)
 		return true;
 	/*

@@ -346,7 +346,10 @@ struct stallcap_capture_req {
  *	memory is read only while the thread still runs that program
  * @sess_node: in the session's list of watches
  * @timer: deadline / sampling / polling timer (hard-IRQ)
- * @lock: protects everything below against the timer and the exit probe
+ * @lock: protects everything below against the timer and the exit probe;
+ *	@state, @dead, @isolated and @deadline are also read without it (the
+ *	buddy checker's first look, buddy.c), so they are written with
+ *	WRITE_ONCE()
  * @state: enum stallcap_watch_state
  * @dead: the thread exited or the watch is being freed; the timer stops
  * @flags: STALLCAP_ARM_* of the last arm

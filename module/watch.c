@@ -182,11 +182,11 @@ void stallcap_watch_begin_deadline(struct stallcap_watch *w, u64 now,
 	lockdep_assert_held(&w->lock);
 	stallcap_watch_end_stall(w, now);
 	w->armed_at = now;
-	w->deadline = deadline;
+	WRITE_ONCE(w->deadline, deadline);
 	stallcap_why_rebase(w, now);
 	if (w->flags & STALLCAP_ARM_CPUTIME)
 		w->cpu_base = stallcap_task_cputime(w->task);
-	w->state = WATCH_ARMED;
+	WRITE_ONCE(w->state, WATCH_ARMED);
 	stallcap_watch_count_armed(w, true);
 }
 
@@ -197,12 +197,12 @@ static void watch_kill(struct stallcap_watch *w)
 
 	raw_spin_lock_irqsave(&w->lock, flags);
 	if (!w->dead) {
-		w->dead = true;
+		WRITE_ONCE(w->dead, true);
 		stallcap_beat_unpark(w);
 		stallcap_watch_end_stall(w, ktime_get_mono_fast_ns());
 		stallcap_watch_count_armed(w, false);
 		stallcap_watch_fast_update(w, U64_MAX);
-		w->state = WATCH_IDLE;
+		WRITE_ONCE(w->state, WATCH_IDLE);
 		if (w->attach)
 			stallcap_attach_watch_event(w, STALLCAP_WATCH_ENDED);
 	}

@@ -98,7 +98,7 @@ static void watch_change_kind(struct stallcap_session *sess,
 	raw_spin_lock_irqsave(&w->lock, flags);
 	stallcap_beat_unpark(w);
 	stallcap_watch_end_stall(w, ktime_get_mono_fast_ns());
-	w->state = WATCH_IDLE;
+	WRITE_ONCE(w->state, WATCH_IDLE);
 	stallcap_watch_count_armed(w, false);
 	raw_spin_unlock_irqrestore(&w->lock, flags);
 	hrtimer_cancel(&w->timer);
@@ -287,7 +287,7 @@ int stallcap_watch_disarm(struct stallcap_session *sess)
 		if (!w->dead) {
 			stallcap_beat_unpark(w);
 			stallcap_watch_end_stall(w, ktime_get_mono_fast_ns());
-			w->state = WATCH_IDLE;
+			WRITE_ONCE(w->state, WATCH_IDLE);
 			stallcap_watch_count_armed(w, false);
 			stallcap_watch_fast_update(w, U64_MAX);
 			hrtimer_try_to_cancel(&w->timer);

@@ -85,7 +85,7 @@ void stallcap_watch_idle(struct stallcap_watch *w, u64 now)
 	raw_spin_lock_irqsave(&w->lock, flags);
 	if (!w->dead && w->state != WATCH_IDLE) {
 		stallcap_watch_end_stall(w, now);
-		w->state = WATCH_IDLE;
+		WRITE_ONCE(w->state, WATCH_IDLE);
 		stallcap_watch_count_armed(w, false);
 	}
 	raw_spin_unlock_irqrestore(&w->lock, flags);

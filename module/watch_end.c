@@ -38,7 +38,7 @@ void stallcap_watch_end_stall(struct stallcap_watch *w, u64 now)
 		stallcap_count(&sess->stats, SC_LOST, 1);
 		if (w->samples == 1)
 			stallcap_count(&sess->stats, SC_LOST_FIRST, 1);
-		w->state = WATCH_STALLED_QUIET;
+		WRITE_ONCE(w->state, WATCH_STALLED_QUIET);
 	}
 	stallcap_watch_abandon_capture(w);
 	if (!w->stall_id)

@@ -109,10 +109,10 @@ static enum hrtimer_restart next_sample(struct stallcap_watch *w, u64 now)
 	u64 cap = max(READ_ONCE(cfg->sample_cap_ns), min);
 
 	if (w->samples >= max_samples) {
-		w->state = WATCH_STALLED_QUIET;
+		WRITE_ONCE(w->state, WATCH_STALLED_QUIET);
 		return stalled_restart(w, now);
 	}
-	w->state = WATCH_STALLED;
+	WRITE_ONCE(w->state, WATCH_STALLED);
 	/* never a zero interval (an absolute deadline already past) */
 	w->next_interval = clamp(w->next_interval, min, cap);
 	do {
@@ -225,7 +225,7 @@ static enum hrtimer_restart send_remote(struct stallcap_watch *w, u64 now)
 	req->runner_len = 0;
 	if (stallcap_remote_send(req, task_cpu(w->task)))
 		req->cpu = -1;	/* slot busy: send on the next poll */
-	w->state = WATCH_CAPTURING;
+	WRITE_ONCE(w->state, WATCH_CAPTURING);
 	return restart_at(w, now + POLL_NS);
 }
 
@@ -256,20 +256,20 @@ static enum hrtimer_restart take_sample(struct stallcap_watch *w, u64 now)
 
 	/* a later sample: look again a little later, a bounded number of times */
 	if (w->samples && irq_retry(w)) {
-		w->state = WATCH_STALLED;
+		WRITE_ONCE(w->state, WATCH_STALLED);
 		w->sample_at = now + IRQ_RETRY_NS;
 		return restart_at(w, w->sample_at);
 	}
 
 	/* (the first sample: deadline_passed() has just looked) */
 	if (w->samples && program_changed(w)) {
-		w->state = WATCH_STALLED_QUIET;
+		WRITE_ONCE(w->state, WATCH_STALLED_QUIET);
 		return HRTIMER_NORESTART;
 	}
 	if (task != current && stallcap_why_wants_chain(task)) {
 		/* who holds its lock: read in process context */
 		w->samples++;
-		w->state = WATCH_CHAINING;
+		WRITE_ONCE(w->state, WATCH_CHAINING);
 		stallcap_why_queue_chain(w);
 		return HRTIMER_NORESTART;
 	}
@@ -379,7 +379,7 @@ static enum hrtimer_restart poll_remote(struct stallcap_watch *w, u64 now)
 read_here:
 	if (program_changed(w)) {
 		stallcap_watch_abandon_capture(w);
-		w->state = WATCH_STALLED_QUIET;
+		WRITE_ONCE(w->state, WATCH_STALLED_QUIET);
 		return HRTIMER_NORESTART;
 	}
 	/* migrated too often or the NMI never came: read it from here */
@@ -422,11 +422,11 @@ static enum hrtimer_restart deadline_passed(struct stallcap_watch *w, u64 now)
 	w->sample_at = now;
 	w->next_interval = w->timeout_ns;
 	if (w->flags & STALLCAP_ARM_CPUTIME)
-		w->deadline = now;
+		WRITE_ONCE(w->deadline, now);
 	stallcap_count(&sess->stats, SC_STALLS, 1);
 	w->quiet = !stallcap_session_rate_ok(sess, now);
 	if (w->quiet) {
-		w->state = WATCH_STALLED_QUIET;
+		WRITE_ONCE(w->state, WATCH_STALLED_QUIET);
 		return stalled_restart(w, now);
 	}
 	return take_sample(w, now);
@@ -453,7 +453,7 @@ static enum hrtimer_restart beat_tick(struct stallcap_watch *w, u64 now)
 		w->armed_at = now;
 		stallcap_why_rebase(w, now);
 	} else if (now - w->armed_at >= w->timeout_ns) {
-		w->deadline = w->armed_at + w->timeout_ns;
+		WRITE_ONCE(w->deadline, w->armed_at + w->timeout_ns);
 		return deadline_passed(w, now);
 	}
 	return beat_wait(w, now);
@@ -482,12 +482,12 @@ static enum hrtimer_restart stalled_tick(struct stallcap_watch *w, u64 now)
 	if ((w->flags & STALLCAP_ARM_SHARED_DEADLINE) &&
 	    stallcap_shared_moved(w)) {
 		stallcap_watch_end_stall(w, now);
-		w->state = WATCH_ARMED;
+		WRITE_ONCE(w->state, WATCH_ARMED);
 		return shared_tick(w, now);
 	}
 	if ((w->flags & STALLCAP_ARM_HEARTBEAT) && stallcap_beat_progress(w)) {
 		stallcap_watch_end_stall(w, now);
-		w->state = WATCH_ARMED;
+		WRITE_ONCE(w->state, WATCH_ARMED);
 		w->armed_at = now;
 		return beat_wait(w, now);
 	}
