@@ -57,7 +57,11 @@
 # never retries),
 # SLOW_NMI_FAILS=1 (an NMI handler over 1 ms fails the kernel; default: a NOTE),
 # TOOL_TESTS, TOOL_KERNELS, DEBUG_SKIP (which kernels leave which tests to
-# the others: see their definitions below).
+# the others: see their definitions below), GUEST_CMDLINE (the kernel
+# command line's last words, default loglevel=7: e.g. "loglevel=7
+# preempt=full threadirqs"), GUEST_EXTRA (more host files for the guest's
+# root, with their libraries: a program to try by hand before a test of it
+# exists).
 #
 # A kernel fails when a test fails on its last retry (exit status other than
 # 0 = pass and 4 = skip) or times out, when insmod or rmmod fails, when the
@@ -115,10 +119,13 @@ verbose=${V:-0}
 # (74 s and 56 s the day before), the longest there, and the debug lane's
 # length decides how many kernels it can take off the main lane.
 # lighttpd (its 40,000-file directory listing) was added to the production
-# kernels only, for the same reason.
+# kernels only, for the same reason.  mosquitto (2026-12-02) is a test of
+# the tool's unwinding (a stack through recursive functions, DWARF only)
+# more than of the attach, which the other servers drive on every kernel:
+# it runs where the tool tests do.
 TOOL_TESTS=${TOOL_TESTS-tool_demo_test.sh tool_event_loop_test.sh tool_exited_test.sh \
 tool_dwarf_test.sh tool_newer_records_test.sh tool_ns_test.sh tool_inprocess_test.sh \
-tool_live_test.sh tool_kmod_test.sh tool_idle_reader_test.sh}
+tool_live_test.sh tool_kmod_test.sh tool_idle_reader_test.sh attach_mosquitto_test.sh}
 TOOL_KERNELS=${TOOL_KERNELS-5.10 7.3}
 # Tests the debug kernel leaves to the others (see above).
 DEBUG_SKIP=${DEBUG_SKIP-attach_nginx_test.sh attach_node_test.sh attach_haproxy_test.sh \
@@ -252,7 +259,7 @@ build_base() {
 	# real servers from Debian's packages (scripts/deps.sh), unmodified,
 	# for the attach tests: the binaries, their libraries (add_libs) and
 	# what they read at run time
-	for f in $guest_servers; do
+	for f in $guest_servers ${GUEST_EXTRA:-}; do
 		[ -e "$f" ] && copy_file "$f" "$st$f"
 	done
 	guest_python "$st"
@@ -286,7 +293,8 @@ for m in list(sys.modules.values()):
 
 guest_servers="/usr/bin/redis-server /usr/bin/redis-cli /usr/bin/redis-benchmark
 	/usr/bin/memcached /usr/bin/node /usr/sbin/nginx /usr/sbin/haproxy
-	/usr/sbin/lighttpd /usr/lib/lighttpd/mod_dirlisting.so"
+	/usr/sbin/lighttpd /usr/lib/lighttpd/mod_dirlisting.so
+	/usr/sbin/mosquitto /usr/bin/mosquitto_sub"
 
 # build_overlay NAME DIR: the per-boot part (module, config, test list)
 pack_overlay() {

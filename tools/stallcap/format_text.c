@@ -198,6 +198,10 @@ static void sample_block(FILE *out, const struct sc_rstall *rs, const struct sc_
 		fprintf(out, "    user%s:\n", r->smp->has_deferred ? " (deferred)" : "");
 		for (i = 0; i < r->nu; i++)
 			sc_frame_line(out, &r->uf[i], i);
+	} else if ((s->flags & STALLCAP_SAMPLE_DEFER_PENDING) && !r->smp->has_deferred) {
+		/* read on the way back to user space, which never came */
+		fprintf(out, "    user: not read (the thread did not return to user space "
+			"after this sample: it exited, or the record was lost)\n");
 	} else if (!(s->flags & STALLCAP_SAMPLE_NO_USER)) {
 		fprintf(out, "    user: no frames\n");
 	}

@@ -20,6 +20,7 @@
  *    a frame skips its caller, which DWARF does not, so DWARF goes first.
  */
 #include <elfutils/libdwfl.h>
+#include <elfutils/version.h>
 #include <errno.h>
 #include <string.h>
 
@@ -101,7 +102,31 @@ struct frames_ctx {
 	__u64 *pcs;
 	bool *is_return;
 	int n, max;
+	Dwarf_Word last_sp;
+	bool last_sp_known;
 };
+
+/*
+ * No progress: a frame with its caller's pc and stack pointer.  The pc
+ * alone repeats in any recursion (each level returns to the same call
+ * site, from a deeper stack).  Without the stack pointer (libdw before
+ * 0.188 has no dwfl_frame_reg()), only the frame limit stops a loop.
+ */
+static bool no_progress(struct frames_ctx *c, Dwfl_Frame *state, Dwarf_Addr pc, bool act)
+{
+	bool same = c->n && pc == c->pcs[c->n - 1] && !act;
+#if _ELFUTILS_VERSION >= 188
+	Dwarf_Word sp;
+	bool known = dwfl_frame_reg(state, 7, &sp) == 0;	/* DWARF 7: rsp */
+
+	same = same && known && c->last_sp_known && sp == c->last_sp;
+	c->last_sp = sp;
+	c->last_sp_known = known;
+#else
+	same = false;
+#endif
+	return same;
+}
 
 static int frame_cb(Dwfl_Frame *state, void *arg)
 {
@@ -111,8 +136,8 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 
 	if (!dwfl_frame_pc(state, &pc, &act) || !pc)
 		return DWARF_CB_ABORT;
-	if (c->n && pc == c->pcs[c->n - 1] && !act)
-		return DWARF_CB_ABORT;	/* no progress */
+	if (no_progress(c, state, pc, act))
+		return DWARF_CB_ABORT;
 	c->pcs[c->n] = pc;
 	c->is_return[c->n] = !act;
 	return ++c->n < c->max ? DWARF_CB_OK : DWARF_CB_ABORT;

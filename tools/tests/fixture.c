@@ -5,7 +5,9 @@
  *
  * Host tests build it with and without frame pointers, run it with no
  * argument (it prints its functions' addresses, then spins until killed),
- * stop it with ptrace and unwind the stack they copy.
+ * stop it with ptrace and unwind the stack they copy.  With FIXTURE_RECURSE=N
+ * in its environment main calls fixture_recurse N levels deep first (N
+ * frames of one function, all but the innermost returning to one address).
  *
  * Built with -DFIXTURE_STALLCAP (stallcap-spin-nofp, stallcap-exit-early) it
  * arms a deadline through libstallcap and spins past it:
@@ -82,13 +84,28 @@ int main(int argc, char **argv)
 	return 0;
 }
 #else
+/* @depth frames of this function above fixture_level1 (not tail calls) */
+NOIPA void fixture_recurse(unsigned int depth, unsigned long long until_ns)
+{
+	if (depth > 1)
+		fixture_recurse(depth - 1, until_ns);
+	else
+		fixture_level1(until_ns);
+	fixture_sink++;
+}
+
 int main(void)
 {
+	const char *depth = getenv("FIXTURE_RECURSE");
+
 	printf("fixture_spin=%p fixture_level2=%p fixture_level1=%p main=%p\n",
 	       (void *)fixture_spin, (void *)fixture_level2, (void *)fixture_level1,
 	       (void *)main);
 	fflush(stdout);
-	fixture_level1(0);
+	if (depth)
+		fixture_recurse((unsigned int)strtoul(depth, NULL, 0), 0);
+	else
+		fixture_level1(0);
 	fixture_sink++;
 	return 0;
 }

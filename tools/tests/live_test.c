@@ -259,6 +259,10 @@ TEST(deferred_stack_waited_for)
 	sk->flush(sk);
 	out = mem_take(&m, &from);
 	EXPECT_EQ(1, count(out, "stall 5 of tid 13 (locker) on cpu 0")) TH_LOG("%s", out);
+	/* said as what it is, not as a stack without frames */
+	EXPECT_EQ(1, count(out, "    user: not read (the thread did not return to user space "
+			   "after this sample: it exited, or the record was lost)\n"));
+	EXPECT_EQ(0, count(out, "user: no frames"));
 	free(out);
 	report_live_end(rp);
 	fclose(m.f);

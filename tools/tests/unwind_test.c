@@ -3,7 +3,8 @@
  * User stacks of a real process, unwound offline: the fixture is stopped
  * with ptrace while it spins in fixture_spin, its registers and the top of
  * its stack are copied into a sample record, the process is killed, and the
- * record alone must unwind to main.
+ * record alone must unwind to main; through a recursive function too (its
+ * frames return to one address, each from a deeper stack pointer).
  */
 #include "helpers.h"
 #include "kselftest_harness.h"
@@ -21,6 +22,7 @@ FIXTURE_VARIANT(stack)
 {
 	const char *binary;
 	bool frame_pointers;
+	int recurse;	/* frames of fixture_recurse between level1 and main */
 };
 
 FIXTURE_VARIANT_ADD(stack, fp)
@@ -35,12 +37,34 @@ FIXTURE_VARIANT_ADD(stack, nofp)
 	.frame_pointers = false,
 };
 
+FIXTURE_VARIANT_ADD(stack, fp_recursive)
+{
+	.binary = "fixture-fp",
+	.frame_pointers = true,
+	.recurse = 5,
+};
+
+FIXTURE_VARIANT_ADD(stack, nofp_recursive)
+{
+	.binary = "fixture-nofp",
+	.frame_pointers = false,
+	.recurse = 5,
+};
+
 FIXTURE_SETUP(stack)
 {
 	struct sc_proc *p;
 	int ret;
 
-	ASSERT_EQ(0, fixture_start(fixture_path(variant->binary), &self->fx));
+	if (variant->recurse) {
+		char depth[16];
+
+		snprintf(depth, sizeof(depth), "%d", variant->recurse);
+		setenv("FIXTURE_RECURSE", depth, 1);
+	}
+	ret = fixture_start(fixture_path(variant->binary), &self->fx);
+	unsetenv("FIXTURE_RECURSE");
+	ASSERT_EQ(0, ret);
 	ret = fixture_capture(&self->fx, &self->cap);
 	if (ret == -EPERM) {
 		fixture_kill(&self->fx);
@@ -101,7 +125,13 @@ TEST_F(stack, dwarf_reaches_main)
 	EXPECT_EQ(0, spin);
 	EXPECT_EQ(1, l2);
 	EXPECT_EQ(2, l1);
-	EXPECT_EQ(3, m);
+	/* every level of the recursion, the same return address repeated */
+	for (i = 3; i < 3 + variant->recurse; i++) {
+		EXPECT_STREQ("fixture_recurse", f[i].sym ?: "?") TH_LOG("frame %d", i);
+		if (i > 4)
+			EXPECT_EQ(f[i - 1].addr, f[i].addr) TH_LOG("frame %d", i);
+	}
+	EXPECT_EQ(3 + variant->recurse, m);
 	for (i = 1; i <= m; i++)
 		EXPECT_EQ(SC_METHOD_DWARF, f[i].method);
 	EXPECT_NE(NULL, f[1].file);
@@ -125,7 +155,7 @@ TEST_F(stack, frame_pointer_walk)
 		/* the walk alone reaches main */
 		EXPECT_EQ(1, l2);
 		EXPECT_EQ(2, l1);
-		EXPECT_EQ(3, m);
+		EXPECT_EQ(3 + variant->recurse, m);
 		EXPECT_EQ(SC_METHOD_FP, f[3].method);
 	} else {
 		/* without frame pointers it cannot: DWARF is needed */
@@ -145,7 +175,7 @@ TEST_F(stack, truncated_copy_falls_back)
 	ASSERT_GE(n, 1);
 	EXPECT_EQ(0, find(f, n, 0, "fixture_spin"));
 	if (variant->frame_pointers)
-		EXPECT_EQ(3, find(f, n, 1, "main"));
+		EXPECT_EQ(3 + variant->recurse, find(f, n, 1, "main"));
 }
 
 /*
@@ -167,7 +197,7 @@ TEST_F(stack, unknown_arch_registers_refused)
 	for (i = 0; i < n; i++)
 		EXPECT_EQ(SC_METHOD_FP, f[i].method);
 	if (variant->frame_pointers) {
-		EXPECT_EQ(3, find(f, n, 1, "main"));
+		EXPECT_EQ(3 + variant->recurse, find(f, n, 1, "main"));
 	} else {
 		EXPECT_EQ(-1, find(f, n, 1, "main"));
 	}
