@@ -7,13 +7,16 @@
  * argument (it prints its functions' addresses, then spins until killed),
  * stop it with ptrace and unwind the stack they copy.  With FIXTURE_RECURSE=N
  * in its environment main calls fixture_recurse N levels deep first (N
- * frames of one function, all but the innermost returning to one address).
+ * frames of one function, all but the innermost returning to one address);
+ * with FIXTURE_SIGNAL=1 it spins inside a SIGUSR1 handler that main raised
+ * (the kernel's signal frame between the handler and raise()).
  *
  * Built with -DFIXTURE_STALLCAP (stallcap-spin-nofp, stallcap-exit-early) it
  * arms a deadline through libstallcap and spins past it:
  *   fixture [SPIN_MS [DEADLINE_MS]]     (defaults 300 and 20)
  * then exits at once, so that a report made later finds the process gone.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -94,6 +97,12 @@ NOIPA void fixture_recurse(unsigned int depth, unsigned long long until_ns)
 	fixture_sink++;
 }
 
+NOIPA void fixture_on_signal(int sig)
+{
+	fixture_level1(0);
+	fixture_sink++;
+}
+
 int main(void)
 {
 	const char *depth = getenv("FIXTURE_RECURSE");
@@ -102,7 +111,10 @@ int main(void)
 	       (void *)fixture_spin, (void *)fixture_level2, (void *)fixture_level1,
 	       (void *)main);
 	fflush(stdout);
-	if (depth)
+	if (getenv("FIXTURE_SIGNAL")) {
+		signal(SIGUSR1, fixture_on_signal);
+		raise(SIGUSR1);
+	} else if (depth)
 		fixture_recurse((unsigned int)strtoul(depth, NULL, 0), 0);
 	else
 		fixture_level1(0);

@@ -4,7 +4,8 @@
  * with ptrace while it spins in fixture_spin, its registers and the top of
  * its stack are copied into a sample record, the process is killed, and the
  * record alone must unwind to main; through a recursive function too (its
- * frames return to one address, each from a deeper stack pointer).
+ * frames return to one address, each from a deeper stack pointer), and from
+ * a signal handler through the kernel's signal frame.
  */
 #include "helpers.h"
 #include "kselftest_harness.h"
@@ -23,6 +24,7 @@ FIXTURE_VARIANT(stack)
 	const char *binary;
 	bool frame_pointers;
 	int recurse;	/* frames of fixture_recurse between level1 and main */
+	bool signal;	/* level1 called by a signal handler that main raised */
 };
 
 FIXTURE_VARIANT_ADD(stack, fp)
@@ -51,6 +53,13 @@ FIXTURE_VARIANT_ADD(stack, nofp_recursive)
 	.recurse = 5,
 };
 
+FIXTURE_VARIANT_ADD(stack, nofp_signal)
+{
+	.binary = "fixture-nofp",
+	.frame_pointers = false,
+	.signal = true,
+};
+
 FIXTURE_SETUP(stack)
 {
 	struct sc_proc *p;
@@ -62,8 +71,11 @@ FIXTURE_SETUP(stack)
 		snprintf(depth, sizeof(depth), "%d", variant->recurse);
 		setenv("FIXTURE_RECURSE", depth, 1);
 	}
+	if (variant->signal)
+		setenv("FIXTURE_SIGNAL", "1", 1);
 	ret = fixture_start(fixture_path(variant->binary), &self->fx);
 	unsetenv("FIXTURE_RECURSE");
+	unsetenv("FIXTURE_SIGNAL");
 	ASSERT_EQ(0, ret);
 	ret = fixture_capture(&self->fx, &self->cap);
 	if (ret == -EPERM) {
@@ -131,7 +143,15 @@ TEST_F(stack, dwarf_reaches_main)
 		if (i > 4)
 			EXPECT_EQ(f[i - 1].addr, f[i].addr) TH_LOG("frame %d", i);
 	}
-	EXPECT_EQ(3 + variant->recurse, m);
+	if (variant->signal) {
+		/* the handler, the kernel's signal frame, raise(), main */
+		EXPECT_EQ(3, find(f, n, 3, "fixture_on_signal"));
+		EXPECT_LT(4, find(f, n, 4, "raise"));
+		EXPECT_LT(find(f, n, 4, "raise"), m);
+	} else {
+		EXPECT_EQ(3 + variant->recurse, m);
+	}
+	ASSERT_LT(0, m);
 	for (i = 1; i <= m; i++)
 		EXPECT_EQ(SC_METHOD_DWARF, f[i].method);
 	EXPECT_NE(NULL, f[1].file);
