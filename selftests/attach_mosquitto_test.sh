@@ -54,9 +54,7 @@ sleep 0.5
 kill "$mq"
 wait_record "$rec"
 sed 's/^/# record: /' "$work/record.out"
-stallcap report "$work/mq.data" >"$work/report.txt"
-stallcap report -f json "$work/mq.data" >"$work/report.json"
-show "$work/report.txt"
+reports mq
 
 # a sample of the subscription's stall: on CPU (in the broker or in a
 # system call it makes), under the handler, the loop and main, in order
@@ -65,7 +63,7 @@ in_subscribe() {
 		usyms "$1" | in_order handle__subscribe handle__packet mosquitto_main_loop main
 }
 check "the subscription's stall: on CPU in handle__subscribe, under mosquitto_main_loop and main" \
-	any_sample "$work/report.json" mosquitto in_subscribe handle__subscribe
+	any_sample "$work/mq.json" mosquitto in_subscribe handle__subscribe
 # the retained messages live in a tree of topic levels, which the broker
 # walks by recursive functions (static, above retain__queue when it
 # queues them, under db__close when it frees them at exit): their levels
@@ -80,7 +78,7 @@ through_recursion() {
 	usyms "$1" | in_order db__close main
 }
 check "a stack through the topic tree's recursion reaches main" \
-	any_sample "$work/report.json" mosquitto through_recursion
+	any_sample "$work/mq.json" mosquitto through_recursion
 
 # the subscription stall's first sample: in the handler, its verdict on CPU
 first_on_cpu() {
@@ -88,5 +86,5 @@ first_on_cpu() {
 		usyms "$1" | grep -q '^handle__subscribe '
 }
 check "the subscription's stall is on CPU from its first sample" \
-	any_sample "$work/report.json" mosquitto first_on_cpu '"sample_index":0,'
+	any_sample "$work/mq.json" mosquitto first_on_cpu '"sample_index":0,'
 finish
