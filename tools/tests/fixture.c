@@ -9,7 +9,8 @@
  * in its environment main calls fixture_recurse N levels deep first (N
  * frames of one function, all but the innermost returning to one address);
  * with FIXTURE_SIGNAL=1 it spins inside a SIGUSR1 handler that main raised
- * (the kernel's signal frame between the handler and raise()).
+ * (the kernel's signal frame between the handler and raise()); with
+ * FIXTURE_CLOCK=1 it reads the clock in a loop (clock_gettime(): the vDSO).
  *
  * Built with -DFIXTURE_STALLCAP (stallcap-spin-nofp, stallcap-exit-early) it
  * arms a deadline through libstallcap and spins past it:
@@ -97,6 +98,13 @@ NOIPA void fixture_recurse(unsigned int depth, unsigned long long until_ns)
 	fixture_sink++;
 }
 
+/* Read the clock forever: the pc mostly in the vDSO */
+NOIPA void fixture_spin_clock(void)
+{
+	for (;;)
+		fixture_sink += mono_ns();
+}
+
 NOIPA void fixture_on_signal(int sig)
 {
 	fixture_level1(0);
@@ -111,7 +119,9 @@ int main(void)
 	       (void *)fixture_spin, (void *)fixture_level2, (void *)fixture_level1,
 	       (void *)main);
 	fflush(stdout);
-	if (getenv("FIXTURE_SIGNAL")) {
+	if (getenv("FIXTURE_CLOCK")) {
+		fixture_spin_clock();
+	} else if (getenv("FIXTURE_SIGNAL")) {
 		signal(SIGUSR1, fixture_on_signal);
 		raise(SIGUSR1);
 	} else if (depth)

@@ -187,6 +187,7 @@ static inline struct stallcap_stall_end make_end(__u64 stall_id, __u32 pid, __u3
 struct fixture {
 	pid_t pid;
 	unsigned long long spin, level2, level1, main_;
+	unsigned long long pc_lo, pc_hi;	/* the capture's pc range, else fixture_spin's */
 };
 
 static inline const char *fixture_path(const char *name)
@@ -294,7 +295,8 @@ static inline int fixture_capture(struct fixture *fx, struct capture *c)
 		waitpid(fx->pid, NULL, 0);
 		if (ptrace(PTRACE_GETREGS, fx->pid, NULL, &c->regs)) {
 			ret = -errno;
-		} else if (c->regs.rip >= fx->spin && c->regs.rip < fx->spin + 0x100) {
+		} else if (fx->pc_hi ? c->regs.rip >= fx->pc_lo && c->regs.rip < fx->pc_hi :
+			   c->regs.rip >= fx->spin && c->regs.rip < fx->spin + 0x100) {
 			memfd = open(path, O_RDONLY | O_CLOEXEC);
 			if (memfd < 0)
 				return -errno;

@@ -223,4 +223,84 @@ TEST_F(stack, unknown_arch_registers_refused)
 	}
 }
 
+/* [start, end) of the [vdso] mapping of @pid */
+static int vdso_range(pid_t pid, unsigned long long *lo, unsigned long long *hi)
+{
+	char path[64], line[512];
+	FILE *f;
+	int ret = -ENOENT;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "[vdso]") && sscanf(line, "%llx-%llx", lo, hi) == 2)
+			ret = 0;
+	fclose(f);
+	return ret;
+}
+
+/*
+ * A thread sampled inside the vDSO (an event loop reading the clock): the
+ * vDSO image the record file keeps names its function and gives its CFI
+ * (without the image the walk still got out of it here, by libdw's own
+ * fallback; the name is what fails then), and DWARF goes on through the C
+ * library's clock_gettime() to the loop and main.
+ */
+TEST(dwarf_through_the_vdso)
+{
+	struct stallcap_regs_x86_64 regs;
+	struct sc_frame f[STALLCAP_MAX_FRAMES];
+	struct stallcap_sample *rec;
+	struct fixture fx = { 0 };
+	struct capture *cap = calloc(1, sizeof(*cap));
+	struct usyms *us = usyms_new();
+	struct sc_proc *p;
+	size_t len;
+	void *img;
+	int n, i, loop, m, ret;
+
+	ASSERT_NE(NULL, cap);
+	setenv("FIXTURE_CLOCK", "1", 1);
+	ret = fixture_start(fixture_path("fixture-nofp"), &fx);
+	unsetenv("FIXTURE_CLOCK");
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0, vdso_range(fx.pid, &fx.pc_lo, &fx.pc_hi));
+	ret = fixture_capture(&fx, cap);
+	if (ret == -EPERM) {
+		fixture_kill(&fx);
+		SKIP(return, "ptrace is not permitted here");
+	}
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0, procmaps_snapshot((__u32)fx.pid, NULL, &p));
+	fixture_kill(&fx);
+	p->pid = 4242;
+	ASSERT_EQ(0, usyms_add_proc(us, p));
+	sc_proc_free(p);
+	ASSERT_EQ(0, vdso_image(&img, &len));	/* the same kernel's */
+	usyms_set_vdso(us, img, len);
+	free(img);
+	rec = capture_sample(cap, 4242, &regs);
+	ASSERT_NE(NULL, rec);
+	n = unwind(us, rec, 0, f);
+	ASSERT_GE(n, 3);
+	EXPECT_STREQ("[vdso]", f[0].dso ?: "?");
+	/* named from the saved image: the vDSO's clock_gettime, then libc's */
+	for (i = 0; i < 2; i++)
+		if (f[i].sym && strstr(f[i].sym, "clock_gettime") && f[i].dso &&
+		    !strcmp(f[i].dso, "[vdso]"))
+			break;
+	EXPECT_GT(2, i) TH_LOG("no frame named in the vDSO");
+	loop = find(f, n, 1, "fixture_spin_clock");
+	m = find(f, n, 1, "main");
+	EXPECT_LT(0, loop);
+	EXPECT_LT(loop, m);
+	for (i = 1; i <= m; i++)
+		EXPECT_EQ(SC_METHOD_DWARF, f[i].method) TH_LOG("frame %d %s", i, f[i].sym ?: "?");
+	free(rec);
+	free(cap);
+	usyms_free(us);
+}
+
 TEST_HARNESS_MAIN
