@@ -336,6 +336,7 @@ struct unwind_state {
 	struct Dwfl *dwfl;
 	const struct stallcap_sample_view *cur;	/* the sample being unwound */
 	bool attached;
+	bool read_past_copy;	/* the walk wanted stack bytes past the copy's end */
 };
 
 /** usyms_unwind_state() - the process's unwinder state, NULL if no maps. */

@@ -15,8 +15,8 @@
  *    memory (a walk through code without frame pointers reads garbage);
  *  - with a raw copy, DWARF unwinding runs; frames past its end that the
  *    frame-pointer walk also reached are appended (labelled fp);
- *  - DWARF wins if it ended cleanly (outermost frame reached) or is at least
- *    as long; else the frame-pointer walk.  A walk through a function without
+ *  - DWARF wins if it ended cleanly (outermost frame reached, not the end
+ *    of the copy) or is at least as long; else the frame-pointer walk.  A walk through a function without
  *    a frame skips its caller, which DWARF does not, so DWARF goes first.
  */
 #include <elfutils/libdwfl.h>
@@ -68,13 +68,20 @@ static bool uw_get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
 	return true;
 }
 
-/* Serve 8 bytes from the stack copy; anything else is unknown. */
+/*
+ * Serve 8 bytes from the stack copy; anything else is unknown.  A read past
+ * its end is noted: libdw takes a frame it cannot read for the outermost,
+ * so only this tells a walk the copy cut from one that reached the end.
+ */
 static bool uw_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
 {
-	const struct unwind_state *uw = arg;
+	struct unwind_state *uw = arg;
 	const struct stallcap_sample_view *v = uw->cur;
 	__u64 start = v->stack_start;
 
+	if (addr >= start && (addr - start > v->stack_size ||
+			      v->stack_size - (addr - start) < sizeof(*result)))
+		uw->read_past_copy = true;
 	if (addr < start || addr - start > v->stack_size ||
 	    v->stack_size - (addr - start) < sizeof(*result))
 		return false;
@@ -145,7 +152,8 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 
 /**
  * unwind_dwarf() - unwind a sample's user stack copy
- * @complete: set to 1 when the unwinder reached the outermost frame
+ * @complete: set to 1 when the unwinder reached the outermost frame (not
+ *	the end of the copy)
  *
  * Returns the number of frames, or a negative errno.
  */
@@ -168,9 +176,10 @@ int unwind_dwarf(struct usyms *u, const struct stallcap_sample_view *v,
 		uw->attached = true;
 	}
 	uw->cur = v;
+	uw->read_past_copy = false;
 	ret = dwfl_getthread_frames(uw->dwfl, (pid_t)v->s.tid, frame_cb, &c);
 	uw->cur = NULL;
-	*complete = ret == 0;
+	*complete = ret == 0 && !uw->read_past_copy;
 	return c.n;
 }
 
@@ -209,7 +218,7 @@ int unwind_user(struct usyms *u, const struct stallcap_sample_view *v,
 {
 	__u64 pcs[STALLCAP_MAX_FRAMES];
 	bool ret_addr[STALLCAP_MAX_FRAMES];
-	int nfp, nd, complete, i, j, n;
+	int nfp, nd, complete, i, j, n, seen;
 
 	nfp = fp_frames(u, v, out, max);
 	if ((flags & UNWIND_NO_DWARF) || !v->stack_size)
@@ -219,9 +228,15 @@ int unwind_user(struct usyms *u, const struct stallcap_sample_view *v,
 	nd = unwind_dwarf(u, v, pcs, ret_addr, max, &complete);
 	if (nd < 2)
 		return nfp;
-	/* continue with the fp walk past the last frame DWARF found */
+	/*
+	 * Continue with the fp walk past the last frame DWARF found: the fp
+	 * frame with its address, as many times over (in a recursion every
+	 * level returns to one address).
+	 */
+	for (i = 1, seen = 0; i < nd; i++)
+		seen += pcs[i] == pcs[nd - 1];
 	for (j = 1; j < nfp; j++)
-		if (v->user_ips[j] == pcs[nd - 1])
+		if (v->user_ips[j] == pcs[nd - 1] && --seen <= 0)
 			break;
 	n = nd + (!complete && j < nfp ? nfp - j - 1 : 0);
 	if (n > max)

@@ -199,6 +199,44 @@ TEST_F(stack, truncated_copy_falls_back)
 }
 
 /*
+ * A copy that ends inside a recursion (a deep one outgrows the bytes
+ * copied), with frame pointers: DWARF stops inside it and the
+ * frame-pointer walk continues from the same level, not from the first
+ * frame that returns to the same address (which would repeat levels).
+ */
+TEST_F(stack, copy_ending_inside_a_recursion_continues_by_frame_pointers)
+{
+	struct stallcap_sec_user_stack *us;
+	struct sc_frame f[STALLCAP_MAX_FRAMES];
+	__u64 sp = self->cap.regs.rsp, bp = self->cap.regs.rbp;
+	int n, i, levels = 0, mains = 0;
+
+	if (!variant->frame_pointers || variant->recurse < 4)
+		SKIP(return, "for a recursion with frame pointers");
+	/* the copy ends in the 5th frame from the top (the 2nd recursion level) */
+	for (i = 0; i < 5; i++) {
+		ASSERT_TRUE(bp >= sp && bp + 16 <= sp + self->cap.stack_size);
+		memcpy(&bp, self->cap.stack + (bp - sp), 8);
+	}
+	us = (struct stallcap_sec_user_stack *)find_section(self->rec, STALLCAP_SEC_USER_STACK);
+	ASSERT_NE(NULL, us);
+	us->len = (__u32)(bp - sp);
+	n = unwind(self->us, self->rec, 0, f);
+	for (i = 0; i < n; i++) {
+		levels += f[i].sym && !strcmp(f[i].sym, "fixture_recurse");
+		mains += f[i].sym && !strcmp(f[i].sym, "main");
+	}
+	EXPECT_EQ(variant->recurse, levels);
+	EXPECT_EQ(1, mains);
+	EXPECT_EQ(3 + variant->recurse, find(f, n, 0, "main"));
+	EXPECT_EQ(SC_METHOD_DWARF, f[1].method);
+	EXPECT_EQ(SC_METHOD_FP, f[3 + variant->recurse].method);
+	for (i = 0; i < n && _metadata->exit_code; i++)
+		TH_LOG("frame %d: %s (%s)", i, f[i].sym ?: "?",
+		       f[i].method == SC_METHOD_DWARF ? "dwarf" : "fp");
+}
+
+/*
  * A register set of an architecture this tool does not know is never
  * interpreted: no DWARF unwinding from it, the module's frame-pointer walk
  * stands, labelled as such.
