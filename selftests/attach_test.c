@@ -730,19 +730,36 @@ TEST_F(attach, park_futex_waits_and_sleeps_are_idle)
 				     SC_WAIT_MS)) TH_LOG("no stall without PARK: %s", ors.err);
 	sc_ring_drain(&other, &ors);
 
-	/* PARK: one stall, the spin's, ended by the last futex wait */
-	r = sc_first_sample_of(&self->rs, tid);
+	/*
+	 * PARK: the spin's stall, ended by the last futex wait, and no sample
+	 * parked or asleep.  Another stall, running, is a loaded guest's (CI59's
+	 * debug guest: 83 ms returning from a system call), logged.
+	 */
+	r = spin_stall_of(&self->rs, tid);
+	if (!r)
+		sc_log_records(NULL, &self->rs);
 	ASSERT_NE(NULL, r) TH_LOG("the worker's spin was not captured");
 	EXPECT_TRUE(r->state == STALLCAP_STATE_RUNNING ||
 		    r->state == STALLCAP_STATE_RUNNABLE) TH_LOG("state %u", r->state);
 	u = sc4_user_frames_of(&self->rs, r);
 	ASSERT_NE(NULL, u);
-	if (!in_spin(u))
-		sc_log_records(NULL, &self->rs);
 	EXPECT_TRUE(in_spin(u)) TH_LOG("attach_spin_in_loop() is not among the innermost frames");
 	n = samples_of(&self->rs, tid, r->stall_id, &in_stall);
-	EXPECT_EQ(n, in_stall) TH_LOG("%u of %u samples in another stall (parked or asleep)",
-				      n - in_stall, n);
+	for (size_t i = 0; i < self->rs.n; i++) {
+		const struct stallcap_sample *x = (const void *)self->rs.rec[i];
+
+		if (x->hdr.type != STALLCAP_REC_SAMPLE || x->tid != (__u32)tid)
+			continue;
+		EXPECT_GT(STALLCAP_STATE_SLEEPING, x->state)
+			TH_LOG("sample %u of stall %llu: state %u (parked or asleep)",
+			       x->sample_index, (unsigned long long)x->stall_id, x->state);
+		if (x->stall_id != r->stall_id)
+			TH_LOG("stall %llu, not the spin's, running %.1f ms into its busy period",
+			       (unsigned long long)x->stall_id,
+			       (x->capture_ns - x->deadline_ns + DEADLINE) / 1e6);
+	}
+	if (n != in_stall)
+		TH_LOG("%u of %u samples in other stalls", n - in_stall, n);
 	end = sc_stall_end_of(&self->rs, r->stall_id);
 	ASSERT_NE(NULL, end);
 	EXPECT_GE(end->end_ns, r->deadline_ns + SPIN / 2);
