@@ -343,6 +343,8 @@ void report_finish(struct report *rp, bool failed)
 			fmt_json_lost(rp->out, rp->lost, rp->suppressed);
 		host_json(rp);
 	} else if (!failed) {
+		const char *unmarked = memstall_unmarked(rp);
+
 		if (rp->filt.active)
 			fprintf(rp->out, "%u of ", rp->printed);
 		fprintf(rp->out, "%u stall%s, %llu sample%s", rp->st.nr, rp->st.nr == 1 ? "" : "s",
@@ -355,8 +357,8 @@ void report_finish(struct report *rp, bool failed)
 			fprintf(rp->out, "; %llu let go before their end (over %u held)",
 				(unsigned long long)rp->evicted, rp->max_stalls);
 		fputc('\n', rp->out);
-		if (memstall_unmarked(rp))
-			fprintf(rp->out, "memory stalls not marked: %s\n", memstall_unmarked(rp));
+		if (unmarked)
+			fprintf(rp->out, "memory stalls not marked: %s\n", unmarked);
 	}
 	if (rp->st.bad_records)
 		warnx_("%llu malformed records skipped", (unsigned long long)rp->st.bad_records);

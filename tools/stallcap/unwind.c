@@ -16,8 +16,9 @@
  *  - with a raw copy, DWARF unwinding runs; frames past its end that the
  *    frame-pointer walk also reached are appended (labelled fp);
  *  - DWARF wins if it ended cleanly (outermost frame reached, not the end
- *    of the copy) or is at least as long; else the frame-pointer walk.  A walk through a function without
- *    a frame skips its caller, which DWARF does not, so DWARF goes first.
+ *    of the copy) or is at least as long; else the frame-pointer walk.  A
+ *    walk through a function without a frame skips its caller, which DWARF
+ *    does not, so DWARF goes first.
  */
 #include <elfutils/libdwfl.h>
 #include <elfutils/version.h>
@@ -79,12 +80,12 @@ static bool uw_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void
 	const struct stallcap_sample_view *v = uw->cur;
 	__u64 start = v->stack_start;
 
-	if (addr >= start && (addr - start > v->stack_size ||
-			      v->stack_size - (addr - start) < sizeof(*result)))
-		uw->read_past_copy = true;
-	if (addr < start || addr - start > v->stack_size ||
-	    v->stack_size - (addr - start) < sizeof(*result))
+	if (addr < start)
 		return false;
+	if (addr - start > v->stack_size || v->stack_size - (addr - start) < sizeof(*result)) {
+		uw->read_past_copy = true;
+		return false;
+	}
 	memcpy(result, (const char *)v->stack + (addr - start), sizeof(*result));
 	return true;
 }

@@ -261,24 +261,6 @@ TEST_F(stack, unknown_arch_registers_refused)
 	}
 }
 
-/* [start, end) of the [vdso] mapping of @pid */
-static int vdso_range(pid_t pid, unsigned long long *lo, unsigned long long *hi)
-{
-	char path[64], line[512];
-	FILE *f;
-	int ret = -ENOENT;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	f = fopen(path, "r");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f))
-		if (strstr(line, "[vdso]") && sscanf(line, "%llx-%llx", lo, hi) == 2)
-			ret = 0;
-	fclose(f);
-	return ret;
-}
-
 /*
  * A thread sampled inside the vDSO (an event loop reading the clock): the
  * vDSO image the record file keeps names its function and gives its CFI
@@ -304,14 +286,21 @@ TEST(dwarf_through_the_vdso)
 	ret = fixture_start(fixture_path("fixture-nofp"), &fx);
 	unsetenv("FIXTURE_CLOCK");
 	ASSERT_EQ(0, ret);
-	ASSERT_EQ(0, vdso_range(fx.pid, &fx.pc_lo, &fx.pc_hi));
+	/* the capture waits for a pc in the [vdso] mapping */
+	ASSERT_EQ(0, procmaps_snapshot((__u32)fx.pid, NULL, &p));
+	for (i = 0; i < (int)p->nr_maps; i++)
+		if (!strcmp(p->maps[i].path, "[vdso]")) {
+			fx.pc_lo = p->maps[i].start;
+			fx.pc_hi = p->maps[i].end;
+		}
+	ASSERT_NE(0, fx.pc_hi) TH_LOG("no [vdso] mapping");
 	ret = fixture_capture(&fx, cap);
 	if (ret == -EPERM) {
 		fixture_kill(&fx);
+		sc_proc_free(p);
 		SKIP(return, "ptrace is not permitted here");
 	}
 	ASSERT_EQ(0, ret);
-	ASSERT_EQ(0, procmaps_snapshot((__u32)fx.pid, NULL, &p));
 	fixture_kill(&fx);
 	p->pid = 4242;
 	ASSERT_EQ(0, usyms_add_proc(us, p));
