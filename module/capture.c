@@ -251,6 +251,9 @@ static bool unwind_ended_early(struct unwind_state *state)
  * frame's unwind hint (seen on 7.2: k0 asm_sysvec_apic_timer_interrupt, the
  * ORC data there describing the stack before the call) sends the unwinder
  * to an address that is not kernel text: the stack is cut there and says so.
+ * Where the entry from user mode has not begun to use the thread's kernel
+ * stack, frame 0 is the whole stack; on the CPU's entry stack the entry code
+ * is (capture_entry.c): neither is cut.
  *
  * Return: number of addresses stored.
  */
@@ -260,15 +263,20 @@ unsigned int stallcap_unwind_kernel(struct task_struct *task,
 	struct unwind_state state;
 	unsigned int n = 0;
 	unsigned long addr;
+	bool entry = false;
 
-	if (regs && !user_mode(regs))
+	if (regs && !user_mode(regs)) {
 		ips[n++] = regs->ip;
+		if (stallcap_kernel_stack_unused(regs))
+			return n;
+		entry = stallcap_kernel_on_entry_stack(regs);
+	}
 	for (unwind_start(&state, task, regs, NULL); !unwind_done(&state);
 	     unwind_next_frame(&state)) {
 		addr = unwind_get_return_address(&state);
 		if (!addr) {
 			/* user mode, or else the unwinder lost its way */
-			if (!unwind_reached_user(&state, task))
+			if (!entry && !unwind_reached_user(&state, task))
 				*flags |= STALLCAP_SAMPLE_KSTACK_TRUNC;
 			break;
 		}
@@ -278,7 +286,7 @@ unsigned int stallcap_unwind_kernel(struct task_struct *task,
 		}
 		ips[n++] = addr;
 	}
-	if (unwind_ended_early(&state))
+	if (!entry && unwind_ended_early(&state))
 		*flags |= STALLCAP_SAMPLE_KSTACK_TRUNC;
 	return n;
 }
@@ -489,6 +497,8 @@ static struct pt_regs *capture_begin(struct stallcap_watch *w,
 	} else {
 		stallcap_put_kernel_ips(wr, sess, current, regs, &s->flags);
 		uregs = stallcap_user_regs_of(current, w->mm);
+		if (uregs)
+			uregs = stallcap_entry_user_regs(regs, uregs);
 	}
 	if (!uregs) {
 		s->flags |= STALLCAP_SAMPLE_NO_USER;

@@ -553,6 +553,10 @@ unsigned int stallcap_unwind_off_cpu(struct task_struct *task, u64 *ips,
 				     u32 *flags);
 struct pt_regs *stallcap_user_regs_of(struct task_struct *task,
 				      const struct mm_struct *mm);
+bool stallcap_kernel_stack_unused(const struct pt_regs *regs);
+bool stallcap_kernel_on_entry_stack(const struct pt_regs *regs);
+struct pt_regs *stallcap_entry_user_regs(const struct pt_regs *regs,
+					 struct pt_regs *frame);
 u8 stallcap_task_off_cpu_state(struct task_struct *task);
 unsigned long stallcap_switch_count(const struct task_struct *task);
 unsigned int stallcap_remote_user_frames(struct task_struct *task,

@@ -28,7 +28,12 @@
 # the kernels of ISOLATED_KERNELS (default "6.12 6.12-rt"; results named
 # KERNEL-isolated/...).
 #
-# A third boot on the kernels of NOTW_KERNELS (default "6.12 debug") loads
+# A boot with page-table isolation forced on (pti=on: the system call entry
+# then uses %rsp as scratch for its page-table switch, module/capture_entry.c)
+# runs PTI_TESTS (default capture_nmi_irq_test) on the kernels of
+# PTI_KERNELS (default 6.12; results named KERNEL-pti/...).
+#
+# A fourth boot on the kernels of NOTW_KERNELS (default "6.12 debug") loads
 # the module built as for a kernel that does not export task_work_add()
 # (upstream Linux, Fedora, RHEL, Arch: see kdir_without_task_work) and runs
 # NOTW_TESTS there (on debug NOTW_TESTS_DEBUG), with
@@ -157,6 +162,8 @@ SMP=${SMP:-2}
 initramfs=$build/initramfs
 STALLCAP_GID=990	# group stallcap in the guest
 isolated_kernels=${ISOLATED_KERNELS-6.12 6.12-rt}
+pti_kernels=${PTI_KERNELS-6.12}
+pti_tests=${PTI_TESTS-capture_nmi_irq_test}
 notw_kernels=${NOTW_KERNELS-6.12 debug}
 notw_tests=${NOTW_TESTS-abi_test smoke_test capture_user_test capture_kernel_test \
 capture_nmi_irq_test capture_irqsoff_test capture_blocked_test deferred_test \
@@ -742,6 +749,9 @@ run_kernel() {
 	isolated)
 		grep -x 'isolated_cpu_test' "$build/selftests.list" >"$tests"
 		;;
+	pti)
+		printf '%s\n' $pti_tests | grep -x -F -f - "$build/selftests.list" >"$tests"
+		;;
 	check | notw)
 		if [ "$mode" = notw ] && [ "$k" = debug ]; then
 			printf '%s\n' $notw_tests_debug | grep -x -F -f - "$build/selftests.list" >"$tests"
@@ -848,6 +858,10 @@ run_kernel() {
 	if [ "$mode" = isolated ]; then
 		kernel_cmdline+=" nohz_full=1 isolcpus=1"
 		label=$k-isolated
+	fi
+	if [ "$mode" = pti ]; then
+		kernel_cmdline+=" pti=on"
+		label=$k-pti
 	fi
 	[ "$mode" != notw ] || label=$k-notw
 
@@ -1027,6 +1041,11 @@ for k in "${kernels[@]}"; do
 		if [ "$mode" = check ] && [[ " $isolated_kernels " == *" $k "* ]] &&
 			{ [ -z "${TESTS:-}" ] || [[ " $TESTS " == *" isolated_cpu_test "* ]]; }; then
 			mode=isolated run_kernel "$k" || rc=1
+		fi
+		# page-table isolation forced on: on PTI_KERNELS only
+		if [ "$mode" = check ] && [[ " $pti_kernels " == *" $k "* ]] &&
+			{ [ -z "${TESTS:-}" ] || [ -n "${PTI_TESTS:-}" ]; }; then
+			mode=pti run_kernel "$k" || rc=1
 		fi
 		# the module without task_work_add(): on NOTW_KERNELS only
 		if [ "$mode" = check ] && [[ " $notw_kernels " == *" $k "* ]] &&

@@ -224,8 +224,77 @@ static bool own_frame0_of(const struct sc_ksyms *ks, const struct own_syms *own,
 
 #define own_frame0(self, r)	own_frame0_of(&(self)->ks, &(self)->own, (r))
 
-/* One stall: armed on CPU 0, spinning on CPU 1 until @samples were taken. */
-static int stall_once(struct sc_session *s, uint64_t timeout, uint64_t *t_spin)
+/*
+ * Two system call sites, each a bare SYSCALL instruction followed by a
+ * global label: the user instruction pointer of a thread inside that call.
+ */
+extern const char site_getppid_ret[], site_getpid_ret[];
+
+static SC_NOINLINE long site_getppid(void)
+{
+	long ret;
+
+	asm volatile("syscall\n.globl site_getppid_ret\nsite_getppid_ret:"
+		     : "=a"(ret) : "0"((long)SYS_getppid) : "rcx", "r11", "memory");
+	return ret;
+}
+
+static SC_NOINLINE long site_getpid(void)
+{
+	long ret;
+
+	asm volatile("syscall\n.globl site_getpid_ret\nsite_getpid_ret:"
+		     : "=a"(ret) : "0"((long)SYS_getpid) : "rcx", "r11", "memory");
+	return ret;
+}
+
+static uintptr_t syscall_loop_frame;	/* the loop's frame address */
+
+/* Until *@stop: system calls that do nothing, back to back, two sites. */
+static void syscall_loop(const volatile int *stop)
+{
+	syscall_loop_frame = (uintptr_t)__builtin_frame_address(0);
+	while (!__atomic_load_n(stop, __ATOMIC_ACQUIRE)) {
+		site_getppid();
+		site_getpid();
+	}
+}
+
+/*
+ * A sample whose only kernel frame is in the system call entry or return
+ * path (entry_SYSCALL_64 and its inner labels, entry_SYSRETQ_*): its user
+ * registers are those at one of the two sites (the stack pointer in its
+ * frame), and before the entry's
+ * stack switch (entry_SYSCALL_64 itself: %rax not saved yet) the call's
+ * number names the site.  Return: a reason they are not, or NULL.
+ */
+static const char *entry_window_regs_wrong(const struct sc_ksyms *ks,
+					   const struct stallcap_sample *r)
+{
+	const struct stallcap_regs_x86_64 *u = sc_regs(r);
+	const char *fn = sc_ksym_name(ks, sc_kernel_ips(r)[0]);
+	uint64_t want;
+
+	if (!sc_section(r, STALLCAP_SEC_REGS))
+		return "no user registers";
+	if (u->ip != (uintptr_t)site_getppid_ret && u->ip != (uintptr_t)site_getpid_ret)
+		return "user ip at neither call site";
+	/* a site's frame is just below the loop's */
+	if (u->sp > syscall_loop_frame || syscall_loop_frame - u->sp > 256)
+		return "user sp not in the call site's frame";
+	if (strcmp(fn, "entry_SYSCALL_64"))
+		return NULL;	/* the return: %rax holds the result */
+	want = u->ax == SYS_getppid ? (uintptr_t)site_getppid_ret :
+	       u->ax == SYS_getpid ? (uintptr_t)site_getpid_ret : 0;
+	return u->ip == want ? NULL : "user ip not the site of the call in %rax";
+}
+
+/*
+ * One stall: armed on CPU 0, then @loop on CPU 1 until the stopper saw the
+ * stall's samples taken.
+ */
+static int stall_once_in(struct sc_session *s, uint64_t timeout, uint64_t *t_spin,
+			 void (*loop)(const volatile int *stop))
 {
 	struct sc_stopper st = { .cpu = 0 };
 	int ret;
@@ -238,13 +307,18 @@ static int stall_once(struct sc_session *s, uint64_t timeout, uint64_t *t_spin)
 	sc_pin_self(1);	/* the timer stays on CPU 0: NMIs to CPU 1 */
 	*t_spin = sc_now_ns();
 	if (!ret)
-		spin_in_user_caller(&st.stop);
+		loop(&st.stop);
 	else
 		st.stop = 1;
 	sc_stopper_join(&st);
 	if (sc_disarm(s->fd))
 		ret = -1;
 	return ret;
+}
+
+static int stall_once(struct sc_session *s, uint64_t timeout, uint64_t *t_spin)
+{
+	return stall_once_in(s, timeout, t_spin, spin_in_user_caller);
 }
 
 TEST_F_TIMEOUT(nmi_irq, nmi_on_top_of_an_interrupt_is_not_the_threads_frame_0, 180)
@@ -289,6 +363,70 @@ TEST_F_TIMEOUT(nmi_irq, nmi_on_top_of_an_interrupt_is_not_the_threads_frame_0, 1
 	       nmi, kernel_mode, irq_flag, own);
 	EXPECT_LE(MIN_NMI_SAMPLES, nmi) TH_LOG("too few NMI samples to judge");
 	EXPECT_EQ(0, own);
+}
+
+/*
+ * A thread making system calls back to back, sampled by NMI: every kernel
+ * stack is whole (it reaches the registers of the entry from user mode).
+ * An NMI inside the system call entry before its switch to the kernel stack
+ * (SYSCALL does not switch stacks) or inside the return after the switch
+ * back finds no kernel stack in use: the interrupted instruction is the
+ * whole kernel stack, one frame, not a cut one (mosquitto's samples showed
+ * "kernel stack truncated" there, 2026-12-02).  How many samples landed in
+ * that window is logged: it takes an NMI between two instructions there.
+ */
+TEST_F_TIMEOUT(nmi_irq, syscall_loop_kernel_stacks_are_whole, 180)
+{
+	uint64_t timeout = SC_MS(1), end = sc_now_ns() + SC_MS(BUDGET_MS);
+	size_t nmi = 0, kernel_mode = 0, cut = 0, entry = 0, wrong = 0;
+	struct sc_records rs = {};
+
+	for (int i = 0; i < STALLS || (nmi < MIN_NMI_SAMPLES && sc_now_ns() < end); i++) {
+		uint64_t t_spin = 0;
+
+		ASSERT_EQ(0, stall_once_in(&self->s, timeout, &t_spin, syscall_loop));
+		ASSERT_LE(0, sc_ring_collect(&self->s, &rs, STALLCAP_REC_STALL_END,
+					     sc_records_count(&rs, STALLCAP_REC_STALL_END) + 1,
+					     SC_WAIT_MS));
+		for (size_t j = 0; j < rs.n; j++) {
+			const struct stallcap_sample *r = (const void *)rs.rec[j];
+			const char *fn;
+
+			if (r->hdr.type != STALLCAP_REC_SAMPLE || r->capture_ns < t_spin ||
+			    r->path != STALLCAP_PATH_NMI || r->user_tag != TAG)
+				continue;
+			nmi++;
+			if (r->flags & STALLCAP_SAMPLE_USER_MODE || !sc_nk(r))
+				continue;
+			kernel_mode++;
+			fn = sc_ksym_name(&self->ks, sc_kernel_ips(r)[0]);
+			if (fn && sc_nk(r) == 1 && (!strncmp(fn, "entry_SYSCALL_64", 16) ||
+						    !strncmp(fn, "entry_SYSRETQ", 13))) {
+				const char *why = entry_window_regs_wrong(&self->ks, r);
+
+				entry++;
+				if (why && ++wrong <= 3) {
+					TH_LOG("sample %u of stall %llu at %s: %s", r->sample_index,
+					       (unsigned long long)r->stall_id, fn, why);
+					sc_log_sample(&self->ks, r);
+				}
+			}
+			if (r->flags & STALLCAP_SAMPLE_KSTACK_TRUNC && ++cut <= 3) {
+				TH_LOG("sample %u of stall %llu: kernel stack truncated at %s",
+				       r->sample_index, (unsigned long long)r->stall_id,
+				       fn ? fn : "?");
+				sc_log_sample(&self->ks, r);
+			}
+		}
+		sc_records_free(&rs);
+		memset(&rs, 0, sizeof(rs));
+	}
+	TH_LOG("%zu NMI samples: %zu in kernel mode, %zu in the system call entry's window (%zu with wrong user registers), %zu truncated",
+	       nmi, kernel_mode, entry, wrong, cut);
+	EXPECT_LE(MIN_NMI_SAMPLES, nmi) TH_LOG("too few NMI samples to judge");
+	EXPECT_LT(0, kernel_mode) TH_LOG("no sample inside a system call");
+	EXPECT_EQ(0, cut);
+	EXPECT_EQ(0, wrong);
 }
 
 /* Until *@stop: migrate between CPU 1 and CPU 0 (the timer's) again and again. */
