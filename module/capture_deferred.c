@@ -196,6 +196,56 @@ static u32 defer_fill_remote(struct stallcap_defer *d, struct stallcap_sample *s
 	return wr.len;
 }
 
+/**
+ * struct stallcap_defer_buf - scratch room of a deferred user-stack read
+ * @size: bytes of @data
+ * @data: the record is built here, then copied into the ring (and to the
+ *	system-wide readers)
+ */
+struct stallcap_defer_buf {
+	size_t size;
+	u8 data[] __aligned(8);
+};
+
+/*
+ * The session keeps the buffer of its last read for the next: a thread on
+ * its way back to user space neither allocates nor frees tens of KiB per
+ * sample (a vmalloc()ed buffer, when memory is fragmented, would flush
+ * every CPU's TLB when freed).  One is kept; reads in several threads at
+ * once allocate their own, and the last returned stays.
+ */
+static struct stallcap_defer_buf *defer_buf_get(struct stallcap_session *sess,
+						u32 len)
+{
+	struct stallcap_defer_buf *b = xchg(&sess->defer_buf, NULL);
+
+	if (b && b->size >= len)
+		return b;
+	kvfree(b);
+	b = kvmalloc(struct_size(b, data, len), GFP_KERNEL);
+	if (b) {
+		b->size = len;
+		stallcap_count(&sess->stats, SC_DEFER_BUF_ALLOCS, 1);
+	}
+	return b;
+}
+
+static void defer_buf_put(struct stallcap_session *sess,
+			  struct stallcap_defer_buf *b)
+{
+	if (cmpxchg(&sess->defer_buf, NULL, b))
+		kvfree(b);
+}
+
+/**
+ * stallcap_defer_buf_free() - free the buffer a session kept
+ * @sess: the session, on its last reference
+ */
+void stallcap_defer_buf_free(struct stallcap_session *sess)
+{
+	kvfree(xchg(&sess->defer_buf, NULL));
+}
+
 /*
  * A deferred user stack that never comes: counted, and seen in ctl->lost,
  * also by the system-wide readers that got its DEFER_PENDING sample.
@@ -214,8 +264,9 @@ static void defer_emit(struct stallcap_defer *d)
 	u32 max_stack = min_t(u64, STALLCAP_MAX_USER_STACK,
 			      sess->ring->size / 4 -
 			      STALLCAP_RECORD_MAX_BYTES(0));
-	u32 max_len, len;
+	struct stallcap_defer_buf *buf;
 	struct stallcap_sample *tmp, *s;
+	u32 max_len, len;
 
 	/* a user-mode sample's copy: no bigger buffer than it needs */
 	if (d->copy_bytes)
@@ -224,13 +275,14 @@ static void defer_emit(struct stallcap_defer *d)
 	if (d->task->flags & PF_EXITING ||
 	    !stallcap_user_regs_of(d->task, d->mm))
 		goto lost;
-	tmp = kvmalloc(max_len, GFP_KERNEL);
-	if (!tmp)
+	buf = defer_buf_get(sess, max_len);
+	if (!buf)
 		goto lost;
+	tmp = (struct stallcap_sample *)buf->data;
 	len = SC_HAVE_TASK_WORK ? defer_fill(d, tmp, max_stack) :
 	      defer_fill_remote(d, tmp, max_stack);
 	if (!len) {
-		kvfree(tmp);
+		defer_buf_put(sess, buf);
 		goto lost;
 	}
 	s = stallcap_ring_reserve(sess->ring, STALLCAP_REC_USER_STACK, len);
@@ -247,7 +299,7 @@ static void defer_emit(struct stallcap_defer *d)
 	}
 	/* the system-wide readers got the sample: they get its stack too */
 	stallcap_global_mirror(sess, STALLCAP_REC_USER_STACK, tmp, len);
-	kvfree(tmp);
+	defer_buf_put(sess, buf);
 	return;
 lost:
 	defer_lost(sess);

@@ -265,6 +265,7 @@ void stallcap_session_put(struct stallcap_session *sess)
 		return;
 	irq_work_sync(&sess->wake_work);
 	stallcap_ring_destroy(sess->ring);
+	stallcap_defer_buf_free(sess);
 	vfree(sess->slots);
 	bitmap_free(sess->slot_used);
 	stallcap_uncharge_locked(sess);

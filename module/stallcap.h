@@ -68,6 +68,7 @@ enum stallcap_counter {
 	/* not in struct stallcap_stats: debugfs only */
 	SC_TIMER_EXPIRIES,
 	SC_TIMER_POLLS,		/* of those, polls of a capture sent to a CPU */
+	SC_DEFER_BUF_ALLOCS,	/* scratch buffers of deferred reads allocated */
 	SC_NR_COUNTERS
 };
 
@@ -219,6 +220,8 @@ struct stallcap_locked {
  * @global: a system-wide reader (STALLCAP_CFG_GLOBAL), on @global_node
  * @global_node: in the list of system-wide readers (global.c)
  * @locked: what the ring and beat slots are charged to (memory.c)
+ * @defer_buf: the scratch buffer of the last deferred user-stack read, kept
+ *	for the next (capture_deferred.c), or NULL
  */
 struct stallcap_session {
 	struct mutex lock;
@@ -248,6 +251,7 @@ struct stallcap_session {
 	bool global;
 	struct list_head global_node;
 	struct stallcap_locked locked;
+	struct stallcap_defer_buf *defer_buf;
 };
 
 int stallcap_session_ensure_ring(struct stallcap_session *sess, bool mmap_locked);
@@ -629,6 +633,7 @@ void stallcap_defer_request_user(struct stallcap_watch *w,
 				 struct stallcap_sample *s);
 bool stallcap_defer_wanted(const struct stallcap_session *sess,
 			   const struct stallcap_sample *s);
+void stallcap_defer_buf_free(struct stallcap_session *sess);
 void stallcap_defer_init(void);
 void stallcap_defer_exit(void);
 

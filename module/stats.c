@@ -126,6 +126,7 @@ static const char *const counter_names[SC_NR_COUNTERS] = {
 	[SC_LOCKED_RLIMIT_BYTES] = "locked_rlimit_bytes",
 	[SC_TIMER_EXPIRIES] = "timer_expiries",
 	[SC_TIMER_POLLS] = "timer_polls",
+	[SC_DEFER_BUF_ALLOCS] = "defer_buf_allocs",
 };
 
 static void show_hist(struct seq_file *m, const char *name, atomic64_t *h)

@@ -523,6 +523,7 @@ static void run_in_kernel(struct __test_metadata *_metadata, FIXTURE_DATA(deferr
 	const struct stallcap_sample *k = NULL;
 	uint64_t cookies[SC_MAX_SAMPLES];
 	size_t nr_cookies = 0, nr_kernel = 0, nr_named = 0;
+	uint64_t allocs = sc_debugfs_counter("defer_buf_allocs");
 	struct stallcap_stats st;
 	long ret;
 
@@ -625,6 +626,14 @@ static void run_in_kernel(struct __test_metadata *_metadata, FIXTURE_DATA(deferr
 	EXPECT_EQ(nr_cookies, st.deferred);
 	TH_LOG("%zu kernel-mode samples, %zu kernel entries or interruptions", nr_kernel,
 	       nr_cookies);
+	/*
+	 * One scratch buffer for all of them: the session keeps it from one
+	 * read to the next (one thread: never two reads at once).
+	 */
+	if (allocs != ~0ULL) {
+		ASSERT_LE(2, st.deferred) TH_LOG("one read only: nothing to reuse");
+		EXPECT_EQ(1, sc_debugfs_counter("defer_buf_allocs") - allocs);
+	}
 	sc4_check_counters(&self->s, &self->rs);
 }
 
