@@ -80,6 +80,14 @@ through_recursion() {
 check "a stack through the topic tree's recursion reaches main" \
 	any_sample "$work/mq.json" mosquitto through_recursion
 
+# the broker writes each retained message by its own system calls: NMIs land
+# in the kernel's entry code too, where no kernel stack is in use yet (one
+# frame, whole) and the user registers are the moment's, not the previous
+# call's (module/capture_entry.c; "kernel stack truncated" before
+# 2026-12-02, and a user stack from the call before)
+check "no sample's kernel stack is truncated" \
+	sh -c '! grep -q "kernel stack truncated" "$1"' sh "$work/mq.txt"
+
 # the subscription stall's first sample: in the handler, its verdict on CPU
 first_on_cpu() {
 	echo "$1" | grep -q '"sample_index":0,' && echo "$1" | grep -q '"verdict":"on CPU' &&
