@@ -28,10 +28,13 @@
 # the kernels of ISOLATED_KERNELS (default "6.12 6.12-rt"; results named
 # KERNEL-isolated/...).
 #
-# A boot with page-table isolation forced on (pti=on: the system call entry
-# then uses %rsp as scratch for its page-table switch, module/capture_entry.c)
-# runs PTI_TESTS (default capture_nmi_irq_test) on the kernels of
-# PTI_KERNELS (default 6.12; results named KERNEL-pti/...).
+# A boot with kernel settings other than Debian's defaults, "alt":
+# page-table isolation forced on (pti=on: the system call entry then uses
+# %rsp as scratch for its page-table switch, module/capture_entry.c) and
+# pressure stall information off (psi=0: no sample can be marked a memory
+# stall, and reports say why), runs ALT_TESTS (default
+# "capture_nmi_irq_test tool_global_test.sh") on the kernels of ALT_KERNELS
+# (default 6.12; results named KERNEL-alt/...).
 #
 # A fourth boot on the kernels of NOTW_KERNELS (default "6.12 debug") loads
 # the module built as for a kernel that does not export task_work_add()
@@ -162,8 +165,8 @@ SMP=${SMP:-2}
 initramfs=$build/initramfs
 STALLCAP_GID=990	# group stallcap in the guest
 isolated_kernels=${ISOLATED_KERNELS-6.12 6.12-rt}
-pti_kernels=${PTI_KERNELS-6.12}
-pti_tests=${PTI_TESTS-capture_nmi_irq_test}
+alt_kernels=${ALT_KERNELS-6.12}
+alt_tests=${ALT_TESTS-capture_nmi_irq_test tool_global_test.sh}
 notw_kernels=${NOTW_KERNELS-6.12 debug}
 notw_tests=${NOTW_TESTS-abi_test smoke_test capture_user_test capture_kernel_test \
 capture_nmi_irq_test capture_irqsoff_test capture_blocked_test deferred_test \
@@ -364,6 +367,18 @@ build_test_module() {
 	rsync -a --include='*.c' --include='*.h' --include='Kbuild' --exclude='*' \
 		"$top/selftests/kmod/" "$dir/"
 	kbuild "$dir" "$KDIR" "$logs/$k.kmod-build.log"
+}
+
+# add_test_module KNAME DIR CONF: the test-only module in the overlay DIR,
+# loaded after stallcap (CONF: the guest's configuration)
+add_test_module() {
+	local k=$1 dir=$2 conf=$3
+	if ! build_test_module "$k"; then
+		result FAIL "$k/build" "test module build failed, see $logs/$k.kmod-build.log"
+		return 1
+	fi
+	cp "$build/$k/kmod/stallcap_spin.ko" "$dir/lib/modules/"
+	echo "EXTRA_MODULES=/lib/modules/stallcap_spin.ko" >>"$conf"
 }
 
 build_harness_module() {
@@ -749,8 +764,9 @@ run_kernel() {
 	isolated)
 		grep -x 'isolated_cpu_test' "$build/selftests.list" >"$tests"
 		;;
-	pti)
-		printf '%s\n' $pti_tests | grep -x -F -f - "$build/selftests.list" >"$tests"
+	alt)
+		printf '%s\n' $alt_tests | grep -x -F -f - "$build/selftests.list" >"$tests"
+		add_test_module "$k" "$dir" "$conf" || return 1
 		;;
 	check | notw)
 		if [ "$mode" = notw ] && [ "$k" = debug ]; then
@@ -770,12 +786,7 @@ run_kernel() {
 			printf '%s\n' $skip | grep -v -x -F -f - "$build/selftests.list" >"$tests"
 			[ -z "$skip" ] || echo "  ($k: not run here, see TOOL_TESTS in scripts/vmtest.sh:" $skip")"
 		fi
-		if ! build_test_module "$k"; then
-			result FAIL "$k/build" "test module build failed, see $logs/$k.kmod-build.log"
-			return 1
-		fi
-		cp "$build/$k/kmod/stallcap_spin.ko" "$dir/lib/modules/"
-		echo "EXTRA_MODULES=/lib/modules/stallcap_spin.ko" >>"$conf"
+		add_test_module "$k" "$dir" "$conf" || return 1
 		;;
 	selfcheck)
 		if ! build_harness_module "$k"; then
@@ -859,9 +870,9 @@ run_kernel() {
 		kernel_cmdline+=" nohz_full=1 isolcpus=1"
 		label=$k-isolated
 	fi
-	if [ "$mode" = pti ]; then
-		kernel_cmdline+=" pti=on"
-		label=$k-pti
+	if [ "$mode" = alt ]; then
+		kernel_cmdline+=" pti=on psi=0"
+		label=$k-alt
 	fi
 	[ "$mode" != notw ] || label=$k-notw
 
@@ -1042,10 +1053,10 @@ for k in "${kernels[@]}"; do
 			{ [ -z "${TESTS:-}" ] || [[ " $TESTS " == *" isolated_cpu_test "* ]]; }; then
 			mode=isolated run_kernel "$k" || rc=1
 		fi
-		# page-table isolation forced on: on PTI_KERNELS only
-		if [ "$mode" = check ] && [[ " $pti_kernels " == *" $k "* ]] &&
-			{ [ -z "${TESTS:-}" ] || [ -n "${PTI_TESTS:-}" ]; }; then
-			mode=pti run_kernel "$k" || rc=1
+		# other kernel settings (pti=on psi=0): on ALT_KERNELS only
+		if [ "$mode" = check ] && [[ " $alt_kernels " == *" $k "* ]] &&
+			{ [ -z "${TESTS:-}" ] || [ -n "${ALT_TESTS:-}" ]; }; then
+			mode=alt run_kernel "$k" || rc=1
 		fi
 		# the module without task_work_add(): on NOTW_KERNELS only
 		if [ "$mode" = check ] && [[ " $notw_kernels " == *" $k "* ]] &&
