@@ -99,12 +99,15 @@ bool stallcap_kernel_stack_unused(const struct pt_regs *regs)
 
 /*
  * Top of this CPU's entry stack, if interrupted kernel code (@regs) runs
- * on it, else 0.  tss.sp0 points there whatever task runs (since 4.15).
+ * on it, else 0.  tss.sp0 points there whatever task runs (since 4.15),
+ * but for Xen PV guests, which enter the kernel on the thread's stack.
  */
 static unsigned long entry_stack_top(const struct pt_regs *regs)
 {
 	unsigned long top = this_cpu_read(cpu_tss_rw.x86_tss.sp0);
 
+	if (boot_cpu_has(X86_FEATURE_XENPV))
+		return 0;
 	if (regs->sp < top && top - regs->sp <= sizeof(struct entry_stack))
 		return top;
 	return 0;
