@@ -211,8 +211,9 @@ struct stallcap_defer_buf {
  * The session keeps the buffer of its last read for the next: a thread on
  * its way back to user space neither allocates nor frees tens of KiB per
  * sample (a vmalloc()ed buffer, when memory is fragmented, would flush
- * every CPU's TLB when freed).  One is kept; reads in several threads at
- * once allocate their own, and the last returned stays.
+ * every CPU's TLB when freed).  One is kept, at most a quarter of the
+ * session's ring (defer_emit()); reads in several threads at once allocate
+ * their own, and the last returned stays.
  */
 static struct stallcap_defer_buf *defer_buf_get(struct stallcap_session *sess,
 						u32 len)
