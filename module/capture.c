@@ -548,7 +548,8 @@ u32 stallcap_capture_current(struct stallcap_watch *w,
  * stallcap_capture_rest() appends the rest later.
  * Context: the NMI or IPI handler, or the thread's own timer interrupt.
  * Return: the user registers the user stack is to be read from (@regs
- * itself, or the thread's entry frame: copy them to keep them past the
+ * itself, the thread's entry frame, or those built for an NMI inside the
+ * kernel's entry code, capture_entry.c: copy them to keep them past the
  * handler), or NULL when there is no user stack to read.
  */
 struct pt_regs *stallcap_capture_head(struct stallcap_watch *w,
