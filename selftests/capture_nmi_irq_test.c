@@ -316,53 +316,75 @@ static int stall_once_in(struct sc_session *s, uint64_t timeout, uint64_t *t_spi
 	return ret;
 }
 
-static int stall_once(struct sc_session *s, uint64_t timeout, uint64_t *t_spin)
-{
-	return stall_once_in(s, timeout, t_spin, spin_in_user_caller);
-}
+/* What a case counts in the NMI samples of its stalls. */
+struct nmi_counts {
+	size_t nmi, kernel_mode, irq_flag, own;		/* the spin */
+	size_t entry, wrong, other_cut;			/* the system call loop */
+};
 
-TEST_F_TIMEOUT(nmi_irq, nmi_on_top_of_an_interrupt_is_not_the_threads_frame_0, 180)
+/*
+ * Stalls of @loop (at least STALLS, more until MIN_NMI_SAMPLES NMI samples
+ * or the budget is spent); each NMI sample of the thread in kernel mode
+ * goes to @kernel_sample, and all are counted in @c.
+ */
+static void nmi_stalls(struct __test_metadata *_metadata, FIXTURE_DATA(nmi_irq) *self,
+		       void (*loop)(const volatile int *stop),
+		       void (*kernel_sample)(FIXTURE_DATA(nmi_irq) *self,
+					     const struct stallcap_sample *r,
+					     struct nmi_counts *c),
+		       struct nmi_counts *c)
 {
 	uint64_t timeout = SC_MS(1), end = sc_now_ns() + SC_MS(BUDGET_MS);
-	size_t nmi = 0, kernel_mode = 0, irq_flag = 0, own = 0;
 	struct sc_records rs = {};
 
-	for (int i = 0; i < STALLS || (nmi < MIN_NMI_SAMPLES && sc_now_ns() < end); i++) {
+	for (int i = 0; i < STALLS || (c->nmi < MIN_NMI_SAMPLES && sc_now_ns() < end); i++) {
 		uint64_t t_spin = 0;
 
-		ASSERT_EQ(0, stall_once(&self->s, timeout, &t_spin));
+		ASSERT_EQ(0, stall_once_in(&self->s, timeout, &t_spin, loop));
 		ASSERT_LE(0, sc_ring_collect(&self->s, &rs, STALLCAP_REC_STALL_END,
 					     sc_records_count(&rs, STALLCAP_REC_STALL_END) + 1,
 					     SC_WAIT_MS));
 		for (size_t j = 0; j < rs.n; j++) {
 			const struct stallcap_sample *r = (const void *)rs.rec[j];
-			const char *fn;
 
 			if (r->hdr.type != STALLCAP_REC_SAMPLE || r->capture_ns < t_spin ||
 			    r->path != STALLCAP_PATH_NMI || r->user_tag != TAG)
 				continue;
-			nmi++;
+			c->nmi++;
 			/* the thread's own user registers, under any interrupt */
 			EXPECT_FALSE(r->flags & STALLCAP_SAMPLE_NO_USER);
 			if (r->flags & (STALLCAP_SAMPLE_IN_HARDIRQ | STALLCAP_SAMPLE_IN_SOFTIRQ))
-				irq_flag++;
+				c->irq_flag++;
 			if (r->flags & STALLCAP_SAMPLE_USER_MODE || !sc_nk(r))
 				continue;
-			kernel_mode++;
-			fn = sc_ksym_name(&self->ks, sc_kernel_ips(r)[0]);
-			if (own_frame0(self, r) && ++own <= 3) {
-				TH_LOG("sample %u of stall %llu: frame 0 is stallcap's %s",
-				       r->sample_index, (unsigned long long)r->stall_id, fn);
-				sc_log_sample(&self->ks, r);
-			}
+			c->kernel_mode++;
+			kernel_sample(self, r, c);
 		}
 		sc_records_free(&rs);
 		memset(&rs, 0, sizeof(rs));
 	}
+	EXPECT_LE(MIN_NMI_SAMPLES, c->nmi) TH_LOG("too few NMI samples to judge");
+}
+
+/* Frame 0 of stallcap's own code in an interrupt on top of the thread? */
+static void count_own_frame0(FIXTURE_DATA(nmi_irq) *self, const struct stallcap_sample *r,
+			     struct nmi_counts *c)
+{
+	if (own_frame0(self, r) && ++c->own <= 3) {
+		printf("# sample %u of stall %llu: frame 0 is stallcap's %s\n", r->sample_index,
+		       (unsigned long long)r->stall_id, sc_ksym_name(&self->ks, sc_kernel_ips(r)[0]));
+		sc_log_sample(&self->ks, r);
+	}
+}
+
+TEST_F_TIMEOUT(nmi_irq, nmi_on_top_of_an_interrupt_is_not_the_threads_frame_0, 180)
+{
+	struct nmi_counts c = {};
+
+	nmi_stalls(_metadata, self, spin_in_user_caller, count_own_frame0, &c);
 	TH_LOG("%zu NMI samples: %zu in kernel mode, %zu flagged in an interrupt, %zu with a stallcap function as frame 0",
-	       nmi, kernel_mode, irq_flag, own);
-	EXPECT_LE(MIN_NMI_SAMPLES, nmi) TH_LOG("too few NMI samples to judge");
-	EXPECT_EQ(0, own);
+	       c.nmi, c.kernel_mode, c.irq_flag, c.own);
+	EXPECT_EQ(0, c.own);
 }
 
 /*
@@ -378,58 +400,41 @@ TEST_F_TIMEOUT(nmi_irq, nmi_on_top_of_an_interrupt_is_not_the_threads_frame_0, 1
  * interrupt's entry code right after error_entry() on the kernel stack,
  * the context switch on the next thread's stack).
  */
+/* A sample in the system call entry's window is right; others are logged. */
+static void check_entry_window(FIXTURE_DATA(nmi_irq) *self, const struct stallcap_sample *r,
+			       struct nmi_counts *c)
+{
+	const char *fn = sc_ksym_name(&self->ks, sc_kernel_ips(r)[0]);
+	const char *why;
+
+	if (!fn || (strcmp(fn, "entry_SYSCALL_64") && strncmp(fn, "entry_SYSRETQ", 13))) {
+		if (r->flags & STALLCAP_SAMPLE_KSTACK_TRUNC && ++c->other_cut <= 3) {
+			printf("# sample %u of stall %llu: kernel stack cut at %s\n",
+			       r->sample_index, (unsigned long long)r->stall_id, fn ? fn : "?");
+			sc_log_sample(&self->ks, r);
+		}
+		return;
+	}
+	c->entry++;
+	why = entry_window_regs_wrong(&self->ks, r);
+	if (sc_nk(r) != 1 || r->flags & STALLCAP_SAMPLE_KSTACK_TRUNC)
+		why = "not one whole kernel frame";
+	if (why && ++c->wrong <= 3) {
+		printf("# sample %u of stall %llu at %s: %s\n", r->sample_index,
+		       (unsigned long long)r->stall_id, fn, why);
+		sc_log_sample(&self->ks, r);
+	}
+}
+
 TEST_F_TIMEOUT(nmi_irq, syscall_loop_kernel_stacks_are_whole, 180)
 {
-	uint64_t timeout = SC_MS(1), end = sc_now_ns() + SC_MS(BUDGET_MS);
-	size_t nmi = 0, kernel_mode = 0, entry = 0, wrong = 0, other_cut = 0;
-	struct sc_records rs = {};
+	struct nmi_counts c = {};
 
-	for (int i = 0; i < STALLS || (nmi < MIN_NMI_SAMPLES && sc_now_ns() < end); i++) {
-		uint64_t t_spin = 0;
-
-		ASSERT_EQ(0, stall_once_in(&self->s, timeout, &t_spin, syscall_loop));
-		ASSERT_LE(0, sc_ring_collect(&self->s, &rs, STALLCAP_REC_STALL_END,
-					     sc_records_count(&rs, STALLCAP_REC_STALL_END) + 1,
-					     SC_WAIT_MS));
-		for (size_t j = 0; j < rs.n; j++) {
-			const struct stallcap_sample *r = (const void *)rs.rec[j];
-			const char *fn;
-
-			if (r->hdr.type != STALLCAP_REC_SAMPLE || r->capture_ns < t_spin ||
-			    r->path != STALLCAP_PATH_NMI || r->user_tag != TAG)
-				continue;
-			nmi++;
-			if (r->flags & STALLCAP_SAMPLE_USER_MODE || !sc_nk(r))
-				continue;
-			kernel_mode++;
-			fn = sc_ksym_name(&self->ks, sc_kernel_ips(r)[0]);
-			if (fn && (!strcmp(fn, "entry_SYSCALL_64") ||
-				   !strncmp(fn, "entry_SYSRETQ", 13))) {
-				const char *why = entry_window_regs_wrong(&self->ks, r);
-
-				entry++;
-				if (sc_nk(r) != 1 || r->flags & STALLCAP_SAMPLE_KSTACK_TRUNC)
-					why = "not one whole kernel frame";
-				if (why && ++wrong <= 3) {
-					TH_LOG("sample %u of stall %llu at %s: %s", r->sample_index,
-					       (unsigned long long)r->stall_id, fn, why);
-					sc_log_sample(&self->ks, r);
-				}
-			} else if (r->flags & STALLCAP_SAMPLE_KSTACK_TRUNC && ++other_cut <= 3) {
-				TH_LOG("sample %u of stall %llu: kernel stack cut at %s",
-				       r->sample_index, (unsigned long long)r->stall_id,
-				       fn ? fn : "?");
-				sc_log_sample(&self->ks, r);
-			}
-		}
-		sc_records_free(&rs);
-		memset(&rs, 0, sizeof(rs));
-	}
+	nmi_stalls(_metadata, self, syscall_loop, check_entry_window, &c);
 	TH_LOG("%zu NMI samples: %zu in kernel mode, %zu in the system call entry's window (%zu wrong), %zu others cut",
-	       nmi, kernel_mode, entry, wrong, other_cut);
-	EXPECT_LE(MIN_NMI_SAMPLES, nmi) TH_LOG("too few NMI samples to judge");
-	EXPECT_LT(0, entry) TH_LOG("no sample in the system call entry's window");
-	EXPECT_EQ(0, wrong);
+	       c.nmi, c.kernel_mode, c.entry, c.wrong, c.other_cut);
+	EXPECT_LT(0, c.entry) TH_LOG("no sample in the system call entry's window");
+	EXPECT_EQ(0, c.wrong);
 }
 
 /* Until *@stop: migrate between CPU 1 and CPU 0 (the timer's) again and again. */
