@@ -26,4 +26,17 @@ if any_sample "$work/fp.json" stallcap-spin-n fp_to_main; then
 else
 	echo "# the frame-pointer walk alone does not reach main, as expected"
 fi
+
+# a stack copy too short for the whole stack (--stack-bytes 128): the
+# frames end where DWARF ran out of bytes, and the report says so
+stallcap record --stack-bytes 128 -o "$work/cut.data" -- stallcap-spin-nofp 300 20
+check "record --stack-bytes 128 exits 0" [ $? = 0 ]
+stallcap report "$work/cut.data" >"$work/cut.txt"
+stallcap report -f json "$work/cut.data" >"$work/cut.json"
+check "the report says where the stack copy ended the frames" \
+	sh -c 'grep -q "^      (the stack copy ends here, 128 bytes: record with a larger --stack-bytes" "$1" &&
+	       grep -q "\"user_stack_cut_by_copy\":true" "$2"' _ "$work/cut.txt" "$work/cut.json"
+check "and says it of no sample of the whole copy" \
+	sh -c '! grep -q "stack copy ends here" "$1" && ! grep -q "\"user_stack_cut_by_copy\":true" "$2"' \
+	_ "$work/nofp.txt" "$work/nofp.json"
 finish

@@ -183,9 +183,11 @@ static void sample_line(FILE *out, const struct sc_rstall *rs, const struct sc_r
 	flags(out, s->flags);
 	regs(out, u);
 	fprintf(out, ",\"nr_kernel_frames\":%u,\"nr_user_frames\":%u,\"stack_start\":\"0x%llx\","
-		"\"stack_size\":%u,\"deferred_user\":%s,\"unknown_sections\":%u",
+		"\"stack_size\":%u,\"deferred_user\":%s,\"unknown_sections\":%u,"
+		"\"user_stack_cut_by_copy\":%s",
 		r->smp->v.nr_kernel, u->nr_user, (unsigned long long)u->stack_start,
-		u->stack_size, r->smp->has_deferred ? "true" : "false", r->smp->v.nr_unknown);
+		u->stack_size, r->smp->has_deferred ? "true" : "false", r->smp->v.nr_unknown,
+		r->uend == UNWIND_END_COPY ? "true" : "false");
 	fmt_json_why(out, r);
 	/* the frame lists come last: scripts cut the line at "kernel_stack" */
 	frames(out, "kernel_stack", r->kf, r->nk);

@@ -343,10 +343,19 @@ struct unwind_state {
 struct unwind_state *usyms_unwind_state(struct usyms *u, __u32 pid);
 
 #define UNWIND_NO_DWARF	(1U << 0)
+
+/** enum unwind_end - why a user stack's frames end where they do */
+enum unwind_end {
+	UNWIND_END_STOPPED,	/* the frame-pointer walk, or the unwinder stopped */
+	UNWIND_END_OUTERMOST,	/* DWARF reached the outermost frame */
+	UNWIND_END_COPY,	/* DWARF needed stack bytes past the copy's end */
+};
+
 int unwind_dwarf(struct usyms *u, const struct stallcap_sample_view *v,
-		 __u64 *pcs, bool *is_return, int max, int *complete);
+		 __u64 *pcs, bool *is_return, int max, enum unwind_end *end);
 int unwind_user(struct usyms *u, const struct stallcap_sample_view *v,
-		unsigned int flags, struct sc_frame *out, int max);
+		unsigned int flags, struct sc_frame *out, int max,
+		enum unwind_end *end);
 
 /* ---- stalls (stalls.c) ---- */
 
@@ -423,6 +432,7 @@ struct sc_rsample {
 	const struct sc_sample *smp;
 	struct sc_frame *kf, *uf;
 	int nk, nu;
+	enum unwind_end uend;	/* why the user frames end there */
 	struct sc_rtask tasks[STALLCAP_VIEW_MAX_TASKS];	/* as v.tasks */
 };
 

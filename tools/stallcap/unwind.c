@@ -153,13 +153,13 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 
 /**
  * unwind_dwarf() - unwind a sample's user stack copy
- * @complete: set to 1 when the unwinder reached the outermost frame (not
- *	the end of the copy)
+ * @end: UNWIND_END_OUTERMOST when the unwinder reached the outermost frame,
+ *	UNWIND_END_COPY when it stopped for want of bytes past the copy's end
  *
  * Returns the number of frames, or a negative errno.
  */
 int unwind_dwarf(struct usyms *u, const struct stallcap_sample_view *v,
-		 __u64 *pcs, bool *is_return, int max, int *complete)
+		 __u64 *pcs, bool *is_return, int max, enum unwind_end *end)
 {
 	struct unwind_state *uw = usyms_unwind_state(u, v->s.pid);
 	struct frames_ctx c = { .pcs = pcs, .is_return = is_return, .max = max };
@@ -167,7 +167,7 @@ int unwind_dwarf(struct usyms *u, const struct stallcap_sample_view *v,
 
 	const struct stallcap_regs_x86_64 *regs = stallcap_sample_regs_x86_64(v);
 
-	*complete = 0;
+	*end = UNWIND_END_STOPPED;
 	if (!uw || !v->stack_size || !regs || !regs->sp || max <= 0)
 		return -ENOENT;
 	if (!uw->attached) {
@@ -180,7 +180,10 @@ int unwind_dwarf(struct usyms *u, const struct stallcap_sample_view *v,
 	uw->read_past_copy = false;
 	ret = dwfl_getthread_frames(uw->dwfl, (pid_t)v->s.tid, frame_cb, &c);
 	uw->cur = NULL;
-	*complete = ret == 0 && !uw->read_past_copy;
+	if (uw->read_past_copy)
+		*end = UNWIND_END_COPY;
+	else if (ret == 0)
+		*end = UNWIND_END_OUTERMOST;
 	return c.n;
 }
 
@@ -211,24 +214,34 @@ static int fp_frames(struct usyms *u, const struct stallcap_sample_view *v,
 /**
  * unwind_user() - the user frames of a sample, each labelled with its method
  * @flags: UNWIND_NO_DWARF to use the frame-pointer walk only
+ * @end: output (may be NULL): UNWIND_END_COPY when the frames end where
+ *	the DWARF walk ran out of the stack copy and no frame-pointer frame
+ *	went on, UNWIND_END_OUTERMOST when DWARF reached the outermost frame
  *
  * Frames are not symbolized here.  Returns the number of frames.
  */
 int unwind_user(struct usyms *u, const struct stallcap_sample_view *v,
-		unsigned int flags, struct sc_frame *out, int max)
+		unsigned int flags, struct sc_frame *out, int max,
+		enum unwind_end *end)
 {
 	__u64 pcs[STALLCAP_MAX_FRAMES];
 	bool ret_addr[STALLCAP_MAX_FRAMES];
-	int nfp, nd, complete, i, j, n, seen;
+	enum unwind_end dend, ignored;
+	int nfp, nd, i, j, n, seen;
+	bool complete;
 
+	if (!end)
+		end = &ignored;
+	*end = UNWIND_END_STOPPED;
 	nfp = fp_frames(u, v, out, max);
 	if ((flags & UNWIND_NO_DWARF) || !v->stack_size)
 		return nfp;
 	if (max > STALLCAP_MAX_FRAMES)
 		max = STALLCAP_MAX_FRAMES;
-	nd = unwind_dwarf(u, v, pcs, ret_addr, max, &complete);
+	nd = unwind_dwarf(u, v, pcs, ret_addr, max, &dend);
 	if (nd < 2)
 		return nfp;
+	complete = dend == UNWIND_END_OUTERMOST;
 	/*
 	 * Continue with the fp walk past the last frame DWARF found: the fp
 	 * frame with its address, as many times over (in a recursion every
@@ -244,6 +257,7 @@ int unwind_user(struct usyms *u, const struct stallcap_sample_view *v,
 		n = max;
 	if (!complete && n < nfp)
 		return nfp;
+	*end = n > nd ? UNWIND_END_STOPPED : dend;
 	for (i = 0; i < nd; i++)
 		set_frame(&out[i], pcs[i], ret_addr[i], SC_METHOD_DWARF);
 	for (j++; i < n; i++, j++)

@@ -109,6 +109,8 @@ static int find(const struct sc_frame *f, int n, int from, const char *sym)
 	return -1;
 }
 
+static enum unwind_end last_end;	/* of the last unwind() */
+
 static int unwind(struct usyms *us, struct stallcap_sample *rec, unsigned int flags,
 		  struct sc_frame *f)
 {
@@ -117,7 +119,7 @@ static int unwind(struct usyms *us, struct stallcap_sample *rec, unsigned int fl
 
 	if (stallcap_sample_parse(rec, rec->hdr.size, &v))
 		return -1;
-	n = unwind_user(us, &v, flags, f, STALLCAP_MAX_FRAMES);
+	n = unwind_user(us, &v, flags, f, STALLCAP_MAX_FRAMES, &last_end);
 	for (i = 0; i < n; i++)
 		usyms_resolve(us, v.s.pid, &f[i]);
 	return n;
@@ -152,6 +154,7 @@ TEST_F(stack, dwarf_reaches_main)
 		EXPECT_EQ(3 + variant->recurse, m);
 	}
 	ASSERT_LT(0, m);
+	EXPECT_EQ(UNWIND_END_OUTERMOST, last_end);
 	for (i = 1; i <= m; i++)
 		EXPECT_EQ(SC_METHOD_DWARF, f[i].method);
 	EXPECT_NE(NULL, f[1].file);
@@ -231,9 +234,38 @@ TEST_F(stack, copy_ending_inside_a_recursion_continues_by_frame_pointers)
 	EXPECT_EQ(3 + variant->recurse, find(f, n, 0, "main"));
 	EXPECT_EQ(SC_METHOD_DWARF, f[1].method);
 	EXPECT_EQ(SC_METHOD_FP, f[3 + variant->recurse].method);
+	EXPECT_EQ(UNWIND_END_STOPPED, last_end);	/* the fp walk went on */
 	for (i = 0; i < n && _metadata->exit_code; i++)
 		TH_LOG("frame %d: %s (%s)", i, f[i].sym ?: "?",
 		       f[i].method == SC_METHOD_DWARF ? "dwarf" : "fp");
+}
+
+/*
+ * A copy that ends a few frames down: without frame pointers the frames
+ * end where DWARF ran out of bytes, and the unwinder says so (the report
+ * then says the copy ended there and how to get more); with them the
+ * frame-pointer walk goes on to main.
+ */
+TEST_F(stack, copy_cut_says_where_the_frames_end)
+{
+	struct stallcap_sec_user_stack *us;
+	struct sc_frame f[STALLCAP_MAX_FRAMES];
+	int n, whole;
+
+	whole = unwind(self->us, self->rec, 0, f);
+	us = (struct stallcap_sec_user_stack *)find_section(self->rec, STALLCAP_SEC_USER_STACK);
+	ASSERT_NE(NULL, us);
+	us->len = 128;
+	n = unwind(self->us, self->rec, 0, f);
+	ASSERT_LE(2, n);
+	EXPECT_EQ(0, find(f, n, 0, "fixture_spin"));
+	if (variant->frame_pointers) {
+		EXPECT_EQ(3 + variant->recurse, find(f, n, 1, "main"));
+		EXPECT_EQ(UNWIND_END_STOPPED, last_end);
+	} else {
+		EXPECT_GT(whole, n);
+		EXPECT_EQ(UNWIND_END_COPY, last_end);
+	}
 }
 
 /*
