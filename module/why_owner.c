@@ -12,7 +12,11 @@
  *    (glibc's locked / locked-with-waiters), the owner is the __owner field
  *    of struct __pthread_mutex_s, 8 bytes after the word (x86-64 glibc), and
  *    must be a thread of the same address space; anything else (condition
- *    variables, semaphores, process-shared mutexes) is OWNER_UNKNOWN.
+ *    variables, semaphores, process-shared mutexes) is OWNER_UNKNOWN;
+ *  - a plain futex wait on a thread's exit word (pthread_join(): the word
+ *    is that thread's tid until the kernel clears it at its exit): the
+ *    thread of the same address space whose clear_child_tid is the futex
+ *    (STALLCAP_WAIT_F_JOIN when the blocked thread itself joins).
  * The chain then follows what each owner waits on, up to
  * STALLCAP_MAX_OWNER_HOPS, and stops with STALLCAP_WAIT_F_CYCLE when an
  * owner is a thread seen before (a deadlock).  Kernel locks: where the
@@ -180,12 +184,35 @@ static bool owner_exited(struct task_struct *owner)
 }
 
 /*
+ * The thread whose exit word (set_tid_address(), CLONE_CHILD_CLEARTID) is
+ * the futex at @uaddr holding @tid, of @waiter's address space, with a
+ * reference; else NULL.
+ */
+static struct task_struct *joined_thread(struct task_struct *waiter, u64 uaddr,
+					 u32 tid)
+{
+	struct task_struct *t;
+
+	if (!tid || tid > FUTEX_TID_MASK)
+		return NULL;
+	t = task_by_tid(waiter, (pid_t)tid);
+	if (t && (READ_ONCE(t->mm) != waiter->mm ||
+		  (unsigned long)READ_ONCE(t->clear_child_tid) != uaddr)) {
+		put_task_struct(t);
+		t = NULL;
+	}
+	return t;
+}
+
+/*
  * The owner of what @waiter waits on, with a reference, or NULL with
- * OWNER_UNKNOWN or OWNER_GONE set in @flags.
+ * OWNER_UNKNOWN or OWNER_GONE set in @flags; JOIN too when @first (the
+ * chain's blocked thread) waits for the owner's exit.
  */
 static struct task_struct *owner_of(const struct stallcap_why_ctx *ctx,
 				    struct task_struct *waiter,
-				    const struct why_wait *ww, u32 *flags)
+				    const struct why_wait *ww, u32 *flags,
+				    bool first)
 {
 	u32 word[3];
 	int want = ww->kind == STALLCAP_WAIT_PI_FUTEX ? 4 : sizeof(word);
@@ -195,12 +222,18 @@ static struct task_struct *owner_of(const struct stallcap_why_ctx *ctx,
 	if (!stallcap_why_user_visible(ctx, waiter) ||
 	    access_process_vm(waiter, ww->uaddr, word, want, 0) != want)
 		goto unknown;
+	if (ww->kind == STALLCAP_WAIT_FUTEX && word[0] != 1 && word[0] != 2) {
+		owner = joined_thread(waiter, ww->uaddr, word[0]);
+		if (!owner)
+			goto unknown;
+		if (first)
+			*flags |= STALLCAP_WAIT_F_JOIN;
+		return owner;
+	}
 	if (ww->kind == STALLCAP_WAIT_PI_FUTEX)
 		tid = word[0] & FUTEX_TID_MASK;
-	else if (word[0] == 1 || word[0] == 2)
-		tid = (pid_t)word[GLIBC_OWNER_OFFSET / 4];
 	else
-		goto unknown;
+		tid = (pid_t)word[GLIBC_OWNER_OFFSET / 4];
 	if (tid <= 0)
 		goto unknown;
 	owner = task_by_tid(waiter, tid);
@@ -352,7 +385,7 @@ u32 stallcap_why_chain(const struct stallcap_why_ctx *ctx,
 	for (hop = 1; ; hop++) {
 		owner = is_kernel_lock(ww.kind) ?
 			kernel_owner_of(cur, &ww, &w->flags) :
-			owner_of(ctx, cur, &ww, &w->flags);
+			owner_of(ctx, cur, &ww, &w->flags, hop == 1);
 		if (!owner)
 			break;
 		if (seen_before(seen, nseen, owner->pid)) {

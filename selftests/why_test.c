@@ -401,6 +401,67 @@ TEST_F(why, mutex_holder_starved_by_hog)
 			      "why_hog_spin"));
 }
 
+/* A thread that runs on CPU 1 for @spin_ms, then exits. */
+struct joinee {
+	pthread_t th;
+	pid_t tid;
+	unsigned int spin_ms;
+	int started;
+};
+
+static void *joinee_fn(void *arg)
+{
+	struct joinee *j = arg;
+	struct timespec t0, t;
+
+	why_pin(1);
+	prctl(PR_SET_NAME, "why-holder");
+	j->tid = why_gettid();
+	__atomic_store_n(&j->started, 1, __ATOMIC_RELEASE);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 <
+	       (long)j->spin_ms);
+	return NULL;
+}
+
+/*
+ * pthread_join() of a thread still at work: glibc waits on the thread's
+ * exit word (its tid, cleared by the kernel at its exit), which no mutex
+ * owner field describes; the sample says which thread the waiter joins
+ * (STALLCAP_WAIT_F_JOIN, hop 1 that thread, on CPU 1), not "owner unknown".
+ */
+TEST_F(why, join_of_a_thread_at_work)
+{
+	const struct stallcap_sec_wait *w;
+	const struct stallcap_sec_task *o;
+	struct stallcap_sample *smp;
+	struct joinee j = { .spin_ms = 8 * TIMEOUT_MS };
+
+	ASSERT_EQ(0, why_pin(0));
+	ASSERT_EQ(0, pthread_create(&j.th, NULL, joinee_fn, &j));
+	while (!__atomic_load_n(&j.started, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	ASSERT_EQ(0, why_arm(&self->s, WHY_MS(TIMEOUT_MS)));
+	pthread_join(j.th, NULL);
+	ASSERT_EQ(0, why_disarm(&self->s));
+	smp = own_first_sample_logged(self);
+	ASSERT_NE(NULL, smp);
+	ASSERT_EQ(STALLCAP_STATE_SLEEPING, smp->state);
+	w = why_section(smp, STALLCAP_SEC_WAIT, 0);
+	ASSERT_NE(NULL, w);
+	ASSERT_EQ((__u32)STALLCAP_WAIT_FUTEX, w->kind);
+	ASSERT_EQ((__u32)STALLCAP_WAIT_F_JOIN, w->flags);
+	ASSERT_EQ(1U, w->nr_hops);
+	o = why_task(smp, STALLCAP_ROLE_OWNER, 1);
+	ASSERT_NE(NULL, o);
+	ASSERT_EQ((uint32_t)j.tid, o->tid);
+	ASSERT_STREQ("why-holder", o->comm);
+	/* at work: on CPU 1, or preempted there by a loaded guest */
+	ASSERT_TRUE(o->state == STALLCAP_STATE_RUNNING || o->state == STALLCAP_STATE_RUNNABLE);
+}
+
 /* Releases a blocked chain from another thread after @ms. */
 struct releaser {
 	pthread_t th;

@@ -198,7 +198,10 @@ static void put_owner_chain(struct line *l, const struct why_input *in)
 			put(l, "; it waits on %s 0x%llx",
 			    why_wait_name(in->owners[i - 1]->t.wait_kind),
 			    (unsigned long long)in->owners[i - 1]->t.wait_object);
-		put(l, "%s held by tid %u (%.16s), ", i ? "" : ":", o->tid, o->comm);
+		if (!i && w->flags & STALLCAP_WAIT_F_JOIN)
+			put(l, ": joining tid %u (%.16s), which has not exited: ", o->tid, o->comm);
+		else
+			put(l, "%s held by tid %u (%.16s), ", i ? "" : ":", o->tid, o->comm);
 		put(l, "%s", state_word(o->state));
 		if (o->state == STALLCAP_STATE_RUNNING)
 			put(l, " on cpu %u", o->cpu);
@@ -496,12 +499,13 @@ void why_json(FILE *out, const struct why_input *in)
 	if (w)
 		fprintf(out, ",\"wait\":{\"kind\":\"%s\",\"object\":%llu,"
 			"\"cycle\":%s,\"truncated\":%s,\"owner_unknown\":%s,"
-			"\"owner_gone\":%s,\"nr_hops\":%u}",
+			"\"owner_gone\":%s,\"join\":%s,\"nr_hops\":%u}",
 			why_wait_name(w->kind), (unsigned long long)w->object,
 			w->flags & STALLCAP_WAIT_F_CYCLE ? "true" : "false",
 			w->flags & STALLCAP_WAIT_F_TRUNCATED ? "true" : "false",
 			w->flags & STALLCAP_WAIT_F_OWNER_UNKNOWN ? "true" : "false",
 			w->flags & STALLCAP_WAIT_F_OWNER_GONE ? "true" : "false",
+			w->flags & STALLCAP_WAIT_F_JOIN ? "true" : "false",
 			w->nr_hops);
 	if (!in->nr_runners && !in->nr_owners)
 		return;
@@ -527,7 +531,8 @@ static void put_wait_class(struct line *l, const struct why_input *in)
 	put(l, "blocked on %s", why_wait_name(w->kind));
 	if (in->nr_owners) {
 		o = &in->owners[0]->t;
-		put(l, ": held by %.16s (%s)", o->comm, state_word(o->state));
+		put(l, ": %s %.16s (%s)", w->flags & STALLCAP_WAIT_F_JOIN ? "joining" : "held by",
+		    o->comm, state_word(o->state));
 		if (o->flags & STALLCAP_TASK_F_MEMSTALL)
 			put(l, ", in a memory stall");
 		r = runner_of(in, o->hop);

@@ -173,6 +173,25 @@ TEST(blocked_on_futex_holder_preempted)
 		     verdict_class(&in));
 }
 
+/* pthread_join() of a thread at work: the futex is its exit word */
+TEST(join_of_a_thread_at_work)
+{
+	struct secbuf sb = { .len = 0 };
+	static struct stallcap_sample_view copy;
+	struct stallcap_sec_wait *w;
+	struct stallcap_sec_task *o;
+	struct why_input in;
+
+	o = futex_held(&sb, 900, 0x7f0000001000ULL);
+	o->state = STALLCAP_STATE_RUNNING;
+	o->cpu = 1;
+	w = (void *)((char *)sb.b + sizeof(struct stallcap_sec_times));
+	w->flags = STALLCAP_WAIT_F_JOIN;
+	ASSERT_STREQ("blocked 900.0 ms on futex 0x7f0000001000: joining tid 160 (holder), which has not exited: running on cpu 1",
+		     verdict(&sb, STALLCAP_STATE_SLEEPING, &in, &copy));
+	ASSERT_STREQ("blocked on futex: joining holder (running)", verdict_class(&in));
+}
+
 TEST(deadlock_cycle)
 {
 	struct secbuf sb = { .len = 0 };

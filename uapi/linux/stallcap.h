@@ -1057,6 +1057,12 @@ struct stallcap_sec_times {
 #define STALLCAP_WAIT_F_TRUNCATED	(1U << 1) /* more than STALLCAP_MAX_OWNER_HOPS */
 #define STALLCAP_WAIT_F_OWNER_UNKNOWN	(1U << 2) /* owner not knowable */
 #define STALLCAP_WAIT_F_OWNER_GONE	(1U << 3) /* owner exited or is exiting */
+/*
+ * the futex is a thread's exit word (pthread_join(): set_tid_address(),
+ * CLONE_CHILD_CLEARTID), which the kernel clears when that thread exits:
+ * hop 1 is that thread, whose exit the waiter waits for
+ */
+#define STALLCAP_WAIT_F_JOIN		(1U << 4)
 
 /**
  * struct stallcap_sec_wait - STALLCAP_SEC_WAIT: what a blocked thread waits on
