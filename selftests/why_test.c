@@ -412,17 +412,14 @@ struct joinee {
 static void *joinee_fn(void *arg)
 {
 	struct joinee *j = arg;
-	struct timespec t0, t;
+	uint64_t end;
 
 	why_pin(1);
 	prctl(PR_SET_NAME, "why-holder");
 	j->tid = why_gettid();
 	__atomic_store_n(&j->started, 1, __ATOMIC_RELEASE);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	do
-		clock_gettime(CLOCK_MONOTONIC, &t);
-	while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 <
-	       (long)j->spin_ms);
+	for (end = why_now() + WHY_MS(j->spin_ms); why_now() < end;)
+		;
 	return NULL;
 }
 

@@ -147,7 +147,7 @@ static void put_verdict(struct scl_out *o, const struct stallcap_sample_view *v)
 		if (w->object)
 			scl_put(o, " 0x%llx", (unsigned long long)w->object);
 		if (owner) {
-			scl_put(o, " held by ");
+			scl_put(o, w->flags & STALLCAP_WAIT_F_JOIN ? " joining " : " held by ");
 			put_task(o, owner);
 		} else if (w->flags & STALLCAP_WAIT_F_OWNER_UNKNOWN) {
 			scl_put(o, ", owner unknown");

@@ -212,6 +212,18 @@ TEST(header_lock_owner)
 	free(s);
 }
 
+/* pthread_join() of a thread that has not exited: the thread joined */
+TEST(header_join)
+{
+	struct stallcap_sample *s = with_owner(forge(0, 0, 0, NULL, 0), STALLCAP_WAIT_F_JOIN);
+	char buf[1024];
+
+	ASSERT_LT(0, stallcap_format_record(&s->hdr, buf, sizeof(buf)));
+	*strchr(buf, '\n') = '\0';
+	EXPECT_STREQ(HEADER ": waits on a futex 0x7f00001000 joining tid 1240 (worker)", buf);
+	free(s);
+}
+
 TEST(end_text)
 {
 	struct stallcap_stall_end e = make_end(7, 1230, 1234, NSEC_PER_SEC,
