@@ -890,8 +890,13 @@ TEST_F_TIMEOUT(hb, idle_watches_are_checked_by_one_scanner_per_cpu, 120)
 	EXPECT_EQ(0, on.watch);
 	EXPECT_GE(ncpu * (periods + 10), (double)on.beat);
 	EXPECT_LT(0, on.beat);
-	/* each watch checked once per period at most, and checked all along */
-	EXPECT_GE(SCAN_WATCHES * (periods + 2), (double)on.checks);
+	/*
+	 * each watch checked once per period at most (once per scanner
+	 * expiry: the same slack as the expiries', which a host that stopped
+	 * the guest can bunch: CI61's 5.10 had 11 periods' worth over 2,003),
+	 * and checked all along
+	 */
+	EXPECT_GE(SCAN_WATCHES * (periods + 10), (double)on.checks);
 	EXPECT_LE(SCAN_WATCHES * periods / 10, (double)on.checks);
 	/*
 	 * One timer per watch: the counts tell the two apart.  Those timers
