@@ -124,24 +124,37 @@ bool stallcap_kernel_on_entry_stack(const struct pt_regs *regs)
 }
 
 /*
+ * The live registers as the system call entry has them, in the per-CPU
+ * buffer: the user's ip and flags in %rcx and %r11, with @sp.
+ */
+static struct pt_regs *live_user_regs(const struct pt_regs *regs,
+				      unsigned long sp)
+{
+	struct pt_regs *uregs = this_cpu_ptr(&entry_window_uregs);
+
+	*uregs = *regs;
+	uregs->ip = regs->cx;
+	uregs->flags = regs->r11;
+	uregs->sp = sp;
+	uregs->cs = __USER_CS;
+	uregs->ss = __USER_DS;
+	return uregs;
+}
+
+/*
  * The live registers, with every word of @frame that lies at or above the
  * stack pointer (pushed already, or not popped yet) taken from @frame.
  */
 static struct pt_regs *merge_pushed(const struct pt_regs *regs,
 				    const struct pt_regs *frame)
 {
-	struct pt_regs *uregs = this_cpu_ptr(&entry_window_uregs);
+	/* not pushed yet: where the system call entry keeps them */
+	struct pt_regs *uregs =
+		live_user_regs(regs, this_cpu_read(cpu_tss_rw.x86_tss.sp2));
 	const unsigned long *saved = (const unsigned long *)frame;
 	unsigned long *out = (unsigned long *)uregs;
 	unsigned int i;
 
-	*uregs = *regs;
-	/* not pushed yet: where the system call entry keeps them */
-	uregs->ip = regs->cx;
-	uregs->flags = regs->r11;
-	uregs->sp = this_cpu_read(cpu_tss_rw.x86_tss.sp2);
-	uregs->cs = __USER_CS;
-	uregs->ss = __USER_DS;
 	for (i = 0; i < sizeof(*uregs) / sizeof(long); i++)
 		if ((unsigned long)&saved[i] >= regs->sp)
 			out[i] = saved[i];
@@ -151,16 +164,8 @@ static struct pt_regs *merge_pushed(const struct pt_regs *regs,
 /* The system call entry before its stack switch (or the return after it). */
 static struct pt_regs *on_user_stack_regs(const struct pt_regs *regs)
 {
-	struct pt_regs *uregs = this_cpu_ptr(&entry_window_uregs);
-
-	*uregs = *regs;
-	if (pti_scratch_sp(regs))
-		uregs->sp = this_cpu_read(cpu_tss_rw.x86_tss.sp2);
-	uregs->ip = regs->cx;
-	uregs->flags = regs->r11;
-	uregs->cs = __USER_CS;
-	uregs->ss = __USER_DS;
-	return uregs;
+	return live_user_regs(regs, pti_scratch_sp(regs) ?
+			      this_cpu_read(cpu_tss_rw.x86_tss.sp2) : regs->sp);
 }
 
 /*
