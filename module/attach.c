@@ -51,6 +51,7 @@
 #include <linux/workqueue.h>
 
 #include "stallcap.h"
+#include "attach.h"
 
 #define MAX_TIMEOUT_NS	(3600ULL * NSEC_PER_SEC)
 

@@ -40,6 +40,8 @@
 
 #include "compat.h"
 #include "stallcap.h"
+#include "attach.h"
+#include "capture.h"
 
 /* ---- the pool of requests ---- */
 

@@ -36,6 +36,7 @@
 #include <asm/cpufeature.h>
 
 #include "stallcap.h"
+#include "attach.h"
 
 static bool own_ptrace_rules;
 module_param(own_ptrace_rules, bool, 0644);

@@ -25,6 +25,8 @@
 
 #include "compat.h"
 #include "stallcap.h"
+#include "attach.h"
+#include "capture.h"
 
 /* ---- with task_work_add(): on the thread's way back to user space ---- */
 

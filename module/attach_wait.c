@@ -43,6 +43,7 @@
 
 #include "compat.h"
 #include "stallcap.h"
+#include "attach.h"
 #include "why.h"
 
 /* IORING_ENTER_GETEVENTS of <linux/io_uring.h> (ABI, never changes) */

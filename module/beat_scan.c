@@ -36,6 +36,7 @@
 
 #include "compat.h"
 #include "stallcap.h"
+#include "capture.h"
 
 /* Retry soon when a due watch's lock was busy (its own timer, an ioctl). */
 #define BEAT_LOCK_RETRY_NS	(10 * NSEC_PER_USEC)

@@ -51,6 +51,7 @@
 
 #include "compat.h"
 #include "stallcap.h"
+#include "capture.h"
 
 /* periods without an armed watch after which a checker stops */
 #define BUDDY_LINGER_PERIODS	32

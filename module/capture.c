@@ -33,6 +33,7 @@
 
 #include "compat.h"
 #include "stallcap.h"
+#include "capture.h"
 
 #define CAPTURE_BUF_BYTES	STALLCAP_RECORD_MAX_BYTES(STALLCAP_MAX_USER_STACK)
 

@@ -21,6 +21,7 @@
 
 #include "compat.h"
 #include "stallcap.h"
+#include "capture.h"
 
 /**
  * stallcap_task_off_cpu_state() - STALLCAP_STATE_* of a task not on a CPU

@@ -47,6 +47,7 @@
 
 #include "compat.h"
 #include "stallcap.h"
+#include "capture.h"
 #include "why.h"
 
 enum { DEFER_IDLE, DEFER_QUEUED, DEFER_ORPHANED };

@@ -45,6 +45,7 @@
 #include <asm/processor.h>
 
 #include "stallcap.h"
+#include "capture.h"
 
 /* the user registers built for an NMI in a window: only NMIs use it */
 static DEFINE_PER_CPU(struct pt_regs, entry_window_uregs);

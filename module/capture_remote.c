@@ -48,6 +48,7 @@
 
 #include "compat.h"
 #include "stallcap.h"
+#include "capture.h"
 #include "why.h"
 
 #define NMI_WINDOW_NS	(50 * NSEC_PER_MSEC)	/* TCG can deliver late */

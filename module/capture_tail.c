@@ -72,6 +72,7 @@
 
 #include "compat.h"
 #include "stallcap.h"
+#include "capture.h"
 
 /* How long the timer lets a capture of interrupts-off code wait. */
 #define TAIL_WAIT_NS	(1 * NSEC_PER_MSEC)

@@ -18,6 +18,7 @@
 
 #include "compat.h"
 #include "stallcap.h"
+#include "attach.h"
 
 /* ---- extensible structs that carry their size ---- */
 

@@ -17,6 +17,8 @@
 #endif
 
 #include "stallcap.h"
+#include "attach.h"
+#include "capture.h"
 
 unsigned int stallcap_min_deadline_us __read_mostly = 100;
 module_param_named(min_deadline_us, stallcap_min_deadline_us, uint, 0644);

@@ -17,6 +17,8 @@
 
 #include "compat.h"
 #include "stallcap.h"
+#include "attach.h"
+#include "capture.h"
 
 #define DEFAULT_RING_BYTES	(1U << 20)
 #define DEFAULT_USER_STACK	16384

@@ -28,6 +28,8 @@
 
 #include "compat.h"
 #include "stallcap.h"
+#include "attach.h"
+#include "capture.h"
 
 
 static DEFINE_HASHTABLE(task_watches, 12);

@@ -17,6 +17,7 @@
 
 #include "compat.h"
 #include "stallcap.h"
+#include "attach.h"
 
 static void watch_busy(struct stallcap_watch *w, u64 now, bool unless_waited)
 {

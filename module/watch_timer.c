@@ -29,6 +29,7 @@
 
 #include "compat.h"
 #include "stallcap.h"
+#include "capture.h"
 
 #define POLL_NS		(100 * NSEC_PER_USEC)	/* NMI/IPI result polling */
 #define REMOTE_TIMEOUT_NS (20 * NSEC_PER_MSEC)	/* give up on a lost NMI */

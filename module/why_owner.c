@@ -57,6 +57,7 @@
 
 #include "compat.h"
 #include "stallcap.h"
+#include "capture.h"
 #include "why.h"
 
 #define GLIBC_OWNER_OFFSET	8	/* __owner in struct __pthread_mutex_s */

@@ -22,6 +22,7 @@
 
 #include "compat.h"
 #include "stallcap.h"
+#include "capture.h"
 #include "why.h"
 
 /**

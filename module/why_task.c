@@ -34,6 +34,7 @@
 
 #include "compat.h"
 #include "stallcap.h"
+#include "capture.h"
 #include "why.h"
 
 /**

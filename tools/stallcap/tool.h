@@ -153,7 +153,7 @@ struct sc_sink *scfile_sink(struct scfile *f);
 /** scfile_read() - feed a file's contents to a sink; 0, or -errno. */
 int scfile_read(const char *path, struct sc_sink *sk);
 
-/* ---- the live collector (collect.c) ---- */
+/* ---- the live collector (collect.c; its options: collect_opts.c) ---- */
 
 struct collect_opts {
 	int fd;			/* --fd: the application's session, or -1 */

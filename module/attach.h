@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * stallcap attached watches: STALLCAP_IOC_ATTACH and DETACH (attach.c), who
+ * may attach (attach_perm.c), the wait-call probes (attach_wait.c), what
+ * appears after the attach (attach_follow.c), the threads inside a wait
+ * call at the attach (attach_resume.c), and the watches' busy and idle
+ * periods (watch_attached.c).
+ */
+#ifndef STALLCAP_ATTACH_H
+#define STALLCAP_ATTACH_H
+
+#include "stallcap.h"
+
+/* ---- attached watches (attach.c, attach_wait.c) ---- */
+
+#define STALLCAP_ATTACH_TWORKS	BITS_PER_LONG
+#define STALLCAP_FOLLOW_THREADS	5	/* the first thread and four more */
+#define STALLCAP_ATTACH_HASH_BITS	6
+
+/**
+ * struct stallcap_attach_twork - a request to watch a new thread, or to
+ * attach a followed process, run in that task on its way back to user space
+ * (attach_follow.c); or, without task_work_add() (compat.h), by a worker
+ * @twork: the task_work
+ * @a: the attach (a reference is held while queued)
+ * @work: (worker) the work item
+ * @task: (worker) the task, a reference held
+ * @mm: (worker) its mm when asked, a reference held (mmgrab): an exec since
+ *	(a set-user-ID program, maybe) cancels the request
+ * @fn: (worker) what to do, as the task_work would have
+ * @follow_task: (worker, a followed process) @task while the request is
+ *	in flight, else 0
+ * @follow_threads: (worker, a followed process) the threads of @mm, @task
+ *	or others, that entered a wait call the attach to be made counts (a
+ *	thread's address, set from 0 by stallcap_follow_wait_entry(), NMI
+ *	included); a thread that finds them all taken starts idle
+ */
+struct stallcap_attach_twork {
+	struct callback_head twork;
+	struct stallcap_attach_ent *a;
+	struct work_struct work;
+	struct task_struct *task;
+	struct mm_struct *mm;
+	void (*fn)(const struct stallcap_attach_twork *nt);
+	unsigned long follow_task;
+	unsigned long follow_threads[STALLCAP_FOLLOW_THREADS];
+};
+
+/**
+ * struct stallcap_attach_ent - one STALLCAP_IOC_ATTACH of one session
+ * @node: in the list of attaches (attach_lock)
+ * @mm_node: in the hash by @mm, read under RCU by the wait probes
+ * @sess: the attaching session (alive while !@dead)
+ * @leader: the process's thread group leader (reference held)
+ * @mm: the program's address space (mmgrab: compared, never reused)
+ * @ns_pid: the process's id in the caller's pid namespace, as given to
+ *	ATTACH (DETACH names it so)
+ * @tgid: the process's id in the initial namespace
+ * @timeout_ns: the deadline of a busy period
+ * @user_tag: copied into the records
+ * @cputime: STALLCAP_ATTACH_CPUTIME
+ * @inherit: STALLCAP_ATTACH_INHERIT (attach_follow.c)
+ * @park: STALLCAP_ATTACH_PARK: futex waits and sleeps are idle waits too
+ * @unlimited: the attacher had CAP_SYS_RESOURCE (watch limit exempt)
+ * @dead: detached; no new watch
+ * @no_new_threads: a watch for a new thread failed (limit): stop trying
+ * @ref: the attach list and each queued task_work hold one
+ * @twork_busy: bitmap of @tworks in flight
+ * @tworks: new-thread and new-process requests, taken without allocating
+ * @resume_poll: looks for the return of the wait calls its threads were in
+ *	at the attach, without task_work_add() (attach_resume.c)
+ * @rcu: deferred free, after a grace period
+ * @free_work: then the free itself, in process context (attach.c)
+ */
+/**
+ * struct stallcap_attacher - who made an attach (ATTACH's caller), what the
+ * attaches that follow its processes are checked against
+ * @uid: the caller's real uid
+ * @gid: the caller's real gid
+ * @trace_any: the caller had CAP_SYS_PTRACE in the initial user namespace
+ */
+struct stallcap_attacher {
+	kuid_t uid;
+	kgid_t gid;
+	bool trace_any;
+};
+
+struct stallcap_attach_ent {
+	struct list_head node;
+	struct hlist_node mm_node;
+	struct stallcap_session *sess;
+	struct task_struct *leader;
+	struct mm_struct *mm;
+	pid_t ns_pid;
+	pid_t tgid;
+	u64 timeout_ns;
+	u64 user_tag;
+	bool cputime;
+	bool inherit;
+	bool park;
+	bool unlimited;
+	bool dead;
+	bool no_new_threads;
+	struct stallcap_attacher who;
+	refcount_t ref;
+	unsigned long twork_busy;
+	struct stallcap_attach_twork tworks[STALLCAP_ATTACH_TWORKS];
+	struct delayed_work resume_poll;
+	struct rcu_head rcu;
+	struct work_struct free_work;
+};
+
+int stallcap_attach(struct stallcap_session *sess,
+		    const struct stallcap_attach *arg);
+int stallcap_detach(struct stallcap_session *sess, unsigned long pid);
+void stallcap_attach_release(struct stallcap_session *sess);
+int stallcap_attach_init(void);
+int stallcap_attach_permitted(struct task_struct *task);
+struct mm_struct *stallcap_attach_checked_mm(struct task_struct *leader,
+					     int *ret);
+struct task_struct *stallcap_attach_find_process(pid_t pid);
+void stallcap_attacher_current(struct stallcap_attacher *who);
+bool stallcap_attacher_may_follow(const struct stallcap_attacher *who,
+				  const struct cred *tcred);
+void stallcap_attach_perm_init(void);
+void stallcap_attach_exit(void);
+void stallcap_attach_watch_event(struct stallcap_watch *w, u32 event);
+void stallcap_attach_missed(const struct stallcap_attach_ent *a,
+			    struct task_struct *task, bool thread);
+int stallcap_attach_watch_task(struct stallcap_attach_ent *a,
+			       struct task_struct *task, bool busy);
+int stallcap_attach_inherited(struct stallcap_attach_ent *parent,
+			      struct task_struct *task,
+			      const struct stallcap_attach_twork *nt);
+void stallcap_follow_resume_waited(const struct stallcap_attach_twork *nt,
+				   struct stallcap_attach_ent *a);
+void stallcap_attach_queue_work(struct work_struct *work);
+void stallcap_attach_put(struct stallcap_attach_ent *a);
+void stallcap_attach_lock(void);
+void stallcap_attach_unlock(void);
+extern DECLARE_HASHTABLE(stallcap_attach_by_mm, STALLCAP_ATTACH_HASH_BITS);
+bool stallcap_attach_wait_boundary(bool busy, bool park, bool restartable);
+bool stallcap_attach_wants_current(bool park);
+void stallcap_follow_wait_entry(bool park);
+int stallcap_follow_probes_register(void);
+void stallcap_follow_probes_unregister(void);
+int stallcap_wait_probes_register(void);
+void stallcap_wait_probes_unregister(void);
+int stallcap_park_probes_register(void);
+void stallcap_park_probes_unregister(void);
+struct stallcap_watch *stallcap_watch_create_attached(struct stallcap_session *sess,
+						      struct task_struct *task,
+						      struct stallcap_attach_ent *a);
+struct stallcap_watch *stallcap_watch_find_attached(struct stallcap_session *sess,
+						    const struct task_struct *task,
+						    struct stallcap_attach_ent *a);
+void stallcap_watches_destroy_attached(struct stallcap_session *sess,
+				       struct stallcap_attach_ent *a);
+void stallcap_watch_busy(struct stallcap_watch *w, u64 now);
+void stallcap_watch_busy_unless_waited(struct stallcap_watch *w, u64 now);
+void stallcap_watch_idle(struct stallcap_watch *w, u64 now);
+unsigned int stallcap_watches_attached_mark(struct task_struct *task,
+					    bool busy, bool park,
+					    bool restartable);
+unsigned int stallcap_watches_attached_restart(struct task_struct *task,
+					       bool entering, bool restartable);
+bool stallcap_watches_restart_pending(struct task_struct *task);
+bool stallcap_watched_by_attach(const struct stallcap_attach_ent *a);
+void stallcap_watch_attached_resumed(const struct stallcap_attach_ent *a,
+				     bool restartable);
+int stallcap_attach_resume_request(struct stallcap_attach_ent *a,
+				   struct task_struct *task);
+bool stallcap_task_in_wait_call(struct task_struct *task, bool park);
+bool stallcap_task_left_wait_call(struct task_struct *task, bool park);
+void stallcap_attach_resume_init(struct stallcap_attach_ent *a);
+void stallcap_attach_resume_late(struct stallcap_attach_ent *a,
+				 const struct task_struct *task);
+void stallcap_attach_resume_stop(struct stallcap_attach_ent *a);
+bool stallcap_current_call_returned(void);
+bool stallcap_current_call_restartable(void);
+
+#endif /* STALLCAP_ATTACH_H */
