@@ -447,15 +447,18 @@ static void put_user_stack(struct stallcap_rec_writer *wr,
 {
 	u64 *ips = stallcap_sec_start(wr) + sizeof(struct stallcap_section);
 	unsigned int n = stallcap_walk_user_frames(uregs, ips, flags, false);
+	u32 room = sess->cfg.user_stack_bytes, len;
 	u8 *stack;
-	u32 len;
 
 	stallcap_sec_end(wr, STALLCAP_SEC_USER_IPS,
 			 sizeof(struct stallcap_section) + 8 * n);
 	stack = stallcap_sec_start(wr) + sizeof(struct stallcap_sec_user_stack);
 	len = stallcap_copy_user_stack(uregs->sp, stack,
-				       sess->cfg.user_stack_bytes, flags);
+				       stallcap_sigstack_bound(uregs->sp, room),
+				       flags);
 	stallcap_sec_put_stack(wr, uregs->sp, len);
+	stallcap_put_interrupted_stack(wr, uregs->sp, stack, len, room - len,
+				       flags);
 }
 
 /*

@@ -122,10 +122,14 @@ static u32 defer_fill(struct stallcap_defer *d, struct stallcap_sample *s,
 		 * resident pages only (no page is faulted in: the thread's
 		 * memory and time stay as they were).
 		 */
-		len = stallcap_copy_user_stack(uregs->sp, stack, max_stack,
+		len = stallcap_copy_user_stack(uregs->sp, stack,
+					       stallcap_sigstack_bound(uregs->sp,
+								       max_stack),
 					       &s->flags);
 	} else {
-		want = defer_stack_extent(current->mm, uregs->sp, max_stack);
+		want = defer_stack_extent(current->mm, uregs->sp,
+					  stallcap_sigstack_bound(uregs->sp,
+								  max_stack));
 		len = want - copy_from_user(stack,
 					    (const void __user *)uregs->sp,
 					    want);
@@ -139,8 +143,10 @@ static u32 defer_fill(struct stallcap_defer *d, struct stallcap_sample *s,
 	 * sample taken meanwhile is of the same kernel entry and shares the
 	 * cookie, and must not be later than the record that completes it.
 	 */
-	stallcap_sample_stamp(s);
 	stallcap_sec_put_stack(&wr, uregs->sp, len);
+	stallcap_put_interrupted_stack(&wr, uregs->sp, stack, len,
+				       max_stack - len, &s->flags);
+	stallcap_sample_stamp(s);
 	return wr.len;
 }
 

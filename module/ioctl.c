@@ -186,7 +186,8 @@ static long ioctl_get_info(struct stallcap_session *sess, unsigned long arg)
 	info.abi_version = STALLCAP_ABI_VERSION;
 	info.features = STALLCAP_FEAT_CPUTIME | STALLCAP_FEAT_HEARTBEAT |
 			STALLCAP_FEAT_GLOBAL | STALLCAP_FEAT_SHARED_DEADLINE |
-			STALLCAP_FEAT_TIMES | STALLCAP_FEAT_WHY;
+			STALLCAP_FEAT_TIMES | STALLCAP_FEAT_WHY |
+			STALLCAP_FEAT_SIGNAL_STACK;
 	if (SC_HAVE_TASK_WORK)		/* compat.h */
 		info.features |= STALLCAP_FEAT_DEFER_USER;
 	/* the attach's wait boundaries are kretprobes */

@@ -139,18 +139,32 @@ void stallcap_sec_put_regs(struct stallcap_rec_writer *wr,
 }
 
 /**
- * stallcap_sec_put_stack() - finish a STALLCAP_SEC_USER_STACK section
+ * stallcap_sec_put_stack_as() - finish a section of struct
+ *	stallcap_sec_user_stack layout
  * @wr: the writer; the @len stack bytes are already after the section's
  *	header (struct stallcap_sec_user_stack)
+ * @type: STALLCAP_SEC_USER_STACK or STALLCAP_SEC_INTERRUPTED_STACK
  * @start: user address of the first byte
  * @len: bytes copied
  */
-void stallcap_sec_put_stack(struct stallcap_rec_writer *wr, u64 start, u32 len)
+void stallcap_sec_put_stack_as(struct stallcap_rec_writer *wr, u16 type,
+			       u64 start, u32 len)
 {
 	struct stallcap_sec_user_stack *sec = stallcap_sec_start(wr);
 
 	sec->start = start;
 	sec->len = len;
 	sec->__reserved = 0;
-	stallcap_sec_end(wr, STALLCAP_SEC_USER_STACK, sizeof(*sec) + len);
+	stallcap_sec_end(wr, type, sizeof(*sec) + len);
+}
+
+/**
+ * stallcap_sec_put_stack() - finish a STALLCAP_SEC_USER_STACK section
+ * @wr: the writer, as for stallcap_sec_put_stack_as()
+ * @start: user address of the first byte
+ * @len: bytes copied
+ */
+void stallcap_sec_put_stack(struct stallcap_rec_writer *wr, u64 start, u32 len)
+{
+	stallcap_sec_put_stack_as(wr, STALLCAP_SEC_USER_STACK, start, len);
 }

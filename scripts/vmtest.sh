@@ -171,7 +171,7 @@ notw_kernels=${NOTW_KERNELS-6.12 debug}
 notw_tests=${NOTW_TESTS-abi_test smoke_test capture_user_test capture_kernel_test \
 capture_nmi_irq_test capture_irqsoff_test capture_blocked_test deferred_test \
 attach_test attach_follow_test fork_test tool_event_loop_test.sh \
-attach_lighttpd_test.sh attach_memcached_test.sh attach_go_test.sh}
+attach_lighttpd_test.sh attach_memcached_test.sh attach_go_test.sh tool_dwarf_test.sh}
 # on debug, the paths that differ, under lockdep and KASAN: the deferred
 # user copy, attach and its followed threads (the Go server, 102 s of the
 # debug lane's CPU-starved time in CI56, runs without task_work on 6.12;

@@ -39,4 +39,24 @@ check "the report says where the stack copy ended the frames" \
 check "and says it of no sample of the whole copy" \
 	sh -c '! grep -q "stack copy ends here" "$1" && ! grep -q "\"user_stack_cut_by_copy\":true" "$2"' \
 	_ "$work/nofp.txt" "$work/nofp.json"
+
+# spinning in a signal handler that runs on an alternate signal stack
+# (sigaltstack, SA_ONSTACK): the stack copy ends at that stack's top and
+# the stack the handler interrupted comes in a section of its own, so DWARF
+# goes on through the kernel's signal frame to raise() and main
+FIXTURE_SIGNAL=alt stallcap record -o "$work/alt.data" -- stallcap-spin-nofp 300 20
+check "record of the handler on the alternate stack exits 0" [ $? = 0 ]
+stallcap report -f json "$work/alt.data" >"$work/alt.json"
+stallcap report "$work/alt.data" >"$work/alt.txt"
+show "$work/alt.txt"
+through_signal() {
+	usyms "$1" | in_order fixture_spin fixture_level2 fixture_level1 fixture_on_signal raise main &&
+		usyms "$1" | grep -qx 'main dwarf' && usyms "$1" | grep -qx 'raise dwarf'
+}
+check "a sample in the handler on the alternate stack unwinds through its signal frame to main" \
+	any_sample "$work/alt.json" stallcap-spin-n through_signal
+check "with the stack it interrupted copied apart" \
+	grep -q '"interrupted_stack_size":[1-9]' "$work/alt.json"
+check "and no sample says a larger copy would have more frames" \
+	sh -c '! grep -q "stack copy ends here" "$1"' _ "$work/alt.txt"
 finish

@@ -80,20 +80,31 @@ static int regs_section(const struct stallcap_section *sec, __u32 size,
 	return 0;
 }
 
-static int stack_section(const struct stallcap_section *sec, __u32 size,
-			 struct stallcap_sample_view *v)
+/* The bytes of a section of struct stallcap_sec_user_stack layout, or -1. */
+static long stack_bytes(const struct stallcap_section *sec, __u32 size)
 {
 	const struct stallcap_sec_user_stack *us = (const void *)sec;
 	__u32 n;
 
-	if (v->stack || size < sizeof(*us))
-		return -EBADMSG;
+	if (size < sizeof(*us))
+		return -1;
 	n = us->len;
 	if (n > size - sizeof(*us) || n > STALLCAP_MAX_USER_STACK)
+		return -1;
+	return n;
+}
+
+static int stack_section(const struct stallcap_section *sec, __u32 size,
+			 struct stallcap_sample_view *v)
+{
+	const struct stallcap_sec_user_stack *us = (const void *)sec;
+	long n = stack_bytes(sec, size);
+
+	if (v->stack || n < 0)
 		return -EBADMSG;
 	v->stack = us + 1;
 	v->stack_start = us->start;
-	v->stack_size = n;
+	v->stack_size = (__u32)n;
 	return 0;
 }
 
@@ -166,6 +177,7 @@ int stallcap_sample_parse(const void *rec, size_t len, struct stallcap_sample_vi
 {
 	const unsigned char *p = rec;
 	const struct stallcap_section *sec;
+	unsigned int nr_istack = 0;
 	__u32 off, end, size;
 	long fixed;
 	__u16 type;
@@ -192,9 +204,41 @@ int stallcap_sample_parse(const void *rec, size_t len, struct stallcap_sample_vi
 		size = sec->size;
 		if (size < sizeof(*sec) || size % 8 || size > end - off)
 			return -EBADMSG;
-		ret = section(sec, size, v);
+		/* not in the view (its layout is the library's ABI): see below */
+		if (sec->type == STALLCAP_SEC_INTERRUPTED_STACK)
+			ret = stack_bytes(sec, size) < 0 || nr_istack++ ? -EBADMSG : 0;
+		else
+			ret = section(sec, size, v);
 		if (ret)
 			return ret;
+	}
+	return 0;
+}
+
+int stallcap_sample_interrupted_stack(const void *rec, size_t len, const void **bytes,
+				      __u64 *start, __u32 *size)
+{
+	const struct stallcap_sec_user_stack *us;
+	struct stallcap_sample_view v;
+	const unsigned char *p = rec;
+	__u32 off, sz;
+	int ret;
+
+	if (!bytes || !start || !size)
+		return -EINVAL;
+	ret = stallcap_sample_parse(rec, len, &v);
+	if (ret)
+		return ret;
+	/* parsed: every section's size fits */
+	for (off = v.s.fixed_size; off < v.s.hdr.size; off += sz) {
+		us = (const void *)(p + off);
+		sz = us->sec.size;
+		if (us->sec.type != STALLCAP_SEC_INTERRUPTED_STACK)
+			continue;
+		*bytes = us + 1;
+		*start = us->start;
+		*size = us->len;
+		return 1;
 	}
 	return 0;
 }

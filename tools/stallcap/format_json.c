@@ -188,6 +188,9 @@ static void sample_line(FILE *out, const struct sc_rstall *rs, const struct sc_r
 		r->smp->v.nr_kernel, u->nr_user, (unsigned long long)u->stack_start,
 		u->stack_size, r->smp->has_deferred ? "true" : "false", r->smp->v.nr_unknown,
 		r->uend == UNWIND_END_COPY ? "true" : "false");
+	if (r->smp->user_istack.size)
+		fprintf(out, ",\"interrupted_stack_start\":\"0x%llx\",\"interrupted_stack_size\":%u",
+			(unsigned long long)r->smp->user_istack.start, r->smp->user_istack.size);
 	fmt_json_why(out, r);
 	/* the frame lists come last: scripts cut the line at "kernel_stack" */
 	frames(out, "kernel_stack", r->kf, r->nk);

@@ -195,16 +195,19 @@ static void sample_block(FILE *out, const struct sc_rstall *rs, const struct sc_
 			sc_frame_line(out, &r->kf[i], i);
 	}
 	if (r->nu) {
+		/* with the stack a handler on the alternate stack interrupted */
+		__u32 copied = r->smp->user.stack_size + r->smp->user_istack.size;
+
 		fprintf(out, "    user%s:\n", r->smp->has_deferred ? " (deferred)" : "");
 		for (i = 0; i < r->nu; i++)
 			sc_frame_line(out, &r->uf[i], i);
-		if (r->uend == UNWIND_END_COPY && r->smp->user.stack_size < STALLCAP_MAX_USER_STACK)
+		if (r->uend == UNWIND_END_COPY && copied < STALLCAP_MAX_USER_STACK)
 			fprintf(out, "      (the stack copy ends here, %u bytes: record with a larger "
 				"--stack-bytes, at most %u, for the frames beyond)\n",
-				r->smp->user.stack_size, STALLCAP_MAX_USER_STACK);
+				copied, STALLCAP_MAX_USER_STACK);
 		else if (r->uend == UNWIND_END_COPY)
 			fprintf(out, "      (the stack copy ends here, %u bytes, the most stallcap "
-				"copies)\n", r->smp->user.stack_size);
+				"copies)\n", copied);
 	} else if ((s->flags & STALLCAP_SAMPLE_DEFER_PENDING) && !r->smp->has_deferred) {
 		/* read on the way back to user space, which never came */
 		fprintf(out, "    user: not read (the thread did not return to user space "

@@ -149,6 +149,10 @@ static struct sc_sample *sample_copy(const struct stallcap_rec_header *rec)
 		return NULL;
 	}
 	m->user = m->v;
+	if (stallcap_sample_interrupted_stack(m->buf, rec->size, &m->istack.bytes,
+					      &m->istack.start, &m->istack.size) != 1)
+		memset(&m->istack, 0, sizeof(m->istack));
+	m->user_istack = m->istack;
 	return m;
 }
 
@@ -181,6 +185,7 @@ static struct cookie_ent *cookie_get(struct stalls *st, struct sc_stall *s,
 static void link_one(struct sc_stall *s, struct sc_sample *smp, struct sc_sample *us)
 {
 	smp->user = us->v;
+	smp->user_istack = us->istack;
 	smp->has_deferred = true;
 	us->merged = true;	/* shown through its samples */
 	if (smp->v.s.flags & STALLCAP_SAMPLE_DEFER_PENDING)

@@ -48,7 +48,7 @@ static const struct { const char *name; size_t off; } counters[] = {
 static const char *const feature_names[] = {
 	"nmi", "heartbeat", "cputime", "defer_user", "global", "kaddr",
 	"shared_deadline", "attach", "times", "why", "kernel_locks",
-	"attach_inherit", "attach_park", "throttle", "memstall",
+	"attach_inherit", "attach_park", "throttle", "memstall", "signal_stack",
 };
 
 /* The features of @in by name; a bit this tool does not know as "bitN". */

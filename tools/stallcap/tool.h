@@ -331,10 +331,21 @@ const struct sc_proc *usyms_proc(struct usyms *u, __u32 pid);
 void usyms_forget_proc(struct usyms *u, __u32 pid);
 struct sc_proc *sc_proc_dup(const struct sc_proc *p);
 
+/**
+ * struct sc_istack - a sample's STALLCAP_SEC_INTERRUPTED_STACK: the stack a
+ * signal handler on the alternate signal stack interrupted (size 0: none)
+ */
+struct sc_istack {
+	const void *bytes;
+	__u64 start;
+	__u32 size;
+};
+
 /** struct unwind_state - per-process state of the DWARF unwinder (unwind.c) */
 struct unwind_state {
 	struct Dwfl *dwfl;
 	const struct stallcap_sample_view *cur;	/* the sample being unwound */
+	const struct sc_istack *cur_istack;	/* and its interrupted stack */
 	bool attached;
 	bool read_past_copy;	/* the walk wanted stack bytes past the copy's end */
 };
@@ -352,16 +363,19 @@ enum unwind_end {
 };
 
 int unwind_dwarf(struct usyms *u, const struct stallcap_sample_view *v,
-		 __u64 *pcs, bool *is_return, int max, enum unwind_end *end);
+		 const struct sc_istack *is, __u64 *pcs, bool *is_return, int max,
+		 enum unwind_end *end);
 int unwind_user(struct usyms *u, const struct stallcap_sample_view *v,
-		unsigned int flags, struct sc_frame *out, int max,
-		enum unwind_end *end);
+		const struct sc_istack *is, unsigned int flags, struct sc_frame *out,
+		int max, enum unwind_end *end);
 
 /* ---- stalls (stalls.c) ---- */
 
 struct sc_sample {
 	struct stallcap_sample_view v;		/* into buf */
 	struct stallcap_sample_view user;	/* deferred user stack, or = v */
+	struct sc_istack istack;	/* v's interrupted stack */
+	struct sc_istack user_istack;	/* user's */
 	struct sc_sample *next;
 	struct sc_sample *cookie_next;	/* stalls.c: waiting for its user stack */
 	bool has_deferred;	/* user stack completed by a USER_STACK record */

@@ -70,24 +70,44 @@ static bool uw_get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
 }
 
 /*
- * Serve 8 bytes from the stack copy; anything else is unknown.  A read past
- * its end is noted: libdw takes a frame it cannot read for the outermost,
- * so only this tells a walk the copy cut from one that reached the end.
+ * Serve 8 bytes of a copy of @size bytes from @start.  A read past its end,
+ * within the most a copy can hold (a larger copy would have had it; beyond,
+ * it is another stack), sets *@past.
+ */
+static bool copy_read(const void *bytes, __u64 start, __u32 size, Dwarf_Addr addr,
+		      Dwarf_Word *result, bool *past)
+{
+	if (addr < start)
+		return false;
+	if (addr - start > size || size - (addr - start) < sizeof(*result)) {
+		*past = *past || addr - start < STALLCAP_MAX_USER_STACK;
+		return false;
+	}
+	memcpy(result, (const char *)bytes + (addr - start), sizeof(*result));
+	return true;
+}
+
+/*
+ * Serve 8 bytes from the stack copy, or from the stack a signal handler on
+ * the alternate stack interrupted; anything else is unknown.  A read past
+ * the end of the copy the walk is in is noted: libdw takes a frame it
+ * cannot read for the outermost, so only this tells a walk the copy cut
+ * from one that reached the end.
  */
 static bool uw_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
 {
 	struct unwind_state *uw = arg;
 	const struct stallcap_sample_view *v = uw->cur;
-	__u64 start = v->stack_start;
+	const struct sc_istack *is = uw->cur_istack;
+	bool past = false, past_is = false;
 
-	if (addr < start)
-		return false;
-	if (addr - start > v->stack_size || v->stack_size - (addr - start) < sizeof(*result)) {
-		uw->read_past_copy = true;
-		return false;
-	}
-	memcpy(result, (const char *)v->stack + (addr - start), sizeof(*result));
-	return true;
+	if (copy_read(v->stack, v->stack_start, v->stack_size, addr, result, &past))
+		return true;
+	if (is && is->size && copy_read(is->bytes, is->start, is->size, addr, result, &past_is))
+		return true;
+	/* with both copies, past the first is the handler's stack's top: not cut */
+	uw->read_past_copy = uw->read_past_copy || (is && is->size ? past_is : past);
+	return false;
 }
 
 static bool uw_set_initial_registers(Dwfl_Thread *thread, void *arg)
@@ -159,7 +179,8 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
  * Returns the number of frames, or a negative errno.
  */
 int unwind_dwarf(struct usyms *u, const struct stallcap_sample_view *v,
-		 __u64 *pcs, bool *is_return, int max, enum unwind_end *end)
+		 const struct sc_istack *is, __u64 *pcs, bool *is_return, int max,
+		 enum unwind_end *end)
 {
 	struct unwind_state *uw = usyms_unwind_state(u, v->s.pid);
 	struct frames_ctx c = { .pcs = pcs, .is_return = is_return, .max = max };
@@ -177,9 +198,11 @@ int unwind_dwarf(struct usyms *u, const struct stallcap_sample_view *v,
 		uw->attached = true;
 	}
 	uw->cur = v;
+	uw->cur_istack = is;
 	uw->read_past_copy = false;
 	ret = dwfl_getthread_frames(uw->dwfl, (pid_t)v->s.tid, frame_cb, &c);
 	uw->cur = NULL;
+	uw->cur_istack = NULL;
 	if (uw->read_past_copy)
 		*end = UNWIND_END_COPY;
 	else if (ret == 0)
@@ -213,6 +236,8 @@ static int fp_frames(struct usyms *u, const struct stallcap_sample_view *v,
 
 /**
  * unwind_user() - the user frames of a sample, each labelled with its method
+ * @is: the stack a signal handler on the alternate signal stack interrupted
+ *	(STALLCAP_SEC_INTERRUPTED_STACK), or NULL: DWARF reads it too
  * @flags: UNWIND_NO_DWARF to use the frame-pointer walk only
  * @end: output (may be NULL): UNWIND_END_COPY when the frames end where
  *	the DWARF walk ran out of the stack copy and no frame-pointer frame
@@ -221,8 +246,8 @@ static int fp_frames(struct usyms *u, const struct stallcap_sample_view *v,
  * Frames are not symbolized here.  Returns the number of frames.
  */
 int unwind_user(struct usyms *u, const struct stallcap_sample_view *v,
-		unsigned int flags, struct sc_frame *out, int max,
-		enum unwind_end *end)
+		const struct sc_istack *is, unsigned int flags, struct sc_frame *out,
+		int max, enum unwind_end *end)
 {
 	__u64 pcs[STALLCAP_MAX_FRAMES];
 	bool ret_addr[STALLCAP_MAX_FRAMES];
@@ -238,7 +263,7 @@ int unwind_user(struct usyms *u, const struct stallcap_sample_view *v,
 		return nfp;
 	if (max > STALLCAP_MAX_FRAMES)
 		max = STALLCAP_MAX_FRAMES;
-	nd = unwind_dwarf(u, v, pcs, ret_addr, max, &dend);
+	nd = unwind_dwarf(u, v, is, pcs, ret_addr, max, &dend);
 	if (nd < 2)
 		return nfp;
 	complete = dend == UNWIND_END_OUTERMOST;

@@ -46,6 +46,48 @@ TEST(sample_parts)
 }
 
 /*
+ * A sample in a handler on the alternate signal stack: the stack it
+ * interrupted comes in a section the view does not hold, found by
+ * stallcap_sample_interrupted_stack(); one per record.
+ */
+TEST(interrupted_stack_section)
+{
+	static const unsigned char istack[24] = { 9, 8, 7 };
+	struct rec_spec sp = { .stall_id = 7, .pid = 10, .tid = 11, .uips = uips, .nu = 2,
+			       .stack = stack, .stack_size = 20, .stack_start = 0x5600001000,
+			       .regs = &regs, .istack = istack, .istack_size = 24,
+			       .istack_start = 0x7ffc0000 };
+	struct stallcap_sample *s = make_sample(&sp);
+	struct stallcap_sample_view v;
+	const void *bytes = NULL;
+	__u64 start = 0;
+	__u32 size = 0;
+
+	ASSERT_EQ(0, stallcap_sample_parse(s, s->hdr.size, &v));
+	EXPECT_EQ(0, v.nr_unknown);
+	EXPECT_EQ(20, v.stack_size);
+	ASSERT_EQ(1, stallcap_sample_interrupted_stack(s, s->hdr.size, &bytes, &start, &size));
+	EXPECT_EQ(0x7ffc0000, start);
+	EXPECT_EQ(24, size);
+	EXPECT_EQ(0, memcmp(bytes, istack, 24));
+	EXPECT_EQ(-EINVAL, stallcap_sample_interrupted_stack(s, s->hdr.size, NULL, &start, &size));
+	/* a bad record is not searched */
+	EXPECT_EQ(-EBADMSG, stallcap_sample_interrupted_stack(s, 64, &bytes, &start, &size));
+	free(s);
+
+	sp.istack_size = 0;
+	s = make_sample(&sp);
+	EXPECT_EQ(0, stallcap_sample_interrupted_stack(s, s->hdr.size, &bytes, &start, &size));
+	free(s);
+
+	sp.istack_size = 24;
+	sp.istack_twice = true;
+	s = make_sample(&sp);
+	EXPECT_EQ(-EBADMSG, stallcap_sample_parse(s, s->hdr.size, &v));
+	free(s);
+}
+
+/*
  * The issue's "reader built against today's layout reads a record with
  * extra fields": a newer module's record has a longer fixed part (bytes this
  * reader does not know, 0xa5) and sections of unknown types between the

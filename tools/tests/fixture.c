@@ -15,7 +15,10 @@
  * Built with -DFIXTURE_STALLCAP (stallcap-spin-nofp, stallcap-exit-early) it
  * arms a deadline through libstallcap and spins past it:
  *   fixture [SPIN_MS [DEADLINE_MS]]     (defaults 300 and 20)
- * then exits at once, so that a report made later finds the process gone.
+ * then exits at once, so that a report made later finds the process gone;
+ * with FIXTURE_SIGNAL=1 it spins in a SIGUSR1 handler as above, with
+ * FIXTURE_SIGNAL=alt in one that runs on an alternate signal stack
+ * (sigaltstack(2), SA_ONSTACK).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -64,11 +67,39 @@ NOIPA void fixture_level1(unsigned long long until_ns)
 	fixture_sink++;
 }
 
+static unsigned long long fixture_until_ns;	/* of the signal handler */
+
+NOIPA void fixture_on_signal(int sig)
+{
+	fixture_level1(fixture_until_ns);
+	fixture_sink++;
+}
+
 #ifdef FIXTURE_STALLCAP
+/* Spin in a SIGUSR1 handler, on an alternate signal stack if @how is "alt" */
+static void spin_in_handler(const char *how)
+{
+	static char altstack[64 * 1024];
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = fixture_on_signal;
+	if (!strcmp(how, "alt")) {
+		stack_t ss = { .ss_sp = altstack, .ss_size = sizeof(altstack) };
+
+		if (sigaltstack(&ss, NULL))
+			perror("fixture: sigaltstack");
+		sa.sa_flags = SA_ONSTACK;
+	}
+	sigaction(SIGUSR1, &sa, NULL);
+	raise(SIGUSR1);
+}
+
 int main(int argc, char **argv)
 {
 	unsigned long long spin_ms = argc > 1 ? strtoull(argv[1], NULL, 0) : 300;
 	unsigned long long deadline_ms = argc > 2 ? strtoull(argv[2], NULL, 0) : 20;
+	const char *sig = getenv("FIXTURE_SIGNAL");
 	struct stallcap_session *s;
 	int ret;
 
@@ -82,7 +113,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fixture: arm: %s\n", strerror(-ret));
 		return 1;
 	}
-	fixture_level1(mono_ns() + spin_ms * 1000000ULL);
+	fixture_until_ns = mono_ns() + spin_ms * 1000000ULL;
+	if (sig)
+		spin_in_handler(sig);
+	else
+		fixture_level1(fixture_until_ns);
 	stallcap_watch_release(s);
 	stallcap_session_close(s);
 	return 0;
@@ -103,12 +138,6 @@ NOIPA void fixture_spin_clock(void)
 {
 	for (;;)
 		fixture_sink += mono_ns();
-}
-
-NOIPA void fixture_on_signal(int sig)
-{
-	fixture_level1(0);
-	fixture_sink++;
 }
 
 int main(void)

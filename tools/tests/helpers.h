@@ -41,6 +41,10 @@ struct rec_spec {
 	__u32 fixed_tail;	/* extra fixed-part bytes (a newer module), 0xa5 */
 	__u32 unknown_sec;	/* bytes of an unknown section before each known one */
 	bool times;		/* a STALLCAP_SEC_TIMES section */
+	const void *istack;	/* a STALLCAP_SEC_INTERRUPTED_STACK section */
+	__u32 istack_size;
+	__u64 istack_start;
+	bool istack_twice;	/* two of them (malformed) */
 };
 
 #define ALIGN8_(x)	(((x) + 7) & ~(size_t)7)
@@ -84,7 +88,8 @@ static inline struct stallcap_sample *make_sample(const struct rec_spec *sp)
 	size_t max = fixed + 5 * (sp->unknown_sec + 8) + sizeof(struct stallcap_sec_regs) +
 		     ALIGN8_(rsize) + 8 * (sp->nk + sp->nu) + 16 +
 		     sizeof(struct stallcap_sec_user_stack) + ALIGN8_(sp->stack_size) +
-		     sizeof(struct stallcap_sec_times);
+		     sizeof(struct stallcap_sec_times) +
+		     2 * (sizeof(struct stallcap_sec_user_stack) + ALIGN8_(sp->istack_size));
 	struct stallcap_sample *s = calloc(1, max);
 	unsigned char *p = (unsigned char *)s;
 	size_t off = fixed;
@@ -135,6 +140,13 @@ static inline struct stallcap_sample *make_sample(const struct rec_spec *sp)
 		off += put_section(p + off, STALLCAP_SEC_USER_STACK, &us, sizeof(us),
 				   sp->stack, sp->stack_size);
 		off += put_unknown(p + off, sp->unknown_sec);
+	}
+	for (int i = 0; sp->istack_size && i < 1 + sp->istack_twice; i++) {
+		struct stallcap_sec_user_stack is = { .start = sp->istack_start,
+						      .len = sp->istack_size };
+
+		off += put_section(p + off, STALLCAP_SEC_INTERRUPTED_STACK, &is, sizeof(is),
+				   sp->istack, sp->istack_size);
 	}
 	if (sp->times) {
 		struct stallcap_sec_times t = { .valid = 1ULL << STALLCAP_TIME_ON_CPU,

@@ -119,7 +119,7 @@ static int unwind(struct usyms *us, struct stallcap_sample *rec, unsigned int fl
 
 	if (stallcap_sample_parse(rec, rec->hdr.size, &v))
 		return -1;
-	n = unwind_user(us, &v, flags, f, STALLCAP_MAX_FRAMES, &last_end);
+	n = unwind_user(us, &v, NULL, flags, f, STALLCAP_MAX_FRAMES, &last_end);
 	for (i = 0; i < n; i++)
 		usyms_resolve(us, v.s.pid, &f[i]);
 	return n;

@@ -353,6 +353,12 @@ struct stallcap_config {
  * without psi=1: then /proc/pressure does not exist)
  */
 #define STALLCAP_FEAT_MEMSTALL		(1ULL << 14)
+/*
+ * STALLCAP_SEC_INTERRUPTED_STACK: a sample taken in a signal handler that
+ * runs on the thread's alternate signal stack also copies the stack that
+ * the handler interrupted (x86-64)
+ */
+#define STALLCAP_FEAT_SIGNAL_STACK	(1ULL << 15)
 
 /* struct stallcap_info.arch and struct stallcap_sec_regs.arch */
 #define STALLCAP_ARCH_X86_64	1
@@ -812,7 +818,8 @@ struct stallcap_rec_header {
  * Sections of a sample: STALLCAP_SEC_REGS (user registers at capture: where
  * it was interrupted in user mode, or those saved at its last kernel entry),
  * STALLCAP_SEC_KERNEL_IPS, STALLCAP_SEC_USER_IPS (frame 0 is the user ip),
- * STALLCAP_SEC_USER_STACK, STALLCAP_SEC_TIMES, STALLCAP_SEC_WAIT and
+ * STALLCAP_SEC_USER_STACK (and STALLCAP_SEC_INTERRUPTED_STACK, on an
+ * alternate signal stack), STALLCAP_SEC_TIMES, STALLCAP_SEC_WAIT and
  * STALLCAP_SEC_TASK; any may be absent (no user context, kernel addresses
  * hidden from this reader, a kernel that cannot provide it).
  *
@@ -825,9 +832,9 @@ struct stallcap_rec_header {
  * STALLCAP_SAMPLE_DEFER_PENDING; just before the thread next returns to user
  * space, the module walks its user stack with faults allowed and writes one
  * USER_STACK record with the same @cookie (path STALLCAP_PATH_DEFERRED,
- * sections REGS, USER_IPS, USER_STACK): all samples taken during one kernel
- * entry share that one record (one taken while the thread is writing it may
- * carry a later @capture_ns than the record's).  Its stack may exceed
+ * sections REGS, USER_IPS, USER_STACK, INTERRUPTED_STACK): all samples
+ * taken during one kernel entry share that one record (one taken while the
+ * thread is writing it may carry a later @capture_ns than the record's).  Its stack may exceed
  * user_stack_bytes: it copies the used stack up to the end of its mapping,
  * at most 64 KiB and a quarter of the ring; for a user-mode sample (read on
  * the way back to user space from the interrupt that took it, before
@@ -885,6 +892,7 @@ struct stallcap_sample {
 #define STALLCAP_SEC_TIMES	5 /* struct stallcap_sec_times */
 #define STALLCAP_SEC_WAIT	6 /* struct stallcap_sec_wait */
 #define STALLCAP_SEC_TASK	7 /* struct stallcap_sec_task, repeatable */
+#define STALLCAP_SEC_INTERRUPTED_STACK 8 /* struct stallcap_sec_user_stack */
 
 /**
  * struct stallcap_section - header of a section of a sample
@@ -945,6 +953,18 @@ struct stallcap_sec_regs {
  * @start: user address of the first byte copied (the user stack pointer)
  * @len: bytes that follow (the section is padded to 8)
  * @__reserved: zero
+ *
+ * The same layout serves STALLCAP_SEC_INTERRUPTED_STACK.  When the user
+ * stack pointer is on the thread's alternate signal stack (sigaltstack(2),
+ * a handler of a signal with SA_ONSTACK running), STALLCAP_SEC_USER_STACK
+ * ends at the top of that stack, and an INTERRUPTED_STACK section, if the
+ * signal frame of the outermost handler on it was within the copy, holds
+ * the stack that handler interrupted, from the stack pointer saved in that
+ * frame (@start): the frames beyond the signal frame are there.  Both
+ * sections together, headers included, stay within the record's room for
+ * user_stack_bytes (STALLCAP_RECORD_MAX_BYTES).  Its bytes, as the first
+ * section's, are of resident memory only (STALLCAP_SAMPLE_COPY_PARTIAL
+ * when a page was not).
  */
 struct stallcap_sec_user_stack {
 	struct stallcap_section sec;

@@ -359,6 +359,25 @@ struct stallcap_sample_view {
 STALLCAP_API int stallcap_sample_parse(const void *rec, size_t len,
 				       struct stallcap_sample_view *v);
 
+/**
+ * stallcap_sample_interrupted_stack() - a record's STALLCAP_SEC_INTERRUPTED_STACK
+ * @rec: a SAMPLE or USER_STACK record, as for stallcap_sample_parse()
+ * @len: bytes available at @rec
+ * @bytes: receives the stack bytes (a pointer into @rec)
+ * @start: receives the user address of the first byte
+ * @size: receives how many bytes there are
+ *
+ * A sample taken in a signal handler on the alternate signal stack has,
+ * besides the view's stack (that stack, up to its top), the stack the
+ * handler interrupted (see the uapi header): an unwinder reads both.  It is
+ * not in struct stallcap_sample_view, whose layout this library keeps.
+ * Returns 1 and fills the outputs when the record has one, 0 when not, or
+ * stallcap_sample_parse()'s error.
+ */
+STALLCAP_API int stallcap_sample_interrupted_stack(const void *rec, size_t len,
+						   const void **bytes, __u64 *start,
+						   __u32 *size);
+
 /** stallcap_sample_regs_x86_64() - the registers if they are x86-64's, else NULL. */
 STALLCAP_API const struct stallcap_regs_x86_64 *
 stallcap_sample_regs_x86_64(const struct stallcap_sample_view *v);
