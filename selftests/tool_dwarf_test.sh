@@ -57,6 +57,9 @@ check "a sample in the handler on the alternate stack unwinds through its signal
 	any_sample "$work/alt.json" stallcap-spin-n through_signal
 check "with the stack it interrupted copied apart" \
 	grep -q '"interrupted_stack_size":[1-9]' "$work/alt.json"
+check "the signal return trampoline is marked, in text and JSON" \
+	sh -c 'grep -q "\[dwarf\] libc.so.6  <signal frame>\$" "$1" && grep -q "\"signal_frame\":true" "$2"' \
+	_ "$work/alt.txt" "$work/alt.json"
 check "and no sample says a larger copy would have more frames" \
 	sh -c '! grep -q "stack copy ends here" "$1"' _ "$work/alt.txt"
 finish

@@ -71,8 +71,9 @@ static void frames(FILE *out, const char *key, const struct sc_frame *f, int n)
 			fprintf(out, ",\"dso_off\":%llu", (unsigned long long)f[i].dso_off);
 		fputs(",\"file\":", out);
 		json_str(out, f[i].file);
-		fprintf(out, ",\"line\":%d,\"inlined\":%s}", f[i].line,
-			f[i].inlined ? "true" : "false");
+		fprintf(out, ",\"line\":%d,\"inlined\":%s%s}", f[i].line,
+			f[i].inlined ? "true" : "false",
+			f[i].signal_frame ? ",\"signal_frame\":true" : "");
 	}
 	fputc(']', out);
 }

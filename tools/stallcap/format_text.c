@@ -107,6 +107,9 @@ void sc_frame_line(FILE *out, const struct sc_frame *f, int i)
 			fputc(' ', out);
 			text_str(out, base_name(f->dso));
 		}
+		/* as gdb's "<signal handler called>": the next frame was interrupted */
+		if (f->signal_frame)
+			fputs("  <signal frame>", out);
 	}
 	fputc('\n', out);
 }

@@ -266,6 +266,8 @@ struct sc_frame {
 	int line;
 	bool inlined;		/* a function inlined at addr (DWARF), shown
 				 * before the frame of the function it is in */
+	bool signal_frame;	/* the signal return trampoline (DWARF): the
+				 * next frame is where the signal came */
 };
 
 /* ---- display names: unversioned, demangled (names.c) ---- */

@@ -283,8 +283,15 @@ int unwind_user(struct usyms *u, const struct stallcap_sample_view *v,
 	if (!complete && n < nfp)
 		return nfp;
 	*end = n > nd ? UNWIND_END_STOPPED : dend;
-	for (i = 0; i < nd; i++)
+	for (i = 0; i < nd; i++) {
 		set_frame(&out[i], pcs[i], ret_addr[i], SC_METHOD_DWARF);
+		/*
+		 * libdw gives an exact pc (not a return address) beyond frame
+		 * 0 for the signal return trampoline and for the frame the
+		 * signal interrupted, right after it: the first of two such.
+		 */
+		out[i].signal_frame = i && i + 1 < nd && !ret_addr[i] && !ret_addr[i + 1];
+	}
 	for (j++; i < n; i++, j++)
 		set_frame(&out[i], v->user_ips[j], true, SC_METHOD_FP);
 	return n;

@@ -128,10 +128,12 @@ static int unwind(struct usyms *us, struct stallcap_sample *rec, unsigned int fl
 TEST_F(stack, dwarf_reaches_main)
 {
 	struct sc_frame f[STALLCAP_MAX_FRAMES];
-	int n, spin, l2, l1, m, i;
+	int n, spin, l2, l1, m, i, nsig = 0;
 
 	n = unwind(self->us, self->rec, 0, f);
 	ASSERT_GE(n, 4);
+	for (i = 0; i < n; i++)
+		nsig += f[i].signal_frame;
 	spin = find(f, n, 0, "fixture_spin");
 	l2 = find(f, n, spin + 1, "fixture_level2");
 	l1 = find(f, n, l2 + 1, "fixture_level1");
@@ -150,8 +152,13 @@ TEST_F(stack, dwarf_reaches_main)
 		EXPECT_EQ(3, find(f, n, 3, "fixture_on_signal"));
 		EXPECT_LT(4, find(f, n, 4, "raise"));
 		EXPECT_LT(find(f, n, 4, "raise"), m);
+		/* the trampoline the handler returns to, and only it */
+		EXPECT_TRUE(f[4].signal_frame);
+		EXPECT_FALSE(f[5].is_return);
+		EXPECT_EQ(1, nsig);
 	} else {
 		EXPECT_EQ(3 + variant->recurse, m);
+		EXPECT_EQ(0, nsig);
 	}
 	ASSERT_LT(0, m);
 	EXPECT_EQ(UNWIND_END_OUTERMOST, last_end);
