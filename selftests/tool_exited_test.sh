@@ -3,7 +3,9 @@
 # A report made after the process exited still resolves its user frames
 # (maps and build-ids were saved while it lived); a live report too.  A
 # live global report forgets an exited process (maps, symbol tables) once
-# it has been silent 5 s, after its stall was printed resolved.
+# it has been silent 5 s, after its stall was printed resolved.  A binary
+# deleted while it runs (a server upgraded in place) is kept by the
+# recorder, by build-id, and resolves from that copy.
 . ./tool_lib.sh
 need stallcap stallcap-exit-early
 
@@ -20,6 +22,26 @@ check "its user frames resolve from the saved maps" \
 stallcap report "$work/exit.data" >"$work/exit.txt"
 show "$work/exit.txt"
 check "with file:line" grep -q 'fixture_spin+0x[0-9a-f]*  fixture.c:[0-9]' "$work/exit.txt"
+
+# the binary deletes itself before its deadline (FIXTURE_UNLINK_SELF): the
+# first sample's snapshot finds "PATH (deleted)" and keeps a copy
+cp "$(command -v stallcap-exit-early)" "$work/upgraded"
+STALLCAP_KEEP_DIR="$work/kept" FIXTURE_UNLINK_SELF=1 \
+	stallcap record -o "$work/del.data" -- "$work/upgraded" 300 20 2>"$work/del.err"
+check "record of a binary that deletes itself exits 0" [ $? = 0 ]
+check "the binary is gone" [ ! -e "$work/upgraded" ]
+check "the recorder kept a copy by its build-id" sh -c 'ls "$1"/*/elf >/dev/null' _ "$work/kept"
+STALLCAP_KEEP_DIR="$work/kept" stallcap report -f json "$work/del.data" >"$work/del.json"
+check "its frames resolve from that copy" any_sample "$work/del.json" upgraded resolved
+STALLCAP_KEEP_DIR="$work/none" stallcap report -f json "$work/del.data" \
+	>"$work/none.json" 2>"$work/none.err"
+sed 's/^/# /' "$work/none.err"
+if any_sample "$work/none.json" upgraded resolved; then
+	not_ok "without the copy they stay unresolved"
+else
+	ok "without the copy they stay unresolved"
+fi
+check "and the report says no copy was kept" grep -q "(deleted): no copy kept" "$work/none.err"
 
 stallcap report -f json -- stallcap-exit-early 200 20 >"$work/live.json"
 check "live report (-- CMD) exits 0" [ $? = 0 ]

@@ -130,6 +130,13 @@ static int on_proc(struct sc_sink *sk, const struct sc_proc *p)
 
 		if (m->path[0] != '/' || !(m->prot & SC_PROT_X) || seen(ar, m->path))
 			continue;
+		if (kept_elf_deleted(m->path)) {
+			warnx_("%s: deleted while mapped, left out (its copy kept when recording "
+			       "is in the directory STALLCAP_KEEP_DIR names: see stallcap(1))",
+			       m->path);
+			ar->changed++;
+			continue;
+		}
 		if (!build_id_matches(m)) {
 			warnx_("%s: build-id differs from the recorded one, left out", m->path);
 			ar->changed++;

@@ -321,6 +321,8 @@ int collect_run(const struct collect_opts *o, struct sc_sink *sk, int *cmd_statu
 	*cmd_status = 0;
 	c.ks = ksyms_new();
 	c.bc = buildid_cache_new();
+	if (c.bc)	/* a report made after the process exits needs them */
+		buildid_cache_keep_deleted(c.bc);
 	ret = c.ks && c.bc ? open_session(&c) : -ENOMEM;
 	if (ret)
 		goto out;

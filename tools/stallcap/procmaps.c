@@ -26,7 +26,14 @@ struct bid_entry {
 struct buildid_cache {
 	struct bid_entry *e;
 	size_t n, cap;
+	bool keep_deleted;	/* copy files deleted while mapped (kept_elf.c) */
 };
+
+/** buildid_cache_keep_deleted() - snapshots with @bc keep deleted files */
+void buildid_cache_keep_deleted(struct buildid_cache *bc)
+{
+	bc->keep_deleted = true;
+}
 
 struct buildid_cache *buildid_cache_new(void)
 {
@@ -94,6 +101,9 @@ static void map_build_id(__u32 pid, struct sc_map *m, unsigned long dev,
 		return;
 	if (elf_fd_build_id(fd, m->build_id, &m->build_id_len))
 		m->build_id_len = 0;
+	else if (bc && bc->keep_deleted && kept_elf_deleted(m->path) && kept_elf_save(fd, m))
+		warnx_("%s: cannot keep a copy (%s): its frames will not resolve once it exits",
+		       m->path, strerror(errno));
 	close(fd);
 	if (!bc)
 		return;

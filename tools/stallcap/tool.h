@@ -96,7 +96,14 @@ bool sc_proc_is_text(const struct sc_proc *p, __u64 addr);
 void sc_proc_free(struct sc_proc *p);
 void sc_proc_normalize(struct sc_proc *p);
 struct buildid_cache *buildid_cache_new(void);
+void buildid_cache_keep_deleted(struct buildid_cache *bc);
 void buildid_cache_free(struct buildid_cache *bc);
+
+/* ---- copies of files deleted while mapped (kept_elf.c) ---- */
+
+bool kept_elf_deleted(const char *path);
+int kept_elf_path(const struct sc_map *m, char *buf, size_t len);
+int kept_elf_save(int fd, const struct sc_map *m);
 int elf_file_build_id(const char *path, __u8 *id, __u32 *len);
 int vdso_image(void **img, size_t *len);
 

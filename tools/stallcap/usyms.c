@@ -272,6 +272,8 @@ static int open_build_id(const char *root, const struct sc_map *m, char *used, s
 	__u32 i;
 	int n;
 
+	if (!m->build_id_len)
+		return -1;
 	n = snprintf(used, usedlen, "%s/usr/lib/debug/.build-id/%02x/", root, m->build_id[0]);
 	for (i = 1; i < m->build_id_len && n > 0 && n + 3 < (int)usedlen; i++)
 		n += snprintf(used + n, usedlen - n, "%02x", m->build_id[i]);
@@ -283,10 +285,12 @@ static int open_build_id(const char *root, const struct sc_map *m, char *used, s
 
 /*
  * The file @m mapped: under --symfs, then at its path, then (a build-id
- * recorded) the debug file of that build-id; its path in @used.
+ * recorded) the copy kept when it had been deleted while mapped
+ * (kept_elf.c), then the debug file of that build-id; its path in @used.
  */
 static int open_matching(struct usyms *u, const struct sc_map *m, char *used, size_t usedlen)
 {
+	bool deleted = kept_elf_deleted(m->path);
 	int fd;
 
 	if (u->symfs) {
@@ -295,16 +299,22 @@ static int open_matching(struct usyms *u, const struct sc_map *m, char *used, si
 			return open_regular(used);
 	}
 	snprintf(used, usedlen, "%s", m->path);
-	if (same_file(used, m) || !m->build_id_len)
+	if (!deleted && (same_file(used, m) || !m->build_id_len))
+		return open_regular(used);
+	if (!kept_elf_path(m, used, usedlen) && same_file(used, m))
 		return open_regular(used);
 	fd = u->symfs ? open_build_id(u->symfs, m, used, usedlen) : -1;
 	if (fd < 0)
 		fd = open_build_id("", m, used, usedlen);
-	if (fd < 0) {
+	if (fd >= 0)
+		return fd;
+	if (deleted)
+		warnx_("%s: no copy kept (see STALLCAP_KEEP_DIR in stallcap(1)), frames left unresolved",
+		       m->path);
+	else
 		warnx_("%s: build-id differs from the recorded one, frames left unresolved",
 		       m->path);
-		errno = ESTALE;
-	}
+	errno = ESTALE;
 	return fd;
 }
 

@@ -18,7 +18,8 @@
  * then exits at once, so that a report made later finds the process gone;
  * with FIXTURE_SIGNAL=1 it spins in a SIGUSR1 handler as above, with
  * FIXTURE_SIGNAL=alt in one that runs on an alternate signal stack
- * (sigaltstack(2), SA_ONSTACK).
+ * (sigaltstack(2), SA_ONSTACK); with FIXTURE_UNLINK_SELF=1 it first deletes
+ * its own binary (a server upgraded in place).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@
 
 #ifdef FIXTURE_STALLCAP
 #include <string.h>
+#include <unistd.h>
 #include <stallcap/stallcap.h>
 #endif
 
@@ -101,7 +103,17 @@ int main(int argc, char **argv)
 	unsigned long long deadline_ms = argc > 2 ? strtoull(argv[2], NULL, 0) : 20;
 	const char *sig = getenv("FIXTURE_SIGNAL");
 	struct stallcap_session *s;
+	char self[4096];
+	ssize_t n;
 	int ret;
+
+	n = getenv("FIXTURE_UNLINK_SELF") ?
+	    readlink("/proc/self/exe", self, sizeof(self) - 1) : -1;
+	if (n > 0) {
+		self[n] = 0;
+		if (unlink(self))
+			perror("fixture: unlink");
+	}
 
 	ret = stallcap_session_open(&s, NULL, STALLCAP_OPEN_ENV);
 	if (ret) {

@@ -5,8 +5,12 @@
  * its stack are copied into a sample record, the process is killed, and the
  * record alone must unwind to main; through a recursive function too (its
  * frames return to one address, each from a deeper stack pointer), and from
- * a signal handler through the kernel's signal frame.
+ * a signal handler through the kernel's signal frame; and a binary deleted
+ * while it ran, resolved from the copy the snapshot kept.
  */
+#include <ftw.h>
+#include <sys/stat.h>
+
 #include "helpers.h"
 #include "kselftest_harness.h"
 
@@ -17,6 +21,8 @@ FIXTURE(stack)
 	struct stallcap_regs_x86_64 regs;
 	struct stallcap_sample *rec;
 	struct usyms *us;
+	struct sc_proc *proc;
+	char dir[64];		/* the deleted variant's: its copy, the kept copy */
 };
 
 FIXTURE_VARIANT(stack)
@@ -25,6 +31,7 @@ FIXTURE_VARIANT(stack)
 	bool frame_pointers;
 	int recurse;	/* frames of fixture_recurse between level1 and main */
 	bool signal;	/* level1 called by a signal handler that main raised */
+	bool deleted;	/* the binary a copy, deleted while it runs */
 };
 
 FIXTURE_VARIANT_ADD(stack, fp)
@@ -60,6 +67,62 @@ FIXTURE_VARIANT_ADD(stack, nofp_signal)
 	.signal = true,
 };
 
+FIXTURE_VARIANT_ADD(stack, nofp_deleted)
+{
+	.binary = "fixture-nofp",
+	.frame_pointers = false,
+	.deleted = true,
+};
+
+/* @dir/run: a copy of @src, executable; its path in @out */
+static int copy_binary(const char *src, const char *dir, char *out, size_t len)
+{
+	char buf[65536];
+	int in, fd, ok = 1;
+	ssize_t n;
+
+	snprintf(out, len, "%s/run", dir);
+	in = open(src, O_RDONLY | O_CLOEXEC);
+	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+	while (in >= 0 && fd >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
+		ok &= write(fd, buf, (size_t)n) == n;
+	ok &= in >= 0 && fd >= 0;
+	if (in >= 0)
+		close(in);
+	if (fd >= 0)
+		close(fd);
+	return ok ? 0 : -1;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+/*
+ * The process's maps, snapshot as the recorder does: a deleted variant's
+ * binary is deleted first (its copy kept under @dir/kept).
+ */
+static int snapshot(pid_t pid, const char *dir, struct sc_proc **p)
+{
+	struct buildid_cache *bc = NULL;
+	char kept[96];
+	int ret;
+
+	if (*dir) {
+		snprintf(kept, sizeof(kept), "%s/kept", dir);
+		setenv("STALLCAP_KEEP_DIR", kept, 1);
+		bc = buildid_cache_new();
+		if (!bc)
+			return -ENOMEM;
+		buildid_cache_keep_deleted(bc);
+	}
+	ret = procmaps_snapshot((__u32)pid, bc, p);
+	if (bc)
+		buildid_cache_free(bc);
+	return ret;
+}
+
 FIXTURE_SETUP(stack)
 {
 	struct sc_proc *p;
@@ -73,7 +136,18 @@ FIXTURE_SETUP(stack)
 	}
 	if (variant->signal)
 		setenv("FIXTURE_SIGNAL", "1", 1);
-	ret = fixture_start(fixture_path(variant->binary), &self->fx);
+	if (variant->deleted) {
+		char run[128];
+
+		snprintf(self->dir, sizeof(self->dir), "/tmp/stallcap-unwind.XXXXXX");
+		ASSERT_NE(NULL, mkdtemp(self->dir));
+		ASSERT_EQ(0, copy_binary(fixture_path(variant->binary), self->dir, run,
+					 sizeof(run)));
+		ret = fixture_start(run, &self->fx);
+		unlink(run);
+	} else {
+		ret = fixture_start(fixture_path(variant->binary), &self->fx);
+	}
 	unsetenv("FIXTURE_RECURSE");
 	unsetenv("FIXTURE_SIGNAL");
 	ASSERT_EQ(0, ret);
@@ -83,12 +157,12 @@ FIXTURE_SETUP(stack)
 		SKIP(return, "ptrace is not permitted here");
 	}
 	ASSERT_EQ(0, ret);
-	ASSERT_EQ(0, procmaps_snapshot((__u32)self->fx.pid, NULL, &p));
+	ASSERT_EQ(0, snapshot(self->fx.pid, self->dir, &p));
 	fixture_kill(&self->fx);	/* from here on, only the record is left */
 	p->pid = 4242;			/* nor does anything need the pid */
 	self->us = usyms_new();
 	ASSERT_EQ(0, usyms_add_proc(self->us, p));
-	sc_proc_free(p);
+	self->proc = p;
 	self->rec = capture_sample(&self->cap, 4242, &self->regs);
 	ASSERT_NE(NULL, self->rec);
 }
@@ -97,7 +171,11 @@ FIXTURE_TEARDOWN(stack)
 {
 	fixture_kill(&self->fx);
 	usyms_free(self->us);
+	sc_proc_free(self->proc);
 	free(self->rec);
+	if (*self->dir)
+		nftw(self->dir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+	unsetenv("STALLCAP_KEEP_DIR");
 }
 
 /* Index of the first frame named sym at or after from, or -1. */
@@ -298,6 +376,43 @@ TEST_F(stack, unknown_arch_registers_refused)
 	} else {
 		EXPECT_EQ(-1, find(f, n, 1, "main"));
 	}
+}
+
+/*
+ * A binary deleted while it ran (a server upgraded in place): the snapshot
+ * names it "PATH (deleted)" and keeps a copy by build-id, from which every
+ * case above resolved it; without that copy its frames stay unresolved
+ * (never another file's symbols).
+ */
+TEST_F(stack, deleted_binary_resolves_from_its_kept_copy)
+{
+	struct sc_frame f[STALLCAP_MAX_FRAMES];
+	const struct sc_map *m;
+	struct usyms *us;
+	char empty[96];
+	int n;
+
+	if (!variant->deleted)
+		SKIP(return, "a binary that was not deleted");
+	m = sc_proc_find(self->proc, self->fx.spin);
+	ASSERT_NE(NULL, m);
+	EXPECT_TRUE(kept_elf_deleted(m->path)) TH_LOG("path %s", m->path);
+	n = unwind(self->us, self->rec, 0, f);
+	EXPECT_EQ(0, find(f, n, 0, "fixture_spin"));
+	EXPECT_LT(0, find(f, n, 1, "main"));
+
+	snprintf(empty, sizeof(empty), "%s/none", self->dir);
+	setenv("STALLCAP_KEEP_DIR", empty, 1);
+	us = usyms_new();
+	ASSERT_NE(NULL, us);
+	ASSERT_EQ(0, usyms_add_proc(us, self->proc));
+	sc_quiet = true;	/* the warning that no copy was kept */
+	n = unwind(us, self->rec, UNWIND_NO_DWARF, f);
+	sc_quiet = false;
+	ASSERT_GE(n, 1);
+	EXPECT_EQ(NULL, f[0].sym);
+	EXPECT_EQ(-1, find(f, n, 0, "fixture_spin"));
+	usyms_free(us);
 }
 
 /*
