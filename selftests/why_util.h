@@ -117,12 +117,14 @@ static inline int why_disarm(struct why_session *s)
 
 /*
  * The first sample of the newest stall of @tid, copied into @out (room
- * @room), or NULL.  Consumes the ring.
+ * @room), or NULL; with @state >= 0, the newest stall's first sample in
+ * that state (STALLCAP_STATE_*) instead.  Consumes the ring.
  */
-static inline struct stallcap_sample *why_first_sample(struct why_session *s,
-							pid_t tid, void *out,
-							size_t room)
+static inline struct stallcap_sample *why_sample_in(struct why_session *s,
+						     pid_t tid, int state,
+						     void *out, size_t room)
 {
+	uint64_t stall = 0;
 	uint64_t head = __atomic_load_n(&s->ctl->data_head, __ATOMIC_ACQUIRE);
 	uint64_t tail = s->ctl->data_tail;
 	struct stallcap_sample *found = NULL;
@@ -136,14 +138,24 @@ static inline struct stallcap_sample *why_first_sample(struct why_session *s,
 		if (flags & STALLCAP_REC_F_BUSY)
 			break;
 		if (h->type == STALLCAP_REC_SAMPLE && h->size <= room &&
-		    smp->tid == (uint32_t)tid && smp->sample_index == 0) {
+		    smp->tid == (uint32_t)tid &&
+		    (state < 0 ? smp->sample_index == 0 :
+		     smp->state == state && (!found || smp->stall_id != stall))) {
 			memcpy(out, h, h->size);
 			found = out;
+			stall = smp->stall_id;
 		}
 		tail += h->size;
 	}
 	__atomic_store_n(&s->ctl->data_tail, tail, __ATOMIC_RELEASE);
 	return found;
+}
+
+static inline struct stallcap_sample *why_first_sample(struct why_session *s,
+							pid_t tid, void *out,
+							size_t room)
+{
+	return why_sample_in(s, tid, -1, out, room);
 }
 
 /* The @n-th section of @type in @smp (n from 0), or NULL. */
