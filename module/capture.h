@@ -151,12 +151,6 @@ void stallcap_defer_free(struct stallcap_defer *d);
 void stallcap_defer_request(struct stallcap_watch *w, struct stallcap_sample *s,
 			    bool in_nmi);
 u32 stallcap_copy_user_stack(unsigned long sp, u8 *dst, u32 want, u32 *flags);
-
-/* a user stack on the alternate signal stack (capture_sigstack.c) */
-u32 stallcap_sigstack_bound(unsigned long sp, u32 want);
-void stallcap_put_interrupted_stack(struct stallcap_rec_writer *wr,
-				    unsigned long sp, const u8 *copy, u32 len,
-				    u32 room, u32 *flags);
 void stallcap_defer_request_user(struct stallcap_watch *w,
 				 struct stallcap_sample *s);
 bool stallcap_defer_wanted(const struct stallcap_session *sess,
@@ -164,6 +158,12 @@ bool stallcap_defer_wanted(const struct stallcap_session *sess,
 void stallcap_defer_buf_free(struct stallcap_session *sess);
 void stallcap_defer_init(void);
 void stallcap_defer_exit(void);
+
+/* ---- a user stack on the alternate signal stack (capture_sigstack.c) ---- */
+u32 stallcap_sigstack_bound(unsigned long sp, u32 want);
+void stallcap_put_interrupted_stack(struct stallcap_rec_writer *wr,
+				    unsigned long sp, const u8 *copy, u32 len,
+				    u32 room, u32 *flags);
 
 /* ---- the rest of NMI/IPI captures, after the handler (capture_tail.c) ---- */
 void stallcap_tail_capture(struct stallcap_capture_req *req,
