@@ -103,6 +103,8 @@ static u32 defer_fill(struct stallcap_defer *d, struct stallcap_sample *s,
 		      u32 max_stack)
 {
 	struct pt_regs *uregs = task_pt_regs(current);
+	/* on the alternate signal stack, up to its top (capture_sigstack.c) */
+	u32 bound = stallcap_sigstack_bound(uregs->sp, max_stack);
 	struct stallcap_rec_writer wr;
 	u32 want, len;
 	u64 *ips;
@@ -122,14 +124,10 @@ static u32 defer_fill(struct stallcap_defer *d, struct stallcap_sample *s,
 		 * resident pages only (no page is faulted in: the thread's
 		 * memory and time stay as they were).
 		 */
-		len = stallcap_copy_user_stack(uregs->sp, stack,
-					       stallcap_sigstack_bound(uregs->sp,
-								       max_stack),
+		len = stallcap_copy_user_stack(uregs->sp, stack, bound,
 					       &s->flags);
 	} else {
-		want = defer_stack_extent(current->mm, uregs->sp,
-					  stallcap_sigstack_bound(uregs->sp,
-								  max_stack));
+		want = defer_stack_extent(current->mm, uregs->sp, bound);
 		len = want - copy_from_user(stack,
 					    (const void __user *)uregs->sp,
 					    want);
@@ -138,14 +136,14 @@ static u32 defer_fill(struct stallcap_defer *d, struct stallcap_sample *s,
 		if (len < want || want == max_stack || !want)
 			s->flags |= STALLCAP_SAMPLE_COPY_PARTIAL;
 	}
+	stallcap_sec_put_stack(&wr, uregs->sp, len);
+	stallcap_put_interrupted_stack(&wr, uregs->sp, stack, len,
+				       max_stack - len, &s->flags);
 	/*
 	 * Stamped after the reads, which may sleep (faults, the mmap lock): a
 	 * sample taken meanwhile is of the same kernel entry and shares the
 	 * cookie, and must not be later than the record that completes it.
 	 */
-	stallcap_sec_put_stack(&wr, uregs->sp, len);
-	stallcap_put_interrupted_stack(&wr, uregs->sp, stack, len,
-				       max_stack - len, &s->flags);
 	stallcap_sample_stamp(s);
 	return wr.len;
 }

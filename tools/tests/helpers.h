@@ -217,6 +217,24 @@ static inline const char *fixture_path(const char *name)
 	return path;
 }
 
+/* @to: a copy of @from, executable (a program the test may delete or replace) */
+static inline int copy_file(const char *from, const char *to)
+{
+	char buf[65536];
+	int in = open(from, O_RDONLY | O_CLOEXEC), out;
+	ssize_t n;
+
+	if (in < 0)
+		return -1;
+	unlink(to);
+	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+	while (out >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			n = -1;
+	close(in);
+	return out < 0 ? -1 : close(out);
+}
+
 /* Start the fixture; it prints its functions' addresses, then spins. */
 static inline int fixture_start(const char *path, struct fixture *fx)
 {

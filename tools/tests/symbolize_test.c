@@ -34,23 +34,6 @@ FIXTURE_VARIANT_ADD(user, nofp)
 	.binary = "fixture-nofp",
 };
 
-static int copy_file(const char *from, const char *to)
-{
-	char buf[65536];
-	int in = open(from, O_RDONLY), out;
-	ssize_t n;
-
-	if (in < 0)
-		return -1;
-	unlink(to);
-	out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0755);
-	while (out >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
-		if (write(out, buf, n) != n)
-			n = -1;
-	close(in);
-	return out < 0 ? -1 : close(out);
-}
-
 /* Run a private copy of the fixture (the stale-binary test replaces it). */
 FIXTURE_SETUP(user)
 {

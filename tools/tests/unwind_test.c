@@ -74,26 +74,6 @@ FIXTURE_VARIANT_ADD(stack, nofp_deleted)
 	.deleted = true,
 };
 
-/* @dir/run: a copy of @src, executable; its path in @out */
-static int copy_binary(const char *src, const char *dir, char *out, size_t len)
-{
-	char buf[65536];
-	int in, fd, ok = 1;
-	ssize_t n;
-
-	snprintf(out, len, "%s/run", dir);
-	in = open(src, O_RDONLY | O_CLOEXEC);
-	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
-	while (in >= 0 && fd >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
-		ok &= write(fd, buf, (size_t)n) == n;
-	ok &= in >= 0 && fd >= 0;
-	if (in >= 0)
-		close(in);
-	if (fd >= 0)
-		close(fd);
-	return ok ? 0 : -1;
-}
-
 static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
 	return remove(path);
@@ -141,8 +121,8 @@ FIXTURE_SETUP(stack)
 
 		snprintf(self->dir, sizeof(self->dir), "/tmp/stallcap-unwind.XXXXXX");
 		ASSERT_NE(NULL, mkdtemp(self->dir));
-		ASSERT_EQ(0, copy_binary(fixture_path(variant->binary), self->dir, run,
-					 sizeof(run)));
+		snprintf(run, sizeof(run), "%s/run", self->dir);
+		ASSERT_EQ(0, copy_file(fixture_path(variant->binary), run));
 		ret = fixture_start(run, &self->fx);
 		unlink(run);
 	} else {
