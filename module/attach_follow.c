@@ -199,12 +199,14 @@ static struct stallcap_session *twork_session(struct stallcap_attach_ent *a,
 /* ---- new threads: a watch made when their first wait call returns ---- */
 
 /*
- * @task's watch: busy if made as its wait call returns (the task_work);
- * made by a worker, busy now if @task is out of its wait calls, else when
- * the one it is in returns (attach_resume.c).
+ * @task's watch, @busy or idle.  Idle and @resume: made by a worker, busy
+ * now if @task is out of its wait calls, else when the one it is in
+ * returns (attach_resume.c).  Idle without: made by the task_work inside
+ * the wait call that asked for it (io_uring_enter runs task_works inside
+ * its wait), whose return the probe hooked (newthread_check()).
  */
 static void newthread_make(struct stallcap_attach_ent *a,
-			   struct task_struct *task, bool busy)
+			   struct task_struct *task, bool busy, bool resume)
 {
 	struct stallcap_session *sess;
 
@@ -215,24 +217,25 @@ static void newthread_make(struct stallcap_attach_ent *a,
 	if (!READ_ONCE(a->dead) && stallcap_attach_watch_task(a, task, busy)) {
 		WRITE_ONCE(a->no_new_threads, true);
 		stallcap_attach_missed(a, task, true);
-	} else if (!READ_ONCE(a->dead) && !busy) {
+	} else if (!READ_ONCE(a->dead) && resume) {
 		stallcap_attach_resume_late(a, task);
 	}
 	mutex_unlock(&sess->lock);
 	stallcap_session_put(sess);
 }
 
+/* As the wait call that asked returns, or inside it (io_uring_enter). */
 static void newthread_fn(struct callback_head *cb)
 {
 	struct stallcap_attach_ent *a = twork_take(cb);
 
-	newthread_make(a, current, true);
+	newthread_make(a, current, stallcap_current_call_returned(), false);
 	twork_put(a);
 }
 
 static void newthread_worker(const struct stallcap_attach_twork *nt)
 {
-	newthread_make(nt->a, nt->task, false);
+	newthread_make(nt->a, nt->task, false, true);
 }
 
 /*
@@ -274,8 +277,10 @@ static unsigned int attaches_counting(const struct mm_struct *mm, bool park)
  * The current thread entered a wait call with @watched watches counting
  * it: an attach of its process that has none for it yet (a thread created
  * after the attach, or one whose first call counts only for another
- * attach) asks for one.  Return: one was asked for from a worker (compat.h),
- * which may make it before this call returns.
+ * attach) asks for one.  Return: one was asked for; it may be made before
+ * this call returns, by a worker (compat.h) or by the task_work, which
+ * io_uring_enter runs inside its wait: then the call's return starts the
+ * thread's busy period, and its probe must hook it.
  */
 static bool newthread_check(const struct mm_struct *mm, bool park,
 			    unsigned int watched)
@@ -291,7 +296,7 @@ static bool newthread_check(const struct mm_struct *mm, bool park,
 			    !stallcap_watched_by_attach(a))
 				queued |= newthread_request(a);
 	rcu_read_unlock();
-	return queued && !SC_HAVE_TASK_WORK;
+	return queued;
 }
 
 /**

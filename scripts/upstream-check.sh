@@ -10,7 +10,9 @@
 # TREE: an unbuilt kernel source tree (it is configured in place).  The
 # configuration is x86_64_defconfig with what the module needs; "distro"
 # adds what distributions turn on (full preemption, paravirt steal time,
-# NO_HZ_FULL, core scheduling, kernel IBT, MODVERSIONS, HZ 1000).  Then
+# NO_HZ_FULL, core scheduling, kernel IBT, MODVERSIONS, HZ 1000, CPU
+# bandwidth control, PSI, hung-task blocker tracking, IRQ time accounting:
+# compat.h's #ifdef CONFIG_ paths that defconfig leaves out).  Then
 # modules_prepare, and a Module.symvers made from the tree's own EXPORT_*
 # macros (approximate: grep ignores #ifdef; the config-dependent exports
 # are worth a look by hand), so that modpost fails on any import the tree
@@ -37,7 +39,8 @@ if [ "$flavour" = distro ]; then
 	       -e HYPERVISOR_GUEST -e PARAVIRT -e KVM_GUEST
 	       -e PARAVIRT_TIME_ACCOUNTING -e NO_HZ_FULL -e CPU_ISOLATION
 	       -e SCHEDSTATS -e SCHED_CORE -e X86_KERNEL_IBT -e MODVERSIONS
-	       -d HZ_250 -e HZ_1000)
+	       -d HZ_250 -e HZ_1000 -e CFS_BANDWIDTH -e PSI -e DETECT_HUNG_TASK
+	       -e DETECT_HUNG_TASK_BLOCKER -e IRQ_TIME_ACCOUNTING)
 fi
 make -s -C "$tree" x86_64_defconfig
 "$tree/scripts/config" --file "$tree/.config" "${opts[@]}"

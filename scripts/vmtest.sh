@@ -69,7 +69,10 @@
 # command line's last words, default loglevel=7: e.g. "loglevel=7
 # preempt=full threadirqs"), GUEST_EXTRA (more host files for the guest's
 # root, with their libraries: a program to try by hand before a test of it
-# exists).
+# exists), QEMU_EXTRA (more QEMU arguments: to read a silent guest's
+# registers, "-monitor unix:/tmp/mon.sock,server,nowait", then
+# "info registers -a" through socat; add nokaslr to GUEST_CMDLINE to look
+# the addresses up in the image's System.map).
 #
 # A kernel fails when a test fails on its last retry (exit status other than
 # 0 = pass and 4 = skip) or times out, when insmod or rmmod fails, when the
@@ -424,6 +427,8 @@ boot() {
 		-nodefaults -display none -monitor none -no-reboot
 		-kernel "$KIMAGE" -initrd "$initrd" -append "$cmdline"
 		-serial "file:$con" -serial "file:$chan")
+	# shellcheck disable=SC2206 # QEMU_EXTRA: words
+	qemu_cmd+=(${QEMU_EXTRA:-})
 	local tailpid=
 	timeout -k 5 "$tmo" "${qemu_cmd[@]}" </dev/null >"$logs/$tag.qemu" 2>&1 &
 	local qpid=$!

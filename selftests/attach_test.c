@@ -10,7 +10,10 @@
  * Threads that never wait in such a call (the child's main thread, blocked
  * in pthread_join) are never reported.  The same with an io_uring loop: a
  * thread waiting for completions in io_uring_enter (IORING_ENTER_GETEVENTS)
- * is idle however long, one that only submits stays busy.  With
+ * is idle however long, one that only submits stays busy; a thread whose
+ * first wait is an io_uring_enter() woken inside (io_uring runs the
+ * thread's task_works there, the one that makes its watch among them) is
+ * idle until the call returns, busy from there.  With
  * STALLCAP_ATTACH_PARK, futex waits and sleeps are idle waits too (a
  * runtime's parked worker), for that attach only: a second session attached
  * to the same process without it sees the same thread stalled in the futex
@@ -429,6 +432,8 @@ static void *uring_resume_thread(void *arg)
 	    cqes[head & mask].user_data != 1 ||
 	    cqes[(head + 1) & mask].user_data != 2)
 		_exit(5);
+	if (resume_how == 'I')
+		attach_spin_in_loop(SPIN);	/* busy from the return */
 	poll(NULL, 0, 1);
 	return NULL;
 }
@@ -436,7 +441,8 @@ static void *uring_resume_thread(void *arg)
 /*
  * The child: waits for "go" ('u': the io_uring loop, 'p': the parked
  * worker, 'w': futex waits woken by their timeouts, 'r' and 'f': a thread
- * waiting in poll() or a futex before the attach, 'i': in io_uring_enter(),
+ * waiting in poll() or a futex before the attach, 'i': in io_uring_enter()
+ * ('I': its first wait, then a spin),
  * 's': a long poll() through a stop), runs a loop thread.
  */
 static void child_main(int go_fd, int *tid_pipe)
@@ -455,7 +461,7 @@ static void child_main(int go_fd, int *tid_pipe)
 		fn = wake_thread;
 	else if (c == 'r' || c == 't' || c == 'f')
 		fn = resume_thread;
-	else if (c == 'i')
+	else if (c == 'i' || c == 'I')
 		fn = uring_resume_thread;
 	else if (c == 's' || c == 'S')
 		fn = stop_thread;
@@ -955,22 +961,29 @@ TEST_F(attach, parked_thread_at_a_park_attach_is_busy_when_woken)
 }
 
 /*
- * A thread inside io_uring_enter() at the attach, waiting for two polls:
- * the first one's completion (a task_work that the thread runs inside its
- * wait) wakes it without ending the call, and the attach's own task_work
- * runs there too.  The call has not returned: the thread stays idle for
- * the rest of its wait (6 deadlines, until the second poll), no sample
- * there.
+ * A thread in io_uring_enter(), waiting for two polls: the first one's
+ * completion (a task_work that the thread runs inside its wait) wakes it
+ * without ending the call, and stallcap's task_work for the thread runs
+ * there too.  The call has not returned: the thread stays idle for the
+ * rest of its wait (6 deadlines, until the second poll), no sample there.
+ * @how 'i': the thread is inside the call at the attach (the attach's
+ * task_work runs there).  'I': the thread is created after the attach, the
+ * call is its first wait (the task_work that makes its watch runs there),
+ * and it spins past the deadline once the call returns: captured (the
+ * call's return, hooked at its entry, starts the busy period).
  */
-TEST_F(attach, io_uring_wait_woken_inside_at_the_attach_stays_idle)
+static void uring_woken_inside(struct __test_metadata *_metadata,
+			       FIXTURE_DATA(attach) *self, char how)
 {
-	unsigned int inside = 0;
+	unsigned int inside = 0, after = 0;
 	struct stallcap_stats st;
 	uint64_t second;
 	pid_t tid;
 	int status, i;
 
-	ASSERT_EQ(1, write(self->go[1], "i", 1));
+	if (how == 'I')
+		ASSERT_EQ(0, attach(self->s.fd, self->child, DEADLINE, 0));
+	ASSERT_EQ(1, write(self->go[1], &how, 1));
 	ASSERT_EQ(sizeof(tid), read(self->tid_pipe[0], &tid, sizeof(tid)));
 	if (tid < 0)
 		SKIP(return, "no io_uring here (%s)", strerror(-tid));
@@ -978,8 +991,15 @@ TEST_F(attach, io_uring_wait_woken_inside_at_the_attach_stays_idle)
 					   __NR_io_uring_enter); i++)
 		sc_sleep_ms(10);
 	ASSERT_LT(i, 300) TH_LOG("the thread never blocked in io_uring_enter()");
-	ASSERT_EQ(0, attach(self->s.fd, self->child, DEADLINE, 0));
-	ASSERT_EQ(0, sc_get_stats(self->s.fd, &st, 0));
+	if (how == 'i')
+		ASSERT_EQ(0, attach(self->s.fd, self->child, DEADLINE, 0));
+	/* the main thread's watch and this one's ('I': made inside the call) */
+	for (i = 0; i < 300; i++) {
+		ASSERT_EQ(0, sc_get_stats(self->s.fd, &st, 0));
+		if (st.attached == 2)
+			break;
+		sc_sleep_ms(10);
+	}
 	EXPECT_EQ(2, st.attached);
 	sc_sleep_ms(2 * DEADLINE / SC_MS(1));
 	ASSERT_EQ(1, write(self->go[1], "x", 1));	/* the first poll */
@@ -995,7 +1015,7 @@ TEST_F(attach, io_uring_wait_woken_inside_at_the_attach_stays_idle)
 	/*
 	 * Busy from the call's return only, after the second poll: a deadline
 	 * before that one's write plus T was a busy period inside the wait.
-	 * One after it is a loaded host's stop of the guest between the
+	 * One after it ('i') is a loaded host's stop of the guest between the
 	 * return and the thread's last poll(), logged.
 	 */
 	for (size_t k = 0; k < self->rs.n; k++) {
@@ -1005,12 +1025,28 @@ TEST_F(attach, io_uring_wait_woken_inside_at_the_attach_stays_idle)
 			continue;
 		if (x->deadline_ns < second + DEADLINE)
 			inside++;
-		else
+		else if (how == 'i')
 			TH_LOG("a stall after the call returned: the guest stopped the thread");
+		else
+			after++;
 	}
-	if (inside)
+	if (inside || (how == 'I' && !spin_stall_of(&self->rs, tid)))
 		sc_log_records(NULL, &self->rs);
 	EXPECT_EQ(0, inside) TH_LOG("the thread was taken as busy inside its io_uring wait");
+	if (how == 'I')
+		EXPECT_NE(NULL, spin_stall_of(&self->rs, tid))
+			TH_LOG("the spin after the call returned was not captured (%u samples after it)",
+			       after);
+}
+
+TEST_F(attach, io_uring_wait_woken_inside_at_the_attach_stays_idle)
+{
+	uring_woken_inside(_metadata, self, 'i');
+}
+
+TEST_F(attach, new_thread_woken_inside_its_first_io_uring_wait_is_idle_there)
+{
+	uring_woken_inside(_metadata, self, 'I');
 }
 
 /*
