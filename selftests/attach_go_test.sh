@@ -65,6 +65,9 @@ check "record says it is a Go program that needs --park" \
 	grep -q "is a Go program: .*without --park" "$work/record1.out"
 check "without --park, a parked thread is reported (in runtime.futex)" \
 	any_sample "$work/nopark.json" attach_go_serve parked
+check "record's hint counts the stalls that began on a futex, names --park" \
+	grep -q "^stallcap: hint: [0-9]* of [0-9]* stalls began with the thread waiting on a futex: .* --park" \
+	"$work/record1.out"
 
 # 2. with --park, attached to the running server
 attach_go_server 127.0.0.1:$port >"$work/server.out" 2>&1 &
@@ -80,7 +83,7 @@ kill "$srv"
 wait_record "$rec"
 sed 's/^/# record: /' "$work/record2.err"
 check "with --park it says nothing of it" \
-	sh -c "! grep -q 'is a Go program' '$work/record2.err'"
+	sh -c "! grep -q 'is a Go program\\|waiting on a futex' '$work/record2.err'"
 reports park
 check "with --park, the spin is reported: running in main.spinFor" \
 	any_sample "$work/park.json" attach_go_serve spinning

@@ -65,6 +65,18 @@ static void see_watch(struct collector *c, const struct stallcap_rec_header *rec
 	}
 }
 
+/* A stall of an attached thread that began waiting on a futex (hint_park()) */
+static void see_first_sample(struct collector *c, const struct stallcap_rec_header *rec,
+			     const struct stallcap_sample_view *v)
+{
+	if (rec->type != STALLCAP_REC_SAMPLE || v->s.origin != STALLCAP_ORIGIN_ATTACH ||
+	    v->s.sample_index)
+		return;
+	c->attached_stalls++;
+	c->futex_stalls += v->has_wait && v->wait.kind == STALLCAP_WAIT_FUTEX &&
+			   !(v->wait.flags & STALLCAP_WAIT_F_JOIN);
+}
+
 static int on_record(const struct stallcap_rec_header *rec, void *arg)
 {
 	struct collector *c = arg;
@@ -74,6 +86,7 @@ static int on_record(const struct stallcap_rec_header *rec, void *arg)
 		if (!stallcap_sample_parse(rec, rec->size, &v)) {
 			see_process(c, &v);
 			see_kernel(c, &v);
+			see_first_sample(c, rec, &v);
 		}
 	} else if (rec->type == STALLCAP_REC_WATCH) {
 		see_watch(c, rec);
@@ -350,6 +363,8 @@ int collect_run(const struct collect_opts *o, struct sc_sink *sk, int *cmd_statu
 			(unsigned long long)c.records, (unsigned long long)c.lost,
 			(unsigned long long)c.suppressed);
 	hint_lost(c.lost);
+	if (o->deadline_ns && !o->park)
+		hint_park(c.futex_stalls, c.attached_stalls);
 	if (o->cmd && !o->global && o->fd < 0 && !ret)
 		hint_no_watch(c.records);
 out:

@@ -42,6 +42,8 @@ struct collector {
 	__u64 pruned_ns;		/* last look for exited processes */
 	struct buildid_cache *bc;
 	__u64 lost, suppressed, records;
+	__u64 attached_stalls;		/* first samples of attached watches */
+	__u64 futex_stalls;		/* of those, waiting on a futex */
 	bool same_pid_ns;		/* the records' ns ids are this tool's */
 	int err;
 };

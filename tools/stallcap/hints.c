@@ -29,3 +29,19 @@ void hint_no_watch(__u64 records)
 		warnx_("hint: no records: no deadline was missed, or the command never armed "
 		       "a watch (it must use libstallcap's session from STALLCAP_FD)");
 }
+
+/*
+ * @futex of the @stalls stalls of attached threads (without --park) found
+ * their thread waiting on a futex at their first sample: idle workers of a
+ * pool or a thread cache (MariaDB's between connections, a runtime's)
+ * wait so for work, on a condition variable, and are then reported.
+ */
+void hint_park(__u64 futex, __u64 stalls)
+{
+	if (futex >= 2)
+		warnx_("hint: %llu of %llu stalls began with the thread waiting on a futex: "
+		       "if those threads are idle workers waiting for work (a thread pool, "
+		       "a thread cache), record with --park, which counts futex waits and "
+		       "sleeps as idle (lock waits on a plain futex too)",
+		       (unsigned long long)futex, (unsigned long long)stalls);
+}

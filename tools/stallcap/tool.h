@@ -669,6 +669,7 @@ void prom_counter(FILE *out, const char *name, __u64 v, bool global);
 void hint_lost(__u64 lost);
 void hint_kallsyms(int err);
 void hint_no_watch(__u64 records);
+void hint_park(__u64 futex, __u64 stalls);
 
 /* ---- subcommands ---- */
 
