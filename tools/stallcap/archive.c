@@ -5,6 +5,9 @@
  * executable (the one with the recorded build-id only) and its debug file,
  * found by elfutils' standard search (/usr/lib/debug/.build-id, the
  * .gnu_debuglink next to the file, in .debug/ or under /usr/lib/debug).
+ * A file deleted while mapped (a server upgraded in place) is packed from
+ * the copy the recorder kept (kept_elf.c), under the path the maps gave it
+ * ("PATH (deleted)"), where report --symfs looks.
  * The archive is a tar (tar(1) writes it) laid out as the root directory:
  *
  *   stallcap archive server.data                   # server.data.tar.gz
@@ -15,6 +18,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <elfutils/libdwfl.h>
+#include <limits.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -37,6 +41,7 @@ struct archive {
 struct apath {
 	struct hnode node;
 	struct apath *next;
+	char *as;		/* its name in the archive, if not @path */
 	char path[];
 };
 
@@ -44,7 +49,8 @@ static const char archive_help[] =
 "usage: stallcap archive [FILE] [-o OUT]\n\n"
 "Pack the files a report of FILE (default stallcap.data) needs elsewhere:\n"
 "the binaries and libraries its processes ran (those whose build-id is the\n"
-"recorded one) and their debug files, into OUT (default FILE.tar.gz), a\n"
+"recorded one), the copies kept of those deleted while mapped, and their\n"
+"debug files, into OUT (default FILE.tar.gz), a\n"
 "gzipped tar laid out as the root directory: unpacked into a directory\n"
 "elsewhere, that directory is the one to give to report's symfs option.\n\n"
 "  -o, --output OUT     the archive\n"
@@ -60,7 +66,8 @@ static bool seen(const struct archive *ar, const char *path)
 	return false;
 }
 
-static int add_path(struct archive *ar, const char *path)
+/* @path, packed as @as (NULL: as @path) */
+static int add_path_as(struct archive *ar, const char *path, const char *as)
 {
 	__u64 h = hash_bytes(path, strlen(path), 0);
 	struct apath *p;
@@ -71,7 +78,9 @@ static int add_path(struct archive *ar, const char *path)
 	if (!p)
 		return -ENOMEM;
 	memcpy(p->path, path, strlen(path) + 1);
-	if (htab_add(&ar->seen, &p->node, h)) {
+	p->as = as ? strdup(as) : NULL;
+	if ((as && !p->as) || htab_add(&ar->seen, &p->node, h)) {
+		free(p->as);
 		free(p);
 		return -ENOMEM;
 	}
@@ -79,6 +88,11 @@ static int add_path(struct archive *ar, const char *path)
 	ar->all = p;
 	ar->nr++;
 	return 0;
+}
+
+static int add_path(struct archive *ar, const char *path)
+{
+	return add_path_as(ar, path, NULL);
 }
 
 static bool build_id_matches(const struct sc_map *m)
@@ -119,6 +133,26 @@ static int add_debug_file(struct archive *ar, const char *path)
 	return ret;
 }
 
+/*
+ * @m's file was deleted while mapped: the copy kept of it (by its build-id),
+ * packed under the mapped path, and its debug file
+ */
+static int add_kept(struct archive *ar, const struct sc_map *m)
+{
+	char kept[PATH_MAX];
+	int ret;
+
+	if (kept_elf_path(m, kept, sizeof(kept)) || access(kept, R_OK) ||
+	    strchr(m->path, '\n') || strchr(m->path, '\001')) {
+		warnx_("%s: deleted while mapped and no copy kept, left out (see "
+		       "STALLCAP_KEEP_DIR in stallcap(1))", m->path);
+		ar->changed++;
+		return 0;
+	}
+	ret = add_path_as(ar, kept, m->path);
+	return ret ? ret : add_debug_file(ar, kept);
+}
+
 static int on_proc(struct sc_sink *sk, const struct sc_proc *p)
 {
 	struct archive *ar = (struct archive *)sk;
@@ -131,32 +165,92 @@ static int on_proc(struct sc_sink *sk, const struct sc_proc *p)
 		if (m->path[0] != '/' || !(m->prot & SC_PROT_X) || seen(ar, m->path))
 			continue;
 		if (kept_elf_deleted(m->path)) {
-			warnx_("%s: deleted while mapped, left out (its copy kept when recording "
-			       "is in the directory STALLCAP_KEEP_DIR names: see stallcap(1))",
-			       m->path);
-			ar->changed++;
-			continue;
-		}
-		if (!build_id_matches(m)) {
+			ret = add_kept(ar, m);
+		} else if (!build_id_matches(m)) {
 			warnx_("%s: build-id differs from the recorded one, left out", m->path);
 			ar->changed++;
 			continue;
+		} else {
+			ret = add_path(ar, m->path);
+			if (!ret)
+				ret = add_debug_file(ar, m->path);
 		}
-		ret = add_path(ar, m->path);
-		if (!ret)
-			ret = add_debug_file(ar, m->path);
 		if (ret)
 			return ret;
 	}
 	return 0;
 }
 
-/* tar -czhf OUT -C / --null -T - (names relative to /, NUL-separated) */
+/*
+ * @s escaped for a sed s command of tar's --transform (basic regex, \001
+ * as the delimiter): in the regex (@re) . [ ] * ^ $ and \, in the
+ * replacement & and \
+ */
+static char *transform_escape(const char *s, bool re)
+{
+	char *out = malloc(2 * strlen(s) + 1), *o = out;
+
+	for (; out && *s; s++) {
+		if (strchr(re ? ".[]*^$\\" : "&\\", *s))
+			*o++ = '\\';
+		*o++ = *s;
+	}
+	if (out)
+		*o = 0;
+	return out;
+}
+
+/* --transform renaming a kept copy to its mapped path (names relative to /) */
+static char *transform_arg(const struct apath *p)
+{
+	char *re = transform_escape(p->path + 1, true);
+	char *rep = transform_escape(p->as + 1, false);
+	char *arg = NULL;
+
+	if (re && rep && asprintf(&arg, "--transform=s\001^%s$\001%s\001", re, rep) < 0)
+		arg = NULL;
+	free(re);
+	free(rep);
+	return arg;
+}
+
+/*
+ * tar -czhf OUT -C / --no-recursion [--transform=...] --null -T - (names
+ * relative to /, NUL-separated)
+ */
+static int spawn_tar(struct archive *ar, const char *out, int in, pid_t *pid)
+{
+	static const char *const head[] = { "tar", "-czhf", NULL, "-C", "/", "--no-recursion" };
+	static const char *const tail[] = { "--null", "-T", "-", NULL };
+	size_t n = ARRAY_SIZE(head), i;
+	posix_spawn_file_actions_t fa;
+	const struct apath *p;
+	char **argv;
+	int err = 0;
+
+	argv = calloc(ARRAY_SIZE(head) + ar->nr + ARRAY_SIZE(tail), sizeof(*argv));
+	if (!argv)
+		return ENOMEM;
+	memcpy(argv, head, sizeof(head));
+	argv[2] = (char *)out;
+	for (p = ar->all; p && !err; p = p->next)
+		if (p->as && !(argv[n++] = transform_arg(p)))
+			err = ENOMEM;
+	memcpy(argv + n, tail, sizeof(tail));
+	if (!err) {
+		posix_spawn_file_actions_init(&fa);
+		posix_spawn_file_actions_adddup2(&fa, in, 0);
+		err = posix_spawnp(pid, "tar", &fa, NULL, argv, environ);
+		posix_spawn_file_actions_destroy(&fa);
+	}
+	for (i = ARRAY_SIZE(head); i < n; i++)
+		free(argv[i]);
+	free(argv);
+	return err;
+}
+
 static int run_tar(struct archive *ar, const char *out)
 {
-	char *argv[] = { "tar", "-czhf", (char *)out, "-C", "/", "--no-recursion",
-			 "--null", "-T", "-", NULL };
-	posix_spawn_file_actions_t fa;
 	int pfd[2], status = 0, err;
 	const struct apath *p;
 	pid_t pid;
@@ -164,10 +258,7 @@ static int run_tar(struct archive *ar, const char *out)
 
 	if (pipe2(pfd, O_CLOEXEC))
 		return -errno;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, pfd[0], 0);
-	err = posix_spawnp(&pid, "tar", &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
+	err = spawn_tar(ar, out, pfd[0], &pid);
 	close(pfd[0]);
 	if (err) {
 		close(pfd[1]);
@@ -245,6 +336,7 @@ int cmd_archive(int argc, char **argv)
 		ret = archive_write(&ar, out);
 	for (p = ar.all; p; p = n) {
 		n = p->next;
+		free(p->as);
 		free(p);
 	}
 	htab_free(&ar.seen);

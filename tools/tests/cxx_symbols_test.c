@@ -41,8 +41,30 @@ static int sh(const char *fmt, ...)
 	return system(cmd);
 }
 
+/*
+ * The maps of @pid, snapshot as the recorder does; @deleted: its binary is
+ * deleted first, its copy kept (under $STALLCAP_KEEP_DIR)
+ */
+static int snapshot(struct _test_data_cxx *self, pid_t pid, bool deleted)
+{
+	struct buildid_cache *bc = NULL;
+	int ret;
+
+	if (deleted) {
+		unlink(self->bin);
+		bc = buildid_cache_new();
+		if (!bc)
+			return -ENOMEM;
+		buildid_cache_keep_deleted(bc);
+	}
+	ret = procmaps_snapshot((__u32)pid, bc, &self->p);
+	if (bc)
+		buildid_cache_free(bc);
+	return ret;
+}
+
 /* run the C++ fixture from @self->bin; its addresses and its maps */
-static int start(struct _test_data_cxx *self)
+static int start(struct _test_data_cxx *self, bool deleted)
 {
 	char line[512];
 	pid_t pid;
@@ -66,7 +88,7 @@ static int start(struct _test_data_cxx *self)
 	    sscanf(line, "spin=%llx ret0=%llx ret1=%llx ret2=%llx inline_line=%d call_line=%d",
 		   &self->spin, &self->ret[0], &self->ret[1], &self->ret[2],
 		   &self->inline_line, &self->call_line) == 6)
-		ret = procmaps_snapshot((__u32)pid, NULL, &self->p);
+		ret = snapshot(self, pid, deleted);
 	if (f)
 		fclose(f);
 	kill(pid, SIGKILL);
@@ -107,7 +129,7 @@ FIXTURE_SETUP(cxx)
 	snprintf(self->data, sizeof(self->data), "%s/stallcap.data", self->dir);
 	ASSERT_EQ(0, sh("rm -rf %s && mkdir -p %s/bin && cp %s %s", self->dir, self->dir,
 			fixture_path("fixture-cxx"), self->bin));
-	ASSERT_EQ(0, start(self));
+	ASSERT_EQ(0, start(self, false));
 	ASSERT_EQ(0, write_record(self));
 }
 
@@ -321,6 +343,34 @@ TEST_F(cxx, archive_then_symfs)
 	snprintf(args, sizeof(args), "-f folded --symfs %s/prod", self->dir);
 	ASSERT_EQ(0, report(self, args));
 	EXPECT_STREQ(FOLDED, self->out);
+}
+
+/*
+ * A binary deleted while it ran (a server upgraded in place): archive packs
+ * the copy the recorder kept, under the path the maps gave it ("PATH
+ * (deleted)"), where report --symfs finds it elsewhere
+ */
+TEST_F(cxx, archive_packs_the_kept_copy_of_a_deleted_binary)
+{
+	char args[256], kept[128], deleted[160];
+
+	snprintf(kept, sizeof(kept), "%s/kept", self->dir);
+	setenv("STALLCAP_KEEP_DIR", kept, 1);
+	sc_proc_free(self->p);
+	ASSERT_EQ(0, start(self, true));
+	ASSERT_EQ(0, write_record(self));
+	snprintf(deleted, sizeof(deleted), "%s (deleted)", self->bin + 1);
+	ASSERT_EQ(0, sh("%s archive %s -o %s/a.tar.gz >%s/archive.out",
+			fixture_path("../stallcap/stallcap"), self->data, self->dir, self->dir));
+	EXPECT_EQ(0, sh("tar -tzf %s/a.tar.gz | grep -qxF '%s'", self->dir, deleted));
+	ASSERT_EQ(0, sh("rm -r %s && mkdir %s/prod && tar -xzf %s/a.tar.gz -C %s/prod",
+			kept, self->dir, self->dir, self->dir));
+	ASSERT_EQ(0, report(self, "-f folded 2>/dev/null"));
+	EXPECT_EQ(NULL, strstr(self->out, RING)) TH_LOG("resolved without the archive");
+	snprintf(args, sizeof(args), "-f folded --symfs %s/prod", self->dir);
+	ASSERT_EQ(0, report(self, args));
+	EXPECT_STREQ(FOLDED, self->out);
+	unsetenv("STALLCAP_KEEP_DIR");
 }
 
 TEST_HARNESS_MAIN
