@@ -54,6 +54,9 @@ static void see_watch(struct collector *c, const struct stallcap_rec_header *rec
 
 	if (stallcap_watch_event_parse(rec, rec->size, &ev))
 		return;
+	if (ev.event == STALLCAP_WATCH_STARTED && c->o->deadline_ns)
+		unwatched_saw_watch(c, c->same_pid_ns && ev.ns_pid ? ev.ns_pid : ev.pid,
+				    c->same_pid_ns && ev.ns_tid ? ev.ns_tid : ev.tid);
 	if (ev.event == STALLCAP_WATCH_STARTED && ev.tid == ev.pid) {
 		e = pid_get(c, ev.pid);
 		if (e)
@@ -292,6 +295,8 @@ static int follow(struct collector *c, pid_t child, int *status)
 		ret = drain(c);
 		t = now_ns(CLOCK_MONOTONIC);
 		prune(c, t);
+		if (c->o->deadline_ns)
+			unwatched_scan(c, t, false);
 		if (c->o->duration > 0 && t - start >= c->o->duration * NSEC_PER_SEC)
 			break;
 		if (child > 0 && waitpid(child, &w, WNOHANG) == child) {
@@ -310,6 +315,8 @@ static int follow(struct collector *c, pid_t child, int *status)
 	waitset_release(&ws);
 	if (!ret)
 		ret = drain(c);
+	if (c->o->deadline_ns)	/* the CPU time of those still running */
+		unwatched_scan(c, now_ns(CLOCK_MONOTONIC), true);
 	if (child > 0) {
 		if (stop_signal)
 			kill(child, stop_signal);
@@ -332,6 +339,7 @@ int collect_run(const struct collect_opts *o, struct sc_sink *sk, int *cmd_statu
 	int ret;
 
 	*cmd_status = 0;
+	c.started_ticks = now_ns(CLOCK_BOOTTIME) * (__u64)sysconf(_SC_CLK_TCK) / NSEC_PER_SEC;
 	c.ks = ksyms_new();
 	c.bc = buildid_cache_new();
 	if (c.bc)	/* a report made after the process exits needs them */
@@ -347,6 +355,7 @@ int collect_run(const struct collect_opts *o, struct sc_sink *sk, int *cmd_statu
 		ret = attach_all(&c, &child);
 		if (ret)
 			goto out;
+		c.cmd_pid = child;
 	} else if (o->cmd) {
 		child = spawn(&c);
 		if (child < 0) {
@@ -365,6 +374,8 @@ int collect_run(const struct collect_opts *o, struct sc_sink *sk, int *cmd_statu
 	hint_lost(c.lost);
 	if (o->deadline_ns && !o->park)
 		hint_park(c.futex_stalls, c.attached_stalls);
+	if (o->deadline_ns && !ret)
+		unwatched_hint(&c);
 	if (o->cmd && !o->global && o->fd < 0 && !ret)
 		hint_no_watch(c.records);
 out:
@@ -380,6 +391,7 @@ out:
 	}
 	htab_free(&c.pids);
 	htab_free(&c.ksym_done);
+	unwatched_free(&c);
 	ksyms_free(c.ks);
 	free(c.modules);
 	buildid_cache_free(c.bc);

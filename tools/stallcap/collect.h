@@ -44,9 +44,24 @@ struct collector {
 	__u64 lost, suppressed, records;
 	__u64 attached_stalls;		/* first samples of attached watches */
 	__u64 futex_stalls;		/* of those, waiting on a futex */
+	pid_t cmd_pid;			/* the command run, 0 if none */
+	struct htab watched_tids;	/* threads with a watch (/proc tids) */
+	struct watched_tid *watched_all;
+	struct htab scanned_pids;	/* their processes, listed */
+	struct scanned_pid *scanned_all;
+	struct htab unwatched;		/* threads seen without one */
+	struct unwatched *unwatched_all;
+	__u64 unwatched_scanned_ns;
+	__u64 started_ticks;		/* clock ticks since boot at the start */
 	bool same_pid_ns;		/* the records' ns ids are this tool's */
 	int err;
 };
+
+/* ---- threads never watched (collect_unwatched.c) ---- */
+void unwatched_saw_watch(struct collector *c, __u32 pid, __u32 tid);
+void unwatched_scan(struct collector *c, __u64 now, bool force);
+void unwatched_hint(struct collector *c);
+void unwatched_free(struct collector *c);
 
 /* ---- processes' maps and kernel symbols for the sink (collect_meta.c) ---- */
 struct pid_entry *pid_get(struct collector *c, __u32 pid);

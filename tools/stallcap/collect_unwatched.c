@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stallcap record --deadline: the threads of the watched processes that
+ * were never watched.  The attach watches a thread from its first
+ * event-loop wait (with --park, also from its first futex wait or sleep);
+ * a thread that never waits so is never reported, however long it runs: a
+ * pool's worker fed through a condition variable (Apache's event MPM
+ * without --park), a thread that only computes.  Once a second at most,
+ * when the reader wakes anyway, the threads of the processes seen are
+ * listed from /proc and the CPU time of those without a watch is read; at
+ * the end, the ones that used more CPU than the deadline while recording
+ * are named in a hint, so that such a stall is not missed in silence.
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "collect.h"
+
+#define SCAN_EVERY_NS	NSEC_PER_SEC
+#define HINT_MIN_NS	(50 * NSEC_PER_MSEC)
+#define HINT_MAX_NAMED	4
+
+struct watched_tid {
+	struct hnode node;
+	struct watched_tid *next;
+	__u32 tid;
+};
+
+/* A process with a watch: its threads are listed */
+struct scanned_pid {
+	struct hnode node;
+	struct scanned_pid *next;
+	__u32 pid;
+	bool gone;		/* not in /proc any more (its pid not reused) */
+};
+
+/* A thread seen without a watch: its CPU time when first and last seen. */
+struct unwatched {
+	struct hnode node;
+	struct unwatched *next;
+	__u32 pid, tid;
+	__u64 first_ticks, last_ticks;
+	char comm[16];
+};
+
+static bool is_watched(const struct collector *c, __u32 tid)
+{
+	struct hnode *n;
+
+	htab_for_each_possible(&c->watched_tids, n, hash_u64(tid))
+		if (container_of(n, struct watched_tid, node)->tid == tid)
+			return true;
+	return false;
+}
+
+static void add_scanned_pid(struct collector *c, __u32 pid)
+{
+	struct scanned_pid *p;
+	struct hnode *n;
+
+	htab_for_each_possible(&c->scanned_pids, n, hash_u64(pid))
+		if (container_of(n, struct scanned_pid, node)->pid == pid)
+			return;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return;
+	p->pid = pid;
+	if (htab_add(&c->scanned_pids, &p->node, hash_u64(pid))) {
+		free(p);
+		return;
+	}
+	p->next = c->scanned_all;
+	c->scanned_all = p;
+}
+
+/**
+ * unwatched_saw_watch() - thread @tid of process @pid (as /proc names
+ * them) has a watch: its process's threads are listed from now on
+ */
+void unwatched_saw_watch(struct collector *c, __u32 pid, __u32 tid)
+{
+	struct watched_tid *w;
+
+	add_scanned_pid(c, pid);
+	if (is_watched(c, tid))
+		return;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return;
+	w->tid = tid;
+	if (htab_add(&c->watched_tids, &w->node, hash_u64(tid))) {
+		free(w);
+		return;
+	}
+	w->next = c->watched_all;
+	c->watched_all = w;
+}
+
+static struct unwatched *unwatched_get(struct collector *c, __u32 pid, __u32 tid)
+{
+	struct unwatched *u;
+	struct hnode *n;
+
+	htab_for_each_possible(&c->unwatched, n, hash_u64(tid)) {
+		u = container_of(n, struct unwatched, node);
+		if (u->tid == tid && u->pid == pid)
+			return u;
+	}
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return NULL;
+	u->pid = pid;
+	u->tid = tid;
+	u->first_ticks = ~0ULL;
+	if (htab_add(&c->unwatched, &u->node, hash_u64(tid))) {
+		free(u);
+		return NULL;
+	}
+	u->next = c->unwatched_all;
+	c->unwatched_all = u;
+	return u;
+}
+
+/*
+ * /proc/PID/task/TID/stat: its name, utime + stime and its start (clock
+ * ticks since boot)
+ */
+static int thread_stat(__u32 pid, __u32 tid, char *comm, size_t len, __u64 *ticks,
+		       __u64 *start)
+{
+	unsigned long long utime, stime, starttime;
+	char path[64], buf[1024], *open_paren, *close_paren;
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/stat", pid, tid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	open_paren = strchr(buf, '(');
+	close_paren = strrchr(buf, ')');
+	if (!open_paren || !close_paren || close_paren < open_paren ||
+	    sscanf(close_paren + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu "
+		   "%*d %*d %*d %*d %*d %*d %llu", &utime, &stime, &starttime) != 3)
+		return -1;
+	n = (size_t)(close_paren - open_paren - 1);
+	if (n >= len)
+		n = len - 1;
+	memcpy(comm, open_paren + 1, n);
+	comm[n] = 0;
+	*ticks = utime + stime;
+	*start = starttime;
+	return 0;
+}
+
+/* Return: false if the process is gone */
+static bool scan_process(struct collector *c, __u32 pid)
+{
+	struct dirent *d;
+	char path[40];
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%u/task", pid);
+	dir = opendir(path);
+	if (!dir)
+		return false;
+	while ((d = readdir(dir))) {
+		__u32 tid = (__u32)strtoul(d->d_name, NULL, 10);
+		struct unwatched *u;
+		__u64 ticks, start;
+		char comm[16];
+
+		if (!tid || is_watched(c, tid) ||
+		    thread_stat(pid, tid, comm, sizeof(comm), &ticks, &start))
+			continue;
+		u = unwatched_get(c, pid, tid);
+		if (!u)
+			continue;
+		/* all its time if it began while recording */
+		if (u->first_ticks == ~0ULL)
+			u->first_ticks = start >= c->started_ticks ? 0 : ticks;
+		u->last_ticks = ticks;
+		memcpy(u->comm, comm, sizeof(u->comm));
+	}
+	closedir(dir);
+	return true;
+}
+
+/**
+ * unwatched_scan() - read the CPU time of the unwatched threads of the
+ * processes watched (the command, the -p ones, those with a watch)
+ * @now: CLOCK_MONOTONIC ns
+ * @force: even if the last scan was less than a second ago
+ */
+void unwatched_scan(struct collector *c, __u64 now, bool force)
+{
+	struct scanned_pid *p;
+	size_t i;
+
+	if (!force && now - c->unwatched_scanned_ns < SCAN_EVERY_NS)
+		return;
+	c->unwatched_scanned_ns = now;
+	if (c->cmd_pid > 0)
+		add_scanned_pid(c, (__u32)c->cmd_pid);
+	for (i = 0; i < c->o->npids; i++)
+		add_scanned_pid(c, c->o->pids[i]);
+	for (p = c->scanned_all; p; p = p->next)
+		if (!p->gone)
+			p->gone = !scan_process(c, p->pid);
+}
+
+/**
+ * unwatched_hint() - name the threads never watched that used more CPU
+ * than the deadline while recording
+ */
+void unwatched_hint(struct collector *c)
+{
+	__u64 tick_ns = NSEC_PER_SEC / (__u64)sysconf(_SC_CLK_TCK), min_ns;
+	char names[4 * 48] = "";
+	unsigned int nr = 0;
+	struct unwatched *u;
+	size_t len = 0;
+
+	min_ns = c->o->deadline_ns > HINT_MIN_NS ? c->o->deadline_ns : HINT_MIN_NS;
+	for (u = c->unwatched_all; u; u = u->next) {
+		__u64 ns = (u->last_ticks - u->first_ticks) * tick_ns;
+
+		if (is_watched(c, u->tid) || ns < min_ns)
+			continue;
+		if (nr++ < HINT_MAX_NAMED && len < sizeof(names))
+			len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s (tid %u, %.1f s)",
+						len ? ", " : "", u->comm, u->tid, ns / 1e9);
+	}
+	if (nr)
+		warnx_("hint: %u thread%s of the watched processes never waited in an event-loop "
+		       "call%s, so %s never watched, and used more CPU than the deadline while "
+		       "recording: %s%s%s", nr, nr == 1 ? "" : "s",
+		       c->o->park ? ", a futex wait or a sleep" : "", nr == 1 ? "it was" : "they were",
+		       names, nr > HINT_MAX_NAMED ? ", ..." : "",
+		       c->o->park ? "" : " (workers fed by another thread through a condition "
+		       "variable are watched with --park)");
+}
+
+/* free what the scans kept */
+void unwatched_free(struct collector *c)
+{
+	struct watched_tid *w;
+	struct scanned_pid *p;
+	struct unwatched *u;
+
+	while ((u = c->unwatched_all)) {
+		c->unwatched_all = u->next;
+		free(u);
+	}
+
+	while ((w = c->watched_all)) {
+		c->watched_all = w->next;
+		free(w);
+	}
+	while ((p = c->scanned_all)) {
+		c->scanned_all = p->next;
+		free(p);
+	}
+	htab_free(&c->watched_tids);
+	htab_free(&c->scanned_pids);
+	htab_free(&c->unwatched);
+}
