@@ -52,6 +52,9 @@ struct collector {
 	struct htab unwatched;		/* threads seen without one */
 	struct unwatched *unwatched_all;
 	__u64 unwatched_scanned_ns;
+	__u64 unwatched_scans;
+	unsigned int unwatched_kept;	/* gone, kept to be named */
+	unsigned int unwatched_dropped;	/* gone, used CPU, not kept */
 	__u64 started_ticks;		/* clock ticks since boot at the start */
 	bool same_pid_ns;		/* the records' ns ids are this tool's */
 	int err;

@@ -23,6 +23,8 @@
 #define SCAN_EVERY_NS	NSEC_PER_SEC
 #define HINT_MIN_NS	(50 * NSEC_PER_MSEC)
 #define HINT_MAX_NAMED	4
+/* threads gone that used enough CPU: kept to be named, beyond that counted */
+#define GONE_KEPT_MAX	64
 
 struct watched_tid {
 	struct hnode node;
@@ -44,6 +46,8 @@ struct unwatched {
 	struct unwatched *next;
 	__u32 pid, tid;
 	__u64 first_ticks, last_ticks;
+	__u64 scan;		/* the last scan that saw it */
+	bool gone;		/* kept after its thread went away */
 	char comm[16];
 };
 
@@ -187,10 +191,48 @@ static bool scan_process(struct collector *c, __u32 pid)
 		if (u->first_ticks == ~0ULL)
 			u->first_ticks = start >= c->started_ticks ? 0 : ticks;
 		u->last_ticks = ticks;
+		u->scan = c->unwatched_scans;
 		memcpy(u->comm, comm, sizeof(u->comm));
 	}
 	closedir(dir);
 	return true;
+}
+
+static __u64 hint_min_ns(const struct collector *c)
+{
+	return c->o->deadline_ns > HINT_MIN_NS ? c->o->deadline_ns : HINT_MIN_NS;
+}
+
+static __u64 cpu_ns(const struct unwatched *u)
+{
+	return (u->last_ticks - u->first_ticks) * (NSEC_PER_SEC / (__u64)sysconf(_SC_CLK_TCK));
+}
+
+/*
+ * Forget the threads that the last scan did not see (gone, or watched
+ * since): a thread that used enough CPU is kept to be named, the first
+ * GONE_KEPT_MAX of them, the others counted.  The table holds what runs
+ * now, however many threads a long recording sees come and go.
+ */
+static void forget_gone(struct collector *c)
+{
+	struct unwatched **pp = &c->unwatched_all, *u;
+
+	while ((u = *pp)) {
+		bool heavy = !is_watched(c, u->tid) && cpu_ns(u) >= hint_min_ns(c);
+
+		if (u->gone || u->scan == c->unwatched_scans ||
+		    (heavy && c->unwatched_kept < GONE_KEPT_MAX)) {
+			c->unwatched_kept += !u->gone && u->scan != c->unwatched_scans;
+			u->gone = u->gone || u->scan != c->unwatched_scans;
+			pp = &u->next;
+			continue;
+		}
+		c->unwatched_dropped += heavy;
+		*pp = u->next;
+		htab_del(&c->unwatched, &u->node);
+		free(u);
+	}
 }
 
 /**
@@ -211,9 +253,11 @@ void unwatched_scan(struct collector *c, __u64 now, bool force)
 		add_scanned_pid(c, (__u32)c->cmd_pid);
 	for (i = 0; i < c->o->npids; i++)
 		add_scanned_pid(c, c->o->pids[i]);
+	c->unwatched_scans++;
 	for (p = c->scanned_all; p; p = p->next)
 		if (!p->gone)
 			p->gone = !scan_process(c, p->pid);
+	forget_gone(c);
 }
 
 /**
@@ -222,19 +266,18 @@ void unwatched_scan(struct collector *c, __u64 now, bool force)
  */
 void unwatched_hint(struct collector *c)
 {
-	__u64 tick_ns = NSEC_PER_SEC / (__u64)sysconf(_SC_CLK_TCK), min_ns;
-	char names[4 * 48] = "";
-	unsigned int nr = 0;
+	unsigned int nr = c->unwatched_dropped, named = 0;
+	char names[HINT_MAX_NAMED * 48] = "";
 	struct unwatched *u;
 	size_t len = 0;
 
-	min_ns = c->o->deadline_ns > HINT_MIN_NS ? c->o->deadline_ns : HINT_MIN_NS;
 	for (u = c->unwatched_all; u; u = u->next) {
-		__u64 ns = (u->last_ticks - u->first_ticks) * tick_ns;
+		__u64 ns = cpu_ns(u);
 
-		if (is_watched(c, u->tid) || ns < min_ns)
+		if (is_watched(c, u->tid) || ns < hint_min_ns(c))
 			continue;
-		if (nr++ < HINT_MAX_NAMED && len < sizeof(names))
+		nr++;
+		if (named++ < HINT_MAX_NAMED && len < sizeof(names))
 			len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s (tid %u, %.1f s)",
 						len ? ", " : "", u->comm, u->tid, ns / 1e9);
 	}
@@ -243,7 +286,7 @@ void unwatched_hint(struct collector *c)
 		       "call%s, so %s never watched, and used more CPU than the deadline while "
 		       "recording: %s%s%s", nr, nr == 1 ? "" : "s",
 		       c->o->park ? ", a futex wait or a sleep" : "", nr == 1 ? "it was" : "they were",
-		       names, nr > HINT_MAX_NAMED ? ", ..." : "",
+		       names, nr > named || named > HINT_MAX_NAMED ? ", ..." : "",
 		       c->o->park ? "" : " (workers fed by another thread through a condition "
 		       "variable are watched with --park)");
 }
