@@ -19,6 +19,12 @@ struct pid_entry {
 	struct sc_proc *proc;	/* latest snapshot, NULL if it failed */
 };
 
+/* A set of thread or process ids (collect_unwatched.c). */
+struct id_set {
+	struct htab h;
+	struct id_entry *all;
+};
+
 /* A kernel symbol address already sent to the sink. */
 struct ksym_sent {
 	struct hnode node;
@@ -45,10 +51,8 @@ struct collector {
 	__u64 attached_stalls;		/* first samples of attached watches */
 	__u64 futex_stalls;		/* of those, waiting on a futex */
 	pid_t cmd_pid;			/* the command run, 0 if none */
-	struct htab watched_tids;	/* threads with a watch (/proc tids) */
-	struct watched_tid *watched_all;
-	struct htab scanned_pids;	/* their processes, listed */
-	struct scanned_pid *scanned_all;
+	struct id_set watched;		/* threads with a watch (/proc tids) */
+	struct id_set scanned;		/* their processes, listed */
 	struct htab unwatched;		/* threads seen without one */
 	struct unwatched *unwatched_all;
 	__u64 unwatched_scanned_ns;

@@ -26,18 +26,12 @@
 /* threads gone that used enough CPU: kept to be named, beyond that counted */
 #define GONE_KEPT_MAX	64
 
-struct watched_tid {
+/* A thread with a watch, or a process whose threads are listed */
+struct id_entry {
 	struct hnode node;
-	struct watched_tid *next;
-	__u32 tid;
-};
-
-/* A process with a watch: its threads are listed */
-struct scanned_pid {
-	struct hnode node;
-	struct scanned_pid *next;
-	__u32 pid;
-	bool gone;		/* not in /proc any more (its pid not reused) */
+	struct id_entry *next;
+	__u32 id;
+	bool gone;		/* a process not in /proc any more (its pid not reused) */
 };
 
 /* A thread seen without a watch: its CPU time when first and last seen. */
@@ -51,34 +45,48 @@ struct unwatched {
 	char comm[16];
 };
 
-static bool is_watched(const struct collector *c, __u32 tid)
+static struct id_entry *id_find(const struct id_set *set, __u32 id)
 {
 	struct hnode *n;
 
-	htab_for_each_possible(&c->watched_tids, n, hash_u64(tid))
-		if (container_of(n, struct watched_tid, node)->tid == tid)
-			return true;
-	return false;
+	htab_for_each_possible(&set->h, n, hash_u64(id))
+		if (container_of(n, struct id_entry, node)->id == id)
+			return container_of(n, struct id_entry, node);
+	return NULL;
 }
 
-static void add_scanned_pid(struct collector *c, __u32 pid)
+static void id_add(struct id_set *set, __u32 id)
 {
-	struct scanned_pid *p;
-	struct hnode *n;
+	struct id_entry *e;
 
-	htab_for_each_possible(&c->scanned_pids, n, hash_u64(pid))
-		if (container_of(n, struct scanned_pid, node)->pid == pid)
-			return;
-	p = calloc(1, sizeof(*p));
-	if (!p)
+	if (id_find(set, id))
 		return;
-	p->pid = pid;
-	if (htab_add(&c->scanned_pids, &p->node, hash_u64(pid))) {
-		free(p);
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return;
+	e->id = id;
+	if (htab_add(&set->h, &e->node, hash_u64(id))) {
+		free(e);
 		return;
 	}
-	p->next = c->scanned_all;
-	c->scanned_all = p;
+	e->next = set->all;
+	set->all = e;
+}
+
+static void id_set_free(struct id_set *set)
+{
+	struct id_entry *e;
+
+	while ((e = set->all)) {
+		set->all = e->next;
+		free(e);
+	}
+	htab_free(&set->h);
+}
+
+static bool is_watched(const struct collector *c, __u32 tid)
+{
+	return id_find(&c->watched, tid);
 }
 
 /**
@@ -87,21 +95,8 @@ static void add_scanned_pid(struct collector *c, __u32 pid)
  */
 void unwatched_saw_watch(struct collector *c, __u32 pid, __u32 tid)
 {
-	struct watched_tid *w;
-
-	add_scanned_pid(c, pid);
-	if (is_watched(c, tid))
-		return;
-	w = calloc(1, sizeof(*w));
-	if (!w)
-		return;
-	w->tid = tid;
-	if (htab_add(&c->watched_tids, &w->node, hash_u64(tid))) {
-		free(w);
-		return;
-	}
-	w->next = c->watched_all;
-	c->watched_all = w;
+	id_add(&c->scanned, pid);
+	id_add(&c->watched, tid);
 }
 
 static struct unwatched *unwatched_get(struct collector *c, __u32 pid, __u32 tid)
@@ -243,20 +238,20 @@ static void forget_gone(struct collector *c)
  */
 void unwatched_scan(struct collector *c, __u64 now, bool force)
 {
-	struct scanned_pid *p;
+	struct id_entry *p;
 	size_t i;
 
 	if (!force && now - c->unwatched_scanned_ns < SCAN_EVERY_NS)
 		return;
 	c->unwatched_scanned_ns = now;
 	if (c->cmd_pid > 0)
-		add_scanned_pid(c, (__u32)c->cmd_pid);
+		id_add(&c->scanned, (__u32)c->cmd_pid);
 	for (i = 0; i < c->o->npids; i++)
-		add_scanned_pid(c, c->o->pids[i]);
+		id_add(&c->scanned, c->o->pids[i]);
 	c->unwatched_scans++;
-	for (p = c->scanned_all; p; p = p->next)
+	for (p = c->scanned.all; p; p = p->next)
 		if (!p->gone)
-			p->gone = !scan_process(c, p->pid);
+			p->gone = !scan_process(c, p->id);
 	forget_gone(c);
 }
 
@@ -294,24 +289,13 @@ void unwatched_hint(struct collector *c)
 /* free what the scans kept */
 void unwatched_free(struct collector *c)
 {
-	struct watched_tid *w;
-	struct scanned_pid *p;
 	struct unwatched *u;
 
 	while ((u = c->unwatched_all)) {
 		c->unwatched_all = u->next;
 		free(u);
 	}
-
-	while ((w = c->watched_all)) {
-		c->watched_all = w->next;
-		free(w);
-	}
-	while ((p = c->scanned_all)) {
-		c->scanned_all = p->next;
-		free(p);
-	}
-	htab_free(&c->watched_tids);
-	htab_free(&c->scanned_pids);
 	htab_free(&c->unwatched);
+	id_set_free(&c->watched);
+	id_set_free(&c->scanned);
 }
