@@ -11,7 +11,11 @@
  * for no return hook.  The probes exist only while an attach exists.
  *
  * io_uring_enter counts as a wait only with IORING_ENTER_GETEVENTS (waiting
- * for completions); a submission-only call is busy time.
+ * for completions); a submission-only call is busy time.  accept and
+ * accept4 count only on a blocking listening socket: a pre-forked server's
+ * worker (Apache's prefork, PHP-FPM) waits for its next connection there,
+ * while an event loop's accept on a non-blocking socket it was told is
+ * ready returns at once and is busy time.
  *
  * A wait interrupted by a signal that no handler takes (a stop and a
  * continue, a tracer's interrupt, the freezer) may return
@@ -32,6 +36,9 @@
 #include <linux/kprobes.h>
 #include <linux/percpu.h>
 #include <linux/errno.h>
+#include <linux/fcntl.h>
+#include <linux/file.h>
+#include <linux/fs.h>
 #include <linux/ptrace.h>
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
@@ -76,31 +83,73 @@ static const struct pt_regs *syscall_uregs(const struct pt_regs *regs)
  * still in the thread that entered the wait.  Return handlers run from the
  * return trampoline, in the thread's own context, never from the trap.
  */
-enum deferred_call { DEFERRED_WAIT, DEFERRED_PARK, DEFERRED_RESTART };
+enum deferred_call { DEFERRED_WAIT, DEFERRED_PARK, DEFERRED_RESTART,
+		     DEFERRED_ACCEPT };
 
+/*
+ * @fd and @counted: an accept's, which counts as a wait only on a blocking
+ * socket; its file is looked up here, not from the trap, and @counted (the
+ * return probe's instance data) tells the return handler.
+ */
 struct deferred_entry {
 	struct irq_work work;
 	struct task_struct *task;	/* compared with current, never used */
 	enum deferred_call call;
+	unsigned long fd;
+	bool *counted;
 };
 
 static DEFINE_PER_CPU(struct deferred_entry, deferred_entries);
 static bool deferred_entries_ready;	/* attach_lock */
 
+/*
+ * Is @fd of the current thread a blocking file?  Context: not NMI (a last
+ * reference, the file closed meanwhile, could not be put there).
+ */
+static bool fd_blocks(unsigned long fd)
+{
+	struct file *file;
+	bool blocks;
+
+	if (fd > INT_MAX)
+		return false;
+	file = fget(fd);
+	if (!file)
+		return false;
+	blocks = !(READ_ONCE(file->f_flags) & O_NONBLOCK);
+	fput(file);
+	return blocks;
+}
+
+/* An accept entered from the trap: a wait if its socket blocks. */
+static void deferred_accept(struct deferred_entry *d)
+{
+	if (!fd_blocks(READ_ONCE(d->fd)))
+		return;
+	stallcap_follow_wait_entry(false);
+	stallcap_attach_wait_boundary(false, false, false);
+	WRITE_ONCE(*d->counted, true);
+}
+
 static void deferred_entry_fn(struct irq_work *work)
 {
 	struct deferred_entry *d = container_of(work, struct deferred_entry,
 						work);
-
 	enum deferred_call call = READ_ONCE(d->call);
 
 	if (xchg(&d->task, NULL) != current)
 		return;
-	if (call == DEFERRED_RESTART)
+	switch (call) {
+	case DEFERRED_ACCEPT:
+		deferred_accept(d);
+		break;
+	case DEFERRED_RESTART:
 		stallcap_watches_attached_restart(current, true, false);
-	else
+		break;
+	default:
 		stallcap_attach_wait_boundary(false, call == DEFERRED_PARK,
 					      false);
+	}
 }
 
 /* From the trap: the entry's work by the irq_work, in the same thread. */
@@ -196,6 +245,40 @@ static int uring_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 	return wait_entry(ri, regs);
 }
 
+/*
+ * accept(fd, ...), accept4(fd, ...): a wait on a blocking socket only.  The
+ * instance's data says whether this call counted (from the trap, the
+ * irq_work decides it).
+ */
+static int accept_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	unsigned long fd = READ_ONCE(syscall_uregs(regs)->di);
+	bool *counted = (bool *)ri->data;
+	struct deferred_entry *d;
+
+	*counted = false;
+	if (!stallcap_attach_wants_current(false))
+		return 1;
+	if (unlikely(in_nmi())) {
+		d = this_cpu_ptr(&deferred_entries);
+		WRITE_ONCE(d->fd, fd);
+		WRITE_ONCE(d->counted, counted);
+		defer_entry(DEFERRED_ACCEPT);
+		return 0;
+	}
+	if (!fd_blocks(fd))
+		return 1;
+	*counted = true;
+	return boundary_entry(false);
+}
+
+static int accept_return(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	if (READ_ONCE(*(bool *)ri->data))
+		wait_return(ri, regs);
+	return 0;
+}
+
 static int park_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	return boundary_entry(true);
@@ -233,6 +316,13 @@ static int futex_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 }
 #define WAIT_PROBE(sym, entry, ret)				\
 	WAIT_PROBE_N(sym, entry, ret, WAIT_MAXACTIVE)
+#define ACCEPT_PROBE(sym) {					\
+	.kp.symbol_name = sym,					\
+	.entry_handler = accept_entry,				\
+	.handler = accept_return,				\
+	.data_size = sizeof(bool),				\
+	.maxactive = WAIT_MAXACTIVE,				\
+}
 
 /**
  * struct wait_probe_set - kretprobes registered and removed together
@@ -270,6 +360,8 @@ static struct kretprobe wait_probes[] = {
 	WAIT_PROBE("__x64_sys_io_pgetevents", wait_entry, wait_return),
 	WAIT_PROBE("__x64_sys_io_uring_enter", uring_entry, wait_return),
 	WAIT_PROBE("__x64_sys_restart_syscall", restart_entry, restart_return),
+	ACCEPT_PROBE("__x64_sys_accept"),
+	ACCEPT_PROBE("__x64_sys_accept4"),
 };
 
 static struct kretprobe park_probes[] = {
@@ -299,6 +391,7 @@ static const int wait_probe_nrs[] = {
 	__NR_epoll_wait, __NR_epoll_pwait, __NR_poll, __NR_epoll_pwait2,
 	__NR_ppoll, __NR_select, __NR_pselect6, __NR_io_getevents,
 	__NR_io_pgetevents, __NR_io_uring_enter, __NR_restart_syscall,
+	__NR_accept, __NR_accept4,
 };
 static_assert(ARRAY_SIZE(wait_probe_nrs) == ARRAY_SIZE(wait_probes));
 
@@ -384,7 +477,8 @@ fail:
 /*
  * Does @set probe call @nr with the arguments in @regs, now?  No @regs: a
  * call resumed by restart_syscall, whose arguments are in its restart
- * block (a futex call resumed there is a wait).
+ * block (a futex call resumed there is a wait).  An accept seen from
+ * outside is not looked at: one on a non-blocking socket does not stay.
  */
 static bool probe_set_counts(const struct wait_probe_set *set, long nr,
 			     const struct pt_regs *regs)

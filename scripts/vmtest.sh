@@ -133,7 +133,9 @@ verbose=${V:-0}
 # kernels only, for the same reason.  mosquitto (2026-12-02) is a test of
 # the tool's unwinding (a stack through recursive functions, DWARF only)
 # more than of the attach, which the other servers drive on every kernel:
-# it runs where the tool tests do.
+# it runs where the tool tests do.  Apache (2026-12-03: prefork children
+# idle in accept(), event workers with --park) runs on the production
+# kernels, the others' servers driving its module paths on debug.
 TOOL_TESTS=${TOOL_TESTS-tool_demo_test.sh tool_event_loop_test.sh tool_exited_test.sh \
 tool_dwarf_test.sh tool_newer_records_test.sh tool_ns_test.sh tool_inprocess_test.sh \
 tool_live_test.sh tool_kmod_test.sh tool_idle_reader_test.sh tool_unwatched_test.sh \
@@ -141,7 +143,8 @@ attach_mosquitto_test.sh}
 TOOL_KERNELS=${TOOL_KERNELS-5.10 7.3}
 # Tests the debug kernel leaves to the others (see above).
 DEBUG_SKIP=${DEBUG_SKIP-attach_nginx_test.sh attach_node_test.sh attach_haproxy_test.sh \
-attach_redis_test.sh attach_python_test.sh attach_lighttpd_test.sh attach_cgroup_limits_test.sh}
+attach_redis_test.sh attach_python_test.sh attach_lighttpd_test.sh attach_cgroup_limits_test.sh \
+attach_apache_test.sh}
 [ "$verbose" = 1 ] || verbose=0
 kernels=()
 while [ $# -gt 0 ]; do
@@ -308,7 +311,10 @@ for m in list(sys.modules.values()):
 guest_servers="/usr/bin/redis-server /usr/bin/redis-cli /usr/bin/redis-benchmark
 	/usr/bin/memcached /usr/bin/node /usr/sbin/nginx /usr/sbin/haproxy
 	/usr/sbin/lighttpd /usr/lib/lighttpd/mod_dirlisting.so
-	/usr/sbin/mosquitto /usr/bin/mosquitto_sub"
+	/usr/sbin/mosquitto /usr/bin/mosquitto_sub /usr/sbin/apache2
+	/usr/lib/apache2/modules/mod_mpm_prefork.so /usr/lib/apache2/modules/mod_mpm_event.so
+	/usr/lib/apache2/modules/mod_authz_core.so /usr/lib/apache2/modules/mod_filter.so
+	/usr/lib/apache2/modules/mod_deflate.so"
 
 # build_overlay NAME DIR: the per-boot part (module, config, test list)
 pack_overlay() {

@@ -24,11 +24,13 @@
  */
 #include <linux/futex.h>
 #include <linux/io_uring.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -190,6 +192,72 @@ static void *uring_thread(void *arg)
 	uring_submit_nop(&u);		/* ...still busy... */
 	attach_spin_in_loop(SPIN / 2);
 	uring_wait(&u, SC_MS(1));	/* ...until it waits: the stall ends */
+	return NULL;
+}
+
+/* ---- a pre-forked server's worker: accept() on a blocking socket ---- */
+
+/* A listening socket on 127.0.0.1 (@nonblock: SOCK_NONBLOCK); its port. */
+static int listener(bool nonblock, struct sockaddr_in *sin)
+{
+	socklen_t len = sizeof(*sin);
+	int fd;
+
+	fd = socket(AF_INET, SOCK_STREAM | (nonblock ? SOCK_NONBLOCK : 0), 0);
+	if (fd < 0)
+		return -1;
+	memset(sin, 0, sizeof(*sin));
+	sin->sin_family = AF_INET;
+	sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(fd, (struct sockaddr *)sin, sizeof(*sin)) || listen(fd, 4) ||
+	    getsockname(fd, (struct sockaddr *)sin, &len)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static struct sockaddr_in accept_addr;
+
+/* Connects to accept_addr after 4 deadlines (no wait call: never watched). */
+static void *late_client(void *arg)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	sc_sleep_ms(4 * DEADLINE / SC_MS(1));
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&accept_addr, sizeof(accept_addr)))
+		close(fd);
+	return NULL;
+}
+
+/*
+ * Waits in a blocking accept() for 4 deadlines (idle), then spins SPIN
+ * with one accept4() on a non-blocking socket halfway (busy: no wait).
+ */
+static void *accept_thread(void *arg)
+{
+	int *tid_pipe = arg, lfd, nbfd, cfd;
+	struct sockaddr_in nb_addr;
+	pid_t tid = sc_gettid();
+	pthread_t client;
+
+	lfd = listener(false, &accept_addr);
+	nbfd = listener(true, &nb_addr);
+	if (lfd < 0 || nbfd < 0)
+		tid = -errno;
+	if (write(tid_pipe[1], &tid, sizeof(tid)) != sizeof(tid) || tid < 0)
+		return NULL;
+	poll(NULL, 0, 1);		/* the first wait: its watch is made */
+	if (pthread_create(&client, NULL, late_client, NULL))
+		return NULL;
+	cfd = accept(lfd, NULL, NULL);	/* idle, however long */
+	attach_spin_in_loop(SPIN / 2);	/* busy past the deadline... */
+	if (accept4(nbfd, NULL, NULL, SOCK_CLOEXEC) >= 0)	/* EAGAIN */
+		return NULL;
+	attach_spin_in_loop(SPIN / 2);	/* ...still busy... */
+	poll(NULL, 0, 1);		/* ...until it waits: the stall ends */
+	pthread_join(client, NULL);
+	close(cfd);
 	return NULL;
 }
 
@@ -457,6 +525,8 @@ static void child_main(int go_fd, int *tid_pipe)
 		fn = uring_thread;
 	else if (c == 'p')
 		fn = park_thread;
+	else if (c == 'a')
+		fn = accept_thread;
 	else if (c == 'w')
 		fn = wake_thread;
 	else if (c == 'r' || c == 't' || c == 'f')
@@ -615,7 +685,13 @@ static const struct stallcap_sample *spin_stall_of(const struct sc_records *rs, 
 	return x;
 }
 
-TEST_F(attach, io_uring_wait_is_idle_and_a_submission_is_busy)
+/*
+ * Thread @how of the child: a long wait that must be idle, then SPIN busy
+ * with a call halfway that must not end the busy period (@what, for the
+ * log).  One stall, the spin's, ending past that call.
+ */
+static void one_stall_across(struct __test_metadata *_metadata,
+			     FIXTURE_DATA(attach) *self, char how, const char *what)
 {
 	const struct stallcap_stall_end *end;
 	const struct stallcap_sample *r, *u;
@@ -623,10 +699,10 @@ TEST_F(attach, io_uring_wait_is_idle_and_a_submission_is_busy)
 	int status;
 
 	ASSERT_EQ(0, attach(self->s.fd, self->child, DEADLINE, 0));
-	ASSERT_EQ(1, write(self->go[1], "u", 1));
+	ASSERT_EQ(1, write(self->go[1], &how, 1));
 	ASSERT_EQ(sizeof(tid), read(self->tid_pipe[0], &tid, sizeof(tid)));
 	if (tid < 0)
-		SKIP(return, "no io_uring: %s", strerror(-tid));
+		SKIP(return, "no %s: %s", what, strerror(-tid));
 	ASSERT_EQ(self->child, waitpid(self->child, &status, 0));
 	self->child = 0;
 	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
@@ -637,12 +713,12 @@ TEST_F(attach, io_uring_wait_is_idle_and_a_submission_is_busy)
 	r = spin_stall_of(&self->rs, tid);
 	if (!r)
 		sc_log_records(NULL, &self->rs);
-	ASSERT_NE(NULL, r) TH_LOG("the io_uring loop's spin was not captured");
+	ASSERT_NE(NULL, r) TH_LOG("the %s loop's spin was not captured", what);
 	EXPECT_EQ(STALLCAP_ORIGIN_ATTACH, r->origin);
 	/*
 	 * One stall, the spin's: no sample of another thread, none asleep (in
 	 * the long wait), no other stall in the spin (restarted by the
-	 * submission).  A stall elsewhere, running, is a loaded host's stop
+	 * call halfway).  A stall elsewhere, running, is a loaded host's stop
 	 * of the guest between two calls, logged.
 	 */
 	for (size_t i = 0; i < self->rs.n; i++) {
@@ -664,10 +740,20 @@ TEST_F(attach, io_uring_wait_is_idle_and_a_submission_is_busy)
 	}
 	end = sc_stall_end_of(&self->rs, r->stall_id);
 	ASSERT_NE(NULL, end) TH_LOG("no stall end when the thread waited again");
-	/* past the submission, SPIN / 2 after the busy period began */
+	/* past the call halfway, SPIN / 2 after the busy period began */
 	EXPECT_GE(end->end_ns, r->deadline_ns + SPIN * 2 / 3)
 		TH_LOG("the stall ended %.1f ms after its deadline",
 		       (end->end_ns - r->deadline_ns) / 1e6);
+}
+
+TEST_F(attach, io_uring_wait_is_idle_and_a_submission_is_busy)
+{
+	one_stall_across(_metadata, self, 'u', "io_uring");
+}
+
+TEST_F(attach, blocking_accept_is_idle_and_a_nonblocking_one_busy)
+{
+	one_stall_across(_metadata, self, 'a', "socket");
 }
 
 /* The samples of @tid in @rs: how many, and how many in stall @stall_id. */
