@@ -56,7 +56,9 @@ elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 # a name of .cache/kernels.list (Debian 12's kernels, headers on the host),
 # of .cache/kernels-roots.list (other suites' kernels: KDIR is a path inside
 # the build root KROOT, see scripts/kernel-root.sh), or "debug" (the
-# lockdep/KASAN kernel).  KROOT is empty when the host builds the module.
+# lockdep/KASAN kernel), or "tree": the kernel tree built at $TREE_KDIR
+# (bzImage and modules, e.g. an upstream release: by hand, not in CI).
+# KROOT is empty when the host builds the module.
 kernel_info() {
 	local suite
 	KNAME=$1
@@ -65,6 +67,11 @@ kernel_info() {
 		KDIR=$("$top/scripts/debug-kernel.sh") || return 1
 		KIMAGE=$KDIR/arch/x86/boot/bzImage
 		KVER=$(cat "$KDIR/../release" 2>/dev/null || make -s -C "$KDIR" kernelrelease)
+	elif [ "$KNAME" = tree ]; then
+		KDIR=${TREE_KDIR:-}
+		[ -n "$KDIR" ] || { echo "tree: set TREE_KDIR to a built kernel tree" >&2; return 1; }
+		KIMAGE=$KDIR/arch/x86/boot/bzImage
+		KVER=$(make -s -C "$KDIR" kernelrelease)
 	else
 		KVER=$(awk -v n="$KNAME" '$1 == n { print $2 }' "$top/.cache/kernels.list" 2>/dev/null)
 		KDIR=/lib/modules/$KVER/build

@@ -22,7 +22,9 @@
 # built on the host), of .cache/kernels-roots.list (5.10, 7.2, 7.2-rt, 7.3: other
 # suites', built in their debootstrap root, see scripts/kernel-root.sh), or
 # "debug" (scripts/debug-kernel.sh: lockdep, KASAN, kmemleak; built once,
-# ~15 min).
+# ~15 min), or "tree" (the kernel tree built at TREE_KDIR, its bzImage and
+# modules: an upstream release, e.g. one checked by scripts/upstream-check.sh
+# and then built whole; by hand).
 #
 # A second, short boot with nohz_full=1 isolcpus=1 runs isolated_cpu_test on
 # the kernels of ISOLATED_KERNELS (default "6.12 6.12-rt"; results named
