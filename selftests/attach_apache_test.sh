@@ -6,7 +6,9 @@
 #    blocking accept() (one listener: no poll first).  That wait is idle:
 #    the children, idle in accept() for over a second, are never reported;
 #    a child compressing a 9 MB response (mod_deflate) is, running in
-#    zlib under ap_run_handler.
+#    zlib under ap_run_handler.  The same with `record -p PID --children`
+#    on an Apache already running, its children inside accept() at the
+#    attach.
 #  - event, with --park: its workers wait for requests on a condition
 #    variable (futex), idle with --park; the worker compressing the same
 #    response is reported, running in zlib under ap_run_handler.
@@ -61,31 +63,57 @@ threads() {
 	done
 }
 
-# run MPM OPTIONS...: start it under record, idle, requests, stop
+
+# all_in_accept: both prefork children are waiting in accept()
+all_in_accept() {
+	[ "$(threads | grep -c ' inet_csk_accept$')" = 2 ]
+}
+
+# run NAME MPM OPTIONS...: start it under record (with -p: attach to it
+# once its children wait in accept()), idle, requests, stop
 run() {
-	mpm=$1
-	shift
+	name=$1 mpm=$2
+	shift 2
 	conf "$mpm" >"$work/$mpm.conf"
 	rm -f "$work/apache.pid" "$work/error.log"
 	# setsid: apache signals its whole process group when it stops
-	stallcap record --deadline 50ms "$@" -o "$work/$mpm.data" -- \
-		setsid apache2 -f "$work/$mpm.conf" -D FOREGROUND >"$work/$mpm.record" 2>&1 &
-	rec=$!
-	until_ok get small.txt
-	check "apache ($mpm) answers" get small.txt
+	set -- "$@" setsid apache2 -f "$work/$mpm.conf" -D FOREGROUND
+	if [ "$1" = -p ]; then
+		shift
+		"$@" &
+		server=$!
+		until_ok get small.txt
+		until_ok all_in_accept
+		stallcap record --deadline 50ms -p "$(cat "$work/apache.pid")" --children \
+			-o "$work/$name.data" >"$work/$name.record" 2>&1 &
+		rec=$!
+		until_ok grep -qE '^attached [1-9]' /sys/kernel/debug/stallcap/stats
+	else
+		opts=
+		[ "$1" = --park ] && opts=$1 && shift
+		stallcap record --deadline 50ms $opts -o "$work/$name.data" -- \
+			"$@" >"$work/$name.record" 2>&1 &
+		rec=$!
+		server=
+		until_ok get small.txt
+	fi
+	check "apache ($name) answers" get small.txt
 	# idle: every worker in its wait for a second and more
 	sleep 1.5
-	threads | sed "s/^/# $mpm: /"
-	for i in 1 2 3; do get small.txt; done
+	threads | sed "s/^/# $name: /"
+	# first: the child's first connection since the attach (a wait inside
+	# accept() at the attach ends there)
 	get big.txt "$work/big.gz"
-	check "$mpm: the deflated response" [ -s "$work/big.gz" ]
+	check "$name: the deflated response" [ -s "$work/big.gz" ]
+	for i in 1 2 3; do get small.txt; done
 	sleep 0.3
 	kill -TERM "$(cat "$work/apache.pid")"
 	wait_record "$rec"
-	check "$mpm: record ends with apache, status 0" [ $? = 0 ]
-	sed "s/^/# $mpm record: /" "$work/$mpm.record"
-	sed "s/^/# $mpm error log: /" "$work/error.log"
-	reports "$mpm"
+	check "$name: record ends with apache, status 0" [ $? = 0 ]
+	[ -z "$server" ] || wait "$server"
+	sed "s/^/# $name record: /" "$work/$name.record"
+	sed "s/^/# $name error log: /" "$work/error.log"
+	reports "$name"
 }
 
 in_accept() { ksyms "$1" | grep -q '^inet_csk_accept$'; }
@@ -97,15 +125,21 @@ in_deflate() {
 	grep -q '^deflate ' "$work/u" && grep -q '^ap_run_handler ' "$work/u"
 }
 
-run prefork
-echo "# $(samples "$work/prefork.json" apache2 | wc -l) samples of apache2 (prefork)"
 no_sample() { ! any_sample "$@"; }
-check "prefork: no child reported while waiting in accept()" \
-	no_sample "$work/prefork.json" apache2 in_accept
-check "prefork: the compressing child, running in zlib under ap_run_handler" \
-	any_sample "$work/prefork.json" apache2 in_deflate
+for name in prefork prefork-attached; do
+	if [ "$name" = prefork ]; then
+		run prefork prefork
+	else
+		run prefork-attached prefork -p
+	fi
+	echo "# $(samples "$work/$name.json" apache2 | wc -l) samples of apache2 ($name)"
+	check "$name: no child reported while waiting in accept()" \
+		no_sample "$work/$name.json" apache2 in_accept
+	check "$name: the compressing child, running in zlib under ap_run_handler" \
+		any_sample "$work/$name.json" apache2 in_deflate
+done
 
-run event --park
+run event event --park
 echo "# $(samples "$work/event.json" apache2 | wc -l) samples of apache2 (event)"
 check "event --park: the compressing worker, running in zlib under ap_run_handler" \
 	any_sample "$work/event.json" apache2 in_deflate
