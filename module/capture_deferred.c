@@ -431,10 +431,10 @@ void stallcap_defer_free(struct stallcap_defer *d)
 
 /*
  * compat.h: may @s's user stack be read from outside?  A blocked sample of
- * a thread that waits (not a preempted one, which runs again before most
- * reads: each would be a counted loss) and that no switch disturbed, not
- * from NMI; one of the same off-CPU period as a read already queued shares
- * it.
+ * a thread that waits, or that its cgroup's CPU quota holds off (until the
+ * quota's next period), not a preempted one (it runs again before most
+ * reads: each would be a counted loss), that no switch disturbed, not from
+ * NMI; one of the same off-CPU period as a read already queued shares it.
  */
 static bool defer_remote_possible(struct stallcap_watch *w,
 				  const struct stallcap_sample *s, bool in_nmi)
@@ -442,7 +442,8 @@ static bool defer_remote_possible(struct stallcap_watch *w,
 	struct stallcap_defer *d = w->defer;
 
 	if (in_nmi || s->path != STALLCAP_PATH_BLOCKED ||
-	    s->state == STALLCAP_STATE_RUNNABLE ||
+	    (s->state == STALLCAP_STATE_RUNNABLE &&
+	     !(s->flags & STALLCAP_SAMPLE_THROTTLED)) ||
 	    !(s->flags & STALLCAP_SAMPLE_USTACK_REMOTE) ||
 	    (s->flags & STALLCAP_SAMPLE_RACED) || !w->blocked_switches)
 		return false;

@@ -21,6 +21,7 @@
  * CPU: a capture on another CPU is requested, then polled on a later expiry.
  */
 #include <linux/hrtimer.h>
+#include <linux/kernel_stat.h>
 #include <linux/sched.h>
 #include <linux/sched/clock.h>
 #include <linux/ktime.h>
@@ -42,10 +43,34 @@ static u32 migrate_retries(void)
 		     MAX_MIGRATE_RETRIES);
 }
 
+/*
+ * How far the scheduler's task clock, in which exec_start is, runs behind
+ * sched_clock on @cpu: by the CPU's interrupt time since boot with
+ * CONFIG_IRQ_TIME_ACCOUNTING, its steal time with
+ * CONFIG_PARAVIRT_TIME_ACCOUNTING (seconds, on a machine up for days).
+ * The totals of kernel_cpustat: at least what the task clock left out
+ * (ksoftirqd's own time is in them too), so that a slice measured with
+ * this lag is never longer than the real one, at worst cut to nothing.
+ */
+static u64 task_clock_lag(int cpu)
+{
+	const u64 *cpustat = kcpustat_cpu(cpu).cpustat;
+	u64 lag = 0;
+
+	if (IS_ENABLED(CONFIG_IRQ_TIME_ACCOUNTING))
+		lag += READ_ONCE(cpustat[CPUTIME_IRQ]) +
+		       READ_ONCE(cpustat[CPUTIME_SOFTIRQ]);
+	if (IS_ENABLED(CONFIG_PARAVIRT_TIME_ACCOUNTING))
+		lag += READ_ONCE(cpustat[CPUTIME_STEAL]);
+	return lag;
+}
+
 /**
  * stallcap_task_cputime() - CPU time of @task, including the part that the
  * scheduler has not yet added to sum_exec_runtime while it runs
  * @task: the thread
+ *
+ * Context: any, NMI included (loads only).
  */
 u64 stallcap_task_cputime(struct task_struct *task)
 {
@@ -65,6 +90,7 @@ u64 stallcap_task_cputime(struct task_struct *task)
 		sum = READ_ONCE(task->se.sum_exec_runtime);
 	} while (start != READ_ONCE(task->se.exec_start) && --tries);
 	now = sched_clock_cpu(task_cpu(task));
+	now -= min(now, task_clock_lag(task_cpu(task)));
 	/*
 	 * The slice since the scheduler last accounted it: usually under a
 	 * tick, but ticks come late on a loaded (or emulated) machine, and a

@@ -180,7 +180,8 @@ notw_kernels=${NOTW_KERNELS-6.12 debug}
 notw_tests=${NOTW_TESTS-abi_test smoke_test capture_user_test capture_kernel_test \
 capture_nmi_irq_test capture_irqsoff_test capture_blocked_test deferred_test \
 attach_test attach_follow_test fork_test tool_event_loop_test.sh \
-attach_lighttpd_test.sh attach_memcached_test.sh attach_go_test.sh tool_dwarf_test.sh}
+attach_lighttpd_test.sh attach_memcached_test.sh attach_go_test.sh tool_dwarf_test.sh \
+unprivileged_test capture_defer_test attach_cgroup_limits_test.sh}
 # on debug, the paths that differ, under lockdep and KASAN: the deferred
 # user copy, attach and its followed threads (the Go server, 102 s of the
 # debug lane's CPU-starved time in CI56, runs without task_work on 6.12;
@@ -755,7 +756,12 @@ run_kernel() {
 		echo "MODULE_PARAMS='gid=$STALLCAP_GID ${MODULE_PARAMS:-}'"
 		# REPEAT hunts a flaky test: every run counts on its own
 		[ "${REPEAT:-1}" -gt 1 ] || echo "RETRY_FAILED=${RETRY_FAILED:-2}"
-		[ "$mode" != notw ] || echo "export STALLCAP_TEST_NO_TASK_WORK=1"
+		# the notw build, or a kernel that does not export task_work_add()
+		# (upstream's, a "tree"): the tests expect what such a module does
+		if [ "$mode" = notw ] ||
+			! grep -qP '\ttask_work_add\t' "$KROOT$KDIR/Module.symvers"; then
+			echo "export STALLCAP_TEST_NO_TASK_WORK=1"
+		fi
 	} >"$conf"
 	# the kernel's own modules the selftests need (scripts/guest-modules.sh)
 	if [[ $mode == @(check|notw) ]] && [ -s "$(dirname "$KIMAGE")/fuse.ko" ]; then

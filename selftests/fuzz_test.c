@@ -102,7 +102,7 @@ struct fz {
 	unsigned long long max_seconds;
 	uint64_t end_ns;
 	size_t page;
-	bool root, have_hb;
+	bool root, have_hb, have_defer;
 	uint64_t min_deadline;
 	uint32_t max_ring;
 	pthread_mutex_t shared_lock;	/* SET_CONFIG on shared sessions */
@@ -501,6 +501,9 @@ static tu_errset fill_config(struct fthread *t, struct fsess *s, struct stallcap
 	cap = c->sample_cap_ns ? c->sample_cap_ns : SC_NSEC_PER_SEC;
 	if ((c->flags & ~STALLCAP_CFG_FLAGS_ALL) || c->__reserved[0] || c->__reserved[1] ||
 	    c->__reserved[2] || c->__reserved[3] || c->__reserved[4])
+		e |= E(EINVAL);
+	/* a module that cannot defer (no task_work_add() export) */
+	if ((c->flags & STALLCAP_CFG_DEFER_USER) && !f->have_defer)
 		e |= E(EINVAL);
 	if ((c->flags & STALLCAP_CFG_GLOBAL) && !f->root)
 		e |= E(EPERM);
@@ -1242,6 +1245,7 @@ FIXTURE_SETUP(fuzz)
 	f->min_deadline = f->shared[0].s.info.min_deadline_ns;
 	f->max_ring = f->shared[0].s.info.max_ring_bytes;
 	f->have_hb = f->shared[0].s.info.features & STALLCAP_FEAT_HEARTBEAT;
+	f->have_defer = f->shared[0].s.info.features & STALLCAP_FEAT_DEFER_USER;
 
 	self->nthreads = sc_nr_cpus_allowed();
 	self->t = calloc(self->nthreads, sizeof(*self->t));

@@ -99,6 +99,7 @@ struct torture {
 	uint64_t seed;
 	uint64_t min_deadline;
 	bool have_hb;
+	bool have_defer;		/* STALLCAP_FEAT_DEFER_USER */
 	bool global_ok;			/* root and STALLCAP_FEAT_GLOBAL */
 	const char *self_exe;
 	struct counters cnt;		/* updated with __atomic_fetch_add */
@@ -891,7 +892,7 @@ static void *global_main(void *arg)
 		c.size = sizeof(c);
 		c.max_samples = tu_range(&r, 1, 8);
 		c.sample_cap_ns = tu_range(&r, t->min_deadline, SC_MS(8));
-		c.flags = tu_pct(&r, 50) ? STALLCAP_CFG_DEFER_USER : 0;
+		c.flags = t->have_defer && tu_pct(&r, 50) ? STALLCAP_CFG_DEFER_USER : 0;
 		ret = ioctl(t->ses[S_FAST].s.fd, STALLCAP_IOC_SET_CONFIG, &c);
 		t_check(t, "SET_CONFIG(sampling)", S_FAST, ret, errno, TU_OK);
 		COUNT(t, reconfig);
@@ -1058,6 +1059,7 @@ TEST_F_TIMEOUT(torture, random_interleavings_keep_the_invariants, 90)
 	}
 	t->min_deadline = t->ses[0].s.info.min_deadline_ns;
 	t->have_hb = t->ses[0].s.info.features & STALLCAP_FEAT_HEARTBEAT;
+	t->have_defer = t->ses[0].s.info.features & STALLCAP_FEAT_DEFER_USER;
 	t->global_ok = (t->ses[0].s.info.features & STALLCAP_FEAT_GLOBAL) && !geteuid();
 	ASSERT_EQ(0, sc_get_stats(t->ses[0].s.fd, &g0, STALLCAP_STATS_GLOBAL));
 	t->global_last = g0;

@@ -753,8 +753,10 @@ static int user_asks_for_global(void *arg)
 	    "SET_CONFIG(GLOBAL) by a user: %s", strerror(errno));
 	CHK(!sc_get_config(s.fd, &now) && !(now.flags & STALLCAP_CFG_GLOBAL),
 	    "the refused SET_CONFIG changed the configuration");
+	/* without STALLCAP_FEAT_DEFER_USER the flag alone is refused: EINVAL */
 	c.flags = STALLCAP_CFG_GLOBAL | STALLCAP_CFG_DEFER_USER;
-	CHK(ioctl(s.fd, STALLCAP_IOC_SET_CONFIG, &c) == -1 && errno == EPERM,
+	CHK(ioctl(s.fd, STALLCAP_IOC_SET_CONFIG, &c) == -1 &&
+	    errno == (s.info.features & STALLCAP_FEAT_DEFER_USER ? EPERM : EINVAL),
 	    "SET_CONFIG(GLOBAL | DEFER_USER) by a user: %s", strerror(errno));
 	CHK(sc_get_stats(s.fd, &(struct stallcap_stats){ 0 }, STALLCAP_STATS_GLOBAL) == -1 &&
 	    errno == EPERM, "GET_STATS(GLOBAL) by a user: %s", strerror(errno));
