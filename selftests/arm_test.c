@@ -4,6 +4,9 @@
  * time reports nothing, however often it is done; a moved deadline is the
  * one in force.
  */
+#include <signal.h>
+#include <sys/wait.h>
+
 #include "stallcap_test.h"
 
 #include "sc_harness.h"
@@ -363,6 +366,101 @@ TEST_F(arm, cputime_watch_blames_spinning_not_sleeping)
 	EXPECT_LE(r->deadline_ns, r->capture_ns);
 	if (_metadata->exit_code)
 		sc_log_records(NULL, &self->rs);
+}
+
+/*
+ * A CPU-time watch whose thread shares its CPU with a hog: at each of the
+ * watch's looks the thread is on the CPU or waiting for it, about half and
+ * half, and either way the look must count the CPU time it used.  The
+ * module once measured a running thread's pending slice from the
+ * scheduler's task clock to sched_clock, which differ by all interrupt
+ * time since boot with IRQ_TIME_ACCOUNTING (the debug kernel; capped at
+ * 1 s): the base taken at the arm, on the CPU, held 1 s too much, and a
+ * look while the thread waited found nothing used and waited a whole
+ * budget more: the stall was caught late, by half a budget of the
+ * thread's CPU time or more, or not within two budgets (the debug kernel:
+ * 126 ms, 172 ms, none).  Four rounds: each stall is caught with the
+ * thread's CPU time between the budget and 1.4 times it (the fixed module
+ * on debug: 103 to 112 ms of a 100 ms budget; a host that stops the vCPU
+ * while the thread runs charges the thread).
+ */
+#define SHARED_BUDGET_NS	SC_MS(100)
+#define SHARED_ROUNDS		4
+#define SHARED_WALL_MS		4000
+
+/* Spin until the thread used @until_ns of CPU time; its CPU time each ms. */
+static void spin_logging_cputime(uint64_t wall0, uint64_t cpu0, uint64_t until_ns,
+				 uint64_t *at_ms)
+{
+	uint64_t cpu, ms;
+
+	do {
+		cpu = thread_cpu_ns() - cpu0;
+		ms = (sc_now_ns() - wall0) / SC_NSEC_PER_MSEC;
+		if (ms < SHARED_WALL_MS)
+			at_ms[ms] = cpu;
+	} while (cpu < until_ns && ms < SHARED_WALL_MS);
+}
+
+/* The thread's CPU time at @t (ns), from the spin's log; ~0 if past it. */
+static uint64_t cputime_at(const uint64_t *at_ms, uint64_t wall0, uint64_t t)
+{
+	uint64_t ms = t > wall0 ? (t - wall0) / SC_NSEC_PER_MSEC : 0, best = ~0ULL;
+
+	for (; ms < SHARED_WALL_MS; ms++)
+		if (at_ms[ms]) {
+			best = at_ms[ms];
+			break;
+		}
+	return best;
+}
+
+TEST_F(arm, cputime_watch_sharing_its_cpu_counts_every_look)
+{
+	static uint64_t at_ms[SHARED_WALL_MS];
+	const struct stallcap_sample *r;
+	uint64_t wall0, cpu0, used;
+	int cpu = sched_getcpu(), round;
+	cpu_set_t set;
+	pid_t hog;
+
+	if (!(self->s.info.features & STALLCAP_FEAT_CPUTIME))
+		SKIP(return, "no STALLCAP_FEAT_CPUTIME");
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	ASSERT_EQ(0, sched_setaffinity(0, sizeof(set), &set));
+	hog = fork();
+	ASSERT_LE(0, hog);
+	if (!hog) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		for (;;)
+			__asm__ volatile("" ::: "memory");
+	}
+	for (round = 1; round <= SHARED_ROUNDS; round++) {
+		memset(at_ms, 0, sizeof(at_ms));
+		wall0 = sc_now_ns();
+		cpu0 = thread_cpu_ns();
+		ASSERT_EQ(0, sc_arm(self->s.fd, SHARED_BUDGET_NS, STALLCAP_ARM_CPUTIME, TAG + 7));
+		spin_logging_cputime(wall0, cpu0, 2 * SHARED_BUDGET_NS, at_ms);
+		ASSERT_EQ(0, sc_disarm(self->s.fd));
+		ASSERT_LE(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_SAMPLE, 1,
+					     SC_WAIT_MS));
+		r = sc_first_sample_of(&self->rs, sc_gettid());
+		ASSERT_NE(NULL, r);
+		used = cputime_at(at_ms, wall0, r->capture_ns);
+		ksft_print_msg("round %d: caught at %llu ms of CPU time, %llu ms after the arm\n",
+			       round, (unsigned long long)(used / SC_NSEC_PER_MSEC),
+			       (unsigned long long)((r->capture_ns - wall0) / SC_NSEC_PER_MSEC));
+		EXPECT_GE(SHARED_BUDGET_NS * 7 / 5, used)
+			TH_LOG("round %d: the stall was caught late", round);
+		EXPECT_LE(SHARED_BUDGET_NS - SC_MS(2), used)
+			TH_LOG("round %d: the stall was caught early", round);
+		sc_records_free(&self->rs);
+		sc_session_close(&self->s);
+		ASSERT_EQ(0, sc_session_setup(&self->s, NULL));
+	}
+	kill(hog, SIGKILL);
+	waitpid(hog, NULL, 0);
 }
 
 TEST_HARNESS_MAIN
