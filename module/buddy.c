@@ -6,8 +6,12 @@
  * local path: the timer interrupt lands on the thread).  That CPU cannot
  * take the timer while it runs with interrupts disabled, in a long hard-IRQ
  * handler, or with its timers isolated away (nohz_full).  So, as the kernel's
- * buddy hard-lockup detector does, each housekeeping CPU runs a checker (a
- * HARD hrtimer, every check_us) while watches exist:
+ * buddy hard-lockup detector does, other CPUs run checkers (a HARD hrtimer,
+ * every check_us) while watches exist: the buddy_cpus lowest-numbered
+ * housekeeping CPUs that are active (2 by default; each checker looks at
+ * every watch, so two are enough for a CPU with interrupts off to be seen by
+ * another, and a machine of 128 CPUs takes two timer interrupts per period
+ * for its watches, not 128):
  *
  *  - a watch whose timer is queued but overdue by a whole period is on a CPU
  *    that does not take interrupts: the checker moves the timer onto its own
@@ -26,6 +30,11 @@
  * stuck with the lock held is skipped until it lets go).  While every armed
  * watch is a heartbeat watch parked on a scanner (beat_scan.c), the walk is
  * skipped: the checkers then only scan overdue scanners' lists.
+ *
+ * The CPUs that run checkers change only with CPU hotplug: a CPU going
+ * offline starts its successor's checker, a CPU coming online starts its
+ * own if it is among the first, and a checker that finds its CPU no longer
+ * among them stops.
  *
  * The checkers run only while watches are armed: a checker that finds none
  * for BUDDY_LINGER_PERIODS periods in a row stops (an event loop idle for
@@ -65,6 +74,8 @@ static DEFINE_PER_CPU(struct work_struct, buddy_start_work);
 static DEFINE_PER_CPU(unsigned int, buddy_unarmed_periods);
 /* a checker stopped with watches listed, none armed (buddy_lock to set) */
 static bool buddy_asleep;
+/* CPUs between their hotplug online and offline callbacks (buddy_lock) */
+static struct cpumask buddy_cpus_up;
 static struct irq_work buddy_wake_irq_work;
 /* the same from a housekeeping CPU, for an arming CPU isolated from timers */
 static struct work_struct buddy_wake_work;
@@ -73,6 +84,31 @@ DEFINE_PER_CPU(unsigned long, stallcap_watch_expiries);
 DEFINE_PER_CPU(unsigned long, stallcap_buddy_expiries);
 DEFINE_PER_CPU(unsigned long, stallcap_buddy_rescues);
 DEFINE_PER_CPU(unsigned int, stallcap_own_irq);
+
+/*
+ * Does @cpu run a checker: is it one of the first buddy_cpus housekeeping
+ * CPUs that are up (buddy_cpus_up)?  At least two: a checker's own CPU needs
+ * another.  Read without the lock in a checker's callback: a CPU coming or
+ * going meanwhile is seen at its next period.
+ */
+static bool buddy_chosen(int cpu)
+{
+	unsigned int n = READ_ONCE(stallcap_buddy_cpus), seen = 0;
+	int c;
+
+	if (!housekeeping_cpu(cpu, STALLCAP_HK_TIMER) ||
+	    !cpumask_test_cpu(cpu, &buddy_cpus_up))
+		return false;
+	if (!n)
+		return true;
+	for_each_cpu_and(c, housekeeping_cpumask(STALLCAP_HK_TIMER), &buddy_cpus_up) {
+		if (c == cpu)
+			return true;
+		if (++seen >= max(n, 2U))
+			return false;
+	}
+	return false;
+}
 
 /** stallcap_buddy_period_ns() - how often the checkers look */
 u64 stallcap_buddy_period_ns(void)
@@ -186,6 +222,13 @@ static enum hrtimer_restart buddy_fn(struct hrtimer *timer)
 	/* another CPU's checker, moved here by its going offline: stop it */
 	if (unlikely(timer != this_cpu_ptr(&buddy_timer)))
 		return HRTIMER_NORESTART;
+	/* a CPU of a lower number came online: it checks now, not this one */
+	if (unlikely(!buddy_chosen(smp_processor_id()))) {
+		raw_spin_lock(&buddy_lock);
+		__this_cpu_write(buddy_running, false);
+		raw_spin_unlock(&buddy_lock);
+		return HRTIMER_NORESTART;
+	}
 	this_cpu_inc(stallcap_buddy_expiries);
 	stallcap_own_irq_enter();
 	if (!stallcap_beat_all_parked()) {
@@ -216,9 +259,9 @@ static void buddy_start_here(struct work_struct *work)
 }
 
 /*
- * Start the checker of every housekeeping CPU that has none running, from a
- * work item on that CPU: the arming thread does not wait for other CPUs.
- * Context: any but NMI (queue_work_on() only).
+ * Start the checker of every CPU chosen for one (buddy_chosen()) that has
+ * none running, from a work item on that CPU: the arming thread does not
+ * wait for other CPUs.  Context: any but NMI (queue_work_on() only).
  */
 static void buddy_start_cpus(void)
 {
@@ -226,9 +269,10 @@ static void buddy_start_cpus(void)
 	bool start;
 	int cpu;
 
-	/* active: not a CPU going offline (buddy_cpu_offline()) */
-	for_each_cpu_and(cpu, housekeeping_cpumask(STALLCAP_HK_TIMER),
-			 cpu_active_mask) {
+	/* up: not a CPU going offline (buddy_cpu_offline()) */
+	for_each_cpu(cpu, &buddy_cpus_up) {
+		if (!buddy_chosen(cpu))
+			continue;
 		raw_spin_lock_irqsave(&buddy_lock, flags);
 		start = !per_cpu(buddy_running, cpu);
 		per_cpu(buddy_running, cpu) = true;
@@ -334,19 +378,26 @@ void stallcap_buddy_del(struct stallcap_watch *w)
 /*
  * CPU hotplug.  A CPU going offline stops its checker on the way (else the
  * kernel would move its pinned timer to another CPU, where it would run as
- * that CPU's and leave this one's marked running for good); a CPU coming
- * online starts one while watches exist.  Both run on that CPU, in its
- * hotplug thread.
+ * that CPU's and leave this one's marked running for good) and, while
+ * checkers are awake, starts the one of the CPU that takes its place among
+ * the chosen (it is no longer active here); a CPU coming online starts one
+ * while watches exist, if it is among the chosen.  Both run on that CPU, in
+ * its hotplug thread.
  */
 static int buddy_cpu_offline(unsigned int cpu)
 {
 	unsigned long flags;
+	bool successor;
 
 	cancel_work_sync(per_cpu_ptr(&buddy_start_work, cpu));
 	hrtimer_cancel(per_cpu_ptr(&buddy_timer, cpu));
 	raw_spin_lock_irqsave(&buddy_lock, flags);
+	cpumask_clear_cpu(cpu, &buddy_cpus_up);
 	per_cpu(buddy_running, cpu) = false;
+	successor = !list_empty(&buddy_watches) && !buddy_asleep;
 	raw_spin_unlock_irqrestore(&buddy_lock, flags);
+	if (successor)
+		buddy_start_cpus();
 	return 0;
 }
 
@@ -356,8 +407,9 @@ static int buddy_cpu_online(unsigned int cpu)
 	bool start;
 
 	raw_spin_lock_irqsave(&buddy_lock, flags);
+	cpumask_set_cpu(cpu, &buddy_cpus_up);
 	start = !list_empty(&buddy_watches) && !per_cpu(buddy_running, cpu) &&
-		housekeeping_cpu(cpu, STALLCAP_HK_TIMER);
+		buddy_chosen(cpu);
 	if (start)
 		per_cpu(buddy_running, cpu) = true;
 	raw_spin_unlock_irqrestore(&buddy_lock, flags);
@@ -380,8 +432,9 @@ int stallcap_buddy_init(void)
 	}
 	stallcap_irq_work_init_hard(&buddy_wake_irq_work, buddy_wake_irq_fn);
 	INIT_WORK(&buddy_wake_work, buddy_wake_work_fn);
-	ret = cpuhp_setup_state_nocalls(CPUHP_AP_ONLINE_DYN, "stallcap/buddy:online",
-					buddy_cpu_online, buddy_cpu_offline);
+	/* the online callback runs for every CPU up now: buddy_cpus_up */
+	ret = cpuhp_setup_state(CPUHP_AP_ONLINE_DYN, "stallcap/buddy:online",
+				buddy_cpu_online, buddy_cpu_offline);
 	if (ret < 0)
 		return ret;
 	buddy_hp_state = ret;

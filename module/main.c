@@ -75,6 +75,11 @@ module_param_named(check_us, stallcap_check_us, uint, 0644);
 MODULE_PARM_DESC(check_us,
 		 "Period of the buddy checkers that watch deadlines on CPUs not taking interrupts, in microseconds (default 1000, floor 100)");
 
+unsigned int stallcap_buddy_cpus __read_mostly = 2;
+module_param_named(buddy_cpus, stallcap_buddy_cpus, uint, 0444);
+MODULE_PARM_DESC(buddy_cpus,
+		 "How many housekeeping CPUs run buddy checkers, the lowest numbered (default 2, at least 2; 0: every one)");
+
 bool stallcap_abi_test __read_mostly;
 module_param_named(abi_test, stallcap_abi_test, bool, 0644);
 MODULE_PARM_DESC(abi_test,

@@ -38,6 +38,7 @@ extern unsigned int stallcap_max_ring_kb;
 extern unsigned int stallcap_migrate_retries;
 extern bool stallcap_use_nmi;
 extern unsigned int stallcap_check_us;
+extern unsigned int stallcap_buddy_cpus;
 extern unsigned int stallcap_max_fast_watches_per_user;
 extern bool stallcap_abi_test;
 extern bool stallcap_user_copy_in_handler;

@@ -34,9 +34,10 @@
 # page-table isolation forced on (pti=on: the system call entry then uses
 # %rsp as scratch for its page-table switch, module/capture_entry.c) and
 # pressure stall information off (psi=0: no sample can be marked a memory
-# stall, and reports say why), runs ALT_TESTS (default
-# "capture_nmi_irq_test tool_global_test.sh") on the kernels of ALT_KERNELS
-# (default 6.12; results named KERNEL-alt/...).
+# stall, and reports say why), with ALT_SMP vCPUs (default 4: more CPUs
+# than run buddy checkers, module/buddy.c), runs ALT_TESTS (default
+# "capture_nmi_irq_test capture_irqsoff_test tool_global_test.sh") on the
+# kernels of ALT_KERNELS (default 6.12; results named KERNEL-alt/...).
 #
 # A fourth boot on the kernels of NOTW_KERNELS (default "6.12 debug") loads
 # the module built as for a kernel that does not export task_work_add()
@@ -175,7 +176,7 @@ initramfs=$build/initramfs
 STALLCAP_GID=990	# group stallcap in the guest
 isolated_kernels=${ISOLATED_KERNELS-6.12 6.12-rt}
 alt_kernels=${ALT_KERNELS-6.12}
-alt_tests=${ALT_TESTS-capture_nmi_irq_test tool_global_test.sh}
+alt_tests=${ALT_TESTS-capture_nmi_irq_test capture_irqsoff_test tool_global_test.sh}
 notw_kernels=${NOTW_KERNELS-6.12 debug}
 notw_tests=${NOTW_TESTS-abi_test smoke_test capture_user_test capture_kernel_test \
 capture_nmi_irq_test capture_irqsoff_test capture_blocked_test deferred_test \
@@ -885,13 +886,14 @@ run_kernel() {
 
 	# a guest whose CPU 1 is isolated (nohz_full, isolcpus) for the tests
 	# that need one; results are named KERNEL-isolated/TEST
-	local label=$k
+	local label=$k SMP=$SMP	# boot() reads SMP
 	if [ "$mode" = isolated ]; then
 		kernel_cmdline+=" nohz_full=1 isolcpus=1"
 		label=$k-isolated
 	fi
 	if [ "$mode" = alt ]; then
 		kernel_cmdline+=" pti=on psi=0"
+		SMP=${ALT_SMP:-4}
 		label=$k-alt
 	fi
 	[ "$mode" != notw ] || label=$k-notw

@@ -11,7 +11,9 @@
  * by its CPU's heartbeat scanner: the spinning CPU cannot run it, and a
  * buddy checker must scan its list for it.  And armed once the buddy
  * checkers stopped for want of an armed watch: the ARM must wake them, and
- * not from the CPU that then spins.
+ * not from the CPU that then spins.  Pinned to CPU 0, one of the CPUs that
+ * run checkers (buddy_cpus, the two lowest by default), and to the last
+ * CPU, which with more than two runs none.
  */
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -47,6 +49,7 @@ FIXTURE_VARIANT(spin) {
 	bool busy;		/* a busy thread on each vCPU */
 	uint32_t arm_flags;	/* STALLCAP_ARM_HEARTBEAT: a heartbeat watch */
 	bool after_stop;	/* armed once the buddy checkers stopped */
+	bool last_cpu;		/* pinned to the last CPU, not CPU 0 */
 };
 
 FIXTURE_VARIANT_ADD(spin, irqsoff_pinned) {
@@ -58,6 +61,12 @@ FIXTURE_VARIANT_ADD(spin, irqsoff_pinned_checkers_stopped) {
 	.file = "irqsoff", .fn = "stallcap_spin_irqsoff_loop",
 	.flag = STALLCAP_SAMPLE_IRQS_OFF, .needs_nmi = true, .pinned = true,
 	.after_stop = true,
+};
+
+FIXTURE_VARIANT_ADD(spin, irqsoff_pinned_last_cpu) {
+	.file = "irqsoff", .fn = "stallcap_spin_irqsoff_loop",
+	.flag = STALLCAP_SAMPLE_IRQS_OFF, .needs_nmi = true, .pinned = true,
+	.last_cpu = true,
 };
 
 FIXTURE_VARIANT_ADD(spin, irqsoff_unpinned) {
@@ -168,7 +177,8 @@ FIXTURE_SETUP(spin)
 		}
 	}
 	if (variant->pinned) {
-		ASSERT_EQ(0, sc_pin_self(0));
+		ASSERT_EQ(0, sc_pin_self(variant->last_cpu ?
+					 (int)sysconf(_SC_NPROCESSORS_ONLN) - 1 : 0));
 	} else {
 		cpu_set_t all;
 
@@ -444,6 +454,86 @@ TEST_F_TIMEOUT(spin, caught_during_the_spin, 60)
 		;
 }
 
+#define BUDDY_CPUS	"/sys/module/stallcap/parameters/buddy_cpus"
+#define NOHZ_FULL	"/sys/devices/system/cpu/nohz_full"
+
+/* How many CPUs run checkers: buddy_cpus (0: all), at least 2; -1 if unknown. */
+static int checker_cpus(int cpus)
+{
+	FILE *f = fopen(BUDDY_CPUS, "r");
+	int n = -1;
+
+	if (f) {
+		if (fscanf(f, "%d", &n) != 1)
+			n = -1;
+		fclose(f);
+	}
+	if (n < 0)
+		return -1;
+	return n == 0 || n >= cpus ? cpus : n < 2 ? 2 : n;
+}
+
+/* Are CPUs isolated from timers (nohz_full=)? */
+static bool cpus_isolated(void)
+{
+	char buf[64] = "";
+	FILE *f = fopen(NOHZ_FULL, "r");
+
+	if (f) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = 0;
+		fclose(f);
+	}
+	return buf[0] && buf[0] != '\n' && strncmp(buf, "(null)", 6);
+}
+
+/* Each CPU's checker expiries over @ms: which CPUs ran one (a bit each). */
+static uint64_t checking_cpus(int cpus, unsigned int ms)
+{
+	long before[64], after;
+	uint64_t mask = 0;
+
+	for (int c = 0; c < cpus; c++)
+		before[c] = buddy_expiries_on(c);
+	usleep(ms * 1000);
+	for (int c = 0; c < cpus; c++) {
+		after = buddy_expiries_on(c);
+		if (before[c] >= 0 && after > before[c])
+			mask |= 1ULL << c;
+	}
+	return mask;
+}
+
+/*
+ * With a watch armed, the checkers run on the buddy_cpus lowest CPUs only
+ * (2 by default): every checker looks at every watch, so that more would
+ * only add timer interrupts (each CPU of a large machine took 1,000 per
+ * second while any watch was armed).  A CPU that runs none is still
+ * covered: irqsoff_pinned_last_cpu above.
+ */
+TEST(buddy_checkers_run_on_the_lowest_buddy_cpus_only)
+{
+	int cpus = (int)sysconf(_SC_NPROCESSORS_ONLN), k = checker_cpus(cpus);
+	struct sc_session s;
+	uint64_t mask;
+
+	if (cpus < 3 || cpus > 64)
+		SKIP(return, "%d CPUs: all of them run checkers", cpus);
+	if (k < 0 || buddy_expiries_on(0) < 0)
+		SKIP(return, "no %s or %s", BUDDY_CPUS, EXPIRIES);
+	if (cpus_isolated())
+		SKIP(return, "CPUs isolated from timers (nohz_full)");
+	ASSERT_EQ(0, sc_session_setup(&s, NULL));
+	ASSERT_EQ(0, sc_arm(s.fd, SC_MS(60000), 0, TAG));
+	usleep(100 * 1000);
+	mask = checking_cpus(cpus, 300);
+	ksft_print_msg("%d CPUs, %d run checkers: mask %#llx\n", cpus, k,
+		       (unsigned long long)mask);
+	EXPECT_EQ((1ULL << k) - 1, mask);
+	EXPECT_EQ(0, sc_disarm(s.fd));
+	sc_session_close(&s);
+}
+
 #define CPU1_ONLINE	"/sys/devices/system/cpu/cpu1/online"
 
 static int cpu1_set_online(int on)
@@ -455,10 +545,14 @@ static int cpu1_set_online(int on)
  * CPU 1 goes offline and comes back while a watch is armed: its checker
  * runs there again (before, the kernel moved its pinned timer to CPU 0,
  * where it ran as CPU 0's, and CPU 1 was marked running for good: no
- * checker there any more to catch a CPU with interrupts off).
+ * checker there any more to catch a CPU with interrupts off).  With more
+ * CPUs than run checkers, the next CPU takes CPU 1's place while it is
+ * away and gives it back.
  */
 TEST(buddy_checker_runs_again_after_cpu_hotplug)
 {
+	int cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	int k = cpus > 64 || cpus_isolated() ? -1 : checker_cpus(cpus);
 	struct sc_session s;
 	long b0, b1;
 
@@ -475,8 +569,14 @@ TEST(buddy_checker_runs_again_after_cpu_hotplug)
 	EXPECT_LT(b0, b1) TH_LOG("no checker on CPU 1 with a watch armed");
 	ASSERT_EQ(0, cpu1_set_online(0));
 	usleep(100 * 1000);
+	if (k >= 0 && k < cpus)
+		EXPECT_NE(0ULL, checking_cpus(cpus, 200) & 1ULL << k)
+			TH_LOG("CPU %d did not take CPU 1's place", k);
 	ASSERT_EQ(0, cpu1_set_online(1));
 	usleep(100 * 1000);
+	if (k >= 0 && k < cpus)
+		EXPECT_EQ((1ULL << k) - 1, checking_cpus(cpus, 200))
+			TH_LOG("CPU 1 back: the checkers are not on the %d lowest CPUs", k);
 	b0 = buddy_expiries_on(1);
 	usleep(200 * 1000);
 	b1 = buddy_expiries_on(1);
