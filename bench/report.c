@@ -700,6 +700,12 @@ static void md_scale(FILE *f)
 	}
 	fprintf(f, "\nFor scale, one REARM costs %s µs in the hot-path test (median).\n",
 		us(num("hot.rearm.p50")));
+	fprintf(f, "The buddy checkers' callbacks (debugfs `buddy_ns`), per iteration of the "
+		"stallcap side, N = 100 / 1,000 / 10,000: %s / %s / %s µs; they walk the "
+		"watches only for a CPU that may hold an overdue timer (`module/buddy.c`).\n",
+		us(num("scale.100.stallcap.buddy_ns_per_iter")),
+		us(num("scale.1000.stallcap.buddy_ns_per_iter")),
+		us(num("scale.10000.stallcap.buddy_ns_per_iter")));
 	scale_targets();
 	fprintf(f, "\nThroughput of back-to-back calls, 1 thread on vCPU 0 vs 2 threads on "
 		"vCPUs 0 and 1, one session, one watch per thread; getppid() shows what the "

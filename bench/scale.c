@@ -135,8 +135,30 @@ struct cpu_snap {
 	double proc_ns;		/* process user+system */
 	double busy_ns;		/* machine, all CPUs, not idle/iowait */
 	double sys_ns;		/* machine: system+irq+softirq */
+	double buddy_ns;	/* in the buddy checkers' callbacks, all CPUs */
+	double watch_expiries;	/* the watches' own timers, all CPUs */
 	uint64_t iters;
 };
+
+/* The module's per-CPU timer counters, summed (debugfs; NAN without it). */
+static void read_expiries(struct cpu_snap *c)
+{
+	FILE *f = fopen("/sys/kernel/debug/stallcap/expiries", "r");
+	unsigned long long w, b, r, bt, ch, sn, bn;
+	char line[256];
+	int cpu;
+
+	c->buddy_ns = c->watch_expiries = f ? 0 : NAN;
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "cpu%d watch %llu buddy %llu rescued %llu beat %llu checks %llu scan_ns %llu buddy_ns %llu",
+			   &cpu, &w, &b, &r, &bt, &ch, &sn, &bn) == 8) {
+			c->buddy_ns += (double)bn;
+			c->watch_expiries += (double)w;
+		}
+	fclose(f);
+}
 
 static void read_cpu(struct cpu_snap *c, const struct load *l)
 {
@@ -162,6 +184,7 @@ static void read_cpu(struct cpu_snap *c, const struct load *l)
 		}
 		fclose(f);
 	}
+	read_expiries(c);
 	c->iters = 0;
 	for (i = 0; i < l->n; i++)
 		c->iters += l->w[i].iters;
@@ -171,6 +194,7 @@ static void read_cpu(struct cpu_snap *c, const struct load *l)
 
 struct load_result {
 	double window_ns, iters, proc_ns, busy_ns, sys_ns, mem_kb, slab_bytes;
+	double buddy_ns, watch_expiries;
 	unsigned int errs, runs;
 	double *lat;		/* REARM durations of all workers and runs */
 	size_t nlat, cap_lat;
@@ -251,6 +275,8 @@ static int run_load(unsigned int n, bool stallcap, struct sc *s, uint64_t window
 	r->proc_ns += c1.proc_ns - c0.proc_ns;
 	r->busy_ns += c1.busy_ns - c0.busy_ns;
 	r->sys_ns += c1.sys_ns - c0.sys_ns;
+	r->buddy_ns += c1.buddy_ns - c0.buddy_ns;
+	r->watch_expiries += c1.watch_expiries - c0.watch_expiries;
 	r->mem_kb += (double)((m1.sunreclaim - m0.sunreclaim) + (m1.vmalloc - m0.vmalloc) +
 			      (m1.percpu - m0.percpu));
 	r->slab_bytes += m1.slab_bytes - m0.slab_bytes;
@@ -275,6 +301,12 @@ static void load_out(unsigned int n, bool stallcap, const struct load_result *r)
 	if (r->iters > 0) {
 		out_num(r->proc_ns / r->iters, "scale.%u.%s.proc_ns_per_iter", n, var);
 		out_num(r->busy_ns / r->iters, "scale.%u.%s.busy_ns_per_iter", n, var);
+		/* the checkers' walks and the watch timers, per iteration */
+		if (!isnan(r->buddy_ns)) {
+			out_num(r->buddy_ns / r->iters, "scale.%u.%s.buddy_ns_per_iter", n, var);
+			out_num(r->watch_expiries / r->iters,
+				"scale.%u.%s.watch_expiries_per_iter", n, var);
+		}
 		/* achieved period of one thread, in ms */
 		out_num(r->window_ns * n / r->iters / NS_PER_MS, "scale.%u.%s.period_ms", n, var);
 	}

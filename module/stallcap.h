@@ -539,6 +539,8 @@ void stallcap_beat_exit(void);
 DECLARE_PER_CPU(unsigned long, stallcap_watch_expiries);
 DECLARE_PER_CPU(unsigned long, stallcap_buddy_expiries);
 DECLARE_PER_CPU(unsigned long, stallcap_buddy_rescues);
+DECLARE_PER_CPU(unsigned long, stallcap_buddy_ns);
+DECLARE_PER_CPU(unsigned long, stallcap_buddy_walks);
 u64 stallcap_buddy_period_ns(void);
 bool stallcap_cpu_takes_timers(void);
 void stallcap_watch_timer_start(struct stallcap_watch *w, u64 deadline);

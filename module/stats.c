@@ -157,20 +157,23 @@ DEFINE_SHOW_ATTRIBUTE(stats);
  * Timer expiries per CPU: the watches' timers, the buddy checkers, the
  * watch timers a checker took over from a CPU that did not take them, the
  * heartbeat scanner, the heartbeat checks it made and the time its walks
- * took.
+ * took, the time in the buddy checkers' callbacks and their walks of every
+ * watch.
  */
 static int expiries_show(struct seq_file *m, void *unused)
 {
 	int cpu;
 
 	for_each_possible_cpu(cpu)
-		seq_printf(m, "cpu%d watch %lu buddy %lu rescued %lu beat %lu checks %lu scan_ns %lu\n",
+		seq_printf(m, "cpu%d watch %lu buddy %lu rescued %lu beat %lu checks %lu scan_ns %lu buddy_ns %lu walks %lu\n",
 			   cpu, READ_ONCE(per_cpu(stallcap_watch_expiries, cpu)),
 			   READ_ONCE(per_cpu(stallcap_buddy_expiries, cpu)),
 			   READ_ONCE(per_cpu(stallcap_buddy_rescues, cpu)),
 			   READ_ONCE(per_cpu(stallcap_beat_expiries, cpu)),
 			   READ_ONCE(per_cpu(stallcap_beat_checks, cpu)),
-			   READ_ONCE(per_cpu(stallcap_beat_scan_ns, cpu)));
+			   READ_ONCE(per_cpu(stallcap_beat_scan_ns, cpu)),
+			   READ_ONCE(per_cpu(stallcap_buddy_ns, cpu)),
+			   READ_ONCE(per_cpu(stallcap_buddy_walks, cpu)));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(expiries);

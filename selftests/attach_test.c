@@ -1143,7 +1143,7 @@ static void poller_in_its_poll(struct __test_metadata *_metadata,
 			       FIXTURE_DATA(attach) *self, char how, pid_t *tid)
 {
 	struct stallcap_stats st;
-	int i;
+	int i, ret;
 
 	if (how != 'S')
 		ASSERT_EQ(0, attach(self->s.fd, self->child, SC_MS(200), 0));
@@ -1158,7 +1158,17 @@ static void poller_in_its_poll(struct __test_metadata *_metadata,
 	}
 	ASSERT_LT(i, 300) TH_LOG("the thread never got its watch and waited");
 	if (how == 'S') {
-		ASSERT_EQ(0, attach(self->s.fd, self->child, SC_MS(200), 0));
+		ret = attach(self->s.fd, self->child, SC_MS(200), 0);
+		/*
+		 * A starved guest (CI67's debug kernel beside other guests)
+		 * may take the poll's 1.5 s to see the thread inside it:
+		 * the child exited, the case says nothing.
+		 */
+		if (ret == -ESRCH && waitpid(self->child, NULL, WNOHANG) == self->child) {
+			self->child = 0;
+			SKIP(return, "the child's poll() ended before the attach");
+		}
+		ASSERT_EQ(0, ret);
 		ASSERT_EQ(0, sc_get_stats(self->s.fd, &st, 0));
 		ASSERT_EQ(2, st.attached);
 	}
@@ -1196,6 +1206,8 @@ static void stopped_in_a_wait(struct __test_metadata *_metadata,
 	pid_t tid;
 
 	poller_in_its_poll(_metadata, self, how, &tid);
+	if (_metadata->exit_code == KSFT_SKIP)
+		return;
 	sc_sleep_ms(30);
 	stop_continue_exit(_metadata, self, "the poll() did not wait its 1.5 s");
 	if (sc_first_sample_of(&self->rs, tid))
