@@ -511,6 +511,37 @@ static void add_cookie(uint64_t *cookies, size_t *n, uint64_t cookie)
 }
 
 /*
+ * Bytes one getrandom() call takes about @ns to fill (4 KiB to 1 MiB): the
+ * samples (T, 2T, 4T, ... after the ARM) then fall in different calls, so
+ * there are several kernel entries to read user stacks for.  A fixed 1 MiB
+ * took the whole stall in one call on a debug kernel (CI, stop 56).
+ */
+static size_t getrandom_len_for(struct __test_metadata *_metadata, uint64_t ns)
+{
+	const size_t probe = 64 << 10, min = 4 << 10, max = 1 << 20;
+	uint64_t took = ~0ULL;
+	size_t len;
+	void *buf = malloc(probe);
+
+	if (!buf)
+		return min;
+	for (int i = 0; i < 3; i++) {	/* the fastest of three */
+		uint64_t t0 = sc_now_ns();
+
+		if (syscall(SYS_getrandom, buf, probe, GRND_INSECURE) != (long)probe)
+			break;
+		t0 = sc_now_ns() - t0;
+		took = t0 < took ? t0 : took;
+	}
+	free(buf);
+	len = took == ~0ULL ? min : (size_t)((double)probe * ns / (took ? took : 1));
+	len = len < min ? min : len > max ? max : len & ~(size_t)4095;
+	TH_LOG("getrandom(): %zu bytes per call (%llu us for %zu)", len,
+	       (unsigned long long)(took == ~0ULL ? 0 : took / 1000), probe);
+	return len;
+}
+
+/*
  * Running in getrandom() calls made at the bottom of the deep stack, with
  * DEFER_USER: every kernel-mode sample carries DEFER_PENDING and the cookie
  * of its kernel entry; each cookie gets exactly one USER_STACK record,
@@ -519,7 +550,7 @@ static void add_cookie(uint64_t *cookies, size_t *n, uint64_t cookie)
 static void run_in_kernel(struct __test_metadata *_metadata, FIXTURE_DATA(deferred) *self)
 {
 	struct sc_stopper stop = { .cpu = self->other_cpu, .delay_ms = BLOCK_MS };
-	struct deep d = { .sc_fd = self->s.fd, .in_kernel = true, .buf_len = 1 << 20 };
+	struct deep d = { .sc_fd = self->s.fd, .in_kernel = true };
 	const struct stallcap_sample *k = NULL;
 	uint64_t cookies[SC_MAX_SAMPLES];
 	size_t nr_cookies = 0, nr_kernel = 0, nr_named = 0;
@@ -527,6 +558,7 @@ static void run_in_kernel(struct __test_metadata *_metadata, FIXTURE_DATA(deferr
 	struct stallcap_stats st;
 	long ret;
 
+	d.buf_len = getrandom_len_for(_metadata, DEF_T / 4);
 	d.buf = malloc(d.buf_len);
 	ASSERT_NE(NULL, d.buf);
 	memset(d.buf, 0, d.buf_len);
