@@ -9,6 +9,12 @@
  * /proc/stat, which also counts hard and soft interrupts) is divided by the
  * loop iterations actually achieved: on 2 emulated CPUs thousands of
  * threads cannot all wake every millisecond, and both variants saturate.
+ * A thread that loops every 0.2 s instead of every 1 ms misses its 10 ms
+ * deadline every iteration, and stallcap captures each of those stalls:
+ * the same armed load runs once more with the deadline at 10 times the
+ * period the plain load achieved in that round (as 10 ms is 10 times
+ * 1 ms), which measures what watching costs when the deadlines are met.
+ * The stalls each armed load caught are counted (GET_STATS).
  *
  * Memory: active slab objects (/proc/slabinfo: objects x size, all caches)
  * and /proc/meminfo (unreclaimable slab, vmalloc, per-CPU) before and after
@@ -50,6 +56,7 @@ struct worker {
 struct load {
 	unsigned int n;
 	bool stallcap;
+	uint64_t deadline_ns;
 	struct sc *s;
 	pthread_barrier_t created, go_arm, armed;
 	volatile int stop;
@@ -65,7 +72,7 @@ static void *worker_fn(void *arg)
 
 	pthread_barrier_wait(&l->created);
 	pthread_barrier_wait(&l->go_arm);
-	if (l->stallcap && sc_arm(l->s, DEADLINE_NS, 0))
+	if (l->stallcap && sc_arm(l->s, l->deadline_ns, 0))
 		w->err = errno;
 	pthread_barrier_wait(&l->armed);
 	while (!l->stop) {
@@ -198,13 +205,25 @@ struct load_result {
 	unsigned int errs, runs;
 	double *lat;		/* REARM durations of all workers and runs */
 	size_t nlat, cap_lat;
+	double stalls;		/* caught in the windows (the session's count) */
+	double deadline_ns;	/* summed over the runs */
+	double last_period_ns;	/* of one thread, in the last run */
 };
 
-static int run_load(unsigned int n, bool stallcap, struct sc *s, uint64_t window_ns,
-		    struct load_result *r)
+/* The session's stall count, NAN if unknown. */
+static double session_stalls(struct sc *s)
 {
-	const char *var = stallcap ? "stallcap" : "plain";
-	struct load l = { .n = n, .stallcap = stallcap, .s = s };
+	struct stallcap_stats st;
+
+	return sc_stats(s, &st, 0) ? NAN : (double)st.stalls;
+}
+
+static int run_load(unsigned int n, const char *var, uint64_t deadline_ns, struct sc *s,
+		    uint64_t window_ns, struct load_result *r)
+{
+	bool stallcap = deadline_ns != 0;
+	struct load l = { .n = n, .stallcap = stallcap, .s = s, .deadline_ns = deadline_ns };
+	double stalls0, stalls1;
 	struct cpu_snap c0, c1;
 	struct meminfo m0, m1;
 	pthread_attr_t attr;
@@ -253,9 +272,11 @@ static int run_load(unsigned int n, bool stallcap, struct sc *s, uint64_t window
 	read_meminfo(&m1);
 
 	sleep_ns(window_ns / 4);	/* settle */
+	stalls0 = session_stalls(s);
 	read_cpu(&c0, &l);
 	sleep_ns(window_ns);
 	read_cpu(&c1, &l);
+	stalls1 = session_stalls(s);
 	l.stop = 1;
 	for (i = 0; i < n; i++) {
 		struct worker *w = &l.w[i];
@@ -270,6 +291,11 @@ static int run_load(unsigned int n, bool stallcap, struct sc *s, uint64_t window
 	sleep_ns(500 * NS_PER_MS);	/* exited threads' watches are reaped */
 
 	r->runs++;
+	if (stallcap)
+		r->stalls += stalls1 - stalls0;
+	r->deadline_ns += (double)deadline_ns;
+	r->last_period_ns = c1.iters > c0.iters ?
+			    (double)(c1.t - c0.t) * n / (double)(c1.iters - c0.iters) : NAN;
 	r->window_ns += (double)(c1.t - c0.t);
 	r->iters += (double)(c1.iters - c0.iters);
 	r->proc_ns += c1.proc_ns - c0.proc_ns;
@@ -287,9 +313,9 @@ static int run_load(unsigned int n, bool stallcap, struct sc *s, uint64_t window
 	return 0;
 }
 
-static void load_out(unsigned int n, bool stallcap, const struct load_result *r)
+static void load_out(unsigned int n, const char *var, const struct load_result *r)
 {
-	const char *var = stallcap ? "stallcap" : "plain";
+	bool stallcap = strcmp(var, "plain") != 0;
 
 	out_num(n, "scale.%u.%s.threads", n, var);
 	out_num(r->runs, "scale.%u.%s.runs", n, var);
@@ -310,13 +336,22 @@ static void load_out(unsigned int n, bool stallcap, const struct load_result *r)
 		/* achieved period of one thread, in ms */
 		out_num(r->window_ns * n / r->iters / NS_PER_MS, "scale.%u.%s.period_ms", n, var);
 	}
-	if (stallcap && r->nlat) {
+	if (stallcap && r->runs) {
+		out_num(r->deadline_ns / r->runs / NS_PER_MS, "scale.%u.%s.deadline_ms", n, var);
+		out_num(r->stalls, "scale.%u.%s.stalls", n, var);
+		if (r->iters > 0)
+			out_num(r->stalls * 1000 / r->iters, "scale.%u.%s.stalls_per_1000_iters",
+				n, var);
+	}
+	if (strcmp(var, "stallcap"))
+		return;		/* the rest: the literal load's */
+	if (r->nlat) {
 		char key[64];
 
 		snprintf(key, sizeof(key), "scale.%u.stallcap.rearm_ns", n);
 		out_summary(r->lat, r->nlat, key);
 	}
-	if (stallcap && r->runs) {
+	if (r->runs) {
 		out_num(r->errs, "scale.%u.stallcap.thread_errors", n);
 		out_num(r->mem_kb / r->runs, "scale.%u.stallcap.watch_mem_kb", n);
 		out_num(r->mem_kb * 1024 / r->runs / n, "scale.%u.stallcap.bytes_per_watch", n);
@@ -452,8 +487,9 @@ int bench_scale(void)
 	if (ret)
 		return ret;
 	for (i = 0; !ret && i < sizeof(counts) / sizeof(counts[0]); i++) {
-		struct load_result plain = { 0 }, armed = { 0 };
+		struct load_result plain = { 0 }, armed = { 0 }, scaled = { 0 };
 		unsigned int n = counts[i];
+		uint64_t deadline;
 
 		if (n > bench_opts.scale_max)
 			break;
@@ -466,15 +502,25 @@ int bench_scale(void)
 		/* the two loads take turns, so that host noise hits both */
 		for (rep = 0; !ret && rep < reps; rep++) {
 			note("scale: %u threads, plain nanosleep loops (%u/%u)", n, rep + 1, reps);
-			ret = run_load(n, false, &s, window, &plain);
+			ret = run_load(n, "plain", 0, &s, window, &plain);
 			if (ret)
 				break;
 			note("scale: %u threads, armed 10 ms deadlines re-armed every 1 ms (%u/%u)",
 			     n, rep + 1, reps);
-			ret = run_load(n, true, &s, window, &armed);
+			ret = run_load(n, "stallcap", DEADLINE_NS, &s, window, &armed);
+			if (ret)
+				break;
+			/* 10 times the period achieved, as 10 ms is 10 x 1 ms */
+			deadline = isnan(plain.last_period_ns) ? 0 :
+				   (uint64_t)(10 * plain.last_period_ns);
+			deadline = deadline > DEADLINE_NS ? deadline : DEADLINE_NS;
+			note("scale: %u threads, the same with %.0f ms deadlines (%u/%u)", n,
+			     (double)deadline / NS_PER_MS, rep + 1, reps);
+			ret = run_load(n, "scaled", deadline, &s, window, &scaled);
 		}
-		load_out(n, false, &plain);
-		load_out(n, true, &armed);
+		load_out(n, "plain", &plain);
+		load_out(n, "stallcap", &armed);
+		load_out(n, "scaled", &scaled);
 		free(armed.lat);
 	}
 	sc_close(&s);

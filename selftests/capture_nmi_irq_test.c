@@ -320,11 +320,13 @@ static int stall_once_in(struct sc_session *s, uint64_t timeout, uint64_t *t_spi
 struct nmi_counts {
 	size_t nmi, kernel_mode, irq_flag, own;		/* the spin */
 	size_t entry, wrong, other_cut;			/* the system call loop */
+	size_t min_entry;	/* go on (within the budget) until this many */
 };
 
 /*
  * Stalls of @loop (at least STALLS, more until MIN_NMI_SAMPLES NMI samples
- * or the budget is spent); each NMI sample of the thread in kernel mode
+ * and @c->min_entry in the system call entry's window, or the budget is
+ * spent); each NMI sample of the thread in kernel mode
  * goes to @kernel_sample, and all are counted in @c.
  */
 static void nmi_stalls(struct __test_metadata *_metadata, FIXTURE_DATA(nmi_irq) *self,
@@ -337,7 +339,8 @@ static void nmi_stalls(struct __test_metadata *_metadata, FIXTURE_DATA(nmi_irq) 
 	uint64_t timeout = SC_MS(1), end = sc_now_ns() + SC_MS(BUDGET_MS);
 	struct sc_records rs = {};
 
-	for (int i = 0; i < STALLS || (c->nmi < MIN_NMI_SAMPLES && sc_now_ns() < end); i++) {
+	for (int i = 0; i < STALLS || ((c->nmi < MIN_NMI_SAMPLES || c->entry < c->min_entry) &&
+					sc_now_ns() < end); i++) {
 		uint64_t t_spin = 0;
 
 		ASSERT_EQ(0, stall_once_in(&self->s, timeout, &t_spin, loop));
@@ -395,7 +398,9 @@ TEST_F_TIMEOUT(nmi_irq, nmi_on_top_of_an_interrupt_is_not_the_threads_frame_0, 1
  * whole kernel stack, one frame, not a cut one (mosquitto's samples showed
  * "kernel stack truncated" there, 2026-12-02), and the user registers are
  * the moment's (entry_window_regs_wrong()).  Under TCG about one NMI sample
- * in ten lands there.  Other kernel stacks cut are logged, not judged: the
+ * in ten lands there, one in a hundred or fewer on the debug kernel (its
+ * system calls are longer: 0 of 248 and 0 of 233 in CI69), so the stalls
+ * go on until three have.  Other kernel stacks cut are logged, not judged: the
  * unwinder stops in a few places of its own (5.10's retpoline thunks, an
  * interrupt's entry code right after error_entry() on the kernel stack,
  * the context switch on the next thread's stack).
@@ -428,7 +433,7 @@ static void check_entry_window(FIXTURE_DATA(nmi_irq) *self, const struct stallca
 
 TEST_F_TIMEOUT(nmi_irq, syscall_loop_kernel_stacks_are_whole, 180)
 {
-	struct nmi_counts c = {};
+	struct nmi_counts c = { .min_entry = 3 };
 
 	nmi_stalls(_metadata, self, syscall_loop, check_entry_window, &c);
 	TH_LOG("%zu NMI samples: %zu in kernel mode, %zu in the system call entry's window (%zu wrong), %zu others cut",
