@@ -599,30 +599,31 @@ static const char *mem_cell(unsigned int n)
 }
 
 /*
- * The same two rows for the load whose deadline was 10 times the period
- * achieved (stalls only where a thread really fell behind): beside the
- * literal rows, never instead of them.
+ * The same two rows for a load whose deadline was 10 times the period
+ * achieved (stalls only where a thread really fell behind), @var "scaled"
+ * (REARM) or "shared" (shared-deadline watches): beside the literal rows,
+ * never instead of them.
  */
-static void scaled_targets(unsigned int n)
+static void scaled_targets(unsigned int n, const char *var, const char *how)
 {
 	double pl = num("scale.%u.plain.proc_ns_per_iter", n);
-	double sc = num("scale.%u.scaled.proc_ns_per_iter", n);
+	double sc = num("scale.%u.%s.proc_ns_per_iter", n, var);
 	double bp = num("scale.%u.plain.busy_ns_per_iter", n);
-	double bs = num("scale.%u.scaled.busy_ns_per_iter", n);
+	double bs = num("scale.%u.%s.busy_ns_per_iter", n, var);
 	char name[200], m[160];
 
 	if (isnan(sc))
 		return;
-	snprintf(name, sizeof(name), "%s threads, deadline 10× the achieved period (%s ms): "
-		 "process CPU per iteration ≤ 1.1×", fx(n, 0),
-		 fg(num("scale.%u.scaled.deadline_ms", n)));
+	snprintf(name, sizeof(name), "%s threads, %s, deadline 10× the achieved period (%s ms): "
+		 "process CPU per iteration ≤ 1.1×", fx(n, 0), how,
+		 fg(num("scale.%u.%s.deadline_ms", n, var)));
 	snprintf(m, sizeof(m), "%s (%s vs %s µs; %s stalls per 1,000 iterations, %s with 10 ms)",
 		 ratio(sc, pl), us(sc), us(pl),
-		 fg(num("scale.%u.scaled.stalls_per_1000_iters", n)),
+		 fg(num("scale.%u.%s.stalls_per_1000_iters", n, var)),
 		 fg(num("scale.%u.stallcap.stalls_per_1000_iters", n)));
 	target(name, sc / pl, 1.1, false, m, NULL);
-	snprintf(name, sizeof(name), "%s threads, deadline at 10× the achieved period: machine "
-		 "busy per iteration ≤ 1.1×", fx(n, 0));
+	snprintf(name, sizeof(name), "%s threads, %s, the same: machine busy per iteration "
+		 "≤ 1.1×", fx(n, 0), how);
 	snprintf(m, sizeof(m), "%s (%s vs %s µs)", ratio(bs, bp), us(bs), us(bp));
 	target(name, bs / bp, 1.1, false, m, NULL);
 }
@@ -665,7 +666,8 @@ static void scale_targets(void)
 			 "≤ 1.1×", fx(n, 0));
 		snprintf(m, sizeof(m), "%s (%s vs %s µs)", ratio(bs, bp), us(bs), us(bp));
 		target(name, bs / bp, 1.1, false, m, NULL);
-		scaled_targets(n);
+		scaled_targets(n, "scaled", "REARM");
+		scaled_targets(n, "shared", "shared deadline");
 	}
 	snprintf(m, sizeof(m), "%s B (slab objects while %s watches were created; meminfo: "
 		 "%s B)", fx(mem, 0), fx(mem_n, 0),
@@ -733,27 +735,34 @@ static void md_scale(FILE *f)
 	fprintf(f, "\nA thread that loops less often than its deadline misses it every "
 		"iteration, and each of those stalls is captured: the armed load ran once more "
 		"with the deadline at 10× the period the plain load achieved in the same round "
-		"(as 10 ms is 10× 1 ms).\n\n"
-		"| threads | deadline (ms) | stalls per 1,000 iterations, 10 ms / scaled | "
-		"process CPU per iteration plain / scaled (µs) | ratio | machine busy per "
-		"iteration plain / scaled (µs) | ratio |\n|---:|---:|---:|---:|---|---:|---|\n");
+		"(as 10 ms is 10× 1 ms), with REARM and with shared-deadline watches (a clock "
+		"read and a store into the slot, no system call).\n\n"
+		"| threads | deadline (ms) | stalls per 1,000 iterations, 10 ms / scaled / "
+		"shared | process CPU per iteration plain / scaled / shared (µs) | ratio scaled "
+		"/ shared | machine busy per iteration plain / scaled / shared (µs) | ratio "
+		"scaled / shared |\n|---:|---:|---:|---:|---|---:|---|\n");
 	for (i = 0; i < 4; i++) {
 		unsigned int n = counts[i];
+		double bp = num("scale.%u.plain.busy_ns_per_iter", n);
+		double bs = num("scale.%u.scaled.busy_ns_per_iter", n);
+		double bg = num("scale.%u.shared.busy_ns_per_iter", n);
 
 		if (isnan(num("scale.%u.scaled.iters", n)))
 			continue;
 		pl = num("scale.%u.plain.proc_ns_per_iter", n);
 		sc = num("scale.%u.scaled.proc_ns_per_iter", n);
-		fprintf(f, "| %u | %s | %s / %s | %s / %s | %s | %s / %s | %s |\n", n,
+		g = num("scale.%u.shared.proc_ns_per_iter", n);
+		fprintf(f, "| %u | %s | %s / %s / %s | %s / %s / %s | %s / ", n,
 			fg(num("scale.%u.scaled.deadline_ms", n)),
 			fg(num("scale.%u.stallcap.stalls_per_1000_iters", n)),
 			fg(num("scale.%u.scaled.stalls_per_1000_iters", n)),
-			us(pl), us(sc), ratio(sc, pl),
-			us(num("scale.%u.plain.busy_ns_per_iter", n)),
-			us(num("scale.%u.scaled.busy_ns_per_iter", n)),
-			ratio(num("scale.%u.scaled.busy_ns_per_iter", n),
-			      num("scale.%u.plain.busy_ns_per_iter", n)));
+			fg(num("scale.%u.shared.stalls_per_1000_iters", n)),
+			us(pl), us(sc), us(g), ratio(sc, pl));
+		fprintf(f, "%s | %s / %s / %s | %s / ", ratio(g, pl), us(bp), us(bs), us(bg),
+			ratio(bs, bp));
+		fprintf(f, "%s |\n", ratio(bg, bp));
 	}
+	fputc('\n', f);
 	fprintf(f, "The buddy checkers' callbacks (debugfs `buddy_ns`), per iteration of the "
 		"stallcap side, N = 100 / 1,000 / 10,000: %s / %s / %s µs; they walk the "
 		"watches only for a CPU that may hold an overdue timer (`module/buddy.c`).\n",

@@ -13,8 +13,11 @@
  * deadline every iteration, and stallcap captures each of those stalls:
  * the same armed load runs once more with the deadline at 10 times the
  * period the plain load achieved in that round (as 10 ms is 10 times
- * 1 ms), which measures what watching costs when the deadlines are met.
- * The stalls each armed load caught are counted (GET_STATS).
+ * 1 ms), which measures what watching costs when the deadlines are met;
+ * and once more with that deadline on shared-deadline watches (issue #16
+ * target 1: the re-arm is a clock read and a store into the watch's slot,
+ * no system call; a session holds at most 4096 slots, so N / 4096
+ * sessions).  The stalls each armed load caught are counted (GET_STATS).
  *
  * Memory: active slab objects (/proc/slabinfo: objects x size, all caches)
  * and /proc/meminfo (unreclaimable slab, vmalloc, per-CPU) before and after
@@ -33,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -43,6 +47,7 @@
 #define DEADLINE_NS	(10 * NS_PER_MS)
 #define PERIOD_NS	NS_PER_MS
 #define STACK_BYTES	(64 * 1024)
+#define SLOTS_PER_SESSION	4096	/* the most a session has */
 
 struct worker {
 	pthread_t th;
@@ -51,18 +56,39 @@ struct worker {
 	int err;
 	float *lat;		/* the last REARM durations (ns), a ring */
 	unsigned int nlat;
+	volatile __u64 *slot_deadline;	/* a shared-deadline watch's */
 } __attribute__((aligned(64)));
+
+/* The shared-deadline watches' sessions and their mapped slots. */
+struct slot_sessions {
+	unsigned int n;
+	struct sc *s;
+	struct stallcap_slot **map;
+};
 
 struct load {
 	unsigned int n;
 	bool stallcap;
 	uint64_t deadline_ns;
 	struct sc *s;
+	struct slot_sessions *slots;	/* shared-deadline watches, or NULL */
 	pthread_barrier_t created, go_arm, armed;
 	volatile int stop;
 	unsigned int lat_cap;	/* samples kept per worker */
 	struct worker *w;
 };
+
+/* A shared-deadline watch for @w on its session's slots; 0 or -errno. */
+static int arm_slot(struct worker *w, struct load *l)
+{
+	unsigned int k = (unsigned int)(w - l->w) / SLOTS_PER_SESSION;
+	int slot = sc_arm(&l->slots->s[k], l->deadline_ns, STALLCAP_ARM_SHARED_DEADLINE);
+
+	if (slot < 0 || (uint32_t)slot >= l->slots->s[k].cfg.slots)
+		return slot < 0 ? -errno : -ERANGE;
+	w->slot_deadline = &l->slots->map[k][slot].deadline_ns;
+	return 0;
+}
 
 static void *worker_fn(void *arg)
 {
@@ -72,11 +98,15 @@ static void *worker_fn(void *arg)
 
 	pthread_barrier_wait(&l->created);
 	pthread_barrier_wait(&l->go_arm);
-	if (l->stallcap && sc_arm(l->s, l->deadline_ns, 0))
+	if (l->slots)
+		w->err = -arm_slot(w, l);
+	else if (l->stallcap && sc_arm(l->s, l->deadline_ns, 0))
 		w->err = errno;
 	pthread_barrier_wait(&l->armed);
 	while (!l->stop) {
-		if (l->stallcap) {
+		if (w->slot_deadline) {
+			*w->slot_deadline = now_ns() + l->deadline_ns;
+		} else if (l->stallcap) {
 			uint64_t t0 = now_ns();
 
 			if (sc_rearm(l->s, 0))
@@ -218,11 +248,68 @@ static double session_stalls(struct sc *s)
 	return sc_stats(s, &st, 0) ? NAN : (double)st.stalls;
 }
 
+static void slot_sessions_close(struct slot_sessions *ss)
+{
+	for (unsigned int k = 0; k < ss->n; k++) {
+		if (ss->map[k])
+			munmap(ss->map[k], (size_t)ss->s[k].cfg.slots * sizeof(struct stallcap_slot));
+		sc_close(&ss->s[k]);
+	}
+	free(ss->s);
+	free(ss->map);
+	ss->n = 0;
+}
+
+/* Sessions with SLOTS_PER_SESSION slots each, mapped, for @n watches. */
+static int slot_sessions_open(struct slot_sessions *ss, unsigned int n)
+{
+	unsigned int want = (n + SLOTS_PER_SESSION - 1) / SLOTS_PER_SESSION;
+	int ret = 0;
+
+	ss->n = 0;
+	ss->s = calloc(want, sizeof(*ss->s));
+	ss->map = calloc(want, sizeof(*ss->map));
+	if (!ss->s || !ss->map)
+		return -ENOMEM;
+	while (ss->n < want) {
+		struct sc *s = &ss->s[ss->n];
+		void *map;
+
+		ret = sc_open_cfg(s, 0, 1, 4, SLOTS_PER_SESSION, 0);
+		if (ret)
+			break;
+		ss->n++;
+		map = mmap(NULL, (size_t)s->cfg.slots * sizeof(struct stallcap_slot),
+			   PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, STALLCAP_MMAP_SLOTS);
+		if (map == MAP_FAILED) {
+			ret = -errno;
+			break;
+		}
+		ss->map[ss->n - 1] = map;
+	}
+	if (ret)
+		slot_sessions_close(ss);
+	return ret;
+}
+
+/* The stalls of @l's sessions, NAN if unknown. */
+static double load_stalls(const struct load *l)
+{
+	double sum = 0;
+
+	if (!l->slots)
+		return session_stalls(l->s);
+	for (unsigned int k = 0; k < l->slots->n; k++)
+		sum += session_stalls(&l->slots->s[k]);
+	return sum;
+}
+
 static int run_load(unsigned int n, const char *var, uint64_t deadline_ns, struct sc *s,
 		    uint64_t window_ns, struct load_result *r)
 {
 	bool stallcap = deadline_ns != 0;
 	struct load l = { .n = n, .stallcap = stallcap, .s = s, .deadline_ns = deadline_ns };
+	struct slot_sessions slots = { 0 };
 	double stalls0, stalls1;
 	struct cpu_snap c0, c1;
 	struct meminfo m0, m1;
@@ -230,6 +317,14 @@ static int run_load(unsigned int n, const char *var, uint64_t deadline_ns, struc
 	unsigned int i, started = 0;
 	int ret = 0;
 
+	if (!strcmp(var, "shared")) {
+		ret = slot_sessions_open(&slots, n);
+		if (ret) {
+			out_str(strerror(-ret), "scale.%u.%s.error", n, var);
+			return ret;
+		}
+		l.slots = &slots;
+	}
 	l.w = aligned_alloc(64, sizeof(*l.w) * n);
 	if (!l.w)
 		return -ENOMEM;
@@ -272,11 +367,11 @@ static int run_load(unsigned int n, const char *var, uint64_t deadline_ns, struc
 	read_meminfo(&m1);
 
 	sleep_ns(window_ns / 4);	/* settle */
-	stalls0 = session_stalls(s);
+	stalls0 = load_stalls(&l);
 	read_cpu(&c0, &l);
 	sleep_ns(window_ns);
 	read_cpu(&c1, &l);
-	stalls1 = session_stalls(s);
+	stalls1 = load_stalls(&l);
 	l.stop = 1;
 	for (i = 0; i < n; i++) {
 		struct worker *w = &l.w[i];
@@ -310,6 +405,8 @@ static int run_load(unsigned int n, const char *var, uint64_t deadline_ns, struc
 	pthread_barrier_destroy(&l.go_arm);
 	pthread_barrier_destroy(&l.armed);
 	free(l.w);
+	if (l.slots)
+		slot_sessions_close(l.slots);
 	return 0;
 }
 
@@ -487,7 +584,7 @@ int bench_scale(void)
 	if (ret)
 		return ret;
 	for (i = 0; !ret && i < sizeof(counts) / sizeof(counts[0]); i++) {
-		struct load_result plain = { 0 }, armed = { 0 }, scaled = { 0 };
+		struct load_result plain = { 0 }, armed = { 0 }, scaled = { 0 }, shared = { 0 };
 		unsigned int n = counts[i];
 		uint64_t deadline;
 
@@ -517,10 +614,16 @@ int bench_scale(void)
 			note("scale: %u threads, the same with %.0f ms deadlines (%u/%u)", n,
 			     (double)deadline / NS_PER_MS, rep + 1, reps);
 			ret = run_load(n, "scaled", deadline, &s, window, &scaled);
+			if (ret)
+				break;
+			note("scale: %u threads, %.0f ms shared-deadline watches (%u/%u)", n,
+			     (double)deadline / NS_PER_MS, rep + 1, reps);
+			ret = run_load(n, "shared", deadline, &s, window, &shared);
 		}
 		load_out(n, "plain", &plain);
 		load_out(n, "stallcap", &armed);
 		load_out(n, "scaled", &scaled);
+		load_out(n, "shared", &shared);
 		free(armed.lat);
 	}
 	sc_close(&s);
