@@ -614,17 +614,25 @@ static void scaled_targets(unsigned int n, const char *var, const char *how)
 
 	if (isnan(sc))
 		return;
+	if (num("scale.%u.%s.thread_errors", n, var) > 0) {
+		/* a thread without its watch: not the load measured */
+		snprintf(m, sizeof(m), "%s of %u threads could not arm",
+			 fx(num("scale.%u.%s.thread_errors", n, var), 0), n);
+		sc = bs = NAN;
+	}
 	snprintf(name, sizeof(name), "%s threads, %s, deadline 10× the achieved period (%s ms): "
 		 "process CPU per iteration ≤ 1.1×", fx(n, 0), how,
 		 fg(num("scale.%u.%s.deadline_ms", n, var)));
-	snprintf(m, sizeof(m), "%s (%s vs %s µs; %s stalls per 1,000 iterations, %s with 10 ms)",
-		 ratio(sc, pl), us(sc), us(pl),
-		 fg(num("scale.%u.%s.stalls_per_1000_iters", n, var)),
-		 fg(num("scale.%u.stallcap.stalls_per_1000_iters", n)));
+	if (!isnan(sc))
+		snprintf(m, sizeof(m), "%s (%s vs %s µs; %s stalls per 1,000 iterations, %s with "
+			 "10 ms)", ratio(sc, pl), us(sc), us(pl),
+			 fg(num("scale.%u.%s.stalls_per_1000_iters", n, var)),
+			 fg(num("scale.%u.stallcap.stalls_per_1000_iters", n)));
 	target(name, sc / pl, 1.1, false, m, NULL);
 	snprintf(name, sizeof(name), "%s threads, %s, the same: machine busy per iteration "
 		 "≤ 1.1×", fx(n, 0), how);
-	snprintf(m, sizeof(m), "%s (%s vs %s µs)", ratio(bs, bp), us(bs), us(bp));
+	if (!isnan(bs))
+		snprintf(m, sizeof(m), "%s (%s vs %s µs)", ratio(bs, bp), us(bs), us(bp));
 	target(name, bs / bp, 1.1, false, m, NULL);
 }
 

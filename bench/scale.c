@@ -434,6 +434,7 @@ static void load_out(unsigned int n, const char *var, const struct load_result *
 		out_num(r->window_ns * n / r->iters / NS_PER_MS, "scale.%u.%s.period_ms", n, var);
 	}
 	if (stallcap && r->runs) {
+		out_num(r->errs, "scale.%u.%s.thread_errors", n, var);
 		out_num(r->deadline_ns / r->runs / NS_PER_MS, "scale.%u.%s.deadline_ms", n, var);
 		out_num(r->stalls, "scale.%u.%s.stalls", n, var);
 		if (r->iters > 0)
@@ -449,7 +450,6 @@ static void load_out(unsigned int n, const char *var, const struct load_result *
 		out_summary(r->lat, r->nlat, key);
 	}
 	if (r->runs) {
-		out_num(r->errs, "scale.%u.stallcap.thread_errors", n);
 		out_num(r->mem_kb / r->runs, "scale.%u.stallcap.watch_mem_kb", n);
 		out_num(r->mem_kb * 1024 / r->runs / n, "scale.%u.stallcap.bytes_per_watch", n);
 		if (!isnan(r->slab_bytes))
