@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 # A program built with -fomit-frame-pointer -O2 spinning in fixture_spin is
-# unwound to main by DWARF from the record's stack copy.
+# unwound to main by DWARF from the record's stack copy; where the frames
+# end early (the copy too short, a frame too large), the report says why.
 . ./tool_lib.sh
 need stallcap stallcap-spin-nofp
 
@@ -35,9 +36,30 @@ stallcap report "$work/cut.data" >"$work/cut.txt"
 stallcap report -f json "$work/cut.data" >"$work/cut.json"
 check "the report says where the stack copy ended the frames" \
 	sh -c 'grep -q "^      (the stack copy ends here, 128 bytes: record with a larger --stack-bytes" "$1" &&
-	       grep -q "\"user_stack_cut_by_copy\":true" "$2"' _ "$work/cut.txt" "$work/cut.json"
+	       grep -q "\"user_stack_cut_by_copy\":true,\"user_walk_end\":\"copy\"" "$2"' _ "$work/cut.txt" "$work/cut.json"
 check "and says it of no sample of the whole copy" \
 	sh -c '! grep -q "stack copy ends here" "$1" && ! grep -q "\"user_stack_cut_by_copy\":true" "$2"' \
+	_ "$work/nofp.txt" "$work/nofp.json"
+
+# under a frame of 96 KiB (a parser's buffer on the stack, its pages above
+# the lowest never touched): the return address of that frame lies beyond
+# what any copy holds, so DWARF stops there, and the report says so with
+# the address it needed, rather than ending the stack as if it were whole
+FIXTURE_BIG_FRAME=1 stallcap record -o "$work/big.data" -- stallcap-spin-nofp 300 20
+check "record of the spin under a 96 KiB frame exits 0" [ $? = 0 ]
+reports big
+to_big_frame() {
+	usyms "$1" | in_order fixture_spin fixture_level2 fixture_level1 fixture_big_frame &&
+		[ "$(usyms "$1" | tail -n 1)" = "fixture_big_frame dwarf" ] &&
+		echo "$1" | grep -q '"user_walk_end":"outside_copy","user_walk_needed":"0x'
+}
+check "a sample unwinds to the big frame, ends there, and JSON says the walk needed memory outside the copy" \
+	any_sample "$work/big.json" stallcap-spin-n to_big_frame
+check "the text says where the walk stopped and why" \
+	grep -q "^      (the walk stops here: the next frame is read at 0x[0-9a-f]*, 9[6-9]\.[0-9] KiB above the stack pointer, beyond the [0-9]* bytes copied and the most a copy holds, 64 KiB" \
+	"$work/big.txt"
+check "and no whole stack of the first recording says its walk stopped" \
+	sh -c '! grep -q "walk stops here" "$1" && ! grep -q "\"user_walk_end\":\"\(outside_copy\|unwinder\|copy\)\"" "$2"' \
 	_ "$work/nofp.txt" "$work/nofp.json"
 
 # spinning in a signal handler that runs on an alternate signal stack

@@ -159,6 +159,26 @@ static void time_field(FILE *out, const char *key, const struct sc_rstall *rs,
 	json_str(out, buf);
 }
 
+/* Why the user frames end: "user_walk_end", and what it needed or met. */
+static void walk_end(FILE *out, const struct unwind_stop *st)
+{
+	static const char *const names[] = {
+		[UNWIND_END_STOPPED] = "stopped",
+		[UNWIND_END_OUTERMOST] = "outermost",
+		[UNWIND_END_COPY] = "copy",
+		[UNWIND_END_OUTSIDE] = "outside_copy",
+		[UNWIND_END_ERROR] = "unwinder",
+	};
+
+	fprintf(out, ",\"user_walk_end\":\"%s\"", names[st->end]);
+	if (st->end == UNWIND_END_COPY || st->end == UNWIND_END_OUTSIDE)
+		fprintf(out, ",\"user_walk_needed\":\"0x%llx\"", (unsigned long long)st->addr);
+	if (st->end == UNWIND_END_ERROR) {
+		fputs(",\"user_walk_error\":", out);
+		json_str(out, st->msg);
+	}
+}
+
 static void sample_line(FILE *out, const struct sc_rstall *rs, const struct sc_rsample *r)
 {
 	const struct stallcap_sample *s = &r->smp->v.s;
@@ -188,7 +208,8 @@ static void sample_line(FILE *out, const struct sc_rstall *rs, const struct sc_r
 		"\"user_stack_cut_by_copy\":%s",
 		r->smp->v.nr_kernel, u->nr_user, (unsigned long long)u->stack_start,
 		u->stack_size, r->smp->has_deferred ? "true" : "false", r->smp->v.nr_unknown,
-		r->uend == UNWIND_END_COPY ? "true" : "false");
+		r->ustop.end == UNWIND_END_COPY ? "true" : "false");
+	walk_end(out, &r->ustop);
 	if (r->smp->user_istack.size)
 		fprintf(out, ",\"interrupted_stack_start\":\"0x%llx\",\"interrupted_stack_size\":%u",
 			(unsigned long long)r->smp->user_istack.start, r->smp->user_istack.size);

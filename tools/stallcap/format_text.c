@@ -170,6 +170,58 @@ static void regs_note(FILE *out, const struct stallcap_sample_view *v)
 			v->regs_arch);
 }
 
+/*
+ * The stack copy @u was cut at a page the module could not read (it copies
+ * resident pages only, and faults none in): its end is on a page boundary.
+ */
+static bool cut_at_page(const struct stallcap_sample_view *u)
+{
+	__u64 end = u->stack_start + u->stack_size;
+
+	return (u->s.flags & STALLCAP_SAMPLE_COPY_PARTIAL) &&
+	       (end % 4096 == 0 || end % 4096 > 4096 - 8);
+}
+
+/* Below a sample's user frames: why they end there, unless they are whole. */
+static void user_end_note(FILE *out, const struct sc_rsample *r, __u32 copied)
+{
+	const struct unwind_stop *st = &r->ustop;
+	const struct stallcap_sample_view *u = &r->smp->user;
+
+	switch (st->end) {
+	case UNWIND_END_COPY:
+		if (cut_at_page(u))
+			fprintf(out, "      (the stack copy ends here, %u bytes, at a page that "
+				"was not resident: stallcap copies resident pages only)\n", copied);
+		else if (copied < STALLCAP_MAX_USER_STACK)
+			fprintf(out, "      (the stack copy ends here, %u bytes: record with a larger "
+				"--stack-bytes, at most %u, for the frames beyond)\n",
+				copied, STALLCAP_MAX_USER_STACK);
+		else
+			fprintf(out, "      (the stack copy ends here, %u bytes, the most stallcap "
+				"copies)\n", copied);
+		break;
+	case UNWIND_END_OUTSIDE:
+		if (st->addr < u->stack_start)
+			fprintf(out, "      (the walk stops here: the next frame is read at 0x%llx, "
+				"below the stack pointer: not on this stack)\n",
+				(unsigned long long)st->addr);
+		else
+			fprintf(out, "      (the walk stops here: the next frame is read at 0x%llx, "
+				"%.1f KiB above the stack pointer, beyond the %u bytes copied and "
+				"the most a copy holds, %u KiB: a frame that large, or another "
+				"stack)\n", (unsigned long long)st->addr,
+				(double)(st->addr - u->stack_start) / 1024, copied,
+				STALLCAP_MAX_USER_STACK / 1024);
+		break;
+	case UNWIND_END_ERROR:
+		fprintf(out, "      (the walk stops here: %s)\n", st->msg);
+		break;
+	default:
+		break;
+	}
+}
+
 static void sample_block(FILE *out, const struct sc_rstall *rs, const struct sc_rsample *r,
 			 struct stack_set *seen)
 {
@@ -204,13 +256,7 @@ static void sample_block(FILE *out, const struct sc_rstall *rs, const struct sc_
 		fprintf(out, "    user%s:\n", r->smp->has_deferred ? " (deferred)" : "");
 		for (i = 0; i < r->nu; i++)
 			sc_frame_line(out, &r->uf[i], i);
-		if (r->uend == UNWIND_END_COPY && copied < STALLCAP_MAX_USER_STACK)
-			fprintf(out, "      (the stack copy ends here, %u bytes: record with a larger "
-				"--stack-bytes, at most %u, for the frames beyond)\n",
-				copied, STALLCAP_MAX_USER_STACK);
-		else if (r->uend == UNWIND_END_COPY)
-			fprintf(out, "      (the stack copy ends here, %u bytes, the most stallcap "
-				"copies)\n", copied);
+		user_end_note(out, r, copied);
 	} else if ((s->flags & STALLCAP_SAMPLE_DEFER_PENDING) && !r->smp->has_deferred) {
 		/* read on the way back to user space, which never came */
 		fprintf(out, "    user: not read (the thread did not return to user space "

@@ -356,7 +356,9 @@ struct unwind_state {
 	const struct stallcap_sample_view *cur;	/* the sample being unwound */
 	const struct sc_istack *cur_istack;	/* and its interrupted stack */
 	bool attached;
-	bool read_past_copy;	/* the walk wanted stack bytes past the copy's end */
+	bool read_failed;	/* a read the copies could not serve, the last: */
+	__u64 fail_addr;	/* the address it wanted */
+	bool fail_past;		/* past the copy's end, within what a copy holds */
 };
 
 /** usyms_unwind_state() - the process's unwinder state, NULL if no maps. */
@@ -369,14 +371,29 @@ enum unwind_end {
 	UNWIND_END_STOPPED,	/* the frame-pointer walk, or the unwinder stopped */
 	UNWIND_END_OUTERMOST,	/* DWARF reached the outermost frame */
 	UNWIND_END_COPY,	/* DWARF needed stack bytes past the copy's end */
+	UNWIND_END_OUTSIDE,	/* DWARF needed memory no copy holds (addr) */
+	UNWIND_END_ERROR,	/* a pc in no code, or a libdw error (msg) */
+};
+
+/**
+ * struct unwind_stop - where and why a user stack's frames end
+ * @end: why
+ * @addr: UNWIND_END_COPY and UNWIND_END_OUTSIDE: the address of the word
+ *	the walk needed for the next frame
+ * @msg: UNWIND_END_ERROR: what ended it (libdw's message after "libdw: ")
+ */
+struct unwind_stop {
+	enum unwind_end end;
+	__u64 addr;
+	char msg[96];
 };
 
 int unwind_dwarf(struct usyms *u, const struct stallcap_sample_view *v,
 		 const struct sc_istack *is, __u64 *pcs, bool *is_return, int max,
-		 enum unwind_end *end);
+		 struct unwind_stop *stop);
 int unwind_user(struct usyms *u, const struct stallcap_sample_view *v,
 		const struct sc_istack *is, unsigned int flags, struct sc_frame *out,
-		int max, enum unwind_end *end);
+		int max, struct unwind_stop *stop);
 
 /* ---- stalls (stalls.c) ---- */
 
@@ -455,7 +472,7 @@ struct sc_rsample {
 	const struct sc_sample *smp;
 	struct sc_frame *kf, *uf;
 	int nk, nu;
-	enum unwind_end uend;	/* why the user frames end there */
+	struct unwind_stop ustop;	/* why the user frames end there */
 	struct sc_rtask tasks[STALLCAP_VIEW_MAX_TASKS];	/* as v.tasks */
 };
 

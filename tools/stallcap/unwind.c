@@ -89,10 +89,10 @@ static bool copy_read(const void *bytes, __u64 start, __u32 size, Dwarf_Addr add
 
 /*
  * Serve 8 bytes from the stack copy, or from the stack a signal handler on
- * the alternate stack interrupted; anything else is unknown.  A read past
- * the end of the copy the walk is in is noted: libdw takes a frame it
- * cannot read for the outermost, so only this tells a walk the copy cut
- * from one that reached the end.
+ * the alternate stack interrupted; anything else is unknown.  A read that
+ * neither serves is noted: libdw takes a frame it cannot read for the
+ * outermost, so only this tells a walk cut short (by the copy's end, or by
+ * a frame larger than a copy holds) from one that reached the end.
  */
 static bool uw_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
 {
@@ -105,8 +105,10 @@ static bool uw_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void
 		return true;
 	if (is && is->size && copy_read(is->bytes, is->start, is->size, addr, result, &past_is))
 		return true;
+	uw->read_failed = true;
+	uw->fail_addr = addr;	/* the last: the return address after the others */
 	/* with both copies, past the first is the handler's stack's top: not cut */
-	uw->read_past_copy = uw->read_past_copy || (is && is->size ? past_is : past);
+	uw->fail_past = is && is->size ? past_is : past;
 	return false;
 }
 
@@ -171,16 +173,48 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	return ++c->n < c->max ? DWARF_CB_OK : DWARF_CB_ABORT;
 }
 
+/* Why a DWARF walk of @n frames (the last at @pc) that returned @ret ended. */
+static void dwarf_stop(const struct unwind_state *uw, const struct sc_proc *p, __u64 pc,
+		       int ret, int n, int max, struct unwind_stop *stop)
+{
+	int err;
+
+	if (n > 1 && n < max && ret != 1 && p && !sc_proc_is_text(p, pc)) {
+		/* libdw's fallback guesses from there read anything at all */
+		stop->end = UNWIND_END_ERROR;
+		snprintf(stop->msg, sizeof(stop->msg),
+			 "its return address 0x%llx is in no code the process mapped",
+			 (unsigned long long)pc);
+	} else if (uw->read_failed && ret != 1 && n < max) {
+		/*
+		 * A word that no copy holds: a register saved there is lost,
+		 * and the walk ends at that frame or the next (libdw takes a
+		 * frame it cannot read for the outermost: ret 0).
+		 */
+		stop->end = uw->fail_past ? UNWIND_END_COPY : UNWIND_END_OUTSIDE;
+		stop->addr = uw->fail_addr;
+	} else if (ret == 0) {
+		stop->end = UNWIND_END_OUTERMOST;
+	} else if (ret < 0 && n < max && (err = dwfl_errno()) != 0) {
+		stop->end = UNWIND_END_ERROR;
+		snprintf(stop->msg, sizeof(stop->msg), "libdw: %s", dwfl_errmsg(err));
+	}
+}
+
 /**
  * unwind_dwarf() - unwind a sample's user stack copy
- * @end: UNWIND_END_OUTERMOST when the unwinder reached the outermost frame,
- *	UNWIND_END_COPY when it stopped for want of bytes past the copy's end
+ * @stop: UNWIND_END_OUTERMOST when the unwinder reached the outermost frame,
+ *	UNWIND_END_COPY when it stopped for want of bytes past the copy's end,
+ *	UNWIND_END_OUTSIDE for want of a word farther away than a copy
+ *	holds (or below the stack pointer), UNWIND_END_ERROR when the last
+ *	frame's pc is in no mapped code or libdw failed (the message says
+ *	which); else UNWIND_END_STOPPED
  *
  * Returns the number of frames, or a negative errno.
  */
 int unwind_dwarf(struct usyms *u, const struct stallcap_sample_view *v,
 		 const struct sc_istack *is, __u64 *pcs, bool *is_return, int max,
-		 enum unwind_end *end)
+		 struct unwind_stop *stop)
 {
 	struct unwind_state *uw = usyms_unwind_state(u, v->s.pid);
 	struct frames_ctx c = { .pcs = pcs, .is_return = is_return, .max = max };
@@ -188,7 +222,7 @@ int unwind_dwarf(struct usyms *u, const struct stallcap_sample_view *v,
 
 	const struct stallcap_regs_x86_64 *regs = stallcap_sample_regs_x86_64(v);
 
-	*end = UNWIND_END_STOPPED;
+	memset(stop, 0, sizeof(*stop));
 	if (!uw || !v->stack_size || !regs || !regs->sp || max <= 0)
 		return -ENOENT;
 	if (!uw->attached) {
@@ -199,14 +233,12 @@ int unwind_dwarf(struct usyms *u, const struct stallcap_sample_view *v,
 	}
 	uw->cur = v;
 	uw->cur_istack = is;
-	uw->read_past_copy = false;
+	uw->read_failed = false;
+	dwfl_errno();		/* clears libdw's last error */
 	ret = dwfl_getthread_frames(uw->dwfl, (pid_t)v->s.tid, frame_cb, &c);
+	dwarf_stop(uw, usyms_proc(u, v->s.pid), c.n ? pcs[c.n - 1] : 0, ret, c.n, max, stop);
 	uw->cur = NULL;
 	uw->cur_istack = NULL;
-	if (uw->read_past_copy)
-		*end = UNWIND_END_COPY;
-	else if (ret == 0)
-		*end = UNWIND_END_OUTERMOST;
 	return c.n;
 }
 
@@ -239,34 +271,35 @@ static int fp_frames(struct usyms *u, const struct stallcap_sample_view *v,
  * @is: the stack a signal handler on the alternate signal stack interrupted
  *	(STALLCAP_SEC_INTERRUPTED_STACK), or NULL: DWARF reads it too
  * @flags: UNWIND_NO_DWARF to use the frame-pointer walk only
- * @end: output (may be NULL): UNWIND_END_COPY when the frames end where
- *	the DWARF walk ran out of the stack copy and no frame-pointer frame
- *	went on, UNWIND_END_OUTERMOST when DWARF reached the outermost frame
+ * @stop: output (may be NULL): why the frames end: as unwind_dwarf() says
+ *	when they are DWARF's (UNWIND_END_COPY, _OUTSIDE, _ERROR: a walk cut
+ *	short; UNWIND_END_OUTERMOST: a whole one), UNWIND_END_STOPPED when
+ *	the frame-pointer walk gave the last of them
  *
  * Frames are not symbolized here.  Returns the number of frames.
  */
 int unwind_user(struct usyms *u, const struct stallcap_sample_view *v,
 		const struct sc_istack *is, unsigned int flags, struct sc_frame *out,
-		int max, enum unwind_end *end)
+		int max, struct unwind_stop *stop)
 {
 	__u64 pcs[STALLCAP_MAX_FRAMES];
 	bool ret_addr[STALLCAP_MAX_FRAMES];
-	enum unwind_end dend, ignored;
+	struct unwind_stop dstop, ignored;
 	int nfp, nd, i, j, n, seen;
 	bool complete;
 
-	if (!end)
-		end = &ignored;
-	*end = UNWIND_END_STOPPED;
+	if (!stop)
+		stop = &ignored;
+	memset(stop, 0, sizeof(*stop));
 	nfp = fp_frames(u, v, out, max);
 	if ((flags & UNWIND_NO_DWARF) || !v->stack_size)
 		return nfp;
 	if (max > STALLCAP_MAX_FRAMES)
 		max = STALLCAP_MAX_FRAMES;
-	nd = unwind_dwarf(u, v, is, pcs, ret_addr, max, &dend);
+	nd = unwind_dwarf(u, v, is, pcs, ret_addr, max, &dstop);
 	if (nd < 2)
 		return nfp;
-	complete = dend == UNWIND_END_OUTERMOST;
+	complete = dstop.end == UNWIND_END_OUTERMOST;
 	/*
 	 * Continue with the fp walk past the last frame DWARF found: the fp
 	 * frame with its address, as many times over (in a recursion every
@@ -282,7 +315,8 @@ int unwind_user(struct usyms *u, const struct stallcap_sample_view *v,
 		n = max;
 	if (!complete && n < nfp)
 		return nfp;
-	*end = n > nd ? UNWIND_END_STOPPED : dend;
+	if (n == nd)
+		*stop = dstop;
 	for (i = 0; i < nd; i++) {
 		set_frame(&out[i], pcs[i], ret_addr[i], SC_METHOD_DWARF);
 		/*

@@ -10,7 +10,9 @@
  * frames of one function, all but the innermost returning to one address);
  * with FIXTURE_SIGNAL=1 it spins inside a SIGUSR1 handler that main raised
  * (the kernel's signal frame between the handler and raise()); with
- * FIXTURE_CLOCK=1 it reads the clock in a loop (clock_gettime(): the vDSO).
+ * FIXTURE_CLOCK=1 it reads the clock in a loop (clock_gettime(): the vDSO);
+ * with FIXTURE_BIG_FRAME=1 main calls fixture_level1 from under a frame of
+ * 96 KiB (fixture_big_frame()).
  *
  * Built with -DFIXTURE_STALLCAP (stallcap-spin-nofp, stallcap-exit-early) it
  * arms a deadline through libstallcap and spins past it:
@@ -18,8 +20,9 @@
  * then exits at once, so that a report made later finds the process gone;
  * with FIXTURE_SIGNAL=1 it spins in a SIGUSR1 handler as above, with
  * FIXTURE_SIGNAL=alt in one that runs on an alternate signal stack
- * (sigaltstack(2), SA_ONSTACK); with FIXTURE_UNLINK_SELF=1 it first deletes
- * its own binary (a server upgraded in place).
+ * (sigaltstack(2), SA_ONSTACK); with FIXTURE_BIG_FRAME=1 it spins under a
+ * frame of 96 KiB; with FIXTURE_UNLINK_SELF=1 it first deletes its own
+ * binary (a server upgraded in place).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -70,6 +73,21 @@ NOIPA void fixture_level1(unsigned long long until_ns)
 }
 
 static unsigned long long fixture_until_ns;	/* of the signal handler */
+
+/*
+ * fixture_level1 under a frame of 96 KiB (a parser's buffer on the stack,
+ * as unbound's): only its lowest bytes written, the pages above them never
+ * touched.  Its return address lies farther from the stack pointer than a
+ * stack copy holds (64 KiB).
+ */
+NOIPA void fixture_big_frame(unsigned long long until_ns)
+{
+	volatile char buf[96 * 1024];
+
+	buf[0] = 1;
+	fixture_level1(until_ns);
+	fixture_sink += buf[0];
+}
 
 NOIPA void fixture_on_signal(int sig)
 {
@@ -128,6 +146,8 @@ int main(int argc, char **argv)
 	fixture_until_ns = mono_ns() + spin_ms * 1000000ULL;
 	if (sig)
 		spin_in_handler(sig);
+	else if (getenv("FIXTURE_BIG_FRAME"))
+		fixture_big_frame(fixture_until_ns);
 	else
 		fixture_level1(fixture_until_ns);
 	stallcap_watch_release(s);
@@ -165,6 +185,8 @@ int main(void)
 	} else if (getenv("FIXTURE_SIGNAL")) {
 		signal(SIGUSR1, fixture_on_signal);
 		raise(SIGUSR1);
+	} else if (getenv("FIXTURE_BIG_FRAME")) {
+		fixture_big_frame(0);
 	} else if (depth)
 		fixture_recurse((unsigned int)strtoul(depth, NULL, 0), 0);
 	else

@@ -167,7 +167,8 @@ static int find(const struct sc_frame *f, int n, int from, const char *sym)
 	return -1;
 }
 
-static enum unwind_end last_end;	/* of the last unwind() */
+static struct unwind_stop last_stop;	/* of the last unwind() */
+#define last_end last_stop.end
 
 static int unwind(struct usyms *us, struct stallcap_sample *rec, unsigned int flags,
 		  struct sc_frame *f)
@@ -177,7 +178,7 @@ static int unwind(struct usyms *us, struct stallcap_sample *rec, unsigned int fl
 
 	if (stallcap_sample_parse(rec, rec->hdr.size, &v))
 		return -1;
-	n = unwind_user(us, &v, NULL, flags, f, STALLCAP_MAX_FRAMES, &last_end);
+	n = unwind_user(us, &v, NULL, flags, f, STALLCAP_MAX_FRAMES, &last_stop);
 	for (i = 0; i < n; i++)
 		usyms_resolve(us, v.s.pid, &f[i]);
 	return n;
@@ -334,6 +335,46 @@ TEST_F(stack, copy_cut_says_where_the_frames_end)
 }
 
 /*
+ * A return address that leads nowhere (a corrupt stack, code unmapped
+ * since): the walk keeps the frame it read and stops there, and says why,
+ * rather than passing the short stack off as whole (libdw's fallback reads
+ * memory from there: that is not the reason).
+ */
+TEST_F(stack, unwinder_error_is_named)
+{
+	struct stallcap_sec_user_stack *us;
+	struct sc_frame f[STALLCAP_MAX_FRAMES];
+	__u64 word, *stack;
+	int n, i, hits = 0;
+
+	if (variant->frame_pointers || variant->recurse || variant->signal || variant->deleted)
+		SKIP(return, "one variant is enough");
+	n = unwind(self->us, self->rec, 0, f);
+	ASSERT_LE(3, n);
+	/* the return address into fixture_level2, in the copy: to nowhere */
+	us = (struct stallcap_sec_user_stack *)find_section(self->rec, STALLCAP_SEC_USER_STACK);
+	ASSERT_NE(NULL, us);
+	stack = (__u64 *)(us + 1);
+	for (i = 0; i < (int)(us->len / 8); i++) {
+		memcpy(&word, &stack[i], 8);
+		if (word == f[1].addr) {
+			word = 0x1000;
+			memcpy(&stack[i], &word, 8);
+			hits++;
+			break;
+		}
+	}
+	ASSERT_EQ(1, hits);
+	n = unwind(self->us, self->rec, 0, f);
+	ASSERT_EQ(2, n);
+	EXPECT_STREQ("fixture_spin", f[0].sym ?: "?");
+	EXPECT_EQ(0x1000, f[1].addr);
+	EXPECT_EQ(UNWIND_END_ERROR, last_end);
+	EXPECT_NE(0, last_stop.msg[0]);
+	EXPECT_NE(NULL, strstr(last_stop.msg, "0x1000 is in no code")) TH_LOG("%s", last_stop.msg);
+}
+
+/*
  * A register set of an architecture this tool does not know is never
  * interpreted: no DWARF unwinding from it, the module's frame-pointer walk
  * stands, labelled as such.
@@ -462,6 +503,71 @@ TEST(dwarf_through_the_vdso)
 	free(rec);
 	free(cap);
 	usyms_free(us);
+}
+
+/*
+ * A frame larger than a stack copy holds (96 KiB, as a parser's buffer on
+ * the stack; unbound's are 64-129 KiB): DWARF unwinds up to that frame and
+ * stops there for want of its return address, 96 KiB above the stack
+ * pointer; the walk says so (UNWIND_END_OUTSIDE, the address it needed)
+ * instead of taking the frame for the outermost.  With frame pointers the
+ * module's walk goes on to main.
+ */
+static void big_frame(struct __test_metadata *_metadata, const char *binary, bool fp)
+{
+	struct stallcap_regs_x86_64 regs;
+	struct sc_frame f[STALLCAP_MAX_FRAMES];
+	struct stallcap_sample *rec;
+	struct fixture fx = { 0 };
+	struct capture *cap = calloc(1, sizeof(*cap));
+	struct usyms *us = usyms_new();
+	struct sc_proc *p;
+	int n, big, ret;
+
+	ASSERT_NE(NULL, cap);
+	setenv("FIXTURE_BIG_FRAME", "1", 1);
+	ret = fixture_start(fixture_path(binary), &fx);
+	unsetenv("FIXTURE_BIG_FRAME");
+	ASSERT_EQ(0, ret);
+	ret = fixture_capture(&fx, cap);
+	if (ret == -EPERM) {
+		fixture_kill(&fx);
+		SKIP(return, "ptrace is not permitted here");
+	}
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0, procmaps_snapshot((__u32)fx.pid, NULL, &p));
+	fixture_kill(&fx);
+	p->pid = 4242;
+	ASSERT_EQ(0, usyms_add_proc(us, p));
+	sc_proc_free(p);
+	rec = capture_sample(cap, 4242, &regs);
+	ASSERT_NE(NULL, rec);
+	n = unwind(us, rec, 0, f);
+	big = find(f, n, 0, "fixture_big_frame");
+	EXPECT_EQ(0, find(f, n, 0, "fixture_spin"));
+	EXPECT_EQ(3, big);
+	if (fp) {
+		EXPECT_EQ(4, find(f, n, 0, "main"));
+		EXPECT_EQ(UNWIND_END_STOPPED, last_end);
+	} else {
+		EXPECT_EQ(4, n);	/* nothing guessed past it */
+		EXPECT_EQ(UNWIND_END_OUTSIDE, last_end);
+		EXPECT_LE(cap->regs.rsp + 96 * 1024, last_stop.addr);
+		EXPECT_GT(cap->regs.rsp + 128 * 1024, last_stop.addr);
+	}
+	free(rec);
+	free(cap);
+	usyms_free(us);
+}
+
+TEST(big_frame_without_frame_pointers_says_where_the_walk_stops)
+{
+	big_frame(_metadata, "fixture-nofp", false);
+}
+
+TEST(big_frame_with_frame_pointers_goes_on_by_them)
+{
+	big_frame(_metadata, "fixture-fp", true);
 }
 
 TEST_HARNESS_MAIN
