@@ -53,7 +53,7 @@ struct pid_entry *pid_get(struct collector *c, __u32 pid)
  * namespace, which is the one /proc shows when the opener's namespace is
  * this tool's.
  */
-static void snapshot(struct collector *c, struct pid_entry *e, __u32 ns_pid)
+static void snapshot(struct collector *c, struct pid_entry *e, __u32 ns_pid, bool quiet)
 {
 	__u32 proc_pid = c->same_pid_ns && ns_pid ? ns_pid : e->pid;
 	struct sc_proc *p;
@@ -63,7 +63,7 @@ static void snapshot(struct collector *c, struct pid_entry *e, __u32 ns_pid)
 	e->proc_pid = proc_pid;
 	ret = procmaps_snapshot(proc_pid, c->bc, &p);
 	if (ret) {
-		if (!e->proc)
+		if (!e->proc && !quiet)
 			warnx_("pid %u: maps not readable (%s): its user frames stay unresolved",
 			       e->pid, strerror(-ret));
 		return;
@@ -75,11 +75,16 @@ static void snapshot(struct collector *c, struct pid_entry *e, __u32 ns_pid)
 		c->err = c->sk->proc(c->sk, p);
 }
 
-/* Snapshot a new process, or again when a frame is outside the known text. */
-void see_process(struct collector *c, const struct stallcap_sample_view *v)
+/*
+ * Snapshot process @pid when first seen, or again when one of its user
+ * addresses (@ips, and @ip unless 0) is outside the text it had.  @quiet: a
+ * process that only ran in a watched thread's place (a task section), gone
+ * without a word if its maps cannot be read.
+ */
+static void see_pid(struct collector *c, __u32 pid, __u32 ns_pid, const __u64 *ips,
+		    unsigned int nr, __u64 ip, bool quiet)
 {
-	const struct stallcap_regs_x86_64 *regs = stallcap_sample_regs_x86_64(v);
-	struct pid_entry *e = pid_get(c, v->s.pid);
+	struct pid_entry *e = pid_get(c, pid);
 	unsigned int i;
 	bool missing = false;
 
@@ -87,17 +92,36 @@ void see_process(struct collector *c, const struct stallcap_sample_view *v)
 		return;
 	e->seen_ns = now_ns(CLOCK_MONOTONIC);
 	if (!e->snap_ns) {
-		snapshot(c, e, v->s.ns_pid);
+		snapshot(c, e, ns_pid, quiet);
 		return;
 	}
 	if (!e->proc || now_ns(CLOCK_MONOTONIC) - e->snap_ns < RESNAP_NS)
 		return;
-	for (i = 0; i < v->nr_user && !missing; i++)
-		missing = !sc_proc_is_text(e->proc, v->user_ips[i]);
-	if (regs && regs->ip && !(v->s.flags & STALLCAP_SAMPLE_NO_USER))
-		missing |= !sc_proc_is_text(e->proc, regs->ip);
+	for (i = 0; i < nr && !missing; i++)
+		missing = !sc_proc_is_text(e->proc, ips[i]);
+	missing |= ip && !sc_proc_is_text(e->proc, ip);
 	if (missing)
-		snapshot(c, e, v->s.ns_pid);
+		snapshot(c, e, ns_pid, quiet);
+}
+
+/*
+ * Snapshot a new process, or again when a frame is outside the known text;
+ * likewise another process whose thread the sample names with user frames
+ * (one that ran in the watched thread's place: its frames are resolved too).
+ */
+void see_process(struct collector *c, const struct stallcap_sample_view *v)
+{
+	const struct stallcap_regs_x86_64 *regs = stallcap_sample_regs_x86_64(v);
+	const struct stallcap_task_view *t;
+	unsigned int i;
+
+	see_pid(c, v->s.pid, v->s.ns_pid, v->user_ips, v->nr_user,
+		regs && !(v->s.flags & STALLCAP_SAMPLE_NO_USER) ? regs->ip : 0, false);
+	for (i = 0; i < v->nr_tasks && i < STALLCAP_VIEW_MAX_TASKS; i++) {
+		t = &v->tasks[i];
+		if (t->nr_user && t->t.pid && t->t.pid != v->s.pid)
+			see_pid(c, t->t.pid, t->t.ns_pid, t->user_ips, t->nr_user, 0, true);
+	}
 }
 
 void pid_free(struct collector *c, struct pid_entry **pp)

@@ -215,19 +215,24 @@ static void resolve_task(struct sc_rstall *rs, const struct stallcap_task_view *
 			 struct sc_rtask *rt)
 {
 	struct stallcap_sample_view kv = { .kernel_ips = tv->kernel_ips };
+	const struct sc_proc *p = usyms_proc(rs->r->us, tv->t.pid);
 	int i;
 
 	rt->nk = (int)tv->nr_kernel;
 	resolve_kernel(rs->r, &kv, rt->f, rt->nk);
+	/* the frame-pointer walk, up to its first address outside the code */
 	for (i = 0; i < (int)tv->nr_user; i++) {
 		struct sc_frame *f = &rs->rbuf[i];
+
+		if (p && !sc_proc_is_text(p, tv->user_ips[i]))
+			break;
 
 		memset(f, 0, sizeof(*f));
 		f->addr = tv->user_ips[i];
 		f->method = SC_METHOD_FP;
 		f->is_return = i > 0;
 	}
-	rt->nu = resolve_user(rs->r, tv->t.pid, rs->rbuf, (int)tv->nr_user, rt->f + rt->nk);
+	rt->nu = resolve_user(rs->r, tv->t.pid, rs->rbuf, i, rt->f + rt->nk);
 }
 
 /* Resolve @m into rs->cur, in the stall's reused frame buffers. */
