@@ -106,7 +106,7 @@ static u32 defer_fill(struct stallcap_defer *d, struct stallcap_sample *s,
 	/* on the alternate signal stack, up to its top (capture_sigstack.c) */
 	u32 bound = stallcap_sigstack_bound(uregs->sp, max_stack);
 	struct stallcap_rec_writer wr;
-	u32 want, len;
+	u32 want, len, stack_at;
 	u64 *ips;
 	u8 *stack;
 
@@ -117,6 +117,7 @@ static u32 defer_fill(struct stallcap_defer *d, struct stallcap_sample *s,
 	len = stallcap_walk_user_frames(uregs, ips, &s->flags, !d->copy_bytes);
 	stallcap_sec_end(&wr, STALLCAP_SEC_USER_IPS,
 			 sizeof(struct stallcap_section) + 8 * len);
+	stack_at = wr.len + sizeof(struct stallcap_sec_user_stack);
 	stack = stallcap_sec_start(&wr) + sizeof(struct stallcap_sec_user_stack);
 	if (d->copy_bytes) {
 		/*
@@ -139,6 +140,10 @@ static u32 defer_fill(struct stallcap_defer *d, struct stallcap_sample *s,
 	stallcap_sec_put_stack(&wr, uregs->sp, len);
 	stallcap_put_interrupted_stack(&wr, uregs->sp, stack, len,
 				       max_stack - len, &s->flags);
+	/* a copy that ended at a page not resident: what lies past the gap */
+	if (d->copy_bytes && len < bound && wr.len - stack_at < max_stack)
+		stallcap_put_stack_more(&wr, uregs->sp, uregs->sp + len,
+					max_stack - (wr.len - stack_at));
 	/*
 	 * Stamped after the reads, which may sleep (faults, the mmap lock): a
 	 * sample taken meanwhile is of the same kernel entry and shares the

@@ -521,7 +521,8 @@ static inline uint64_t sc_stack_start(const struct stallcap_sample *r)
 #define SC_SAMPLE_ABANDONED	STALLCAP_SAMPLE_ABANDONED
 #define SC_SAMPLE_FLAGS_ALL	((STALLCAP_SAMPLE_MEMSTALL << 1) - 1)
 
-/* Sections well formed, reaching hdr.size exactly, known ones at most once. */
+/* Sections well formed, reaching hdr.size exactly, known ones at most once
+ * (TASK and USER_STACK_MORE may repeat). */
 static inline const char *sc_sections_check(const struct stallcap_sample *r)
 {
 	const struct stallcap_section *sec;
@@ -534,8 +535,9 @@ static inline const char *sc_sections_check(const struct stallcap_sample *r)
 		end = off + sec->size;
 		if (sec->flags)
 			return "section flags not zero";
-		if (sec->type >= STALLCAP_SEC_REGS && sec->type <= STALLCAP_SEC_TASK) {
-			if (sec->type != STALLCAP_SEC_TASK && (seen & (1U << sec->type)))
+		if (sec->type >= STALLCAP_SEC_REGS && sec->type <= STALLCAP_SEC_USER_STACK_MORE) {
+			if (sec->type != STALLCAP_SEC_TASK &&
+			    sec->type != STALLCAP_SEC_USER_STACK_MORE && (seen & (1U << sec->type)))
 				return "a section type twice";
 			seen |= 1U << sec->type;
 		} else if (sec->type < 0x7f00 || sec->type > 0x7fff) {

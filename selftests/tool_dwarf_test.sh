@@ -42,22 +42,38 @@ check "and says it of no sample of the whole copy" \
 	_ "$work/nofp.txt" "$work/nofp.json"
 
 # under a frame of 96 KiB (a parser's buffer on the stack, its pages above
-# the lowest never touched): the return address of that frame lies beyond
-# what any copy holds, so DWARF stops there, and the report says so with
-# the address it needed, rather than ending the stack as if it were whole
+# the lowest never touched, so not resident): the copy ends at the first of
+# them, the module copies the resident runs above that gap, and DWARF goes
+# on through the big frame to main
 FIXTURE_BIG_FRAME=1 stallcap record -o "$work/big.data" -- stallcap-spin-nofp 300 20
 check "record of the spin under a 96 KiB frame exits 0" [ $? = 0 ]
 reports big
-to_big_frame() {
-	usyms "$1" | in_order fixture_spin fixture_level2 fixture_level1 fixture_big_frame &&
-		[ "$(usyms "$1" | tail -n 1)" = "fixture_big_frame dwarf" ] &&
+through_big_frame() {
+	usyms "$1" | in_order fixture_spin fixture_level2 fixture_level1 fixture_big_frame main &&
+		usyms "$1" | grep -qx 'main dwarf' &&
+		echo "$1" | grep -q '"stack_more":\[{"start":"0x'
+}
+check "a user-mode sample unwinds through the 96 KiB frame to main, from the runs past its gap" \
+	any_sample "$work/big.json" stallcap-spin-n through_big_frame
+check "and no sample of it says its walk stopped" \
+	sh -c '! grep -q "walk stops here" "$1"' _ "$work/big.txt"
+
+# under a frame of 1.25 MiB: its return address lies beyond what any copy
+# reaches (1 MiB), so DWARF stops there, and the report says so with the
+# address it needed, rather than ending the stack as if it were whole
+FIXTURE_BIG_FRAME=huge stallcap record -o "$work/huge.data" -- stallcap-spin-nofp 300 20
+check "record of the spin under a 1.25 MiB frame exits 0" [ $? = 0 ]
+reports huge
+to_huge_frame() {
+	usyms "$1" | in_order fixture_spin fixture_level2 fixture_level1 fixture_huge_frame &&
+		[ "$(usyms "$1" | tail -n 1)" = "fixture_huge_frame dwarf" ] &&
 		echo "$1" | grep -q '"user_walk_end":"outside_copy","user_walk_needed":"0x'
 }
-check "a sample unwinds to the big frame, ends there, and JSON says the walk needed memory outside the copy" \
-	any_sample "$work/big.json" stallcap-spin-n to_big_frame
+check "a sample unwinds to the huge frame, ends there, and JSON says the walk needed memory outside the copy" \
+	any_sample "$work/huge.json" stallcap-spin-n to_huge_frame
 check "the text says where the walk stopped and why" \
-	grep -q "^      (the walk stops here: the next frame is read at 0x[0-9a-f]*, 9[6-9]\.[0-9] KiB above the stack pointer, beyond the [0-9]* bytes copied and the most a copy holds, 64 KiB" \
-	"$work/big.txt"
+	grep -q "^      (the walk stops here: the next frame is read at 0x[0-9a-f]*, 12[89][0-9]\.[0-9] KiB above the stack pointer, beyond the [0-9]* bytes copied and the reach of a copy, 1024 KiB" \
+	"$work/huge.txt"
 check "and no whole stack of the first recording says its walk stopped" \
 	sh -c '! grep -q "walk stops here" "$1" && ! grep -q "\"user_walk_end\":\"\(outside_copy\|unwinder\|copy\)\"" "$2"' \
 	_ "$work/nofp.txt" "$work/nofp.json"

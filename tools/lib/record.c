@@ -207,6 +207,8 @@ int stallcap_sample_parse(const void *rec, size_t len, struct stallcap_sample_vi
 		/* not in the view (its layout is the library's ABI): see below */
 		if (sec->type == STALLCAP_SEC_INTERRUPTED_STACK)
 			ret = stack_bytes(sec, size) < 0 || nr_istack++ ? -EBADMSG : 0;
+		else if (sec->type == STALLCAP_SEC_USER_STACK_MORE)
+			ret = stack_bytes(sec, size) < 0 ? -EBADMSG : 0;
 		else
 			ret = section(sec, size, v);
 		if (ret)
@@ -215,8 +217,9 @@ int stallcap_sample_parse(const void *rec, size_t len, struct stallcap_sample_vi
 	return 0;
 }
 
-int stallcap_sample_interrupted_stack(const void *rec, size_t len, const void **bytes,
-				      __u64 *start, __u32 *size)
+/* The @index-th stack section of @type in a record that parses; 1 if found. */
+static int stack_section_at(const void *rec, size_t len, __u16 type, unsigned int index,
+			    const void **bytes, __u64 *start, __u32 *size)
 {
 	const struct stallcap_sec_user_stack *us;
 	struct stallcap_sample_view v;
@@ -233,7 +236,7 @@ int stallcap_sample_interrupted_stack(const void *rec, size_t len, const void **
 	for (off = v.s.fixed_size; off < v.s.hdr.size; off += sz) {
 		us = (const void *)(p + off);
 		sz = us->sec.size;
-		if (us->sec.type != STALLCAP_SEC_INTERRUPTED_STACK)
+		if (us->sec.type != type || index--)
 			continue;
 		*bytes = us + 1;
 		*start = us->start;
@@ -241,6 +244,20 @@ int stallcap_sample_interrupted_stack(const void *rec, size_t len, const void **
 		return 1;
 	}
 	return 0;
+}
+
+int stallcap_sample_interrupted_stack(const void *rec, size_t len, const void **bytes,
+				      __u64 *start, __u32 *size)
+{
+	return stack_section_at(rec, len, STALLCAP_SEC_INTERRUPTED_STACK, 0, bytes, start,
+				size);
+}
+
+int stallcap_sample_stack_more(const void *rec, size_t len, unsigned int index,
+			       const void **bytes, __u64 *start, __u32 *size)
+{
+	return stack_section_at(rec, len, STALLCAP_SEC_USER_STACK_MORE, index, bytes, start,
+				size);
 }
 
 const struct stallcap_regs_x86_64 *

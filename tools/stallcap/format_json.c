@@ -159,6 +159,20 @@ static void time_field(FILE *out, const char *key, const struct sc_rstall *rs,
 	json_str(out, buf);
 }
 
+/* "stack_more": the resident runs copied above the first copy's gap */
+static void stack_more(FILE *out, const struct sc_copies *x)
+{
+	unsigned int i;
+
+	if (!x->nr_more)
+		return;
+	fputs(",\"stack_more\":[", out);
+	for (i = 0; i < x->nr_more; i++)
+		fprintf(out, "%s{\"start\":\"0x%llx\",\"size\":%u}", i ? "," : "",
+			(unsigned long long)x->more[i].start, x->more[i].size);
+	fputc(']', out);
+}
+
 /* Why the user frames end: "user_walk_end", and what it needed or met. */
 static void walk_end(FILE *out, const struct unwind_stop *st)
 {
@@ -210,9 +224,11 @@ static void sample_line(FILE *out, const struct sc_rstall *rs, const struct sc_r
 		u->stack_size, r->smp->has_deferred ? "true" : "false", r->smp->v.nr_unknown,
 		r->ustop.end == UNWIND_END_COPY ? "true" : "false");
 	walk_end(out, &r->ustop);
-	if (r->smp->user_istack.size)
+	if (r->smp->user_copies.istack.size)
 		fprintf(out, ",\"interrupted_stack_start\":\"0x%llx\",\"interrupted_stack_size\":%u",
-			(unsigned long long)r->smp->user_istack.start, r->smp->user_istack.size);
+			(unsigned long long)r->smp->user_copies.istack.start,
+			r->smp->user_copies.istack.size);
+	stack_more(out, &r->smp->user_copies);
 	fmt_json_why(out, r);
 	/* the frame lists come last: scripts cut the line at "kernel_stack" */
 	frames(out, "kernel_stack", r->kf, r->nk);

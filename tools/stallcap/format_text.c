@@ -206,13 +206,20 @@ static void user_end_note(FILE *out, const struct sc_rsample *r, __u32 copied)
 			fprintf(out, "      (the walk stops here: the next frame is read at 0x%llx, "
 				"below the stack pointer: not on this stack)\n",
 				(unsigned long long)st->addr);
-		else
+		else if (st->addr - u->stack_start >= STALLCAP_USER_STACK_REACH)
 			fprintf(out, "      (the walk stops here: the next frame is read at 0x%llx, "
 				"%.1f KiB above the stack pointer, beyond the %u bytes copied and "
-				"the most a copy holds, %u KiB: a frame that large, or another "
+				"the reach of a copy, %u KiB: a frame that large, or another "
 				"stack)\n", (unsigned long long)st->addr,
 				(double)(st->addr - u->stack_start) / 1024, copied,
-				STALLCAP_MAX_USER_STACK / 1024);
+				STALLCAP_USER_STACK_REACH / 1024);
+		else
+			fprintf(out, "      (the walk stops here: the next frame is read at 0x%llx, "
+				"%.1f KiB above the stack pointer, outside the %u bytes copied: "
+				"a larger --stack-bytes, at most %u, may reach it)\n",
+				(unsigned long long)st->addr,
+				(double)(st->addr - u->stack_start) / 1024, copied,
+				STALLCAP_MAX_USER_STACK);
 		break;
 	case UNWIND_END_ERROR:
 		fprintf(out, "      (the walk stops here: %s)\n", st->msg);
@@ -251,7 +258,7 @@ static void sample_block(FILE *out, const struct sc_rstall *rs, const struct sc_
 	}
 	if (r->nu) {
 		/* with the stack a handler on the alternate stack interrupted */
-		__u32 copied = r->smp->user.stack_size + r->smp->user_istack.size;
+		__u32 copied = r->smp->user.stack_size + sc_copies_bytes(&r->smp->user_copies);
 
 		fprintf(out, "    user%s:\n", r->smp->has_deferred ? " (deferred)" : "");
 		for (i = 0; i < r->nu; i++)

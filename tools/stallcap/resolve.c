@@ -248,7 +248,7 @@ static void resolve_sample(struct sc_rstall *rs, const struct sc_sample *m)
 	c->uf = rs->ubuf;
 	c->nk = (int)m->v.nr_kernel;
 	resolve_kernel(r, &m->v, c->kf, c->nk);
-	i = unwind_user(r->us, uv, &m->user_istack, r->unwind_flags, rs->rbuf,
+	i = unwind_user(r->us, uv, &m->user_copies, r->unwind_flags, rs->rbuf,
 			STALLCAP_MAX_FRAMES, &c->ustop);
 	c->nu = resolve_user(r, uv->s.pid, rs->rbuf, i, c->uf);
 	for (i = 0; i < (int)m->v.nr_tasks && i < STALLCAP_VIEW_MAX_TASKS; i++) {

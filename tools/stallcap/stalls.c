@@ -136,6 +136,23 @@ void stalls_release(struct stalls *st, struct sc_stall *s)
 	stall_free(st, s, true);
 }
 
+/* The record's stack copies besides the view's (it parsed). */
+static void sample_copies(struct sc_sample *m, __u32 size)
+{
+	struct sc_copies *x = &m->copies;
+	struct sc_run *r;
+
+	if (stallcap_sample_interrupted_stack(m->buf, size, &x->istack.bytes,
+					      &x->istack.start, &x->istack.size) != 1)
+		memset(&x->istack, 0, sizeof(x->istack));
+	for (x->nr_more = 0; x->nr_more < SC_MAX_MORE; x->nr_more++) {
+		r = &x->more[x->nr_more];
+		if (stallcap_sample_stack_more(m->buf, size, x->nr_more, &r->bytes, &r->start,
+					       &r->size) != 1)
+			break;
+	}
+}
+
 static struct sc_sample *sample_copy(const struct stallcap_rec_header *rec)
 {
 	struct sc_sample *m = malloc(sizeof(*m) + rec->size);
@@ -149,10 +166,8 @@ static struct sc_sample *sample_copy(const struct stallcap_rec_header *rec)
 		return NULL;
 	}
 	m->user = m->v;
-	if (stallcap_sample_interrupted_stack(m->buf, rec->size, &m->istack.bytes,
-					      &m->istack.start, &m->istack.size) != 1)
-		memset(&m->istack, 0, sizeof(m->istack));
-	m->user_istack = m->istack;
+	sample_copies(m, rec->size);
+	m->user_copies = m->copies;
 	return m;
 }
 
@@ -185,7 +200,7 @@ static struct cookie_ent *cookie_get(struct stalls *st, struct sc_stall *s,
 static void link_one(struct sc_stall *s, struct sc_sample *smp, struct sc_sample *us)
 {
 	smp->user = us->v;
-	smp->user_istack = us->istack;
+	smp->user_copies = us->copies;
 	smp->has_deferred = true;
 	us->merged = true;	/* shown through its samples */
 	if (smp->v.s.flags & STALLCAP_SAMPLE_DEFER_PENDING)

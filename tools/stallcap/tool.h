@@ -340,21 +340,35 @@ const struct sc_proc *usyms_proc(struct usyms *u, __u32 pid);
 void usyms_forget_proc(struct usyms *u, __u32 pid);
 struct sc_proc *sc_proc_dup(const struct sc_proc *p);
 
-/**
- * struct sc_istack - a sample's STALLCAP_SEC_INTERRUPTED_STACK: the stack a
- * signal handler on the alternate signal stack interrupted (size 0: none)
- */
-struct sc_istack {
+/** struct sc_run - stack bytes copied from @start (size 0: none) */
+struct sc_run {
 	const void *bytes;
 	__u64 start;
 	__u32 size;
+};
+
+/* STALLCAP_SEC_USER_STACK_MORE sections read at most (the module writes 8) */
+#define SC_MAX_MORE	16
+
+/**
+ * struct sc_copies - a sample's stack copies besides the view's own
+ * @istack: STALLCAP_SEC_INTERRUPTED_STACK: the stack a signal handler on
+ *	the alternate signal stack interrupted
+ * @more: STALLCAP_SEC_USER_STACK_MORE: resident runs above the view's
+ *	copy, past pages that were not resident, in address order
+ * @nr_more: how many of @more
+ */
+struct sc_copies {
+	struct sc_run istack;
+	struct sc_run more[SC_MAX_MORE];
+	unsigned int nr_more;
 };
 
 /** struct unwind_state - per-process state of the DWARF unwinder (unwind.c) */
 struct unwind_state {
 	struct Dwfl *dwfl;
 	const struct stallcap_sample_view *cur;	/* the sample being unwound */
-	const struct sc_istack *cur_istack;	/* and its interrupted stack */
+	const struct sc_copies *cur_copies;	/* and its other copies */
 	bool attached;
 	bool read_failed;	/* a read the copies could not serve, the last: */
 	__u64 fail_addr;	/* the address it wanted */
@@ -388,11 +402,12 @@ struct unwind_stop {
 	char msg[96];
 };
 
+__u32 sc_copies_bytes(const struct sc_copies *x);
 int unwind_dwarf(struct usyms *u, const struct stallcap_sample_view *v,
-		 const struct sc_istack *is, __u64 *pcs, bool *is_return, int max,
+		 const struct sc_copies *x, __u64 *pcs, bool *is_return, int max,
 		 struct unwind_stop *stop);
 int unwind_user(struct usyms *u, const struct stallcap_sample_view *v,
-		const struct sc_istack *is, unsigned int flags, struct sc_frame *out,
+		const struct sc_copies *x, unsigned int flags, struct sc_frame *out,
 		int max, struct unwind_stop *stop);
 
 /* ---- stalls (stalls.c) ---- */
@@ -400,8 +415,8 @@ int unwind_user(struct usyms *u, const struct stallcap_sample_view *v,
 struct sc_sample {
 	struct stallcap_sample_view v;		/* into buf */
 	struct stallcap_sample_view user;	/* deferred user stack, or = v */
-	struct sc_istack istack;	/* v's interrupted stack */
-	struct sc_istack user_istack;	/* user's */
+	struct sc_copies copies;	/* v's other stack copies */
+	struct sc_copies user_copies;	/* user's */
 	struct sc_sample *next;
 	struct sc_sample *cookie_next;	/* stalls.c: waiting for its user stack */
 	bool has_deferred;	/* user stack completed by a USER_STACK record */

@@ -98,13 +98,19 @@ static bool uw_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void
 {
 	struct unwind_state *uw = arg;
 	const struct stallcap_sample_view *v = uw->cur;
-	const struct sc_istack *is = uw->cur_istack;
-	bool past = false, past_is = false;
+	const struct sc_copies *x = uw->cur_copies;
+	const struct sc_run *is = x ? &x->istack : NULL;
+	bool past = false, past_is = false, ignored = false;
+	unsigned int i;
 
 	if (copy_read(v->stack, v->stack_start, v->stack_size, addr, result, &past))
 		return true;
 	if (is && is->size && copy_read(is->bytes, is->start, is->size, addr, result, &past_is))
 		return true;
+	for (i = 0; x && i < x->nr_more; i++)
+		if (copy_read(x->more[i].bytes, x->more[i].start, x->more[i].size, addr,
+			      result, &ignored))
+			return true;
 	uw->read_failed = true;
 	uw->fail_addr = addr;	/* the last: the return address after the others */
 	/* with both copies, past the first is the handler's stack's top: not cut */
@@ -213,7 +219,7 @@ static void dwarf_stop(const struct unwind_state *uw, const struct sc_proc *p, _
  * Returns the number of frames, or a negative errno.
  */
 int unwind_dwarf(struct usyms *u, const struct stallcap_sample_view *v,
-		 const struct sc_istack *is, __u64 *pcs, bool *is_return, int max,
+		 const struct sc_copies *x, __u64 *pcs, bool *is_return, int max,
 		 struct unwind_stop *stop)
 {
 	struct unwind_state *uw = usyms_unwind_state(u, v->s.pid);
@@ -232,14 +238,25 @@ int unwind_dwarf(struct usyms *u, const struct stallcap_sample_view *v,
 		uw->attached = true;
 	}
 	uw->cur = v;
-	uw->cur_istack = is;
+	uw->cur_copies = x;
 	uw->read_failed = false;
 	dwfl_errno();		/* clears libdw's last error */
 	ret = dwfl_getthread_frames(uw->dwfl, (pid_t)v->s.tid, frame_cb, &c);
 	dwarf_stop(uw, usyms_proc(u, v->s.pid), c.n ? pcs[c.n - 1] : 0, ret, c.n, max, stop);
 	uw->cur = NULL;
-	uw->cur_istack = NULL;
+	uw->cur_copies = NULL;
 	return c.n;
+}
+
+/* Bytes of @x's copies. */
+__u32 sc_copies_bytes(const struct sc_copies *x)
+{
+	__u32 n = x->istack.size;
+	unsigned int i;
+
+	for (i = 0; i < x->nr_more; i++)
+		n += x->more[i].size;
+	return n;
 }
 
 static void set_frame(struct sc_frame *f, __u64 addr, bool is_return, __u8 method)
@@ -279,7 +296,7 @@ static int fp_frames(struct usyms *u, const struct stallcap_sample_view *v,
  * Frames are not symbolized here.  Returns the number of frames.
  */
 int unwind_user(struct usyms *u, const struct stallcap_sample_view *v,
-		const struct sc_istack *is, unsigned int flags, struct sc_frame *out,
+		const struct sc_copies *x, unsigned int flags, struct sc_frame *out,
 		int max, struct unwind_stop *stop)
 {
 	__u64 pcs[STALLCAP_MAX_FRAMES];
@@ -296,7 +313,7 @@ int unwind_user(struct usyms *u, const struct stallcap_sample_view *v,
 		return nfp;
 	if (max > STALLCAP_MAX_FRAMES)
 		max = STALLCAP_MAX_FRAMES;
-	nd = unwind_dwarf(u, v, is, pcs, ret_addr, max, &dstop);
+	nd = unwind_dwarf(u, v, x, pcs, ret_addr, max, &dstop);
 	if (nd < 2)
 		return nfp;
 	complete = dstop.end == UNWIND_END_OUTERMOST;

@@ -88,6 +88,47 @@ TEST(interrupted_stack_section)
 }
 
 /*
+ * A user-mode sample whose copy ended at a page not resident: the resident
+ * runs above the gap come in sections the view does not hold, found one by
+ * one with stallcap_sample_stack_more(), in record order; a section whose
+ * length does not fit makes the record malformed.
+ */
+TEST(stack_more_sections)
+{
+	static const unsigned char more[16] = { 4, 4, 4, 4, 4, 4, 4, 4, 0x5a };
+	struct rec_spec sp = { .stall_id = 7, .pid = 10, .tid = 11, .uips = uips, .nu = 2,
+			       .stack = stack, .stack_size = 20, .stack_start = 0x7ffc0000,
+			       .regs = &regs, .more = more, .more_size = 16,
+			       .more_start = 0x7ffc2000, .nr_more = 3 };
+	struct stallcap_sample *s = make_sample(&sp);
+	struct stallcap_sample_view v;
+	const void *bytes = NULL;
+	__u64 start = 0;
+	__u32 size = 0;
+	unsigned int i;
+
+	ASSERT_EQ(0, stallcap_sample_parse(s, s->hdr.size, &v));
+	EXPECT_EQ(0, v.nr_unknown);
+	EXPECT_EQ(20, v.stack_size);
+	for (i = 0; i < 3; i++) {
+		ASSERT_EQ(1, stallcap_sample_stack_more(s, s->hdr.size, i, &bytes, &start, &size));
+		EXPECT_EQ(0x7ffc2000 + 8192 * i, start);
+		EXPECT_EQ(16, size);
+		EXPECT_EQ(0, memcmp(bytes, more, 16));
+	}
+	EXPECT_EQ(0, stallcap_sample_stack_more(s, s->hdr.size, 3, &bytes, &start, &size));
+	EXPECT_EQ(0, stallcap_sample_interrupted_stack(s, s->hdr.size, &bytes, &start, &size));
+	EXPECT_EQ(-EINVAL, stallcap_sample_stack_more(s, s->hdr.size, 0, NULL, &start, &size));
+	EXPECT_EQ(-EBADMSG, stallcap_sample_stack_more(s, 64, 0, &bytes, &start, &size));
+	free(s);
+
+	sp.more_bad_len = 17;	/* more than the section holds */
+	s = make_sample(&sp);
+	EXPECT_EQ(-EBADMSG, stallcap_sample_parse(s, s->hdr.size, &v));
+	free(s);
+}
+
+/*
  * The issue's "reader built against today's layout reads a record with
  * extra fields": a newer module's record has a longer fixed part (bytes this
  * reader does not know, 0xa5) and sections of unknown types between the

@@ -12,7 +12,7 @@
  * (the kernel's signal frame between the handler and raise()); with
  * FIXTURE_CLOCK=1 it reads the clock in a loop (clock_gettime(): the vDSO);
  * with FIXTURE_BIG_FRAME=1 main calls fixture_level1 from under a frame of
- * 96 KiB (fixture_big_frame()).
+ * 96 KiB (fixture_big_frame()), with FIXTURE_BIG_FRAME=huge of 1.25 MiB.
  *
  * Built with -DFIXTURE_STALLCAP (stallcap-spin-nofp, stallcap-exit-early) it
  * arms a deadline through libstallcap and spins past it:
@@ -20,17 +20,17 @@
  * then exits at once, so that a report made later finds the process gone;
  * with FIXTURE_SIGNAL=1 it spins in a SIGUSR1 handler as above, with
  * FIXTURE_SIGNAL=alt in one that runs on an alternate signal stack
- * (sigaltstack(2), SA_ONSTACK); with FIXTURE_BIG_FRAME=1 it spins under a
- * frame of 96 KiB; with FIXTURE_UNLINK_SELF=1 it first deletes its own
+ * (sigaltstack(2), SA_ONSTACK); with FIXTURE_BIG_FRAME=1 (=huge) it spins
+ * under a frame of 96 KiB (1.25 MiB); with FIXTURE_UNLINK_SELF=1 it first deletes its own
  * binary (a server upgraded in place).
  */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #ifdef FIXTURE_STALLCAP
-#include <string.h>
 #include <unistd.h>
 #include <stallcap/stallcap.h>
 #endif
@@ -87,6 +87,25 @@ NOIPA void fixture_big_frame(unsigned long long until_ns)
 	buf[0] = 1;
 	fixture_level1(until_ns);
 	fixture_sink += buf[0];
+}
+
+/* The same under 1.25 MiB: farther than any copy reaches (1 MiB). */
+NOIPA void fixture_huge_frame(unsigned long long until_ns)
+{
+	volatile char buf[1280 * 1024];
+
+	buf[0] = 1;
+	fixture_level1(until_ns);
+	fixture_sink += buf[0];
+}
+
+/* FIXTURE_BIG_FRAME: "huge" for fixture_huge_frame(), else the 96 KiB one */
+static void under_big_frame(const char *how, unsigned long long until_ns)
+{
+	if (!strcmp(how, "huge"))
+		fixture_huge_frame(until_ns);
+	else
+		fixture_big_frame(until_ns);
 }
 
 NOIPA void fixture_on_signal(int sig)
@@ -147,7 +166,7 @@ int main(int argc, char **argv)
 	if (sig)
 		spin_in_handler(sig);
 	else if (getenv("FIXTURE_BIG_FRAME"))
-		fixture_big_frame(fixture_until_ns);
+		under_big_frame(getenv("FIXTURE_BIG_FRAME"), fixture_until_ns);
 	else
 		fixture_level1(fixture_until_ns);
 	stallcap_watch_release(s);
@@ -186,7 +205,7 @@ int main(void)
 		signal(SIGUSR1, fixture_on_signal);
 		raise(SIGUSR1);
 	} else if (getenv("FIXTURE_BIG_FRAME")) {
-		fixture_big_frame(0);
+		under_big_frame(getenv("FIXTURE_BIG_FRAME"), 0);
 	} else if (depth)
 		fixture_recurse((unsigned int)strtoul(depth, NULL, 0), 0);
 	else

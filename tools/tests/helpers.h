@@ -45,6 +45,11 @@ struct rec_spec {
 	__u32 istack_size;
 	__u64 istack_start;
 	bool istack_twice;	/* two of them (malformed) */
+	const void *more;	/* STALLCAP_SEC_USER_STACK_MORE sections: */
+	__u32 more_size;	/* each of these bytes of @more, */
+	__u64 more_start;	/* from here, */
+	unsigned int nr_more;	/* this many, 8 KiB apart */
+	__u32 more_bad_len;	/* the last one's len says this instead */
 };
 
 #define ALIGN8_(x)	(((x) + 7) & ~(size_t)7)
@@ -89,7 +94,8 @@ static inline struct stallcap_sample *make_sample(const struct rec_spec *sp)
 		     ALIGN8_(rsize) + 8 * (sp->nk + sp->nu) + 16 +
 		     sizeof(struct stallcap_sec_user_stack) + ALIGN8_(sp->stack_size) +
 		     sizeof(struct stallcap_sec_times) +
-		     2 * (sizeof(struct stallcap_sec_user_stack) + ALIGN8_(sp->istack_size));
+		     2 * (sizeof(struct stallcap_sec_user_stack) + ALIGN8_(sp->istack_size)) +
+		     sp->nr_more * (sizeof(struct stallcap_sec_user_stack) + ALIGN8_(sp->more_size));
 	struct stallcap_sample *s = calloc(1, max);
 	unsigned char *p = (unsigned char *)s;
 	size_t off = fixed;
@@ -147,6 +153,15 @@ static inline struct stallcap_sample *make_sample(const struct rec_spec *sp)
 
 		off += put_section(p + off, STALLCAP_SEC_INTERRUPTED_STACK, &is, sizeof(is),
 				   sp->istack, sp->istack_size);
+	}
+	for (unsigned int i = 0; i < sp->nr_more; i++) {
+		struct stallcap_sec_user_stack ms = { .start = sp->more_start + 8192 * i,
+						      .len = sp->more_size };
+
+		if (sp->more_bad_len && i + 1 == sp->nr_more)
+			ms.len = sp->more_bad_len;
+		off += put_section(p + off, STALLCAP_SEC_USER_STACK_MORE, &ms, sizeof(ms),
+				   sp->more, sp->more_size);
 	}
 	if (sp->times) {
 		struct stallcap_sec_times t = { .valid = 1ULL << STALLCAP_TIME_ON_CPU,

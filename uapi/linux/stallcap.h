@@ -894,6 +894,7 @@ struct stallcap_sample {
 #define STALLCAP_SEC_WAIT	6 /* struct stallcap_sec_wait */
 #define STALLCAP_SEC_TASK	7 /* struct stallcap_sec_task, repeatable */
 #define STALLCAP_SEC_INTERRUPTED_STACK 8 /* struct stallcap_sec_user_stack */
+#define STALLCAP_SEC_USER_STACK_MORE 9 /* struct stallcap_sec_user_stack, repeatable */
 
 /**
  * struct stallcap_section - header of a section of a sample
@@ -948,6 +949,9 @@ struct stallcap_sec_regs {
 	__u32 regs_size;
 };
 
+/* how far above the user stack pointer USER_STACK_MORE sections may reach */
+#define STALLCAP_USER_STACK_REACH	(1024 * 1024)
+
 /**
  * struct stallcap_sec_user_stack - STALLCAP_SEC_USER_STACK: raw user stack
  * @sec: type STALLCAP_SEC_USER_STACK
@@ -966,6 +970,16 @@ struct stallcap_sec_regs {
  * user_stack_bytes (STALLCAP_RECORD_MAX_BYTES).  Its bytes, as the first
  * section's, are of resident memory only (STALLCAP_SAMPLE_COPY_PARTIAL
  * when a page was not).
+ *
+ * STALLCAP_SEC_USER_STACK_MORE (USER_STACK records of a thread sampled in
+ * user mode, none to several, in address order): when the first section
+ * ended at a page that was not resident (a frame whose large buffer was
+ * never written to its end leaves such pages between the stack pointer and
+ * the frame's return address), the resident runs found above it, within
+ * the stack pointer's mapping and STALLCAP_USER_STACK_REACH bytes of the
+ * stack pointer, each with its own @start.  They come out of the same room
+ * as the sections above, headers included.  A reader that does not know
+ * them skips them (the first section alone is what it had before).
  */
 struct stallcap_sec_user_stack {
 	struct stallcap_section sec;

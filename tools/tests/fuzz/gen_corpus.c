@@ -134,6 +134,17 @@ static void gen_basic(void)
 	sp.state = STALLCAP_STATE_SLEEPING;
 	sp.flags = 0;
 	put_sample(sk, &sp);
+	/* a user-mode copy that ended at a gap, with the runs above it */
+	sp.sample_index = 3;
+	sp.capture_ns = D + 28 * NSEC_PER_MSEC;
+	sp.state = STALLCAP_STATE_RUNNING;
+	sp.flags = STALLCAP_SAMPLE_USER_MODE | STALLCAP_SAMPLE_COPY_PARTIAL;
+	sp.stack_size = 128;
+	sp.more = &stack[16];
+	sp.more_size = 256;
+	sp.more_start = regs.sp + 8192;
+	sp.nr_more = 2;
+	put_sample(sk, &sp);
 	put_rec(sk, &e);
 	sk->lost(sk, 3, 1);
 	close_file(f);

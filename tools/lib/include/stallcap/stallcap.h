@@ -378,6 +378,26 @@ STALLCAP_API int stallcap_sample_interrupted_stack(const void *rec, size_t len,
 						   const void **bytes, __u64 *start,
 						   __u32 *size);
 
+/**
+ * stallcap_sample_stack_more() - a record's STALLCAP_SEC_USER_STACK_MORE
+ *	sections, one by one
+ * @rec: a SAMPLE or USER_STACK record, as for stallcap_sample_parse()
+ * @len: bytes available at @rec
+ * @index: which one: 0 for the first (lowest address), then 1, 2, ...
+ * @bytes: receives the stack bytes (a pointer into @rec)
+ * @start: receives the user address of the first byte
+ * @size: receives how many bytes there are
+ *
+ * A user-mode sample whose stack copy ended at a page that was not resident
+ * has the resident runs found above that gap (see the uapi header): an
+ * unwinder reads them with the view's stack.  Not in struct
+ * stallcap_sample_view, whose layout this library keeps.  Returns 1 and
+ * fills the outputs when the record has an @index-th one, 0 when not, or
+ * stallcap_sample_parse()'s error.
+ */
+STALLCAP_API int stallcap_sample_stack_more(const void *rec, size_t len, unsigned int index,
+					    const void **bytes, __u64 *start, __u32 *size);
+
 /** stallcap_sample_regs_x86_64() - the registers if they are x86-64's, else NULL. */
 STALLCAP_API const struct stallcap_regs_x86_64 *
 stallcap_sample_regs_x86_64(const struct stallcap_sample_view *v);
