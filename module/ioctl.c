@@ -189,7 +189,8 @@ static long ioctl_get_info(struct stallcap_session *sess, unsigned long arg)
 			STALLCAP_FEAT_TIMES | STALLCAP_FEAT_WHY |
 			STALLCAP_FEAT_SIGNAL_STACK;
 	if (SC_HAVE_TASK_WORK)		/* compat.h */
-		info.features |= STALLCAP_FEAT_DEFER_USER;
+		info.features |= STALLCAP_FEAT_DEFER_USER |
+				 STALLCAP_FEAT_USER_STACK_MORE;
 	/* the attach's wait boundaries are kretprobes */
 	if (IS_ENABLED(CONFIG_KRETPROBES))
 		info.features |= STALLCAP_FEAT_ATTACH |

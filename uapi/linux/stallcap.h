@@ -360,6 +360,12 @@ struct stallcap_config {
  * the handler interrupted (x86-64)
  */
 #define STALLCAP_FEAT_SIGNAL_STACK	(1ULL << 15)
+/*
+ * STALLCAP_SEC_USER_STACK_MORE: a user-mode sample whose stack copy ended
+ * at a page that was not resident also has the resident runs above it
+ * (with STALLCAP_FEAT_DEFER_USER: the copy made on the way back to user)
+ */
+#define STALLCAP_FEAT_USER_STACK_MORE	(1ULL << 16)
 
 /* struct stallcap_info.arch and struct stallcap_sec_regs.arch */
 #define STALLCAP_ARCH_X86_64	1
