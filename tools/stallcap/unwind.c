@@ -88,8 +88,9 @@ static bool copy_read(const void *bytes, __u64 start, __u32 size, Dwarf_Addr add
 }
 
 /*
- * Serve 8 bytes from the stack copy, or from the stack a signal handler on
- * the alternate stack interrupted; anything else is unknown.  A read that
+ * Serve 8 bytes from the stack copy, from the stack a signal handler on
+ * the alternate stack interrupted, or from the runs copied past a gap;
+ * anything else is unknown.  A read that
  * neither serves is noted: libdw takes a frame it cannot read for the
  * outermost, so only this tells a walk cut short (by the copy's end, or by
  * a frame larger than a copy holds) from one that reached the end.
@@ -285,8 +286,10 @@ static int fp_frames(struct usyms *u, const struct stallcap_sample_view *v,
 
 /**
  * unwind_user() - the user frames of a sample, each labelled with its method
- * @is: the stack a signal handler on the alternate signal stack interrupted
- *	(STALLCAP_SEC_INTERRUPTED_STACK), or NULL: DWARF reads it too
+ * @x: the sample's other copies, or NULL: the stack a signal handler on the
+ *	alternate signal stack interrupted (STALLCAP_SEC_INTERRUPTED_STACK),
+ *	the resident runs past a gap (STALLCAP_SEC_USER_STACK_MORE): DWARF
+ *	reads them too
  * @flags: UNWIND_NO_DWARF to use the frame-pointer walk only
  * @stop: output (may be NULL): why the frames end: as unwind_dwarf() says
  *	when they are DWARF's (UNWIND_END_COPY, _OUTSIDE, _ERROR: a walk cut
