@@ -1082,6 +1082,7 @@ static inline int sc_ustack_find(const struct stallcap_sample *r, const void *fn
 static inline void sc_log_sample(const struct sc_ksyms *ks, const struct stallcap_sample *r)
 {
 	const __u64 *k = sc_kernel_ips(r), *u = sc_user_ips(r);
+	const struct stallcap_section *sec;
 
 	fprintf(stderr, "#   sample stall %llu idx %u tid %u pid %u cpu %u comm '%.16s' "
 		"state %u path %u clock %u flags 0x%x late %lld ns\n",
@@ -1104,6 +1105,17 @@ static inline void sc_log_sample(const struct sc_ksyms *ks, const struct stallca
 
 		fprintf(stderr, "#     u%-3u %#llx %s\n", i, (unsigned long long)u[i],
 			n ? n : "?");
+	}
+	/* who ran instead, lock owners: a flaky capture names its culprit */
+	for (SC_FOR_EACH_SECTION(r, off, sec)) {
+		const struct stallcap_sec_task *t = (const void *)sec;
+
+		if (sec->type != STALLCAP_SEC_TASK || sec->size < sizeof(*t))
+			continue;
+		fprintf(stderr, "#   task role %u hop %u: '%.16s' pid %u tid %u cpu %u state %u "
+			"policy %u prio %d flags 0x%x, %u kernel frames\n", t->role, t->hop,
+			t->comm, t->pid, t->tid, t->cpu, t->state, t->policy, t->prio, t->flags,
+			t->nr_kernel_frames);
 	}
 }
 
