@@ -213,6 +213,12 @@ static void user_end_note(FILE *out, const struct sc_rsample *r, __u32 copied)
 				"stack)\n", (unsigned long long)st->addr,
 				(double)(st->addr - u->stack_start) / 1024, copied,
 				STALLCAP_USER_STACK_REACH / 1024);
+		else if (cut_at_page(u) && !r->smp->user_copies.nr_more)
+			fprintf(out, "      (the walk stops here: the next frame is read at 0x%llx, "
+				"%.1f KiB above the stack pointer, past the %u bytes copied, which "
+				"ended at a page that was not resident)\n",
+				(unsigned long long)st->addr,
+				(double)(st->addr - u->stack_start) / 1024, copied);
 		else
 			fprintf(out, "      (the walk stops here: the next frame is read at 0x%llx, "
 				"%.1f KiB above the stack pointer, outside the %u bytes copied: "
