@@ -180,8 +180,13 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	return ++c->n < c->max ? DWARF_CB_OK : DWARF_CB_ABORT;
 }
 
-/* Why a DWARF walk of @n frames (the last at @pc) that returned @ret ended. */
-static void dwarf_stop(const struct unwind_state *uw, const struct sc_proc *p, __u64 pc,
+/*
+ * Why a DWARF walk of @n frames (the last at @pc) that returned @ret ended.
+ * Return: true when that last "frame" is none: its pc, a word libdw took
+ * for a return address, is in no code (a stack switch DWARF does not
+ * describe, as Go's runtime.mcall to its g0 stack): the caller drops it.
+ */
+static bool dwarf_stop(const struct unwind_state *uw, const struct sc_proc *p, __u64 pc,
 		       int ret, int n, int max, struct unwind_stop *stop)
 {
 	int err;
@@ -190,8 +195,9 @@ static void dwarf_stop(const struct unwind_state *uw, const struct sc_proc *p, _
 		/* libdw's fallback guesses from there read anything at all */
 		stop->end = UNWIND_END_ERROR;
 		snprintf(stop->msg, sizeof(stop->msg),
-			 "its return address 0x%llx is in no code the process mapped",
+			 "the return address read next, 0x%llx, is in no code the process mapped",
 			 (unsigned long long)pc);
+		return true;
 	} else if (uw->read_failed && ret != 1 && n < max) {
 		/*
 		 * A word that no copy holds: a register saved there is lost,
@@ -206,6 +212,7 @@ static void dwarf_stop(const struct unwind_state *uw, const struct sc_proc *p, _
 		stop->end = UNWIND_END_ERROR;
 		snprintf(stop->msg, sizeof(stop->msg), "libdw: %s", dwfl_errmsg(err));
 	}
+	return false;
 }
 
 /**
@@ -214,8 +221,8 @@ static void dwarf_stop(const struct unwind_state *uw, const struct sc_proc *p, _
  *	UNWIND_END_COPY when it stopped for want of bytes past the copy's end,
  *	UNWIND_END_OUTSIDE for want of a word farther away than a copy
  *	holds (or below the stack pointer), UNWIND_END_ERROR when the last
- *	frame's pc is in no mapped code or libdw failed (the message says
- *	which); else UNWIND_END_STOPPED
+ *	frame's pc is in no mapped code (that "frame" is left out) or libdw
+ *	failed (the message says which); else UNWIND_END_STOPPED
  *
  * Returns the number of frames, or a negative errno.
  */
@@ -243,7 +250,9 @@ int unwind_dwarf(struct usyms *u, const struct stallcap_sample_view *v,
 	uw->read_failed = false;
 	dwfl_errno();		/* clears libdw's last error */
 	ret = dwfl_getthread_frames(uw->dwfl, (pid_t)v->s.tid, frame_cb, &c);
-	dwarf_stop(uw, usyms_proc(u, v->s.pid), c.n ? pcs[c.n - 1] : 0, ret, c.n, max, stop);
+	if (dwarf_stop(uw, usyms_proc(u, v->s.pid), c.n ? pcs[c.n - 1] : 0, ret, c.n, max,
+		       stop))
+		c.n--;
 	uw->cur = NULL;
 	uw->cur_copies = NULL;
 	return c.n;
@@ -317,7 +326,8 @@ int unwind_user(struct usyms *u, const struct stallcap_sample_view *v,
 	if (max > STALLCAP_MAX_FRAMES)
 		max = STALLCAP_MAX_FRAMES;
 	nd = unwind_dwarf(u, v, x, pcs, ret_addr, max, &dstop);
-	if (nd < 2)
+	/* one frame is DWARF's own word only when it says why the walk ends there */
+	if (nd < 1 || (nd == 1 && dstop.end != UNWIND_END_ERROR))
 		return nfp;
 	complete = dstop.end == UNWIND_END_OUTERMOST;
 	/*

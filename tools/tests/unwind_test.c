@@ -336,28 +336,30 @@ TEST_F(stack, copy_cut_says_where_the_frames_end)
 
 /*
  * A return address that leads nowhere (a corrupt stack, code unmapped
- * since): the walk keeps the frame it read and stops there, and says why,
- * rather than passing the short stack off as whole (libdw's fallback reads
- * memory from there: that is not the reason).
+ * since, a stack switch DWARF does not describe): the walk stops before it
+ * (the word is no frame: Go's runtime.mcall showed one named after a data
+ * symbol) and says why, rather than passing the short stack off as whole
+ * (libdw's fallback reads memory from there: that is not the reason).
  */
 TEST_F(stack, unwinder_error_is_named)
 {
 	struct stallcap_sec_user_stack *us;
 	struct sc_frame f[STALLCAP_MAX_FRAMES];
-	__u64 word, *stack;
+	__u64 word, *stack, caller;
 	int n, i, hits = 0;
 
 	if (variant->frame_pointers || variant->recurse || variant->signal || variant->deleted)
 		SKIP(return, "one variant is enough");
 	n = unwind(self->us, self->rec, 0, f);
 	ASSERT_LE(3, n);
-	/* the return address into fixture_level2, in the copy: to nowhere */
+	caller = f[1].addr;
+	/* the return address out of fixture_level2's caller, in the copy: to nowhere */
 	us = (struct stallcap_sec_user_stack *)find_section(self->rec, STALLCAP_SEC_USER_STACK);
 	ASSERT_NE(NULL, us);
 	stack = (__u64 *)(us + 1);
 	for (i = 0; i < (int)(us->len / 8); i++) {
 		memcpy(&word, &stack[i], 8);
-		if (word == f[1].addr) {
+		if (word == f[2].addr) {
 			word = 0x1000;
 			memcpy(&stack[i], &word, 8);
 			hits++;
@@ -366,12 +368,13 @@ TEST_F(stack, unwinder_error_is_named)
 	}
 	ASSERT_EQ(1, hits);
 	n = unwind(self->us, self->rec, 0, f);
+	/* the word read as the next return address is not shown as a frame */
 	ASSERT_EQ(2, n);
 	EXPECT_STREQ("fixture_spin", f[0].sym ?: "?");
-	EXPECT_EQ(0x1000, f[1].addr);
+	EXPECT_EQ(caller, f[1].addr);
 	EXPECT_EQ(UNWIND_END_ERROR, last_end);
 	EXPECT_NE(0, last_stop.msg[0]);
-	EXPECT_NE(NULL, strstr(last_stop.msg, "0x1000 is in no code")) TH_LOG("%s", last_stop.msg);
+	EXPECT_NE(NULL, strstr(last_stop.msg, "0x1000, is in no code")) TH_LOG("%s", last_stop.msg);
 }
 
 /*
