@@ -35,7 +35,7 @@ packages=(
 	linux-source-6.12 debootstrap
 	dpkg-dev debhelper dh-dkms dkms lintian fakeroot cmake pandoc
 	redis-server redis-tools memcached nodejs golang-go nginx haproxy lighttpd
-	mosquitto mosquitto-clients apache2-bin
+	mosquitto mosquitto-clients apache2-bin openjdk-17-jdk-headless
 	linux-perf
 )
 

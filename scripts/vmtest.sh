@@ -142,7 +142,7 @@ verbose=${V:-0}
 TOOL_TESTS=${TOOL_TESTS-tool_demo_test.sh tool_event_loop_test.sh tool_exited_test.sh \
 tool_dwarf_test.sh tool_newer_records_test.sh tool_ns_test.sh tool_inprocess_test.sh \
 tool_live_test.sh tool_kmod_test.sh tool_idle_reader_test.sh tool_unwatched_test.sh \
-tool_runner_test.sh attach_mosquitto_test.sh}
+tool_runner_test.sh attach_mosquitto_test.sh attach_java_test.sh}
 TOOL_KERNELS=${TOOL_KERNELS-5.10 7.3}
 # Tests the debug kernel leaves to the others (see above).
 DEBUG_SKIP=${DEBUG_SKIP-attach_nginx_test.sh attach_node_test.sh attach_haproxy_test.sh \
@@ -284,9 +284,30 @@ build_base() {
 		[ -e "$f" ] && copy_file "$f" "$st$f"
 	done
 	guest_python "$st"
+	guest_jre "$st"
 	add_libs "$st"
 	(cd "$st" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) |
 		gzip -1 >"$initramfs/base.cpio.gz"
+}
+
+# guest_jre STAGING: a Java runtime for attach_java_test.sh at /opt/jre,
+# cut from Debian's JDK by jlink to the modules the test uses (the HTTP
+# server, jcmd and its attach): about 50 MB instead of the JDK's 260;
+# built once per JDK version; native libraries made executable so that
+# add_libs copies their libraries
+guest_jre() {
+	local st=$1 jre=$build/jre ver
+	command -v jlink >/dev/null || return 0
+	ver=$(jlink --version 2>/dev/null)
+	if [ "$(cat "$jre.version" 2>/dev/null)" != "$ver" ] || [ ! -x "$jre/bin/java" ]; then
+		rm -rf "$jre" "$jre.version"
+		jlink --add-modules java.base,jdk.httpserver,jdk.jcmd,jdk.attach,jdk.management \
+			--no-header-files --no-man-pages --output "$jre" >&2 || return 0
+		echo "$ver" >"$jre.version"
+	fi
+	mkdir -p "$st/opt"
+	cp -a "$jre" "$st/opt/jre"
+	find "$st/opt/jre" -name '*.so' -exec chmod 755 {} +
 }
 
 # guest_python STAGING: Debian's python3 and the part of its standard

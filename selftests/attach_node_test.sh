@@ -64,14 +64,6 @@ sed 's/^/# record: /' "$work/record.out"
 stallcap report --no-inline -f json "$work/node.data" >"$work/report.json"
 grep -o '"type":"stall".*"over_ns":[0-9]*' "$work/report.json" | sed 's/^/# /'
 
-# uframes LINE: "SYM<TAB>DSO" of each user frame, innermost first ("?" for
-# an unresolved symbol or an unknown file)
-uframes() {
-	echo "$1" | sed 's/.*"user_stack"://' |
-		grep -o '"sym":\("[^"]*"\|null\),"off":[0-9]*,"dso":\("[^"]*"\|null\)' |
-		sed -e 's/^"sym":null,/"sym":"?",/' -e 's/"dso":null$/"dso":"?"/' \
-			-e 's/^"sym":"\([^"]*\)","off":[0-9]*,"dso":"\([^"]*\)"$/\1\t\2/'
-}
 samples "$work/report.json" node | head -n 40 | while read -r line; do
 	echo "# sample $(echo "$line" | grep -o '"flag_names":[^]]*]'): $(uframes "$line" | head -n 8 | cut -c1-40 | tr '\t\n' '@|')"
 done

@@ -64,6 +64,15 @@ usyms() {
 		sed 's/"method":"\([a-z]*\)","sym":"\([^"]*\)"/\2 \1/'
 }
 
+# uframes LINE: "SYM<TAB>DSO" of each user frame, innermost first ("?" for
+# an unresolved symbol or an unknown file)
+uframes() {
+	echo "$1" | sed 's/.*"user_stack"://' |
+		grep -o '"sym":\("[^"]*"\|null\),"off":[0-9]*,"dso":\("[^"]*"\|null\)' |
+		sed -e 's/^"sym":null,/"sym":"?",/' -e 's/"dso":null$/"dso":"?"/' \
+			-e 's/^"sym":"\([^"]*\)","off":[0-9]*,"dso":"\([^"]*\)"$/\1\t\2/'
+}
+
 # frame0_dso LINE: the file name of the DSO of a JSON sample's innermost
 # user frame
 frame0_dso() {

@@ -235,6 +235,25 @@ static void resolve_task(struct sc_rstall *rs, const struct stallcap_task_view *
 	rt->nu = resolve_user(rs->r, tv->t.pid, rs->rbuf, i, rt->f + rt->nk);
 }
 
+/*
+ * Frames that end in code no file describes (a JIT's: named from a perf map,
+ * or not at all) were cut short, whatever the walk that gave them says: no
+ * thread's outermost frame is there.  The frame-pointer walk stops there
+ * when the JIT keeps no frame pointers (a JVM without
+ * -XX:+PreserveFramePointer), and so does libdw's fallback.
+ */
+static void jit_end(struct resolver *r, __u32 pid, struct sc_rsample *c)
+{
+	const struct sc_frame *f = c->nu ? &c->uf[c->nu - 1] : NULL;
+	const struct sc_map *m;
+
+	if (!f || (c->ustop.end != UNWIND_END_STOPPED && c->ustop.end != UNWIND_END_OUTERMOST))
+		return;
+	m = sc_proc_find(usyms_proc(r->us, pid), f->addr);
+	if (m && (m->prot & SC_PROT_X) && (!m->path[0] || !strncmp(m->path, "[anon", 5)))
+		c->ustop.end = UNWIND_END_JIT;
+}
+
 /* Resolve @m into rs->cur, in the stall's reused frame buffers. */
 static void resolve_sample(struct sc_rstall *rs, const struct sc_sample *m)
 {
@@ -251,6 +270,7 @@ static void resolve_sample(struct sc_rstall *rs, const struct sc_sample *m)
 	i = unwind_user(r->us, uv, &m->user_copies, r->unwind_flags, rs->rbuf,
 			STALLCAP_MAX_FRAMES, &c->ustop);
 	c->nu = resolve_user(r, uv->s.pid, rs->rbuf, i, c->uf);
+	jit_end(r, uv->s.pid, c);
 	for (i = 0; i < (int)m->v.nr_tasks && i < STALLCAP_VIEW_MAX_TASKS; i++) {
 		c->tasks[i].f = rs->tbuf[i];
 		resolve_task(rs, &m->v.tasks[i], &c->tasks[i]);

@@ -1,0 +1,108 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# A JVM, unmodified: `stallcap record --deadline 50ms -- java
+# -XX:+PreserveFramePointer StallServer PORT` (java_server/, on the JDK's own
+# HTTP server: its dispatcher thread waits in epoll and runs the handlers,
+# an event loop).  Each /spin request blocks it 300 ms in spinFor(), which
+# the JIT compiles once hot; `jcmd PID Compiler.perfmap` has the JVM write
+# /tmp/perf-PID.map (its compiled methods, the interpreter, its stubs),
+# as perf users do.  Then a stall's innermost Java frame is
+# StallServer.spinFor, and the walk goes through the interpreted frames
+# and the JVM's call stub into libjvm.so's JavaCalls::call_helper: frame
+# pointers through code without CFI (the flag keeps rbp a frame pointer in
+# compiled code), DWARF in the JVM's own code.  Without the flag the frames
+# end at spinFor, and the report says why.  Runs on a JRE cut from
+# Debian's JDK by jlink (/opt/jre, scripts/vmtest.sh).
+. ./tool_lib.sh
+J=/opt/jre/bin
+[ -x "$J/java" ] || { echo "1..0 # SKIP no JRE in the guest (Debian's JDK on the host)"; exit 4; }
+[ -e java_server/StallServer.class ] || { echo "1..0 # SKIP java_server not built (javac)"; exit 4; }
+need stallcap nc
+
+port=8089
+get() { printf 'GET %s HTTP/1.0\r\n\r\n' "$1" | nc 127.0.0.1 "$port" 2>/dev/null; }
+
+# serve NAME JAVA_FLAGS...: record the server under the flags while it
+# serves 4 /spin requests, writes its perf map, and serves one more
+serve() {
+	name=$1
+	shift
+	stallcap record --deadline 50ms -o "$work/$name.data" -- "$J/java" -Xmx64m "$@" \
+		-cp java_server StallServer "$port" >"$work/$name.out" 2>&1 &
+	rec=$!
+	i=0
+	until get /ok | grep -q '^ok'; do
+		i=$((i + 1))
+		[ "$i" -lt 600 ] || break
+		sleep 0.2
+	done
+	check "$name: the server answers" sh -c "printf 'GET /ok HTTP/1.0\r\n\r\n' | nc 127.0.0.1 $port | grep -q '^ok'"
+	pid=$(pidof java)
+	# hot: the JIT compiles spinFor (an on-stack replacement of its loop first)
+	for k in 1 2 3 4; do get /spin >/dev/null; done
+	"$J/jcmd" "$pid" Compiler.perfmap >"$work/jcmd.out" 2>&1
+	sed 's/^/# jcmd: /' "$work/jcmd.out"
+	check "$name: the JVM wrote /tmp/perf-$pid.map with spinFor" \
+		grep -q 'StallServer.spinFor' "/tmp/perf-$pid.map"
+	get /spin >/dev/null
+	kill "$pid"
+	wait_record "$rec"
+	sed 's/^/# record: /' "$work/$name.out"
+	stallcap report -f json "$work/$name.data" >"$work/$name.json"
+	stallcap report "$work/$name.data" >"$work/$name.txt"
+	rm -f "/tmp/perf-$pid.map"
+}
+
+# last_stall NAME: the samples of the last stall (the /spin after the perf
+# map was written) into $work/last, shown
+last_stall() {
+	last=$(samples "$work/$1.json" HTTP-Dispatcher | tail -n 1 |
+		sed 's/.*"stall_id":\([0-9]*\),.*/\1/')
+	samples "$work/$1.json" HTTP-Dispatcher | grep "\"stall_id\":$last," >"$work/last"
+	while read -r line; do
+		echo "# stall $last: $(uframes "$line" | head -n 24 | cut -c1-48 | tr '\t\n' '@|')"
+	done <"$work/last"
+	grep -A 30 "^stall $last " "$work/$1.txt" | sed 's/^/# /'
+}
+
+serve fp -XX:+PreserveFramePointer
+grep '"type":"stall"' "$work/fp.json" | grep -o '"comm":"[^"]*".*"over_ns":[0-9]*' | sed 's/^/# /'
+check "each /spin is a stall of the dispatcher thread (5 at least)" \
+	[ "$(grep '"type":"stall"' "$work/fp.json" | grep -c '"comm":"HTTP-Dispatcher"')" -ge 5 ]
+
+last_stall fp
+# the innermost frame from the perf map (frame 0, or under a clock read) is
+# spinFor, compiled
+in_spin() {
+	uframes "$1" | awk -F'\t' '$2 == "[perf-map]" { print $1; exit }' |
+		grep -qx 'long StallServer.spinFor(long)'
+}
+# ...and the frames go on, through the Java frames, into the JVM's C++
+through_java() {
+	uframes "$1" | awk -F'\t' '$1 == "long StallServer.spinFor(long)" { s = 1 }
+		s && $1 ~ /^JavaCalls::call_helper/ && $2 ~ /libjvm\.so$/ { f = 1 }
+		END { exit !f }'
+}
+every() {
+	[ -s "$work/last" ] || return 1
+	while read -r line; do
+		"$1" "$line" || return 1
+	done <"$work/last"
+}
+check "every sample of it: the innermost Java frame is StallServer.spinFor (perf map)" every in_spin
+check "every sample of it: the walk goes through the Java frames to JavaCalls::call_helper in libjvm.so" \
+	every through_java
+
+# Without the flag the compiled code keeps no frame pointers: the frames
+# end at spinFor, and the report says why (not a whole stack)
+port=8090
+serve nofp
+last_stall nofp
+jit_end() {
+	in_spin "$1" && ! through_java "$1" && echo "$1" | grep -q '"user_walk_end":"jit_code"'
+}
+check "nofp: every sample of the last stall ends in spinFor, user_walk_end jit_code" every jit_end
+check "nofp: the text says why the frames end there" \
+	grep -q "the walk stops here: in code no file describes (a JIT's).*-XX:+PreserveFramePointer" \
+	"$work/nofp.txt"
+finish
