@@ -26,7 +26,7 @@ SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
 
 packages=(
-	build-essential gcc g++ make bc flex bison libssl-dev libelf-dev dwarves
+	build-essential gcc g++ make bc flex bison libssl-dev libelf-dev dwarves libiberty-dev
 	kmod cpio xz-utils zstd rsync busybox-static qemu-system-x86 sparse
 	elfutils libdw-dev libelf-dev pkg-config python3 perl
 	clang-14 libclang-rt-14-dev
@@ -34,7 +34,7 @@ packages=(
 	python3-prometheus-client
 	linux-source-6.12 debootstrap
 	dpkg-dev debhelper dh-dkms dkms lintian fakeroot cmake pandoc
-	redis-server redis-tools memcached nodejs golang-go nginx haproxy lighttpd
+	redis-server redis-tools memcached nodejs golang-go nginx haproxy lighttpd rustc
 	mosquitto mosquitto-clients apache2-bin openjdk-17-jdk-headless
 	linux-perf
 )

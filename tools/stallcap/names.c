@@ -5,12 +5,15 @@
  * symbol without its version ("memcpy@@GLIBC_2.14" is memcpy; a perf map's
  * "LazyCompile:~f /app/@scope/x.js" keeps its '@') and, for a C++ symbol,
  * demangled ("_ZN3app4RingIiEclEm" is app::Ring<int>::operator()(unsigned
- * long)) by the demangler of the C++ runtime, as perf and eu-stack show them.
- * Names are kept in a table for the life of the resolver, so formatters may
+ * long)) by the demangler of the C++ runtime, as perf and eu-stack show them,
+ * and for a Rust symbol by libiberty's ("_RNvCs..._5hello4main" and
+ * "_ZN5hello4main17h0123456789abcdefE" are hello::main).  Names are kept in a table for the life of the resolver, so formatters may
  * hold on to them.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <libiberty/demangle.h>
+#undef ARRAY_SIZE		/* libiberty.h's, the same as tool.h's */
 
 #include "tool.h"
 
@@ -65,12 +68,23 @@ void sc_names_free(struct sc_names *n)
 	free(n);
 }
 
-/* @sym demangled (malloc'ed), or NULL if not a C++ symbol ("_Z...") it accepts */
+/*
+ * @sym demangled (malloc'ed), or NULL if it is none of these: a Rust symbol,
+ * legacy ("_ZN...17h<hash>E", C++-like with a hash, "$LT$" escapes, maybe
+ * ".llvm.N" after it) or v0 ("_R..."), by libiberty's Rust demangler, as
+ * binutils, gdb and perf show them; a C++ symbol ("_Z...") by the C++
+ * runtime's.
+ */
 static char *demangle(const char *sym)
 {
 	int status = -1;
 	char *d;
 
+	if (!strncmp(sym, "_R", 2) || !strncmp(sym, "_ZN", 3)) {
+		d = rust_demangle(sym, DMGL_PARAMS | DMGL_ANSI);
+		if (d)
+			return d;
+	}
 	if (strncmp(sym, "_Z", 2))
 		return NULL;
 	d = __cxa_demangle(sym, NULL, NULL, &status);
