@@ -50,7 +50,9 @@ serve() {
 	sed 's/^/# record: /' "$work/$name.out"
 	stallcap report -f json "$work/$name.data" >"$work/$name.json"
 	stallcap report "$work/$name.data" >"$work/$name.txt"
+	# the same record without the map: its JIT frames unnamed
 	rm -f "/tmp/perf-$pid.map"
+	stallcap report "$work/$name.data" >"$work/$name.nomap.txt"
 }
 
 # last_stall NAME: the samples of the last stall (the /spin after the perf
@@ -92,6 +94,11 @@ every() {
 check "every sample of it: the innermost Java frame is StallServer.spinFor (perf map)" every in_spin
 check "every sample of it: the walk goes through the Java frames to JavaCalls::call_helper in libjvm.so" \
 	every through_java
+# without the map the report says where a JIT's names come from
+check "no perf map: the report says how to have the JVM write one" \
+	grep -q "a JIT's code is named from /tmp/perf-$pid.map, which this process did not write: a JVM writes it on .jcmd $pid Compiler.perfmap." \
+	"$work/fp.nomap.txt"
+check "with the perf map: no such note" sh -c "! grep -q \"code is named from\" $work/fp.txt"
 
 # Without the flag the compiled code keeps no frame pointers: the frames
 # end at spinFor, and the report says why (not a whole stack)

@@ -275,6 +275,11 @@ static void sample_block(FILE *out, const struct sc_rstall *rs, const struct sc_
 		for (i = 0; i < r->nu; i++)
 			sc_frame_line(out, &r->uf[i], i);
 		user_end_note(out, r, copied);
+		if (r->jit_unnamed)
+			fprintf(out, "      (a JIT's code is named from /tmp/perf-%u.map, which this "
+				"process did not write: a JVM writes it on `jcmd %u "
+				"Compiler.perfmap`, node with --perf-basic-prof)\n",
+				r->smp->user.s.pid, r->smp->user.s.pid);
 	} else if ((s->flags & STALLCAP_SAMPLE_DEFER_PENDING) && !r->smp->has_deferred) {
 		/* read on the way back to user space, which never came */
 		fprintf(out, "    user: not read (the thread did not return to user space "

@@ -242,15 +242,25 @@ static void resolve_task(struct sc_rstall *rs, const struct stallcap_task_view *
  * when the JIT keeps no frame pointers (a JVM without
  * -XX:+PreserveFramePointer), and so does libdw's fallback.
  */
+static bool in_jit_code(struct resolver *r, __u32 pid, const struct sc_frame *f)
+{
+	const struct sc_map *m = sc_proc_find(usyms_proc(r->us, pid), f->addr);
+
+	return m && (m->prot & SC_PROT_X) && (!m->path[0] || !strncmp(m->path, "[anon", 5));
+}
+
 static void jit_end(struct resolver *r, __u32 pid, struct sc_rsample *c)
 {
 	const struct sc_frame *f = c->nu ? &c->uf[c->nu - 1] : NULL;
-	const struct sc_map *m;
+	int i;
 
+	/* and a frame there that no perf map named: the report says where names come from */
+	c->jit_unnamed = false;
+	for (i = 0; i < c->nu && !c->jit_unnamed; i++)
+		c->jit_unnamed = !c->uf[i].sym && in_jit_code(r, pid, &c->uf[i]);
 	if (!f || (c->ustop.end != UNWIND_END_STOPPED && c->ustop.end != UNWIND_END_OUTERMOST))
 		return;
-	m = sc_proc_find(usyms_proc(r->us, pid), f->addr);
-	if (m && (m->prot & SC_PROT_X) && (!m->path[0] || !strncmp(m->path, "[anon", 5)))
+	if (in_jit_code(r, pid, f))
 		c->ustop.end = UNWIND_END_JIT;
 }
 

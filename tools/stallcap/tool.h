@@ -489,6 +489,7 @@ struct sc_rsample {
 	struct sc_frame *kf, *uf;
 	int nk, nu;
 	struct unwind_stop ustop;	/* why the user frames end there */
+	bool jit_unnamed;	/* a user frame in a JIT's code no perf map names */
 	struct sc_rtask tasks[STALLCAP_VIEW_MAX_TASKS];	/* as v.tasks */
 };
 
