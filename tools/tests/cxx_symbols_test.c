@@ -67,32 +67,16 @@ static int snapshot(struct _test_data_cxx *self, pid_t pid, bool deleted)
 static int start(struct _test_data_cxx *self, bool deleted)
 {
 	char line[512];
-	pid_t pid;
-	int p[2], ret = -EPROTO;
-	FILE *f;
+	pid_t pid = program_first_line(self->bin, line, sizeof(line));
+	int ret = -EPROTO;
 
-	if (pipe(p))
-		return -errno;
-	pid = fork();
 	if (pid < 0)
-		return -errno;
-	if (!pid) {
-		dup2(p[1], 1);
-		close(p[0]);
-		execl(self->bin, self->bin, (char *)NULL);
-		_exit(127);
-	}
-	close(p[1]);
-	f = fdopen(p[0], "r");
-	if (f && fgets(line, sizeof(line), f) &&
-	    sscanf(line, "spin=%llx ret0=%llx ret1=%llx ret2=%llx inline_line=%d call_line=%d",
+		return pid;
+	if (sscanf(line, "spin=%llx ret0=%llx ret1=%llx ret2=%llx inline_line=%d call_line=%d",
 		   &self->spin, &self->ret[0], &self->ret[1], &self->ret[2],
 		   &self->inline_line, &self->call_line) == 6)
 		ret = snapshot(self, pid, deleted);
-	if (f)
-		fclose(f);
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
+	program_kill(pid);
 	return ret;
 }
 
@@ -100,26 +84,8 @@ static int start(struct _test_data_cxx *self, bool deleted)
 static int write_record(struct _test_data_cxx *self)
 {
 	__u64 ips[4] = { self->spin + 4, self->ret[0], self->ret[1], self->ret[2] };
-	__u64 base = NSEC_PER_SEC;
-	struct rec_spec sp = { .stall_id = 1, .pid = self->p->pid, .tid = self->p->pid,
-			       .comm = "cxx", .flags = STALLCAP_SAMPLE_USER_MODE,
-			       .deadline_ns = base, .capture_ns = base + NSEC_PER_MSEC,
-			       .timeout_ns = NSEC_PER_MSEC, .uips = ips, .nu = 4 };
-	struct scfile *f = scfile_create(self->data);
-	struct stallcap_stall_end e;
-	struct stallcap_sample *s;
-	struct sc_sink *sk;
 
-	if (!f)
-		return -1;
-	sk = scfile_sink(f);
-	sk->proc(sk, self->p);
-	s = make_sample(&sp);
-	sk->record(sk, &s->hdr);
-	free(s);
-	e = make_end(1, self->p->pid, self->p->pid, base, base + 10 * NSEC_PER_MSEC, 1);
-	sk->record(sk, &e.hdr);
-	return scfile_close(f);
+	return write_fp_stall(self->data, self->p, "cxx", ips, ARRAY_SIZE(ips));
 }
 
 FIXTURE_SETUP(cxx)
@@ -144,17 +110,10 @@ FIXTURE_TEARDOWN(cxx)
 static int report(struct _test_data_cxx *self, const char *args)
 {
 	char cmd[8192];
-	size_t n;
-	FILE *p;
 
 	snprintf(cmd, sizeof(cmd), "%s report %s %s", fixture_path("../stallcap/stallcap"),
 		 self->data, args);
-	p = popen(cmd, "r");
-	if (!p)
-		return -1;
-	n = fread(self->out, 1, sizeof(self->out) - 1, p);
-	self->out[n] = 0;
-	return pclose(p);
+	return command_output(cmd, self->out, sizeof(self->out));
 }
 
 /* the text report's line of frame #@i, or "" */

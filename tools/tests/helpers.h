@@ -209,6 +209,49 @@ static inline struct stallcap_stall_end make_end(__u64 stall_id, __u32 pid, __u3
 	return e;
 }
 
+/*
+ * A record file at @path: @p's maps, then one stall of @p's main thread
+ * (named @comm) with one user-mode sample, whose frame-pointer walk gave
+ * @ips (@n of them), and the stall's end.
+ */
+static inline int write_fp_stall(const char *path, struct sc_proc *p, const char *comm,
+				 const __u64 *ips, unsigned int n)
+{
+	__u64 base = NSEC_PER_SEC;
+	struct rec_spec sp = { .stall_id = 1, .pid = p->pid, .tid = p->pid,
+			       .comm = comm, .flags = STALLCAP_SAMPLE_USER_MODE,
+			       .deadline_ns = base, .capture_ns = base + NSEC_PER_MSEC,
+			       .timeout_ns = NSEC_PER_MSEC, .uips = ips, .nu = n };
+	struct scfile *f = scfile_create(path);
+	struct stallcap_stall_end e;
+	struct stallcap_sample *s;
+	struct sc_sink *sk;
+
+	if (!f)
+		return -1;
+	sk = scfile_sink(f);
+	sk->proc(sk, p);
+	s = make_sample(&sp);
+	sk->record(sk, &s->hdr);
+	free(s);
+	e = make_end(1, p->pid, p->pid, base, base + 10 * NSEC_PER_MSEC, 1);
+	sk->record(sk, &e.hdr);
+	return scfile_close(f);
+}
+
+/* The standard output of the shell command @cmd in @out (@size), its exit status. */
+static inline int command_output(const char *cmd, char *out, size_t size)
+{
+	size_t n;
+	FILE *p = popen(cmd, "r");
+
+	if (!p)
+		return -1;
+	n = fread(out, 1, size - 1, p);
+	out[n] = 0;
+	return pclose(p);
+}
+
 /* ---- the fixture process ---- */
 
 struct fixture {
@@ -250,19 +293,22 @@ static inline int copy_file(const char *from, const char *to)
 	return out < 0 ? -1 : close(out);
 }
 
-/* Start the fixture; it prints its functions' addresses, then spins. */
-static inline int fixture_start(const char *path, struct fixture *fx)
+/*
+ * Run the program @path; the first line it prints in @line (@size).
+ * Return: its pid, still running (the caller kills it), or -errno.
+ */
+static inline pid_t program_first_line(const char *path, char *line, size_t size)
 {
-	char line[512];
+	pid_t pid;
 	int p[2];
 	FILE *f;
 
 	if (pipe(p))
 		return -errno;
-	fx->pid = fork();
-	if (fx->pid < 0)
+	pid = fork();
+	if (pid < 0)
 		return -errno;
-	if (!fx->pid) {
+	if (!pid) {
 		dup2(p[1], 1);
 		close(p[0]);
 		execl(path, path, (char *)NULL);
@@ -270,24 +316,42 @@ static inline int fixture_start(const char *path, struct fixture *fx)
 	}
 	close(p[1]);
 	f = fdopen(p[0], "r");
-	if (!f || !fgets(line, sizeof(line), f) ||
-	    sscanf(line, "fixture_spin=%llx fixture_level2=%llx fixture_level1=%llx main=%llx",
+	line[0] = 0;
+	if (!f || !fgets(line, (int)size, f))
+		line[0] = 0;
+	if (f)
+		fclose(f);
+	else
+		close(p[0]);
+	return pid;
+}
+
+static inline void program_kill(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* Start the fixture; it prints its functions' addresses, then spins. */
+static inline int fixture_start(const char *path, struct fixture *fx)
+{
+	char line[512];
+
+	fx->pid = program_first_line(path, line, sizeof(line));
+	if (fx->pid < 0)
+		return fx->pid;
+	if (sscanf(line, "fixture_spin=%llx fixture_level2=%llx fixture_level1=%llx main=%llx",
 		   &fx->spin, &fx->level2, &fx->level1, &fx->main_) != 4) {
-		kill(fx->pid, SIGKILL);
-		waitpid(fx->pid, NULL, 0);
-		if (f)
-			fclose(f);
+		program_kill(fx->pid);
 		return -EPROTO;
 	}
-	fclose(f);
 	return 0;
 }
 
 static inline void fixture_kill(struct fixture *fx)
 {
 	if (fx->pid > 0) {
-		kill(fx->pid, SIGKILL);
-		waitpid(fx->pid, NULL, 0);
+		program_kill(fx->pid);
 		fx->pid = 0;
 	}
 }

@@ -98,17 +98,10 @@ FIXTURE_TEARDOWN(rep)
 static int report(struct _test_data_rep *self, const char *args)
 {
 	char cmd[8192];
-	size_t n;
-	FILE *p;
 
 	snprintf(cmd, sizeof(cmd), "TZ=UTC %s report %s %s", fixture_path("../stallcap/stallcap"),
 		 self->path, args);
-	p = popen(cmd, "r");
-	if (!p)
-		return -1;
-	n = fread(self->out, 1, sizeof(self->out) - 1, p);
-	self->out[n] = 0;
-	return pclose(p);
+	return command_output(cmd, self->out, sizeof(self->out));
 }
 
 TEST_F(rep, top_ranks_stacks_by_stalled_time)

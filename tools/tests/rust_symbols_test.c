@@ -51,31 +51,15 @@ FIXTURE_VARIANT_ADD(rust, v0)
 static int start(struct _test_data_rust *self, const char *bin)
 {
 	char line[512];
-	pid_t pid;
-	int p[2], ret = -EPROTO;
-	FILE *f;
+	pid_t pid = program_first_line(bin, line, sizeof(line));
+	int ret = -EPROTO;
 
-	if (pipe(p))
-		return -errno;
-	pid = fork();
 	if (pid < 0)
-		return -errno;
-	if (!pid) {
-		dup2(p[1], 1);
-		close(p[0]);
-		execl(bin, bin, (char *)NULL);
-		_exit(127);
-	}
-	close(p[1]);
-	f = fdopen(p[0], "r");
-	if (f && fgets(line, sizeof(line), f) &&
-	    sscanf(line, "spin=%llx poll=%llx main=%llx", &self->spin, &self->poll,
+		return pid;
+	if (sscanf(line, "spin=%llx poll=%llx main=%llx", &self->spin, &self->poll,
 		   &self->main) == 3)
 		ret = procmaps_snapshot((__u32)pid, NULL, &self->p);
-	if (f)
-		fclose(f);
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
+	program_kill(pid);
 	return ret;
 }
 
@@ -83,26 +67,8 @@ static int start(struct _test_data_rust *self, const char *bin)
 static int write_record(struct _test_data_rust *self)
 {
 	__u64 ips[3] = { self->spin + 4, self->poll + 8, self->main + 8 };
-	__u64 base = NSEC_PER_SEC;
-	struct rec_spec sp = { .stall_id = 1, .pid = self->p->pid, .tid = self->p->pid,
-			       .comm = "rust", .flags = STALLCAP_SAMPLE_USER_MODE,
-			       .deadline_ns = base, .capture_ns = base + NSEC_PER_MSEC,
-			       .timeout_ns = NSEC_PER_MSEC, .uips = ips, .nu = 3 };
-	struct scfile *f = scfile_create(self->data);
-	struct stallcap_stall_end e;
-	struct stallcap_sample *s;
-	struct sc_sink *sk;
 
-	if (!f)
-		return -1;
-	sk = scfile_sink(f);
-	sk->proc(sk, self->p);
-	s = make_sample(&sp);
-	sk->record(sk, &s->hdr);
-	free(s);
-	e = make_end(1, self->p->pid, self->p->pid, base, base + 10 * NSEC_PER_MSEC, 1);
-	sk->record(sk, &e.hdr);
-	return scfile_close(f);
+	return write_fp_stall(self->data, self->p, "rust", ips, ARRAY_SIZE(ips));
 }
 
 FIXTURE_SETUP(rust)
@@ -125,17 +91,10 @@ FIXTURE_TEARDOWN(rust)
 static int report(struct _test_data_rust *self, const char *args)
 {
 	char cmd[8192];
-	size_t n;
-	FILE *p;
 
 	snprintf(cmd, sizeof(cmd), "%s report --no-inline %s %s",
 		 fixture_path("../stallcap/stallcap"), args, self->data);
-	p = popen(cmd, "r");
-	if (!p)
-		return -1;
-	n = fread(self->out, 1, sizeof(self->out) - 1, p);
-	self->out[n] = 0;
-	return pclose(p);
+	return command_output(cmd, self->out, sizeof(self->out));
 }
 
 TEST_F(rust, folded_names_demangled)
