@@ -68,6 +68,18 @@ check "without --park, a parked thread is reported (in runtime.futex)" \
 check "record's hint counts the stalls that began on a futex, names --park" \
 	grep -q "^stallcap: hint: [0-9]* of [0-9]* stalls began with the thread waiting on a futex: .* --park" \
 	"$work/record1.out"
+# A parked thread's stack through runtime.mcall (the switch to its g0
+# stack; not every parked thread's) ends there, and says so: the words
+# above that call are not callers (a DWARF walk once showed two)
+mcall_end() {
+	! echo "$1" | grep -q '"sym":"runtime.mcall"' || {
+		[ "$(usyms "$1" | tail -n 1 | cut -d' ' -f1)" = runtime.mcall ] &&
+			echo "$1" | grep -q '"user_walk_end":"stack_switch"'
+	}
+}
+echo "# samples through runtime.mcall: $(samples "$work/nopark.json" attach_go_serve | grep -c '"sym":"runtime.mcall"')"
+check "a sample through runtime.mcall ends there (stack_switch)" \
+	every_sample "$work/nopark.json" attach_go_serve mcall_end
 
 # 2. with --park, attached to the running server
 attach_go_server 127.0.0.1:$port >"$work/server.out" 2>&1 &

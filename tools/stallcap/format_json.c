@@ -183,6 +183,7 @@ static void walk_end(FILE *out, const struct unwind_stop *st)
 		[UNWIND_END_OUTSIDE] = "outside_copy",
 		[UNWIND_END_ERROR] = "unwinder",
 		[UNWIND_END_JIT] = "jit_code",
+		[UNWIND_END_STACK_SWITCH] = "stack_switch",
 	};
 
 	fprintf(out, ",\"user_walk_end\":\"%s\"", names[st->end]);

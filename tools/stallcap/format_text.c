@@ -230,6 +230,11 @@ static void user_end_note(FILE *out, const struct sc_rsample *r, __u32 copied)
 	case UNWIND_END_ERROR:
 		fprintf(out, "      (the walk stops here: %s)\n", st->msg);
 		break;
+	case UNWIND_END_STACK_SWITCH:
+		fprintf(out, "      (the walk stops here: runtime.mcall runs the Go scheduler on "
+			"the thread's own stack (g0); the goroutine's frames are on its stack, "
+			"not under this one)\n");
+		break;
 	case UNWIND_END_JIT:
 		fprintf(out, "      (the walk stops here: in code no file describes (a JIT's), whose "
 			"callers only frame pointers chain, and this code keeps none: a JVM keeps "

@@ -249,6 +249,25 @@ static bool in_jit_code(struct resolver *r, __u32 pid, const struct sc_frame *f)
 	return m && (m->prot & SC_PROT_X) && (!m->path[0] || !strncmp(m->path, "[anon", 5));
 }
 
+/*
+ * Go's runtime.mcall switches from a goroutine's stack to its thread's
+ * scheduler stack (g0) and calls a function there that never returns: the
+ * words above that call are g0's, not callers (DWARF's walk took one for a
+ * frame of runtime.newproc, then a data address).  The frames end there.
+ */
+static void go_stack_switch_end(struct sc_rsample *c)
+{
+	int i;
+
+	for (i = 1; i < c->nu; i++) {
+		if (c->uf[i].is_return && c->uf[i].sym && !strcmp(c->uf[i].sym, "runtime.mcall")) {
+			c->nu = i + 1;
+			c->ustop.end = UNWIND_END_STACK_SWITCH;
+			return;
+		}
+	}
+}
+
 static void jit_end(struct resolver *r, __u32 pid, struct sc_rsample *c)
 {
 	const struct sc_frame *f = c->nu ? &c->uf[c->nu - 1] : NULL;
@@ -281,6 +300,7 @@ static void resolve_sample(struct sc_rstall *rs, const struct sc_sample *m)
 			STALLCAP_MAX_FRAMES, &c->ustop);
 	c->nu = resolve_user(r, uv->s.pid, rs->rbuf, i, c->uf);
 	jit_end(r, uv->s.pid, c);
+	go_stack_switch_end(c);
 	for (i = 0; i < (int)m->v.nr_tasks && i < STALLCAP_VIEW_MAX_TASKS; i++) {
 		c->tasks[i].f = rs->tbuf[i];
 		resolve_task(rs, &m->v.tasks[i], &c->tasks[i]);
