@@ -7,8 +7,9 @@
  * demangled ("_ZN3app4RingIiEclEm" is app::Ring<int>::operator()(unsigned
  * long)) by the demangler of the C++ runtime, as perf and eu-stack show them,
  * and for a Rust symbol by libiberty's ("_RNvCs..._5hello4main" and
- * "_ZN5hello4main17h0123456789abcdefE" are hello::main).  Names are kept in a table for the life of the resolver, so formatters may
- * hold on to them.
+ * "_ZN5hello4main17h0123456789abcdefE" are hello::main).  Names are kept
+ * in a table for the life of the resolver, so formatters may hold on to
+ * them.
  */
 #include <stdlib.h>
 #include <string.h>
