@@ -928,7 +928,12 @@ run_kernel() {
 		boot "$tag" "$build/$k/initrd-$mode.gz" "$guest_tmo" "$mem" \
 			"${GUEST_SILENCE:-$((test_tmo + 120))}"
 		boots=$((boots + 1))
-		[ "$mode" != selfcheck ] && [ "$boots" -le "${BOOT_RETRIES:-1}" ] || break
+		# the self-check's guests that time out or fall silent on
+		# purpose (TAG_SUFFIX) are never booted again; its first is,
+		# as any guest, when its kernel did not reach /init (CI73: a
+		# 6.1 boot silent after 5 s, the next boot of 6.1 was fine)
+		{ [ "$mode" != selfcheck ] || [ -z "${TAG_SUFFIX:-}" ]; } &&
+			[ "$boots" -le "${BOOT_RETRIES:-1}" ] || break
 		if ! grep -aq '^@@VMTEST boot' "$logs/$tag.chan"; then
 			# The kernel died before /init ran, so before stallcap or
 			# any test was there: under TCG a vCPU can execute the
