@@ -8,14 +8,18 @@
 . ./tool_lib.sh
 need stallcap stallcap-spin-nofp python3 taskset
 
-# the other program: SCHED_FIFO on CPU 0 for 1.5 s, spinning in fixture_spin
+# the other program: SCHED_FIFO on CPU 0 for 2.5 s, spinning in fixture_spin
 # (its own session, a 100 s deadline it never misses)
 python3 -c 'import os, sys
 os.sched_setaffinity(0, {0})
 os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
-os.execvp(sys.argv[1], sys.argv[1:])' stallcap-spin-nofp 1500 100000 &
+os.execvp(sys.argv[1], sys.argv[1:])' stallcap-spin-nofp 2500 100000 &
 hog=$!
-sleep 0.3
+# running, once python3 has exec'd it: a fixed wait was too short on a
+# loaded host (CI73: the watched program ran before the other, 3 times)
+hog_runs() { [ "$(cut -d' ' -f2 "/proc/$hog/stat" 2>/dev/null)" = "(stallcap-spin-n)" ]; }
+wait_until hog_runs
+sleep 0.1
 # the watched one, on CPU 0 too: its 20 ms deadline passes while the hog runs
 stallcap record -o "$work/pre.data" -- taskset -c 0 stallcap-spin-nofp 300 20
 check "record exits 0" [ $? = 0 ]
