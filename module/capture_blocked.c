@@ -14,6 +14,7 @@
  * stack's bounds, and the record says RACED when the thread switched during
  * the capture.
  */
+#include <linux/kasan.h>
 #include <linux/sched.h>
 #include <linux/sched/task_stack.h>
 #include <linux/ktime.h>
@@ -60,6 +61,28 @@ static bool asleep_and_held(struct task_struct *task)
 	return !smp_load_acquire(&task->on_cpu);
 }
 
+/*
+ * A task not held asleep may start running on another CPU during the walk,
+ * and its stack and that stack's KASAN shadow change under the unwinder.
+ * The ORC unwinder reads stack words with READ_ONCE_NOCHECK(), but the mode
+ * of the registers it found on the stack (user_mode()) with a plain load,
+ * which KASAN then reports when a function now running there has laid a
+ * redzone on those bytes (seen on the debug kernel: "out-of-bounds in
+ * unwind_next_frame" during an IPI-mode torture run).  No memory is freed
+ * under the walk (see the top of this file) and a changed stack is marked
+ * RACED: reports are off for it, KASAN's own interface for racy reads.
+ */
+static unsigned int unwind_unheld(struct task_struct *task, u64 *ips,
+				  u32 *flags)
+{
+	unsigned int n;
+
+	kasan_disable_current();
+	n = stallcap_unwind_kernel(task, NULL, ips, flags);
+	kasan_enable_current();
+	return n;
+}
+
 /**
  * stallcap_unwind_off_cpu() - kernel return addresses of a task that is not
  *	current and not on a CPU
@@ -92,7 +115,7 @@ unsigned int stallcap_unwind_off_cpu(struct task_struct *task, u64 *ips,
 		}
 		raw_spin_unlock_irqrestore(&task->pi_lock, irqflags);
 	}
-	return stallcap_unwind_kernel(task, NULL, ips, flags);
+	return unwind_unheld(task, ips, flags);
 }
 
 /**

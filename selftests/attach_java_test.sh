@@ -23,7 +23,7 @@ port=8089
 get() { printf 'GET %s HTTP/1.0\r\n\r\n' "$1" | nc 127.0.0.1 "$port" 2>/dev/null; }
 
 # serve NAME JAVA_FLAGS...: record the server under the flags while it
-# serves 4 /spin requests, writes its perf map, and serves one more
+# serves 5 /spin requests, then has it write its perf map
 serve() {
 	name=$1
 	shift
@@ -39,12 +39,13 @@ serve() {
 	check "$name: the server answers" sh -c "printf 'GET /ok HTTP/1.0\r\n\r\n' | nc 127.0.0.1 $port | grep -q '^ok'"
 	pid=$(pidof java)
 	# hot: the JIT compiles spinFor (an on-stack replacement of its loop first)
-	for k in 1 2 3 4; do get /spin >/dev/null; done
+	for k in 1 2 3 4 5; do get /spin >/dev/null; done
+	# the map of the code as it is after the last request: a compile that
+	# ended during it is in the map too
 	"$J/jcmd" "$pid" Compiler.perfmap >"$work/jcmd.out" 2>&1
 	sed 's/^/# jcmd: /' "$work/jcmd.out"
 	check "$name: the JVM wrote /tmp/perf-$pid.map with spinFor" \
 		grep -q 'StallServer.spinFor' "/tmp/perf-$pid.map"
-	get /spin >/dev/null
 	kill "$pid"
 	wait_record "$rec"
 	sed 's/^/# record: /' "$work/$name.out"
@@ -55,8 +56,8 @@ serve() {
 	stallcap report "$work/$name.data" >"$work/$name.nomap.txt"
 }
 
-# last_stall NAME: the samples of the last stall (the /spin after the perf
-# map was written) into $work/last, shown
+# last_stall NAME: the samples of the last stall (the fifth /spin: by then
+# the JIT has compiled spinFor) into $work/last, shown
 last_stall() {
 	last=$(samples "$work/$1.json" HTTP-Dispatcher | tail -n 1 |
 		sed 's/.*"stall_id":\([0-9]*\),.*/\1/')

@@ -728,7 +728,9 @@ static void one_stall_across(struct __test_metadata *_metadata,
 			continue;
 		EXPECT_EQ((__u32)tid, x->tid) TH_LOG("a sample of another thread");
 		u = sc4_user_frames_of(&self->rs, x);
-		EXPECT_GT(STALLCAP_STATE_SLEEPING, x->state)
+		/* (or exiting: the child's exit, slow on a loaded host, CI76) */
+		EXPECT_TRUE(x->state < STALLCAP_STATE_SLEEPING ||
+			    x->state == STALLCAP_STATE_EXITING)
 			TH_LOG("sample %u of stall %llu: state %u", x->sample_index,
 			       (unsigned long long)x->stall_id, x->state);
 		if (x->stall_id == r->stall_id)

@@ -31,8 +31,16 @@ reports tokio
 
 n_busy=$(grep '"type":"stall"' "$work/tokio.json" | grep -c '"comm":"tokio-runtime-w"')
 check "each /busy is a stall of a worker ($n_busy)" [ "$n_busy" -ge 2 ]
-check "no stall of the main thread parked in block_on (--park)" \
-	sh -c "! grep '\"type\":\"stall\"' $work/tokio.json | grep -q '\"comm\":\"attach_tokio_se\"'"
+# (a stall of its start-up, running, is real: building the runtime, or the
+# main future's first poll inside block_on, 96 and 67 ms on the loaded 5.10
+# and 7.3 guests of CI76)
+in_block_on() {
+	echo "$1" | grep -q '"state":"sleeping"' && usyms "$1" | grep -q block_on
+}
+check "no sample of the main thread parked in block_on (--park)" \
+	eval '! any_sample "$work/tokio.json" attach_tokio_se in_block_on'
+check "the main thread was watched" \
+	grep -q 'watch started at .* (attach_tokio_se) of process' "$work/tokio.txt"
 # the task's frames, demangled: spin_for (frame 0, or under the clock read
 # of its loop) called by handle_busy, under tokio's task poll and worker
 in_task() {

@@ -6,25 +6,45 @@
 # (before, its frames stayed "[unknown]": only watched processes were read),
 # up to the first address outside its code.
 . ./tool_lib.sh
-need stallcap stallcap-spin-nofp python3 taskset
+need stallcap stallcap-spin-nofp python3 taskset mkfifo
 
-# the other program: SCHED_FIFO on CPU 0 for 2.5 s, spinning in fixture_spin
-# (its own session, a 100 s deadline it never misses)
+# The watched program first, on CPU 0, spinning 3 s past its 20 ms
+# deadline; once it runs, the other program: SCHED_FIFO on CPU 0 for 1.5 s
+# (the stall's samples at +0.62 and +1.26 s fall in it), spinning in
+# fixture_spin (its own session, a 100 s deadline it never misses).  Started
+# the other way round, the other program had ended before the watched one
+# began on a loaded host (record's start-up reads the kernel's symbols
+# first: CI73-CI76, the watched program ran its whole stall unpreempted);
+# a SCHED_FIFO task that arrives preempts it at once.  python3 starts
+# beforehand and waits on a fifo, so that its own start-up is not in the
+# way either.
+mkfifo "$work/go"
 python3 -c 'import os, sys
+open(sys.argv[1]).read(1)
 os.sched_setaffinity(0, {0})
 os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
-os.execvp(sys.argv[1], sys.argv[1:])' stallcap-spin-nofp 2500 100000 &
+os.execvp(sys.argv[2], sys.argv[2:])' "$work/go" stallcap-spin-nofp 1500 100000 &
 hog=$!
-# running, once python3 has exec'd it: a fixed wait was too short on a
-# loaded host (CI73: the watched program ran before the other, 3 times)
-hog_runs() { [ "$(cut -d' ' -f2 "/proc/$hog/stat" 2>/dev/null)" = "(stallcap-spin-n)" ]; }
-wait_until hog_runs
+stallcap record -o "$work/pre.data" -- taskset -c 0 stallcap-spin-nofp 3000 20 &
+rec=$!
+# the watched program, once taskset has exec'd it (record's only child)
+watched=
+watched_runs() {
+	for s in /proc/[0-9]*/stat; do
+		set -- $(cat "$s" 2>/dev/null)
+		[ "$2" = "(stallcap-spin-n)" ] && [ "$4" = "$rec" ] &&
+			watched=$1 && return 0
+	done
+	return 1
+}
+wait_until watched_runs
+check "the watched program runs" [ -n "$watched" ]
 sleep 0.1
-# the watched one, on CPU 0 too: its 20 ms deadline passes while the hog runs
-stallcap record -o "$work/pre.data" -- taskset -c 0 stallcap-spin-nofp 300 20
-check "record exits 0" [ $? = 0 ]
+echo go >"$work/go"
 wait "$hog"
 check "the other program exits 0" [ $? = 0 ]
+wait_record "$rec"
+check "record exits 0" [ $? = 0 ]
 reports pre
 check "a sample of the watched program was preempted by the other one" \
 	grep -q "^    ran instead on cpu 0: stallcap-spin-n (tid $hog, SCHED_FIFO" "$work/pre.txt"
