@@ -25,20 +25,20 @@ os.sched_setaffinity(0, {0})
 os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
 os.execvp(sys.argv[2], sys.argv[2:])' "$work/go" stallcap-spin-nofp 1500 100000 &
 hog=$!
+# python3 started, asleep in the fifo's open()
+hog_waits() { [ "$(proc_state "$hog")" = S ]; }
+wait_until hog_waits
 stallcap record -o "$work/pre.data" -- taskset -c 0 stallcap-spin-nofp 3000 20 &
 rec=$!
-# the watched program, once taskset has exec'd it (record's only child)
+# the watched program, once taskset has exec'd it (record's child: a few
+# reads, as a scan of /proc by the shell took 2 s on CPU 0 under TCG)
 watched=
 watched_runs() {
-	for s in /proc/[0-9]*/stat; do
-		set -- $(cat "$s" 2>/dev/null)
-		[ "$2" = "(stallcap-spin-n)" ] && [ "$4" = "$rec" ] &&
-			watched=$1 && return 0
-	done
-	return 1
+	read -r watched _ <"/proc/$rec/task/$rec/children" 2>/dev/null &&
+		[ "$(cut -d' ' -f2 "/proc/$watched/stat" 2>/dev/null)" = "(stallcap-spin-n)" ]
 }
 wait_until watched_runs
-check "the watched program runs" [ -n "$watched" ]
+check "the watched program runs" watched_runs
 sleep 0.1
 echo go >"$work/go"
 wait "$hog"
