@@ -34,7 +34,9 @@ rec=$!
 # reads, as a scan of /proc by the shell took 2 s on CPU 0 under TCG)
 watched=
 watched_runs() {
-	read -r watched _ <"/proc/$rec/task/$rec/children" 2>/dev/null &&
+	watched=$(cat "/proc/$rec/task/$rec/children" 2>/dev/null)
+	watched=${watched%% *}
+	[ -n "$watched" ] &&
 		[ "$(cut -d' ' -f2 "/proc/$watched/stat" 2>/dev/null)" = "(stallcap-spin-n)" ]
 }
 wait_until watched_runs
