@@ -42,7 +42,8 @@ watched_runs() {
 wait_until watched_runs
 check "the watched program runs" watched_runs
 sleep 0.1
-echo go >"$work/go"
+# (a python3 gone would leave the fifo without a reader: no write then)
+! kill -0 "$hog" 2>/dev/null || echo go >"$work/go"
 wait "$hog"
 check "the other program exits 0" [ $? = 0 ]
 wait_record "$rec"
@@ -51,9 +52,10 @@ reports pre
 check "a sample of the watched program was preempted by the other one" \
 	grep -q "^    ran instead on cpu 0: stallcap-spin-n (tid $hog, SCHED_FIFO" "$work/pre.txt"
 # its user frames, innermost first: fixture_spin, named from its own binary
+# (in a sample of it spinning: the first may find it still in ld.so, just
+# exec'd, as on 7.3 in CI77)
 check "the frames of the task that ran instead are resolved in its own program" \
-	sh -c 'grep -A8 "^    ran instead on cpu 0: stallcap-spin-n (tid $1," "$2" |
-	       sed -n "/^      user:/,\$p" | sed -n 2p |
+	sh -c 'grep -A2 "^    ran instead on cpu 0: stallcap-spin-n (tid $1," "$2" |
 	       grep -q "^      #0  0x[0-9a-f]*  fixture_spin+0x[0-9a-f]*  .*stallcap-spin-nofp\$"' \
 	_ "$hog" "$work/pre.txt"
 # the module's frame-pointer walk of a program built without frame pointers
