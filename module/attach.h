@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * stallcap attached watches: STALLCAP_IOC_ATTACH and DETACH (attach.c), who
- * may attach (attach_perm.c), the wait-call probes (attach_wait.c), what
+ * may attach (attach_perm.c), the wait-call probes (attach_wait.c), a
+ * thread's wait call told from its registers (attach_wait_regs.c), what
  * appears after the attach (attach_follow.c), the threads inside a wait
  * call at the attach (attach_resume.c), and the watches' busy and idle
  * periods (watch_attached.c).
  */
 #ifndef STALLCAP_ATTACH_H
 #define STALLCAP_ATTACH_H
+
+#include <linux/errno.h>
+#include <linux/ptrace.h>
 
 #include "stallcap.h"
 
@@ -170,6 +174,7 @@ void stallcap_watch_attached_resumed(const struct stallcap_attach_ent *a,
 				     bool restartable);
 int stallcap_attach_resume_request(struct stallcap_attach_ent *a,
 				   struct task_struct *task);
+bool stallcap_wait_probes_count(long nr, const struct pt_regs *regs, bool park);
 bool stallcap_task_in_wait_call(struct task_struct *task, bool park);
 bool stallcap_task_left_wait_call(struct task_struct *task, bool park);
 void stallcap_attach_resume_init(struct stallcap_attach_ent *a);
@@ -178,5 +183,12 @@ void stallcap_attach_resume_late(struct stallcap_attach_ent *a,
 void stallcap_attach_resume_stop(struct stallcap_attach_ent *a);
 bool stallcap_current_call_returned(void);
 bool stallcap_current_call_restartable(void);
+
+/* A wait call returned: to be resumed by restart_syscall? */
+static inline bool stallcap_returned_restartable(const struct pt_regs *regs)
+{
+	return regs_return_value((struct pt_regs *)regs) ==
+	       -ERESTART_RESTARTBLOCK;
+}
 
 #endif /* STALLCAP_ATTACH_H */

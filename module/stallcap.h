@@ -486,6 +486,7 @@ void stallcap_watches_reap(struct work_struct *work);
 void stallcap_watches_free_doomed(struct work_struct *work);
 enum hrtimer_restart stallcap_watch_timer_fn(struct hrtimer *timer);
 void stallcap_watch_abandon_capture(struct stallcap_watch *w);
+void stallcap_watch_remote_done(struct stallcap_watch *w);
 void stallcap_watch_end_stall(struct stallcap_watch *w, u64 now);
 void stallcap_watch_chain_done(struct stallcap_watch *w, const void *chain,
 			       u32 chain_len, bool raced);

@@ -11,8 +11,10 @@
 #include <linux/ktime.h>
 #include <linux/string.h>
 #include <linux/timekeeping.h>
+#include <asm/processor.h>
 
 #include "stallcap.h"
+#include "capture.h"
 #include "why.h"
 
 /**
@@ -84,4 +86,44 @@ void stallcap_watch_end_stall(struct stallcap_watch *w, u64 now)
 	w->stall_id = 0;
 	w->quiet = false;
 	stallcap_why_rebase(w, now);
+}
+
+/**
+ * stallcap_watch_abandon_capture() - settle a capture in flight
+ * @w: the watch, lock held
+ *
+ * Called when progress, release or exit comes while an NMI/IPI capture is
+ * pending: the record reserved for it must still be committed.  Waits (a
+ * bounded few microseconds) only for a handler that already claimed it.
+ */
+void stallcap_watch_abandon_capture(struct stallcap_watch *w)
+{
+	struct stallcap_capture_req *req = &w->req;
+	struct stallcap_sample *d = &req->draft;
+	struct stallcap_rec_writer wr;
+
+	if (w->state != WATCH_CAPTURING)
+		return;
+	if (req->cpu >= 0 && !stallcap_remote_revoke(req)) {
+		/*
+		 * The handler claimed it: it finishes in microseconds; its
+		 * irq_work may be held off longer: then it is completed here.
+		 */
+		while (smp_load_acquire(&req->result) == CAPTURE_PENDING &&
+		       !stallcap_tail_steal(req, true))
+			cpu_relax();
+		if (req->result == CAPTURE_DONE) {
+			stallcap_watch_remote_done(w);
+			return;
+		}
+		stallcap_capture_buf_release(req);	/* a runner, unread */
+	}
+	stallcap_sample_stamp(d);
+	stallcap_rec_begin(&wr, d, req->draft_room);
+	d->path = stallcap_use_nmi ? STALLCAP_PATH_NMI : STALLCAP_PATH_IPI;
+	d->state = STALLCAP_STATE_RUNNING;	/* it was, on another CPU */
+	d->flags |= STALLCAP_SAMPLE_ABANDONED;
+	d->migrate_retries = req->retries;
+	stallcap_sample_finish(w, d, req->draft_room, req->rec, wr.len,
+			       d->capture_ns, false);
 }

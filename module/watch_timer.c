@@ -21,9 +21,7 @@
  * CPU: a capture on another CPU is requested, then polled on a later expiry.
  */
 #include <linux/hrtimer.h>
-#include <linux/kernel_stat.h>
 #include <linux/sched.h>
-#include <linux/sched/clock.h>
 #include <linux/ktime.h>
 #include <linux/timekeeping.h>
 #include <asm/irq_regs.h>
@@ -41,62 +39,6 @@ static u32 migrate_retries(void)
 {
 	return min_t(u32, READ_ONCE(stallcap_migrate_retries),
 		     MAX_MIGRATE_RETRIES);
-}
-
-/*
- * How far the scheduler's task clock, in which exec_start is, runs behind
- * sched_clock on @cpu: by the CPU's interrupt time since boot with
- * CONFIG_IRQ_TIME_ACCOUNTING, its steal time with
- * CONFIG_PARAVIRT_TIME_ACCOUNTING (seconds, on a machine up for days).
- * The totals of kernel_cpustat: at least what the task clock left out
- * (ksoftirqd's own time is in them too), so that a slice measured with
- * this lag is never longer than the real one, at worst cut to nothing.
- */
-static u64 task_clock_lag(int cpu)
-{
-	const u64 *cpustat = kcpustat_cpu(cpu).cpustat;
-	u64 lag = 0;
-
-	if (IS_ENABLED(CONFIG_IRQ_TIME_ACCOUNTING))
-		lag += READ_ONCE(cpustat[CPUTIME_IRQ]) +
-		       READ_ONCE(cpustat[CPUTIME_SOFTIRQ]);
-	if (IS_ENABLED(CONFIG_PARAVIRT_TIME_ACCOUNTING))
-		lag += READ_ONCE(cpustat[CPUTIME_STEAL]);
-	return lag;
-}
-
-/**
- * stallcap_task_cputime() - CPU time of @task, including the part that the
- * scheduler has not yet added to sum_exec_runtime while it runs
- * @task: the thread
- *
- * Context: any, NMI included (loads only).
- */
-u64 stallcap_task_cputime(struct task_struct *task)
-{
-	u64 sum = READ_ONCE(task->se.sum_exec_runtime), start, now;
-	int tries = 3;
-
-	if (task != current && !READ_ONCE(task->on_cpu))
-		return sum;
-	/*
-	 * sum and exec_start as of one accounting: the scheduler moves
-	 * exec_start, then adds the slice to sum (from a tick on top of us,
-	 * or on the task's CPU); a sum older than exec_start would lose that
-	 * slice and later blame it on the thread.
-	 */
-	do {
-		start = READ_ONCE(task->se.exec_start);
-		sum = READ_ONCE(task->se.sum_exec_runtime);
-	} while (start != READ_ONCE(task->se.exec_start) && --tries);
-	now = sched_clock_cpu(task_cpu(task));
-	now -= min(now, task_clock_lag(task_cpu(task)));
-	/*
-	 * The slice since the scheduler last accounted it: usually under a
-	 * tick, but ticks come late on a loaded (or emulated) machine, and a
-	 * cap below the real slice would blame a thread that then sleeps.
-	 */
-	return now > start ? sum + min_t(u64, now - start, NSEC_PER_SEC) : sum;
 }
 
 /* The watch's thread now runs another program (exec): stop capturing it. */
@@ -332,8 +274,12 @@ static enum hrtimer_restart take_sample(struct stallcap_watch *w, u64 now)
 	return next_sample(w, now);
 }
 
-/* A capture on another CPU is done: mirror its kernel copy, free its buffer. */
-static void remote_done(struct stallcap_watch *w)
+/**
+ * stallcap_watch_remote_done() - a capture on another CPU is done: mirror
+ * its kernel copy, free its buffer
+ * @w: the watch, lock held
+ */
+void stallcap_watch_remote_done(struct stallcap_watch *w)
 {
 	struct stallcap_capture_req *req = &w->req;
 	void *buf = stallcap_capture_buf_held(req);
@@ -366,7 +312,7 @@ static enum hrtimer_restart poll_remote(struct stallcap_watch *w, u64 now)
 	stallcap_tail_steal(req, false);
 	result = smp_load_acquire(&req->result);	/* pairs with the handler */
 	if (result == CAPTURE_DONE) {
-		remote_done(w);
+		stallcap_watch_remote_done(w);
 		return next_sample(w, now);
 	}
 	if (result == CAPTURE_MISMATCH && req->for_runner &&
@@ -572,46 +518,6 @@ out:
 	raw_spin_unlock(&w->lock);
 	stallcap_own_irq_exit();
 	return ret;
-}
-
-/**
- * stallcap_watch_abandon_capture() - settle a capture in flight
- * @w: the watch, lock held
- *
- * Called when progress, release or exit comes while an NMI/IPI capture is
- * pending: the record reserved for it must still be committed.  Waits (a
- * bounded few microseconds) only for a handler that already claimed it.
- */
-void stallcap_watch_abandon_capture(struct stallcap_watch *w)
-{
-	struct stallcap_capture_req *req = &w->req;
-	struct stallcap_sample *d = &req->draft;
-	struct stallcap_rec_writer wr;
-
-	if (w->state != WATCH_CAPTURING)
-		return;
-	if (req->cpu >= 0 && !stallcap_remote_revoke(req)) {
-		/*
-		 * The handler claimed it: it finishes in microseconds; its
-		 * irq_work may be held off longer: then it is completed here.
-		 */
-		while (smp_load_acquire(&req->result) == CAPTURE_PENDING &&
-		       !stallcap_tail_steal(req, true))
-			cpu_relax();
-		if (req->result == CAPTURE_DONE) {
-			remote_done(w);
-			return;
-		}
-		stallcap_capture_buf_release(req);	/* a runner, unread */
-	}
-	stallcap_sample_stamp(d);
-	stallcap_rec_begin(&wr, d, req->draft_room);
-	d->path = stallcap_use_nmi ? STALLCAP_PATH_NMI : STALLCAP_PATH_IPI;
-	d->state = STALLCAP_STATE_RUNNING;	/* it was, on another CPU */
-	d->flags |= STALLCAP_SAMPLE_ABANDONED;
-	d->migrate_retries = req->retries;
-	stallcap_sample_finish(w, d, req->draft_room, req->rec, wr.len,
-			       d->capture_ns, false);
 }
 
 /**

@@ -212,6 +212,62 @@ static void snap_cpu(int cpu, struct stallcap_times_snap *sn)
 	}
 }
 
+/*
+ * How far the scheduler's task clock, in which exec_start is, runs behind
+ * sched_clock on @cpu: by the CPU's interrupt time since boot with
+ * CONFIG_IRQ_TIME_ACCOUNTING, its steal time with
+ * CONFIG_PARAVIRT_TIME_ACCOUNTING (seconds, on a machine up for days).
+ * The totals of kernel_cpustat: at least what the task clock left out
+ * (ksoftirqd's own time is in them too), so that a slice measured with
+ * this lag is never longer than the real one, at worst cut to nothing.
+ */
+static u64 task_clock_lag(int cpu)
+{
+	const u64 *cpustat = kcpustat_cpu(cpu).cpustat;
+	u64 lag = 0;
+
+	if (IS_ENABLED(CONFIG_IRQ_TIME_ACCOUNTING))
+		lag += READ_ONCE(cpustat[CPUTIME_IRQ]) +
+		       READ_ONCE(cpustat[CPUTIME_SOFTIRQ]);
+	if (IS_ENABLED(CONFIG_PARAVIRT_TIME_ACCOUNTING))
+		lag += READ_ONCE(cpustat[CPUTIME_STEAL]);
+	return lag;
+}
+
+/**
+ * stallcap_task_cputime() - CPU time of @task, including the part that the
+ * scheduler has not yet added to sum_exec_runtime while it runs
+ * @task: the thread
+ *
+ * Context: any, NMI included (loads only).
+ */
+u64 stallcap_task_cputime(struct task_struct *task)
+{
+	u64 sum = READ_ONCE(task->se.sum_exec_runtime), start, now;
+	int tries = 3;
+
+	if (task != current && !READ_ONCE(task->on_cpu))
+		return sum;
+	/*
+	 * sum and exec_start as of one accounting: the scheduler moves
+	 * exec_start, then adds the slice to sum (from a tick on top of us,
+	 * or on the task's CPU); a sum older than exec_start would lose that
+	 * slice and later blame it on the thread.
+	 */
+	do {
+		start = READ_ONCE(task->se.exec_start);
+		sum = READ_ONCE(task->se.sum_exec_runtime);
+	} while (start != READ_ONCE(task->se.exec_start) && --tries);
+	now = sched_clock_cpu(task_cpu(task));
+	now -= min(now, task_clock_lag(task_cpu(task)));
+	/*
+	 * The slice since the scheduler last accounted it: usually under a
+	 * tick, but ticks come late on a loaded (or emulated) machine, and a
+	 * cap below the real slice would blame a thread that then sleeps.
+	 */
+	return now > start ? sum + min_t(u64, now - start, NSEC_PER_SEC) : sum;
+}
+
 /**
  * stallcap_times_snap() - read @task's counters now
  * @task: the watched thread (a reference held)

@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stallcap stacks: a task's kernel return addresses with the ORC unwinder,
+ * the registers an interrupt interrupted, and the user stack of the
+ * current thread, its return addresses by frame pointers and its resident
+ * bytes.  Used by every capture path (capture.c, capture_blocked.c, the
+ * deferred and tail captures): NMI-safe unless told it may fault.
+ */
+#include <linux/mm.h>
+#include <linux/ptrace.h>
+#include <linux/sched.h>
+#include <linux/sched/task_stack.h>
+#include <linux/uaccess.h>
+#include <asm/unwind.h>
+
+#include "compat.h"
+#include "stallcap.h"
+#include "capture.h"
+
+/*
+ * Another task that is running or runnable (woken while it is unwound, or
+ * preempted) with a return trampoline on its stack (inside a probed wait
+ * call): the next step may reach the trampoline, whose lookup warns and
+ * fails for such a task.  Checked before each step when the task could not
+ * be held asleep (see stallcap_unwind_off_cpu()).
+ */
+static bool unwind_must_stop(struct task_struct *task)
+{
+	return task != current &&
+	       stallcap_task_state(task) == TASK_RUNNING &&
+	       stallcap_task_has_rethooks(task);
+}
+
+/*
+ * Has the unwind of @task's kernel stack reached the registers of its entry
+ * from user mode?  They are at the top of its stack (task_pt_regs()): an
+ * address that merely looks like user mode elsewhere is not its end.
+ */
+static bool unwind_reached_user(struct unwind_state *state,
+				struct task_struct *task)
+{
+	struct pt_regs *regs = unwind_get_entry_regs(state, NULL);
+
+	return regs && regs == task_pt_regs(task) && user_mode(regs);
+}
+
+/*
+ * Did the unwind of a thread's kernel stack end on an error before it reached
+ * the registers of its entry from user mode?  (Before 5.16 the ORC unwinder
+ * stops so at a kretprobe's trampoline, whose return address it cannot find.)
+ * An error it recovered from, reaching user mode after all, cut nothing.
+ */
+static bool unwind_ended_early(struct unwind_state *state)
+{
+	struct pt_regs *regs = unwind_get_entry_regs(state, NULL);
+
+	return unwind_error(state) && !(regs && user_mode(regs));
+}
+
+/**
+ * stallcap_unwind_kernel() - kernel return addresses with the ORC unwinder
+ * @task: the task (current, or a task that is not running)
+ * @regs: interrupted kernel registers, or NULL for a sleeping task
+ * @ips: output, room for STALLCAP_MAX_FRAMES
+ * @flags: STALLCAP_SAMPLE_KSTACK_TRUNC is set when frames were left out
+ *
+ * Frame 0 of an interrupted context is the interrupted instruction itself:
+ * unwind_start() with registers steps over the register frame (as
+ * arch_stack_walk() knows, which stores regs->ip first), so it is stored
+ * here before the unwinder's first return address.  An NMI that lands in an
+ * interrupt's entry code between its error_entry() call and the register
+ * frame's unwind hint (seen on 7.2: k0 asm_sysvec_apic_timer_interrupt, the
+ * ORC data there describing the stack before the call) sends the unwinder
+ * to an address that is not kernel text: the stack is cut there and says so.
+ * Where the entry from user mode has not begun to use the thread's kernel
+ * stack, frame 0 is the whole stack; on the CPU's entry stack the entry code
+ * is (capture_entry.c): neither is cut.
+ *
+ * Return: number of addresses stored.
+ */
+unsigned int stallcap_unwind_kernel(struct task_struct *task,
+				    struct pt_regs *regs, u64 *ips, u32 *flags)
+{
+	struct unwind_state state;
+	unsigned int n = 0;
+	unsigned long addr;
+	bool entry = false;
+
+	if (regs && !user_mode(regs)) {
+		ips[n++] = regs->ip;
+		if (stallcap_kernel_stack_unused(regs))
+			return n;
+		entry = stallcap_kernel_on_entry_stack(regs);
+	}
+	for (unwind_start(&state, task, regs, NULL); !unwind_done(&state);
+	     unwind_next_frame(&state)) {
+		addr = unwind_get_return_address(&state);
+		if (!addr) {
+			/* user mode, or else the unwinder lost its way */
+			if (!entry && !unwind_reached_user(&state, task))
+				*flags |= STALLCAP_SAMPLE_KSTACK_TRUNC;
+			break;
+		}
+		if (n == STALLCAP_MAX_FRAMES || unwind_must_stop(task)) {
+			*flags |= STALLCAP_SAMPLE_KSTACK_TRUNC;
+			break;
+		}
+		ips[n++] = addr;
+	}
+	if (!entry && unwind_ended_early(&state))
+		*flags |= STALLCAP_SAMPLE_KSTACK_TRUNC;
+	return n;
+}
+
+/**
+ * stallcap_interrupted_regs() - registers of the context this interrupt
+ * interrupted, found by unwinding up to the first interrupt frame
+ *
+ * For a call-function IPI (x86 sets no irq regs for it) and as a fallback
+ * when get_irq_regs() has none.  Return: NULL when there is none.
+ */
+struct pt_regs *stallcap_interrupted_regs(void)
+{
+	struct unwind_state state;
+	struct pt_regs *regs;
+
+	for (unwind_start(&state, current, NULL, NULL); !unwind_done(&state);
+	     unwind_next_frame(&state)) {
+		regs = unwind_get_entry_regs(&state, NULL);
+		if (regs)
+			return regs;
+	}
+	return NULL;
+}
+
+static bool read_user_frame(unsigned long frame[2], unsigned long fp,
+			    bool may_fault)
+{
+	const void __user *p = (const void __user *)fp;
+
+	if (may_fault)
+		return !copy_from_user(frame, p, 2 * sizeof(*frame));
+	return stallcap_user_access_okay() &&
+	       !copy_from_user_nofault(frame, p, 2 * sizeof(*frame));
+}
+
+/**
+ * stallcap_walk_user_frames() - user return addresses by frame pointers
+ * @uregs: the user registers (frame 0 is their ip)
+ * @ips: output, room for STALLCAP_MAX_FRAMES
+ * @flags: gets STALLCAP_SAMPLE_USTACK_FAULT / _TRUNC
+ * @may_fault: in the thread's own context with faults allowed (deferred
+ *	capture); else any context, NMI included, resident memory only
+ *
+ * Return: number of addresses stored.
+ */
+unsigned int stallcap_walk_user_frames(const struct pt_regs *uregs, u64 *ips,
+				       u32 *flags, bool may_fault)
+{
+	unsigned long fp = uregs->bp, frame[2];
+	unsigned int n = 0;
+
+	ips[n++] = uregs->ip;
+	while (fp && !(fp & 7) && fp >= uregs->sp) {
+		if (!read_user_frame(frame, fp, may_fault)) {
+			*flags |= STALLCAP_SAMPLE_USTACK_FAULT;
+			break;
+		}
+		if (!frame[1])
+			break;
+		if (n == STALLCAP_MAX_FRAMES) {
+			*flags |= STALLCAP_SAMPLE_USTACK_TRUNC;
+			break;
+		}
+		ips[n++] = frame[1];
+		if (frame[0] <= fp)
+			break;
+		fp = frame[0];
+		if (may_fault)
+			cond_resched();
+	}
+	return n;
+}
+
+/**
+ * stallcap_copy_user_stack() - copy the resident user stack above @sp
+ * @sp: the user stack pointer
+ * @dst: output, room for @want bytes
+ * @want: bytes wanted
+ * @flags: gets STALLCAP_SAMPLE_COPY_PARTIAL when a page could not be read
+ *
+ * Context: any, NMI included (no fault is taken: pages not resident end it).
+ * Return: bytes copied, a multiple of 8.
+ */
+u32 stallcap_copy_user_stack(unsigned long sp, u8 *dst, u32 want, u32 *flags)
+{
+	u32 done = 0, chunk;
+	unsigned long addr;
+
+	if (!stallcap_user_access_okay()) {
+		*flags |= STALLCAP_SAMPLE_COPY_PARTIAL;
+		return 0;
+	}
+	while (done < want) {
+		addr = sp + done;
+		chunk = min_t(u32, want - done, PAGE_SIZE - offset_in_page(addr));
+		if (copy_from_user_nofault(dst + done,
+					   (const void __user *)addr, chunk))
+			break;
+		done += chunk;
+	}
+	done &= ~7U;
+	if (done < want)
+		*flags |= STALLCAP_SAMPLE_COPY_PARTIAL;
+	return done;
+}
+
+/*
+ * User registers of @task, or NULL for kernel threads, 32-bit tasks, and a
+ * task whose address space is no longer @mm (it is exec'ing another program).
+ */
+struct pt_regs *stallcap_user_regs_of(struct task_struct *task,
+				      const struct mm_struct *mm)
+{
+	struct pt_regs *uregs;
+
+	if (task->flags & (PF_KTHREAD | PF_EXITING) || !task->mm ||
+	    READ_ONCE(task->mm) != mm)
+		return NULL;
+	uregs = task_pt_regs(task);
+	return user_64bit_mode(uregs) ? uregs : NULL;
+}
