@@ -56,11 +56,14 @@ serve() {
 	stallcap report "$work/$name.data" >"$work/$name.nomap.txt"
 }
 
-# last_stall NAME: the samples of the last stall (the fifth /spin: by then
-# the JIT has compiled spinFor) into $work/last, shown
+# last_stall NAME: the samples of the last stall of a /spin (the fifth: by
+# then the JIT has compiled spinFor) into $work/last, shown.  A /spin's
+# stall is 250 ms over the deadline; not one of a few ms, which jcmd's
+# start-up may cause after it (jcmd runs on the dispatcher's CPU)
 last_stall() {
-	last=$(samples "$work/$1.json" HTTP-Dispatcher | tail -n 1 |
-		sed 's/.*"stall_id":\([0-9]*\),.*/\1/')
+	last=$(grep '"type":"stall"' "$work/$1.json" | grep '"comm":"HTTP-Dispatcher"' |
+		awk -F'"over_ns":' '{ split($2, v, /[,}]/); if (v[1] >= 150000000) print }' |
+		tail -n 1 | sed 's/.*"stall_id":\([0-9]*\),.*/\1/')
 	samples "$work/$1.json" HTTP-Dispatcher | grep "\"stall_id\":$last," >"$work/last"
 	while read -r line; do
 		echo "# stall $last: $(uframes "$line" | head -n 24 | cut -c1-48 | tr '\t\n' '@|')"

@@ -668,7 +668,11 @@ TEST_F(why, page_faults_served_slowly)
 	ASSERT_EQ(0, ioctl(pg.uffd, UFFDIO_REGISTER, &reg));
 	ASSERT_EQ(0, pthread_create(&pg.th, NULL, pager_fn, &pg));
 
-	/* a loaded TCG host may serve no fault in 40 ms: up to 3 rounds */
+	/*
+	 * A loaded TCG host may serve no fault in 40 ms, or spend the 40 ms
+	 * emulating the faults' kernel work rather than waiting for the
+	 * pager (CI77, 6.1: 8.2 ms asleep, 40.3 on CPU): up to 3 rounds.
+	 */
 	for (attempt = 0; attempt < 3; attempt++) {
 		ASSERT_EQ(0, madvise((void *)mem, PAGER_PAGES * pg.psize,
 				     MADV_DONTNEED));
@@ -681,14 +685,14 @@ TEST_F(why, page_faults_served_slowly)
 		why_log_sample(smp);
 		t = why_section(smp, STALLCAP_SEC_TIMES, 0);
 		ASSERT_NE(NULL, t);
-		if (t->maj_flt + t->min_flt >= 2)
+		span = smp->capture_ns - t->since_ns;
+		if (t->maj_flt + t->min_flt >= 2 && t->sleep_ns >= span / 4)
 			break;
 	}
 	pg.stop = 1;
 	pthread_join(pg.th, NULL);
 	ASSERT_NE(0ULL, t->valid & (1ULL << STALLCAP_TIME_MAJ_FLT));
 	ASSERT_NE(0ULL, t->valid & (1ULL << STALLCAP_TIME_SLEEP));
-	span = smp->capture_ns - t->since_ns;
 	ASSERT_NE(0ULL, t->valid & (1ULL << STALLCAP_TIME_MIN_FLT));
 	/* faults served after 2 ms each over at least 40 ms: a few at least */
 	ASSERT_GE(t->maj_flt + t->min_flt, 2ULL);
@@ -859,7 +863,7 @@ static void *kholder_fn(void *arg)
  */
 static bool ksym_any_is(const uint64_t *ips, unsigned int n, const char *name)
 {
-	char line[512], sym[256], best[STALLCAP_MAX_FRAMES][64] = { { 0 } };
+	char line[512], sym[256], best[STALLCAP_MAX_FRAMES][256] = { { 0 } };
 	unsigned long long addr, best_addr[STALLCAP_MAX_FRAMES] = { 0 };
 	FILE *f = fopen("/proc/kallsyms", "r");
 	unsigned int i;
