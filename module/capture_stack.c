@@ -133,15 +133,52 @@ struct pt_regs *stallcap_interrupted_regs(void)
 	return NULL;
 }
 
+/*
+ * The two words of the frame at @fp: from @remote's memory (process
+ * context), or the current thread's, faulting pages in when @may_fault,
+ * else resident pages only (any context, NMI included).
+ */
 static bool read_user_frame(unsigned long frame[2], unsigned long fp,
-			    bool may_fault)
+			    struct task_struct *remote, bool may_fault)
 {
 	const void __user *p = (const void __user *)fp;
+	const int len = 2 * sizeof(*frame);
 
+	if (remote)
+		return access_process_vm(remote, fp, frame, len, 0) == len;
 	if (may_fault)
-		return !copy_from_user(frame, p, 2 * sizeof(*frame));
+		return !copy_from_user(frame, p, len);
 	return stallcap_user_access_okay() &&
-	       !copy_from_user_nofault(frame, p, 2 * sizeof(*frame));
+	       !copy_from_user_nofault(frame, p, len);
+}
+
+static unsigned int walk_user_frames(const struct pt_regs *uregs, u64 *ips,
+				     u32 *flags, struct task_struct *remote,
+				     bool may_fault)
+{
+	unsigned long fp = uregs->bp, frame[2];
+	unsigned int n = 0;
+
+	ips[n++] = uregs->ip;
+	while (fp && !(fp & 7) && fp >= uregs->sp) {
+		if (!read_user_frame(frame, fp, remote, may_fault)) {
+			*flags |= STALLCAP_SAMPLE_USTACK_FAULT;
+			break;
+		}
+		if (!frame[1])
+			break;
+		if (n == STALLCAP_MAX_FRAMES) {
+			*flags |= STALLCAP_SAMPLE_USTACK_TRUNC;
+			break;
+		}
+		ips[n++] = frame[1];
+		if (frame[0] <= fp)
+			break;
+		fp = frame[0];
+		if (remote || may_fault)
+			cond_resched();
+	}
+	return n;
 }
 
 /**
@@ -157,29 +194,26 @@ static bool read_user_frame(unsigned long frame[2], unsigned long fp,
 unsigned int stallcap_walk_user_frames(const struct pt_regs *uregs, u64 *ips,
 				       u32 *flags, bool may_fault)
 {
-	unsigned long fp = uregs->bp, frame[2];
-	unsigned int n = 0;
+	return walk_user_frames(uregs, ips, flags, NULL, may_fault);
+}
 
-	ips[n++] = uregs->ip;
-	while (fp && !(fp & 7) && fp >= uregs->sp) {
-		if (!read_user_frame(frame, fp, may_fault)) {
-			*flags |= STALLCAP_SAMPLE_USTACK_FAULT;
-			break;
-		}
-		if (!frame[1])
-			break;
-		if (n == STALLCAP_MAX_FRAMES) {
-			*flags |= STALLCAP_SAMPLE_USTACK_TRUNC;
-			break;
-		}
-		ips[n++] = frame[1];
-		if (frame[0] <= fp)
-			break;
-		fp = frame[0];
-		if (may_fault)
-			cond_resched();
-	}
-	return n;
+/**
+ * stallcap_remote_user_frames() - user return addresses of a task that is
+ *	not current, by frame pointers
+ * @task: the task (blocked in the kernel: its user registers hold)
+ * @uregs: its user registers
+ * @ips: output, room for STALLCAP_MAX_FRAMES
+ * @flags: gets STALLCAP_SAMPLE_USTACK_FAULT or _TRUNC when the walk stops
+ *	on an unreadable frame or on the room
+ *
+ * Context: process, may sleep (access_process_vm()).
+ * Return: number of addresses stored, the first one @uregs->ip.
+ */
+unsigned int stallcap_remote_user_frames(struct task_struct *task,
+					 const struct pt_regs *uregs, u64 *ips,
+					 u32 *flags)
+{
+	return walk_user_frames(uregs, ips, flags, task, false);
 }
 
 /**

@@ -206,46 +206,6 @@ bool stallcap_task_user_regs(struct task_struct *task, struct pt_regs *regs)
 	return user_64bit_mode(regs);
 }
 
-/**
- * stallcap_remote_user_frames() - user return addresses of a task that is
- *	not current, by frame pointers
- * @task: the task (blocked in the kernel: its user registers hold)
- * @uregs: its user registers
- * @ips: output, room for STALLCAP_MAX_FRAMES
- * @flags: gets STALLCAP_SAMPLE_USTACK_FAULT or _TRUNC when the walk stops
- *	on an unreadable frame or on the room
- *
- * Context: process, may sleep (access_process_vm()).
- * Return: number of addresses stored, the first one @uregs->ip.
- */
-unsigned int stallcap_remote_user_frames(struct task_struct *task,
-					 const struct pt_regs *uregs, u64 *ips,
-					 u32 *flags)
-{
-	unsigned long fp = uregs->bp, frame[2];
-	unsigned int n = 0;
-
-	ips[n++] = uregs->ip;
-	while (fp && !(fp & 7) && fp >= uregs->sp) {
-		if (access_process_vm(task, fp, frame, sizeof(frame), 0) !=
-		    sizeof(frame)) {
-			*flags |= STALLCAP_SAMPLE_USTACK_FAULT;
-			break;
-		}
-		if (!frame[1])
-			break;
-		if (n == STALLCAP_MAX_FRAMES) {
-			*flags |= STALLCAP_SAMPLE_USTACK_TRUNC;
-			break;
-		}
-		ips[n++] = frame[1];
-		if (frame[0] <= fp)
-			break;
-		fp = frame[0];
-	}
-	return n;
-}
-
 /* User frames of a task blocked in the kernel, by frame pointers. */
 static unsigned int owner_user_frames(struct task_struct *task, u64 *ips)
 {
