@@ -31,6 +31,33 @@ void hint_no_watch(__u64 records)
 }
 
 /*
+ * User frames in files that carry no symbol for them (a distribution's
+ * stripped binaries and libraries keep only their exported names) and no
+ * debug file found by build-id or debug link: where names would come from.
+ */
+void hint_unnamed(const struct resolver *r)
+{
+	char files[1024] = "";
+	size_t len = 0;
+	unsigned int i;
+
+	if (!r->nr_unnamed_files)
+		return;
+	for (i = 0; i < r->nr_unnamed_files && len < sizeof(files); i++)
+		len += (size_t)snprintf(files + len, sizeof(files) - len, "%s%s", i ? ", " : "",
+					r->unnamed_files[i]);
+	warnx_("hint: user frames in %s%s have no name: %s no symbol for them and no "
+	       "debug file of %s was found; install %s debug symbols (on Debian the "
+	       "package's -dbgsym or -dbg package: under /usr/lib/debug, where stallcap "
+	       "looks by build-id), or give a directory holding them with --symfs DIR",
+	       files, r->more_unnamed_files ? " and others" : "",
+	       r->nr_unnamed_files > 1 || r->more_unnamed_files ? "those files carry" :
+	       "the file carries",
+	       r->nr_unnamed_files > 1 || r->more_unnamed_files ? "them" : "it",
+	       r->nr_unnamed_files > 1 || r->more_unnamed_files ? "their" : "its");
+}
+
+/*
  * @futex of the @stalls stalls of attached threads (without --park) found
  * their thread waiting on a futex at their first sample: idle workers of a
  * pool or a thread cache (MariaDB's between connections, a runtime's)

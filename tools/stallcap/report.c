@@ -365,6 +365,7 @@ void report_finish(struct report *rp, bool failed)
 	if (rp->evicted)
 		warnx_("%llu stalls let go before their end (over --max-stalls %u held)",
 		       (unsigned long long)rp->evicted, rp->max_stalls);
+	hint_unnamed(&rp->r);
 }
 
 void report_init(struct report *rp)

@@ -283,6 +283,29 @@ static void jit_end(struct resolver *r, __u32 pid, struct sc_rsample *c)
 		c->ustop.end = UNWIND_END_JIT;
 }
 
+/* Note the files of @f's frames that no symbol names, for hint_unnamed(). */
+static void note_unnamed(struct resolver *r, const struct sc_frame *f, int n)
+{
+	unsigned int k;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (!f[i].unnamed)
+			continue;
+		for (k = 0; k < r->nr_unnamed_files; k++)
+			if (!strcmp(r->unnamed_files[k], f[i].dso))
+				break;
+		if (k < r->nr_unnamed_files)
+			continue;
+		if (k == RESOLVER_UNNAMED_FILES) {
+			r->more_unnamed_files = true;
+			continue;
+		}
+		snprintf(r->unnamed_files[k], sizeof(r->unnamed_files[k]), "%s", f[i].dso);
+		r->nr_unnamed_files++;
+	}
+}
+
 /* Resolve @m into rs->cur, in the stall's reused frame buffers. */
 static void resolve_sample(struct sc_rstall *rs, const struct sc_sample *m)
 {
@@ -301,9 +324,11 @@ static void resolve_sample(struct sc_rstall *rs, const struct sc_sample *m)
 	c->nu = resolve_user(r, uv->s.pid, rs->rbuf, i, c->uf);
 	jit_end(r, uv->s.pid, c);
 	go_stack_switch_end(c);
+	note_unnamed(r, c->uf, c->nu);
 	for (i = 0; i < (int)m->v.nr_tasks && i < STALLCAP_VIEW_MAX_TASKS; i++) {
 		c->tasks[i].f = rs->tbuf[i];
 		resolve_task(rs, &m->v.tasks[i], &c->tasks[i]);
+		note_unnamed(r, c->tasks[i].f + c->tasks[i].nk, c->tasks[i].nu);
 	}
 }
 

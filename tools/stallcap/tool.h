@@ -275,6 +275,8 @@ struct sc_frame {
 				 * before the frame of the function it is in */
 	bool signal_frame;	/* the signal return trampoline (DWARF): the
 				 * next frame is where the signal came */
+	bool unnamed;		/* user: in a file read, in no symbol it (or a
+				 * debug file of it) carries */
 };
 
 /* ---- display names: unversioned, demangled (names.c) ---- */
@@ -519,6 +521,8 @@ struct sc_rstall {
 	bool rt_known;		/* rt_offset_ns is known */
 };
 
+#define RESOLVER_UNNAMED_FILES	4
+
 struct resolver {
 	struct ksyms *ks;		/* from the file / collector */
 	struct ksyms *live;		/* kallsyms fallback, loaded on a miss */
@@ -528,6 +532,10 @@ struct resolver {
 	unsigned int unwind_flags;
 	__s64 rt_offset_ns;		/* the recording's realtime offset */
 	bool rt_offset_known;		/* (fallback for records without one) */
+	/* files holding user frames that no symbol names (hint_unnamed()) */
+	char unnamed_files[RESOLVER_UNNAMED_FILES][256];
+	unsigned int nr_unnamed_files;
+	bool more_unnamed_files;
 };
 
 /** resolve_stall() - start resolving @st (nothing is resolved yet); 0 or -ENOMEM. */
@@ -705,6 +713,7 @@ void hint_lost(__u64 lost);
 void hint_kallsyms(int err);
 void hint_no_watch(__u64 records);
 void hint_park(__u64 futex, __u64 stalls);
+void hint_unnamed(const struct resolver *r);
 
 /* ---- subcommands ---- */
 

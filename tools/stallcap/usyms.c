@@ -513,6 +513,8 @@ static void usyms_resolve_elf(struct usyms *u, __u32 pid, struct sc_frame *f)
 	if (ai->sym) {
 		f->sym = ai->sym;
 		f->off = f->addr - ai->sym_start;
+	} else {
+		f->unnamed = f->dso && f->dso[0] == '/';
 	}
 	f->file = ai->file;
 	f->line = ai->line;

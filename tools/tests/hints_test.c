@@ -65,6 +65,62 @@ TEST(no_module_hint_and_old_file_kept)
 	EXPECT_EQ(2 << 8, run("record --bogus -- true", out, sizeof(out)));
 }
 
+/*
+ * A stall of @bin (a fixture: its four functions' addresses on its first
+ * line), reported: `report` and its hints into @out.
+ */
+static int report_fixture(const char *bin, char *out, size_t len)
+{
+	char dir[] = "/tmp/stallcap-unnamed-XXXXXX", data[128], args[256];
+	struct sc_proc *p = NULL;
+	struct fixture fx;
+	int ret;
+
+	if (!mkdtemp(dir))
+		return -errno;
+	snprintf(data, sizeof(data), "%s/stall.data", dir);
+	ret = fixture_start(fixture_path(bin), &fx);
+	if (ret)
+		goto out;
+	ret = procmaps_snapshot((__u32)fx.pid, NULL, &p);
+	program_kill(fx.pid);
+	if (!ret) {
+		__u64 ips[4] = { fx.spin + 4, fx.level2 + 8, fx.level1 + 8, fx.main_ + 8 };
+
+		ret = write_fp_stall(data, p, "fixture", ips, ARRAY_SIZE(ips));
+	}
+	sc_proc_free(p);
+	if (!ret) {
+		snprintf(args, sizeof(args), "report %s", data);
+		ret = run(args, out, len);
+	}
+	unlink(data);
+out:
+	rmdir(dir);
+	return ret;
+}
+
+/*
+ * A program shipped without its symbol table (as a distribution ships it):
+ * its frames have no name, and the report says where names would come from,
+ * naming the file; not when the file has its symbols.
+ */
+TEST(unnamed_frames_name_their_file)
+{
+	char out[16384];
+
+	ASSERT_EQ(0, report_fixture("fixture-stripped", out, sizeof(out)));
+	EXPECT_EQ(NULL, strstr(out, "fixture_spin")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "hint: user frames in ")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "/fixture-stripped have no name: the file carries no "
+			       "symbol for them")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "-dbgsym"));
+
+	ASSERT_EQ(0, report_fixture("fixture-fp", out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "fixture_spin+0x4")) TH_LOG("%s", out);
+	EXPECT_EQ(NULL, strstr(out, "have no name")) TH_LOG("%s", out);
+}
+
 TEST(version)
 {
 	char out[256];
