@@ -73,6 +73,29 @@ uframes() {
 			-e 's/^"sym":"\([^"]*\)","off":[0-9]*,"dso":"\([^"]*\)"$/\1\t\2/'
 }
 
+# unnamed_files JSON: the files of sample user frames that no symbol
+# names (a program or library stripped of its symbol table), one per line
+unnamed_files() {
+	grep '"type":"sample"' "$1" | while read -r line; do
+		uframes "$line" | awk -F'\t' '$1 == "?" && $2 ~ /^\// { print $2 }'
+	done | sort -u
+}
+
+# hint_names_files ERR FILES: the report's hint (in ERR, its standard
+# error) names each of FILES, the first four (past them: "and others")
+hint_names_files() {
+	line=$(grep 'hint: user frames in ' "$1") || return 1
+	n=0
+	for f in $2; do
+		n=$((n + 1))
+		if [ "$n" -gt 4 ]; then
+			echo "$line" | grep -q ' and others have no name'
+			return
+		fi
+		echo "$line" | grep -qF "$f" || return 1
+	done
+}
+
 # frame0_dso LINE: the file name of the DSO of a JSON sample's innermost
 # user frame
 frame0_dso() {
