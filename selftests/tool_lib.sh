@@ -83,16 +83,17 @@ unnamed_files() {
 
 # hint_names_files ERR FILES: the report's hint (in ERR, its standard
 # error) names each of FILES, the first four (past them: "and others")
+# (its own variable names: n is the TAP count)
 hint_names_files() {
-	line=$(grep 'hint: user frames in ' "$1") || return 1
-	n=0
-	for f in $2; do
-		n=$((n + 1))
-		if [ "$n" -gt 4 ]; then
-			echo "$line" | grep -q ' and others have no name'
+	hint_line=$(grep 'hint: user frames in ' "$1") || return 1
+	hint_n=0
+	for hint_f in $2; do
+		hint_n=$((hint_n + 1))
+		if [ "$hint_n" -gt 4 ]; then
+			echo "$hint_line" | grep -q ' and others have no name'
 			return
 		fi
-		echo "$line" | grep -qF "$f" || return 1
+		echo "$hint_line" | grep -qF "$hint_f" || return 1
 	done
 }
 
