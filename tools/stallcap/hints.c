@@ -37,6 +37,7 @@ void hint_no_watch(__u64 records)
  */
 void hint_unnamed(const struct resolver *r)
 {
+	bool many = r->nr_unnamed_files > 1 || r->more_unnamed_files;
 	char files[1024] = "";
 	size_t len = 0;
 	unsigned int i;
@@ -51,10 +52,8 @@ void hint_unnamed(const struct resolver *r)
 	       "package's -dbgsym or -dbg package: under /usr/lib/debug, where stallcap "
 	       "looks by build-id), or give a directory holding them with --symfs DIR",
 	       files, r->more_unnamed_files ? " and others" : "",
-	       r->nr_unnamed_files > 1 || r->more_unnamed_files ? "those files carry" :
-	       "the file carries",
-	       r->nr_unnamed_files > 1 || r->more_unnamed_files ? "them" : "it",
-	       r->nr_unnamed_files > 1 || r->more_unnamed_files ? "their" : "its");
+	       many ? "those files carry" : "the file carries", many ? "them" : "it",
+	       many ? "their" : "its");
 }
 
 /*
