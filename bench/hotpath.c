@@ -3,8 +3,9 @@
  * Section 1, hot-path cost: what a thread pays to say "I am making
  * progress", per operation, for stallcap's heartbeat store, its shared-
  * deadline re-arm (one clock_gettime(CLOCK_MONOTONIC) and one plain store
- * into the slot, timed against the same pair into ordinary memory) and its
- * REARM ioctl,
+ * into the slot, timed against the same pair into ordinary memory; in TSC
+ * ticks, STALLCAP_ARM_DEADLINE_TSC, one RDTSC and one store, timed against
+ * the same pair into ordinary memory) and its REARM ioctl,
  * for Seastar's two re-arm mechanisms (timer_settime() on a
  * CLOCK_THREAD_CPUTIME_ID POSIX timer; PERF_EVENT_IOC_PERIOD, its common
  * case, and PERF_EVENT_IOC_RESET on a task-clock perf event), and for the
@@ -60,6 +61,12 @@ struct hot {
 	void *shared_map;
 	size_t shared_len;
 	bool shared_armed;
+	struct sc tsc_sess;		/* shared deadline in TSC ticks */
+	volatile __u64 *deadline_tsc;	/* &slot->deadline_tsc */
+	void *tsc_map;
+	size_t tsc_len;
+	bool tsc_armed;
+	__u64 far_ticks;		/* FAR_TIMEOUT_NS in ticks */
 	timer_t timer;
 	bool have_timer;
 	int perf_fd;
@@ -174,6 +181,52 @@ static int shared_setup(struct hot *h, struct method *m)
 static void shared_run(struct hot *h, unsigned int n)
 {
 	deadline_loop(h->deadline, n);
+}
+
+/* ---- shared deadline in TSC ticks: RDTSC and a store ---- */
+
+/* Both loops run this very code: only the target memory differs. */
+static __attribute__((noinline)) void tsc_loop(volatile __u64 *p, __u64 ticks,
+					       unsigned int n)
+{
+	while (n--)
+		*p = __builtin_ia32_rdtsc() + ticks;
+}
+
+static void tsc_store_run(struct hot *h, unsigned int n)
+{
+	tsc_loop(h->plain, h->far_ticks, n);
+}
+
+static int shared_tsc_setup(struct hot *h, struct method *m)
+{
+	int ret, slot;
+
+	ret = sc_open(&h->tsc_sess, 0, 1, 4);
+	if (ret)
+		return ret;
+	if (!(h->tsc_sess.info.features & STALLCAP_FEAT_DEADLINE_TSC))
+		return -EOPNOTSUPP;
+	h->far_ticks = FAR_TIMEOUT_NS / 1000000 * h->tsc_sess.info.tsc_khz;
+	h->tsc_len = (size_t)h->tsc_sess.cfg.slots * sizeof(struct stallcap_slot);
+	h->tsc_map = mmap(NULL, h->tsc_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			  h->tsc_sess.fd, STALLCAP_MMAP_SLOTS);
+	if (h->tsc_map == MAP_FAILED) {
+		h->tsc_map = NULL;
+		return -errno;
+	}
+	slot = sc_arm(&h->tsc_sess, FAR_TIMEOUT_NS,
+		      STALLCAP_ARM_SHARED_DEADLINE | STALLCAP_ARM_DEADLINE_TSC);
+	if (slot < 0 || (size_t)slot >= h->tsc_sess.cfg.slots)
+		return -errno;
+	h->tsc_armed = true;
+	h->deadline_tsc = &((struct stallcap_slot *)h->tsc_map)[slot].deadline_tsc;
+	return 0;
+}
+
+static void shared_tsc_run(struct hot *h, unsigned int n)
+{
+	tsc_loop(h->deadline_tsc, h->far_ticks, n);
 }
 
 /* ---- stallcap REARM ---- */
@@ -343,6 +396,9 @@ static struct method methods[] = {
 	{ .key = "heartbeat", .batch = 10000, .setup = beat_setup, .run = beat_run },
 	{ .key = "clock_store", .batch = 10000, .setup = nop_setup, .run = clock_store_run },
 	{ .key = "shared", .batch = 10000, .setup = shared_setup, .run = shared_run },
+	{ .key = "tsc_store", .batch = 10000, .setup = nop_setup, .run = tsc_store_run },
+	{ .key = "shared_tsc", .batch = 10000, .setup = shared_tsc_setup,
+	  .run = shared_tsc_run },
 	{ .key = "getppid", .batch = 1000, .setup = nop_setup, .run = getppid_run },
 	{ .key = "epoll0", .batch = 1000, .setup = epoll_setup, .run = epoll_run },
 	{ .key = "futex0", .batch = 1000, .setup = nop_setup, .run = futex_run },
@@ -378,6 +434,8 @@ int bench_hotpath(void)
 	h.sess.fd = -1;
 	h.beat_sess.fd = -1;
 	h.shared_sess.fd = -1;
+	h.tsc_sess.fd = -1;
+	h.far_ticks = FAR_TIMEOUT_NS;	/* until shared_tsc_setup() knows */
 	pin_self(0);
 	for (i = 0; i < NR_METHODS; i++) {
 		struct method *m = &methods[i];
@@ -438,6 +496,13 @@ int bench_hotpath(void)
 		if (!sc_stats(&h.shared_sess, &st, 0))
 			out_num((double)st.stalls, "hot.shared.stalls");
 	}
+	out_num(h.tsc_armed, "hot.shared_tsc.armed");
+	if (h.tsc_armed) {
+		struct stallcap_stats st;
+
+		if (!sc_stats(&h.tsc_sess, &st, 0))
+			out_num((double)st.stalls, "hot.shared_tsc.stalls");
+	}
 	out_num(clock_cost_ns(), "hot.clock_gettime_ns");
 
 	if (h.have_timer)
@@ -450,6 +515,9 @@ int bench_hotpath(void)
 		munmap(h.beats_map, h.beats_len);
 	if (h.shared_map)
 		munmap(h.shared_map, h.shared_len);
+	if (h.tsc_map)
+		munmap(h.tsc_map, h.tsc_len);
+	sc_close(&h.tsc_sess);
 	sc_close(&h.shared_sess);
 	sc_close(&h.beat_sess);
 	sc_close(&h.sess);

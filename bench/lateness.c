@@ -18,7 +18,8 @@
  * The same stalls are also caught by a shared-deadline watch (the deadline
  * stored into the slot with a plain store, no system call), to compare its
  * lateness with REARM's: the module's timer expires at the deadline it last
- * read, so both should be equally exact.
+ * read, so both should be equally exact; and by one whose deadlines are
+ * stored in TSC ticks (STALLCAP_ARM_DEADLINE_TSC), which the module converts.
  */
 #include <sys/mman.h>
 #include <sched.h>
@@ -34,9 +35,9 @@
 #define BLOCK		100
 
 struct lat {
-	double *base, *sc, *busy, *shared;
-	size_t nbase, nsc, nbusy, nshared;
-	unsigned int shared_missed;
+	double *base, *sc, *busy, *shared, *tsc;
+	size_t nbase, nsc, nbusy, nshared, ntsc;
+	unsigned int shared_missed, tsc_missed;
 	unsigned int missed;
 	unsigned int path[STALLCAP_PATH_DEFERRED + 1];
 	unsigned int user_mode;
@@ -128,31 +129,40 @@ static void shared_close(struct shared *sh)
 /*
  * Stalls caught by a shared-deadline watch: ARM gives the first deadline,
  * then each one is a plain store of now + period after the previous stall
- * was seen (which also ends that stall).
+ * was seen (which also ends that stall); with @tsc in counter ticks.
  */
-static int shared_block(struct lat *l, struct shared *sh, unsigned int n)
+static int shared_block(struct lat *l, struct shared *sh, unsigned int n, bool tsc)
 {
+	__u64 ticks = (__u64)sh->s.info.tsc_khz * PERIOD_NS / NS_PER_MS;
 	pid_t tid = gettid_();
 	volatile __u64 *dl;
 	struct sc_seen seen;
 	unsigned int i;
 	int slot, ret;
 
-	slot = sc_arm(&sh->s, PERIOD_NS, STALLCAP_ARM_SHARED_DEADLINE);
+	slot = sc_arm(&sh->s, PERIOD_NS, STALLCAP_ARM_SHARED_DEADLINE |
+		      (tsc ? STALLCAP_ARM_DEADLINE_TSC : 0));
 	if (slot < 0 || (size_t)slot >= sh->s.cfg.slots)
 		return -errno;
-	dl = &sh->slots[slot].deadline_ns;
+	dl = tsc ? &sh->slots[slot].deadline_tsc : &sh->slots[slot].deadline_ns;
 	for (i = 0; i < n; i++) {
-		if (i)
+		if (i && tsc)
+			*dl = __builtin_ia32_rdtsc() + ticks;
+		else if (i)
 			*dl = now_ns() + PERIOD_NS;
 		ret = sc_wait_sample(&sh->s, tid, &seen, NS_PER_SEC);
 		if (ret < 0)
 			return -EPROTO;
 		if (!ret) {
-			l->shared_missed++;
+			(*(tsc ? &l->tsc_missed : &l->shared_missed))++;
 			continue;
 		}
-		l->shared[l->nshared++] = (double)(int64_t)(seen.capture_ns - seen.deadline_ns);
+		if (tsc)
+			l->tsc[l->ntsc++] = (double)(int64_t)(seen.capture_ns -
+							      seen.deadline_ns);
+		else
+			l->shared[l->nshared++] = (double)(int64_t)(seen.capture_ns -
+								    seen.deadline_ns);
 	}
 	return sc_disarm(&sh->s) ? -errno : 0;
 }
@@ -175,7 +185,8 @@ static int run_mode(const char *mode, unsigned int n, bool busy_baseline)
 	l.sc = calloc(n, sizeof(double));
 	l.busy = calloc(n, sizeof(double));
 	l.shared = calloc(n, sizeof(double));
-	if (!l.base || !l.sc || !l.busy || !l.shared)
+	l.tsc = calloc(n, sizeof(double));
+	if (!l.base || !l.sc || !l.busy || !l.shared || !l.tsc)
 		return -ENOMEM;
 	ret = sc_open(&s, 0, 1, 64);
 	if (ret)
@@ -209,9 +220,14 @@ static int run_mode(const char *mode, unsigned int n, bool busy_baseline)
 		ret = stallcap_block(&l, &s, chunk);
 		if (ret)
 			goto out_close;
-		ret = shared_block(&l, &sh, chunk);
+		ret = shared_block(&l, &sh, chunk, false);
 		if (ret)
 			goto out_close;
+		if (sh.s.info.features & STALLCAP_FEAT_DEADLINE_TSC) {
+			ret = shared_block(&l, &sh, chunk, true);
+			if (ret)
+				goto out_close;
+		}
 	}
 	snprintf(key, sizeof(key), "lateness.%s.baseline", mode);
 	out_summary(l.base, l.nbase, key);
@@ -230,11 +246,17 @@ static int run_mode(const char *mode, unsigned int n, bool busy_baseline)
 	snprintf(key, sizeof(key), "lateness.%s.shared", mode);
 	out_summary(l.shared, l.nshared, key);
 	out_num(l.shared_missed, "%s.missed", key);
+	if (l.ntsc || l.tsc_missed) {
+		snprintf(key, sizeof(key), "lateness.%s.shared_tsc", mode);
+		out_summary(l.tsc, l.ntsc, key);
+		out_num(l.tsc_missed, "%s.missed", key);
+	}
 out_close:
 	shared_close(&sh);
 	sc_close(&s);
 out:
 	free(l.shared);
+	free(l.tsc);
 	free(l.base);
 	free(l.sc);
 	free(l.busy);

@@ -269,6 +269,30 @@ static void hot_row(FILE *f, const char *key, const char *label, const char *bas
 	(void)base_label;
 }
 
+/*
+ * The same for a shared deadline in TSC ticks (STALLCAP_ARM_DEADLINE_TSC):
+ * RDTSC and a store, against the clock_gettime() pair and getppid().
+ */
+static void shared_tsc_targets(double cs, double nul)
+{
+	double tsc = num("hot.shared_tsc.p50");
+	char m[160];
+
+	if (num("hot.shared_tsc.armed") != 1) {
+		target("shared deadline in TSC ticks: re-arm ≤ 1.5× clock_gettime + store "
+		       "(median)", NAN, 1.5, false, "not available", str("hot.shared_tsc.why"));
+		target("shared deadline in TSC ticks: re-arm ≤ 0.1× getppid (median)", NAN,
+		       0.1, false, "not available", str("hot.shared_tsc.why"));
+		return;
+	}
+	snprintf(m, sizeof(m), "%s (%s vs %s ns)", ratio(tsc, cs), fg(tsc), fg(cs));
+	target("shared deadline in TSC ticks: re-arm ≤ 1.5× clock_gettime + store (median)",
+	       tsc / cs, 1.5, false, m, NULL);
+	snprintf(m, sizeof(m), "%s (%s vs %s ns)", ratio(tsc, nul), fg(tsc), fg(nul));
+	target("shared deadline in TSC ticks: re-arm ≤ 0.1× getppid (median)", tsc / nul,
+	       0.1, false, m, NULL);
+}
+
 /* Issue #16 target 1: a re-arm as cheap as reading the clock and a store. */
 static void shared_targets(FILE *f)
 {
@@ -291,6 +315,7 @@ static void shared_targets(FILE *f)
 	snprintf(m, sizeof(m), "%s (%s vs %s ns)", ratio(sh, nul), fg(sh), fg(nul));
 	target("shared-deadline re-arm ≤ 0.1× getppid (median)", sh / nul, 0.1, false, m,
 	       NULL);
+	shared_tsc_targets(cs, nul);
 }
 
 static void md_hot(FILE *f)
@@ -317,6 +342,12 @@ static void md_hot(FILE *f)
 	hot_row(f, "shared", num("hot.shared.armed") == 1 ?
 		"stallcap shared deadline: `clock_gettime()` + store into the slot" :
 		"shared deadline (watch **not available**)", "clock_store", "clock + store");
+	hot_row(f, "tsc_store", "RDTSC + plain store *(baseline: floor of a re-arm in TSC "
+		"ticks)*", NULL, NULL);
+	hot_row(f, "shared_tsc", num("hot.shared_tsc.armed") == 1 ?
+		"stallcap shared deadline in TSC ticks: RDTSC + store into the slot" :
+		"shared deadline in TSC ticks (watch **not available**)", "tsc_store",
+		"RDTSC + store");
 	hot_row(f, "getppid", "getppid() *(baseline: null system call)*", NULL, NULL);
 	hot_row(f, "enotty", "`ioctl()` the module rejects at once (ENOTTY): the VFS ioctl "
 		"path", "getppid", "getppid");
@@ -397,6 +428,22 @@ static void lat_rows(FILE *f, const char *mode, const char *label)
 			 us(num("lateness.%s.stallcap.p50", mode)));
 		target_group = "16.1";
 		target(name, shp99 / sp99, 1.1, false, m, NULL);
+	}
+	if (!isnan(num("lateness.%s.shared_tsc.n", mode))) {
+		double tp99 = num("lateness.%s.shared_tsc.p99", mode);
+
+		fprintf(f, "| %s | stallcap shared deadline in TSC ticks: capture − deadline "
+			"stored | %s | %s | %s | %s | %s |\n", label,
+			count(num("lateness.%s.shared_tsc.n", mode)),
+			us(num("lateness.%s.shared_tsc.p50", mode)), us(tp99),
+			us(num("lateness.%s.shared_tsc.max", mode)), ratio(tp99, bp99));
+		snprintf(name, sizeof(name), "shared deadline in TSC ticks: detection lateness "
+			 "p99 ≤ 1.1× REARM's (%s)", label);
+		snprintf(m, sizeof(m), "%s (%s vs %s µs; p50: %s vs %s µs)", ratio(tp99, sp99),
+			 us(tp99), us(sp99), us(num("lateness.%s.shared_tsc.p50", mode)),
+			 us(num("lateness.%s.stallcap.p50", mode)));
+		target_group = "16.1";
+		target(name, tp99 / sp99, 1.1, false, m, NULL);
 	}
 	snprintf(name, sizeof(name), "detection lateness p99 ≤ 1.5× clock_nanosleep p99 (%s)",
 		 label);

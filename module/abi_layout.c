@@ -64,7 +64,8 @@ static void __init pin_info(void)
 	PIN(stallcap_info, sample_fixed_size, 36, 4);
 	PIN(stallcap_info, mlock_bytes, 40, 8);
 	PIN(stallcap_info, mlock_used_bytes, 48, 8);
-	PIN(stallcap_info, __reserved, 56, 8);
+	PIN(stallcap_info, tsc_khz, 56, 4);
+	PIN(stallcap_info, __reserved, 60, 4);
 	BUILD_BUG_ON(sizeof(struct stallcap_info) != 64);
 }
 
@@ -122,7 +123,8 @@ static void __init pin_slot(void)
 	PIN(stallcap_slot, tid, 16, 4);
 	PIN(stallcap_slot, kind, 20, 4);
 	PIN(stallcap_slot, deadline_ns, 24, 8);
-	PIN(stallcap_slot, __reserved, 32, 32);
+	PIN(stallcap_slot, deadline_tsc, 32, 8);
+	PIN(stallcap_slot, __reserved, 40, 24);
 	BUILD_BUG_ON(sizeof(struct stallcap_slot) != 64);
 }
 

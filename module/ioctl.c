@@ -213,6 +213,9 @@ static long ioctl_get_info(struct stallcap_session *sess, unsigned long arg)
 	info.arch = STALLCAP_ARCH_X86_64;
 	info.sample_fixed_size = sizeof(struct stallcap_sample);
 	info.mlock_bytes = stallcap_mlock_bytes();
+	info.tsc_khz = stallcap_tsc_khz();
+	if (info.tsc_khz)
+		info.features |= STALLCAP_FEAT_DEADLINE_TSC;
 	info.mlock_used_bytes = stallcap_mlock_used_bytes(current_uid());
 	return arg_out((void __user *)arg, &info, sizeof(info), usize);
 }

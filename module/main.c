@@ -99,6 +99,10 @@ module_param_named(beat_scan, stallcap_beat_scan, bool, 0644);
 MODULE_PARM_DESC(beat_scan,
 		 "Check heartbeat watches from one scanning timer per CPU (default on; off: one timer per watch, for comparisons; applies to watches parked after the change)");
 
+module_param_named(deadline_tsc, stallcap_deadline_tsc, bool, 0644);
+MODULE_PARM_DESC(deadline_tsc,
+		 "Accept shared deadlines in time-stamp counter ticks where the counter is invariant (default on; off: such ARMs fail with EOPNOTSUPP, as on a machine without one)");
+
 static int __init stallcap_init(void)
 {
 	int ret;

@@ -8,9 +8,16 @@
  */
 #include <linux/bitmap.h>
 #include <linux/math64.h>
+#include <linux/ktime.h>
 #include <linux/minmax.h>
+#include <linux/timekeeping.h>
+#ifdef CONFIG_X86_TSC
+#include <asm/tsc.h>
+#endif
 
 #include "stallcap.h"
+
+bool stallcap_deadline_tsc __read_mostly = true;
 
 /* A deadline further than this is looked at again then (garbage, U64_MAX). */
 #define SHARED_MAX_SLEEP_NS	(3600ULL * NSEC_PER_SEC)
@@ -18,6 +25,110 @@
 static struct stallcap_slot *slot_of(const struct stallcap_watch *w)
 {
 	return &w->sess->slots[w->slot];
+}
+
+#ifdef CONFIG_X86_TSC
+/*
+ * Does the kernel's own clock read the TSC now?  Then CLOCK_MONOTONIC is
+ * that counter scaled, read by the vDSO on whatever CPU the caller is on:
+ * the kernel keeps it in step on every CPU.  A snapshot of the timekeeping
+ * clock (its raw counter value) taken between two reads of the TSC lies
+ * between them only if it is the TSC (HPET, ACPI PM or a paravirtual clock
+ * count in other units, from other origins).
+ */
+static bool tsc_is_kernel_clock(void)
+{
+	struct system_time_snapshot snap;
+	u64 before, after;
+
+	before = rdtsc_ordered();
+	ktime_get_snapshot(&snap);
+	after = rdtsc_ordered();
+	return before <= snap.cycles && snap.cycles <= after;
+}
+#endif
+
+/**
+ * stallcap_tsc_khz() - the rate of a time-stamp counter that shared
+ * deadlines may be given in (STALLCAP_ARM_DEADLINE_TSC), or 0
+ *
+ * The counter must be the kernel's clocksource, not marked unstable (by
+ * the clocksource watchdog, a failed synchronization check between CPUs,
+ * a frequency change or deep C-states stopping it).
+ *
+ * Context: process (takes the timekeeping seqlock as a reader).
+ */
+u32 stallcap_tsc_khz(void)
+{
+#ifdef CONFIG_X86_TSC
+	if (!READ_ONCE(stallcap_deadline_tsc) || !boot_cpu_has(X86_FEATURE_TSC) ||
+	    check_tsc_unstable() || !tsc_is_kernel_clock())
+		return 0;
+	return READ_ONCE(tsc_khz);
+#else
+	return 0;
+#endif
+}
+
+static u64 tsc_now(void)
+{
+#ifdef CONFIG_X86_TSC
+	return rdtsc_ordered();
+#else
+	return 0;
+#endif
+}
+
+/* The calibrated rate, whether or not the counter may be used now. */
+static u32 tsc_rate(void)
+{
+#ifdef CONFIG_X86_TSC
+	return READ_ONCE(tsc_khz);
+#else
+	return 0;
+#endif
+}
+
+/*
+ * A slot value of a DEADLINE_TSC watch as CLOCK_MONOTONIC: its distance from
+ * the counter read now, at the calibrated rate, from the clock read next to
+ * it (not the timer's @now, read earlier in the interrupt).  Never 0 (that
+ * is idle).
+ */
+static u64 tsc_to_mono(u64 tsc)
+{
+	u32 khz = tsc_rate();
+	u64 t = tsc_now(), mono = ktime_get_mono_fast_ns(), ns;
+
+	if (!khz)	/* not armed without it: cannot be */
+		return mono;
+	if (tsc >= t) {
+		ns = mul_u64_u32_div(tsc - t, NSEC_PER_MSEC, khz);
+		return mono + min_t(u64, ns, 2 * SHARED_MAX_SLEEP_NS);
+	}
+	ns = mul_u64_u32_div(t - tsc, NSEC_PER_MSEC, khz);
+	return ns < mono ? mono - ns : 1;
+}
+
+/* Nanoseconds from now as a counter value, for a DEADLINE_TSC slot. */
+static u64 mono_to_tsc(u64 deadline, u64 now)
+{
+	u32 khz = tsc_rate();
+	u64 t = tsc_now();
+
+	if (deadline <= now || !khz)
+		return t;
+	return t + mul_u64_u32_div(deadline - now, khz, NSEC_PER_MSEC);
+}
+
+/* The slot's deadline as the thread stored it (ns or ticks); 0: idle. */
+static u64 slot_deadline_raw(const struct stallcap_watch *w)
+{
+	const struct stallcap_slot *slot = slot_of(w);
+
+	if (w->flags & STALLCAP_ARM_DEADLINE_TSC)
+		return READ_ONCE(slot->deadline_tsc);
+	return READ_ONCE(slot->deadline_ns);
 }
 
 /**
@@ -37,8 +148,9 @@ bool stallcap_slot_available(struct stallcap_session *sess,
  * stallcap_slot_attach() - give @w a slot of @kind
  * @sess: the session, sess->lock held
  * @w: the watch (not armed)
- * @kind: STALLCAP_SLOT_HEARTBEAT or STALLCAP_SLOT_DEADLINE
- * @deadline: the first deadline of a shared-deadline watch, else 0
+ * @kind: STALLCAP_SLOT_HEARTBEAT, STALLCAP_SLOT_DEADLINE or _DEADLINE_TSC
+ * @deadline: the first deadline of a shared-deadline watch
+ *	(CLOCK_MONOTONIC, also for _DEADLINE_TSC), else 0
  *
  * A watch that has a slot keeps it.
  * Return: the slot index, or -ENOSPC when all slots are in use.
@@ -62,8 +174,16 @@ int stallcap_slot_attach(struct stallcap_session *sess, struct stallcap_watch *w
 	WRITE_ONCE(slot->idle, 0);
 	WRITE_ONCE(slot->tid, w->tid);
 	WRITE_ONCE(slot->kind, kind);
-	WRITE_ONCE(slot->deadline_ns, deadline);
+	if (kind == STALLCAP_SLOT_DEADLINE_TSC) {
+		WRITE_ONCE(slot->deadline_ns, 0);
+		WRITE_ONCE(slot->deadline_tsc,
+			   mono_to_tsc(deadline, ktime_get_mono_fast_ns()));
+	} else {
+		WRITE_ONCE(slot->deadline_ns, deadline);
+		WRITE_ONCE(slot->deadline_tsc, 0);
+	}
 	WRITE_ONCE(slot->armed, 1);
+	w->shared_seen = 0;
 	w->last_beats = 0;
 	w->last_idle = false;
 	return w->slot;
@@ -168,8 +288,11 @@ u64 stallcap_grid_next(u64 now, u64 period)
  */
 bool stallcap_shared_due(struct stallcap_watch *w, u64 now, u64 *next)
 {
-	u64 d = READ_ONCE(slot_of(w)->deadline_ns);
+	u64 raw = slot_deadline_raw(w), d = raw;
 
+	w->shared_seen = raw;
+	if (raw && (w->flags & STALLCAP_ARM_DEADLINE_TSC))
+		d = tsc_to_mono(raw);
 	if (!d) {	/* idle by design */
 		WRITE_ONCE(w->deadline, 0);
 		*next = now + max_t(u64, w->timeout_ns,
@@ -192,9 +315,9 @@ bool stallcap_shared_due(struct stallcap_watch *w, u64 now, u64 *next)
 /**
  * stallcap_shared_moved() - did a stalled shared-deadline watch's thread
  * store a new deadline (or 0) since the stall began?
- * @w: the watch, lock held; w->deadline is the missed deadline
+ * @w: the watch, lock held; w->shared_seen is the missed deadline as read
  */
 bool stallcap_shared_moved(const struct stallcap_watch *w)
 {
-	return READ_ONCE(slot_of(w)->deadline_ns) != w->deadline;
+	return slot_deadline_raw(w) != w->shared_seen;
 }

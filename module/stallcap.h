@@ -368,6 +368,8 @@ struct stallcap_capture_req {
  * @cpu_base: task CPU time at @armed_at (CPUTIME watches)
  * @slot: slot index (heartbeat and shared-deadline watches), or -1
  * @last_beats: beat counter seen at the previous heartbeat check
+ * @shared_seen: shared deadline: the slot's value at the last look (ns, or
+ *	counter ticks with STALLCAP_ARM_DEADLINE_TSC), which a stall missed
  * @last_idle: idle mark seen at the previous heartbeat check
  * @beat_base_stale: a parked watch progressed at its last check: @times_base
  *	is taken at the next check that sees none (beat_scan.c)
@@ -432,6 +434,7 @@ struct stallcap_watch {
 	u64 cpu_base;
 	int slot;
 	u64 last_beats;
+	u64 shared_seen;
 	bool last_idle;
 	bool beat_base_stale;
 	struct stallcap_beat_scanner *beat_scanner;
@@ -521,6 +524,8 @@ u64 stallcap_beat_period(const struct stallcap_watch *w);
 u64 stallcap_beat_next(const struct stallcap_watch *w, u64 now);
 u64 stallcap_grid_next(u64 now, u64 period);
 bool stallcap_shared_due(struct stallcap_watch *w, u64 now, u64 *next);
+extern bool stallcap_deadline_tsc;
+u32 stallcap_tsc_khz(void);
 bool stallcap_shared_moved(const struct stallcap_watch *w);
 
 /* ---- heartbeat scanners, one per CPU (beat_scan.c) ---- */

@@ -74,6 +74,11 @@ static int arm_check(const struct stallcap_arm *arm, u64 now, u64 *deadline)
 		return -EINVAL;
 	if ((f & STALLCAP_ARM_ABSOLUTE) && (f & STALLCAP_ARM_HEARTBEAT))
 		return -EINVAL;
+	if ((f & STALLCAP_ARM_DEADLINE_TSC) &&
+	    !(f & STALLCAP_ARM_SHARED_DEADLINE))
+		return -EINVAL;
+	if ((f & STALLCAP_ARM_DEADLINE_TSC) && !stallcap_tsc_khz())
+		return -EOPNOTSUPP;
 	if (f & STALLCAP_ARM_ABSOLUTE) {
 		if (arm->timeout_ns + MAX_TIMEOUT_NS < now ||
 		    arm->timeout_ns > now + MAX_TIMEOUT_NS)
@@ -121,7 +126,8 @@ static struct stallcap_watch *watch_for_arm(struct stallcap_session *sess,
 		return ERR_PTR(-ENOSPC);
 	if (!w)
 		return stallcap_watch_create(sess);
-	if ((w->flags ^ arm->flags) & STALLCAP_ARM_SLOT_KINDS)
+	if ((w->flags ^ arm->flags) &
+	    (STALLCAP_ARM_SLOT_KINDS | STALLCAP_ARM_DEADLINE_TSC))
 		watch_change_kind(sess, w, arm->flags);
 	return w;
 }
@@ -205,8 +211,10 @@ int stallcap_watch_arm(struct stallcap_session *sess,
 	if (arm->flags & STALLCAP_ARM_HEARTBEAT)
 		slot = stallcap_slot_attach(sess, w, STALLCAP_SLOT_HEARTBEAT, 0);
 	else if (arm->flags & STALLCAP_ARM_SHARED_DEADLINE)
-		slot = stallcap_slot_attach(sess, w, STALLCAP_SLOT_DEADLINE,
-					    deadline);
+		slot = stallcap_slot_attach(sess, w,
+					    arm->flags & STALLCAP_ARM_DEADLINE_TSC ?
+					    STALLCAP_SLOT_DEADLINE_TSC :
+					    STALLCAP_SLOT_DEADLINE, deadline);
 	raw_spin_lock_irqsave(&w->lock, flags);
 	/*
 	 * A relative deadline counts from now: creating the ring and the watch

@@ -95,7 +95,7 @@ TEST_F(abi, info_describes_the_module)
 	EXPECT_LE(sc_min_ring_bytes(STALLCAP_MAX_USER_STACK), i->max_ring_bytes)
 		TH_LOG("max_ring_bytes too small for the largest user_stack_bytes");
 	EXPECT_LT(0, i->max_watches_per_user);
-	EXPECT_EQ(0, i->features & ~((STALLCAP_FEAT_USER_STACK_MORE << 1) - 1));
+	EXPECT_EQ(0, i->features & ~((STALLCAP_FEAT_DEADLINE_TSC << 1) - 1));
 	/* needs task_work_add(): absent only where the module lacks it */
 	EXPECT_EQ(!sc_expect_no_task_work(),
 		  !!(i->features & STALLCAP_FEAT_DEFER_USER));
@@ -110,6 +110,10 @@ TEST_F(abi, info_describes_the_module)
 	/* and CONFIG_PSI (the debug kernel's fragment adds both) */
 	EXPECT_TRUE(i->features & STALLCAP_FEAT_MEMSTALL);
 	EXPECT_TRUE(i->features & STALLCAP_FEAT_SIGNAL_STACK);
+	/* the guests boot with tsc=reliable: a counter rate between 0.1 and 10 GHz */
+	EXPECT_TRUE(i->features & STALLCAP_FEAT_DEADLINE_TSC);
+	EXPECT_LT(100000, i->tsc_khz);
+	EXPECT_GT(10000000, i->tsc_khz);
 	EXPECT_EQ(STALLCAP_ARCH_X86_64, i->arch);
 	EXPECT_EQ(sizeof(struct stallcap_sample), i->sample_fixed_size);
 	EXPECT_EQ(0, i->__reserved);

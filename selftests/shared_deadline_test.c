@@ -7,6 +7,10 @@
  * at the deadline stored (as exact as REARM's), and a new store ends it
  * with a stall-end record.  0 (idle): no stall however long.  REARM on such
  * a watch is EINVAL; a failed change of kind leaves the old watch as it was.
+ * Every case runs twice: deadlines in nanoseconds (deadline_ns) and in
+ * time-stamp counter ticks (STALLCAP_ARM_DEADLINE_TSC, deadline_tsc), the
+ * module converting those with the kernel's calibrated rate: a deadline
+ * caught is then the one stored within TSC_SLACK_NS.
  */
 #include "stallcap_test.h"
 
@@ -19,6 +23,11 @@
 #define BUSY_NS		(20 * 1000ULL)	/* one loop iteration's work */
 /* a stall comes at its deadline; allow half a period plus scheduling */
 #define MAX_LATE_NS	(T / 2)
+/* a deadline in ticks, converted twice (here and in the module) */
+#define TSC_SLACK_NS	(50 * 1000ULL)
+
+/* The TSC variant's counter rate (kHz); 0: deadlines in nanoseconds. */
+static uint32_t sd_khz;
 
 FIXTURE(sd) {
 	struct sc_session s;
@@ -52,11 +61,36 @@ static void sd_close(FIXTURE_DATA(sd) *self)
 	sc_session_close(&self->s);
 }
 
+FIXTURE_VARIANT(sd) {
+	bool tsc;
+};
+
+FIXTURE_VARIANT_ADD(sd, ns) {
+	.tsc = false,
+};
+
+FIXTURE_VARIANT_ADD(sd, tsc) {
+	.tsc = true,
+};
+
 FIXTURE_SETUP(sd)
 {
 	ASSERT_EQ(0, sd_open(self));
 	if (!(self->s.info.features & STALLCAP_FEAT_SHARED_DEADLINE))
 		SKIP(return, "no STALLCAP_FEAT_SHARED_DEADLINE");
+	sd_khz = 0;
+	if (!variant->tsc)
+		return;
+	/* the guests' TSC is declared reliable (tsc=reliable): offered there */
+	ASSERT_TRUE(self->s.info.features & STALLCAP_FEAT_DEADLINE_TSC);
+	ASSERT_LT(0, self->s.info.tsc_khz);
+	sd_khz = self->s.info.tsc_khz;
+}
+
+/* The flags that arm this variant's shared-deadline watch. */
+static uint32_t sd_flags(void)
+{
+	return STALLCAP_ARM_SHARED_DEADLINE | (sd_khz ? STALLCAP_ARM_DEADLINE_TSC : 0);
 }
 
 FIXTURE_TEARDOWN(sd)
@@ -64,10 +98,57 @@ FIXTURE_TEARDOWN(sd)
 	sd_close(self);
 }
 
+/* @d (CLOCK_MONOTONIC ns, 0: idle) into @slot, in this variant's unit. */
 static void store_deadline(struct stallcap_slot *slot, uint64_t d)
 {
-	__atomic_store_n(&slot->deadline_ns, d, __ATOMIC_RELAXED);
+	uint64_t now, tsc;
+
+	if (!sd_khz || !d) {
+		__atomic_store_n(sd_khz ? &slot->deadline_tsc : &slot->deadline_ns, d,
+				 __ATOMIC_RELAXED);
+		return;
+	}
+	/* the clock and the counter read together: not across a preemption */
+	for (int i = 0; ; i++) {
+		now = sc_now_ns();
+		tsc = __builtin_ia32_rdtsc();
+		if (sc_now_ns() - now < TSC_SLACK_NS / 10 || i == 10)
+			break;
+	}
+	tsc += (uint64_t)((__int128)(int64_t)(d - now) * sd_khz / 1000000);
+	__atomic_store_n(&slot->deadline_tsc, tsc, __ATOMIC_RELAXED);
 }
+
+/* @slot's deadline as CLOCK_MONOTONIC ns (0: idle). */
+static uint64_t slot_deadline(const struct stallcap_slot *slot)
+{
+	uint64_t tsc = __atomic_load_n(&slot->deadline_tsc, __ATOMIC_RELAXED);
+	uint64_t now, t;
+
+	if (!sd_khz || !tsc)
+		return sd_khz ? 0 : __atomic_load_n(&slot->deadline_ns, __ATOMIC_RELAXED);
+	for (int i = 0; ; i++) {
+		now = sc_now_ns();
+		t = __builtin_ia32_rdtsc();
+		if (sc_now_ns() - now < TSC_SLACK_NS / 10 || i == 10)
+			break;
+	}
+	return now + (uint64_t)((__int128)(int64_t)(tsc - t) * 1000000 / sd_khz);
+}
+
+/*
+ * The deadline a record names is the one stored: exactly in nanoseconds,
+ * within TSC_SLACK_NS in ticks.
+ */
+#define EXPECT_DEADLINE(stored, got) do {					\
+	if (!sd_khz) {								\
+		EXPECT_EQ((stored), (got));					\
+	} else {								\
+		EXPECT_GT(TSC_SLACK_NS, (uint64_t)llabs((long long)((got) - (stored)))) \
+			TH_LOG("deadline %llu stored, %llu in the record",	\
+			       (unsigned long long)(stored), (unsigned long long)(got)); \
+	}									\
+} while (0)
 
 static void busy(uint64_t ns)
 {
@@ -83,20 +164,23 @@ static struct stallcap_slot *sd_arm(struct __test_metadata *_metadata,
 {
 	uint64_t before = sc_now_ns();
 	struct stallcap_slot *slot;
-	int idx = sc_arm(self->s.fd, T, STALLCAP_ARM_SHARED_DEADLINE, TAG);
+	int idx = sc_arm(self->s.fd, T, sd_flags(), TAG);
+	uint64_t slack = sd_khz ? TSC_SLACK_NS : 0, d;
 
 	EXPECT_LE(0, idx) TH_LOG("ARM: %s", strerror(errno));
 	if (idx < 0 || idx >= (int)self->s.cfg.slots)
 		return NULL;
 	slot = &self->slots[idx];
-	EXPECT_EQ(STALLCAP_SLOT_DEADLINE, slot->kind);
+	EXPECT_EQ(sd_khz ? STALLCAP_SLOT_DEADLINE_TSC : STALLCAP_SLOT_DEADLINE, slot->kind);
 	EXPECT_EQ(1, slot->armed);
 	EXPECT_EQ((uint32_t)sc_gettid(), slot->tid);
-	/* the first deadline, now + T, is in the slot */
-	EXPECT_LE(before + T, slot->deadline_ns);
-	EXPECT_GE(sc_now_ns() + T, slot->deadline_ns);
+	/* the first deadline, now + T, is in the slot (the other field 0) */
+	d = slot_deadline(slot);
+	EXPECT_LE(before + T - slack, d);
+	EXPECT_GE(sc_now_ns() + T + slack, d);
+	EXPECT_EQ(0, sd_khz ? slot->deadline_ns : slot->deadline_tsc);
 	if (first)
-		*first = slot->deadline_ns;
+		*first = d;
 	return slot;
 }
 
@@ -331,7 +415,7 @@ TEST_F(sd, missed_deadline_is_caught_at_the_deadline_and_a_store_ends_it)
 	EXPECT_EQ(0, sc_release(self->s.fd));
 	EXPECT_EQ(STALLCAP_CLOCK_SHARED, r->clock);
 	/* the deadline stored is the deadline missed, and it was caught then */
-	EXPECT_EQ(d, r->deadline_ns);
+	EXPECT_DEADLINE(d, r->deadline_ns);
 	EXPECT_LE(r->deadline_ns, r->capture_ns);
 	EXPECT_GT(MAX_LATE_NS, late);
 	EXPECT_EQ(TAG, r->user_tag);
@@ -343,7 +427,7 @@ TEST_F(sd, missed_deadline_is_caught_at_the_deadline_and_a_store_ends_it)
 	/* the new store ended it: within T/4 of the store (plus the guest's slack) */
 	e = sc_stall_end_of(&self->rs, r->stall_id);
 	ASSERT_NE(NULL, e);
-	EXPECT_EQ(d, e->deadline_ns);
+	EXPECT_EQ(r->deadline_ns, e->deadline_ns);
 	EXPECT_LE(end_store, e->end_ns);
 	EXPECT_GT(end_store + T / 4 + SC_MAX_LATENESS_NS, e->end_ns);
 	EXPECT_EQ((uint32_t)sc_gettid(), e->tid);
@@ -368,7 +452,7 @@ TEST_F(sd, idle_never_stalls_and_a_deadline_after_idle_is_caught)
 	EXPECT_EQ(0, sc_release(self->s.fd));
 	r = sc_first_sample_of(&self->rs, sc_gettid());
 	ASSERT_NE(NULL, r);
-	EXPECT_EQ(d, r->deadline_ns);
+	EXPECT_DEADLINE(d, r->deadline_ns);
 	EXPECT_GT(T + SC_MAX_LATENESS_NS, r->capture_ns - r->deadline_ns);
 	/*
 	 * Its time breakdown starts at the timer's last look before the busy
@@ -428,7 +512,7 @@ TEST_F(sd, rearm_is_einval_and_a_failed_change_of_kind_keeps_the_watch)
 	EXPECT_EQ(n, h.ok);
 	/* the change of kind fails, and the deadline watch is as it was */
 	errno = 0;
-	EXPECT_EQ(-1, sc_arm(self->s.fd, T, STALLCAP_ARM_SHARED_DEADLINE, TAG));
+	EXPECT_EQ(-1, sc_arm(self->s.fd, T, sd_flags(), TAG));
 	EXPECT_EQ(ENOSPC, errno);
 	ASSERT_EQ(0, sc_get_stats(self->s.fd, &st, 0));
 	EXPECT_EQ(n + 1, st.watches);
@@ -441,8 +525,53 @@ TEST_F(sd, rearm_is_einval_and_a_failed_change_of_kind_keeps_the_watch)
 	pthread_barrier_destroy(&h.armed);
 	free(th);
 	/* with a free slot again, the change works */
-	EXPECT_LE(0, sc_arm(self->s.fd, T, STALLCAP_ARM_SHARED_DEADLINE, TAG));
+	EXPECT_LE(0, sc_arm(self->s.fd, T, sd_flags(), TAG));
 	EXPECT_EQ(0, sc_release(self->s.fd));
+}
+
+/*
+ * STALLCAP_ARM_DEADLINE_TSC: only with _SHARED_DEADLINE (EINVAL), only
+ * where the module may use the counter (EOPNOTSUPP with the deadline_tsc
+ * parameter off, as on a machine without an invariant TSC: GET_INFO then
+ * says so), and a change from nanoseconds to ticks changes the slot's kind
+ * in place.  Each failing ARM leaves the thread's watch as it was.
+ */
+TEST_F(sd, deadline_tsc_needs_a_shared_deadline_and_a_usable_counter)
+{
+	struct stallcap_info info = { .size = sizeof(info) };
+	struct stallcap_slot *slot;
+
+	if (!variant->tsc)
+		SKIP(return, "the TSC variant's case");
+	if (geteuid() || !sc_param_is("deadline_tsc", 'Y'))
+		SKIP(return, "needs root and the deadline_tsc parameter");
+	sd_khz = 0;
+	slot = sd_arm(_metadata, self, NULL);	/* nanoseconds first */
+	ASSERT_NE(NULL, slot);
+	sd_khz = self->s.info.tsc_khz;
+	errno = 0;
+	EXPECT_EQ(-1, sc_arm(self->s.fd, T, STALLCAP_ARM_DEADLINE_TSC, TAG));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, sc_arm(self->s.fd, T, STALLCAP_ARM_DEADLINE_TSC | STALLCAP_ARM_HEARTBEAT,
+			     TAG));
+	EXPECT_EQ(EINVAL, errno);
+	ASSERT_EQ(0, sc_param_set("deadline_tsc", false));
+	errno = 0;
+	EXPECT_EQ(-1, sc_arm(self->s.fd, T, sd_flags(), TAG));
+	EXPECT_EQ(EOPNOTSUPP, errno);
+	EXPECT_EQ(0, ioctl(self->s.fd, STALLCAP_IOC_GET_INFO, &info));
+	EXPECT_FALSE(info.features & STALLCAP_FEAT_DEADLINE_TSC);
+	EXPECT_EQ(0, info.tsc_khz);
+	ASSERT_EQ(0, sc_param_set("deadline_tsc", true));
+	/* the watch in nanoseconds, as it was */
+	EXPECT_EQ(STALLCAP_SLOT_DEADLINE, slot->kind);
+	EXPECT_EQ(1, slot->armed);
+	EXPECT_EQ(0, SC_STAT(self->s.fd, stalls));
+	/* to ticks: the same slot, its kind and its first deadline in ticks */
+	EXPECT_EQ(slot - self->slots, sd_arm(_metadata, self, NULL) - self->slots);
+	store_deadline(slot, 0);
+	EXPECT_EQ(0, sc_release(self->s.fd));
+	EXPECT_EQ(0, slot->armed);
 }
 
 TEST_HARNESS_MAIN

@@ -90,7 +90,18 @@ int stallcap_deadline_arm(struct stallcap_session *s, __u64 timeout_ns, __u64 us
 		.user_tag = user_tag,
 	};
 
-	if (flags & ~STALLCAP_ARM_ABSOLUTE)
+	if (flags & ~(STALLCAP_ARM_ABSOLUTE | STALLCAP_ARM_DEADLINE_TSC))
 		return -EINVAL;
 	return slot_arm(s, &arm, slotp);
+}
+
+__u64 stallcap_tsc_ticks(struct stallcap_session *s, __u64 ns)
+{
+	struct stallcap_info info;
+
+	if (stallcap_session_get_info(s, &info) ||
+	    !(info.features & STALLCAP_FEAT_DEADLINE_TSC) || !info.tsc_khz)
+		return 0;
+	/* ns * kHz / 10^6 without overflow below 5 hours at 1 THz */
+	return (__u64)((unsigned __int128)ns * info.tsc_khz / 1000000U);
 }

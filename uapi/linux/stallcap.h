@@ -107,9 +107,23 @@
  * returns the slot index.  Not valid with _HEARTBEAT or _CPUTIME.
  */
 #define STALLCAP_ARM_SHARED_DEADLINE	(1U << 3)
+/**
+ * @STALLCAP_ARM_DEADLINE_TSC: with _SHARED_DEADLINE: the thread stores its
+ * deadlines as time-stamp counter values (the x86 RDTSC instruction's) in
+ * its slot's deadline_tsc instead of nanoseconds in deadline_ns, so that a
+ * re-arm is one counter read and one store, without the vDSO's clock
+ * arithmetic.  struct stallcap_info.tsc_khz converts nanoseconds into
+ * ticks.  Offered (STALLCAP_FEAT_DEADLINE_TSC) only while the TSC is the
+ * kernel's clocksource (CLOCK_MONOTONIC is that counter scaled, in step on
+ * every CPU) and not marked unstable; elsewhere the ARM fails with
+ * EOPNOTSUPP.  A watch armed before the kernel gives up on the counter keeps
+ * converting at its rate.  timeout_ns stays in nanoseconds.
+ */
+#define STALLCAP_ARM_DEADLINE_TSC	(1U << 4)
 #define STALLCAP_ARM_FLAGS_ALL	(STALLCAP_ARM_ABSOLUTE | STALLCAP_ARM_CPUTIME | \
 				 STALLCAP_ARM_HEARTBEAT | \
-				 STALLCAP_ARM_SHARED_DEADLINE)
+				 STALLCAP_ARM_SHARED_DEADLINE | \
+				 STALLCAP_ARM_DEADLINE_TSC)
 
 /**
  * struct stallcap_arm - arm a watch on the calling thread
@@ -146,6 +160,8 @@
  *  ESRCH   the calling thread is exiting
  *  EPERM   the ring and slot memory exceed the user's allowance plus
  *          RLIMIT_MEMLOCK (see the errors common to every ioctl)
+ *  EOPNOTSUPP  STALLCAP_ARM_DEADLINE_TSC where the time-stamp counter is not
+ *          usable (STALLCAP_FEAT_DEADLINE_TSC clear)
  */
 struct stallcap_arm {
 	__u32 size;
@@ -366,6 +382,12 @@ struct stallcap_config {
  * (with STALLCAP_FEAT_DEFER_USER: the copy made on the way back to user)
  */
 #define STALLCAP_FEAT_USER_STACK_MORE	(1ULL << 16)
+/**
+ * @STALLCAP_FEAT_DEADLINE_TSC: STALLCAP_ARM_DEADLINE_TSC is accepted now:
+ * the time-stamp counter is the kernel's clocksource, running at
+ * struct stallcap_info.tsc_khz
+ */
+#define STALLCAP_FEAT_DEADLINE_TSC	(1ULL << 17)
 
 /* struct stallcap_info.arch and struct stallcap_sec_regs.arch */
 #define STALLCAP_ARCH_X86_64	1
@@ -386,6 +408,9 @@ struct stallcap_config {
  *	CPUs (as perf's perf_event_mlock_kb).  Zero from modules before it.
  * @mlock_used_bytes: what the caller's user has charged to that allowance
  *	now, all its sessions together
+ * @tsc_khz: the time-stamp counter's rate in kHz as the kernel calibrated
+ *	it (ticks = ns * tsc_khz / 1000000) when STALLCAP_FEAT_DEADLINE_TSC
+ *	is set, else 0
  * @__reserved: zero
  */
 struct stallcap_info {
@@ -399,7 +424,8 @@ struct stallcap_info {
 	__u32 sample_fixed_size;
 	__u64 mlock_bytes;
 	__u64 mlock_used_bytes;
-	__u64 __reserved;
+	__u32 tsc_khz;
+	__u32 __reserved;
 };
 
 #define STALLCAP_INFO_SIZE_VER0	64
@@ -610,6 +636,7 @@ struct stallcap_ring_ctl {
 #define STALLCAP_SLOT_FREE		0
 #define STALLCAP_SLOT_HEARTBEAT		1
 #define STALLCAP_SLOT_DEADLINE		2
+#define STALLCAP_SLOT_DEADLINE_TSC	3 /* its deadline in deadline_tsc */
 
 /**
  * struct stallcap_slot - one heartbeat or shared-deadline watch, shared
@@ -627,6 +654,11 @@ struct stallcap_ring_ctl {
  *	clock_gettime() returns it through the vDSO) by which the thread will
  *	next make progress; 0 while it is idle (waiting by design).  A plain
  *	store by the owning thread
+ * @deadline_tsc: the same in time-stamp counter ticks, for a watch armed
+ *	with STALLCAP_ARM_DEADLINE_TSC (kind STALLCAP_SLOT_DEADLINE_TSC), whose
+ *	deadline_ns is unused: RDTSC + T * tsc_khz / 1000000, or 0 while
+ *	idle.  The module converts it to CLOCK_MONOTONIC when it reads it (the
+ *	kernel's calibrated rate: within parts per million of the interval)
  * @__reserved: zero
  *
  * Heartbeat contract: the thread stores beats + 1 whenever it makes progress
@@ -661,7 +693,8 @@ struct stallcap_slot {
 	__u32 tid;
 	__u32 kind;
 	__u64 deadline_ns;
-	__u64 __reserved[4];
+	__u64 deadline_tsc;
+	__u64 __reserved[3];
 };
 
 /* ------------------------------------------------------------------------

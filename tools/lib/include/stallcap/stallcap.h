@@ -161,13 +161,15 @@ static inline void stallcap_beat_busy(struct stallcap_slot *slot)
  * @timeout_ns: the threshold T (sampling intervals); the first deadline is
  *	now + T, or @timeout_ns itself with STALLCAP_ARM_ABSOLUTE
  * @user_tag: copied into every record of this watch
- * @flags: 0 or STALLCAP_ARM_ABSOLUTE
+ * @flags: 0, STALLCAP_ARM_ABSOLUTE, STALLCAP_ARM_DEADLINE_TSC or both
  * @slotp: receives the thread's slot, valid until the session closes
  *
  * Arms a STALLCAP_ARM_SHARED_DEADLINE watch: afterwards the thread moves its
  * deadline with stallcap_deadline_set() / _in() and marks its waits with
- * stallcap_deadline_idle(), all plain stores.  Maps the slot area on first
- * use.  Returns the slot index (>= 0).
+ * stallcap_deadline_idle(), all plain stores.  With STALLCAP_ARM_DEADLINE_TSC
+ * it uses stallcap_deadline_tsc_in() / _tsc_idle() instead (x86; -EOPNOTSUPP
+ * where the module cannot use the counter: fall back to the first kind).
+ * Maps the slot area on first use.  Returns the slot index (>= 0).
  */
 STALLCAP_API int stallcap_deadline_arm(struct stallcap_session *s, __u64 timeout_ns,
 				       __u64 user_tag, unsigned int flags,
@@ -204,6 +206,39 @@ static inline void stallcap_deadline_idle(struct stallcap_slot *slot)
 {
 	stallcap_deadline_set(slot, 0);
 }
+
+/**
+ * stallcap_tsc_ticks() - @ns in time-stamp counter ticks, for
+ * stallcap_deadline_tsc_in()
+ *
+ * Asks the module once per call (an ioctl): convert T once, at start-up.
+ * Returns 0 where the module takes no deadline in ticks
+ * (STALLCAP_FEAT_DEADLINE_TSC clear, or no module: a no-op session).
+ */
+STALLCAP_API __u64 stallcap_tsc_ticks(struct stallcap_session *s, __u64 ns);
+
+#if defined(__x86_64__) || defined(__i386__)
+/**
+ * stallcap_deadline_tsc_in() - the next deadline is @ticks from now
+ * @ticks: stallcap_tsc_ticks() of the interval
+ *
+ * For a watch armed with STALLCAP_ARM_DEADLINE_TSC: one RDTSC and one
+ * relaxed store, the cheapest re-arm there is (no vDSO clock arithmetic).
+ * RDTSC is not ordered with the thread's earlier instructions: the deadline
+ * may start a few nanoseconds early, never late.
+ */
+static inline void stallcap_deadline_tsc_in(struct stallcap_slot *slot, __u64 ticks)
+{
+	__atomic_store_n(&slot->deadline_tsc, __builtin_ia32_rdtsc() + ticks,
+			 __ATOMIC_RELAXED);
+}
+
+/** stallcap_deadline_tsc_idle() - as stallcap_deadline_idle(), for a TSC watch. */
+static inline void stallcap_deadline_tsc_idle(struct stallcap_slot *slot)
+{
+	__atomic_store_n(&slot->deadline_tsc, 0ULL, __ATOMIC_RELAXED);
+}
+#endif
 
 /* ------------------------------------------------------------------------
  * The ring
