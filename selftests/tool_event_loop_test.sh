@@ -55,6 +55,21 @@ grep '"type":"sample"' "$work/sd.json" | grep epoll_wait | cut -c1-300 | sed 's/
 # three slow handlers of 80 ms over a 20 ms deadline: (at least) three stalls
 check "shared deadline: one stall per busy iteration" stalls_match "$work/sd.out" "$work/sd.json" 10
 
+# the same in TSC ticks (-T: STALLCAP_ARM_DEADLINE_TSC, one RDTSC and a
+# store; the guests' TSC is their clocksource): the deadlines the module
+# converted are the loop's, so the same stalls, each caught in the handler
+stallcap record -o "$work/tsc.data" -- event_loop -T -n 15 -t 20 -s 80 >"$work/tsc.out"
+check "shared deadline in TSC ticks: record exits 0" [ $? = 0 ]
+stallcap report -f json "$work/tsc.data" >"$work/tsc.json"
+check "shared deadline in TSC ticks: stalls reported with the shared clock" \
+	grep -q '"clock":"shared"' "$work/tsc.json"
+check "shared deadline in TSC ticks: caught in handle_tick" \
+	any_sample "$work/tsc.json" event_loop in_handler
+check "shared deadline in TSC ticks: idle waits are not reported" \
+	sh -c "! grep '\"type\":\"sample\"' '$work/tsc.json' | grep '\"sample_index\":0[,}]' | grep -q epoll_wait"
+check "shared deadline in TSC ticks: one stall per busy iteration" \
+	stalls_match "$work/tsc.out" "$work/tsc.json" 10
+
 # --defer-user: the user stack copied on the way back to user space; a
 # module built without task_work_add() refuses it, and the tool says why
 stallcap record -D -o "$work/du.data" -- event_loop -d -n 15 -t 20 -s 80 \

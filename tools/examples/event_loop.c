@@ -11,7 +11,9 @@
  *    disarms before waiting (one ioctl each): exact detection;
  *  - shared deadline (-S): the loop stores its next absolute deadline in its
  *    slot before each handler and 0 before waiting: no system call on the
- *    hot path (the clock is read through the vDSO) and exact detection.
+ *    hot path (the clock is read through the vDSO) and exact detection;
+ *    with -T (x86) the deadline is a time-stamp counter value: one RDTSC and
+ *    one store (where the module offers it, STALLCAP_FEAT_DEADLINE_TSC).
  *
  * (A fourth way needs no change to the program at all: a reader's
  * STALLCAP_IOC_ATTACH, where the module offers it (STALLCAP_FEAT_ATTACH),
@@ -59,6 +61,25 @@ __attribute__((noinline)) void handle_tick(unsigned long n, unsigned long slow_m
 		work++;
 }
 
+/* A shared deadline's idle mark, in the unit the watch was armed with. */
+static void mark_idle(struct stallcap_slot *slot, bool tsc)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	if (tsc) {
+		stallcap_deadline_tsc_idle(slot);
+		return;
+	}
+#endif
+	stallcap_deadline_idle(slot);
+}
+
+static void deadline_tsc_in(struct stallcap_slot *slot, __u64 ticks)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	stallcap_deadline_tsc_in(slot, ticks);
+#endif
+}
+
 int main(int argc, char **argv)
 {
 	struct itimerspec its = { .it_interval = { 0, 10000000 }, .it_value = { 0, 10000000 } };
@@ -67,19 +88,23 @@ int main(int argc, char **argv)
 	struct stallcap_slot *beat = NULL, *shared = NULL;
 	struct stallcap_session *s;
 	bool deadline = false, use_shared = false, own_ring = !getenv(STALLCAP_FD_ENV);
-	__u64 threshold_ns;
+	bool use_tsc = false;
+	__u64 threshold_ns, threshold_ticks = 0;
 	int opt, ep, tfd, ret;
 	__u64 expirations;
 
-	while ((opt = getopt(argc, argv, "dSt:s:n:")) != -1) {
+	while ((opt = getopt(argc, argv, "dSTt:s:n:")) != -1) {
 		switch (opt) {
 		case 'd': deadline = true; break;
 		case 'S': use_shared = true; break;
+#if defined(__x86_64__) || defined(__i386__)
+		case 'T': use_shared = use_tsc = true; break;
+#endif
 		case 't': threshold_ms = strtoul(optarg, NULL, 0); break;
 		case 's': slow_ms = strtoul(optarg, NULL, 0); break;
 		case 'n': ticks = strtoul(optarg, NULL, 0); break;
 		default:
-			fprintf(stderr, "usage: event_loop [-d | -S] [-t THRESHOLD_MS] [-s SLOW_MS] [-n TICKS]\n");
+			fprintf(stderr, "usage: event_loop [-d | -S | -T] [-t THRESHOLD_MS] [-s SLOW_MS] [-n TICKS]\n");
 			return 2;
 		}
 	}
@@ -95,8 +120,12 @@ int main(int argc, char **argv)
 	threshold_ns = threshold_ms * 1000000ULL;
 	if (deadline)
 		ret = stallcap_watch_arm(s, threshold_ns, 1, 0);
+	else if (use_tsc && !stallcap_session_is_noop(s) &&
+		 !(threshold_ticks = stallcap_tsc_ticks(s, threshold_ns)))
+		ret = -EOPNOTSUPP;	/* the module takes no deadline in ticks */
 	else if (use_shared)
-		ret = stallcap_deadline_arm(s, threshold_ns, 1, 0, &shared);
+		ret = stallcap_deadline_arm(s, threshold_ns, 1,
+					    use_tsc ? STALLCAP_ARM_DEADLINE_TSC : 0, &shared);
 	else
 		ret = stallcap_heartbeat_attach(s, threshold_ns, 1, &beat);
 	if (ret < 0) {
@@ -106,7 +135,7 @@ int main(int argc, char **argv)
 	if (deadline)
 		stallcap_watch_disarm(s);
 	if (shared)
-		stallcap_deadline_idle(shared);
+		mark_idle(shared, use_tsc);
 
 	ep = epoll_create1(EPOLL_CLOEXEC);
 	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
@@ -122,6 +151,8 @@ int main(int argc, char **argv)
 		busy_from = now_ns();
 		if (beat)
 			stallcap_beat_busy(beat);
+		else if (shared && use_tsc)
+			deadline_tsc_in(shared, threshold_ticks);	/* one store */
 		else if (shared)
 			stallcap_deadline_in(shared, threshold_ns);	/* one store */
 		else
@@ -131,7 +162,7 @@ int main(int argc, char **argv)
 		if (beat)
 			stallcap_beat(beat);		/* one iteration done */
 		else if (shared)
-			stallcap_deadline_idle(shared);	/* waiting by design: one store */
+			mark_idle(shared, use_tsc);	/* waiting by design: one store */
 		else
 			stallcap_watch_disarm(s);
 		/* the ground truth a test compares stallcap's findings with */
