@@ -154,27 +154,49 @@ static void clock_store_run(struct hot *h, unsigned int n)
 	deadline_loop(h->plain, n);
 }
 
+/*
+ * Open @sess, map its slots (*@map, *@len) and arm a shared-deadline watch
+ * with @flags: its slot, or NULL (*@err: -errno).
+ */
+static struct stallcap_slot *slot_watch_setup(struct sc *sess, void **map, size_t *len,
+					      __u32 flags, int *err)
+{
+	int slot;
+
+	*err = sc_open(sess, 0, 1, 4);
+	if (*err)
+		return NULL;
+	*err = -EOPNOTSUPP;
+	if ((flags & STALLCAP_ARM_DEADLINE_TSC) &&
+	    !(sess->info.features & STALLCAP_FEAT_DEADLINE_TSC))
+		return NULL;
+	*len = (size_t)sess->cfg.slots * sizeof(struct stallcap_slot);
+	*map = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, sess->fd,
+		    STALLCAP_MMAP_SLOTS);
+	if (*map == MAP_FAILED) {
+		*map = NULL;
+		*err = -errno;
+		return NULL;
+	}
+	slot = sc_arm(sess, FAR_TIMEOUT_NS, STALLCAP_ARM_SHARED_DEADLINE | flags);
+	if (slot < 0 || (size_t)slot >= sess->cfg.slots) {
+		*err = slot < 0 ? -errno : -ERANGE;
+		return NULL;
+	}
+	*err = 0;
+	return &((struct stallcap_slot *)*map)[slot];
+}
+
 static int shared_setup(struct hot *h, struct method *m)
 {
-	int ret, slot;
+	struct stallcap_slot *slot;
+	int ret;
 
-	ret = sc_open(&h->shared_sess, 0, 1, 4);
-	if (ret)
+	slot = slot_watch_setup(&h->shared_sess, &h->shared_map, &h->shared_len, 0, &ret);
+	if (!slot)
 		return ret;
-	h->shared_len = (size_t)h->shared_sess.cfg.slots *
-			sizeof(struct stallcap_slot);
-	h->shared_map = mmap(NULL, h->shared_len, PROT_READ | PROT_WRITE,
-			     MAP_SHARED, h->shared_sess.fd, STALLCAP_MMAP_SLOTS);
-	if (h->shared_map == MAP_FAILED) {
-		h->shared_map = NULL;
-		return -errno;
-	}
-	slot = sc_arm(&h->shared_sess, FAR_TIMEOUT_NS,
-		      STALLCAP_ARM_SHARED_DEADLINE);
-	if (slot < 0 || (size_t)slot >= h->shared_sess.cfg.slots)
-		return -errno;
 	h->shared_armed = true;
-	h->deadline = &((struct stallcap_slot *)h->shared_map)[slot].deadline_ns;
+	h->deadline = &slot->deadline_ns;
 	return 0;
 }
 
@@ -200,27 +222,16 @@ static void tsc_store_run(struct hot *h, unsigned int n)
 
 static int shared_tsc_setup(struct hot *h, struct method *m)
 {
-	int ret, slot;
+	struct stallcap_slot *slot;
+	int ret;
 
-	ret = sc_open(&h->tsc_sess, 0, 1, 4);
-	if (ret)
+	slot = slot_watch_setup(&h->tsc_sess, &h->tsc_map, &h->tsc_len,
+				STALLCAP_ARM_DEADLINE_TSC, &ret);
+	if (!slot)
 		return ret;
-	if (!(h->tsc_sess.info.features & STALLCAP_FEAT_DEADLINE_TSC))
-		return -EOPNOTSUPP;
 	h->far_ticks = FAR_TIMEOUT_NS / 1000000 * h->tsc_sess.info.tsc_khz;
-	h->tsc_len = (size_t)h->tsc_sess.cfg.slots * sizeof(struct stallcap_slot);
-	h->tsc_map = mmap(NULL, h->tsc_len, PROT_READ | PROT_WRITE, MAP_SHARED,
-			  h->tsc_sess.fd, STALLCAP_MMAP_SLOTS);
-	if (h->tsc_map == MAP_FAILED) {
-		h->tsc_map = NULL;
-		return -errno;
-	}
-	slot = sc_arm(&h->tsc_sess, FAR_TIMEOUT_NS,
-		      STALLCAP_ARM_SHARED_DEADLINE | STALLCAP_ARM_DEADLINE_TSC);
-	if (slot < 0 || (size_t)slot >= h->tsc_sess.cfg.slots)
-		return -errno;
 	h->tsc_armed = true;
-	h->deadline_tsc = &((struct stallcap_slot *)h->tsc_map)[slot].deadline_tsc;
+	h->deadline_tsc = &slot->deadline_tsc;
 	return 0;
 }
 
