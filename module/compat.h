@@ -21,6 +21,8 @@
 #include <linux/sched.h>
 #include <linux/smp.h>
 #include <linux/task_work.h>
+#include <linux/ktime.h>
+#include <linux/timekeeping.h>
 #include <asm/processor.h>
 
 /* task->state became task->__state, an unsigned int (5.14). */
@@ -56,6 +58,16 @@ static inline unsigned int stallcap_task_state(const struct task_struct *task)
 #else
 #define STALLCAP_TASK_RTLOCK_WAIT	0
 #endif
+
+/* A snapshot of the timekeeping clock: Linux 7.2 names the clock. */
+static inline void sc_ktime_get_snapshot(struct system_time_snapshot *snap)
+{
+#ifdef STALLCAP_HAVE_KTIME_GET_SNAPSHOT_ID
+	ktime_get_snapshot_id(CLOCK_MONOTONIC, snap);
+#else
+	ktime_get_snapshot(snap);
+#endif
+}
 
 /* hrtimer_setup() replaced hrtimer_init() (6.13). */
 static inline void stallcap_hrtimer_setup(struct hrtimer *timer,

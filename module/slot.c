@@ -15,6 +15,7 @@
 #include <asm/tsc.h>
 #endif
 
+#include "compat.h"
 #include "stallcap.h"
 
 bool stallcap_deadline_tsc __read_mostly = true;
@@ -42,7 +43,7 @@ static bool tsc_is_kernel_clock(void)
 	u64 before, after;
 
 	before = rdtsc_ordered();
-	ktime_get_snapshot(&snap);
+	sc_ktime_get_snapshot(&snap);
 	after = rdtsc_ordered();
 	return before <= snap.cycles && snap.cycles <= after;
 }
