@@ -574,4 +574,71 @@ TEST_F(sd, deadline_tsc_needs_a_shared_deadline_and_a_usable_counter)
 	EXPECT_EQ(0, slot->armed);
 }
 
+/*
+ * The rate a deadline in ticks is given at (struct stallcap_info.tsc_khz)
+ * is the counter's against CLOCK_MONOTONIC, measured here over 200 ms
+ * within 1%; and the module converts with it: a deadline a second ahead,
+ * stored in ticks, is caught within 50 ms of that second (a rate off by 5%
+ * would be 50 ms early or late; 10% off was caught 100 ms late).  A stall
+ * the guest delayed past that is tried again.
+ */
+#define RATE_WINDOW	SC_MS(200)
+#define FAR_AHEAD	SC_MS(1000)
+#define FAR_LATE	SC_MS(50)
+
+TEST_F(sd, a_deadline_in_ticks_a_second_ahead_is_caught_then)
+{
+	const struct stallcap_sample *r = NULL;
+	uint64_t t0, c0, t1, c1, d = 0, late = 0;
+	struct stallcap_slot *slot;
+	double khz, off;
+
+	if (!variant->tsc)
+		SKIP(return, "the TSC variant's case");
+	/* the clock and the counter read together: not across a preemption */
+	for (int i = 0; ; i++) {
+		t0 = sc_now_ns();
+		c0 = __builtin_ia32_rdtsc();
+		sc_sleep_ms(RATE_WINDOW / SC_MS(1));
+		t1 = sc_now_ns();
+		c1 = __builtin_ia32_rdtsc();
+		if (sc_now_ns() - t1 < TSC_SLACK_NS / 10 || i == 10)
+			break;
+	}
+	khz = (double)(c1 - c0) * 1e6 / (double)(t1 - t0);
+	ksft_print_msg("counter %.0f kHz against the clock, module %u kHz\n", khz, sd_khz);
+	off = khz / sd_khz - 1;
+	EXPECT_GT(0.01, off < 0 ? -off : off);
+	slot = sd_arm_idle(_metadata, self);
+	ASSERT_NE(NULL, slot);
+	for (int attempt = 0; attempt < SC_ATTEMPTS; attempt++) {
+		struct sc_stopper st = { .cpu = -1 };
+
+		sc_records_free(&self->rs);
+		ASSERT_EQ(0, sc_stopper_start(&st, self->s.fd, 1, SC_WAIT_MS));
+		d = sc_now_ns() + FAR_AHEAD;
+		store_deadline(slot, d);
+		spin_in_user(&st.stop);
+		store_deadline(slot, 0);
+		sc_stopper_join(&st);
+		ASSERT_FALSE(st.timed_out);
+		ASSERT_LE(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_SAMPLE, 1,
+					     SC_WAIT_MS));
+		r = sc_first_sample_of(&self->rs, sc_gettid());
+		ASSERT_NE(NULL, r);
+		late = r->capture_ns - d;
+		if (r->capture_ns >= d && late < FAR_LATE)
+			break;
+		TH_LOG("attempt %d: caught %lld us after the second", attempt,
+		       (long long)(r->capture_ns - d) / 1000);
+		sc_sleep_ms(T / SC_MS(1));	/* its end */
+	}
+	EXPECT_EQ(0, sc_release(self->s.fd));
+	EXPECT_LE(d, r->capture_ns);
+	EXPECT_GT(FAR_LATE, late);
+	EXPECT_DEADLINE(d, r->deadline_ns);
+	ksft_print_msg("caught %llu us after a deadline stored 1 s ahead in ticks\n",
+		       (unsigned long long)(late / 1000));
+}
+
 TEST_HARNESS_MAIN
