@@ -184,7 +184,13 @@ static struct stallcap_slot *sd_arm(struct __test_metadata *_metadata,
 	return slot;
 }
 
-#define SD_ATTEMPTS	3
+/*
+ * Windows a loaded host may spoil (a vCPU stopped for about T): 5 since
+ * every case runs twice (ns and ticks) beside the other guests of CI; a
+ * window of 1 s spoiled 3 times running was seen with four guests on the
+ * 2-core host (stop 62).
+ */
+#define SD_ATTEMPTS	5
 
 TEST_F(sd, stores_within_t_never_stall_and_rarely_wake_the_timer)
 {
