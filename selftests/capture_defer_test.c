@@ -248,7 +248,10 @@ static bool cookie_shared(const struct sc_records *rs, const struct stallcap_sam
  * remotely (NMI/IPI) or by its own timer (@local), with a USER_STACK
  * record of its own if deferred: a sample of the thread preempted just
  * before (a slow guest) asks for one that reads the whole used stack, and
- * a user-mode sample taken before the thread returns shares it.
+ * a user-mode sample taken before the thread returns shares it.  In
+ * spin_in_user(), the chain the checks walk: a guest that spent the
+ * deadline migrating the thread (CI80, debug) caught it entering
+ * defer_outer(), whose frame was not yet made.
  */
 static const struct stallcap_sample *user_sample(const struct sc_records *rs, bool local)
 {
@@ -261,7 +264,8 @@ static const struct stallcap_sample *user_sample(const struct sc_records *rs, bo
 		    (r->flags & STALLCAP_SAMPLE_USER_MODE) &&
 		    !(r->flags & (STALLCAP_SAMPLE_IN_HARDIRQ | STALLCAP_SAMPLE_IN_SOFTIRQ |
 				  STALLCAP_SAMPLE_ABANDONED)) &&
-		    !((r->flags & STALLCAP_SAMPLE_DEFER_PENDING) && cookie_shared(rs, r)))
+		    !((r->flags & STALLCAP_SAMPLE_DEFER_PENDING) && cookie_shared(rs, r)) &&
+		    sc_ip_in_fn(sc_regs(r)->ip, spin_in_user))
 			return r;
 	}
 	return NULL;
