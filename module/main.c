@@ -101,7 +101,7 @@ MODULE_PARM_DESC(beat_scan,
 
 module_param_named(deadline_tsc, stallcap_deadline_tsc, bool, 0644);
 MODULE_PARM_DESC(deadline_tsc,
-		 "Accept shared deadlines in time-stamp counter ticks where the counter is invariant (default on; off: such ARMs fail with EOPNOTSUPP, as on a machine without one)");
+		 "Accept shared deadlines in time-stamp counter ticks while the TSC is the kernel's clocksource (default on; off: such ARMs fail with EOPNOTSUPP, as where it is not)");
 
 static int __init stallcap_init(void)
 {

@@ -184,7 +184,6 @@ int stallcap_slot_attach(struct stallcap_session *sess, struct stallcap_watch *w
 		WRITE_ONCE(slot->deadline_tsc, 0);
 	}
 	WRITE_ONCE(slot->armed, 1);
-	w->shared_seen = 0;
 	w->last_beats = 0;
 	w->last_idle = false;
 	return w->slot;

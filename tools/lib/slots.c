@@ -102,6 +102,6 @@ __u64 stallcap_tsc_ticks(struct stallcap_session *s, __u64 ns)
 	if (stallcap_session_get_info(s, &info) ||
 	    !(info.features & STALLCAP_FEAT_DEADLINE_TSC) || !info.tsc_khz)
 		return 0;
-	/* ns * kHz / 10^6 without overflow below 5 hours at 1 THz */
+	/* ns * kHz / 10^6, the product in 128 bits */
 	return (__u64)((unsigned __int128)ns * info.tsc_khz / 1000000U);
 }
