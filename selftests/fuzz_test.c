@@ -65,7 +65,8 @@ static const struct {
 	const char *name;
 	tu_errset doc;
 } cmds[] = {
-	{ STALLCAP_IOC_ARM, "ARM", TU_OK | COMMON | E(ERANGE) | E(ENOSPC) | E(ESRCH) },
+	{ STALLCAP_IOC_ARM, "ARM", TU_OK | COMMON | E(ERANGE) | E(ENOSPC) | E(ESRCH) |
+	  E(EOPNOTSUPP) },
 	{ STALLCAP_IOC_REARM, "REARM", TU_OK | E(ENOENT) | E(ERANGE) | E(EINVAL) | E(ENOMEM) },
 	{ STALLCAP_IOC_DISARM, "DISARM", TU_OK | E(ENOENT) | E(EINVAL) | E(ENOMEM) },
 	{ STALLCAP_IOC_RELEASE, "RELEASE", TU_OK | E(ENOENT) | E(EINVAL) | E(ENOMEM) },
@@ -102,7 +103,7 @@ struct fz {
 	unsigned long long max_seconds;
 	uint64_t end_ns;
 	size_t page;
-	bool root, have_hb, have_defer;
+	bool root, have_hb, have_defer, have_tsc;
 	uint64_t min_deadline;
 	uint32_t max_ring;
 	pthread_mutex_t shared_lock;	/* SET_CONFIG on shared sessions */
@@ -349,10 +350,11 @@ static tu_errset fill_arm(struct fthread *t, struct stallcap_arm *a, uint64_t *n
 		break;
 	case 2:
 	case 3:
-		fl = tu_below(r, 16);		/* every combination of the known flags */
+		fl = tu_below(r, 32);		/* every combination of the known flags */
 		break;
 	case 7:
-		fl = STALLCAP_ARM_SHARED_DEADLINE | (tu_pct(r, 30) ? STALLCAP_ARM_ABSOLUTE : 0);
+		fl = STALLCAP_ARM_SHARED_DEADLINE | (tu_pct(r, 30) ? STALLCAP_ARM_ABSOLUTE : 0) |
+		     (tu_pct(r, 40) ? STALLCAP_ARM_DEADLINE_TSC : 0);
 		break;
 	case 4:
 		fl = STALLCAP_ARM_ABSOLUTE;
@@ -393,8 +395,12 @@ static tu_errset fill_arm(struct fthread *t, struct stallcap_arm *a, uint64_t *n
 	if ((fl & ~STALLCAP_ARM_FLAGS_ALL) || a->__reserved ||
 	    ((fl & STALLCAP_ARM_CPUTIME) && (fl & (STALLCAP_ARM_ABSOLUTE | SLOT_KINDS))) ||
 	    ((fl & STALLCAP_ARM_ABSOLUTE) && (fl & STALLCAP_ARM_HEARTBEAT)) ||
-	    (fl & SLOT_KINDS) == SLOT_KINDS)
+	    (fl & SLOT_KINDS) == SLOT_KINDS ||
+	    ((fl & STALLCAP_ARM_DEADLINE_TSC) && !(fl & STALLCAP_ARM_SHARED_DEADLINE)))
 		e |= E(EINVAL);
+	/* checked before the timeout: EOPNOTSUPP comes before ERANGE */
+	else if ((fl & STALLCAP_ARM_DEADLINE_TSC) && !f->have_tsc)
+		e |= E(EOPNOTSUPP);
 	if (fl & STALLCAP_ARM_ABSOLUTE) {
 		/* the module reads the clock a little later: allow a margin */
 		uint64_t v = a->timeout_ns;
@@ -642,8 +648,6 @@ static void fz_arm(struct fthread *t, int slot)
 	content = fill_arm(t, &a, &now);
 	a.size = size;
 	place(t, &arg, &a, sizeof(a), size, tail);
-	if (!f->have_hb)
-		doc |= E(EOPNOTSUPP);
 	if (!s->ring)
 		doc |= E(ENOMEM);	/* the first ARM allocates the ring */
 	want = expect_ptr(f, &arg, size, tail, sizeof(a), true, content, doc);
@@ -1245,6 +1249,7 @@ FIXTURE_SETUP(fuzz)
 	f->min_deadline = f->shared[0].s.info.min_deadline_ns;
 	f->max_ring = f->shared[0].s.info.max_ring_bytes;
 	f->have_hb = f->shared[0].s.info.features & STALLCAP_FEAT_HEARTBEAT;
+	f->have_tsc = f->shared[0].s.info.features & STALLCAP_FEAT_DEADLINE_TSC;
 	f->have_defer = f->shared[0].s.info.features & STALLCAP_FEAT_DEFER_USER;
 
 	self->nthreads = sc_nr_cpus_allowed();
