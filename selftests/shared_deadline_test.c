@@ -98,6 +98,23 @@ FIXTURE_TEARDOWN(sd)
 	sd_close(self);
 }
 
+/*
+ * The clock (*@ns) and the counter (return) read together: not across a
+ * preemption (retried, up to 10 times, when the pair took more than a
+ * tenth of TSC_SLACK_NS).
+ */
+static uint64_t clock_and_counter(uint64_t *ns)
+{
+	uint64_t tsc;
+
+	for (int i = 0; ; i++) {
+		*ns = sc_now_ns();
+		tsc = __builtin_ia32_rdtsc();
+		if (sc_now_ns() - *ns < TSC_SLACK_NS / 10 || i == 10)
+			return tsc;
+	}
+}
+
 /* @d (CLOCK_MONOTONIC ns, 0: idle) into @slot, in this variant's unit. */
 static void store_deadline(struct stallcap_slot *slot, uint64_t d)
 {
@@ -108,13 +125,7 @@ static void store_deadline(struct stallcap_slot *slot, uint64_t d)
 				 __ATOMIC_RELAXED);
 		return;
 	}
-	/* the clock and the counter read together: not across a preemption */
-	for (int i = 0; ; i++) {
-		now = sc_now_ns();
-		tsc = __builtin_ia32_rdtsc();
-		if (sc_now_ns() - now < TSC_SLACK_NS / 10 || i == 10)
-			break;
-	}
+	tsc = clock_and_counter(&now);
 	tsc += (uint64_t)((__int128)(int64_t)(d - now) * sd_khz / 1000000);
 	__atomic_store_n(&slot->deadline_tsc, tsc, __ATOMIC_RELAXED);
 }
@@ -127,12 +138,7 @@ static uint64_t slot_deadline(const struct stallcap_slot *slot)
 
 	if (!sd_khz || !tsc)
 		return sd_khz ? 0 : __atomic_load_n(&slot->deadline_ns, __ATOMIC_RELAXED);
-	for (int i = 0; ; i++) {
-		now = sc_now_ns();
-		t = __builtin_ia32_rdtsc();
-		if (sc_now_ns() - now < TSC_SLACK_NS / 10 || i == 10)
-			break;
-	}
+	t = clock_and_counter(&now);
 	return now + (uint64_t)((__int128)(int64_t)(tsc - t) * 1000000 / sd_khz);
 }
 
@@ -601,16 +607,9 @@ TEST_F(sd, a_deadline_in_ticks_a_second_ahead_is_caught_then)
 
 	if (!variant->tsc)
 		SKIP(return, "the TSC variant's case");
-	/* the clock and the counter read together: not across a preemption */
-	for (int i = 0; ; i++) {
-		t0 = sc_now_ns();
-		c0 = __builtin_ia32_rdtsc();
-		sc_sleep_ms(RATE_WINDOW / SC_MS(1));
-		t1 = sc_now_ns();
-		c1 = __builtin_ia32_rdtsc();
-		if (sc_now_ns() - t1 < TSC_SLACK_NS / 10 || i == 10)
-			break;
-	}
+	c0 = clock_and_counter(&t0);
+	sc_sleep_ms(RATE_WINDOW / SC_MS(1));
+	c1 = clock_and_counter(&t1);
 	khz = (double)(c1 - c0) * 1e6 / (double)(t1 - t0);
 	ksft_print_msg("counter %.0f kHz against the clock, module %u kHz\n", khz, sd_khz);
 	off = khz / sd_khz - 1;
