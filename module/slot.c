@@ -289,14 +289,15 @@ u64 stallcap_grid_next(u64 now, u64 period)
 bool stallcap_shared_due(struct stallcap_watch *w, u64 now, u64 *next)
 {
 	u64 raw = slot_deadline_raw(w), d = raw;
+	u64 min = stallcap_min_timeout_ns(), prev = w->shared_looked_at;
 
 	w->shared_seen = raw;
+	w->shared_looked_at = now;
 	if (raw && (w->flags & STALLCAP_ARM_DEADLINE_TSC))
 		d = tsc_to_mono(raw);
 	if (!d) {	/* idle by design */
 		WRITE_ONCE(w->deadline, 0);
-		*next = now + max_t(u64, w->timeout_ns,
-				    stallcap_min_timeout_ns());
+		*next = now + max(w->timeout_ns, min);
 		return false;
 	}
 	WRITE_ONCE(w->deadline, d);
@@ -304,10 +305,14 @@ bool stallcap_shared_due(struct stallcap_watch *w, u64 now, u64 *next)
 		return true;
 	/*
 	 * The slot is the thread's to write: a deadline always just ahead
-	 * (now + 1 us in a loop) must not fire this timer at that rate.
-	 * Looked at no sooner than the smallest timeout, as any watch.
+	 * (now + 1 us in a loop) must not fire this timer at that rate.  At
+	 * most two looks in any window of the smallest timeout: the next one
+	 * no sooner than that after the look before this one, so that a
+	 * deadline read just before it passes (the first one stored after an
+	 * idle period, read by the idle look that followed the store) is
+	 * still met when it passes, not a smallest timeout later.
 	 */
-	*next = clamp_t(u64, d, now + stallcap_min_timeout_ns(),
+	*next = clamp_t(u64, d, min(prev + min, now + min),
 			now + SHARED_MAX_SLEEP_NS);
 	return false;
 }

@@ -370,6 +370,7 @@ struct stallcap_capture_req {
  * @last_beats: beat counter seen at the previous heartbeat check
  * @shared_seen: shared deadline: the slot's value at the last look (ns, or
  *	counter ticks with STALLCAP_ARM_DEADLINE_TSC), which a stall missed
+ * @shared_looked_at: shared deadline: when the timer last read the slot
  * @last_idle: idle mark seen at the previous heartbeat check
  * @beat_base_stale: a parked watch progressed at its last check: @times_base
  *	is taken at the next check that sees none (beat_scan.c)
@@ -435,6 +436,7 @@ struct stallcap_watch {
 	int slot;
 	u64 last_beats;
 	u64 shared_seen;
+	u64 shared_looked_at;
 	bool last_idle;
 	bool beat_base_stale;
 	struct stallcap_beat_scanner *beat_scanner;

@@ -93,9 +93,15 @@ static uint32_t sd_flags(void)
 	return STALLCAP_ARM_SHARED_DEADLINE | (sd_khz ? STALLCAP_ARM_DEADLINE_TSC : 0);
 }
 
+/* min_deadline_us as it was before a case raised it, or -1 */
+static long long sd_old_min = -1;
+
 FIXTURE_TEARDOWN(sd)
 {
 	sd_close(self);
+	if (sd_old_min >= 0)	/* a case that raised it failed before its end */
+		tu_param_write("min_deadline_us", sd_old_min);
+	sd_old_min = -1;
 }
 
 /*
@@ -643,6 +649,84 @@ TEST_F(sd, a_deadline_in_ticks_a_second_ahead_is_caught_then)
 	EXPECT_GT(FAR_LATE, late);
 	EXPECT_DEADLINE(d, r->deadline_ns);
 	ksft_print_msg("caught %llu us after a deadline stored 1 s ahead in ticks\n",
+		       (unsigned long long)(late / 1000));
+}
+
+/*
+ * The first deadline after an idle period, T ahead, is read by the idle
+ * look that follows its store, which may come just before it passes: it is
+ * still met then.  With min_deadline_us raised to 60% of T and the store
+ * made 10 ms after an idle look, that look reads the deadline about 10 ms
+ * before it passes; a timer that then waited the smallest timeout from that
+ * look (as before stop 63) caught it about 50 ms late, at every attempt.
+ * An attempt whose store did not follow the idle look (a slow guest) is
+ * made again.
+ */
+#define JUST_MIN_US	60000
+#define JUST_AFTER	SC_MS(10)	/* the store, after the first idle look */
+#define JUST_LATE	SC_MS(25)
+
+static void sleep_until(uint64_t ns)
+{
+	struct timespec ts = { .tv_sec = ns / SC_MS(1000), .tv_nsec = ns % SC_MS(1000) };
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+TEST_F(sd, a_deadline_read_just_before_it_passes_is_met_then)
+{
+	long long old_min = tu_param_read("min_deadline_us");
+	const struct stallcap_sample *r = NULL;
+	uint64_t first = 0, e0, d = 0, late = 0;
+	struct stallcap_slot *slot;
+	bool after_look = false;
+	int attempt;
+
+	if (old_min < 0 || geteuid())
+		SKIP(return, "needs root and the min_deadline_us parameter");
+	sd_old_min = old_min;
+	ASSERT_EQ(0, tu_param_write("min_deadline_us", JUST_MIN_US));
+	for (attempt = 1; attempt <= SD_ATTEMPTS; attempt++) {
+		struct sc_stopper st = { .cpu = -1 };
+
+		sc_records_free(&self->rs);
+		slot = sd_arm(_metadata, self, &first);
+		ASSERT_NE(NULL, slot);
+		store_deadline(slot, 0);
+		after_look = sc_now_ns() < first;	/* no stall of the ARM's */
+		e0 = sc_timer_expiries();
+		ASSERT_EQ(0, sc_stopper_start(&st, self->s.fd, 1, SC_WAIT_MS));
+		sleep_until(first + JUST_AFTER);
+		/* the idle look at the ARM's deadline came first, not long ago */
+		after_look = after_look && sc_timer_expiries() > e0 &&
+			     sc_now_ns() < first + 2 * JUST_AFTER;
+		d = sc_now_ns() + T;
+		store_deadline(slot, d);
+		spin_in_user(&st.stop);
+		store_deadline(slot, 0);
+		sc_stopper_join(&st);
+		ASSERT_FALSE(st.timed_out);
+		ASSERT_LE(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_SAMPLE, 1,
+					     SC_WAIT_MS));
+		r = sc_first_sample_of(&self->rs, sc_gettid());
+		ASSERT_NE(NULL, r);
+		late = r->capture_ns - r->deadline_ns;
+		ASSERT_EQ(0, sc_release(self->s.fd));
+		if (after_look && r->deadline_ns >= d - TSC_SLACK_NS && late < JUST_LATE)
+			break;
+		TH_LOG("attempt %d: %s, caught %lld us after the deadline", attempt,
+		       after_look ? "stored after the idle look" : "the guest was slow",
+		       (long long)late / 1000);
+		sc_sleep_ms(T / SC_MS(1));	/* the stall's end */
+		sc_ring_drain(&self->s, &self->rs);
+	}
+	EXPECT_EQ(0, tu_param_write("min_deadline_us", sd_old_min));
+	sd_old_min = -1;
+	ASSERT_GE(SD_ATTEMPTS, attempt);
+	EXPECT_DEADLINE(d, r->deadline_ns);
+	EXPECT_GT(JUST_LATE, late);
+	ksft_print_msg("caught %llu us after a deadline read shortly before it\n",
 		       (unsigned long long)(late / 1000));
 }
 

@@ -678,8 +678,13 @@ struct stallcap_ring_ctl {
  * deadline it last read; if it then reads a later deadline it sleeps until
  * that one, so a deadline is detected when it passes, exactly as with
  * STALLCAP_IOC_REARM.  While deadline_ns is 0 the timer looks at the slot
- * every T, which is enough to see a new deadline before it passes (a
- * deadline closer than T after an idle period may be seen up to T late).
+ * every T, so a deadline stored at least T ahead after an idle period is
+ * read before it passes and detected when it passes (one closer than T may
+ * be seen up to T late).  The timer does not look sooner than the deadline
+ * it last read: a deadline earlier than that one (a shorter budget than
+ * the previous busy period's, stored before that one passed) is seen when
+ * that one passes, late by the difference; store deadlines T ahead, or
+ * STALLCAP_IOC_ARM again for a shorter T.
  * A deadline that the thread moved while its timer was reading the slot
  * counts from the value read: a store is visible to the module before the
  * deadline it stored passes unless the thread runs that store less than the
