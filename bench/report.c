@@ -455,10 +455,13 @@ static void md_lateness(FILE *f)
 {
 	fprintf(f, "### 2. Detection lateness after a 1 ms deadline (µs)\n\n"
 		"stallcap: capture_ns − deadline_ns of the first sample of each stall (a "
-		"SCHED_OTHER thread spinning in user mode on vCPU 0, re-armed after each "
-		"capture). Baseline: cyclictest-style wake-up lateness of a 1 ms "
-		"clock_nanosleep(TIMER_ABSTIME) period, same CPU, alternating with stallcap in "
-		"blocks of 100.\n\n");
+		"SCHED_OTHER thread spinning in user mode on vCPU 0; REARM: re-armed, "
+		"caught, disarmed; shared deadline: idle (0) in the slot between busy "
+		"periods, now + 1 ms stored when one begins, as an event loop does). "
+		"Baseline: cyclictest-style wake-up lateness of a 1 ms "
+		"clock_nanosleep(TIMER_ABSTIME), SCHED_FIFO, same CPU. The four take turns "
+		"stall by stall (the order rotating), so that a spell of host noise falls on "
+		"all alike; the spinner baseline runs in blocks of 100 between them.\n\n");
 	fprintf(f, "| load | what | n | p50 | p99 | max | p99 vs baseline |\n"
 		"|---|---|---:|---:|---:|---:|---|\n");
 	lat_rows(f, "idle", "idle");

@@ -404,6 +404,8 @@ struct stallcap_capture_req {
  * @isolated: armed (or, attached, gone busy) on a CPU isolated from timers:
  *	no timer queued, a buddy checker starts it on a housekeeping CPU when
  *	the deadline nears
+ * @home_csd: brings the timer back to the thread's CPU (buddy.c)
+ * @home_pending: @home_csd is queued or its function runs
  * @attach: the attach that made this watch (attach.c), NULL for ARM
  * @wait_seen: an attached watch saw its thread enter or leave a wait call
  * @resume_pending: its thread was inside a wait call at the attach, and
@@ -434,6 +436,7 @@ struct stallcap_watch {
 	u64 deadline;
 	u64 cpu_base;
 	int slot;
+	atomic_t home_pending;
 	u64 last_beats;
 	u64 shared_seen;
 	u64 shared_looked_at;
@@ -461,6 +464,7 @@ struct stallcap_watch {
 	bool fast;
 	bool fast_exempt;
 	bool isolated;
+	struct __call_single_data home_csd;	/* unaligned: watches are many */
 	struct stallcap_attach_ent *attach;
 	bool wait_seen;
 	bool resume_pending;
@@ -549,9 +553,13 @@ DECLARE_PER_CPU(unsigned long, stallcap_buddy_expiries);
 DECLARE_PER_CPU(unsigned long, stallcap_buddy_rescues);
 DECLARE_PER_CPU(unsigned long, stallcap_buddy_ns);
 DECLARE_PER_CPU(unsigned long, stallcap_buddy_walks);
+DECLARE_PER_CPU(unsigned long, stallcap_buddy_homes);
 u64 stallcap_buddy_period_ns(void);
 bool stallcap_cpu_takes_timers(void);
 void stallcap_watch_timer_start(struct stallcap_watch *w, u64 deadline);
+void stallcap_watch_home_init(struct stallcap_watch *w);
+void stallcap_watch_timer_home(struct stallcap_watch *w);
+void stallcap_watch_home_sync(struct stallcap_watch *w);
 void stallcap_buddy_add(struct stallcap_watch *w);
 void stallcap_buddy_armed(void);
 void stallcap_buddy_del(struct stallcap_watch *w);

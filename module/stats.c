@@ -165,7 +165,7 @@ static int expiries_show(struct seq_file *m, void *unused)
 	int cpu;
 
 	for_each_possible_cpu(cpu)
-		seq_printf(m, "cpu%d watch %lu buddy %lu rescued %lu beat %lu checks %lu scan_ns %lu buddy_ns %lu walks %lu\n",
+		seq_printf(m, "cpu%d watch %lu buddy %lu rescued %lu beat %lu checks %lu scan_ns %lu buddy_ns %lu walks %lu homed %lu\n",
 			   cpu, READ_ONCE(per_cpu(stallcap_watch_expiries, cpu)),
 			   READ_ONCE(per_cpu(stallcap_buddy_expiries, cpu)),
 			   READ_ONCE(per_cpu(stallcap_buddy_rescues, cpu)),
@@ -173,7 +173,8 @@ static int expiries_show(struct seq_file *m, void *unused)
 			   READ_ONCE(per_cpu(stallcap_beat_checks, cpu)),
 			   READ_ONCE(per_cpu(stallcap_beat_scan_ns, cpu)),
 			   READ_ONCE(per_cpu(stallcap_buddy_ns, cpu)),
-			   READ_ONCE(per_cpu(stallcap_buddy_walks, cpu)));
+			   READ_ONCE(per_cpu(stallcap_buddy_walks, cpu)),
+			   READ_ONCE(per_cpu(stallcap_buddy_homes, cpu)));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(expiries);

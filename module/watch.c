@@ -258,6 +258,7 @@ void stallcap_watches_free_doomed(struct work_struct *work)
 	mutex_unlock(&sess->lock);
 	list_for_each_entry_safe(w, tmp, &doomed, sess_node) {
 		stallcap_why_cancel(w);
+		stallcap_watch_home_sync(w);
 		call_rcu(&w->rcu, watch_free_rcu);
 	}
 }
@@ -318,6 +319,7 @@ static struct stallcap_watch *watch_create_task(struct stallcap_session *sess,
 	stallcap_why_init_watch(w);
 	stallcap_hrtimer_setup(&w->timer, stallcap_watch_timer_fn,
 			       CLOCK_MONOTONIC, HRTIMER_MODE_ABS_PINNED_HARD);
+	stallcap_watch_home_init(w);
 	list_add(&w->sess_node, &sess->watches);
 	raw_spin_lock_irqsave(&task_watches_lock, flags);
 	hash_add_rcu(task_watches, &w->task_node, (unsigned long)task);

@@ -514,6 +514,10 @@ enum hrtimer_restart stallcap_watch_timer_fn(struct hrtimer *timer)
 	default:
 		break;
 	}
+	/* a look that let it wait on: away from its thread, it goes home */
+	if (ret == HRTIMER_RESTART && w->state == WATCH_ARMED &&
+	    !(w->flags & STALLCAP_ARM_HEARTBEAT))
+		stallcap_watch_timer_home(w);
 out:
 	raw_spin_unlock(&w->lock);
 	stallcap_own_irq_exit();

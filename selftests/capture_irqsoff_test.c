@@ -201,18 +201,10 @@ FIXTURE_TEARDOWN(spin)
 
 static int spin_ms(const char *file, unsigned int ms)
 {
-	char path[128], buf[16];
-	int fd, len, ret = 0;
+	char path[128];
 
 	snprintf(path, sizeof(path), SPIN_DIR "%s", file);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	len = snprintf(buf, sizeof(buf), "%u", ms);
-	if (write(fd, buf, len) != len)
-		ret = -errno;
-	close(fd);
-	return ret;
+	return sc_write_num(path, ms);
 }
 
 /* Is @r's kernel frame 0 in the function named @fn? */

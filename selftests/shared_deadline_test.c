@@ -593,6 +593,24 @@ TEST_F(sd, deadline_tsc_needs_a_shared_deadline_and_a_usable_counter)
 }
 
 /*
+ * Store @d, spin in user mode until @st (started) sees the stall's first
+ * sample, store 0 (idle): that sample, or NULL.
+ */
+static const struct stallcap_sample *stall_until_caught(FIXTURE_DATA(sd) *self,
+							struct stallcap_slot *slot,
+							struct sc_stopper *st, uint64_t d)
+{
+	store_deadline(slot, d);
+	spin_in_user(&st->stop);
+	store_deadline(slot, 0);
+	sc_stopper_join(st);
+	if (st->timed_out || sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_SAMPLE, 1,
+					     SC_WAIT_MS) < 1)
+		return NULL;
+	return sc_first_sample_of(&self->rs, sc_gettid());
+}
+
+/*
  * The rate a deadline in ticks is given at (struct stallcap_info.tsc_khz)
  * is the counter's against CLOCK_MONOTONIC, measured here over 200 ms
  * within 1%; and the module converts with it: a deadline a second ahead,
@@ -628,14 +646,7 @@ TEST_F(sd, a_deadline_in_ticks_a_second_ahead_is_caught_then)
 		sc_records_free(&self->rs);
 		ASSERT_EQ(0, sc_stopper_start(&st, self->s.fd, 1, SC_WAIT_MS));
 		d = sc_now_ns() + FAR_AHEAD;
-		store_deadline(slot, d);
-		spin_in_user(&st.stop);
-		store_deadline(slot, 0);
-		sc_stopper_join(&st);
-		ASSERT_FALSE(st.timed_out);
-		ASSERT_LE(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_SAMPLE, 1,
-					     SC_WAIT_MS));
-		r = sc_first_sample_of(&self->rs, sc_gettid());
+		r = stall_until_caught(self, slot, &st, d);
 		ASSERT_NE(NULL, r);
 		late = r->capture_ns - d;
 		if (r->capture_ns >= d && late < FAR_LATE)
@@ -702,14 +713,7 @@ TEST_F(sd, a_deadline_read_just_before_it_passes_is_met_then)
 		after_look = after_look && sc_timer_expiries() > e0 &&
 			     sc_now_ns() < first + 2 * JUST_AFTER;
 		d = sc_now_ns() + T;
-		store_deadline(slot, d);
-		spin_in_user(&st.stop);
-		store_deadline(slot, 0);
-		sc_stopper_join(&st);
-		ASSERT_FALSE(st.timed_out);
-		ASSERT_LE(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_SAMPLE, 1,
-					     SC_WAIT_MS));
-		r = sc_first_sample_of(&self->rs, sc_gettid());
+		r = stall_until_caught(self, slot, &st, d);
 		ASSERT_NE(NULL, r);
 		late = r->capture_ns - r->deadline_ns;
 		ASSERT_EQ(0, sc_release(self->s.fd));
@@ -728,6 +732,119 @@ TEST_F(sd, a_deadline_read_just_before_it_passes_is_met_then)
 	EXPECT_GT(JUST_LATE, late);
 	ksft_print_msg("caught %llu us after a deadline read shortly before it\n",
 		       (unsigned long long)(late / 1000));
+}
+
+/*
+ * A shared-deadline watch whose thread's CPU runs with interrupts off past
+ * the deadline has its timer moved by a buddy checker to the checker's CPU,
+ * which catches that stall by NMI.  The thread never starts its timer again
+ * (its re-arms are stores), so the timer must come back by itself: the
+ * next stall, in user mode, is caught by the timer on the thread's own CPU
+ * (path LOCAL), not by an NMI from another CPU, and the module counts the
+ * timer brought home (debugfs stallcap/expiries, "homed").  Before stop 63
+ * it stayed away for good: every later stall was caught by NMI.  An attempt
+ * where CPU 0's own checker brought it back (finding it overdue on a vCPU
+ * the host stopped) says nothing and is made again.
+ */
+#define SPIN_IRQSOFF	"/sys/kernel/debug/stallcap_spin/irqsoff"
+#define EXPIRIES	"/sys/kernel/debug/stallcap/expiries"
+#define IRQSOFF_MS	250	/* past the deadline, T, and a checker's period */
+#define HOME_ATTEMPTS	12	/* about one in two came home by a rescue (TCG) */
+
+/* Timers brought back to their thread's CPU, over every CPU (-1: unknown). */
+static long long timers_homed(void)
+{
+	FILE *f = fopen(EXPIRIES, "r");
+	long long sum = -1;
+	char line[512], *p;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		p = strstr(line, " homed ");
+		if (p)
+			sum = (sum < 0 ? 0 : sum) + strtoll(p + 7, NULL, 10);
+	}
+	fclose(f);
+	return sum;
+}
+
+/* The first sample of a stall of T stored now, spun in user mode, or NULL. */
+static const struct stallcap_sample *user_stall(FIXTURE_DATA(sd) *self,
+						struct stallcap_slot *slot)
+{
+	struct sc_stopper st = { .cpu = 1 };
+
+	sc_ring_drain(&self->s, &self->rs);
+	sc_records_free(&self->rs);
+	if (sc_stopper_start(&st, self->s.fd, 1, SC_WAIT_MS))
+		return NULL;
+	return stall_until_caught(self, slot, &st, sc_now_ns() + T);
+}
+
+TEST_F(sd, a_timer_a_buddy_checker_moved_comes_back_to_the_thread)
+{
+	const struct stallcap_sample *r = NULL;
+	unsigned int away = 0, home = 0;
+	struct stallcap_slot *slot;
+	long long h0, h1, hb;
+	cpu_set_t cpus;
+	int attempt;
+
+	if (access(SPIN_IRQSOFF, W_OK) || geteuid())
+		SKIP(return, "needs root and the test module stallcap_spin");
+	if (!(self->s.info.features & STALLCAP_FEAT_NMI))
+		SKIP(return, "capture by IPI cannot reach a CPU with interrupts off");
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		SKIP(return, "needs 2 CPUs");
+	ASSERT_EQ(0, sched_getaffinity(0, sizeof(cpus), &cpus));
+	ASSERT_EQ(0, sc_pin_self(0));	/* a checker runs on CPU 1 */
+	slot = sd_arm_idle(_metadata, self);
+	ASSERT_NE(NULL, slot);
+	h0 = timers_homed();
+	for (attempt = 1; attempt <= HOME_ATTEMPTS; attempt++) {
+		/* interrupts off past the deadline: caught from CPU 1, by NMI */
+		sc_ring_drain(&self->s, &self->rs);
+		sc_records_free(&self->rs);
+		hb = timers_homed();
+		store_deadline(slot, sc_now_ns() + T);
+		ASSERT_EQ(0, sc_write_num(SPIN_IRQSOFF, IRQSOFF_MS));
+		store_deadline(slot, 0);
+		ASSERT_LE(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_SAMPLE, 1,
+					     SC_WAIT_MS));
+		r = sc_first_sample_of(&self->rs, sc_gettid());
+		ASSERT_NE(NULL, r);
+		if (r->path != STALLCAP_PATH_NMI) {
+			TH_LOG("attempt %d: the interrupts-off stall taken by path %u, not moved",
+			       attempt, r->path);
+			continue;
+		}
+		away++;
+		sc_sleep_ms(T / SC_MS(1));	/* its end, looks from CPU 1 */
+		/* then a stall in user mode: the timer is back on CPU 0 */
+		r = user_stall(self, slot);
+		ASSERT_NE(NULL, r);
+		if (r->path == STALLCAP_PATH_LOCAL && timers_homed() > hb) {
+			home++;
+			break;
+		}
+		/*
+		 * CPU 0's own checker may have moved it back first, finding it
+		 * overdue on CPU 1 (a vCPU the host stopped): no verdict.
+		 */
+		TH_LOG("attempt %d: the user-mode stall after it taken by path %u, cpu %u, %s",
+		       attempt, r->path, r->cpu,
+		       timers_homed() > hb ? "timer homed" : "timer not homed");
+	}
+	h1 = timers_homed();
+	EXPECT_EQ(0, sc_release(self->s.fd));
+	sched_setaffinity(0, sizeof(cpus), &cpus);
+	ASSERT_LT(0, away) TH_LOG("no checker ever took the timer");
+	EXPECT_EQ(1, home);
+	ASSERT_LE(0, h0) TH_LOG("no homed count in %s", EXPIRIES);
+	EXPECT_LT(h0, h1);
+	ksft_print_msg("%u interrupts-off stalls taken from CPU 1, %u user-mode stalls after them at home; %lld timers homed\n",
+		       away, home, h1 - h0);
 }
 
 TEST_HARNESS_MAIN

@@ -171,6 +171,21 @@ static inline int sc_write_bool(const char *path, int on)
 	return ret;
 }
 
+/* Write @v in decimal into the file @path (a parameter, a debugfs knob). */
+static inline int sc_write_num(const char *path, long long v)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), len, ret = 0;
+	char buf[24];
+
+	if (fd < 0)
+		return -errno;
+	len = snprintf(buf, sizeof(buf), "%lld\n", v);
+	if (write(fd, buf, len) != len)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
 static inline int sc_pin_self(int cpu)
 {
 	cpu_set_t set;

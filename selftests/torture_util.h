@@ -791,18 +791,10 @@ static inline long long tu_param_read(const char *name)
 /* Set a module parameter; 0 or -errno. */
 static inline int tu_param_write(const char *name, long long v)
 {
-	char path[256], buf[32];
-	int fd, len, ret = 0;
+	char path[256];
 
 	snprintf(path, sizeof(path), TU_PARAM_DIR "%s", name);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	len = snprintf(buf, sizeof(buf), "%lld\n", v);
-	if (write(fd, buf, len) != len)
-		ret = -errno;
-	close(fd);
-	return ret;
+	return sc_write_num(path, v);
 }
 
 #define TU_USER_UID	1000	/* "user" in the guest's /etc/passwd */
