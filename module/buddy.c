@@ -19,7 +19,9 @@
  *    its thread running on another CPU and captures it by NMI, which reaches
  *    code running with interrupts off.  The timer stays on the checker's CPU
  *    until the thread starts it again from its own CPU (the re-arm after the
- *    stall; a lazy re-arm, which only moves the deadline later, leaves it).
+ *    stall), or until a look that lets it wait on finds the thread running
+ *    on its CPU again and sends it home (watch_home.c: a shared-deadline
+ *    watch's thread, or a lazy re-arm, never starts it).
  *  - a watch armed from a CPU isolated from timers (not housekeeping for
  *    HK_TYPE_TIMER) queues no timer there (stallcap_watch_timer_start(): an
  *    explicit watch's arm, an attached watch's busy period); the checker starts
@@ -99,7 +101,6 @@ DEFINE_PER_CPU(unsigned long, stallcap_buddy_expiries);
 DEFINE_PER_CPU(unsigned long, stallcap_buddy_rescues);
 DEFINE_PER_CPU(unsigned long, stallcap_buddy_ns);	/* in buddy_fn() */
 DEFINE_PER_CPU(unsigned long, stallcap_buddy_walks);
-DEFINE_PER_CPU(unsigned long, stallcap_buddy_homes);
 DEFINE_PER_CPU(unsigned int, stallcap_own_irq);
 
 /*
@@ -164,76 +165,6 @@ void stallcap_watch_timer_start(struct stallcap_watch *w, u64 deadline)
 	else
 		hrtimer_start(&w->timer, ns_to_ktime(deadline),
 			      HRTIMER_MODE_ABS_PINNED_HARD);
-}
-
-/*
- * A timer a checker moved (or one queued where its thread ran before it
- * moved) comes back to the thread's CPU on the next look that restarts it
- * while the watch is armed: this function, called there (an async IPI),
- * starts it there, pinned, at the same expiry.  The thread of a
- * shared-deadline watch never starts its timer itself (its re-arms are
- * stores), nor does a lazy re-arm: without it, every later capture of that
- * thread would cross CPUs (an NMI or IPI) for as long as the watch lives.
- */
-static void watch_home_fn(void *info)
-{
-	struct stallcap_watch *w = info;
-	struct hrtimer *t = &w->timer;
-
-	raw_spin_lock(&w->lock);
-	if (!w->dead && READ_ONCE(w->state) == WATCH_ARMED &&
-	    !w->beat_scanner && hrtimer_is_queued(t) &&
-	    task_cpu(w->task) == smp_processor_id() &&
-	    stallcap_cpu_takes_timers()) {
-		hrtimer_start(t, hrtimer_get_expires(t),
-			      HRTIMER_MODE_ABS_PINNED_HARD);
-		this_cpu_inc(stallcap_buddy_homes);
-	}
-	raw_spin_unlock(&w->lock);
-	/* the last touch of @w: the csd itself was released before the call */
-	atomic_set_release(&w->home_pending, 0);
-}
-
-/** stallcap_watch_home_init() - set up @w's home_csd (watch creation) */
-void stallcap_watch_home_init(struct stallcap_watch *w)
-{
-	INIT_CSD(&w->home_csd, watch_home_fn, w);
-	atomic_set(&w->home_pending, 0);
-}
-
-/**
- * stallcap_watch_timer_home() - an armed watch's timer restarts away from
- * its thread: bring it back to the thread's CPU
- * @w: the watch, lock held (its timer callback, hard-IRQ)
- *
- * Only while the thread runs there: a CPU running a task is online, and it
- * cannot finish going offline (stop_machine) before this interrupt ends,
- * so the call is never left queued on a dead CPU.  One at most is pending;
- * once at home, none is sent.  A dead watch is freed only once none is
- * pending (stallcap_watch_home_sync()).
- */
-void stallcap_watch_timer_home(struct stallcap_watch *w)
-{
-	int cpu = task_cpu(w->task);
-
-	if (cpu == smp_processor_id() || READ_ONCE(w->isolated) ||
-	    !READ_ONCE(w->task->on_cpu) ||
-	    atomic_cmpxchg(&w->home_pending, 0, 1))
-		return;
-	if (smp_call_function_single_async(cpu, &w->home_csd))
-		atomic_set(&w->home_pending, 0);
-}
-
-/**
- * stallcap_watch_home_sync() - wait until @w has no homing call in flight
- * @w: a dead watch whose timer is cancelled (none is sent any more)
- *
- * Context: process.
- */
-void stallcap_watch_home_sync(struct stallcap_watch *w)
-{
-	while (atomic_read_acquire(&w->home_pending))
-		cpu_relax();
 }
 
 /* Is @w's timer overdue (or, for an isolated thread, due within a period)? */

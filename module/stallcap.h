@@ -404,7 +404,7 @@ struct stallcap_capture_req {
  * @isolated: armed (or, attached, gone busy) on a CPU isolated from timers:
  *	no timer queued, a buddy checker starts it on a housekeeping CPU when
  *	the deadline nears
- * @home_csd: brings the timer back to the thread's CPU (buddy.c)
+ * @home_csd: brings the timer back to the thread's CPU (watch_home.c)
  * @home_pending: @home_csd is queued or its function runs
  * @attach: the attach that made this watch (attach.c), NULL for ARM
  * @wait_seen: an attached watch saw its thread enter or leave a wait call
