@@ -130,7 +130,6 @@ static void shared_close(struct shared *sh)
  */
 static int shared_open(struct shared *sh, bool tsc)
 {
-	struct sc_seen seen;
 	int ret = sc_open(&sh->s, 0, 1, 64), slot;
 
 	if (ret)
@@ -149,7 +148,6 @@ static int shared_open(struct shared *sh, bool tsc)
 		return -errno;
 	sh->dl = tsc ? &sh->slots[slot].deadline_tsc : &sh->slots[slot].deadline_ns;
 	*sh->dl = 0;
-	sc_poll_sample(&sh->s, -1, &seen);
 	return 0;
 }
 

@@ -312,7 +312,7 @@ bool stallcap_shared_due(struct stallcap_watch *w, u64 now, u64 *next)
 	 * idle period, read by the idle look that followed the store) is
 	 * still met when it passes, not a smallest timeout later.
 	 */
-	*next = clamp_t(u64, d, min(prev + min, now + min),
+	*next = clamp_t(u64, d, prev + min,
 			now + SHARED_MAX_SLEEP_NS);
 	return false;
 }

@@ -553,7 +553,7 @@ DECLARE_PER_CPU(unsigned long, stallcap_buddy_expiries);
 DECLARE_PER_CPU(unsigned long, stallcap_buddy_rescues);
 DECLARE_PER_CPU(unsigned long, stallcap_buddy_ns);
 DECLARE_PER_CPU(unsigned long, stallcap_buddy_walks);
-DECLARE_PER_CPU(unsigned long, stallcap_buddy_homes);
+DECLARE_PER_CPU(unsigned long, stallcap_watch_homes);
 u64 stallcap_buddy_period_ns(void);
 bool stallcap_cpu_takes_timers(void);
 void stallcap_watch_timer_start(struct stallcap_watch *w, u64 deadline);

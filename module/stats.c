@@ -174,7 +174,7 @@ static int expiries_show(struct seq_file *m, void *unused)
 			   READ_ONCE(per_cpu(stallcap_beat_scan_ns, cpu)),
 			   READ_ONCE(per_cpu(stallcap_buddy_ns, cpu)),
 			   READ_ONCE(per_cpu(stallcap_buddy_walks, cpu)),
-			   READ_ONCE(per_cpu(stallcap_buddy_homes, cpu)));
+			   READ_ONCE(per_cpu(stallcap_watch_homes, cpu)));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(expiries);

@@ -16,16 +16,12 @@
 #include "compat.h"
 #include "stallcap.h"
 
-DEFINE_PER_CPU(unsigned long, stallcap_buddy_homes);
+DEFINE_PER_CPU(unsigned long, stallcap_watch_homes);
 
 /*
- * A timer a checker moved (or one queued where its thread ran before it
- * moved) comes back to the thread's CPU on the next look that restarts it
- * while the watch is armed: this function, called there (an async IPI),
- * starts it there, pinned, at the same expiry.  The thread of a
- * shared-deadline watch never starts its timer itself (its re-arms are
- * stores), nor does a lazy re-arm: without it, every later capture of that
- * thread would cross CPUs (an NMI or IPI) for as long as the watch lives.
+ * Called on the thread's CPU (an async IPI) by the next look that lets the
+ * armed watch's timer wait on elsewhere: starts it here, pinned, at the
+ * same expiry.
  */
 static void watch_home_fn(void *info)
 {
@@ -39,7 +35,7 @@ static void watch_home_fn(void *info)
 	    stallcap_cpu_takes_timers()) {
 		hrtimer_start(t, hrtimer_get_expires(t),
 			      HRTIMER_MODE_ABS_PINNED_HARD);
-		this_cpu_inc(stallcap_buddy_homes);
+		this_cpu_inc(stallcap_watch_homes);
 	}
 	raw_spin_unlock(&w->lock);
 	/* the last touch of @w: the csd itself was released before the call */

@@ -296,6 +296,7 @@ TEST_F(sd, a_deadline_always_just_ahead_does_not_storm_the_timer)
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		SKIP(return, "needs 2 CPUs");
 	ASSERT_EQ(0, sched_getaffinity(0, sizeof(cpus), &cpus));
+	sd_old_min = old_min;
 	ASSERT_EQ(0, tu_param_write("min_deadline_us", STORM_MIN_US));
 	ASSERT_EQ(0, sc_pin_self(0));
 	slot = sd_arm(_metadata, self, NULL);
@@ -333,6 +334,7 @@ TEST_F(sd, a_deadline_always_just_ahead_does_not_storm_the_timer)
 	}
 	EXPECT_EQ(0, sc_release(self->s.fd));
 	EXPECT_EQ(0, tu_param_write("min_deadline_us", old_min));
+	sd_old_min = -1;
 	sched_setaffinity(0, sizeof(cpus), &cpus);
 	ASSERT_NE(~0ULL, e0) TH_LOG("no %s", SC_STATS_FILE);
 	ASSERT_NE(~0ULL, p0) TH_LOG("no timer_polls in %s", SC_STATS_FILE);
