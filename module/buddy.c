@@ -27,15 +27,17 @@
  *    explicit watch's arm, an attached watch's busy period); the checker starts
  *    its timer on its own CPU once the deadline is less than a period away.
  *
- * The checkers walk a list of every watch under RCU and read a watch's state
- * without its lock; only a suspect watch is locked, with a trylock (a CPU
- * stuck with the lock held is skipped until it lets go).  The walk is made
- * only when some CPU may hold an overdue timer: its hrtimer base's next
- * event passed a period ago, or it has been inside one hrtimer interrupt
- * since the last look (buddy_cpu_suspect()); every period while CPUs are
- * isolated from timers (their watches' deadlines are started from here).
- * Otherwise a period costs a look at each CPU, not at each watch (10,000
- * watches made each walk take tens of microseconds).  While every armed
+ * A period costs a look at each CPU, not at each watch: only a CPU that may
+ * hold an overdue timer is looked into (its hrtimer base's next event passed
+ * a period ago, or it has been inside one hrtimer interrupt since the last
+ * look: buddy_cpu_suspect()), and then only the head of its timer queue,
+ * where overdue timers are (buddy_queue.c).  Only a suspect CPU whose
+ * queue cannot be read (its base's lock held), and every period while CPUs
+ * are isolated from timers (their watches' deadlines are started from
+ * here), make the checkers walk a list of every watch, under RCU, reading a
+ * watch's state without its lock (10,000 watches made each walk take
+ * milliseconds under TCG).  Only a suspect watch is locked, with a trylock
+ * (a CPU stuck with the lock held is skipped until it lets go).  While every armed
  * watch is a heartbeat watch parked on a scanner (beat_scan.c), the walk is
  * skipped: the checkers then only scan overdue scanners' lists.
  *
@@ -101,6 +103,7 @@ DEFINE_PER_CPU(unsigned long, stallcap_buddy_expiries);
 DEFINE_PER_CPU(unsigned long, stallcap_buddy_rescues);
 DEFINE_PER_CPU(unsigned long, stallcap_buddy_ns);	/* in buddy_fn() */
 DEFINE_PER_CPU(unsigned long, stallcap_buddy_walks);
+DEFINE_PER_CPU(unsigned long, stallcap_buddy_queue_looks);
 DEFINE_PER_CPU(unsigned int, stallcap_own_irq);
 
 /*
@@ -180,14 +183,23 @@ static bool buddy_suspect(struct stallcap_watch *w, u64 now, u64 period)
 	       READ_ONCE(w->deadline) < now + period;
 }
 
-static void buddy_check(struct stallcap_watch *w, u64 now, u64 period)
+/*
+ * Move @w's timer here if it is overdue.  Return: false when it stays
+ * overdue where it is (its lock or callback busy: tried next period).
+ */
+static bool buddy_check(struct stallcap_watch *w, u64 now, u64 period)
 {
 	struct hrtimer *t = &w->timer;
+	bool moved = false;
 	u64 when = now;
 
-	if (!buddy_suspect(w, now, period) || !raw_spin_trylock(&w->lock))
-		return;
-	if (buddy_suspect(w, now, period) && !hrtimer_callback_running(t)) {
+	if (!buddy_suspect(w, now, period))
+		return true;
+	if (!raw_spin_trylock(&w->lock))
+		return false;
+	if (!buddy_suspect(w, now, period)) {
+		moved = true;
+	} else if (!hrtimer_callback_running(t)) {
 		if (!hrtimer_is_queued(t)) {
 			/* an isolated thread's deadline, started from here */
 			when = max(now, w->deadline);
@@ -197,8 +209,10 @@ static void buddy_check(struct stallcap_watch *w, u64 now, u64 period)
 		}
 		/* pinned, from here: the timer moves to this CPU */
 		hrtimer_start(t, ns_to_ktime(when), HRTIMER_MODE_ABS_PINNED_HARD);
+		moved = true;
 	}
 	raw_spin_unlock(&w->lock);
+	return moved;
 }
 
 /*
@@ -236,18 +250,55 @@ static bool buddy_cpu_suspect(int cpu, u64 now, u64 period)
 #endif
 }
 
-/* Walk the watches this period: a CPU may hold an overdue watch timer. */
+/* overdue watches taken from a queue at a time, batches per CPU and period */
+#define BUDDY_BATCH		16
+#define BUDDY_BATCHES		64
+
+/*
+ * Move the overdue watch timers queued on @cpu here, taken from its hrtimer
+ * queue (buddy_queue.c).  Return: false when its queue could not be read
+ * (unknown base, its lock held): the watches must be walked.
+ */
+static bool buddy_rescue_queue(int cpu, u64 now, u64 period)
+{
+	struct hrtimer_cpu_base *base = per_cpu(buddy_hrtimer_base, cpu);
+	struct stallcap_watch *batch[BUDDY_BATCH];
+	unsigned int skip = 0, round;
+	int n, i;
+
+	if (!base)
+		return false;
+	this_cpu_inc(stallcap_buddy_queue_looks);
+	for (round = 0; round < BUDDY_BATCHES; round++) {
+		n = stallcap_overdue_watches(base, now - period, skip, batch,
+					     BUDDY_BATCH);
+		if (n < 0)
+			return round > 0;
+		for (i = 0; i < n; i++)
+			skip += !buddy_check(batch[i], now, period);
+		if (n < BUDDY_BATCH)
+			break;
+	}
+	return true;
+}
+
+/*
+ * Rescue what other CPUs hold overdue.  Return: whether the watches must be
+ * walked this period: CPUs are isolated from timers (their watches'
+ * deadlines are started from here), or a suspect CPU's queue could not be
+ * read.
+ */
 static bool buddy_walk_needed(u64 now, u64 period)
 {
 	int cpu;
 
 	if (stallcap_beat_all_parked())
 		return false;
-	/* watches of isolated CPUs have their deadlines started from here */
 	if (!cpumask_subset(cpu_online_mask, housekeeping_cpumask(STALLCAP_HK_TIMER)))
 		return true;
 	for_each_online_cpu(cpu)
-		if (cpu != smp_processor_id() && buddy_cpu_suspect(cpu, now, period))
+		if (cpu != smp_processor_id() && buddy_cpu_suspect(cpu, now, period) &&
+		    !buddy_rescue_queue(cpu, now, period))
 			return true;
 	return false;
 }

@@ -178,6 +178,42 @@ static inline void stallcap_irq_work_init_hard(struct irq_work *work,
 #define in_hardirq()		in_irq()
 #endif
 
+/*
+ * A CPU's CLOCK_MONOTONIC hard timers in expiry order, first and next (7.2
+ * queues them on linked timerqueue nodes).  Caller holds the base's
+ * cpu_base->lock.
+ */
+#ifdef STALLCAP_HAVE_TIMERQUEUE_LINKED
+static inline struct hrtimer *stallcap_hrtimer_first(struct hrtimer_clock_base *cb)
+{
+	struct timerqueue_linked_node *n = timerqueue_linked_first(&cb->active);
+
+	return n ? container_of(n, struct hrtimer, node) : NULL;
+}
+
+static inline struct hrtimer *stallcap_hrtimer_next(struct hrtimer *t)
+{
+	struct timerqueue_linked_node *n = timerqueue_linked_next(&t->node);
+
+	return n ? container_of(n, struct hrtimer, node) : NULL;
+}
+#else
+static inline struct hrtimer *stallcap_hrtimer_first(struct hrtimer_clock_base *cb)
+{
+	struct timerqueue_node *n = timerqueue_getnext(&cb->active);
+
+	return n ? container_of(n, struct hrtimer, node) : NULL;
+}
+
+static inline struct hrtimer *stallcap_hrtimer_next(struct hrtimer *t)
+{
+	struct rb_node *n = rb_next(&t->node.node);
+
+	return n ? container_of(rb_entry(n, struct timerqueue_node, node),
+				struct hrtimer, node) : NULL;
+}
+#endif
+
 /* Timer housekeeping CPUs: enum hk_type since 5.18, hk_flags before. */
 #ifdef STALLCAP_HAVE_HK_TYPE
 #define STALLCAP_HK_TIMER	HK_TYPE_TIMER

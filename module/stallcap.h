@@ -553,6 +553,7 @@ DECLARE_PER_CPU(unsigned long, stallcap_buddy_expiries);
 DECLARE_PER_CPU(unsigned long, stallcap_buddy_rescues);
 DECLARE_PER_CPU(unsigned long, stallcap_buddy_ns);
 DECLARE_PER_CPU(unsigned long, stallcap_buddy_walks);
+DECLARE_PER_CPU(unsigned long, stallcap_buddy_queue_looks);
 DECLARE_PER_CPU(unsigned long, stallcap_watch_homes);
 u64 stallcap_buddy_period_ns(void);
 bool stallcap_cpu_takes_timers(void);
@@ -563,6 +564,10 @@ void stallcap_watch_home_sync(struct stallcap_watch *w);
 void stallcap_buddy_add(struct stallcap_watch *w);
 void stallcap_buddy_armed(void);
 void stallcap_buddy_del(struct stallcap_watch *w);
+struct hrtimer_cpu_base;
+int stallcap_overdue_watches(struct hrtimer_cpu_base *base, u64 before,
+			     unsigned int skip, struct stallcap_watch **out,
+			     unsigned int max);
 int stallcap_buddy_init(void);
 void stallcap_buddy_exit(void);
 

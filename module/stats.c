@@ -158,14 +158,15 @@ DEFINE_SHOW_ATTRIBUTE(stats);
  * watch timers a checker took over from a CPU that did not take them, the
  * heartbeat scanner, the heartbeat checks it made and the time its walks
  * took, the time in the buddy checkers' callbacks and their walks of every
- * watch.
+ * watch, the timers sent home (watch_home.c) and the checkers' looks into a
+ * suspect CPU's timer queue (buddy_queue.c).
  */
 static int expiries_show(struct seq_file *m, void *unused)
 {
 	int cpu;
 
 	for_each_possible_cpu(cpu)
-		seq_printf(m, "cpu%d watch %lu buddy %lu rescued %lu beat %lu checks %lu scan_ns %lu buddy_ns %lu walks %lu homed %lu\n",
+		seq_printf(m, "cpu%d watch %lu buddy %lu rescued %lu beat %lu checks %lu scan_ns %lu buddy_ns %lu walks %lu homed %lu queue_looks %lu\n",
 			   cpu, READ_ONCE(per_cpu(stallcap_watch_expiries, cpu)),
 			   READ_ONCE(per_cpu(stallcap_buddy_expiries, cpu)),
 			   READ_ONCE(per_cpu(stallcap_buddy_rescues, cpu)),
@@ -174,7 +175,8 @@ static int expiries_show(struct seq_file *m, void *unused)
 			   READ_ONCE(per_cpu(stallcap_beat_scan_ns, cpu)),
 			   READ_ONCE(per_cpu(stallcap_buddy_ns, cpu)),
 			   READ_ONCE(per_cpu(stallcap_buddy_walks, cpu)),
-			   READ_ONCE(per_cpu(stallcap_watch_homes, cpu)));
+			   READ_ONCE(per_cpu(stallcap_watch_homes, cpu)),
+			   READ_ONCE(per_cpu(stallcap_buddy_queue_looks, cpu)));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(expiries);

@@ -300,6 +300,41 @@ static long buddy_expiries(void)
 }
 
 /*
+ * The checkers' expiries, walks of every watch and looks into a suspect
+ * CPU's timer queue (-1 from a module that has none), all CPUs: 0, or -1.
+ */
+static int buddy_counts(long *expiries, long *walks, long *queue_looks)
+{
+	FILE *f = fopen(EXPIRIES, "r");
+	unsigned long w, b, r, bt, ch, sn, bn, wk, hm, ql;
+	char line[256];
+	int c, n, ret = -1;
+
+	*expiries = *walks = *queue_looks = 0;
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		n = sscanf(line, "cpu%d watch %lu buddy %lu rescued %lu beat %lu checks %lu scan_ns %lu buddy_ns %lu walks %lu homed %lu queue_looks %lu",
+			   &c, &w, &b, &r, &bt, &ch, &sn, &bn, &wk, &hm, &ql);
+		if (n < 9)
+			continue;
+		*expiries += (long)b;
+		*walks += (long)wk;
+		*queue_looks = n == 11 && *queue_looks >= 0 ? *queue_looks + (long)ql : -1;
+		ret = 0;
+	}
+	fclose(f);
+	return ret;
+}
+
+static int buddy_walks(long *expiries, long *walks)
+{
+	long queue_looks;
+
+	return buddy_counts(expiries, walks, &queue_looks);
+}
+
+/*
  * Wait until the buddy checkers have stopped for want of an armed watch
  * (BUDDY_LINGER_PERIODS, 32, after the last): their expiries stand still.
  * Return: the expiries then, or -1 when they never stopped.
@@ -319,6 +354,22 @@ static long checkers_stopped(uint64_t period_ns)
 	return -1;
 }
 
+#define NOHZ_FULL	"/sys/devices/system/cpu/nohz_full"
+
+/* Are CPUs isolated from timers (nohz_full=)? */
+static bool cpus_isolated(void)
+{
+	char buf[64] = "";
+	FILE *f = fopen(NOHZ_FULL, "r");
+
+	if (f) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = 0;
+		fclose(f);
+	}
+	return buf[0] && buf[0] != '\n' && strncmp(buf, "(null)", 6);
+}
+
 static bool run_once(struct __test_metadata *_metadata, FIXTURE_DATA(spin) *self,
 		     const FIXTURE_VARIANT(spin) *variant, int attempt)
 {
@@ -327,7 +378,7 @@ static bool run_once(struct __test_metadata *_metadata, FIXTURE_DATA(spin) *self
 	const char *const spin_fn[] = { variant->fn, NULL };
 	unsigned int during = 0, in_fn = 0;
 	pid_t tid = sc_gettid();
-	long stopped = 0;
+	long stopped = 0, exp0, walks0, looks0, exp1, walks1, looks1;
 	int ret;
 
 	/*
@@ -343,11 +394,13 @@ static bool run_once(struct __test_metadata *_metadata, FIXTURE_DATA(spin) *self
 		stopped = checkers_stopped(self->period);
 		ASSERT_LT(0, stopped) TH_LOG("the checkers still run with no watch armed");
 	}
+	ASSERT_EQ(0, buddy_counts(&exp0, &walks0, &looks0));
 	t0 = sc_now_ns();
 	/* a heartbeat watch's ARM returns its slot: the thread never beats */
 	ASSERT_LE(0, sc_arm(self->s.fd, TIMEOUT, variant->arm_flags, TAG));
 	ret = spin_ms(variant->file, SPIN_MS);
 	t1 = sc_now_ns();
+	ASSERT_EQ(0, buddy_counts(&exp1, &walks1, &looks1));
 	ASSERT_EQ(0, sc_disarm(self->s.fd));
 	if (ret == -EAGAIN) {
 		/* the spin ran in ksoftirqd, not in this thread: no claim */
@@ -435,6 +488,20 @@ static bool run_once(struct __test_metadata *_metadata, FIXTURE_DATA(spin) *self
 	if (variant->after_stop)
 		EXPECT_LT(stopped, buddy_expiries()) TH_LOG("the ARM woke no checker");
 	EXPECT_EQ(during, in_fn) TH_LOG("samples during the spin outside %s", variant->fn);
+	/*
+	 * The checkers found the stuck CPU's overdue timer at the head of its
+	 * hrtimer queue, not by walking every watch in every period of the
+	 * spin (a heartbeat watch is on its scanner's list instead; CPUs
+	 * isolated from timers make every period walk).
+	 */
+	if (variant->needs_nmi && !(variant->arm_flags & STALLCAP_ARM_HEARTBEAT) &&
+	    !cpus_isolated() && looks1 >= 0) {
+		ksft_print_msg("during the spin: %ld checker periods, %ld queue looks, %ld walks\n",
+			       exp1 - exp0, looks1 - looks0, walks1 - walks0);
+		EXPECT_LT(0, looks1 - looks0) TH_LOG("no look into the stuck CPU's timer queue");
+		EXPECT_LE(4 * (walks1 - walks0), looks1 - looks0)
+			TH_LOG("the checkers walked every watch in %ld periods", walks1 - walks0);
+	}
 	if (_metadata->exit_code)
 		sc_log_records(&self->ks, &self->rs);
 	return true;
@@ -447,7 +514,6 @@ TEST_F_TIMEOUT(spin, caught_during_the_spin, 60)
 }
 
 #define BUDDY_CPUS	"/sys/module/stallcap/parameters/buddy_cpus"
-#define NOHZ_FULL	"/sys/devices/system/cpu/nohz_full"
 
 /* How many CPUs run checkers: buddy_cpus (0: all), at least 2; -1 if unknown. */
 static int checker_cpus(int cpus)
@@ -463,20 +529,6 @@ static int checker_cpus(int cpus)
 	if (n < 0)
 		return -1;
 	return n == 0 || n >= cpus ? cpus : n < 2 ? 2 : n;
-}
-
-/* Are CPUs isolated from timers (nohz_full=)? */
-static bool cpus_isolated(void)
-{
-	char buf[64] = "";
-	FILE *f = fopen(NOHZ_FULL, "r");
-
-	if (f) {
-		if (!fgets(buf, sizeof(buf), f))
-			buf[0] = 0;
-		fclose(f);
-	}
-	return buf[0] && buf[0] != '\n' && strncmp(buf, "(null)", 6);
 }
 
 /* Each CPU's checker expiries over @ms: which CPUs ran one (a bit each). */
@@ -524,28 +576,6 @@ TEST(buddy_checkers_run_on_the_lowest_buddy_cpus_only)
 	EXPECT_EQ((1ULL << k) - 1, mask);
 	EXPECT_EQ(0, sc_disarm(s.fd));
 	sc_session_close(&s);
-}
-
-/* The checkers' expiries and walks of every watch, all CPUs: 0, or -1. */
-static int buddy_walks(long *expiries, long *walks)
-{
-	FILE *f = fopen(EXPIRIES, "r");
-	unsigned long w, b, r, bt, ch, sn, bn, wk;
-	char line[256];
-	int c, ret = -1;
-
-	*expiries = *walks = 0;
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "cpu%d watch %lu buddy %lu rescued %lu beat %lu checks %lu scan_ns %lu buddy_ns %lu walks %lu",
-			   &c, &w, &b, &r, &bt, &ch, &sn, &bn, &wk) == 9) {
-			*expiries += (long)b;
-			*walks += (long)wk;
-			ret = 0;
-		}
-	fclose(f);
-	return ret;
 }
 
 /*
