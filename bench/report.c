@@ -818,12 +818,20 @@ static void md_scale(FILE *f)
 		fprintf(f, "%s |\n", ratio(bg, bp));
 	}
 	fputc('\n', f);
-	fprintf(f, "The buddy checkers' callbacks (debugfs `buddy_ns`), per iteration of the "
-		"stallcap side, N = 100 / 1,000 / 10,000: %s / %s / %s µs; they walk the "
-		"watches only for a CPU that may hold an overdue timer (`module/buddy.c`).\n",
+	fprintf(f, "The buddy checkers' callbacks (debugfs `buddy_ns`), per iteration, "
+		"N = 100 / 1,000 / 10,000: 10 ms deadline %s / %s / %s µs, shared deadline "
+		"%s / %s / %s µs. They look only at a CPU that may hold an overdue timer, "
+		"and then at the head of its timer queue (`module/buddy_queue.c`): at "
+		"10,000 shared-deadline watches %s looks into a queue and %s walks of every "
+		"watch per second (a walk is left for a queue whose lock is held).\n",
 		us(num("scale.100.stallcap.buddy_ns_per_iter")),
 		us(num("scale.1000.stallcap.buddy_ns_per_iter")),
-		us(num("scale.10000.stallcap.buddy_ns_per_iter")));
+		us(num("scale.10000.stallcap.buddy_ns_per_iter")),
+		us(num("scale.100.shared.buddy_ns_per_iter")),
+		us(num("scale.1000.shared.buddy_ns_per_iter")),
+		us(num("scale.10000.shared.buddy_ns_per_iter")),
+		fg(num("scale.10000.shared.queue_looks_per_s")),
+		fg(num("scale.10000.shared.walks_per_s")));
 	scale_targets();
 	fprintf(f, "\nThroughput of back-to-back calls, 1 thread on vCPU 0 vs 2 threads on "
 		"vCPUs 0 and 1, one session, one watch per thread; getppid() shows what the "

@@ -174,6 +174,8 @@ struct cpu_snap {
 	double sys_ns;		/* machine: system+irq+softirq */
 	double buddy_ns;	/* in the buddy checkers' callbacks, all CPUs */
 	double watch_expiries;	/* the watches' own timers, all CPUs */
+	double walks;		/* checker periods that walked every watch */
+	double queue_looks;	/* looks into a suspect CPU's timer queue */
 	uint64_t iters;
 };
 
@@ -181,19 +183,23 @@ struct cpu_snap {
 static void read_expiries(struct cpu_snap *c)
 {
 	FILE *f = fopen("/sys/kernel/debug/stallcap/expiries", "r");
-	unsigned long long w, b, r, bt, ch, sn, bn;
+	unsigned long long w, b, r, bt, ch, sn, bn, wk, hm, ql;
 	char line[256];
-	int cpu;
+	int cpu, n;
 
-	c->buddy_ns = c->watch_expiries = f ? 0 : NAN;
+	c->buddy_ns = c->watch_expiries = c->walks = c->queue_looks = f ? 0 : NAN;
 	if (!f)
 		return;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "cpu%d watch %llu buddy %llu rescued %llu beat %llu checks %llu scan_ns %llu buddy_ns %llu",
-			   &cpu, &w, &b, &r, &bt, &ch, &sn, &bn) == 8) {
-			c->buddy_ns += (double)bn;
-			c->watch_expiries += (double)w;
-		}
+	while (fgets(line, sizeof(line), f)) {
+		n = sscanf(line, "cpu%d watch %llu buddy %llu rescued %llu beat %llu checks %llu scan_ns %llu buddy_ns %llu walks %llu homed %llu queue_looks %llu",
+			   &cpu, &w, &b, &r, &bt, &ch, &sn, &bn, &wk, &hm, &ql);
+		if (n < 8)
+			continue;
+		c->buddy_ns += (double)bn;
+		c->watch_expiries += (double)w;
+		c->walks += n >= 9 ? (double)wk : NAN;
+		c->queue_looks += n >= 11 ? (double)ql : NAN;
+	}
 	fclose(f);
 }
 
@@ -231,7 +237,7 @@ static void read_cpu(struct cpu_snap *c, const struct load *l)
 
 struct load_result {
 	double window_ns, iters, proc_ns, busy_ns, sys_ns, mem_kb, slab_bytes;
-	double buddy_ns, watch_expiries;
+	double buddy_ns, watch_expiries, walks, queue_looks;
 	unsigned int errs, runs;
 	double *lat;		/* REARM durations of all workers and runs */
 	size_t nlat, cap_lat;
@@ -398,6 +404,8 @@ static int run_load(unsigned int n, const char *var, uint64_t deadline_ns, struc
 	r->sys_ns += c1.sys_ns - c0.sys_ns;
 	r->buddy_ns += c1.buddy_ns - c0.buddy_ns;
 	r->watch_expiries += c1.watch_expiries - c0.watch_expiries;
+	r->walks += c1.walks - c0.walks;
+	r->queue_looks += c1.queue_looks - c0.queue_looks;
 	r->mem_kb += (double)((m1.sunreclaim - m0.sunreclaim) + (m1.vmalloc - m0.vmalloc) +
 			      (m1.percpu - m0.percpu));
 	r->slab_bytes += m1.slab_bytes - m0.slab_bytes;
@@ -429,6 +437,11 @@ static void load_out(unsigned int n, const char *var, const struct load_result *
 			out_num(r->buddy_ns / r->iters, "scale.%u.%s.buddy_ns_per_iter", n, var);
 			out_num(r->watch_expiries / r->iters,
 				"scale.%u.%s.watch_expiries_per_iter", n, var);
+			/* per second of the load */
+			out_num(r->walks * NS_PER_SEC / r->window_ns,
+				"scale.%u.%s.walks_per_s", n, var);
+			out_num(r->queue_looks * NS_PER_SEC / r->window_ns,
+				"scale.%u.%s.queue_looks_per_s", n, var);
 		}
 		/* achieved period of one thread, in ms */
 		out_num(r->window_ns * n / r->iters / NS_PER_MS, "scale.%u.%s.period_ms", n, var);
