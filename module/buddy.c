@@ -31,15 +31,16 @@
  * hold an overdue timer is looked into (its hrtimer base's next event passed
  * a period ago, or it has been inside one hrtimer interrupt since the last
  * look: buddy_cpu_suspect()), and then only the head of its timer queue,
- * where overdue timers are (buddy_queue.c).  Only a suspect CPU whose
- * queue cannot be read (its base's lock held), and every period while CPUs
- * are isolated from timers (their watches' deadlines are started from
- * here), make the checkers walk a list of every watch, under RCU, reading a
- * watch's state without its lock (10,000 watches made each walk take
- * milliseconds under TCG).  Only a suspect watch is locked, with a trylock
- * (a CPU stuck with the lock held is skipped until it lets go).  While every armed
- * watch is a heartbeat watch parked on a scanner (beat_scan.c), the walk is
- * skipped: the checkers then only scan overdue scanners' lists.
+ * where overdue timers are (buddy_queue.c; a queue whose lock is held is
+ * looked into next period).  Only a suspect CPU whose base is unknown, and
+ * every period while CPUs are isolated from timers (their watches'
+ * deadlines are started from here), make the checkers walk a list of every
+ * watch, under RCU, reading a watch's state without its lock (10,000
+ * watches made each walk take milliseconds under TCG).  Only a suspect
+ * watch is locked, with a trylock (a CPU stuck with the lock held is
+ * skipped until it lets go).  While every armed watch is a heartbeat watch
+ * parked on a scanner (beat_scan.c), the walk is skipped: the checkers then
+ * only scan overdue scanners' lists.
  *
  * The CPUs that run checkers change only with CPU hotplug: a CPU going
  * offline starts its successor's checker, a CPU coming online starts its
@@ -256,8 +257,10 @@ static bool buddy_cpu_suspect(int cpu, u64 now, u64 period)
 
 /*
  * Move the overdue watch timers queued on @cpu here, taken from its hrtimer
- * queue (buddy_queue.c).  Return: false when its queue could not be read
- * (unknown base, its lock held): the watches must be walked.
+ * queue (buddy_queue.c).  A queue whose lock is held is tried again next
+ * period: a walk would wait for that lock too (moving a timer takes the
+ * lock of the base it is queued on).  Return: false when @cpu's base is
+ * unknown: the watches must be walked.
  */
 static bool buddy_rescue_queue(int cpu, u64 now, u64 period)
 {
@@ -273,7 +276,7 @@ static bool buddy_rescue_queue(int cpu, u64 now, u64 period)
 		n = stallcap_overdue_watches(base, now - period, skip, batch,
 					     BUDDY_BATCH);
 		if (n < 0)
-			return round > 0;
+			break;
 		for (i = 0; i < n; i++)
 			skip += !buddy_check(batch[i], now, period);
 		if (n < BUDDY_BATCH)
@@ -285,8 +288,7 @@ static bool buddy_rescue_queue(int cpu, u64 now, u64 period)
 /*
  * Rescue what other CPUs hold overdue.  Return: whether the watches must be
  * walked this period: CPUs are isolated from timers (their watches'
- * deadlines are started from here), or a suspect CPU's queue could not be
- * read.
+ * deadlines are started from here), or a suspect CPU's base is unknown.
  */
 static bool buddy_walk_needed(u64 now, u64 period)
 {
