@@ -272,6 +272,7 @@ static bool buddy_rescue_queue(int cpu, u64 now, u64 period)
 	if (!base)
 		return false;
 	this_cpu_inc(stallcap_buddy_queue_looks);
+	rcu_read_lock();	/* the watches found stay until the unlock */
 	for (round = 0; round < BUDDY_BATCHES; round++) {
 		n = stallcap_overdue_watches(base, now - period, skip, batch,
 					     BUDDY_BATCH);
@@ -282,6 +283,7 @@ static bool buddy_rescue_queue(int cpu, u64 now, u64 period)
 		if (n < BUDDY_BATCH)
 			break;
 	}
+	rcu_read_unlock();
 	return true;
 }
 
