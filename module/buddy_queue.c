@@ -14,8 +14,8 @@
  * The base's lock is only tried: a CPU holding it (queueing a timer, in
  * its timer interrupt, or stopped by the host in the middle of that) is
  * looked into again next period, as a walk would have waited for the same
- * lock to move a timer queued there.  Other
- * overdue timers (the CPU's tick, ...) are passed over, a bounded number.
+ * lock to move a timer queued there.  Other overdue timers (the CPU's
+ * tick, ...) are passed over, a bounded number.
  *
  * A watch whose timer is seen queued here is not freed before the checker's
  * callback ends: its destruction cancels the timer, under this same lock,
