@@ -823,7 +823,7 @@ static void md_scale(FILE *f)
 		"%s / %s / %s µs. They look only at a CPU that may hold an overdue timer, "
 		"and then at the head of its timer queue (`module/buddy_queue.c`): at "
 		"10,000 shared-deadline watches %s looks into a queue and %s walks of every "
-		"watch per second (a walk is left for a queue whose lock is held).\n",
+		"watch per second (a walk is left for CPUs isolated from timers).\n",
 		us(num("scale.100.stallcap.buddy_ns_per_iter")),
 		us(num("scale.1000.stallcap.buddy_ns_per_iter")),
 		us(num("scale.10000.stallcap.buddy_ns_per_iter")),
