@@ -55,18 +55,33 @@ CONF
 
 get() { wget -q -O "${2:-/dev/null}" --header 'Accept-Encoding: gzip' "http://127.0.0.1:8088/$1"; }
 
+# apache_tasks: every apache2 thread's /proc/PID/task/TID directory (a
+# shell builtin reads each comm: a fork per task, 100 times under TCG, took
+# most of a minute)
+apache_tasks() {
+	for t in /proc/[0-9]*/task/*; do
+		read -r comm 2>/dev/null <"$t/comm" || continue
+		[ "$comm" = apache2 ] && echo "$t"
+	done
+}
+
 # threads: every apache2 thread's tid and wait channel
 threads() {
-	for t in /proc/[0-9]*/task/*; do
-		[ "$(cat "$t/comm" 2>/dev/null)" = apache2 ] || continue
+	for t in $(apache_tasks); do
 		echo "${t##*/} $(cat "$t/wchan" 2>/dev/null)"
 	done
 }
 
-
-# all_in_accept: both prefork children are waiting in accept()
+# all_in_accept: both prefork children are waiting in accept(), read from
+# their kernel stacks (5.10's wchan reads 0 for every sleeping task: x86's
+# get_wchan() followed frame pointers, which Debian's ORC kernels lack)
 all_in_accept() {
-	[ "$(threads | grep -c ' inet_csk_accept$')" = 2 ]
+	accepting=0
+	for t in $(apache_tasks); do
+		grep -q '^\[<[0-9a-f]*>\] inet_csk_accept+' "$t/stack" 2>/dev/null &&
+			accepting=$((accepting + 1))
+	done
+	[ "$accepting" = 2 ]
 }
 
 # run NAME MPM OPTIONS...: start it under record (with -p: attach to it
@@ -83,7 +98,8 @@ run() {
 		"$@" &
 		server=$!
 		until_ok get small.txt
-		until_ok all_in_accept
+		check "$name: both children wait in accept() before the attach" \
+			until_ok all_in_accept
 		stallcap record --deadline 50ms -p "$(cat "$work/apache.pid")" --children \
 			-o "$work/$name.data" >"$work/$name.record" 2>&1 &
 		rec=$!
