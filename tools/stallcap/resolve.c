@@ -268,6 +268,19 @@ static void go_stack_switch_end(struct sc_rsample *c)
 	}
 }
 
+/*
+ * The ends a JIT's code explains when the last frame is in it: the walk
+ * stopped or found no caller, or the frame-pointer fallback, taking the
+ * JIT's rbp (a general register there: a loop count, say) for a frame
+ * pointer, read a word on no stack or got a pc in no code.  Not the end of
+ * the stack copy: that one is true and the remedy differs (a larger copy).
+ */
+static bool jit_may_end(enum unwind_end end)
+{
+	return end == UNWIND_END_STOPPED || end == UNWIND_END_OUTERMOST ||
+	       end == UNWIND_END_OUTSIDE || end == UNWIND_END_ERROR;
+}
+
 static void jit_end(struct resolver *r, __u32 pid, struct sc_rsample *c)
 {
 	const struct sc_frame *f = c->nu ? &c->uf[c->nu - 1] : NULL;
@@ -277,7 +290,7 @@ static void jit_end(struct resolver *r, __u32 pid, struct sc_rsample *c)
 	c->jit_unnamed = false;
 	for (i = 0; i < c->nu && !c->jit_unnamed; i++)
 		c->jit_unnamed = !c->uf[i].sym && in_jit_code(r, pid, &c->uf[i]);
-	if (!f || (c->ustop.end != UNWIND_END_STOPPED && c->ustop.end != UNWIND_END_OUTERMOST))
+	if (!f || !jit_may_end(c->ustop.end))
 		return;
 	if (in_jit_code(r, pid, f))
 		c->ustop.end = UNWIND_END_JIT;
