@@ -55,9 +55,9 @@ CONF
 
 get() { wget -q -O "${2:-/dev/null}" --header 'Accept-Encoding: gzip' "http://127.0.0.1:8088/$1"; }
 
-# apache_tasks: every apache2 thread's /proc/PID/task/TID directory (a
-# shell builtin reads each comm: a fork per task, 100 times under TCG, took
-# most of a minute)
+# apache_tasks: every apache2 thread's /proc/PID/task/TID directory (each
+# comm read by the shell's own `read`: a `cat` per task, 100 tries under
+# TCG, took most of a minute)
 apache_tasks() {
 	for t in /proc/[0-9]*/task/*; do
 		read -r comm 2>/dev/null <"$t/comm" || continue

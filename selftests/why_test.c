@@ -151,16 +151,19 @@ static struct stallcap_sample *own_first_asleep(FIXTURE_DATA(why) *self)
 			     sizeof(self->buf));
 }
 
-/* The same, logged: the sample, or the session's counters when there is none. */
-static struct stallcap_sample *own_first_sample_logged(FIXTURE_DATA(why) *self)
+/* @smp, logged: the sample, or the session's counters when there is none. */
+static struct stallcap_sample *logged(FIXTURE_DATA(why) *self, struct stallcap_sample *smp)
 {
-	struct stallcap_sample *smp = own_first_sample(self);
-
 	if (smp)
 		why_log_sample(smp);
 	else
 		why_log_stats(&self->s);
 	return smp;
+}
+
+static struct stallcap_sample *own_first_sample_logged(FIXTURE_DATA(why) *self)
+{
+	return logged(self, own_first_sample(self));
 }
 
 /*
@@ -582,11 +585,7 @@ TEST_F(why, deadlock_is_a_cycle)
 	pthread_mutex_unlock(&a);		/* the other one gets it */
 	pthread_join(l.th, NULL);
 	ASSERT_EQ(0, l.second_rc);
-	smp = own_first_asleep(self);
-	if (smp)
-		why_log_sample(smp);
-	else
-		why_log_stats(&self->s);
+	smp = logged(self, own_first_asleep(self));
 	ASSERT_NE(NULL, smp);
 	w = why_section(smp, STALLCAP_SEC_WAIT, 0);
 	ASSERT_NE(NULL, w);
