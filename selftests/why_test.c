@@ -463,12 +463,7 @@ TEST_F(why, join_of_a_thread_at_work)
 	 * this thread still ran in user space on its way into the join (24 ms
 	 * on CPU, CI62)
 	 */
-	smp = why_sample_in(&self->s, why_gettid(), STALLCAP_STATE_SLEEPING, self->buf,
-			    sizeof(self->buf));
-	if (smp)
-		why_log_sample(smp);
-	else
-		why_log_stats(&self->s);
+	smp = logged(self, own_first_asleep(self));
 	ASSERT_NE(NULL, smp);
 	w = why_section(smp, STALLCAP_SEC_WAIT, 0);
 	ASSERT_NE(NULL, w);
