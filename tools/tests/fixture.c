@@ -12,7 +12,11 @@
  * (the kernel's signal frame between the handler and raise()); with
  * FIXTURE_CLOCK=1 it reads the clock in a loop (clock_gettime(): the vDSO);
  * with FIXTURE_BIG_FRAME=1 main calls fixture_level1 from under a frame of
- * 96 KiB (fixture_big_frame()), with FIXTURE_BIG_FRAME=huge of 1.25 MiB.
+ * 96 KiB (fixture_big_frame()), with FIXTURE_BIG_FRAME=huge of 1.25 MiB;
+ * with FIXTURE_JIT=fp or =rbp fixture_jit_level1 calls fixture_level2 through
+ * code made at run time, as a JIT's (fixture_jit_call()), which keeps a
+ * frame pointer (fp) or uses rbp as a general register (rbp), and names it
+ * in a perf map in the directory $FIXTURE_JIT_MAPS.
  *
  * Built with -DFIXTURE_STALLCAP (stallcap-spin-nofp, stallcap-exit-early) it
  * arms a deadline through libstallcap and spins past it:
@@ -29,6 +33,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#ifndef FIXTURE_STALLCAP
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
 
 #ifdef FIXTURE_STALLCAP
 #include <unistd.h>
@@ -184,6 +193,60 @@ NOIPA void fixture_recurse(unsigned int depth, unsigned long long until_ns)
 	fixture_sink++;
 }
 
+/*
+ * jit(arg, fn): fn(arg) called from code in an anonymous executable mapping,
+ * which no file describes (no symbol, no CFI): as a JIT's compiled method
+ * calling into the runtime.  Its callers are found only through rbp.  The
+ * "fp" code keeps a frame pointer there (push %rbp; mov %rsp,%rbp), as a
+ * JVM with -XX:+PreserveFramePointer does; the "rbp" code saves rbp and puts
+ * a loop bound in it (0x2718), as compiled Java may.
+ */
+static const unsigned char jit_fp_code[] = {
+	0x55,				/* push %rbp */
+	0x48, 0x89, 0xe5,		/* mov %rsp,%rbp */
+	0xff, 0xd6,			/* call *%rsi */
+	0x5d,				/* pop %rbp */
+	0xc3,				/* ret */
+};
+static const unsigned char jit_rbp_code[] = {
+	0x55,					/* push %rbp */
+	0x48, 0xc7, 0xc5, 0x18, 0x27, 0x00, 0x00,	/* mov $0x2718,%rbp */
+	0xff, 0xd6,				/* call *%rsi */
+	0x5d,					/* pop %rbp */
+	0xc3,					/* ret */
+};
+
+typedef void (*jit_fn)(unsigned long long until_ns, void (*fn)(unsigned long long));
+static jit_fn fixture_jit_call;
+
+/* Make the code for FIXTURE_JIT @how and name it in @dir/perf-PID.map. */
+static void jit_make(const char *how, const char *dir)
+{
+	const unsigned char *code = strcmp(how, "rbp") ? jit_fp_code : jit_rbp_code;
+	size_t len = strcmp(how, "rbp") ? sizeof(jit_fp_code) : sizeof(jit_rbp_code);
+	void *mem = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char path[4096];
+	FILE *f;
+
+	if (mem == MAP_FAILED || (memcpy(mem, code, len), mprotect(mem, 4096, PROT_READ | PROT_EXEC))) {
+		perror("fixture: jit");
+		exit(1);
+	}
+	snprintf(path, sizeof(path), "%s/perf-%d.map", dir ? dir : "/tmp", (int)getpid());
+	f = fopen(path, "w");
+	if (f) {
+		fprintf(f, "%lx %zx Interpreted:JitThunk.call%s\n", (unsigned long)mem, len, how);
+		fclose(f);
+	}
+	fixture_jit_call = (jit_fn)mem;
+}
+
+NOIPA void fixture_jit_level1(unsigned long long until_ns)
+{
+	fixture_jit_call(until_ns, fixture_level2);
+	fixture_sink++;
+}
+
 /* Read the clock forever: the pc mostly in the vDSO */
 NOIPA void fixture_spin_clock(void)
 {
@@ -194,12 +257,17 @@ NOIPA void fixture_spin_clock(void)
 int main(void)
 {
 	const char *depth = getenv("FIXTURE_RECURSE");
+	const char *jit = getenv("FIXTURE_JIT");
 
 	printf("fixture_spin=%p fixture_level2=%p fixture_level1=%p main=%p\n",
 	       (void *)fixture_spin, (void *)fixture_level2, (void *)fixture_level1,
 	       (void *)main);
+	if (jit)
+		jit_make(jit, getenv("FIXTURE_JIT_MAPS"));
 	fflush(stdout);
-	if (getenv("FIXTURE_CLOCK")) {
+	if (jit) {
+		fixture_jit_level1(0);
+	} else if (getenv("FIXTURE_CLOCK")) {
 		fixture_spin_clock();
 	} else if (getenv("FIXTURE_SIGNAL")) {
 		signal(SIGUSR1, fixture_on_signal);
