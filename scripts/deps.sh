@@ -35,7 +35,7 @@ packages=(
 	linux-source-6.12 debootstrap
 	dpkg-dev debhelper dh-dkms dkms lintian fakeroot cmake pandoc
 	redis-server redis-tools memcached nodejs golang-go nginx haproxy lighttpd rustc cargo librust-tokio-dev
-	mosquitto mosquitto-clients apache2-bin openjdk-17-jdk-headless
+	mosquitto mosquitto-clients apache2-bin openjdk-17-jdk-headless erlang-base
 	linux-perf
 )
 

@@ -142,7 +142,8 @@ verbose=${V:-0}
 TOOL_TESTS=${TOOL_TESTS-tool_demo_test.sh tool_event_loop_test.sh tool_exited_test.sh \
 tool_dwarf_test.sh tool_newer_records_test.sh tool_ns_test.sh tool_inprocess_test.sh \
 tool_live_test.sh tool_kmod_test.sh tool_idle_reader_test.sh tool_unwatched_test.sh \
-tool_runner_test.sh attach_mosquitto_test.sh attach_java_test.sh attach_tokio_test.sh}
+tool_runner_test.sh attach_mosquitto_test.sh attach_java_test.sh attach_tokio_test.sh \
+attach_erlang_test.sh}
 TOOL_KERNELS=${TOOL_KERNELS-5.10 7.3}
 # Tests the debug kernel leaves to the others (see above).
 DEBUG_SKIP=${DEBUG_SKIP-attach_nginx_test.sh attach_node_test.sh attach_haproxy_test.sh \
@@ -285,6 +286,7 @@ build_base() {
 	done
 	guest_python "$st"
 	guest_jre "$st"
+	guest_erlang "$st"
 	add_libs "$st"
 	(cd "$st" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) |
 		gzip -1 >"$initramfs/base.cpio.gz"
@@ -308,6 +310,20 @@ guest_jre() {
 	mkdir -p "$st/opt"
 	cp -a "$jre" "$st/opt/jre"
 	find "$st/opt/jre" -name '*.so' -exec chmod 755 {} +
+}
+
+# guest_erlang STAGING: Debian's Erlang runtime (erlang-base) at
+# /usr/lib/erlang for attach_erlang_test.sh, without the applications the
+# test does not start (the compiler: its module is compiled on the host),
+# sources and headers: about 12 MB; /usr/bin/erl the link Debian makes
+guest_erlang() {
+	local st=$1 root=/usr/lib/erlang
+	[ -x "$root/bin/erl" ] || return 0
+	mkdir -p "$st/usr/lib" "$st/usr/bin"
+	rsync -a --exclude='lib/compiler-*' --exclude='lib/syntax_tools-*' \
+		--exclude='lib/erl_interface-*' --exclude='src/' --exclude='include/' \
+		--exclude='doc/' --exclude='man/' "$root" "$st/usr/lib/"
+	ln -sfn ../lib/erlang/bin/erl "$st/usr/bin/erl"
 }
 
 # guest_python STAGING: Debian's python3 and the part of its standard

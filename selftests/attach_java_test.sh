@@ -110,9 +110,9 @@ port=8090
 serve nofp
 last_stall nofp
 jit_end() {
-	in_spin "$1" && ! through_java "$1" && echo "$1" | grep -q '"user_walk_end":"jit_code"'
+	in_spin "$1" && ! through_java "$1" && echo "$1" | grep -q '"user_walk_end":"jit_\(code\|chain_end\)"'
 }
-check "nofp: every sample of the last stall ends in spinFor, user_walk_end jit_code" every jit_end
+check "nofp: every sample of the last stall ends in spinFor, user_walk_end jit_code (or jit_chain_end)" every jit_end
 check "nofp: the text says why the frames end there" \
 	grep -q "the walk stops here: in code no file describes (a JIT's).*-XX:+PreserveFramePointer" \
 	"$work/nofp.txt"

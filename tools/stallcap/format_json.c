@@ -184,6 +184,7 @@ static void walk_end(FILE *out, const struct unwind_stop *st)
 		[UNWIND_END_ERROR] = "unwinder",
 		[UNWIND_END_JIT] = "jit_code",
 		[UNWIND_END_STACK_SWITCH] = "stack_switch",
+		[UNWIND_END_JIT_CHAIN] = "jit_chain_end",
 	};
 
 	fprintf(out, ",\"user_walk_end\":\"%s\"", names[st->end]);

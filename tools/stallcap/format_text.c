@@ -238,7 +238,12 @@ static void user_end_note(FILE *out, const struct sc_rsample *r, __u32 copied)
 	case UNWIND_END_JIT:
 		fprintf(out, "      (the walk stops here: in code no file describes (a JIT's), whose "
 			"callers only frame pointers chain, and this code keeps none: a JVM keeps "
-			"them with -XX:+PreserveFramePointer)\n");
+			"them with -XX:+PreserveFramePointer, Erlang's with +JPperf true)\n");
+		break;
+	case UNWIND_END_JIT_CHAIN:
+		fprintf(out, "      (the walk stops here: the frame-pointer chain through a JIT's "
+			"code ends: the bottom of the stack its code runs on (a runtime's own: its "
+			"callers run on another), or a caller that keeps no frame pointer)\n");
 		break;
 	default:
 		break;

@@ -281,6 +281,18 @@ static bool jit_may_end(enum unwind_end end)
 	       end == UNWIND_END_OUTSIDE || end == UNWIND_END_ERROR;
 }
 
+/*
+ * The walk went from one frame in a JIT's code to another (only frame
+ * pointers chain them) before it ended: the JIT keeps frame pointers, and
+ * its chain ends there, as an Erlang process's does at the bottom of its
+ * stack (normal_exit), whose caller, the scheduler's C code, runs on
+ * another stack.
+ */
+static bool jit_chain_ended(struct resolver *r, __u32 pid, const struct sc_rsample *c)
+{
+	return c->nu >= 2 && in_jit_code(r, pid, &c->uf[c->nu - 2]);
+}
+
 static void jit_end(struct resolver *r, __u32 pid, struct sc_rsample *c)
 {
 	const struct sc_frame *f = c->nu ? &c->uf[c->nu - 1] : NULL;
@@ -293,7 +305,7 @@ static void jit_end(struct resolver *r, __u32 pid, struct sc_rsample *c)
 	if (!f || !jit_may_end(c->ustop.end))
 		return;
 	if (in_jit_code(r, pid, f))
-		c->ustop.end = UNWIND_END_JIT;
+		c->ustop.end = jit_chain_ended(r, pid, c) ? UNWIND_END_JIT_CHAIN : UNWIND_END_JIT;
 }
 
 /* Note the files of @f's frames that no symbol names, for hint_unnamed(). */

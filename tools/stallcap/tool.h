@@ -391,6 +391,7 @@ enum unwind_end {
 	UNWIND_END_ERROR,	/* a pc in no code, or a libdw error (msg) */
 	UNWIND_END_JIT,		/* stopped at code no file describes (set by the resolver) */
 	UNWIND_END_STACK_SWITCH, /* at Go's runtime.mcall (set by the resolver) */
+	UNWIND_END_JIT_CHAIN,	/* a JIT's frame-pointer chain ended (set by the resolver) */
 };
 
 /**

@@ -16,7 +16,9 @@
  * with FIXTURE_JIT=fp or =rbp fixture_jit_level1 calls fixture_level2 through
  * code made at run time, as a JIT's (fixture_jit_call()), which keeps a
  * frame pointer (fp) or uses rbp as a general register (rbp), and names it
- * in a perf map in the directory $FIXTURE_JIT_MAPS.
+ * in a perf map in the directory $FIXTURE_JIT_MAPS; with FIXTURE_JIT=chain
+ * through two such functions, the outer one a stack's bottom (its frame
+ * record holds no caller, as an Erlang process's first frame).
  *
  * Built with -DFIXTURE_STALLCAP (stallcap-spin-nofp, stallcap-exit-early) it
  * arms a deadline through libstallcap and spins past it:
@@ -29,6 +31,7 @@
  * binary (a server upgraded in place).
  */
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,34 +219,69 @@ static const unsigned char jit_rbp_code[] = {
 	0xc3,					/* ret */
 };
 
-typedef void (*jit_fn)(unsigned long long until_ns, void (*fn)(unsigned long long));
+/*
+ * jit_bottom(arg, fn, inner): inner(arg, fn) under a frame record of no
+ * caller (saved rbp 0, return address 0): the bottom of the chain.
+ */
+static const unsigned char jit_bottom_code[] = {
+	0x55,				/* push %rbp */
+	0x6a, 0x00,			/* push $0 */
+	0x6a, 0x00,			/* push $0 */
+	0x48, 0x89, 0xe5,		/* mov %rsp,%rbp */
+	0xff, 0xd2,			/* call *%rdx */
+	0x48, 0x83, 0xc4, 0x10,		/* add $16,%rsp */
+	0x5d,				/* pop %rbp */
+	0xc3,				/* ret */
+};
+
+#define JIT_INNER_OFFSET	64	/* of the called code, after jit_bottom's */
+
+typedef void (*jit_fn)(unsigned long long until_ns, void (*fn)(unsigned long long),
+		       const void *inner);
 static jit_fn fixture_jit_call;
+static const void *fixture_jit_inner;
+
+static void jit_name(FILE *f, const unsigned char *at, size_t len, const char *name)
+{
+	fprintf(f, "%lx %zx Interpreted:JitThunk.%s\n", (unsigned long)at, len, name);
+}
 
 /* Make the code for FIXTURE_JIT @how and name it in @dir/perf-PID.map. */
 static void jit_make(const char *how, const char *dir)
 {
-	const unsigned char *code = strcmp(how, "rbp") ? jit_fp_code : jit_rbp_code;
-	size_t len = strcmp(how, "rbp") ? sizeof(jit_fp_code) : sizeof(jit_rbp_code);
-	void *mem = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	bool rbp = !strcmp(how, "rbp"), chain = !strcmp(how, "chain");
+	const unsigned char *code = rbp ? jit_rbp_code : jit_fp_code;
+	size_t len = rbp ? sizeof(jit_rbp_code) : sizeof(jit_fp_code);
+	unsigned char *mem = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	char path[4096];
 	FILE *f;
 
-	if (mem == MAP_FAILED || (memcpy(mem, code, len), mprotect(mem, 4096, PROT_READ | PROT_EXEC))) {
+	if (mem == MAP_FAILED) {
+		perror("fixture: jit");
+		exit(1);
+	}
+	memcpy(mem, jit_bottom_code, sizeof(jit_bottom_code));
+	memcpy(mem + JIT_INNER_OFFSET, code, len);
+	if (mprotect(mem, 4096, PROT_READ | PROT_EXEC)) {
 		perror("fixture: jit");
 		exit(1);
 	}
 	snprintf(path, sizeof(path), "%s/perf-%d.map", dir ? dir : "/tmp", (int)getpid());
 	f = fopen(path, "w");
 	if (f) {
-		fprintf(f, "%lx %zx Interpreted:JitThunk.call%s\n", (unsigned long)mem, len, how);
+		if (chain)
+			jit_name(f, mem, sizeof(jit_bottom_code), "bottom");
+		jit_name(f, mem + JIT_INNER_OFFSET, len, rbp ? "callrbp" : "callfp");
 		fclose(f);
 	}
-	fixture_jit_call = (jit_fn)mem;
+	fixture_jit_inner = mem + JIT_INNER_OFFSET;
+	fixture_jit_call = (jit_fn)(chain ? mem : mem + JIT_INNER_OFFSET);
 }
 
 NOIPA void fixture_jit_level1(unsigned long long until_ns)
 {
-	fixture_jit_call(until_ns, fixture_level2);
+	fixture_jit_call(until_ns, fixture_level2, fixture_jit_inner);
 	fixture_sink++;
 }
 

@@ -7,6 +7,10 @@
  * resolved as `stallcap report` resolves it (resolve_stall()), and:
  *   - code that keeps a frame pointer is walked through, to main, and its
  *     frame is named from the perf map;
+ *   - two functions of such code, the outer one the bottom of its stack
+ *     (a frame record of no caller, as an Erlang process's first frame):
+ *     both named, and the report says the JIT's frame-pointer chain ended
+ *     (UNWIND_END_JIT_CHAIN), not that the JIT keeps no frame pointers;
  *   - code that uses rbp as a general register (a loop bound) ends the walk
  *     at its frame, named, and the report says why (the end is the JIT's
  *     code, UNWIND_END_JIT), not "a word outside the copy" at the loop
@@ -40,6 +44,11 @@ FIXTURE_VARIANT(jit)
 FIXTURE_VARIANT_ADD(jit, keeps_frame_pointer)
 {
 	.code = "fp",
+};
+
+FIXTURE_VARIANT_ADD(jit, frame_pointer_chain_ends)
+{
+	.code = "chain",
 };
 
 FIXTURE_VARIANT_ADD(jit, rbp_a_general_register)
@@ -134,7 +143,8 @@ TEST_F(jit, walk)
 	FILE *m;
 	int jit;
 
-	snprintf(name, sizeof(name), "Interpreted:JitThunk.call%s", variant->code);
+	snprintf(name, sizeof(name), "Interpreted:JitThunk.call%s",
+		 strcmp(variant->code, "rbp") ? "fp" : "rbp");
 	log_frames(_metadata, c);
 	/* the innermost frame is the function that was running */
 	ASSERT_LE(3, c->nu);
@@ -151,13 +161,22 @@ TEST_F(jit, walk)
 		EXPECT_NE(UNWIND_END_JIT, c->ustop.end);
 		return;
 	}
-	/* rbp holds a loop bound: the walk ends at the JIT's frame, and says so */
-	EXPECT_EQ(3, c->nu);
-	EXPECT_EQ(UNWIND_END_JIT, c->ustop.end);
 	m = open_memstream(&self->out, &self->len);
 	ASSERT_NE(NULL, m);
 	fmt_text_stall(m, &self->rs);
 	fclose(m);
+	if (!strcmp(variant->code, "chain")) {
+		/* its caller, in JIT code too, holds the end of the chain */
+		EXPECT_EQ(4, c->nu);
+		EXPECT_EQ(3, find(c, 0, "Interpreted:JitThunk.bottom"));
+		EXPECT_EQ(UNWIND_END_JIT_CHAIN, c->ustop.end);
+		EXPECT_NE(NULL, strstr(self->out, "(the walk stops here: the frame-pointer chain "
+				       "through a JIT's code ends"));
+		return;
+	}
+	/* rbp holds a loop bound: the walk ends at the JIT's frame, and says so */
+	EXPECT_EQ(3, c->nu);
+	EXPECT_EQ(UNWIND_END_JIT, c->ustop.end);
 	EXPECT_NE(NULL, strstr(self->out, "(the walk stops here: in code no file describes "
 			       "(a JIT's)"));
 	EXPECT_EQ(NULL, strstr(self->out, "0x2718"));

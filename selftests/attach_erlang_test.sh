@@ -1,0 +1,68 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Erlang/OTP, unmodified, under `stallcap record --park --deadline 100ms --
+# erl +JPperf true ...`: a process that keeps a scheduler thread busy for
+# 800 ms in native code the BEAM's JIT made (erlang/stall.erl's busy/2) is
+# one stall of that scheduler, each sample's frames named through
+# /tmp/perf-PID.map, the map the JIT writes (+JPperf true also keeps frame
+# pointers in its code, which the walk follows through the Erlang frames to
+# the caller run/1 and to main/1, and ends at the bottom of the process's
+# stack, which the report says: "jit_chain_end", not "jit_code").  The
+# schedulers' busy wait before they sleep is off (+sbwt none and the dirty
+# schedulers' too, as latency-minded deployments run BEAM: with it, 10 dirty
+# I/O schedulers yielding to each other on 2 vCPUs are stalls, preempted,
+# at the start); their sleeps are futex waits (--park).  What the runtime
+# does at its start (loading code, under TCG: hundreds of ms) may be stalls
+# of its main thread and schedulers; no other thread stalls.
+. ./tool_lib.sh
+need stallcap erl
+[ -f erlang/stall.beam ] || { echo "1..0 # SKIP erlang/stall.beam not built"; exit 4; }
+
+stallcap record --park --deadline 100ms --samples 5 -o "$work/erl.data" -- \
+	erl -noshell +JPperf true +sbwt none +sbwtdcpu none +sbwtdio none -pa "$PWD/erlang" -run stall main 800 >"$work/record.out" 2>&1 &
+rec=$!
+wait_record "$rec"
+rc=$?
+check "record ends with the program (status $rc)" [ "$rc" = 0 ]
+sed 's/^/# record: /' "$work/record.out"
+reports erl
+show "$work/erl.txt" | head -n 60
+beam=$(grep -o '"type":"sample","stall_id":[0-9]*,"pid":[0-9]*' "$work/erl.json" | head -n 1 |
+	sed 's/.*"pid"://')
+check "the JIT wrote /tmp/perf-$beam.map" [ -s "/tmp/perf-$beam.map" ]
+
+# the stalls, by thread: one scheduler's, and no other thread's
+grep -o '"type":"stall".*"comm":"[^"]*"' "$work/erl.json" | sed 's/.*"comm":"\([^"]*\)"/\1/' |
+	sort | uniq -c | sed 's/^/# stalls of /'
+others=$(grep '"type":"stall"' "$work/erl.json" |
+	grep -v '"comm":"[0-9]*_scheduler"\|"comm":"beam.smp"' | wc -l)
+check "no stall of a thread other than the main thread and the schedulers (got $others)" \
+	[ "$others" = 0 ]
+# the stall of busy/2: one, of a scheduler
+busy_stalls=$(grep '"type":"sample"' "$work/erl.json" | grep -F '"sym":"$stall:busy/2"' |
+	sed 's/.*"type":"sample","stall_id":\([0-9]*\),.*"comm":"\([^"]*\)".*/\1 \2/' | sort -u)
+echo "# stalls with busy/2: $busy_stalls"
+check "busy/2 is one stall" [ "$(echo "$busy_stalls" | grep -c .)" = 1 ]
+sched=${busy_stalls#* }
+check "of a scheduler thread ($sched)" sh -c "echo '$sched' | grep -qx '[0-9]*_scheduler'"
+samples "$work/erl.json" "$sched" | while read -r line; do
+	echo "# sample: $(uframes "$line" | head -n 5 | tr '\t\n' '@|')"
+done
+# frame 0 is busy/2, named by the perf map, its callers run/1 and main/1
+in_busy() {
+	uframes "$1" | head -n 1 | grep -qx "\$stall:busy/2$(printf '\t')\[perf-map\]"
+}
+busy_then_callers() {
+	in_busy "$1" && uframes "$1" | in_order '$stall:busy/2' '$stall:run/1' '$stall:main/1'
+}
+check "a sample's innermost frame is the JIT's busy/2, named by the perf map" \
+	any_sample "$work/erl.json" "$sched" in_busy
+check "under it run/1 and main/1, through the JIT's frame pointers" \
+	any_sample "$work/erl.json" "$sched" busy_then_callers
+chain_end() {
+	busy_then_callers "$1" && echo "$1" | grep -q '"user_walk_end":"jit_chain_end"'
+}
+check "the walk ends where the process's stack does, and says so (jit_chain_end)" \
+	any_sample "$work/erl.json" "$sched" chain_end
+rm -f "/tmp/perf-$beam.map" "/tmp/jit-$beam.dump"
+finish
