@@ -252,6 +252,15 @@ static inline int command_output(const char *cmd, char *out, size_t size)
 	return pclose(p);
 }
 
+/* Index of the first of @n frames @f named @sym at or after @from, or -1. */
+static inline int frame_named(const struct sc_frame *f, int n, int from, const char *sym)
+{
+	for (; from < n; from++)
+		if (f[from].sym && !strcmp(f[from].sym, sym))
+			return from;
+	return -1;
+}
+
 /* ---- the fixture process ---- */
 
 struct fixture {

@@ -117,13 +117,10 @@ FIXTURE_TEARDOWN(jit)
 		nftw(self->dir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
 }
 
-/* Index of the first frame named @sym at or after @from, or -1. */
+/* Index of the first user frame named @sym at or after @from, or -1. */
 static int find(const struct sc_rsample *c, int from, const char *sym)
 {
-	for (; from < c->nu; from++)
-		if (c->uf[from].sym && !strcmp(c->uf[from].sym, sym))
-			return from;
-	return -1;
+	return frame_named(c->uf, c->nu, from, sym);
 }
 
 static void log_frames(struct __test_metadata *_metadata, const struct sc_rsample *c)

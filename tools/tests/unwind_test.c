@@ -158,14 +158,7 @@ FIXTURE_TEARDOWN(stack)
 	unsetenv("STALLCAP_KEEP_DIR");
 }
 
-/* Index of the first frame named sym at or after from, or -1. */
-static int find(const struct sc_frame *f, int n, int from, const char *sym)
-{
-	for (; from < n; from++)
-		if (f[from].sym && !strcmp(f[from].sym, sym))
-			return from;
-	return -1;
-}
+#define find frame_named
 
 static struct unwind_stop last_stop;	/* of the last unwind() */
 #define last_end last_stop.end
