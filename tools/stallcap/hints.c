@@ -57,6 +57,21 @@ void hint_unnamed(const struct resolver *r)
 }
 
 /*
+ * @yielding of the @stalls stalls shown found their thread in sched_yield()
+ * at every sample (sc_stall_yields()).
+ */
+void hint_busy_wait(__u64 yielding, __u64 stalls)
+{
+	if (yielding)
+		warnx_("hint: %llu of %llu stalls found their thread in sched_yield() at every "
+		       "sample: a busy wait, the thread runnable, not working (a runtime's "
+		       "scheduler spinning before it sleeps, as Erlang's unless run with "
+		       "+sbwt none +sbwtdcpu none +sbwtdio none; a lock that yields): what it "
+		       "waits for is elsewhere",
+		       (unsigned long long)yielding, (unsigned long long)stalls);
+}
+
+/*
  * @futex of the @stalls stalls of attached threads (without --park) found
  * their thread waiting on a futex at their first sample: idle workers of a
  * pool or a thread cache (MariaDB's between connections, a runtime's)

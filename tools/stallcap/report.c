@@ -127,6 +127,7 @@ static void print_stall(struct report *rp, struct sc_stall *s)
 		break;
 	}
 	rp->printed++;
+	rp->yielding += sc_stall_yields(&rs);
 	resolve_stall_free(&rs);
 	fflush(rp->out);
 }
@@ -366,6 +367,7 @@ void report_finish(struct report *rp, bool failed)
 		warnx_("%llu stalls let go before their end (over --max-stalls %u held)",
 		       (unsigned long long)rp->evicted, rp->max_stalls);
 	hint_unnamed(&rp->r);
+	hint_busy_wait(rp->yielding, rp->printed);
 }
 
 void report_init(struct report *rp)

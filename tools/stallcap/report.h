@@ -31,6 +31,7 @@ struct report {
 	unsigned int printed;
 	unsigned int max_stalls;	/* --max-stalls: stalls held at once */
 	__u64 evicted;			/* stalls let go of over max_stalls */
+	__u64 yielding;			/* stalls shown in sched_yield() throughout */
 };
 
 /** report_init() - a report to stdout, its sink's callbacks set */

@@ -331,6 +331,41 @@ static void note_unnamed(struct resolver *r, const struct sc_frame *f, int n)
 	}
 }
 
+/* A thread inside sched_yield(): its kernel frames, or its user frame 0 */
+static bool sample_yields(const struct sc_rsample *c)
+{
+	static const char sys[] = "sys_sched_yield";
+	size_t len;
+	int i;
+
+	for (i = 0; i < c->nk; i++) {
+		len = c->kf[i].sym ? strlen(c->kf[i].sym) : 0;
+		if (len >= sizeof(sys) - 1 && !strcmp(c->kf[i].sym + len - (sizeof(sys) - 1), sys))
+			return true;
+	}
+	return c->nu && c->uf[0].sym &&
+	       (!strcmp(c->uf[0].sym, "sched_yield") || !strcmp(c->uf[0].sym, "__sched_yield"));
+}
+
+/*
+ * A stall whose every sample finds its thread in sched_yield() is a busy
+ * wait: the thread yields the CPU in a loop (a runtime's scheduler spinning
+ * before it sleeps, a lock that yields), runnable, not working
+ * (hint_busy_wait()).  Counted on the first pass over the samples.
+ */
+static void count_yield(struct sc_rstall *rs)
+{
+	if (rs->pos++ != rs->counted)
+		return;
+	rs->counted++;
+	rs->yield_samples += sample_yields(&rs->cur);
+}
+
+bool sc_stall_yields(const struct sc_rstall *rs)
+{
+	return rs->nr && rs->counted == rs->nr && rs->yield_samples == rs->nr;
+}
+
 /* Resolve @m into rs->cur, in the stall's reused frame buffers. */
 static void resolve_sample(struct sc_rstall *rs, const struct sc_sample *m)
 {
@@ -350,6 +385,7 @@ static void resolve_sample(struct sc_rstall *rs, const struct sc_sample *m)
 	jit_end(r, uv->s.pid, c);
 	go_stack_switch_end(c);
 	note_unnamed(r, c->uf, c->nu);
+	count_yield(rs);
 	for (i = 0; i < (int)m->v.nr_tasks && i < STALLCAP_VIEW_MAX_TASKS; i++) {
 		c->tasks[i].f = rs->tbuf[i];
 		resolve_task(rs, &m->v.tasks[i], &c->tasks[i]);
@@ -417,6 +453,7 @@ void resolve_stall_rewind(struct sc_rstall *rs)
 {
 	rs->started = false;
 	rs->next = NULL;
+	rs->pos = 0;
 }
 
 void resolve_stall_free(struct sc_rstall *rs)

@@ -520,7 +520,12 @@ struct sc_rstall {
 	struct sc_frame *tbuf[STALLCAP_VIEW_MAX_TASKS];
 	__s64 rt_offset_ns;	/* CLOCK_REALTIME - CLOCK_MONOTONIC for this stall */
 	bool rt_known;		/* rt_offset_ns is known */
+	/* samples in sched_yield() among the first @counted resolved */
+	unsigned int pos, counted, yield_samples;
 };
+
+/** sc_stall_yields() - every sample of @rs (all resolved) is in sched_yield() */
+bool sc_stall_yields(const struct sc_rstall *rs);
 
 #define RESOLVER_UNNAMED_FILES	4
 
@@ -714,6 +719,7 @@ void hint_lost(__u64 lost);
 void hint_kallsyms(int err);
 void hint_no_watch(__u64 records);
 void hint_park(__u64 futex, __u64 stalls);
+void hint_busy_wait(__u64 yielding, __u64 stalls);
 void hint_unnamed(const struct resolver *r);
 
 /* ---- subcommands ---- */

@@ -121,6 +121,82 @@ TEST(unnamed_frames_name_their_file)
 	EXPECT_EQ(NULL, strstr(out, "have no name")) TH_LOG("%s", out);
 }
 
+#define KSCHED	0xffffffff81100000ULL
+#define KYIELD	0xffffffff81200000ULL
+#define KPOLL	0xffffffff81300000ULL
+
+/*
+ * Stall @id of tid @id: @n samples, the first @yielding of them inside
+ * sched_yield() (kernel frames __schedule < __x64_sys_sched_yield), the
+ * others in poll().
+ */
+static void yield_stall(struct sc_sink *sk, __u64 id, int n, int yielding)
+{
+	__u64 yield[2] = { KSCHED + 0x52a, KYIELD + 0xe }, poll[2] = { KSCHED + 0x52a, KPOLL + 0x2f1 };
+	struct rec_spec sp = { .stall_id = id, .pid = 4242, .tid = (__u32)id, .comm = "1_scheduler",
+			       .deadline_ns = NSEC_PER_SEC, .timeout_ns = NSEC_PER_MSEC, .nk = 2 };
+	struct stallcap_stall_end e;
+	struct stallcap_sample *s;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		sp.sample_index = (__u32)i;
+		sp.capture_ns = NSEC_PER_SEC + (__u64)(i + 1) * NSEC_PER_MSEC;
+		sp.kips = i < yielding ? yield : poll;
+		s = make_sample(&sp);
+		sk->record(sk, &s->hdr);
+		free(s);
+	}
+	e = make_end(id, 4242, (__u32)id, NSEC_PER_SEC, 2 * NSEC_PER_SEC, (__u32)n);
+	sk->record(sk, &e.hdr);
+}
+
+/*
+ * A thread found in sched_yield() at every sample of its stall is busy
+ * waiting: the report says so, counting only such stalls (not one that
+ * yielded at some samples).
+ */
+TEST(busy_wait_in_sched_yield)
+{
+	static const struct ksym ks[] = {
+		{ KSCHED, 0x1000, "__schedule", NULL },
+		{ KYIELD, 0x100, "__x64_sys_sched_yield", NULL },
+		{ KPOLL, 0x400, "do_sys_poll", NULL },
+	};
+	char dir[] = "/tmp/stallcap-yield-XXXXXX", data[128], args[256], out[16384];
+	struct scfile *f;
+	struct sc_sink *sk;
+	unsigned int i;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(data, sizeof(data), "%s/stall.data", dir);
+	f = scfile_create(data);
+	ASSERT_NE(NULL, f);
+	sk = scfile_sink(f);
+	for (i = 0; i < ARRAY_SIZE(ks); i++)
+		sk->ksym(sk, &ks[i]);
+	yield_stall(sk, 1, 3, 3);	/* a busy wait */
+	yield_stall(sk, 2, 3, 1);	/* yielded once, then waited in poll */
+	yield_stall(sk, 3, 2, 0);
+	yield_stall(sk, 4, 1, 1);	/* a busy wait */
+	ASSERT_EQ(0, scfile_close(f));
+	snprintf(args, sizeof(args), "report %s", data);
+	EXPECT_EQ(0, run(args, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "__x64_sys_sched_yield+0xe")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "hint: 2 of 4 stalls found their thread in sched_yield() "
+			       "at every sample: a busy wait")) TH_LOG("%s", out);
+	/* every format counts them */
+	snprintf(args, sizeof(args), "report -f folded %s", data);
+	EXPECT_EQ(0, run(args, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "hint: 2 of 4 stalls")) TH_LOG("%s", out);
+	/* and none is said where none yields throughout */
+	snprintf(args, sizeof(args), "report --tid 2 %s", data);
+	EXPECT_EQ(0, run(args, out, sizeof(out)));
+	EXPECT_EQ(NULL, strstr(out, "sched_yield() at every sample")) TH_LOG("%s", out);
+	unlink(data);
+	rmdir(dir);
+}
+
 TEST(version)
 {
 	char out[256];
