@@ -13,7 +13,9 @@
 # I/O schedulers yielding to each other on 2 vCPUs are stalls, preempted,
 # at the start); their sleeps are futex waits (--park).  What the runtime
 # does at its start (loading code, under TCG: hundreds of ms) may be stalls
-# of its main thread and schedulers; no other thread stalls.
+# of its main thread and schedulers; no other thread stalls.  Then once
+# more with BEAM's default busy wait: the schedulers yielding to each other
+# are stalls, and the report says they are a busy wait (its hint).
 . ./tool_lib.sh
 need stallcap erl
 [ -f erlang/stall.beam ] || { echo "1..0 # SKIP erlang/stall.beam not built"; exit 4; }
@@ -65,4 +67,15 @@ chain_end() {
 check "the walk ends where the process's stack does, and says so (jit_chain_end)" \
 	any_sample "$work/erl.json" "$sched" chain_end
 rm -f "/tmp/perf-$beam.map" "/tmp/jit-$beam.dump"
+
+stallcap record --park --deadline 50ms --samples 3 -o "$work/spin.data" -- \
+	erl -noshell -pa "$PWD/erlang" -run stall main 100 >"$work/spin.out" 2>&1 &
+wait_record $!
+stallcap report "$work/spin.data" >"$work/spin.txt" 2>"$work/spin.err"
+grep -c '^stall ' "$work/spin.txt" | sed 's/^/# stalls with the busy wait on: /'
+sed 's/^/# report: /' "$work/spin.err"
+yielding=$(sed -n 's/.*hint: \([0-9]*\) of [0-9]* stalls found their thread in sched_yield() at every sample: a busy wait.*/\1/p' \
+	"$work/spin.err")
+check "with the busy wait on, yielding schedulers are stalls the report calls a busy wait ($yielding)" \
+	[ "${yielding:-0}" -ge 1 ]
 finish

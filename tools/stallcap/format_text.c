@@ -237,8 +237,10 @@ static void user_end_note(FILE *out, const struct sc_rsample *r, __u32 copied)
 		break;
 	case UNWIND_END_JIT:
 		fprintf(out, "      (the walk stops here: in code no file describes (a JIT's), whose "
-			"callers only frame pointers chain, and this code keeps none: a JVM keeps "
-			"them with -XX:+PreserveFramePointer, Erlang's with +JPperf true)\n");
+			"callers only frame pointers chain, and its frame pointer leads to no "
+			"frame on this stack: the JIT keeps none (a JVM keeps them with "
+			"-XX:+PreserveFramePointer, Erlang's with +JPperf true), or the caller's "
+			"frames are on another stack)\n");
 		break;
 	case UNWIND_END_JIT_CHAIN:
 		fprintf(out, "      (the walk stops here: the frame-pointer chain through a JIT's "
