@@ -2,9 +2,11 @@
 %%
 %% attach_erlang_test.sh: an Erlang program, idle, then one process running
 %% on a scheduler thread for MS milliseconds without a wait (busy/2, native
-%% code from the BEAM's JIT), then idle again: `erl -run stall main MS`.
+%% code from the BEAM's JIT), then idle again: `erl -run stall main MS`;
+%% `erl -run stall main MS FILE` waits, idle, until FILE exists first (a
+%% node that a recorder attaches to while it runs).
 -module(stall).
--export([main/1]).
+-export([main/1, worker/2]).
 
 %% Count down; read the clock every million iterations.
 busy(0, Until) ->
@@ -20,8 +22,35 @@ run(Ms) ->
     ok = busy(1000000, erlang:monotonic_time(millisecond) + Ms),
     done.
 
+%% Sleep 100 ms at a time until File exists.
+await(File) ->
+    case filelib:is_file(File) of
+        true -> ok;
+        false -> timer:sleep(100), await(File)
+    end.
+
 main([Ms]) ->
     timer:sleep(1000),
-    done = run(list_to_integer(Ms)),
+    main2(Ms);
+main([Ms, File]) ->
+    await(File),
+    timer:sleep(300),
+    main2(Ms).
+
+%% Not a tail call either: worker/2 stays under run/1.
+%% Says when it ran and on which scheduler (the test's log).
+worker(Parent, Ms) ->
+    io:format("busy from ~p on scheduler ~p~n",
+              [os:system_time(microsecond), erlang:system_info(scheduler_id)]),
+    Result = run(list_to_integer(Ms)),
+    io:format("busy until ~p on scheduler ~p~n",
+              [os:system_time(microsecond), erlang:system_info(scheduler_id)]),
+    Parent ! Result.
+
+%% The busy process runs on scheduler 1 only (BEAM would move it between
+%% schedulers, the stall then in pieces on several threads).
+main2(Ms) ->
+    spawn_opt(?MODULE, worker, [self(), Ms], [{scheduler, 1}]),
+    receive done -> ok end,
     timer:sleep(500),
     erlang:halt(0).
