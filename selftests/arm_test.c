@@ -383,7 +383,12 @@ TEST_F(arm, cputime_watch_blames_spinning_not_sleeping)
 		TH_LOG("budget spent before the spin (%llu ns): frame 0 not checked",
 		       (unsigned long long)used);
 	else
-		EXPECT_TRUE(sc_ip_in_fn(sc_regs(r)->ip, spin_in_user));
+		EXPECT_TRUE(sc_ip_in_fn(sc_regs(r)->ip, spin_in_user))
+			TH_LOG("frame 0 at %#llx (spin_in_user at %p), state %u, path %u, flags %#x, "
+			       "captured %lld ns after the spin began, %llu ns of CPU time before it",
+			       (unsigned long long)sc_regs(r)->ip, (void *)spin_in_user, r->state,
+			       r->path, r->flags, (long long)(r->capture_ns - t_spin),
+			       (unsigned long long)used);
 	/* the rest of the budget was spent spinning (1 ms for accounting) */
 	if (used < self->timeout)
 		EXPECT_LE(t_spin + (self->timeout - used) - SC_MS(1), r->capture_ns)
