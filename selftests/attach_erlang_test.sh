@@ -79,21 +79,21 @@ done
 # frame pointer, and frame pointers lead from it to worker/2, past run/1 (as
 # for perf; under TCG, which takes interrupts at the start of a block of
 # code only, most samples of the loop land there: CI88's first try on 5.10
-# had 2 such samples of the stall's 4 and none in the body).  A sample in
+# had 2 such samples of the stall's 4 and none in the body); so is one at
+# busy/2+0x0, before the frame pointer is pushed (seen once).  A sample in
 # the body goes through run/1.
-in_busy() {
-	uframes "$1" | head -n 1 | grep -qE "^\\\$stall:busy/2(-CodeInfoPrologue)?$(printf '\t')\[perf-map\]\$"
-}
+# the innermost user frame of a JSON sample line: "sym":...,"off":N,"dso":...
+frame0() { echo "$1" | sed 's/.*"user_stack":\[{\([^}]*\)}.*/\1/'; }
 in_busy_body() {
-	uframes "$1" | head -n 1 | grep -qx "\$stall:busy/2$(printf '\t')\[perf-map\]"
+	frame0 "$1" | grep -q '"sym":"\$stall:busy/2","off":[1-9][0-9]*,"dso":"\[perf-map\]"'
 }
 in_busy_entry() {
-	uframes "$1" | head -n 1 | grep -qx "\$stall:busy/2-CodeInfoPrologue$(printf '\t')\[perf-map\]"
+	frame0 "$1" | grep -qE '"sym":"\$stall:busy/2(-CodeInfoPrologue","off":[0-9]+|","off":0),"dso":"\[perf-map\]"'
 }
+in_busy() { in_busy_body "$1" || in_busy_entry "$1"; }
 busy_then_callers() {
 	{ in_busy_body "$1" && uframes "$1" | in_order '$stall:busy/2' '$stall:run/1' '$stall:worker/2'; } ||
-		{ in_busy_entry "$1" &&
-			uframes "$1" | in_order '$stall:busy/2-CodeInfoPrologue' '$stall:worker/2'; }
+		{ in_busy_entry "$1" && [ "$(uframes "$1" | sed -n 2p | cut -f1)" = '$stall:worker/2' ]; }
 }
 # every sample in the body has run/1 right under busy/2
 body_without_run() {
