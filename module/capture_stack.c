@@ -11,6 +11,7 @@
 #include <linux/sched.h>
 #include <linux/sched/task_stack.h>
 #include <linux/uaccess.h>
+#include <asm/nospec-branch.h>
 #include <asm/unwind.h>
 
 #include "compat.h"
@@ -57,41 +58,18 @@ static bool unwind_ended_early(struct unwind_state *state)
 	return unwind_error(state) && !(regs && user_mode(regs));
 }
 
-/**
- * stallcap_unwind_kernel() - kernel return addresses with the ORC unwinder
- * @task: the task (current, or a task that is not running)
- * @regs: interrupted kernel registers, or NULL for a sleeping task
- * @ips: output, room for STALLCAP_MAX_FRAMES
- * @flags: STALLCAP_SAMPLE_KSTACK_TRUNC is set when frames were left out
- *
- * Frame 0 of an interrupted context is the interrupted instruction itself:
- * unwind_start() with registers steps over the register frame (as
- * arch_stack_walk() knows, which stores regs->ip first), so it is stored
- * here before the unwinder's first return address.  An NMI that lands in an
- * interrupt's entry code between its error_entry() call and the register
- * frame's unwind hint (seen on 7.2: k0 asm_sysvec_apic_timer_interrupt, the
- * ORC data there describing the stack before the call) sends the unwinder
- * to an address that is not kernel text: the stack is cut there and says so.
- * Where the entry from user mode has not begun to use the thread's kernel
- * stack, frame 0 is the whole stack; on the CPU's entry stack the entry code
- * is (capture_entry.c): neither is cut.
- *
- * Return: number of addresses stored.
+/*
+ * The unwind from @regs (or from a sleeping task's saved frame), its return
+ * addresses stored after the @n already in @ips.  @entry: interrupted code
+ * on the CPU's entry stack, whose end is not a cut.
  */
-unsigned int stallcap_unwind_kernel(struct task_struct *task,
-				    struct pt_regs *regs, u64 *ips, u32 *flags)
+static unsigned int unwind_frames(struct task_struct *task,
+				  struct pt_regs *regs, bool entry, u64 *ips,
+				  unsigned int n, u32 *flags)
 {
 	struct unwind_state state;
-	unsigned int n = 0;
 	unsigned long addr;
-	bool entry = false;
 
-	if (regs && !user_mode(regs)) {
-		ips[n++] = regs->ip;
-		if (stallcap_kernel_stack_unused(regs))
-			return n;
-		entry = stallcap_kernel_on_entry_stack(regs);
-	}
 	for (unwind_start(&state, task, regs, NULL); !unwind_done(&state);
 	     unwind_next_frame(&state)) {
 		addr = unwind_get_return_address(&state);
@@ -110,6 +88,132 @@ unsigned int stallcap_unwind_kernel(struct task_struct *task,
 	if (!entry && unwind_ended_early(&state))
 		*flags |= STALLCAP_SAMPLE_KSTACK_TRUNC;
 	return n;
+}
+
+#ifdef STALLCAP_HAVE_RETPOLINE_THUNKS
+/*
+ * The first instruction of the retpoline thunk @ip is in, or 0.  The
+ * thunks, one per register, are in machine order, RETPOLINE_THUNK_SIZE
+ * apart (the kernel relies on it): one range from rax's to r15's.
+ */
+static unsigned long retpoline_thunk_of(unsigned long ip)
+{
+	unsigned long first = (unsigned long)__x86_indirect_thunk_rax;
+	unsigned long last = (unsigned long)__x86_indirect_thunk_r15;
+
+	if (last - first != 15 * RETPOLINE_THUNK_SIZE || ip < first ||
+	    ip >= last + RETPOLINE_THUNK_SIZE)
+		return 0;
+	return ip - (ip - first) % RETPOLINE_THUNK_SIZE;
+}
+
+/*
+ * Where the return address of the code that branched to a retpoline thunk
+ * is, when @regs interrupted the thunk (whose unwind hint, "undefined" or,
+ * on 5.10 and 6.1, "end of stack", stops the ORC unwinder): at the stack
+ * pointer on its first instruction, the word above after the retpoline's
+ * own call (the word at the stack pointer is then an address inside the
+ * thunk).  0 elsewhere in it: at its last instruction the word there is the
+ * branch's target.
+ */
+static unsigned long thunk_return_slot(const struct pt_regs *regs)
+{
+	unsigned long thunk = retpoline_thunk_of(regs->ip), word;
+
+	if (!thunk)
+		return 0;
+	if (regs->ip == thunk)
+		return regs->sp;
+	if (copy_from_kernel_nofault(&word, (void *)regs->sp, sizeof(word)))
+		return 0;
+	if (word - thunk - 1 < RETPOLINE_THUNK_SIZE - 1)
+		return regs->sp + sizeof(word);
+	return 0;
+}
+
+/*
+ * The unwind of code interrupted in a retpoline thunk, from its caller:
+ * the return address read from the stack is frame @n, the unwind goes on
+ * from registers that say the thunk returned there.  Return: the number of
+ * addresses stored, @n when @regs is not in a thunk's known states.
+ */
+static noinline unsigned int unwind_past_thunk(struct task_struct *task,
+					       const struct pt_regs *regs,
+					       u64 *ips, unsigned int n,
+					       u32 *flags)
+{
+	unsigned long slot = thunk_return_slot(regs), ret;
+	struct pt_regs caller;
+
+	if (!slot || n == STALLCAP_MAX_FRAMES ||
+	    copy_from_kernel_nofault(&ret, (void *)slot, sizeof(ret)))
+		return n;
+	caller = *regs;
+	caller.ip = ret;
+	caller.sp = slot + sizeof(ret);
+	ips[n++] = ret;
+	return unwind_frames(task, &caller, false, ips, n, flags);
+}
+#else
+static unsigned int unwind_past_thunk(struct task_struct *task,
+				      const struct pt_regs *regs, u64 *ips,
+				      unsigned int n, u32 *flags)
+{
+	return n;
+}
+#endif
+
+/**
+ * stallcap_unwind_kernel() - kernel return addresses with the ORC unwinder
+ * @task: the task (current, or a task that is not running)
+ * @regs: interrupted kernel registers, or NULL for a sleeping task
+ * @ips: output, room for STALLCAP_MAX_FRAMES
+ * @flags: STALLCAP_SAMPLE_KSTACK_TRUNC is set when frames were left out
+ *
+ * Frame 0 of an interrupted context is the interrupted instruction itself:
+ * unwind_start() with registers steps over the register frame (as
+ * arch_stack_walk() knows, which stores regs->ip first), so it is stored
+ * here before the unwinder's first return address.  An NMI that lands in an
+ * interrupt's entry code between its error_entry() call and the register
+ * frame's unwind hint (seen on 7.2: k0 asm_sysvec_apic_timer_interrupt, the
+ * ORC data there describing the stack before the call) sends the unwinder
+ * to an address that is not kernel text: the stack is cut there and says so.
+ * Where the entry from user mode has not begun to use the thread's kernel
+ * stack, frame 0 is the whole stack; on the CPU's entry stack the entry code
+ * is (capture_entry.c): neither is cut.  In a retpoline thunk, where the
+ * unwinder stops at once (seen on 7.3: k0 __x86_indirect_thunk_rdx+0x0,
+ * the stack flagged cut; on 5.10 and 6.1 its hint says "end of stack", so
+ * that one frame even looked whole), the unwind goes on from the return
+ * address the thunk's caller left.
+ *
+ * Return: number of addresses stored.
+ */
+unsigned int stallcap_unwind_kernel(struct task_struct *task,
+				    struct pt_regs *regs, u64 *ips, u32 *flags)
+{
+	unsigned int n = 0, unwound;
+	bool entry = false;
+	u32 cut = 0;
+
+	if (regs && !user_mode(regs)) {
+		ips[n++] = regs->ip;
+		if (stallcap_kernel_stack_unused(regs))
+			return n;
+		entry = stallcap_kernel_on_entry_stack(regs);
+	}
+	unwound = unwind_frames(task, regs, entry, ips, n, &cut);
+	if (n == 1 && unwound == 1 && !entry) {
+		u32 past_cut = 0;
+		unsigned int past = unwind_past_thunk(task, regs, ips, n,
+						      &past_cut);
+
+		if (past > n) {
+			unwound = past;
+			cut = past_cut;
+		}
+	}
+	*flags |= cut;
+	return unwound;
 }
 
 /**

@@ -168,6 +168,15 @@ static inline void stallcap_irq_work_init_hard(struct irq_work *work,
 #endif
 }
 
+/*
+ * Retpoline thunks, __x86_indirect_thunk_<reg> (asm/nospec-branch.h, one
+ * per register, RETPOLINE_THUNK_SIZE apart): CONFIG_RETPOLINE before 6.9.
+ */
+#if defined(CONFIG_X86_64) && \
+	(defined(CONFIG_RETPOLINE) || defined(CONFIG_MITIGATION_RETPOLINE))
+#define STALLCAP_HAVE_RETPOLINE_THUNKS
+#endif
+
 /* FUTEX_LOCK_PI2 (5.14): user ABI, so its number is fixed */
 #ifndef FUTEX_LOCK_PI2
 #define FUTEX_LOCK_PI2		13

@@ -5,6 +5,9 @@
  *
  *   echo MS > /sys/kernel/debug/stallcap_spin/irqsoff     local_irq_save()
  *   echo MS > /sys/kernel/debug/stallcap_spin/preemptoff  preempt_disable()
+ *   echo MS > /sys/kernel/debug/stallcap_spin/thunk       preempt_disable(),
+ *        calling an empty function through a pointer in a loop: with
+ *        retpolines, through the kernel's __x86_indirect_thunk_<reg>
  *   echo MS > /sys/kernel/debug/stallcap_spin/softirq     in a tasklet, run
  *                                                         by local_bh_enable()
  *        (EAGAIN when the kernel left the tasklet to ksoftirqd instead, as
@@ -33,6 +36,8 @@
  * stallcap_spin_preemptoff_loop() and stallcap_spin_softirq_loop(): the
  * innermost frame of any capture taken during the spin.  They read the TSC
  * inline, so an interrupt always lands in them and never in a callee.
+ * stallcap_spin_thunk_loop() does call one, stallcap_spin_thunk_callee(),
+ * through the retpoline thunk: a capture lands in either or in the thunk.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -118,6 +123,22 @@ static noinline void stallcap_spin_preemptoff_loop(u64 cycles)
 		cpu_relax();
 }
 
+/* called through a pointer read each time: an indirect call, kept */
+static noinline void stallcap_spin_thunk_callee(void)
+{
+	barrier();
+}
+
+static void (*thunk_callee)(void) = stallcap_spin_thunk_callee;
+
+static noinline void stallcap_spin_thunk_loop(u64 cycles)
+{
+	u64 end = rdtsc() + cycles;
+
+	while (rdtsc() < end)
+		READ_ONCE(thunk_callee)();
+}
+
 static noinline void stallcap_spin_softirq_loop(u64 cycles)
 {
 	u64 end = rdtsc() + cycles;
@@ -164,7 +185,7 @@ static int spin_in_softirq(unsigned int ms)
 }
 
 
-enum spin_kind { SPIN_IRQSOFF, SPIN_PREEMPTOFF, SPIN_SOFTIRQ };
+enum spin_kind { SPIN_IRQSOFF, SPIN_PREEMPTOFF, SPIN_THUNK, SPIN_SOFTIRQ };
 
 static int spin(enum spin_kind kind, unsigned int ms)
 {
@@ -179,6 +200,11 @@ static int spin(enum spin_kind kind, unsigned int ms)
 	case SPIN_PREEMPTOFF:
 		preempt_disable();
 		stallcap_spin_preemptoff_loop(ms_to_cycles(ms));
+		preempt_enable();
+		break;
+	case SPIN_THUNK:
+		preempt_disable();
+		stallcap_spin_thunk_loop(ms_to_cycles(ms));
 		preempt_enable();
 		break;
 	case SPIN_SOFTIRQ:
@@ -393,6 +419,8 @@ static int __init stallcap_spin_init(void)
 	debugfs_create_file("irqsoff", 0200, dir, (void *)SPIN_IRQSOFF,
 			    &spin_fops);
 	debugfs_create_file("preemptoff", 0200, dir, (void *)SPIN_PREEMPTOFF,
+			    &spin_fops);
+	debugfs_create_file("thunk", 0200, dir, (void *)SPIN_THUNK,
 			    &spin_fops);
 	debugfs_create_file("softirq", 0200, dir, (void *)SPIN_SOFTIRQ,
 			    &spin_fops);

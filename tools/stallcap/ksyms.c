@@ -117,6 +117,54 @@ static bool same_module(const struct ksym *a, const struct ksym *b)
 	return a->mod == b->mod || (a->mod && b->mod && !strcmp(a->mod, b->mod));
 }
 
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+/*
+ * A name that marks where a section begins or ends (__softirqentry_text_end,
+ * __start_..., _etext), not a function.
+ */
+static bool section_marker(const char *name)
+{
+	return name[0] == '_' &&
+	       (ends_with(name, "_start") || ends_with(name, "_end") ||
+		!strncmp(name, "__start_", 8) || !strncmp(name, "__stop_", 7) ||
+		!strcmp(name, "_stext") || !strcmp(name, "_etext") ||
+		!strcmp(name, "_sinittext") || !strcmp(name, "_einittext"));
+}
+
+/*
+ * Symbols at one address (kallsyms lists the retpoline thunk
+ * __x86_indirect_thunk_rax after __x86_indirect_thunk_array and, on 6.12,
+ * before __softirqentry_text_end, the end of the section before it): the
+ * last that is not a section's marker is put last, where ksyms_find()
+ * looks, with the size of the run's last.
+ */
+static void prefer_function_names(struct ksym *syms, size_t n)
+{
+	size_t first = 0, last, best;
+	struct ksym k;
+
+	for (last = 0; last < n; last++) {
+		if (last + 1 < n && syms[last + 1].addr == syms[last].addr)
+			continue;
+		for (best = last; best > first && section_marker(syms[best].name); best--)
+			;
+		if (best != last && !section_marker(syms[best].name)) {
+			k = syms[best];
+			syms[best] = syms[last];
+			syms[last] = k;
+			if (!syms[last].size)
+				syms[last].size = syms[best].size;
+		}
+		first = last + 1;
+	}
+}
+
 /*
  * Sort (unless already in order: /proc/kallsyms lists the kernel's text in
  * address order, and each module's); a symbol without a size extends to the
@@ -141,6 +189,7 @@ static void ksyms_sort(struct ksyms *ks)
 		      KSYM_MAX_SIZE : KSYM_MAX_LAST;
 		ks->syms[i].size = gap > max ? max : (__u32)gap;
 	}
+	prefer_function_names(ks->syms, ks->n);
 	ks->sorted = true;
 }
 

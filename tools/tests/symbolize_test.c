@@ -233,6 +233,41 @@ TEST(kallsyms_file)
 }
 
 /*
+ * Names at one address: the function, not the marker of a section's end
+ * that kallsyms lists after it (6.12: a sample at the retpoline thunk's
+ * first instruction named __softirqentry_text_end+0x0), nor the array's
+ * name before it; a marker alone keeps its name.
+ */
+TEST(kallsyms_alias_prefers_the_function)
+{
+	const struct ksym *k;
+	struct ksyms *ks;
+	int ret;
+
+	ks = load_kallsyms_text("ffffffff81000000 T _stext\n"
+				"ffffffff81000100 T __softirqentry_text_start\n"
+				"ffffffff81000100 T __do_softirq\n"
+				"ffffffff81000200 T __x86_indirect_thunk_array\n"
+				"ffffffff81000200 T __x86_indirect_thunk_rax\n"
+				"ffffffff81000200 T __softirqentry_text_end\n"
+				"ffffffff81000220 T __x86_indirect_thunk_rcx\n"
+				"ffffffff81000400 T __irqentry_text_end\n", &ret);
+	ASSERT_EQ(0, ret);
+	k = ksyms_find(ks, 0xffffffff81000200);
+	ASSERT_NE(NULL, k);
+	EXPECT_STREQ("__x86_indirect_thunk_rax", k->name);
+	EXPECT_EQ(0xffffffff81000200, k->addr);
+	EXPECT_EQ(0x20, k->size);
+	k = ksyms_find(ks, 0xffffffff81000110);
+	ASSERT_NE(NULL, k);
+	EXPECT_STREQ("__do_softirq", k->name);
+	EXPECT_STREQ("_stext", ksyms_find(ks, 0xffffffff81000010)->name);
+	EXPECT_STREQ("__irqentry_text_end", ksyms_find(ks, 0xffffffff81000410)->name);
+	EXPECT_STREQ("__x86_indirect_thunk_rcx", ksyms_find(ks, 0xffffffff81000220)->name);
+	ksyms_free(ks);
+}
+
+/*
  * The loader cuts lines in place: lines out of address order (sorted then),
  * malformed lines skipped, the last line without its newline.
  */
