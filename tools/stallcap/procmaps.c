@@ -249,6 +249,17 @@ bool sc_proc_is_text(const struct sc_proc *p, __u64 addr)
 	return m && (m->prot & SC_PROT_X);
 }
 
+/*
+ * Is @addr in code no file describes: an anonymous executable mapping, a
+ * JIT's (named from a perf map, or not at all)?
+ */
+bool sc_proc_is_jit(const struct sc_proc *p, __u64 addr)
+{
+	const struct sc_map *m = sc_proc_find(p, addr);
+
+	return m && (m->prot & SC_PROT_X) && (!m->path[0] || !strncmp(m->path, "[anon", 5));
+}
+
 static int map_cmp(const void *a, const void *b)
 {
 	const struct sc_map *x = a, *y = b;

@@ -244,9 +244,7 @@ static void resolve_task(struct sc_rstall *rs, const struct stallcap_task_view *
  */
 static bool in_jit_code(struct resolver *r, __u32 pid, const struct sc_frame *f)
 {
-	const struct sc_map *m = sc_proc_find(usyms_proc(r->us, pid), f->addr);
-
-	return m && (m->prot & SC_PROT_X) && (!m->path[0] || !strncmp(m->path, "[anon", 5));
+	return sc_proc_is_jit(usyms_proc(r->us, pid), f->addr);
 }
 
 /*

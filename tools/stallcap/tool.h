@@ -93,6 +93,7 @@ struct buildid_cache;
 int procmaps_snapshot(__u32 pid, struct buildid_cache *bc, struct sc_proc **out);
 const struct sc_map *sc_proc_find(const struct sc_proc *p, __u64 addr);
 bool sc_proc_is_text(const struct sc_proc *p, __u64 addr);
+bool sc_proc_is_jit(const struct sc_proc *p, __u64 addr);
 void sc_proc_free(struct sc_proc *p);
 void sc_proc_normalize(struct sc_proc *p);
 struct buildid_cache *buildid_cache_new(void);
@@ -375,6 +376,7 @@ struct unwind_state {
 	bool read_failed;	/* a read the copies could not serve, the last: */
 	__u64 fail_addr;	/* the address it wanted */
 	bool fail_past;		/* past the copy's end, within what a copy holds */
+	__u64 entry_ret;	/* the walk starts at this caller (jit_entry_return()) */
 };
 
 /** usyms_unwind_state() - the process's unwinder state, NULL if no maps. */

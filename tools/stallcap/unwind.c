@@ -119,12 +119,17 @@ static bool uw_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void
 	return false;
 }
 
+/* The sample's registers, or its caller's (uw->entry_ret: after a return) */
 static bool uw_set_initial_registers(Dwfl_Thread *thread, void *arg)
 {
 	const struct unwind_state *uw = arg;
 	Dwarf_Word regs[17];
 
 	dwarf_regs(stallcap_sample_regs_x86_64(uw->cur), regs);
+	if (uw->entry_ret) {
+		regs[7] += sizeof(__u64);	/* rsp: the return address popped */
+		regs[16] = uw->entry_ret;	/* rip */
+	}
 	return dwfl_thread_state_registers(thread, 0, 17, regs);
 }
 
@@ -215,6 +220,43 @@ static bool dwarf_stop(const struct unwind_state *uw, const struct sc_proc *p, _
 	return false;
 }
 
+/* BEAM's function header in its perf map: "$Module:Function/Arity-CodeInfoPrologue" */
+#define BEAM_PROLOGUE	"-CodeInfoPrologue"
+
+/*
+ * A sample at the first instruction of a function that a JIT named in its
+ * perf map, or in BEAM's header of one (its last bytes the entry that calls
+ * and tail calls jump to, the rest run only to raise function_clause): the
+ * function has pushed nothing yet, its return address is the word at the
+ * stack pointer and rbp still its caller's frame pointer.  The frame-pointer
+ * walk skips the caller there, and libdw, without CFI for the code, falls
+ * back to that walk (BEAM: a sample at a tail-recursive loop's entry lost
+ * the function that called the loop; a JVM's compiled method, V8's function
+ * the same at +0x0).  Return: that return address when it is in mapped
+ * code, else 0.
+ */
+static __u64 jit_entry_return(struct usyms *u, const struct stallcap_sample_view *v,
+			      const struct stallcap_regs_x86_64 *regs)
+{
+	const struct sc_proc *p = usyms_proc(u, v->s.pid);
+	const char *name;
+	Dwarf_Word ret;
+	size_t len;
+	bool past;
+	__u64 off;
+
+	if (!p || !sc_proc_is_jit(p, regs->ip))
+		return 0;
+	name = perfmap_lookup(v->s.pid, regs->ip, &off);
+	len = name ? strlen(name) : 0;
+	if (!name || (off && (len < sizeof(BEAM_PROLOGUE) - 1 ||
+			      strcmp(name + len - (sizeof(BEAM_PROLOGUE) - 1), BEAM_PROLOGUE))))
+		return 0;
+	if (!copy_read(v->stack, v->stack_start, v->stack_size, regs->sp, &ret, &past))
+		return 0;
+	return sc_proc_is_text(p, ret) ? ret : 0;
+}
+
 /**
  * unwind_dwarf() - unwind a sample's user stack copy
  * @stop: UNWIND_END_OUTERMOST when the unwinder reached the outermost frame,
@@ -232,7 +274,7 @@ int unwind_dwarf(struct usyms *u, const struct stallcap_sample_view *v,
 {
 	struct unwind_state *uw = usyms_unwind_state(u, v->s.pid);
 	struct frames_ctx c = { .pcs = pcs, .is_return = is_return, .max = max };
-	int ret;
+	int ret, entry = 0;
 
 	const struct stallcap_regs_x86_64 *regs = stallcap_sample_regs_x86_64(v);
 
@@ -248,13 +290,27 @@ int unwind_dwarf(struct usyms *u, const struct stallcap_sample_view *v,
 	uw->cur = v;
 	uw->cur_copies = x;
 	uw->read_failed = false;
+	/* at a JIT function's entry: frame 0 here, libdw goes on from its caller */
+	uw->entry_ret = max > 1 ? jit_entry_return(u, v, regs) : 0;
+	if (uw->entry_ret) {
+		pcs[0] = regs->ip;
+		is_return[0] = false;
+		entry = 1;
+		c.pcs++;
+		c.is_return++;
+		c.max--;
+	}
 	dwfl_errno();		/* clears libdw's last error */
 	ret = dwfl_getthread_frames(uw->dwfl, (pid_t)v->s.tid, frame_cb, &c);
+	if (entry && c.n)
+		is_return[1] = true;	/* libdw's frame 0 is the caller's return address */
+	c.n += entry;
 	if (dwarf_stop(uw, usyms_proc(u, v->s.pid), c.n ? pcs[c.n - 1] : 0, ret, c.n, max,
 		       stop))
 		c.n--;
 	uw->cur = NULL;
 	uw->cur_copies = NULL;
+	uw->entry_ret = 0;
 	return c.n;
 }
 

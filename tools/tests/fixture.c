@@ -18,7 +18,8 @@
  * frame pointer (fp) or uses rbp as a general register (rbp), and names it
  * in a perf map in the directory $FIXTURE_JIT_MAPS; with FIXTURE_JIT=chain
  * through two such functions, the outer one a stack's bottom (its frame
- * record holds no caller, as an Erlang process's first frame).
+ * record holds no caller, as an Erlang process's first frame); with
+ * FIXTURE_JIT=entry it calls code that spins at its first instruction.
  *
  * Built with -DFIXTURE_STALLCAP (stallcap-spin-nofp, stallcap-exit-early) it
  * arms a deadline through libstallcap and spins past it:
@@ -234,6 +235,11 @@ static const unsigned char jit_bottom_code[] = {
 	0xc3,				/* ret */
 };
 
+/* jit_entry(): spins at its first instruction, before it pushes anything */
+static const unsigned char jit_entry_code[] = {
+	0xeb, 0xfe,			/* jmp . */
+};
+
 #define JIT_INNER_OFFSET	64	/* of the called code, after jit_bottom's */
 
 typedef void (*jit_fn)(unsigned long long until_ns, void (*fn)(unsigned long long),
@@ -250,8 +256,10 @@ static void jit_name(FILE *f, const unsigned char *at, size_t len, const char *n
 static void jit_make(const char *how, const char *dir)
 {
 	bool rbp = !strcmp(how, "rbp"), chain = !strcmp(how, "chain");
-	const unsigned char *code = rbp ? jit_rbp_code : jit_fp_code;
-	size_t len = rbp ? sizeof(jit_rbp_code) : sizeof(jit_fp_code);
+	bool entry = !strcmp(how, "entry");
+	const unsigned char *code = rbp ? jit_rbp_code : entry ? jit_entry_code : jit_fp_code;
+	size_t len = rbp ? sizeof(jit_rbp_code) :
+		     entry ? sizeof(jit_entry_code) : sizeof(jit_fp_code);
 	unsigned char *mem = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
 				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	char path[4096];
@@ -272,7 +280,8 @@ static void jit_make(const char *how, const char *dir)
 	if (f) {
 		if (chain)
 			jit_name(f, mem, sizeof(jit_bottom_code), "bottom");
-		jit_name(f, mem + JIT_INNER_OFFSET, len, rbp ? "callrbp" : "callfp");
+		jit_name(f, mem + JIT_INNER_OFFSET, len,
+			 rbp ? "callrbp" : entry ? "callentry" : "callfp");
 		fclose(f);
 	}
 	fixture_jit_inner = mem + JIT_INNER_OFFSET;

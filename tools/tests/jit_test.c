@@ -11,6 +11,10 @@
  *     (a frame record of no caller, as an Erlang process's first frame):
  *     both named, and the report says the JIT's frame-pointer chain ended
  *     (UNWIND_END_JIT_CHAIN), not that the JIT keeps no frame pointers;
+ *   - at a JIT function's first instruction, before it pushed anything, its
+ *     caller is the return address at the stack pointer: named, and the
+ *     walk goes on to main (frame pointers skip that caller: BEAM's
+ *     samples at a loop's entry lacked the function that called it);
  *   - code that uses rbp as a general register (a loop bound) ends the walk
  *     at its frame, named, and the report says why (the end is the JIT's
  *     code, UNWIND_END_JIT), not "a word outside the copy" at the loop
@@ -56,6 +60,29 @@ FIXTURE_VARIANT_ADD(jit, rbp_a_general_register)
 	.code = "rbp",
 };
 
+FIXTURE_VARIANT_ADD(jit, at_a_functions_entry)
+{
+	.code = "entry",
+};
+
+/* The address the fixture's perf map gives @name, or 0. */
+static unsigned long long perfmap_addr(const char *dir, pid_t pid, const char *name)
+{
+	unsigned long long addr, len, found = 0;
+	char path[128], sym[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/perf-%d.map", dir, (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (!found && fscanf(f, "%llx %llx %127s", &addr, &len, sym) == 3)
+		if (!strcmp(sym, name))
+			found = addr;
+	fclose(f);
+	return found;
+}
+
 static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
 	return remove(path);
@@ -77,6 +104,13 @@ FIXTURE_SETUP(jit)
 	unsetenv("FIXTURE_JIT");
 	unsetenv("FIXTURE_JIT_MAPS");
 	ASSERT_EQ(0, ret);
+	if (!strcmp(variant->code, "entry")) {
+		/* stopped at the spin, the JIT function's first instruction */
+		self->fx.pc_lo = perfmap_addr(self->dir, self->fx.pid,
+					      "Interpreted:JitThunk.callentry");
+		ASSERT_NE(0, self->fx.pc_lo);
+		self->fx.pc_hi = self->fx.pc_lo + 1;
+	}
 	ret = fixture_capture(&self->fx, &self->cap);
 	if (ret == -EPERM) {
 		fixture_kill(&self->fx);
@@ -143,6 +177,20 @@ TEST_F(jit, walk)
 	snprintf(name, sizeof(name), "Interpreted:JitThunk.call%s",
 		 strcmp(variant->code, "rbp") ? "fp" : "rbp");
 	log_frames(_metadata, c);
+	if (!strcmp(variant->code, "entry")) {
+		/*
+		 * frame 0 the JIT function, before it pushed anything: its
+		 * caller is the return address at the stack pointer (frame
+		 * pointers would skip it), and DWARF goes on from there
+		 */
+		ASSERT_LE(3, c->nu);
+		EXPECT_EQ(0, find(c, 0, "Interpreted:JitThunk.callentry"));
+		EXPECT_EQ(0, c->uf[0].off);
+		EXPECT_EQ(1, find(c, 0, "fixture_jit_level1"));
+		EXPECT_EQ(2, find(c, 0, "main"));
+		EXPECT_EQ(UNWIND_END_OUTERMOST, c->ustop.end);
+		return;
+	}
 	/* the innermost frame is the function that was running */
 	ASSERT_LE(3, c->nu);
 	EXPECT_EQ(0, find(c, 0, "fixture_spin"));
