@@ -117,13 +117,6 @@ static bool same_module(const struct ksym *a, const struct ksym *b)
 	return a->mod == b->mod || (a->mod && b->mod && !strcmp(a->mod, b->mod));
 }
 
-static bool ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-
-	return n >= m && !strcmp(s + n - m, suffix);
-}
-
 /*
  * A name that marks where a section begins or ends (__softirqentry_text_end,
  * __start_..., _etext), not a function.
@@ -131,7 +124,7 @@ static bool ends_with(const char *s, const char *suffix)
 static bool section_marker(const char *name)
 {
 	return name[0] == '_' &&
-	       (ends_with(name, "_start") || ends_with(name, "_end") ||
+	       (str_ends_with(name, "_start") || str_ends_with(name, "_end") ||
 		!strncmp(name, "__start_", 8) || !strncmp(name, "__stop_", 7) ||
 		!strcmp(name, "_stext") || !strcmp(name, "_etext") ||
 		!strcmp(name, "_sinittext") || !strcmp(name, "_einittext"));

@@ -332,15 +332,11 @@ static void note_unnamed(struct resolver *r, const struct sc_frame *f, int n)
 /* A thread inside sched_yield(): its kernel frames, or its user frame 0 */
 static bool sample_yields(const struct sc_rsample *c)
 {
-	static const char sys[] = "sys_sched_yield";
-	size_t len;
 	int i;
 
-	for (i = 0; i < c->nk; i++) {
-		len = c->kf[i].sym ? strlen(c->kf[i].sym) : 0;
-		if (len >= sizeof(sys) - 1 && !strcmp(c->kf[i].sym + len - (sizeof(sys) - 1), sys))
+	for (i = 0; i < c->nk; i++)
+		if (c->kf[i].sym && str_ends_with(c->kf[i].sym, "sys_sched_yield"))
 			return true;
-	}
 	return c->nu && c->uf[0].sym &&
 	       (!strcmp(c->uf[0].sym, "sched_yield") || !strcmp(c->uf[0].sym, "__sched_yield"));
 }

@@ -29,6 +29,7 @@ int open_regular(const char *path);
 void warnx_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void warn_open(int err);
 __u64 now_ns(int clock);
+bool str_ends_with(const char *s, const char *suffix);
 
 /* ---- time and ids (util.c) ---- */
 

@@ -241,16 +241,13 @@ static __u64 jit_entry_return(struct usyms *u, const struct stallcap_sample_view
 	const struct sc_proc *p = usyms_proc(u, v->s.pid);
 	const char *name;
 	Dwarf_Word ret;
-	size_t len;
 	bool past;
 	__u64 off;
 
 	if (!p || !sc_proc_is_jit(p, regs->ip))
 		return 0;
 	name = perfmap_lookup(v->s.pid, regs->ip, &off);
-	len = name ? strlen(name) : 0;
-	if (!name || (off && (len < sizeof(BEAM_PROLOGUE) - 1 ||
-			      strcmp(name + len - (sizeof(BEAM_PROLOGUE) - 1), BEAM_PROLOGUE))))
+	if (!name || (off && !str_ends_with(name, BEAM_PROLOGUE)))
 		return 0;
 	if (!copy_read(v->stack, v->stack_start, v->stack_size, regs->sp, &ret, &past))
 		return 0;

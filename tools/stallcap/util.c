@@ -56,6 +56,14 @@ __u64 now_ns(int clock)
  * Returns the fd, or -1 with errno set (EINVAL for a file that is not
  * regular).
  */
+/* Does @s end with @suffix? */
+bool str_ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
 int open_regular(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
