@@ -111,10 +111,14 @@ check "under it run/1 and worker/2, through the JIT's frame pointers" \
 no_sample() { ! any_sample "$@"; }
 check "no sample in busy/2, at its entry or in its body, lacks run/1 under it" \
 	no_sample "$work/erl.json" "$sched" busy_without_run
+# the bottom frame: the return address BEAM puts under a process's first
+# function, erts_beamasm:normal_exit/0's first byte (named from the byte
+# before it, its header, before stop 67)
 chain_end() {
-	busy_then_callers "$1" && echo "$1" | grep -q '"user_walk_end":"jit_chain_end"'
+	busy_then_callers "$1" && echo "$1" | grep -q '"user_walk_end":"jit_chain_end"' &&
+		[ "$(uframes "$1" | tail -n 1 | cut -f1)" = '$erts_beamasm:normal_exit/0' ]
 }
-check "the walk ends where the process's stack does, and says so (jit_chain_end)" \
+check "the walk ends where the process's stack does, at normal_exit/0, and says so (jit_chain_end)" \
 	any_sample "$work/erl.json" "$sched" chain_end
 rm -f "/tmp/perf-$beam.map" "/tmp/jit-$beam.dump"
 

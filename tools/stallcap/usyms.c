@@ -474,7 +474,17 @@ void usyms_resolve(struct usyms *u, __u32 pid, struct sc_frame *f)
 	usyms_resolve_elf(u, pid, f);
 	if (f->sym || (f->dso && f->dso[0] == '/'))
 		return;
-	name = perfmap_lookup(pid, a, &off);
+	/*
+	 * A return address at a JIT function's first byte was pushed, not
+	 * left by a call before it: BEAM starts each process's stack with
+	 * the address of erts_beamasm:normal_exit/0 (the byte before it is
+	 * the function's header, a call there never returns).
+	 */
+	name = f->is_return ? perfmap_lookup(pid, f->addr, &off) : NULL;
+	if (name && !off)
+		a = f->addr;
+	else
+		name = perfmap_lookup(pid, a, &off);
 	if (name) {
 		f->sym = sc_names_get(u->names, name, false);
 		f->off = f->addr - (a - off);
