@@ -28,6 +28,7 @@ serve() {
 	name=$1
 	shift
 	stallcap record --deadline 50ms -o "$work/$name.data" -- "$J/java" -Xmx64m "$@" \
+		-XX:ErrorFile="$work/hs_err_%p.log" \
 		-cp java_server StallServer "$port" >"$work/$name.out" 2>&1 &
 	rec=$!
 	i=0
@@ -49,6 +50,16 @@ serve() {
 	kill "$pid"
 	wait_record "$rec"
 	sed 's/^/# record: /' "$work/$name.out"
+	# a JVM that died of a signal (CI90, 5.10, once in ~100 runs: SIGSEGV
+	# in C1 code, no answer): what it says of the signal, its registers
+	# and the code around the pc, for the next look
+	for f in "$work"/hs_err_*.log; do
+		[ -f "$f" ] || continue
+		awk '/^siginfo:/ || /^# (SIGSEGV|SIGBUS|SIGILL)/ { print }
+			/^Registers:/ { n = 8 } /^Instructions: / { n = 24 }
+			n > 0 { print; n-- }' "$f" | sed 's/^/# hs_err: /'
+		mv "$f" "$f.seen"
+	done
 	stallcap report -f json "$work/$name.data" >"$work/$name.json"
 	stallcap report "$work/$name.data" >"$work/$name.txt"
 	# the same record without the map: its JIT frames unnamed
