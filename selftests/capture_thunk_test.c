@@ -94,10 +94,9 @@ static const struct sc_ksym *thunk_at(const struct sc_ksyms *ks, uint64_t ip)
 
 	if (!sym)
 		return NULL;
-	for (alias = sym; alias >= ks->sym && alias->addr == sym->addr; alias--)
-		if (sc_name_has_prefix(alias->name, thunk))
-			return alias;
-	for (alias = sym + 1; alias < ks->sym + ks->n && alias->addr == sym->addr; alias++)
+	while (sym > ks->sym && sym[-1].addr == sym->addr)
+		sym--;
+	for (alias = sym; alias < ks->sym + ks->n && alias->addr == sym->addr; alias++)
 		if (sc_name_has_prefix(alias->name, thunk))
 			return alias;
 	return NULL;
