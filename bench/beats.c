@@ -5,9 +5,12 @@
  * threshold, against the same N threads without watches.  Each thread is
  * an event loop that mostly waits by design: one beat, idle = 1, a 100 ms
  * nanosleep, idle = 0, again.  The watches then never stall (idle counts as
- * progress) and what they cost is the module's checking alone: every
- * threshold / 4 (500 µs), each CPU's heartbeat scanner checks the watches
- * parked on it, one timer expiry per CPU and period (module/beat_scan.c).
+ * progress) and what they cost is the module's checking alone: a watch
+ * whose thread sleeps marked idle dozes (module/beat_doze.c), the others
+ * are checked every threshold / 4 (500 µs) by their CPU's heartbeat
+ * scanner, one timer expiry per CPU and period (module/beat_scan.c).  The
+ * same watches not dozing (beat_doze=0, checked every period all along) are
+ * run in the same rounds, for comparison.
  * For comparison, in the same rounds (100 watches only: 1,000 would
  * saturate 2 emulated vCPUs), the same watches with one hrtimer each
  * (beat_scan=0), on a grid of that period so that a CPU's watches expire
@@ -336,6 +339,7 @@ static void beats_out(unsigned int n, const char *var, const struct beat_result 
 	out_num(r->soak * NS_PER_SEC / r->window_ns, "beats.%u.%s.soak_per_s", n, var);
 	out_num(r->expiries * NS_PER_SEC / r->window_ns, "beats.%u.%s.expiries_per_s", n, var);
 	out_num(r->scans * NS_PER_SEC / r->window_ns, "beats.%u.%s.scans_per_s", n, var);
+	out_num(r->checks * NS_PER_SEC / r->window_ns, "beats.%u.%s.checks_per_s", n, var);
 	/* the scanners' walk per check (their expiry's own cost not included) */
 	if (r->checks > 0)
 		out_num(r->scan_ns / r->checks, "beats.%u.%s.ns_per_check", n, var);
@@ -371,33 +375,45 @@ static int beats_session(struct sc *s, unsigned int n, struct stallcap_slot **sl
  * check), and the watches on one timer each (last: for small N only).
  */
 enum {
-	LOAD_NONE, LOAD_PLAIN, LOAD_WATCHED, LOAD_PACED_PLAIN, LOAD_PACED_WATCHED,
-	LOAD_TIMERS, NR_LOADS
+	LOAD_NONE, LOAD_PLAIN, LOAD_WATCHED, LOAD_AWAKE, LOAD_PACED_PLAIN,
+	LOAD_PACED_WATCHED, LOAD_TIMERS, NR_LOADS
 };
 static const char *const load_key[NR_LOADS] = {
-	"none", "plain", "watched", "paced_plain", "paced_watched", "timers",
+	"none", "plain", "watched", "awake", "paced_plain", "paced_watched", "timers",
 };
 
 /* The largest N whose watches are also run with one timer each. */
 #define BEAT_TIMERS_MAX	100
 
-/* One load of @n threads; the timers load with beat_scan=0. */
+/*
+ * The module parameter a load turns off while it runs: the awake load's
+ * watches are checked every period all along (beat_doze=0, as before
+ * dozing), the timers load's have one timer each (beat_scan=0).
+ */
+static const char *load_param_off(unsigned int load)
+{
+	return load == LOAD_AWAKE ? "beat_doze" : load == LOAD_TIMERS ? "beat_scan" : NULL;
+}
+
+/* One load of @n threads. */
 static int beats_load(unsigned int load, unsigned int n, struct sc *s,
 		    struct stallcap_slot *slots, uint64_t window_ns,
 		    const struct soak *k, struct beat_result *r)
 {
+	const char *off = load_param_off(load);
 	int ret;
 
-	if (load == LOAD_TIMERS) {
-		ret = module_param_set("beat_scan", false);
+	if (off) {
+		ret = module_param_set(off, false);
 		if (ret)
 			return ret;
 	}
 	ret = run_beats(load == LOAD_NONE ? 0 : n,
-			load == LOAD_WATCHED || load >= LOAD_PACED_WATCHED,
+			load == LOAD_WATCHED || load == LOAD_AWAKE ||
+			load >= LOAD_PACED_WATCHED,
 			load == LOAD_PACED_PLAIN || load == LOAD_PACED_WATCHED,
 			s, slots, window_ns, k, r);
-	if (load == LOAD_TIMERS && module_param_set("beat_scan", true) && !ret)
+	if (off && module_param_set(off, true) && !ret)
 		ret = -EIO;
 	return ret;
 }
@@ -469,6 +485,7 @@ static int beats_n(unsigned int n, unsigned int reps, uint64_t window,
 	out_num(k->n - rate[LOAD_WATCHED] / per_cpu, "beats.%u.watched.busy_cpus", n);
 	*extra_cpus = (rate[LOAD_PLAIN] - rate[LOAD_WATCHED]) / per_cpu;
 	out_num(*extra_cpus, "beats.%u.extra_cpus", n);
+	out_num((rate[LOAD_PLAIN] - rate[LOAD_AWAKE]) / per_cpu, "beats.%u.awake_extra_cpus", n);
 	out_num((rate[LOAD_PACED_PLAIN] - rate[LOAD_PACED_WATCHED]) / per_cpu,
 		"beats.%u.paced_extra_cpus", n);
 	if (nr_loads > LOAD_TIMERS) {

@@ -1072,26 +1072,32 @@ static void md_beats(FILE *f)
 		"progress; the stalls there are the pacer's own passes coming later than "
 		"the threshold, a vCPU stopped by the host, counted in brackets). "
 		"Scanner time per check: the scanners' walks (debugfs) over their "
-		"checks, idle and paced watches.\n\n",
+		"checks, idle and paced watches. A watch whose thread is off every CPU "
+		"marked idle dozes (`beat_doze=1`, the default: it cannot change its "
+		"slot before it runs again, which the sched_switch tracepoint tells): "
+		"not checked, and a scanner with only dozing watches takes no timer "
+		"interrupt; for comparison, in the same rounds, the same watches "
+		"checked every period all along (`beat_doze=0`, as before dozing).\n\n",
 		fg(num("beats.loop_sleep_ns") / 1e6), fg(num("beats.threshold_ns") / 1e6),
 		fx(num("beats.100.watched.runs"), 0),
 		fg(num("beats.100.watched.window_ms") / 1000 / num("beats.100.watched.runs")),
 		fx(4e9 / num("beats.threshold_ns"), 0));
 	fprintf(f, "| watches | busy CPUs, threads without watches | with watches | extra "
-		"CPUs [rounds' range] | budget | scanner expiries/s | stalls reported | "
+		"CPUs [rounds' range] | budget | scanner expiries/s, checks/s | stalls reported | "
+		"not dozing: extra CPUs (scanner expiries/s, checks/s) | "
 		"paced: extra CPUs (stalls) [late passes] | scanner ns per check, "
 		"idle / paced | "
 		"one timer per watch: extra CPUs (timer expiries/s) |\n"
-		"|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+		"|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
 	for (i = 0; i < 2; i++) {
 		n = counts[i];
 		if (isnan(num("beats.%u.extra_cpus", n))) {
 			if (str("beats.%u.error", n))
-				fprintf(f, "| %u | error: %s | | | | | | | | |\n", n,
+				fprintf(f, "| %u | error: %s | | | | | | | | | |\n", n,
 					str("beats.%u.error", n));
 			else if (num("beats.skipped") == n)
 				fprintf(f, "| %u | not run: %u watches already cost %s CPUs "
-					"extra, %u would saturate the 2 vCPUs | | | | | | | | |\n", n,
+					"extra, %u would saturate the 2 vCPUs | | | | | | | | | |\n", n,
 					counts[i - 1], fg(num("beats.%u.extra_cpus", counts[i - 1])),
 					n);
 			continue;
@@ -1103,15 +1109,19 @@ static void md_beats(FILE *f)
 				 fx(num("beats.%u.timers_extra_cpus", n), 3),
 				 fx(num("beats.%u.timers.expiries_per_s", n), 0),
 				 fx(n * 4e9 / num("beats.threshold_ns"), 0));
-		fprintf(f, "| %u | %s | %s | %s [%s–%s] | %s | %s | %s | %s (%s) [%s] | "
-			"%s / %s | %s |\n", n,
+		fprintf(f, "| %u | %s | %s | %s [%s–%s] | %s | %s, %s | %s | %s (%s, %s) | "
+			"%s (%s) [%s] | %s / %s | %s |\n", n,
 			fx(num("beats.%u.plain.busy_cpus", n), 3),
 			fx(num("beats.%u.watched.busy_cpus", n), 3),
 			fx(num("beats.%u.extra_cpus", n), 3),
 			fx(num("beats.%u.extra_cpus_min", n), 3),
 			fx(num("beats.%u.extra_cpus_max", n), 3), fx(0.02 * n / 1000, 3),
 			fx(num("beats.%u.watched.scans_per_s", n), 0),
+			fx(num("beats.%u.watched.checks_per_s", n), 0),
 			fx(num("beats.%u.watched.stalls", n), 0),
+			fx(num("beats.%u.awake_extra_cpus", n), 3),
+			fx(num("beats.%u.awake.scans_per_s", n), 0),
+			fx(num("beats.%u.awake.checks_per_s", n), 0),
 			fx(num("beats.%u.paced_extra_cpus", n), 3),
 			fx(num("beats.%u.paced_watched.stalls", n), 0),
 			fx(num("beats.%u.paced_watched.pace_gaps_over_threshold", n), 0),
@@ -1132,19 +1142,22 @@ static void md_beats(FILE *f)
 		 "one CPU over the same threads without watches%s", fx(n, 0),
 		 fg(100 * budget), n == 1000 ? "" : " (2% per 1,000, scaled)");
 	snprintf(m, sizeof(m), "%s%% of one CPU [%s–%s%% over the rounds]; %s scanner "
-		 "expiries/s, %s watch timer expiries/s; 100 watches on one timer each: "
-		 "%s%% of one CPU", fg(100 * extra),
+		 "expiries/s, %s watch timer expiries/s; not dozing: %s%% (%s scanner "
+		 "expiries/s); 100 watches on one timer each: %s%% of one CPU",
+		 fg(100 * extra),
 		 fg(100 * num("beats.%u.extra_cpus_min", n)),
 		 fg(100 * num("beats.%u.extra_cpus_max", n)),
 		 fx(num("beats.%u.watched.scans_per_s", n), 0),
 		 fx(num("beats.%u.watched.expiries_per_s", n), 0),
+		 fg(100 * num("beats.%u.awake_extra_cpus", n)),
+		 fx(num("beats.%u.awake.scans_per_s", n), 0),
 		 fg(100 * num("beats.100.timers_extra_cpus")));
 	target(name, extra / budget, 1, false, m, extra > budget ?
-	       "one scanner expiry per CPU and period checks every watch parked on "
-	       "it, and the buddy checkers skip the watches while every armed one is "
-	       "parked, so the timer interrupts no longer grow with N: they are most "
-	       "of the cost under TCG (compare 100 watches); what grows is the walk, "
-	       "N × 2,000 checks per second: the budget allows about 10 ns per check" :
+	       "the watches doze while their threads sleep marked idle, so neither "
+	       "the checks nor the scanners' timer interrupts grow with N; what is "
+	       "left is the sched_switch probe on each of the threads' 2 switches "
+	       "per wake-up, and a scanner expiry when a point of its grid falls "
+	       "while a thread is awake, each tens of µs under TCG" :
 	       NULL);
 	target_group = "r1";
 }

@@ -555,14 +555,6 @@ static void probe_sched_process_exec(void *data, struct task_struct *task,
 
 static struct tracepoint *fork_tp, *exec_tp;
 
-static void find_tracepoints(struct tracepoint *tp, void *priv)
-{
-	if (!strcmp(tp->name, "sched_process_fork"))
-		fork_tp = tp;
-	else if (!strcmp(tp->name, "sched_process_exec"))
-		exec_tp = tp;
-}
-
 /**
  * stallcap_follow_probes_register() - watch forks and execs (first attach)
  *
@@ -573,8 +565,10 @@ int stallcap_follow_probes_register(void)
 {
 	int ret;
 
-	if (!fork_tp || !exec_tp)
-		for_each_kernel_tracepoint(find_tracepoints, NULL);
+	if (!fork_tp || !exec_tp) {
+		fork_tp = stallcap_find_tracepoint("sched_process_fork");
+		exec_tp = stallcap_find_tracepoint("sched_process_exec");
+	}
 	if (!fork_tp || !exec_tp)
 		return -EOPNOTSUPP;
 	ret = tracepoint_probe_register(fork_tp, probe_sched_process_fork,

@@ -54,8 +54,11 @@ struct stallcap_beat_scanner {
 };
 
 static DEFINE_PER_CPU(struct stallcap_beat_scanner, beat_scanners);
-/* Parked watches, all CPUs: part of SC_ARMED (stallcap_beat_all_parked()) */
-static atomic_t beat_parked = ATOMIC_INIT(0);
+/*
+ * Parked watches, all CPUs, dozing ones included: part of SC_ARMED
+ * (stallcap_beat_all_parked()); 0 lets the sched_switch probe return at once
+ */
+atomic_t stallcap_beat_parked = ATOMIC_INIT(0);
 DEFINE_PER_CPU(unsigned long, stallcap_beat_expiries);
 DEFINE_PER_CPU(unsigned long, stallcap_beat_checks);
 DEFINE_PER_CPU(unsigned long, stallcap_beat_scan_ns);
@@ -121,8 +124,8 @@ static bool beat_hand_over(struct stallcap_watch *w, u64 now)
 		return false;
 	}
 	list_del_init(&w->beat_node);
-	w->beat_scanner = NULL;
-	atomic_dec(&beat_parked);
+	WRITE_ONCE(w->beat_scanner, NULL);
+	atomic_dec(&stallcap_beat_parked);
 	hrtimer_start(&w->timer, ns_to_ktime(now), HRTIMER_MODE_ABS_PINNED_HARD);
 	raw_spin_unlock(&w->lock);
 	return true;
@@ -207,9 +210,10 @@ bool stallcap_beat_park(struct stallcap_watch *w, u64 now)
 	w->beat_period = stallcap_beat_period(w);
 	w->beat_next = stallcap_beat_next(w, now);
 	w->beat_base_stale = false;
+	WRITE_ONCE(w->beat_dozing, false);
 	list_add_tail(&w->beat_node, &bs->watches);
-	w->beat_scanner = bs;
-	atomic_inc(&beat_parked);
+	WRITE_ONCE(w->beat_scanner, bs);
+	atomic_inc(&stallcap_beat_parked);
 	beat_timer_due(bs, w->beat_next);
 	raw_spin_unlock(&bs->lock);
 	return true;
@@ -220,7 +224,7 @@ bool stallcap_beat_park(struct stallcap_watch *w, u64 now)
  * @w: the watch, w->lock held: its progress fields are the caller's again
  *
  * Every change of a watch's state (ARM, DISARM, a change of kind, exit,
- * destruction) unparks it first.  The scanner's timer is left alone: it
+ * destruction) unparks it first, dozing or not.  The scanner's timer is left alone: it
  * stops by itself when it finds its list empty.
  */
 void stallcap_beat_unpark(struct stallcap_watch *w)
@@ -233,9 +237,76 @@ void stallcap_beat_unpark(struct stallcap_watch *w)
 		return;
 	raw_spin_lock_irqsave(&bs->lock, flags);
 	list_del_init(&w->beat_node);
-	w->beat_scanner = NULL;
-	atomic_dec(&beat_parked);
+	WRITE_ONCE(w->beat_dozing, false);
+	WRITE_ONCE(w->beat_scanner, NULL);
+	atomic_dec(&stallcap_beat_parked);
 	raw_spin_unlock_irqrestore(&bs->lock, flags);
+}
+
+/**
+ * stallcap_beat_doze() - stop checking a parked watch whose thread leaves
+ *	its CPU marked idle
+ * @w: a heartbeat watch of the thread being switched out
+ *
+ * Off every CPU its thread cannot touch its slot: the idle mark holds until
+ * it runs again, and every check until then would find it idle (progress).
+ * So the watch leaves its scanner's list, still parked (w->beat_scanner
+ * kept), until stallcap_beat_wake() at the thread's next switch in; the
+ * scanner's timer is cancelled when no watch is left to check.  Not when a
+ * check period is over half the threshold: the counters' snapshot of a wake
+ * is then not put off (beat_progressed()).
+ *
+ * Context: the sched_switch tracepoint (beat_doze.c): IRQs off, a runqueue
+ * lock held: only the scanner's lock is taken, never @w's.
+ */
+void stallcap_beat_doze(struct stallcap_watch *w)
+{
+	struct stallcap_beat_scanner *bs = READ_ONCE(w->beat_scanner);
+
+	if (!bs || READ_ONCE(w->beat_dozing) || !stallcap_beat_idle(w))
+		return;
+	raw_spin_lock(&bs->lock);
+	if (w->beat_scanner == bs && !w->beat_dozing &&
+	    2 * w->beat_period <= w->timeout_ns) {
+		list_del_init(&w->beat_node);
+		WRITE_ONCE(w->beat_dozing, true);
+		if (list_empty(&bs->watches))
+			hrtimer_try_to_cancel(&bs->timer);
+	}
+	raw_spin_unlock(&bs->lock);
+}
+
+/**
+ * stallcap_beat_wake() - check a dozing watch again: its thread runs
+ * @w: a heartbeat watch of the thread being switched in
+ *
+ * As a check that found the thread idle: its interval starts now, the
+ * counters' snapshot put off to the first check that sees no progress, and
+ * the next check is the next point of the grid, on the scanner the watch is
+ * parked on (whose timer hrtimer_start() moves to this CPU when that is
+ * another one: the thread migrated while it dozed).
+ *
+ * Context: as stallcap_beat_doze().
+ */
+void stallcap_beat_wake(struct stallcap_watch *w)
+{
+	struct stallcap_beat_scanner *bs = READ_ONCE(w->beat_scanner);
+	u64 now;
+
+	if (!bs || !READ_ONCE(w->beat_dozing))
+		return;
+	now = ktime_get_mono_fast_ns();
+	raw_spin_lock(&bs->lock);
+	if (w->beat_scanner == bs && w->beat_dozing) {
+		WRITE_ONCE(w->beat_dozing, false);
+		stallcap_beat_look(w);
+		w->armed_at = now;
+		w->beat_base_stale = true;
+		w->beat_next = stallcap_beat_next(w, now);
+		list_add_tail(&w->beat_node, &bs->watches);
+		beat_timer_due(bs, w->beat_next);
+	}
+	raw_spin_unlock(&bs->lock);
 }
 
 /**
@@ -249,7 +320,7 @@ void stallcap_beat_unpark(struct stallcap_watch *w)
 bool stallcap_beat_all_parked(void)
 {
 	return atomic64_read(&stallcap_global.c[SC_ARMED]) <=
-	       atomic_read(&beat_parked);
+	       atomic_read(&stallcap_beat_parked);
 }
 
 /**

@@ -46,6 +46,18 @@ static inline unsigned int stallcap_task_state(const struct task_struct *task)
 #define STALLCAP_EXIT_PROBE_ARGS	void *data, struct task_struct *task
 #endif
 
+/* sched_switch's prev_state (5.18): the probe's exact prototype, as above */
+#ifdef STALLCAP_HAVE_SWITCH_PREV_STATE
+#define STALLCAP_SWITCH_PROBE_ARGS	void *data, bool preempt, \
+					struct task_struct *prev, \
+					struct task_struct *next, \
+					unsigned int prev_state
+#else
+#define STALLCAP_SWITCH_PROBE_ARGS	void *data, bool preempt, \
+					struct task_struct *prev, \
+					struct task_struct *next
+#endif
+
 /* INIT_CSD() (5.11); before it a csd was initialised by its fields. */
 #ifndef STALLCAP_HAVE_INIT_CSD
 #define INIT_CSD(_csd, _func, _info)				\

@@ -99,6 +99,10 @@ module_param_named(beat_scan, stallcap_beat_scan, bool, 0644);
 MODULE_PARM_DESC(beat_scan,
 		 "Check heartbeat watches from one scanning timer per CPU (default on; off: one timer per watch, for comparisons; applies to watches parked after the change)");
 
+module_param_named(beat_doze, stallcap_beat_doze_on, bool, 0644);
+MODULE_PARM_DESC(beat_doze,
+		 "Stop checking a heartbeat watch while its thread is off every CPU marked idle, until it runs again (default on; off: checked every period all along, for comparisons)");
+
 module_param_named(deadline_tsc, stallcap_deadline_tsc, bool, 0644);
 MODULE_PARM_DESC(deadline_tsc,
 		 "Accept shared deadlines in time-stamp counter ticks while the TSC is the kernel's clocksource (default on; off: such ARMs fail with EOPNOTSUPP, as where it is not)");
@@ -120,6 +124,7 @@ static int __init stallcap_init(void)
 	if (ret)
 		return ret;
 	stallcap_beat_init();
+	stallcap_beat_doze_init();
 	ret = stallcap_attach_init();
 	if (ret)
 		goto err_buddy;
@@ -166,6 +171,7 @@ static void __exit stallcap_exit(void)
 	stallcap_why_exit();
 	stallcap_defer_exit();
 	stallcap_buddy_exit();
+	stallcap_beat_doze_exit();
 	stallcap_beat_exit();
 	rcu_barrier();	/* watch_free_rcu() and attach_free_rcu() callbacks */
 	stallcap_attach_exit();

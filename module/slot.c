@@ -229,6 +229,15 @@ enum stallcap_beat_seen stallcap_beat_look(struct stallcap_watch *w)
 }
 
 /**
+ * stallcap_beat_idle() - does @w's slot say its thread is idle?
+ * @w: a heartbeat watch
+ */
+bool stallcap_beat_idle(struct stallcap_watch *w)
+{
+	return READ_ONCE(slot_of(w)->idle);
+}
+
+/**
  * stallcap_beat_progress() - did @w's thread beat or go idle since last time?
  * @w: a heartbeat watch, lock held
  */

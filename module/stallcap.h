@@ -376,7 +376,9 @@ struct stallcap_capture_req {
  *	is taken at the next check that sees none (beat_scan.c)
  * @beat_scanner: the CPU scanner checking this heartbeat watch (parked: its
  *	own timer idle), NULL when not parked (beat_scan.c)
- * @beat_node: in that scanner's list
+ * @beat_dozing: parked, but off the scanner's list while its thread is off
+ *	every CPU marked idle (stallcap_beat_doze(), beat_doze.c)
+ * @beat_node: in that scanner's list (empty while dozing)
  * @beat_next: when the scanner checks the parked watch next (ns)
  * @beat_period: its check period, stallcap_beat_period() when parked
  * @stall_id: current stall, 0 when none
@@ -432,6 +434,7 @@ struct stallcap_watch {
 	bool dead;
 	bool last_idle;
 	bool beat_base_stale;
+	bool beat_dozing;
 	bool quiet;
 	u8 irq_retries;
 	bool counted_armed;
@@ -500,6 +503,8 @@ void stallcap_watch_end_stall(struct stallcap_watch *w, u64 now);
 void stallcap_watch_chain_done(struct stallcap_watch *w, const void *chain,
 			       u32 chain_len, bool raced);
 u64 stallcap_task_cputime(struct task_struct *task);
+struct tracepoint;
+struct tracepoint *stallcap_find_tracepoint(const char *name);
 int stallcap_watch_init(void);
 void stallcap_watch_exit(void);
 
@@ -526,6 +531,7 @@ enum stallcap_beat_seen {
 };
 enum stallcap_beat_seen stallcap_beat_look(struct stallcap_watch *w);
 bool stallcap_beat_progress(struct stallcap_watch *w);
+bool stallcap_beat_idle(struct stallcap_watch *w);
 u64 stallcap_beat_period(const struct stallcap_watch *w);
 u64 stallcap_beat_next(const struct stallcap_watch *w, u64 now);
 u64 stallcap_grid_next(u64 now, u64 period);
@@ -544,8 +550,16 @@ bool stallcap_beat_park(struct stallcap_watch *w, u64 now);
 void stallcap_beat_unpark(struct stallcap_watch *w);
 void stallcap_beat_rescue(u64 now, u64 overdue);
 bool stallcap_beat_all_parked(void);
+extern atomic_t stallcap_beat_parked;
+void stallcap_beat_doze(struct stallcap_watch *w);
+void stallcap_beat_wake(struct stallcap_watch *w);
 void stallcap_beat_init(void);
 void stallcap_beat_exit(void);
+/* beat_doze.c: the sched_switch probe that dozes and wakes parked watches */
+extern bool stallcap_beat_doze_on;
+void stallcap_beat_doze_enable(void);
+void stallcap_beat_doze_init(void);
+void stallcap_beat_doze_exit(void);
 
 /* ---- buddy checkers (buddy.c) ---- */
 DECLARE_PER_CPU(unsigned long, stallcap_watch_expiries);

@@ -479,19 +479,40 @@ static void probe_sched_process_exec(void *data, struct task_struct *task,
 
 static struct tracepoint *exit_tp, *exec_tp;
 
-static void find_tracepoints(struct tracepoint *tp, void *priv)
+struct tracepoint_lookup {
+	const char *name;
+	struct tracepoint *tp;
+};
+
+static void tracepoint_match(struct tracepoint *tp, void *priv)
 {
-	if (!strcmp(tp->name, "sched_process_exit"))
-		exit_tp = tp;
-	else if (!strcmp(tp->name, "sched_process_exec"))
-		exec_tp = tp;
+	struct tracepoint_lookup *l = priv;
+
+	if (!strcmp(tp->name, l->name))
+		l->tp = tp;
+}
+
+/**
+ * stallcap_find_tracepoint() - a tracepoint of the kernel by name
+ * @name: its name, such as "sched_switch"
+ *
+ * Tracepoints are not all exported to modules; the kernel's list of them is.
+ * Return: the tracepoint, or NULL when this kernel has none of that name.
+ */
+struct tracepoint *stallcap_find_tracepoint(const char *name)
+{
+	struct tracepoint_lookup l = { .name = name };
+
+	for_each_kernel_tracepoint(tracepoint_match, &l);
+	return l.tp;
 }
 
 int stallcap_watch_init(void)
 {
 	int ret;
 
-	for_each_kernel_tracepoint(find_tracepoints, NULL);
+	exit_tp = stallcap_find_tracepoint("sched_process_exit");
+	exec_tp = stallcap_find_tracepoint("sched_process_exec");
 	if (!exit_tp || !exec_tp) {
 		pr_err("tracepoints sched_process_exit/exec not found\n");
 		return -ENOENT;

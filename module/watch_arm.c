@@ -163,6 +163,8 @@ int stallcap_watch_arm(struct stallcap_session *sess,
 		return ret;
 	if (current->flags & PF_EXITING)
 		return -ESRCH;
+	if (arm->flags & STALLCAP_ARM_HEARTBEAT)
+		stallcap_beat_doze_enable();
 	stallcap_times_refresh();
 	mutex_lock(&sess->lock);
 	ret = stallcap_session_ensure_ring(sess, false);

@@ -509,15 +509,16 @@ TEST_F(hb, sleeper_not_marked_idle_is_reported_sleeping)
  * reported once beats has not moved and idle has been 0 for the
  * threshold"), and within two thresholds.
  */
-static enum sc4_result busy_after_idle(struct __test_metadata *_metadata,
-				      FIXTURE_DATA(hb) *self)
+static enum sc4_result busy_after_idle_on(struct __test_metadata *_metadata,
+					 FIXTURE_DATA(hb) *self, bool moved)
 {
-	struct sc_stopper st = { .cpu = self->other_cpu };
+	struct sc_stopper st = { .cpu = moved ? self->cpu : self->other_cpu };
 	const struct stallcap_stall_end *end = NULL;
 	const struct stallcap_sample *r;
 	struct stallcap_slot *b;
 	uint64_t last, busy = 0;
 
+	ASSERT_EQ(0, sc_pin_self(self->cpu));
 	b = hb_arm(_metadata, self, &last);
 	ASSERT_NE(NULL, b);
 	if (hb_beat_phase(_metadata, self, b, 4 * HB_T, &last, NULL, "beating") != SC4_OK)
@@ -527,6 +528,9 @@ static enum sc4_result busy_after_idle(struct __test_metadata *_metadata,
 		return SC4_NOISY;
 	/* the stopper first: its start must not delay the busy store */
 	ASSERT_EQ(0, sc_stopper_start(&st, self->s.fd, 1, SC_WAIT_MS));
+	/* idle, off CPU 0 (its watch parked there), to run on the other */
+	if (moved)
+		ASSERT_EQ(0, sc_pin_self(self->other_cpu));
 	sc_sleep_ms(1000);
 	/*
 	 * The moment idle goes 0, read closely around the store: if the
@@ -560,13 +564,39 @@ static enum sc4_result busy_after_idle(struct __test_metadata *_metadata,
 	if (hb_detection(_metadata, r, busy) != SC4_OK)
 		return SC4_NOISY;
 	EXPECT_TRUE(sc_ip_in_fn(sc_regs(r)->ip, hb_stuck_here));
+	if (moved)
+		EXPECT_EQ((uint32_t)self->other_cpu, r->cpu);
 	sc4_check_counters(&self->s, &self->rs);
 	return SC4_OK;
+}
+
+static enum sc4_result busy_after_idle(struct __test_metadata *_metadata,
+				      FIXTURE_DATA(hb) *self)
+{
+	return busy_after_idle_on(_metadata, self, false);
 }
 
 TEST_F(hb, busy_after_idle_is_reported_a_threshold_later)
 {
 	HB_RUN(busy_after_idle);
+}
+
+/*
+ * The same when the thread went idle on one CPU and runs again on another:
+ * its watch dozed on the first CPU's scanner and is checked again from the
+ * second, its stall caught there, in its function.
+ */
+static enum sc4_result busy_after_idle_moved(struct __test_metadata *_metadata,
+					    FIXTURE_DATA(hb) *self)
+{
+	return busy_after_idle_on(_metadata, self, true);
+}
+
+TEST_F(hb, busy_after_idle_on_another_cpu_is_reported_a_threshold_later)
+{
+	if (self->other_cpu < 0)
+		SKIP(return, "needs 2 CPUs");
+	HB_RUN(busy_after_idle_moved);
 }
 
 /*
@@ -751,13 +781,17 @@ TEST_F(hb, parked_watch_is_checked_when_its_cpu_goes_offline_and_back)
  * ---- the heartbeat scanner: one timer per CPU, not one per watch ----
  *
  * SCAN_WATCHES threads, spread over the CPUs, each hold a heartbeat watch
- * (2 ms: a check every 500 us) and wait by design (idle = 1, asleep).  With
- * the scanner (beat_scan=1, the default) no watch timer expires at all, the
- * CPUs' scanners expire about once per check period each, however many
- * watches there are, and they check each watch once per period.  The same
- * threads with one timer per watch (beat_scan=0) are run after it: their
- * timers expire once per watch and period (as far as the CPUs keep up),
- * which the counts tell apart.
+ * (2 ms: a check every 500 us) and wait by design (idle = 1, asleep 20 ms at
+ * a time).  By default (beat_doze=1) a watch whose thread is off its CPU
+ * marked idle is not checked until the thread runs again: the scanners then
+ * check a watch only when a point of their grid falls while its thread is
+ * awake, and take no timer interrupt while every watch dozes: far fewer
+ * checks and expiries than with dozing off.  With dozing off (beat_doze=0)
+ * no watch timer expires at all, the CPUs' scanners expire about once per
+ * check period each, however many watches there are, and they check each
+ * watch once per period.  The same threads with one timer per watch
+ * (beat_scan=0) are run last: their timers expire once per watch and
+ * period (as far as the CPUs keep up), which the counts tell apart.
  */
 #define SCAN_WATCHES	32
 #define SCAN_T		SC_MS(2)
@@ -827,7 +861,7 @@ static void *scan_idler_fn(void *arg)
 
 /* The counts of one window with SCAN_WATCHES idle heartbeat watches. */
 static void scan_round(struct __test_metadata *_metadata, FIXTURE_DATA(hb) *self,
-		       bool scan, uint64_t timeout, struct scan_counts *d)
+		       bool scan, bool doze, uint64_t timeout, struct scan_counts *d)
 {
 	struct scan_idler t[SCAN_WATCHES] = {};
 	struct scan_counts c0, c1;
@@ -836,6 +870,7 @@ static void scan_round(struct __test_metadata *_metadata, FIXTURE_DATA(hb) *self
 	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
 
 	ASSERT_EQ(0, sc_param_set("beat_scan", scan));
+	ASSERT_EQ(0, sc_param_set("beat_doze", doze));
 	ASSERT_EQ(0, pthread_barrier_init(&armed, NULL, SCAN_WATCHES + 1));
 	for (int i = 0; i < SCAN_WATCHES; i++) {
 		t[i] = (struct scan_idler){
@@ -862,12 +897,12 @@ static void scan_round(struct __test_metadata *_metadata, FIXTURE_DATA(hb) *self
 	d->at = c1.at - c0.at;
 }
 
-TEST_F_TIMEOUT(hb, idle_watches_are_checked_by_one_scanner_per_cpu, 120)
+TEST_F_TIMEOUT(hb, idle_watches_are_checked_by_one_scanner_per_cpu, 150)
 {
 	uint64_t timeout = SCAN_T > 4 * self->s.info.min_deadline_ns ?
 			   SCAN_T : 4 * self->s.info.min_deadline_ns;
 	uint64_t period = timeout / 4;
-	struct scan_counts on, off;
+	struct scan_counts dz, on, off;
 	double periods;
 	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
 
@@ -875,14 +910,19 @@ TEST_F_TIMEOUT(hb, idle_watches_are_checked_by_one_scanner_per_cpu, 120)
 		SKIP(return, "needs root and debugfs (%s)", SCAN_EXPIRIES);
 	if (!sc_param_is("beat_scan", 'Y'))
 		SKIP(return, "module without the heartbeat scanner on");
+	ASSERT_TRUE(sc_param_is("beat_doze", 'Y')) TH_LOG("dozing is the default");
 	ASSERT_LE(SCAN_WATCHES, (int)self->s.cfg.slots);
-	scan_round(_metadata, self, true, timeout, &on);
-	scan_round(_metadata, self, false, timeout, &off);
+	scan_round(_metadata, self, true, true, timeout, &dz);
+	scan_round(_metadata, self, true, false, timeout, &on);
+	scan_round(_metadata, self, false, true, timeout, &off);
 	ASSERT_EQ(0, sc_param_set("beat_scan", true));
+	ASSERT_EQ(0, sc_param_set("beat_doze", true));
 	if (_metadata->exit_code)
 		return;
 	periods = (double)on.at / (double)period;
-	TH_LOG("scanner: %llu watch timer expiries, %llu scanner expiries, %llu checks in %.0f periods x %d CPUs",
+	TH_LOG("dozing: %llu watch timer expiries, %llu scanner expiries, %llu checks in %.0f periods x %d CPUs",
+	       dz.watch, dz.beat, dz.checks, (double)dz.at / (double)period, ncpu);
+	TH_LOG("scanner, no dozing: %llu watch timer expiries, %llu scanner expiries, %llu checks in %.0f periods x %d CPUs",
 	       on.watch, on.beat, on.checks, periods, ncpu);
 	TH_LOG("a timer per watch: %llu watch timer expiries, %llu scanner expiries in %.0f periods",
 	       off.watch, off.beat, (double)off.at / (double)period);
@@ -899,7 +939,15 @@ TEST_F_TIMEOUT(hb, idle_watches_are_checked_by_one_scanner_per_cpu, 120)
 	EXPECT_GE(SCAN_WATCHES * (periods + 10), (double)on.checks);
 	EXPECT_LE(SCAN_WATCHES * periods / 10, (double)on.checks);
 	/*
-	 * One timer per watch: the counts tell the two apart.  Those timers
+	 * Dozing: the threads are awake some microseconds per 20 ms, so a
+	 * check (or a scanner expiry) comes for a small part of their
+	 * wake-ups only: far fewer than a check per watch and period.
+	 */
+	EXPECT_EQ(0, dz.watch);
+	EXPECT_GE(on.checks / 10, dz.checks);
+	EXPECT_GE(on.beat / 4, dz.beat);
+	/*
+	 * One timer per watch: the counts tell it apart.  Those timers
 	 * expire more often than the scanners, though far from once per watch
 	 * and period where they saturate the CPUs (the debug kernel: 6,000 of
 	 * the 64,000 asked for).
