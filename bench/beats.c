@@ -143,6 +143,7 @@ static void *pacer_fn(void *arg)
 /* Module counters of the heartbeat machinery, all CPUs (debugfs). */
 struct beat_counts {
 	double watch;	/* watch timer expiries */
+	double buddy;	/* buddy checker expiries */
 	double scan;	/* scanner expiries */
 	double checks;	/* heartbeat checks made by the scanners */
 	double scan_ns;	/* time in the scanners' walks */
@@ -156,7 +157,7 @@ static void timer_expiries(struct beat_counts *c)
 	char line[256];
 	int cpu;
 
-	c->watch = c->scan = c->checks = c->scan_ns = f ? 0 : NAN;
+	c->watch = c->buddy = c->scan = c->checks = c->scan_ns = f ? 0 : NAN;
 	if (!f)
 		return;
 	while (fgets(line, sizeof(line), f)) {
@@ -165,6 +166,8 @@ static void timer_expiries(struct beat_counts *c)
 
 		if (n >= 2)
 			c->watch += (double)w;
+		if (n >= 3)
+			c->buddy += (double)b;
 		if (n >= 5)
 			c->scan += (double)sc;
 		if (n == 7) {
@@ -247,7 +250,7 @@ static double soak_count(const struct soak *k)
 }
 
 struct beat_result {
-	double window_ns, soak, expiries, scans, checks, scan_ns, pace_gap_max, pace_gaps;
+	double window_ns, soak, expiries, buddies, scans, checks, scan_ns, pace_gap_max, pace_gaps;
 	unsigned int errs, runs;
 	uint64_t stalls;
 };
@@ -323,6 +326,7 @@ static int run_beats(unsigned int n, bool watched, bool paced, struct sc *s,
 	r->window_ns += (double)(t1 - t0);
 	r->soak += k1 - k0;
 	r->expiries += c1.watch - c0.watch;
+	r->buddies += c1.buddy - c0.buddy;
 	r->scans += c1.scan - c0.scan;
 	r->checks += c1.checks - c0.checks;
 	r->scan_ns += c1.scan_ns - c0.scan_ns;
@@ -339,6 +343,7 @@ static void beats_out(unsigned int n, const char *var, const struct beat_result 
 	out_num(r->soak * NS_PER_SEC / r->window_ns, "beats.%u.%s.soak_per_s", n, var);
 	out_num(r->expiries * NS_PER_SEC / r->window_ns, "beats.%u.%s.expiries_per_s", n, var);
 	out_num(r->scans * NS_PER_SEC / r->window_ns, "beats.%u.%s.scans_per_s", n, var);
+	out_num(r->buddies * NS_PER_SEC / r->window_ns, "beats.%u.%s.buddy_per_s", n, var);
 	out_num(r->checks * NS_PER_SEC / r->window_ns, "beats.%u.%s.checks_per_s", n, var);
 	/* the scanners' walk per check (their expiry's own cost not included) */
 	if (r->checks > 0)
@@ -441,6 +446,7 @@ static int beats_n(unsigned int n, unsigned int reps, uint64_t window,
 			r[load].window_ns += one[load].window_ns;
 			r[load].soak += one[load].soak;
 			r[load].expiries += one[load].expiries;
+			r[load].buddies += one[load].buddies;
 			r[load].scans += one[load].scans;
 			r[load].checks += one[load].checks;
 			r[load].scan_ns += one[load].scan_ns;

@@ -16,7 +16,9 @@
  *
  * The one difference: another thread that clears a dozing thread's idle
  * mark (the slot is its own) starts the threshold at the thread's next
- * switch in, not at once.
+ * switch in, not at once.  Dozing watches do not keep the buddy checkers
+ * running either (buddy.c): a server whose event loops all wait marked idle
+ * costs the machine no timer interrupt at all.
  *
  * The probe runs on every context switch of the system once registered (at
  * the first heartbeat ARM, until the module is unloaded): with no watch
@@ -24,8 +26,10 @@
  * watches by thread is looked into, for the thread leaving and the one
  * coming in.
  */
+#include <linux/cpumask.h>
 #include <linux/mutex.h>
 #include <linux/sched.h>
+#include <linux/sched/isolation.h>
 #include <linux/tracepoint.h>
 
 #include "compat.h"
@@ -37,6 +41,19 @@ static struct tracepoint *switch_tp;
 static DEFINE_MUTEX(doze_register_lock);
 static bool doze_registered;
 
+/*
+ * May @task's watches doze?  Only if it runs on CPUs that take timers: one
+ * woken on a CPU isolated from them (nohz_full) could not wake the buddy
+ * checkers from there (a work item, not under a runqueue lock) and would
+ * bring the scanner's timer onto it.
+ */
+static bool doze_allowed(struct task_struct *task)
+{
+	return READ_ONCE(stallcap_beat_doze_on) &&
+	       cpumask_subset(task->cpus_ptr,
+			      housekeeping_cpumask(STALLCAP_HK_TIMER));
+}
+
 /* Context: the sched_switch tracepoint (IRQs off, RCU read side). */
 static void doze_watches_of(struct task_struct *task, bool in)
 {
@@ -47,7 +64,7 @@ static void doze_watches_of(struct task_struct *task, bool in)
 			continue;
 		if (in)
 			stallcap_beat_wake(w);
-		else if (READ_ONCE(stallcap_beat_doze_on))
+		else if (doze_allowed(task))
 			stallcap_beat_doze(w);
 	}
 }

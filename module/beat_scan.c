@@ -59,6 +59,8 @@ static DEFINE_PER_CPU(struct stallcap_beat_scanner, beat_scanners);
  * (stallcap_beat_all_parked()); 0 lets the sched_switch probe return at once
  */
 atomic_t stallcap_beat_parked = ATOMIC_INIT(0);
+/* Of those, dozing: armed watches the buddy checkers need not run for */
+atomic_t stallcap_beat_dozing = ATOMIC_INIT(0);
 DEFINE_PER_CPU(unsigned long, stallcap_beat_expiries);
 DEFINE_PER_CPU(unsigned long, stallcap_beat_checks);
 DEFINE_PER_CPU(unsigned long, stallcap_beat_scan_ns);
@@ -237,6 +239,8 @@ void stallcap_beat_unpark(struct stallcap_watch *w)
 		return;
 	raw_spin_lock_irqsave(&bs->lock, flags);
 	list_del_init(&w->beat_node);
+	if (w->beat_dozing)
+		atomic_dec(&stallcap_beat_dozing);
 	WRITE_ONCE(w->beat_dozing, false);
 	WRITE_ONCE(w->beat_scanner, NULL);
 	atomic_dec(&stallcap_beat_parked);
@@ -254,7 +258,9 @@ void stallcap_beat_unpark(struct stallcap_watch *w)
  * kept), until stallcap_beat_wake() at the thread's next switch in; the
  * scanner's timer is cancelled when no watch is left to check.  Not when a
  * check period is over half the threshold: the counters' snapshot of a wake
- * is then not put off (beat_progressed()).
+ * is then not put off (beat_progressed()).  A dozing watch does not keep
+ * the buddy checkers running (buddy.c): every armed watch dozing for a while,
+ * they stop.
  *
  * Context: the sched_switch tracepoint (beat_doze.c): IRQs off, a runqueue
  * lock held: only the scanner's lock is taken, never @w's.
@@ -263,13 +269,15 @@ void stallcap_beat_doze(struct stallcap_watch *w)
 {
 	struct stallcap_beat_scanner *bs = READ_ONCE(w->beat_scanner);
 
-	if (!bs || READ_ONCE(w->beat_dozing) || !stallcap_beat_idle(w))
+	if (!bs || READ_ONCE(w->beat_dozing))
 		return;
 	raw_spin_lock(&bs->lock);
+	/* still parked there: its slot is still its own (unpark comes first) */
 	if (w->beat_scanner == bs && !w->beat_dozing &&
-	    2 * w->beat_period <= w->timeout_ns) {
+	    2 * w->beat_period <= w->timeout_ns && stallcap_beat_idle(w)) {
 		list_del_init(&w->beat_node);
 		WRITE_ONCE(w->beat_dozing, true);
+		atomic_inc(&stallcap_beat_dozing);
 		if (list_empty(&bs->watches))
 			hrtimer_try_to_cancel(&bs->timer);
 	}
@@ -284,7 +292,11 @@ void stallcap_beat_doze(struct stallcap_watch *w)
  * counters' snapshot put off to the first check that sees no progress, and
  * the next check is the next point of the grid, on the scanner the watch is
  * parked on (whose timer hrtimer_start() moves to this CPU when that is
- * another one: the thread migrated while it dozed).
+ * another one: the thread migrated while it dozed), and the buddy checkers
+ * are woken if they stopped (stallcap_buddy_armed()).  A thread dozes only
+ * when every CPU it may run on takes timers (beat_doze.c); one whose
+ * affinity changed meanwhile to a CPU isolated from them moves the
+ * scanner's timer there and does not wake the checkers.
  *
  * Context: as stallcap_beat_doze().
  */
@@ -299,6 +311,10 @@ void stallcap_beat_wake(struct stallcap_watch *w)
 	raw_spin_lock(&bs->lock);
 	if (w->beat_scanner == bs && w->beat_dozing) {
 		WRITE_ONCE(w->beat_dozing, false);
+		atomic_dec(&stallcap_beat_dozing);
+		/* elsewhere a work item: none under a runqueue lock */
+		if (stallcap_cpu_takes_timers())
+			stallcap_buddy_armed();
 		stallcap_beat_look(w);
 		w->armed_at = now;
 		w->beat_base_stale = true;

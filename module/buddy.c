@@ -48,9 +48,10 @@
  * among them stops.
  *
  * The checkers run only while watches are armed: a checker that finds none
- * for BUDDY_LINGER_PERIODS periods in a row stops (an event loop idle for
- * longer than that then costs the machine no timer interrupt), and the next
- * watch counted armed wakes them, from a hard irq_work that queues their
+ * (or only heartbeat watches dozing: their threads off every CPU marked
+ * idle) for BUDDY_LINGER_PERIODS periods in a row stops (an event loop idle
+ * for longer than that then costs the machine no timer interrupt), and the
+ * next watch counted armed (or woken from its doze) wakes them, from a hard irq_work that queues their
  * start (arming never waits).  The linger bounds the wakes of a loop armed
  * in short bursts to one per that many periods.
  */
@@ -307,9 +308,11 @@ static bool buddy_walk_needed(u64 now, u64 period)
 	return false;
 }
 
+/* An armed watch other than a dozing heartbeat watch (beat_scan.c)? */
 static bool buddy_any_armed(void)
 {
-	return atomic64_read(&stallcap_global.c[SC_ARMED]) > 0;
+	return atomic64_read(&stallcap_global.c[SC_ARMED]) >
+	       atomic_read(&stallcap_beat_dozing);
 }
 
 /*

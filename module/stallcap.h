@@ -551,6 +551,7 @@ void stallcap_beat_unpark(struct stallcap_watch *w);
 void stallcap_beat_rescue(u64 now, u64 overdue);
 bool stallcap_beat_all_parked(void);
 extern atomic_t stallcap_beat_parked;
+extern atomic_t stallcap_beat_dozing;
 void stallcap_beat_doze(struct stallcap_watch *w);
 void stallcap_beat_wake(struct stallcap_watch *w);
 void stallcap_beat_init(void);

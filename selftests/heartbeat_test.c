@@ -799,7 +799,7 @@ TEST_F(hb, parked_watch_is_checked_when_its_cpu_goes_offline_and_back)
 #define SCAN_EXPIRIES	"/sys/kernel/debug/stallcap/expiries"
 
 struct scan_counts {
-	unsigned long long watch, beat, checks;
+	unsigned long long watch, buddy, beat, checks;
 	uint64_t at;
 };
 
@@ -819,6 +819,7 @@ static int scan_counts_read(struct scan_counts *c)
 			   &cpu, &w, &b, &r, &s, &k) != 6)
 			continue;
 		c->watch += w;
+		c->buddy += b;
 		c->beat += s;
 		c->checks += k;
 		lines++;
@@ -832,6 +833,7 @@ struct scan_idler {
 	pthread_t th;
 	int fd, cpu, err;
 	uint64_t timeout;
+	unsigned int sleep_us;
 	struct stallcap_slot *slots;
 	size_t nr_slots;
 	volatile int *stop;
@@ -853,15 +855,19 @@ static void *scan_idler_fn(void *arg)
 	}
 	pthread_barrier_wait(t->armed);
 	while (!*t->stop)
-		usleep(20 * 1000);
+		usleep(t->sleep_us);
 	if (!t->err)
 		sc_disarm(t->fd);
 	return NULL;
 }
 
-/* The counts of one window with SCAN_WATCHES idle heartbeat watches. */
+/*
+ * The counts of one window with @nr idle heartbeat watches (at most
+ * SCAN_WATCHES), their threads asleep @sleep_us at a time.
+ */
 static void scan_round(struct __test_metadata *_metadata, FIXTURE_DATA(hb) *self,
-		       bool scan, bool doze, uint64_t timeout, struct scan_counts *d)
+		       int nr, unsigned int sleep_us, bool scan, bool doze,
+		       uint64_t timeout, struct scan_counts *d)
 {
 	struct scan_idler t[SCAN_WATCHES] = {};
 	struct scan_counts c0, c1;
@@ -871,10 +877,12 @@ static void scan_round(struct __test_metadata *_metadata, FIXTURE_DATA(hb) *self
 
 	ASSERT_EQ(0, sc_param_set("beat_scan", scan));
 	ASSERT_EQ(0, sc_param_set("beat_doze", doze));
-	ASSERT_EQ(0, pthread_barrier_init(&armed, NULL, SCAN_WATCHES + 1));
-	for (int i = 0; i < SCAN_WATCHES; i++) {
+	ASSERT_GE(SCAN_WATCHES, nr);
+	ASSERT_EQ(0, pthread_barrier_init(&armed, NULL, nr + 1));
+	for (int i = 0; i < nr; i++) {
 		t[i] = (struct scan_idler){
 			.fd = self->s.fd, .cpu = i % ncpu, .timeout = timeout,
+			.sleep_us = sleep_us,
 			.slots = self->slots, .nr_slots = self->s.cfg.slots,
 			.stop = &stop, .armed = &armed,
 		};
@@ -886,12 +894,13 @@ static void scan_round(struct __test_metadata *_metadata, FIXTURE_DATA(hb) *self
 	usleep(SCAN_WINDOW_US);
 	ASSERT_EQ(0, scan_counts_read(&c1));
 	stop = 1;
-	for (int i = 0; i < SCAN_WATCHES; i++) {
+	for (int i = 0; i < nr; i++) {
 		pthread_join(t[i].th, NULL);
 		EXPECT_EQ(0, t[i].err) TH_LOG("thread %d: ARM: %s", i, strerror(t[i].err));
 	}
 	pthread_barrier_destroy(&armed);
 	d->watch = c1.watch - c0.watch;
+	d->buddy = c1.buddy - c0.buddy;
 	d->beat = c1.beat - c0.beat;
 	d->checks = c1.checks - c0.checks;
 	d->at = c1.at - c0.at;
@@ -912,9 +921,9 @@ TEST_F_TIMEOUT(hb, idle_watches_are_checked_by_one_scanner_per_cpu, 150)
 		SKIP(return, "module without the heartbeat scanner on");
 	ASSERT_TRUE(sc_param_is("beat_doze", 'Y')) TH_LOG("dozing is the default");
 	ASSERT_LE(SCAN_WATCHES, (int)self->s.cfg.slots);
-	scan_round(_metadata, self, true, true, timeout, &dz);
-	scan_round(_metadata, self, true, false, timeout, &on);
-	scan_round(_metadata, self, false, true, timeout, &off);
+	scan_round(_metadata, self, SCAN_WATCHES, 20000, true, true, timeout, &dz);
+	scan_round(_metadata, self, SCAN_WATCHES, 20000, true, false, timeout, &on);
+	scan_round(_metadata, self, SCAN_WATCHES, 20000, false, true, timeout, &off);
 	ASSERT_EQ(0, sc_param_set("beat_scan", true));
 	ASSERT_EQ(0, sc_param_set("beat_doze", true));
 	if (_metadata->exit_code)
@@ -947,6 +956,13 @@ TEST_F_TIMEOUT(hb, idle_watches_are_checked_by_one_scanner_per_cpu, 150)
 	EXPECT_GE(on.checks / 10, dz.checks);
 	EXPECT_GE(on.beat / 4, dz.beat);
 	/*
+	 * and a scanner left with dozing watches only cancels its timer: an
+	 * expiry finds a watch to check (but for one that ran as the last
+	 * watch dozed), not an empty list (a timer left queued: 205 expiries
+	 * for 34 checks)
+	 */
+	EXPECT_GE(dz.checks + dz.checks / 10 + 10, dz.beat);
+	/*
 	 * One timer per watch: the counts tell it apart.  Those timers
 	 * expire more often than the scanners, though far from once per watch
 	 * and period where they saturate the CPUs (the debug kernel: 6,000 of
@@ -954,6 +970,41 @@ TEST_F_TIMEOUT(hb, idle_watches_are_checked_by_one_scanner_per_cpu, 150)
 	 */
 	EXPECT_EQ(0, off.beat);
 	EXPECT_LT(on.beat, off.watch);
+}
+
+/*
+ * An idle server: 4 threads, each an event loop waiting 1 s at a time
+ * marked idle.  Their watches doze while they wait, and dozing watches do
+ * not keep the buddy checkers running: the checkers stop 32 periods after
+ * each wake-up, so the module's timers expire a small part of what they do
+ * with dozing off (the checkers then run all along, 1,000 times a second
+ * on each of their CPUs, and the scanners every 500 us).
+ */
+TEST_F_TIMEOUT(hb, idle_server_costs_almost_no_timer_interrupts, 90)
+{
+	uint64_t timeout = SCAN_T > 4 * self->s.info.min_deadline_ns ?
+			   SCAN_T : 4 * self->s.info.min_deadline_ns;
+	unsigned long long dozing, awake;
+	struct scan_counts dz, on;
+
+	if (geteuid() != 0 || access(SCAN_EXPIRIES, R_OK))
+		SKIP(return, "needs root and debugfs (%s)", SCAN_EXPIRIES);
+	if (!sc_param_is("beat_scan", 'Y'))
+		SKIP(return, "module without the heartbeat scanner on");
+	scan_round(_metadata, self, 4, 1000 * 1000, true, true, timeout, &dz);
+	scan_round(_metadata, self, 4, 1000 * 1000, true, false, timeout, &on);
+	ASSERT_EQ(0, sc_param_set("beat_doze", true));
+	if (_metadata->exit_code)
+		return;
+	dozing = dz.watch + dz.buddy + dz.beat;
+	awake = on.watch + on.buddy + on.beat;
+	TH_LOG("dozing: %llu watch timer, %llu buddy checker, %llu scanner expiries in %.2f s",
+	       dz.watch, dz.buddy, dz.beat, dz.at / 1e9);
+	TH_LOG("not dozing: %llu watch timer, %llu buddy checker, %llu scanner expiries in %.2f s",
+	       on.watch, on.buddy, on.beat, on.at / 1e9);
+	/* the checkers ran all along without dozing: the comparison holds */
+	EXPECT_LE(on.at / 2000000, on.buddy);
+	EXPECT_GE(awake / 4, dozing);
 }
 
 TEST_HARNESS_MAIN
