@@ -226,8 +226,8 @@ bool stallcap_beat_park(struct stallcap_watch *w, u64 now)
  * @w: the watch, w->lock held: its progress fields are the caller's again
  *
  * Every change of a watch's state (ARM, DISARM, a change of kind, exit,
- * destruction) unparks it first, dozing or not.  The scanner's timer is left alone: it
- * stops by itself when it finds its list empty.
+ * destruction) unparks it first, dozing or not.  The scanner's timer is
+ * left alone: it stops by itself when it finds its list empty.
  */
 void stallcap_beat_unpark(struct stallcap_watch *w)
 {

@@ -51,9 +51,9 @@
  * (or only heartbeat watches dozing: their threads off every CPU marked
  * idle) for BUDDY_LINGER_PERIODS periods in a row stops (an event loop idle
  * for longer than that then costs the machine no timer interrupt), and the
- * next watch counted armed (or woken from its doze) wakes them, from a hard irq_work that queues their
- * start (arming never waits).  The linger bounds the wakes of a loop armed
- * in short bursts to one per that many periods.
+ * next watch counted armed (or woken from its doze) wakes them, from a hard
+ * irq_work that queues their start (arming never waits).  The linger bounds
+ * the wakes of a loop armed in short bursts to one per that many periods.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
