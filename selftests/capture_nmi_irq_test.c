@@ -201,13 +201,40 @@ FIXTURE_TEARDOWN(nmi_irq)
 }
 
 /*
+ * Frame 0 and every frame up to __schedule stallcap's (or the tracepoint's
+ * iterator): the sched_switch probe, which __schedule calls directly.  The
+ * timer's own frame read as blocked would have hrtimer and interrupt
+ * frames between stallcap's and whatever it interrupted.
+ */
+static bool in_switch_probe(const struct sc_ksyms *ks, const struct own_syms *own,
+			    const struct stallcap_sample *r)
+{
+	for (unsigned int i = 0; i < sc_nk(r); i++) {
+		/* a return address past frame 0: the call is the byte before */
+		uint64_t ip = sc_kernel_ips(r)[i] - (i > 0);
+		const char *name;
+
+		if (own_ip(ks, own, ip))
+			continue;
+		name = sc_ksym_name(ks, ip);
+		if (name && !strcmp(name, "__traceiter_sched_switch"))
+			continue;
+		return name && !strcmp(name, "__schedule");
+	}
+	return false;
+}
+
+/*
  * Is @r's kernel frame 0 stallcap's own code in an interrupt on top of the
  * thread, or in the timer's own frame?  stallcap code that the thread runs
  * itself is the thread's own time and may be frame 0: its deferred
  * user-stack task_work on the way back to user mode, and its own ioctl
  * (on the debug kernel an ARM can outlast its 1 ms deadline, and the
  * timer then rightly finds the thread in stallcap_watch_arm) when no
- * interrupt entry lies between that frame and the system call.
+ * interrupt entry lies between that frame and the system call, and its
+ * sched_switch probe (heartbeat watches' doze, module/beat_doze.c), which
+ * the thread runs in __schedule at each of its context switches (CI91: an
+ * NMI found the pinging thread at the probe's first instruction).
  */
 static bool own_frame0_of(const struct sc_ksyms *ks, const struct own_syms *own,
 			  const struct stallcap_sample *r)
@@ -217,7 +244,7 @@ static bool own_frame0_of(const struct sc_ksyms *ks, const struct own_syms *own,
 
 	if (!sc_nk(r) || !own_ip(ks, own, sc_kernel_ips(r)[0]))
 		return false;
-	if (sc_kstack_has(ks, r, task_work))
+	if (sc_kstack_has(ks, r, task_work) || in_switch_probe(ks, own, r))
 		return false;
 	return !sc_kstack_has(ks, r, own_ioctl) || sc_kstack_under_interrupt(ks, r);
 }
