@@ -26,10 +26,8 @@
  * watches by thread is looked into, for the thread leaving and the one
  * coming in.
  */
-#include <linux/cpumask.h>
 #include <linux/mutex.h>
 #include <linux/sched.h>
-#include <linux/sched/isolation.h>
 #include <linux/tracepoint.h>
 
 #include "compat.h"
@@ -41,19 +39,6 @@ static struct tracepoint *switch_tp;
 static DEFINE_MUTEX(doze_register_lock);
 static bool doze_registered;
 
-/*
- * May @task's watches doze?  Only if it runs on CPUs that take timers: one
- * woken on a CPU isolated from them (nohz_full) could not wake the buddy
- * checkers from there (a work item, not under a runqueue lock) and would
- * bring the scanner's timer onto it.
- */
-static bool doze_allowed(struct task_struct *task)
-{
-	return READ_ONCE(stallcap_beat_doze_on) &&
-	       cpumask_subset(task->cpus_ptr,
-			      housekeeping_cpumask(STALLCAP_HK_TIMER));
-}
-
 /* Context: the sched_switch tracepoint (IRQs off, RCU read side). */
 static void doze_watches_of(struct task_struct *task, bool in)
 {
@@ -64,7 +49,7 @@ static void doze_watches_of(struct task_struct *task, bool in)
 			continue;
 		if (in)
 			stallcap_beat_wake(w);
-		else if (doze_allowed(task))
+		else if (READ_ONCE(stallcap_beat_doze_on))
 			stallcap_beat_doze(w);
 	}
 }

@@ -32,6 +32,7 @@
 #include <linux/list.h>
 #include <linux/minmax.h>
 #include <linux/percpu.h>
+#include <linux/sched/isolation.h>
 #include <linux/timekeeping.h>
 
 #include "compat.h"
@@ -247,6 +248,18 @@ void stallcap_beat_unpark(struct stallcap_watch *w)
 	raw_spin_unlock_irqrestore(&bs->lock, flags);
 }
 
+/*
+ * Does @task run only on CPUs that take timers?  One woken on a CPU isolated
+ * from them (nohz_full) could not wake the buddy checkers from there (a
+ * work item, not under a runqueue lock) and would bring the scanner's timer
+ * onto it: its watches do not doze.
+ */
+static bool doze_cpus_take_timers(struct task_struct *task)
+{
+	return cpumask_subset(task->cpus_ptr,
+			      housekeeping_cpumask(STALLCAP_HK_TIMER));
+}
+
 /**
  * stallcap_beat_doze() - stop checking a parked watch whose thread leaves
  *	its CPU marked idle
@@ -269,7 +282,7 @@ void stallcap_beat_doze(struct stallcap_watch *w)
 {
 	struct stallcap_beat_scanner *bs = READ_ONCE(w->beat_scanner);
 
-	if (!bs || READ_ONCE(w->beat_dozing))
+	if (!bs || READ_ONCE(w->beat_dozing) || !doze_cpus_take_timers(w->task))
 		return;
 	raw_spin_lock(&bs->lock);
 	/* still parked there: its slot is still its own (unpark comes first) */
@@ -294,7 +307,7 @@ void stallcap_beat_doze(struct stallcap_watch *w)
  * parked on (whose timer hrtimer_start() moves to this CPU when that is
  * another one: the thread migrated while it dozed), and the buddy checkers
  * are woken if they stopped (stallcap_buddy_armed()).  A thread dozes only
- * when every CPU it may run on takes timers (beat_doze.c); one whose
+ * when every CPU it may run on takes timers; one whose
  * affinity changed meanwhile to a CPU isolated from them moves the
  * scanner's timer there and does not wake the checkers.
  *
