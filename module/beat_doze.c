@@ -81,6 +81,16 @@ void stallcap_beat_doze_enable(void)
 	mutex_unlock(&doze_register_lock);
 }
 
+/**
+ * stallcap_beat_doze_ready() - is the probe registered and dozing on?
+ *
+ * A watch may doze only then: its probe's switch in is what wakes it.
+ */
+bool stallcap_beat_doze_ready(void)
+{
+	return READ_ONCE(doze_registered) && READ_ONCE(stallcap_beat_doze_on);
+}
+
 void stallcap_beat_doze_init(void)
 {
 	switch_tp = stallcap_find_tracepoint("sched_switch");

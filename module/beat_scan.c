@@ -189,13 +189,59 @@ static enum hrtimer_restart beat_scan_fn(struct hrtimer *timer)
 	return HRTIMER_NORESTART;
 }
 
+/*
+ * Does @task run only on CPUs that take timers?  One woken on a CPU isolated
+ * from them (nohz_full) could not wake the buddy checkers from there (a
+ * work item, not under a runqueue lock) and would bring the scanner's timer
+ * onto it: its watches do not doze.
+ */
+static bool doze_cpus_take_timers(struct task_struct *task)
+{
+	return cpumask_subset(task->cpus_ptr,
+			      housekeeping_cpumask(STALLCAP_HK_TIMER));
+}
+
+/*
+ * Park @w dozing: its thread is already off every CPU marked idle.  A watch
+ * parked again by its own timer at a stall's end, its thread asleep since,
+ * missed the switch out that dozes a watch, and would be checked every
+ * period until the thread's next one.  bs->lock held.
+ *
+ * Against the thread's switch in, whose probe reads stallcap_beat_parked
+ * and the doze before it takes bs->lock: the doze (and the count) are
+ * stored, then a full barrier, then the thread is read as dequeued (on_rq
+ * 0).  Its waker enqueues it before __schedule() takes that runqueue's lock
+ * with smp_mb__after_spinlock(), which comes before the probe: either the
+ * probe sees the doze, or this sees the thread queued (and undoes it).  The
+ * idle mark is read after on_rq: the thread's last store to its slot came
+ * before its dequeue, and it stores nothing more until it is switched in.
+ */
+static bool beat_park_dozing(struct stallcap_watch *w)
+{
+	if (w->task == current || !stallcap_beat_doze_ready() ||
+	    2 * w->beat_period > w->timeout_ns || !doze_cpus_take_timers(w->task))
+		return false;
+	WRITE_ONCE(w->beat_dozing, true);
+	smp_mb();	/* the doze, then on_rq: the probe's side is in __schedule() */
+	if (!READ_ONCE(w->task->on_rq)) {
+		smp_rmb();	/* on_rq 0, then the slot the thread left */
+		if (stallcap_beat_idle(w)) {
+			atomic_inc(&stallcap_beat_dozing);
+			return true;
+		}
+	}
+	WRITE_ONCE(w->beat_dozing, false);
+	return false;
+}
+
 /**
  * stallcap_beat_park() - let this CPU's scanner check heartbeat watch @w
  * @w: an armed, not stalled heartbeat watch; w->lock held, IRQs off
  * @now: CLOCK_MONOTONIC now (ns): @w's progress was last seen at w->armed_at
  *
  * The caller leaves @w's own timer idle (its callback returns NORESTART, an
- * ARM cancels it).  Parking a parked watch changes nothing.
+ * ARM cancels it).  Parking a parked watch changes nothing.  A watch whose
+ * thread is off its CPU marked idle is parked dozing (beat_park_dozing()).
  * Return: false when @w keeps its own timer: scanning is off
  * (beat_scan=0), or this CPU is isolated from timers.
  */
@@ -213,11 +259,12 @@ bool stallcap_beat_park(struct stallcap_watch *w, u64 now)
 	w->beat_period = stallcap_beat_period(w);
 	w->beat_next = stallcap_beat_next(w, now);
 	w->beat_base_stale = false;
-	WRITE_ONCE(w->beat_dozing, false);
-	list_add_tail(&w->beat_node, &bs->watches);
 	WRITE_ONCE(w->beat_scanner, bs);
 	atomic_inc(&stallcap_beat_parked);
-	beat_timer_due(bs, w->beat_next);
+	if (!beat_park_dozing(w)) {
+		list_add_tail(&w->beat_node, &bs->watches);
+		beat_timer_due(bs, w->beat_next);
+	}
 	raw_spin_unlock(&bs->lock);
 	return true;
 }
@@ -246,18 +293,6 @@ void stallcap_beat_unpark(struct stallcap_watch *w)
 	WRITE_ONCE(w->beat_scanner, NULL);
 	atomic_dec(&stallcap_beat_parked);
 	raw_spin_unlock_irqrestore(&bs->lock, flags);
-}
-
-/*
- * Does @task run only on CPUs that take timers?  One woken on a CPU isolated
- * from them (nohz_full) could not wake the buddy checkers from there (a
- * work item, not under a runqueue lock) and would bring the scanner's timer
- * onto it: its watches do not doze.
- */
-static bool doze_cpus_take_timers(struct task_struct *task)
-{
-	return cpumask_subset(task->cpus_ptr,
-			      housekeeping_cpumask(STALLCAP_HK_TIMER));
 }
 
 /**

@@ -100,22 +100,38 @@ static pid_t one_stall(struct __test_metadata *_metadata, struct sc_session *s,
 	struct stallcap_stats stats;
 	pthread_attr_t attr;
 	pthread_t th;
+	void *stack;
 
 	sp->fd = s->fd;
 	sp->stop = &st.stop;
 	sp->tid = 0;
-	if (sc_stopper_start(&st, s->fd, 1, SC_WAIT_MS) ||
-	    pthread_attr_init(&attr))
+	/*
+	 * A stack of its own, mapped fresh, not huge pages: pages never
+	 * touched are not resident.  Not pthread_attr_setstacksize(): the C
+	 * library may hand out a cached stack whose pages an earlier thread
+	 * touched (CI91, debug: a first copy that ran 16 KiB past the marker).
+	 */
+	stack = mmap(NULL, THREAD_STACK, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	EXPECT_NE(MAP_FAILED, stack);
+	if (stack == MAP_FAILED)
 		return 0;
-	/* a stack of its own, mapped fresh: pages never touched are not resident */
-	if (pthread_attr_setstacksize(&attr, THREAD_STACK) ||
+	madvise(stack, THREAD_STACK, MADV_NOHUGEPAGE);
+	if (sc_stopper_start(&st, s->fd, 1, SC_WAIT_MS) ||
+	    pthread_attr_init(&attr)) {
+		munmap(stack, THREAD_STACK);
+		return 0;
+	}
+	if (pthread_attr_setstack(&attr, stack, THREAD_STACK) ||
 	    pthread_create(&th, &attr, spinner_main, sp)) {
 		st.stop = 1;
 		sc_stopper_join(&st);
+		munmap(stack, THREAD_STACK);
 		return 0;
 	}
 	pthread_join(th, NULL);
 	pthread_attr_destroy(&attr);
+	munmap(stack, THREAD_STACK);
 	sc_stopper_join(&st);
 	EXPECT_EQ(0, sp->arm_ret);
 	EXPECT_FALSE(st.timed_out);

@@ -1015,4 +1015,126 @@ TEST_F_TIMEOUT(hb, idle_server_costs_almost_no_timer_interrupts, 90)
 	EXPECT_GE(awake / 4, dozing);
 }
 
+/*
+ * A watch parked again while its thread sleeps dozes at once.  The thread
+ * gets stuck without a beat (a stall, its watch handed to its own timer),
+ * then beats, goes idle and sleeps 1 s: the stall's end is seen by that
+ * timer while the thread sleeps, and the watch is parked again with its
+ * thread off every CPU, after the switch out that dozes a watch.  It must
+ * doze there and then (not be checked every period until the thread's next
+ * switch out, as it was until stop 69: CI92's flake), and still wake at the
+ * thread's switch in: stuck again, the thread is caught again.
+ */
+struct park_sleeper {
+	pthread_t th;
+	int fd, cpu, err;
+	uint64_t timeout;
+	struct stallcap_slot *slots;
+	size_t nr_slots;
+	volatile int phase;	/* 1: asleep after its stall; 2: done */
+};
+
+static void park_sleeper_stuck(uint64_t ns)
+{
+	uint64_t end = sc_now_ns() + ns;
+
+	while (sc_now_ns() < end)
+		;
+}
+
+static void *park_sleeper_fn(void *arg)
+{
+	struct park_sleeper *t = arg;
+	struct stallcap_slot *b;
+	int slot;
+
+	sc_pin_self(t->cpu);
+	slot = sc_arm(t->fd, t->timeout, STALLCAP_ARM_HEARTBEAT, TAG);
+	if (slot < 0 || (size_t)slot >= t->nr_slots) {
+		t->err = slot < 0 ? errno : ERANGE;
+		t->phase = 2;
+		return NULL;
+	}
+	b = &t->slots[slot];
+	sc4_beat(b);
+	park_sleeper_stuck(8 * t->timeout);
+	sc4_beat(b);
+	sc4_set_idle(b, 1);
+	t->phase = 1;
+	usleep(1000 * 1000);
+	sc4_set_idle(b, 0);
+	park_sleeper_stuck(8 * t->timeout);
+	sc4_beat(b);
+	sc4_set_idle(b, 1);
+	sc_disarm(t->fd);
+	t->phase = 2;
+	return NULL;
+}
+
+/* One round: the counts of 600 ms of the sleep, and the stalls caught. */
+static void park_round(struct __test_metadata *_metadata, FIXTURE_DATA(hb) *self,
+		       bool doze, uint64_t timeout, struct scan_counts *d,
+		       uint64_t *stalls)
+{
+	struct park_sleeper t = {
+		.fd = self->s.fd, .cpu = self->cpu, .timeout = timeout,
+		.slots = self->slots, .nr_slots = self->s.cfg.slots,
+	};
+	struct stallcap_stats st0, st1;
+	struct scan_counts c0, c1;
+
+	ASSERT_EQ(0, sc_param_set("beat_scan", true));
+	ASSERT_EQ(0, sc_param_set("beat_doze", doze));
+	ASSERT_EQ(0, sc_get_stats(self->s.fd, &st0, 0));
+	ASSERT_EQ(0, pthread_create(&t.th, NULL, park_sleeper_fn, &t));
+	while (!t.phase)
+		sc_sleep_ms(1);
+	usleep(200 * 1000);	/* the stall's end seen, the watch parked */
+	ASSERT_EQ(0, scan_counts_read(&c0)) TH_LOG("no %s", SCAN_EXPIRIES);
+	usleep(600 * 1000);
+	ASSERT_EQ(0, scan_counts_read(&c1));
+	pthread_join(t.th, NULL);
+	ASSERT_EQ(0, t.err) TH_LOG("ARM: %s", strerror(t.err));
+	ASSERT_EQ(0, sc_get_stats(self->s.fd, &st1, 0));
+	sc_ring_collect(&self->s, &self->rs, 0, 0, SC_QUIET_MS);
+	d->watch = c1.watch - c0.watch;
+	d->beat = c1.beat - c0.beat;
+	d->checks = c1.checks - c0.checks;
+	d->at = c1.at - c0.at;
+	*stalls = st1.stalls - st0.stalls;
+}
+
+TEST_F_TIMEOUT(hb, watch_parked_again_while_its_thread_sleeps_dozes, 60)
+{
+	uint64_t timeout = SCAN_T > 4 * self->s.info.min_deadline_ns ?
+			   SCAN_T : 4 * self->s.info.min_deadline_ns;
+	uint64_t dz_stalls, on_stalls;
+	struct scan_counts dz, on;
+	double periods;
+
+	if (geteuid() != 0 || access(SCAN_EXPIRIES, R_OK))
+		SKIP(return, "needs root and debugfs (%s)", SCAN_EXPIRIES);
+	if (!sc_param_is("beat_scan", 'Y'))
+		SKIP(return, "module without the heartbeat scanner on");
+	park_round(_metadata, self, true, timeout, &dz, &dz_stalls);
+	park_round(_metadata, self, false, timeout, &on, &on_stalls);
+	ASSERT_EQ(0, sc_param_set("beat_doze", true));
+	if (_metadata->exit_code)
+		return;
+	periods = (double)on.at / (double)(timeout / 4);
+	TH_LOG("dozing: %llu stalls, %llu watch timer, %llu scanner expiries, %llu checks in %.0f periods",
+	       (unsigned long long)dz_stalls, dz.watch, dz.beat, dz.checks,
+	       (double)dz.at / (double)(timeout / 4));
+	TH_LOG("not dozing: %llu stalls, %llu watch timer, %llu scanner expiries, %llu checks in %.0f periods",
+	       (unsigned long long)on_stalls, on.watch, on.beat, on.checks, periods);
+	/* both stalls caught: the one before the sleep, the one after it */
+	EXPECT_LE(2, dz_stalls);
+	EXPECT_LE(2, on_stalls);
+	/* not dozing, the sleeper's watch is checked every period */
+	EXPECT_LE(periods / 4, (double)on.checks);
+	/* dozing, almost never: its thread sleeps all along */
+	EXPECT_GE(on.checks / 20, dz.checks);
+	EXPECT_GE(on.beat / 10, dz.beat);
+}
+
 TEST_HARNESS_MAIN
