@@ -12,7 +12,8 @@
  * moments.  Switched out with its slot idle, the watch dozes (off its
  * scanner's list); switched in, it is checked again from that moment, as
  * after a check that found it idle.  What is detected, and when, does not
- * change; a scanner with only dozing watches takes no timer interrupt.
+ * change; a scanner with only dozing watches takes no timer interrupt
+ * after the one it was queued for (stallcap_beat_doze()).
  *
  * The one difference: another thread that clears a dozing thread's idle
  * mark (the slot is its own) starts the threshold at the thread's next
