@@ -188,7 +188,7 @@ struct target {
 	double value, limit;
 	bool ge;		/* value must be >= limit (else <=) */
 	int met;		/* 1, 0, -1: not measurable */
-	char why[400];
+	char why[512];
 };
 
 #define MAX_TARGETS	40
@@ -1156,10 +1156,11 @@ static void md_beats(FILE *f)
 	target(name, extra / budget, 1, false, m, extra > budget ?
 	       "the watches doze while their threads sleep marked idle, so neither "
 	       "the checks nor the scanners' expiries grow with N; what is left: "
-	       "the scanner's timer started at each wake-up and cancelled at each "
-	       "sleep, the buddy checkers (never idle for 32 periods with a "
-	       "wake-up every 100 µs) and the sched_switch probe on each switch, "
-	       "each tens of µs under TCG" :
+	       "the scanners' expiries (one per wake-up and period at most: a "
+	       "scanner left with dozing watches stops at its next expiry) and "
+	       "the starts of their timers, the buddy checkers (never idle for "
+	       "32 periods with a wake-up every 100 µs) and the sched_switch "
+	       "probe on each switch, each tens of µs under TCG" :
 	       NULL);
 	target_group = "r1";
 }
