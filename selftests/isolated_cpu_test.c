@@ -19,6 +19,7 @@
 #include "stallcap_test.h"
 
 #include "sc_harness.h"
+#include "stall_util.h"
 
 #define TAG		0x69736f6c61746564ULL
 #define EXPIRIES	"/sys/kernel/debug/stallcap/expiries"
@@ -26,25 +27,29 @@
 #define REARMS		100000
 
 struct expiries {
-	unsigned long watch, buddy;
+	unsigned long watch, buddy, beat, checks;
 };
 
 static int read_expiries(int cpu, struct expiries *e)
 {
 	FILE *f = fopen(EXPIRIES, "r");
-	unsigned long w, b, r;
+	unsigned long w, b, r, s = 0, k = 0;
 	char line[160];
-	int c, ret = -1;
+	int c, n, ret = -1;
 
 	if (!f)
 		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "cpu%d watch %lu buddy %lu rescued %lu", &c, &w, &b, &r) == 4 &&
-		    c == cpu) {
+	while (fgets(line, sizeof(line), f)) {
+		n = sscanf(line, "cpu%d watch %lu buddy %lu rescued %lu beat %lu checks %lu",
+			   &c, &w, &b, &r, &s, &k);
+		if (n >= 4 && c == cpu) {
 			e->watch = w;
 			e->buddy = b;
+			e->beat = n == 6 ? s : 0;
+			e->checks = n == 6 ? k : 0;
 			ret = 0;
 		}
+	}
 	fclose(f);
 	return ret;
 }
@@ -275,6 +280,80 @@ TEST_F_TIMEOUT(iso, an_attached_event_loop_on_an_isolated_cpu_fires_no_timer_the
 	if (SC_STAT(self->s.fd, stalls) > 1)
 		TH_LOG("note: %llu stalls (a descheduled vCPU)",
 		       (unsigned long long)SC_STAT(self->s.fd, stalls));
+}
+
+/*
+ * A heartbeat watch whose thread may run on the isolated CPU: armed on
+ * CPU 0, its watch waits on CPU 0's scanner; its thread, allowed on both
+ * CPUs, waits marked idle and does not doze (a wake on CPU 1 could not
+ * wake the buddy checkers from there: beat_scan.c), so CPU 0 goes on
+ * checking it while it sleeps; then it runs on CPU 1 and gets stuck, and
+ * CPU 0 catches it there, by NMI, a threshold later, while CPU 1 takes no
+ * stallcap timer (watch, buddy or scanner) all along.
+ */
+TEST_F_TIMEOUT(iso, a_heartbeat_thread_allowed_on_an_isolated_cpu_is_checked_from_cpu0, 120)
+{
+	struct expiries b1, a1, s0, e0;
+	const struct stallcap_sample *r;
+	struct stallcap_slot *slots, *b;
+	uint64_t t0, period = TIMEOUT / 4;
+	cpu_set_t both;
+	size_t len;
+	int slot;
+
+	if (!(self->s.info.features & STALLCAP_FEAT_HEARTBEAT))
+		SKIP(return, "module without heartbeat watches");
+	if (!sc_param_is("beat_scan", 'Y') || !sc_param_is("beat_doze", 'Y'))
+		SKIP(return, "module without the heartbeat scanner and dozing on");
+	slots = sc4_map_beats(&self->s, &len);
+	ASSERT_NE(NULL, slots) TH_LOG("beat slots: %s", strerror(errno));
+	ASSERT_EQ(0, read_expiries(1, &b1));
+	ASSERT_EQ(0, sc_pin_self(0));
+	slot = sc_arm(self->s.fd, TIMEOUT, STALLCAP_ARM_HEARTBEAT, TAG);
+	ASSERT_LE(0, slot) TH_LOG("ARM HEARTBEAT: %s", strerror(errno));
+	ASSERT_GT((int)self->s.cfg.slots, slot);
+	b = &slots[slot];
+	sc4_beat(b);
+	sc4_set_idle(b, 1);
+	CPU_ZERO(&both);
+	CPU_SET(0, &both);
+	CPU_SET(1, &both);
+	ASSERT_EQ(0, sched_setaffinity(0, sizeof(both), &both));
+	/* asleep marked idle, 300 ms: checked all along from CPU 0 */
+	ASSERT_EQ(0, read_expiries(0, &s0));
+	t0 = sc_now_ns();
+	for (int i = 0; i < 30; i++)
+		usleep(10 * 1000);
+	ASSERT_EQ(0, read_expiries(0, &e0));
+	TH_LOG("asleep %llu ms: CPU 0 scanner %lu expiries, %lu checks",
+	       (unsigned long long)(sc_now_ns() - t0) / SC_MS(1),
+	       e0.beat - s0.beat, e0.checks - s0.checks);
+	EXPECT_LE((sc_now_ns() - t0) / period / 4, e0.checks - s0.checks)
+		TH_LOG("the watch dozed: its thread may wake on the isolated CPU");
+	/* on CPU 1, stuck without a beat */
+	ASSERT_EQ(0, sc_pin_self(1));
+	sc4_set_idle(b, 0);
+	t0 = sc_now_ns();
+	isolated_spin(5 * TIMEOUT);
+	sc4_beat(b);
+	sc4_set_idle(b, 1);
+	ASSERT_EQ(0, sc_disarm(self->s.fd));
+	ASSERT_EQ(0, read_expiries(1, &a1));
+	munmap(slots, len);
+	ASSERT_EQ(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_STALL_END, 1,
+				     SC_WAIT_MS));
+	r = sc_first_sample_of(&self->rs, sc_gettid());
+	ASSERT_NE(NULL, r);
+	EXPECT_EQ(TAG, r->user_tag);
+	EXPECT_EQ(1, r->cpu);
+	EXPECT_TRUE(sc_ip_in_fn(sc_regs(r)->ip, isolated_spin) ||
+		    r->state != STALLCAP_STATE_RUNNING)
+		TH_LOG("caught running at %#llx, not in isolated_spin",
+		       (unsigned long long)sc_regs(r)->ip);
+	EXPECT_GT(t0 + 5 * TIMEOUT, r->capture_ns) TH_LOG("captured after the stall");
+	EXPECT_EQ(0, a1.watch - b1.watch) TH_LOG("watch timers expired on CPU 1");
+	EXPECT_EQ(0, a1.buddy - b1.buddy) TH_LOG("buddy checkers expired on CPU 1");
+	EXPECT_EQ(0, a1.beat - b1.beat) TH_LOG("a heartbeat scanner expired on CPU 1");
 }
 
 TEST_HARNESS_MAIN
