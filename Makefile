@@ -11,7 +11,7 @@
 #   make check KERNELS="6.1"    a subset (names: 5.10 6.1 6.12 6.12-rt 7.2
 #                        7.2-rt 7.3 debug); PACKAGES=0 skips the package test
 #   make deps            install packages and the kernel matrix (idempotent)
-#   make static          checkpatch, sparse, uapi header as C/C++
+#   make static          checkpatch, kernel-doc, sparse, uapi header as C/C++
 #   make vmtest          only the guests (KERNELS), no static checks
 #   make selfcheck       only the harness self-check
 #   make bench           boot the default kernel (6.12) in QEMU, load the module,

@@ -494,6 +494,7 @@ static void attach_end_gone(struct stallcap_session *sess)
  * stallcap_attach_inherited() - attach @task's process as @parent
  * @parent: the attach that follows it (STALLCAP_ATTACH_INHERIT), alive
  * @task: a thread of the process to attach
+ * @nt: the worker's request that made it (compat.h), or NULL
  *
  * @task's process was created by @parent's process, or is that process
  * (or a child of it) after an exec.  The new attach has @parent's deadline,

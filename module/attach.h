@@ -51,6 +51,20 @@ struct stallcap_attach_twork {
 };
 
 /**
+ * struct stallcap_attacher - who made an attach (ATTACH's caller)
+ * @uid: the caller's real uid
+ * @gid: the caller's real gid
+ * @trace_any: the caller had CAP_SYS_PTRACE in the initial user namespace
+ *
+ * What the attaches that follow its processes are checked against.
+ */
+struct stallcap_attacher {
+	kuid_t uid;
+	kgid_t gid;
+	bool trace_any;
+};
+
+/**
  * struct stallcap_attach_ent - one STALLCAP_IOC_ATTACH of one session
  * @node: in the list of attaches (attach_lock)
  * @mm_node: in the hash by @mm, read under RCU by the wait probes
@@ -66,6 +80,7 @@ struct stallcap_attach_twork {
  * @inherit: STALLCAP_ATTACH_INHERIT (attach_follow.c)
  * @park: STALLCAP_ATTACH_PARK: futex waits and sleeps are idle waits too
  * @unlimited: the attacher had CAP_SYS_RESOURCE (watch limit exempt)
+ * @who: who made the attach (the first one's, for those that follow)
  * @dead: detached; no new watch
  * @no_new_threads: a watch for a new thread failed (limit): stop trying
  * @ref: the attach list and each queued task_work hold one
@@ -76,19 +91,6 @@ struct stallcap_attach_twork {
  * @rcu: deferred free, after a grace period
  * @free_work: then the free itself, in process context (attach.c)
  */
-/**
- * struct stallcap_attacher - who made an attach (ATTACH's caller), what the
- * attaches that follow its processes are checked against
- * @uid: the caller's real uid
- * @gid: the caller's real gid
- * @trace_any: the caller had CAP_SYS_PTRACE in the initial user namespace
- */
-struct stallcap_attacher {
-	kuid_t uid;
-	kgid_t gid;
-	bool trace_any;
-};
-
 struct stallcap_attach_ent {
 	struct list_head node;
 	struct hlist_node mm_node;

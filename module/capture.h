@@ -105,6 +105,9 @@ void stallcap_capture_buf_release(struct stallcap_capture_req *req);
 /**
  * struct stallcap_defer - a deferred user-stack capture (capture_deferred.c)
  * @twork: runs in the thread on its return to user space
+ * @done_work: instead, when its task_work_add() failed: the record's end
+ * @remote_work: instead, without task_work_add(): the stack read from
+ *	outside the thread (compat.h)
  * @lnode: on the per-CPU list of requests made from NMI
  * @task: the thread
  * @state: idle, queued (owned by @twork), or orphaned (watch gone)
@@ -118,6 +121,9 @@ void stallcap_capture_buf_release(struct stallcap_capture_req *req);
  * @clock: likewise
  * @ns_pid: likewise
  * @ns_tid: likewise
+ * @origin: likewise (the sample's STALLCAP_ORIGIN_*)
+ * @switches: the thread's context switches when a blocked thread's
+ *	request was made: the stack read later is the same only if unchanged
  * @copy_bytes: stack bytes to copy from the user sp (a user-mode sample's
  *	user_stack_bytes), or 0: the used stack to the end of its mapping
  */

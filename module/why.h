@@ -24,6 +24,7 @@ struct pid_namespace;
  * @at_ns: CLOCK_MONOTONIC time of the snapshot
  * @valid: STALLCAP_TIME_* bits of the fields read
  * @cpu: the thread's CPU (per-CPU counters are that CPU's)
+ * @running: TASK_RUNNING (on a CPU or queued)
  * @on_cpu: CPU time (ns)
  * @utime: user time as accounted (ns)
  * @stime: system time as accounted (ns)
@@ -47,7 +48,7 @@ struct stallcap_times_snap {
 	u64 at_ns;
 	u64 valid;
 	int cpu;
-	bool running;		/* TASK_RUNNING (on a CPU or queued) */
+	bool running;
 	u64 on_cpu, utime, stime, run_delay;
 	u64 nvcsw, nivcsw, min_flt, maj_flt;
 	u64 blkio, swapin, reclaim, compact, thrashing;

@@ -156,21 +156,23 @@ done
 
 # kselftest headers and checkpatch from linux-source-6.12
 ktools="$cache/linux-tools"
-if [ ! -s "$ktools/scripts/checkpatch.pl" ] || [ ! -s "$ktools/kselftest_harness.h" ]; then
-	echo "deps: extracting kselftest headers and checkpatch.pl"
+if [ ! -s "$ktools/scripts/checkpatch.pl" ] || [ ! -s "$ktools/kselftest_harness.h" ] ||
+	[ ! -s "$ktools/scripts/kernel-doc" ]; then
+	echo "deps: extracting kselftest headers, checkpatch.pl and kernel-doc"
 	src=$(ls /usr/src/linux-source-6.12*.tar.xz | sort -V | tail -n 1)
 	tmp=$(mktemp -d)
 	tar -C "$tmp" -xf "$src" --wildcards \
 		'*/tools/testing/selftests/kselftest.h' \
 		'*/tools/testing/selftests/kselftest_harness.h' \
 		'*/scripts/checkpatch.pl' '*/scripts/spelling.txt' \
-		'*/scripts/const_structs.checkpatch'
+		'*/scripts/const_structs.checkpatch' '*/scripts/kernel-doc'
 	d=$(echo "$tmp"/*)
 	mkdir -p "$ktools/scripts"
 	cp "$d"/tools/testing/selftests/kselftest.h \
 		"$d"/tools/testing/selftests/kselftest_harness.h "$ktools/"
 	cp "$d"/scripts/checkpatch.pl "$d"/scripts/spelling.txt \
-		"$d"/scripts/const_structs.checkpatch "$ktools/scripts/"
+		"$d"/scripts/const_structs.checkpatch "$d"/scripts/kernel-doc \
+		"$ktools/scripts/"
 	rm -rf "$tmp"
 fi
 

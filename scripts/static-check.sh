@@ -9,7 +9,10 @@
 #  uapi-c      the uapi header compiles alone as C90, C99 and C11 with
 #              -Wall -Wextra -Werror -pedantic, and its structs have the sizes
 #              and offsets the ABI promises (*_SIZE_VER0, cache lines);
-#  uapi-c++    the same header compiles alone as C++98 and C++17.
+#  uapi-c++    the same header compiles alone as C++98 and C++17;
+#  kernel-doc  scripts/kernel-doc (6.12's) on module/*.[ch] and the uapi
+#              header must report nothing: every kernel-doc comment parses,
+#              names what follows it and describes each parameter and member.
 # Each check records PASS or FAIL (scripts/lib.sh); exit 1 if any failed.
 set -uo pipefail
 # The whole script is one block: bash parses it before running it, so
@@ -45,6 +48,26 @@ else
 		rc=1
 	else
 		result PASS static/checkpatch "${#files[@]} files"
+	fi
+fi
+
+# --- kernel-doc --------------------------------------------------------------
+kerneldoc=$top/.cache/linux-tools/scripts/kernel-doc
+if [ ! -s "$kerneldoc" ]; then
+	result FAIL static/kernel-doc "kernel-doc missing: run make deps"
+	rc=1
+else
+	files=()
+	for f in module/*.[ch] uapi/linux/stallcap.h; do
+		[[ $f == *.mod.c ]] || files+=("$f")
+	done
+	perl "$kerneldoc" -none "${files[@]}" >"$out/kernel-doc.txt" 2>&1
+	if [ -s "$out/kernel-doc.txt" ]; then
+		sed 's/^/    /' "$out/kernel-doc.txt" | head -n 40
+		result FAIL static/kernel-doc "$(grep -c 'warning:' "$out/kernel-doc.txt") warnings, see $out/kernel-doc.txt"
+		rc=1
+	else
+		result PASS static/kernel-doc "${#files[@]} files"
 	fi
 fi
 

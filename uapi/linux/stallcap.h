@@ -83,23 +83,25 @@
  */
 
 /* struct stallcap_arm.flags */
-/** @STALLCAP_ARM_ABSOLUTE: timeout_ns is an absolute CLOCK_MONOTONIC time. */
+/**
+ * STALLCAP_ARM_ABSOLUTE - timeout_ns is an absolute CLOCK_MONOTONIC time.
+ */
 #define STALLCAP_ARM_ABSOLUTE	(1U << 0)
 /**
- * @STALLCAP_ARM_CPUTIME: count only the time the thread spends on a CPU
+ * STALLCAP_ARM_CPUTIME - count only the time the thread spends on a CPU
  * (Seastar's semantics): a preempted or sleeping thread is not blamed.
  * Not valid with STALLCAP_ARM_ABSOLUTE, _HEARTBEAT or _SHARED_DEADLINE.
  */
 #define STALLCAP_ARM_CPUTIME	(1U << 1)
 /**
- * @STALLCAP_ARM_HEARTBEAT: a heartbeat watch: timeout_ns is the threshold
+ * STALLCAP_ARM_HEARTBEAT - a heartbeat watch: timeout_ns is the threshold
  * without progress; the thread marks progress in its slot (see struct
  * stallcap_slot) instead of re-arming.  On success the ioctl returns the
  * slot index.
  */
 #define STALLCAP_ARM_HEARTBEAT	(1U << 2)
 /**
- * @STALLCAP_ARM_SHARED_DEADLINE: a deadline watch re-armed without a system
+ * STALLCAP_ARM_SHARED_DEADLINE - a deadline watch re-armed without a system
  * call: the thread stores its next absolute deadline in its slot's
  * deadline_ns (see struct stallcap_slot).  timeout_ns is the threshold T
  * used for the sampling intervals and the first deadline is now + T (or
@@ -108,7 +110,7 @@
  */
 #define STALLCAP_ARM_SHARED_DEADLINE	(1U << 3)
 /**
- * @STALLCAP_ARM_DEADLINE_TSC: with _SHARED_DEADLINE: the thread stores its
+ * STALLCAP_ARM_DEADLINE_TSC - with _SHARED_DEADLINE: the thread stores its
  * deadlines as time-stamp counter values (the x86 RDTSC instruction's) in
  * its slot's deadline_tsc instead of nanoseconds in deadline_ns, so that a
  * re-arm is one counter read and one store, without the vDSO's clock
@@ -174,10 +176,12 @@ struct stallcap_arm {
 #define STALLCAP_ARM_SIZE_VER0	32
 
 /* struct stallcap_attach.flags */
-/** @STALLCAP_ATTACH_CPUTIME: count only CPU time within a busy period. */
+/**
+ * STALLCAP_ATTACH_CPUTIME - count only CPU time within a busy period.
+ */
 #define STALLCAP_ATTACH_CPUTIME	(1U << 0)
 /**
- * @STALLCAP_ATTACH_INHERIT: follow the process: a process it creates after
+ * STALLCAP_ATTACH_INHERIT - follow the process: a process it creates after
  * the attach (fork, or clone without CLONE_VM and CLONE_THREAD), and the
  * program that it or a child of it executes (exec, also after vfork or
  * posix_spawn), are attached as well, with the same deadline, tag and
@@ -187,7 +191,7 @@ struct stallcap_arm {
  */
 #define STALLCAP_ATTACH_INHERIT	(1U << 1)
 /**
- * @STALLCAP_ATTACH_PARK: futex waits (FUTEX_WAIT, FUTEX_WAIT_BITSET,
+ * STALLCAP_ATTACH_PARK - futex waits (FUTEX_WAIT, FUTEX_WAIT_BITSET,
  * futex_waitv, futex_wait) and sleeps (nanosleep, clock_nanosleep) are
  * idle waits too, and a thread's first such call gets it a watch: for
  * runtimes that park their idle worker threads on a futex while one of
@@ -270,14 +274,14 @@ struct stallcap_attach {
 
 /* struct stallcap_config.flags */
 /**
- * @STALLCAP_CFG_DEFER_USER: always complete the user stack in the thread's
+ * STALLCAP_CFG_DEFER_USER - always complete the user stack in the thread's
  * own context on its next return to user space (a STALLCAP_REC_USER_STACK
  * record), not only when the capture-time copy was incomplete.  Modules
  * without STALLCAP_FEAT_DEFER_USER reject it (EINVAL).
  */
 #define STALLCAP_CFG_DEFER_USER	(1U << 0)
 /**
- * @STALLCAP_CFG_GLOBAL: system-wide reader: this session's ring also receives
+ * STALLCAP_CFG_GLOBAL - system-wide reader: this session's ring also receives
  * the records of every other session.  Needs CAP_SYS_ADMIN in the opener's
  * credentials (else EPERM).
  */
@@ -383,7 +387,7 @@ struct stallcap_config {
  */
 #define STALLCAP_FEAT_USER_STACK_MORE	(1ULL << 16)
 /**
- * @STALLCAP_FEAT_DEADLINE_TSC: STALLCAP_ARM_DEADLINE_TSC is accepted now:
+ * STALLCAP_FEAT_DEADLINE_TSC - STALLCAP_ARM_DEADLINE_TSC is accepted now:
  * the time-stamp counter is the kernel's clocksource, running at
  * struct stallcap_info.tsc_khz
  */
@@ -435,7 +439,7 @@ struct stallcap_info {
 
 /* struct stallcap_stats.flags (in) */
 /**
- * @STALLCAP_STATS_GLOBAL: return the module-wide counters, not the
+ * STALLCAP_STATS_GLOBAL - return the module-wide counters, not the
  * session's.  Needs CAP_SYS_ADMIN or CAP_PERFMON in the opener's credentials
  * (else EPERM).
  */
@@ -588,6 +592,9 @@ struct stallcap_stats {
  * @lost: records dropped because the ring was full
  * @suppressed: stalls not reported because of the rate limit
  * @data_tail: written by the reader: start of the records not yet consumed
+ * @__reserved0: zero
+ * @__reserved1: zero
+ * @__reserved2: zero
  *
  * data_head and data_tail grow without wrapping; a record at position p is
  * at data area offset p & (data_size - 1).  Records never straddle the end
@@ -958,6 +965,24 @@ struct stallcap_section {
 
 /**
  * struct stallcap_regs_x86_64 - user registers, STALLCAP_ARCH_X86_64
+ * @ax: rax
+ * @bx: rbx
+ * @cx: rcx
+ * @dx: rdx
+ * @si: rsi
+ * @di: rdi
+ * @bp: rbp (the frame pointer where the code keeps one)
+ * @sp: rsp
+ * @r8: r8
+ * @r9: r9
+ * @r10: r10
+ * @r11: r11
+ * @r12: r12
+ * @r13: r13
+ * @r14: r14
+ * @r15: r15
+ * @ip: rip: the instruction the thread was at (or returns to)
+ * @flags: rflags
  */
 struct stallcap_regs_x86_64 {
 	__u64 ax, bx, cx, dx, si, di, bp, sp;
@@ -1236,15 +1261,17 @@ struct stallcap_sec_task {
 	__u32 __reserved3;
 };
 
-/**
- * STALLCAP_RECORD_MAX_BYTES() - an upper bound of a sample record's size
- * for a given user_stack_bytes: fixed part, registers, both frame lists, the
- * stack copy, the time breakdown, the wait section and one task section for
- * the runner plus one per owner hop, each with both frame lists.
- */
 #define STALLCAP_SECTION_IPS_MAX	(8 + STALLCAP_MAX_FRAMES * 8)
 #define STALLCAP_SECTION_TASK_MAX	(sizeof(struct stallcap_sec_task) + \
 					 2 * STALLCAP_MAX_FRAMES * 8)
+/**
+ * STALLCAP_RECORD_MAX_BYTES() - an upper bound of a sample record's size
+ * @user_stack_bytes: struct stallcap_config.user_stack_bytes
+ *
+ * Fixed part, registers, both frame lists, the stack copy, the time
+ * breakdown, the wait section and one task section for the runner plus one
+ * per owner hop, each with both frame lists.
+ */
 #define STALLCAP_RECORD_MAX_BYTES(user_stack_bytes) \
 	(sizeof(struct stallcap_sample) + \
 	 sizeof(struct stallcap_sec_regs) + 34 * 8 + \
