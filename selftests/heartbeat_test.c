@@ -830,6 +830,24 @@ static int scan_counts_read(struct scan_counts *c)
 	return lines ? 0 : -1;
 }
 
+/* @d's counts: those of @c1 less those of @c0, over the time between */
+static void scan_counts_sub(struct scan_counts *d, const struct scan_counts *c1,
+			    const struct scan_counts *c0)
+{
+	d->watch = c1->watch - c0->watch;
+	d->buddy = c1->buddy - c0->buddy;
+	d->beat = c1->beat - c0->beat;
+	d->checks = c1->checks - c0->checks;
+	d->at = c1->at - c0->at;
+}
+
+/* The scanner tests' threshold: 2 ms, or 4 of the module's shortest */
+static uint64_t scan_timeout(FIXTURE_DATA(hb) *self)
+{
+	return SCAN_T > 4 * self->s.info.min_deadline_ns ?
+	       SCAN_T : 4 * self->s.info.min_deadline_ns;
+}
+
 struct scan_idler {
 	pthread_t th;
 	int fd, cpu, err;
@@ -913,17 +931,12 @@ static void scan_round(struct __test_metadata *_metadata, FIXTURE_DATA(hb) *self
 		d->wakes += t[i].wakes;
 	}
 	pthread_barrier_destroy(&armed);
-	d->watch = c1.watch - c0.watch;
-	d->buddy = c1.buddy - c0.buddy;
-	d->beat = c1.beat - c0.beat;
-	d->checks = c1.checks - c0.checks;
-	d->at = c1.at - c0.at;
+	scan_counts_sub(d, &c1, &c0);
 }
 
 TEST_F_TIMEOUT(hb, idle_watches_are_checked_by_one_scanner_per_cpu, 150)
 {
-	uint64_t timeout = SCAN_T > 4 * self->s.info.min_deadline_ns ?
-			   SCAN_T : 4 * self->s.info.min_deadline_ns;
+	uint64_t timeout = scan_timeout(self);
 	uint64_t period = timeout / 4;
 	struct scan_counts dz, on, off;
 	double periods;
@@ -997,8 +1010,7 @@ TEST_F_TIMEOUT(hb, idle_watches_are_checked_by_one_scanner_per_cpu, 150)
  */
 TEST_F_TIMEOUT(hb, idle_server_costs_almost_no_timer_interrupts, 90)
 {
-	uint64_t timeout = SCAN_T > 4 * self->s.info.min_deadline_ns ?
-			   SCAN_T : 4 * self->s.info.min_deadline_ns;
+	uint64_t timeout = scan_timeout(self);
 	unsigned long long dozing, awake;
 	struct scan_counts dz, on;
 
@@ -1104,17 +1116,13 @@ static void park_round(struct __test_metadata *_metadata, FIXTURE_DATA(hb) *self
 	ASSERT_EQ(0, t.err) TH_LOG("ARM: %s", strerror(t.err));
 	ASSERT_EQ(0, sc_get_stats(self->s.fd, &st1, 0));
 	sc_ring_collect(&self->s, &self->rs, 0, 0, SC_QUIET_MS);
-	d->watch = c1.watch - c0.watch;
-	d->beat = c1.beat - c0.beat;
-	d->checks = c1.checks - c0.checks;
-	d->at = c1.at - c0.at;
+	scan_counts_sub(d, &c1, &c0);
 	*stalls = st1.stalls - st0.stalls;
 }
 
 TEST_F_TIMEOUT(hb, watch_parked_again_while_its_thread_sleeps_dozes, 60)
 {
-	uint64_t timeout = SCAN_T > 4 * self->s.info.min_deadline_ns ?
-			   SCAN_T : 4 * self->s.info.min_deadline_ns;
+	uint64_t timeout = scan_timeout(self);
 	uint64_t dz_stalls, on_stalls;
 	struct scan_counts dz, on;
 	double periods;
