@@ -307,10 +307,10 @@ void stallcap_beat_unpark(struct stallcap_watch *w)
  * scanner's timer is left queued when no watch is left to check: it stops
  * at its expiry, finding its list empty, and a wake-up meanwhile finds it
  * queued and need not start it.  At most one expiry per wake-up and period,
- * instead of a cancel and a start per wake-up: an event loop waking every
- * 100 us costs less (1,000 watches on 2 vCPUs: 12.7% against 21.1% of a
- * CPU, bench/README.md).  Not when a
- * check period is over half the threshold: the counters' snapshot of a wake
+ * instead of a cancel and a start per wake-up, which cost more under TCG
+ * (1,000 event loops waking every 100 ms on 2 vCPUs: 12.1% of a CPU, where
+ * cancelling cost 21.1%, bench/README.md).  Not when a check period is
+ * over half the threshold: the counters' snapshot of a wake
  * is then not put off (beat_progressed()).  A dozing watch does not keep
  * the buddy checkers running (buddy.c): every armed watch dozing for a while,
  * they stop.
