@@ -202,6 +202,17 @@ static bool doze_cpus_take_timers(struct task_struct *task)
 }
 
 /*
+ * May @w doze at all?  Not when a check period is over half the threshold
+ * (the counters' snapshot of a wake is then not put off: beat_progressed()),
+ * nor when its thread may run on a CPU isolated from timers.
+ */
+static bool beat_may_doze(struct stallcap_watch *w)
+{
+	return 2 * w->beat_period <= w->timeout_ns &&
+	       doze_cpus_take_timers(w->task);
+}
+
+/*
  * Park @w dozing: its thread is already off every CPU marked idle.  A watch
  * parked again by its own timer at a stall's end, its thread asleep since,
  * missed the switch out that dozes a watch, and would be checked every
@@ -218,8 +229,7 @@ static bool doze_cpus_take_timers(struct task_struct *task)
  */
 static bool beat_park_dozing(struct stallcap_watch *w)
 {
-	if (w->task == current || !stallcap_beat_doze_ready() ||
-	    2 * w->beat_period > w->timeout_ns || !doze_cpus_take_timers(w->task))
+	if (w->task == current || !stallcap_beat_doze_ready() || !beat_may_doze(w))
 		return false;
 	WRITE_ONCE(w->beat_dozing, true);
 	smp_mb();	/* the doze, then on_rq: the probe's side is in __schedule() */
@@ -309,9 +319,8 @@ void stallcap_beat_unpark(struct stallcap_watch *w)
  * queued and need not start it.  At most one expiry per wake-up and period,
  * instead of a cancel and a start per wake-up, which cost more under TCG
  * (1,000 event loops waking every 100 ms on 2 vCPUs: 12.1% of a CPU, where
- * cancelling cost 21.1%, bench/README.md).  Not when a check period is
- * over half the threshold: the counters' snapshot of a wake
- * is then not put off (beat_progressed()).  A dozing watch does not keep
+ * cancelling cost 21.1%, bench/README.md).  Only a watch that may doze at
+ * all (beat_may_doze()).  A dozing watch does not keep
  * the buddy checkers running (buddy.c): every armed watch dozing for a while,
  * they stop.
  *
@@ -322,12 +331,12 @@ void stallcap_beat_doze(struct stallcap_watch *w)
 {
 	struct stallcap_beat_scanner *bs = READ_ONCE(w->beat_scanner);
 
-	if (!bs || READ_ONCE(w->beat_dozing) || !doze_cpus_take_timers(w->task))
+	if (!bs || READ_ONCE(w->beat_dozing))
 		return;
 	raw_spin_lock(&bs->lock);
 	/* still parked there: its slot is still its own (unpark comes first) */
-	if (w->beat_scanner == bs && !w->beat_dozing &&
-	    2 * w->beat_period <= w->timeout_ns && stallcap_beat_idle(w)) {
+	if (w->beat_scanner == bs && !w->beat_dozing && beat_may_doze(w) &&
+	    stallcap_beat_idle(w)) {
 		list_del_init(&w->beat_node);
 		WRITE_ONCE(w->beat_dozing, true);
 		atomic_inc(&stallcap_beat_dozing);

@@ -28,17 +28,19 @@ rc=0
 out=$build/static
 mkdir -p "$out"
 
+# the kernel-side sources, not what kbuild generates next to them (*.mod.c)
+kernel_sources=()
+for f in module/*.[ch] uapi/linux/stallcap.h; do
+	[[ $f == *.mod.c ]] || kernel_sources+=("$f")
+done
+
 # --- checkpatch --------------------------------------------------------------
 checkpatch=$top/.cache/linux-tools/scripts/checkpatch.pl
 if [ ! -s "$checkpatch" ]; then
 	result FAIL static/checkpatch "checkpatch.pl missing: run make deps"
 	rc=1
 else
-	# the sources, not what kbuild generates next to them (*.mod.c)
-	files=()
-	for f in module/*.[ch] selftests/kmod/*.c uapi/linux/stallcap.h; do
-		[[ $f == *.mod.c ]] || files+=("$f")
-	done
+	files=("${kernel_sources[@]}" selftests/kmod/*.c)
 	perl "$checkpatch" --no-tree --quiet --file --show-types "${files[@]}" \
 		>"$out/checkpatch.txt" 2>&1
 	if [ -s "$out/checkpatch.txt" ]; then
@@ -57,17 +59,13 @@ if [ ! -s "$kerneldoc" ]; then
 	result FAIL static/kernel-doc "kernel-doc missing: run make deps"
 	rc=1
 else
-	files=()
-	for f in module/*.[ch] uapi/linux/stallcap.h; do
-		[[ $f == *.mod.c ]] || files+=("$f")
-	done
-	perl "$kerneldoc" -none "${files[@]}" >"$out/kernel-doc.txt" 2>&1
+	perl "$kerneldoc" -none "${kernel_sources[@]}" >"$out/kernel-doc.txt" 2>&1
 	if [ -s "$out/kernel-doc.txt" ]; then
 		sed 's/^/    /' "$out/kernel-doc.txt" | head -n 40
 		result FAIL static/kernel-doc "$(grep -c 'warning:' "$out/kernel-doc.txt") warnings, see $out/kernel-doc.txt"
 		rc=1
 	else
-		result PASS static/kernel-doc "${#files[@]} files"
+		result PASS static/kernel-doc "${#kernel_sources[@]} files"
 	fi
 fi
 
