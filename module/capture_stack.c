@@ -61,15 +61,21 @@ static bool unwind_ended_early(struct unwind_state *state)
 /*
  * The unwind from @regs (or from a sleeping task's saved frame), its return
  * addresses stored after the @n already in @ips.  @entry: interrupted code
- * on the CPU's entry stack, whose end is not a cut.
+ * on the CPU's entry stack, whose end is not a cut.  @last_regs: set to the
+ * register frame of an interrupt whose ip is the last address stored (an
+ * unwind that stopped at the code an interrupt interrupted), else NULL.
  */
 static unsigned int unwind_frames(struct task_struct *task,
 				  struct pt_regs *regs, bool entry, u64 *ips,
-				  unsigned int n, u32 *flags)
+				  unsigned int n, u32 *flags,
+				  const struct pt_regs **last_regs)
 {
 	struct unwind_state state;
+	struct pt_regs *frame;
 	unsigned long addr;
+	bool partial;
 
+	*last_regs = NULL;
 	for (unwind_start(&state, task, regs, NULL); !unwind_done(&state);
 	     unwind_next_frame(&state)) {
 		addr = unwind_get_return_address(&state);
@@ -81,9 +87,13 @@ static unsigned int unwind_frames(struct task_struct *task,
 		}
 		if (n == STALLCAP_MAX_FRAMES || unwind_must_stop(task)) {
 			*flags |= STALLCAP_SAMPLE_KSTACK_TRUNC;
+			*last_regs = NULL;
 			break;
 		}
 		ips[n++] = addr;
+		frame = unwind_get_entry_regs(&state, &partial);
+		*last_regs = frame && !partial && frame->ip == addr ? frame :
+			     NULL;
 	}
 	if (!entry && unwind_ended_early(&state))
 		*flags |= STALLCAP_SAMPLE_KSTACK_TRUNC;
@@ -134,17 +144,20 @@ static unsigned long thunk_return_slot(const struct pt_regs *regs)
 /*
  * The unwind of code interrupted in a retpoline thunk, from its caller:
  * the return address read from the stack is frame @n, the unwind goes on
- * from registers that say the thunk returned there.  Return: the number of
- * addresses stored, @n when @regs is not in a thunk's known states.
+ * from registers that say the thunk returned there (@last_regs as for
+ * unwind_frames()).  Return: the number of addresses stored, @n when @regs
+ * is not in a thunk's known states.
  */
 static noinline unsigned int unwind_past_thunk(struct task_struct *task,
 					       const struct pt_regs *regs,
 					       u64 *ips, unsigned int n,
-					       u32 *flags)
+					       u32 *flags,
+					       const struct pt_regs **last_regs)
 {
 	unsigned long slot = thunk_return_slot(regs), ret;
 	struct pt_regs caller;
 
+	*last_regs = NULL;
 	if (!slot || n == STALLCAP_MAX_FRAMES ||
 	    copy_from_kernel_nofault(&ret, (void *)slot, sizeof(ret)))
 		return n;
@@ -152,13 +165,15 @@ static noinline unsigned int unwind_past_thunk(struct task_struct *task,
 	caller.ip = ret;
 	caller.sp = slot + sizeof(ret);
 	ips[n++] = ret;
-	return unwind_frames(task, &caller, false, ips, n, flags);
+	return unwind_frames(task, &caller, false, ips, n, flags, last_regs);
 }
 #else
 static unsigned int unwind_past_thunk(struct task_struct *task,
 				      const struct pt_regs *regs, u64 *ips,
-				      unsigned int n, u32 *flags)
+				      unsigned int n, u32 *flags,
+				      const struct pt_regs **last_regs)
 {
+	*last_regs = NULL;
 	return n;
 }
 #endif
@@ -184,13 +199,17 @@ static unsigned int unwind_past_thunk(struct task_struct *task,
  * unwinder stops at once (seen on 7.3: k0 __x86_indirect_thunk_rdx+0x0,
  * the stack flagged cut; on 5.10 and 6.1 its hint says "end of stack", so
  * that one frame even looked whole), the unwind goes on from the return
- * address the thunk's caller left.
+ * address the thunk's caller left; so it does where the unwind stops at an
+ * interrupt's register frame whose ip is in a thunk (seen on 7.3: a sample
+ * in a softirq, cut at the __x86_indirect_thunk_rax+0x0 its interrupt had
+ * interrupted).
  *
  * Return: number of addresses stored.
  */
 unsigned int stallcap_unwind_kernel(struct task_struct *task,
 				    struct pt_regs *regs, u64 *ips, u32 *flags)
 {
+	const struct pt_regs *stopped_at;
 	unsigned int n = 0, unwound;
 	bool entry = false;
 	u32 cut = 0;
@@ -201,16 +220,20 @@ unsigned int stallcap_unwind_kernel(struct task_struct *task,
 			return n;
 		entry = stallcap_kernel_on_entry_stack(regs);
 	}
-	unwound = unwind_frames(task, regs, entry, ips, n, &cut);
-	if (n == 1 && unwound == 1 && !entry) {
+	unwound = unwind_frames(task, regs, entry, ips, n, &cut, &stopped_at);
+	if (n == 1 && unwound == 1 && !entry)
+		stopped_at = regs;
+	/* each pass stores a frame more: at most STALLCAP_MAX_FRAMES passes */
+	while (stopped_at) {
 		u32 past_cut = 0;
-		unsigned int past = unwind_past_thunk(task, regs, ips, n,
-						      &past_cut);
+		unsigned int past = unwind_past_thunk(task, stopped_at, ips,
+						      unwound, &past_cut,
+						      &stopped_at);
 
-		if (past > n) {
-			unwound = past;
-			cut = past_cut;
-		}
+		if (past == unwound)
+			break;
+		unwound = past;
+		cut = past_cut;
 	}
 	*flags |= cut;
 	return unwound;

@@ -8,6 +8,12 @@
  *   echo MS > /sys/kernel/debug/stallcap_spin/thunk       preempt_disable(),
  *        calling an empty function through a pointer in a loop: with
  *        retpolines, through the kernel's __x86_indirect_thunk_<reg>
+ *   echo MS > /sys/kernel/debug/stallcap_spin/thunk_irq   the thunk loop,
+ *        interrupted every millisecond by an irq_work (queued from a pinned
+ *        hrtimer, so it interrupts the loop wherever the timer did) that
+ *        spins with interrupts off in stallcap_spin_irq_work_loop(): stacks
+ *        that cross an interrupt frame whose ip is anywhere in the loop,
+ *        the thunk included
  *   echo MS > /sys/kernel/debug/stallcap_spin/softirq     in a tasklet, run
  *                                                         by local_bh_enable()
  *        (EAGAIN when the kernel left the tasklet to ksoftirqd instead, as
@@ -46,7 +52,9 @@
 #include <linux/ktime.h>
 #include <linux/math64.h>
 #include <linux/fs.h>
+#include <linux/hrtimer.h>
 #include <linux/interrupt.h>
+#include <linux/irq_work.h>
 #include <linux/kernel.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
@@ -147,6 +155,83 @@ static noinline void stallcap_spin_softirq_loop(u64 cycles)
 		cpu_relax();
 }
 
+/* ---- the thunk loop under an interrupt that spins ---- */
+
+#define THUNK_IRQ_KICK_MS	1
+#define THUNK_IRQ_SPIN_MS	5
+
+static noinline void stallcap_spin_irq_work_loop(u64 cycles)
+{
+	u64 end = rdtsc() + cycles;
+
+	while (rdtsc() < end)
+		cpu_relax();
+}
+
+static bool thunk_irq_busy;		/* the irq_work queued or spinning */
+static u64 thunk_irq_done;		/* when it last stopped, in cycles */
+static unsigned int thunk_irq_spins;	/* spins in the writer's interrupts */
+static struct task_struct *thunk_irq_writer;
+
+static void thunk_irq_work_fn(struct irq_work *work)
+{
+	if (current == READ_ONCE(thunk_irq_writer))
+		thunk_irq_spins++;
+	stallcap_spin_irq_work_loop(ms_to_cycles(THUNK_IRQ_SPIN_MS));
+	WRITE_ONCE(thunk_irq_done, rdtsc());
+	WRITE_ONCE(thunk_irq_busy, false);
+}
+
+static struct irq_work thunk_irq_work;
+
+/*
+ * Queued from the timer's interrupt, the irq_work's self-IPI is taken as
+ * the timer's interrupt returns: at the instruction the timer interrupted.
+ * Not within a kick period of the last spin's end: the timer, due during
+ * the spin, would interrupt the loop at once, and so would the next spin,
+ * leaving the loop no instruction to run.
+ */
+static enum hrtimer_restart thunk_irq_kick(struct hrtimer *timer)
+{
+	u64 since = rdtsc() - READ_ONCE(thunk_irq_done);
+
+	if (!READ_ONCE(thunk_irq_busy) && since >= ms_to_cycles(THUNK_IRQ_KICK_MS)) {
+		WRITE_ONCE(thunk_irq_busy, true);
+		irq_work_queue(&thunk_irq_work);
+	}
+	hrtimer_forward_now(timer, ms_to_ktime(THUNK_IRQ_KICK_MS));
+	return HRTIMER_RESTART;
+}
+
+static struct hrtimer thunk_irq_timer;
+static DEFINE_MUTEX(thunk_irq_mutex);	/* one such spin at a time */
+
+/* -EAGAIN (after the spin) when no irq_work spun over the loop */
+static int spin_thunk_under_irq(unsigned int ms)
+{
+	int ret = 0;
+
+	mutex_lock(&thunk_irq_mutex);
+	thunk_irq_spins = 0;
+	WRITE_ONCE(thunk_irq_done, rdtsc());
+	WRITE_ONCE(thunk_irq_writer, current);
+	preempt_disable();
+	hrtimer_start(&thunk_irq_timer, ms_to_ktime(THUNK_IRQ_KICK_MS),
+		      HRTIMER_MODE_REL_PINNED_HARD);
+	stallcap_spin_thunk_loop(ms_to_cycles(ms));
+	hrtimer_cancel(&thunk_irq_timer);
+	preempt_enable();
+	irq_work_sync(&thunk_irq_work);
+	WRITE_ONCE(thunk_irq_writer, NULL);
+	WRITE_ONCE(thunk_irq_busy, false);
+	if (!thunk_irq_spins)
+		ret = -EAGAIN;
+	mutex_unlock(&thunk_irq_mutex);
+	return ret;
+}
+
+/* ---- a tasklet that spins ---- */
+
 static u64 softirq_cycles;
 static struct task_struct *softirq_spun_in;	/* whose context ran it */
 static DECLARE_COMPLETION(softirq_spun);
@@ -185,7 +270,9 @@ static int spin_in_softirq(unsigned int ms)
 }
 
 
-enum spin_kind { SPIN_IRQSOFF, SPIN_PREEMPTOFF, SPIN_THUNK, SPIN_SOFTIRQ };
+enum spin_kind {
+	SPIN_IRQSOFF, SPIN_PREEMPTOFF, SPIN_THUNK, SPIN_THUNK_IRQ, SPIN_SOFTIRQ
+};
 
 static int spin(enum spin_kind kind, unsigned int ms)
 {
@@ -207,6 +294,8 @@ static int spin(enum spin_kind kind, unsigned int ms)
 		stallcap_spin_thunk_loop(ms_to_cycles(ms));
 		preempt_enable();
 		break;
+	case SPIN_THUNK_IRQ:
+		return spin_thunk_under_irq(ms);
 	case SPIN_SOFTIRQ:
 		return spin_in_softirq(ms);
 	}
@@ -405,6 +494,19 @@ static int __init stallcap_spin_init(void)
 	calibrate();
 	if (!cycles_per_ms)
 		return -ENODEV;
+#ifdef IRQ_WORK_INIT_HARD
+	thunk_irq_work = IRQ_WORK_INIT_HARD(thunk_irq_work_fn);
+#else	/* before 5.11 every irq_work runs in hard interrupt context */
+	init_irq_work(&thunk_irq_work, thunk_irq_work_fn);
+#endif
+#ifdef STALLCAP_SPIN_HRTIMER_SETUP
+	hrtimer_setup(&thunk_irq_timer, thunk_irq_kick, CLOCK_MONOTONIC,
+		      HRTIMER_MODE_REL_PINNED_HARD);
+#else
+	hrtimer_init(&thunk_irq_timer, CLOCK_MONOTONIC,
+		     HRTIMER_MODE_REL_PINNED_HARD);
+	thunk_irq_timer.function = thunk_irq_kick;
+#endif
 	ret = register_nmi_handler(NMI_LOCAL, block_nmi_handler, 0,
 				   "stallcap_spin");
 	if (ret)
@@ -421,6 +523,8 @@ static int __init stallcap_spin_init(void)
 	debugfs_create_file("preemptoff", 0200, dir, (void *)SPIN_PREEMPTOFF,
 			    &spin_fops);
 	debugfs_create_file("thunk", 0200, dir, (void *)SPIN_THUNK,
+			    &spin_fops);
+	debugfs_create_file("thunk_irq", 0200, dir, (void *)SPIN_THUNK_IRQ,
 			    &spin_fops);
 	debugfs_create_file("softirq", 0200, dir, (void *)SPIN_SOFTIRQ,
 			    &spin_fops);
