@@ -265,7 +265,7 @@ static bool reload_ksyms(struct collector *c)
 
 void see_kernel(struct collector *c, const struct stallcap_sample_view *v)
 {
-	const struct ksym *k;
+	const struct ksym *k = NULL;
 	unsigned int i;
 	__u64 addr;
 
@@ -279,7 +279,7 @@ void see_kernel(struct collector *c, const struct stallcap_sample_view *v)
 		hint_kallsyms(c->ks_err);
 	}
 	for (i = 0; i < v->nr_kernel && !c->ks_err; i++) {
-		addr = v->kernel_ips[i] - (i > 0);
+		addr = v->kernel_ips[i] - ksym_frame_is_return(i, k);
 		k = ksyms_find(c->ks, addr);
 		/* (once per sample at most: reload_ksyms() waits MODULES_CHECK_NS) */
 		if ((!k || k->mod) && addr && reload_ksyms(c))

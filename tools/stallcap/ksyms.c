@@ -312,6 +312,38 @@ int ksyms_load(struct ksyms *ks, const char *path)
 	return ret;
 }
 
+/*
+ * Interrupt and exception entries (x86-64 since 5.8): the frame an unwind
+ * finds under one is the register frame's ip, the instruction interrupted.
+ */
+static bool interrupt_entry(const char *name)
+{
+	static const char *const prefix[] = {
+		"asm_sysvec_", "asm_exc_", "asm_common_interrupt",
+		"asm_spurious_interrupt", "asm_fred_entrypoint_kernel",
+	};
+	size_t i;
+
+	for (i = 0; name && i < sizeof(prefix) / sizeof(prefix[0]); i++)
+		if (!strncmp(name, prefix[i], strlen(prefix[i])))
+			return true;
+	return false;
+}
+
+/*
+ * Is frame @i of a kernel stack, whose frame @i - 1 is in @inner (NULL when
+ * unknown), a return address, to be looked up one byte back (inside its
+ * call, which may be a function's last instruction)?  Every frame but the
+ * first is, except the one under an interrupt's or exception's entry: that
+ * is the instruction the interrupt found, looked up exactly (7.3: a softirq
+ * over a retpoline thunk's first instruction, looked up one byte back, was
+ * named after the section ending before it).
+ */
+bool ksym_frame_is_return(unsigned int i, const struct ksym *inner)
+{
+	return i > 0 && !(inner && interrupt_entry(inner->name));
+}
+
 const struct ksym *ksyms_find(struct ksyms *ks, __u64 addr)
 {
 	size_t lo = 0, hi, mid;

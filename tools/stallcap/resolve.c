@@ -163,7 +163,7 @@ bool sc_same_stack(const struct sc_rsample *a, const struct sc_rsample *b)
 static void resolve_kernel(struct resolver *r, const struct stallcap_sample_view *v,
 			   struct sc_frame *f, int n)
 {
-	const struct ksym *k;
+	const struct ksym *k = NULL;
 	__u64 a;
 	int i;
 
@@ -171,7 +171,7 @@ static void resolve_kernel(struct resolver *r, const struct stallcap_sample_view
 		memset(&f[i], 0, sizeof(f[i]));
 		f[i].addr = v->kernel_ips[i];
 		f[i].method = SC_METHOD_KERNEL;
-		f[i].is_return = i > 0;
+		f[i].is_return = ksym_frame_is_return((unsigned int)i, k);
 		a = f[i].is_return && f[i].addr ? f[i].addr - 1 : f[i].addr;
 		k = ksyms_find(r->ks, a);
 		if (!k && r->live_path && !r->live_tried) {

@@ -125,6 +125,7 @@ int ksyms_load(struct ksyms *ks, const char *path);
 int ksyms_add(struct ksyms *ks, __u64 addr, __u32 size, const char *name,
 	      const char *mod);
 const struct ksym *ksyms_find(struct ksyms *ks, __u64 addr);
+bool ksym_frame_is_return(unsigned int i, const struct ksym *inner);
 size_t ksyms_count(const struct ksyms *ks);
 
 /* ---- the sink: who receives what the collector or a file produces ---- */

@@ -361,4 +361,62 @@ TEST_F(rep, html_flame_graph_and_timeline)
 		     "stall tid 21: 50.000 ms at +200.000 s\n", self->out);
 }
 
+/*
+ * A kernel stack through an interrupt: the frame under the entry
+ * (asm_sysvec_*) is the instruction the interrupt found, here a retpoline
+ * thunk's first, named exactly; looked up one byte back, as a return
+ * address, it was named after the code before it (7.3: a softirq over
+ * __x86_indirect_thunk_rax+0x0 named __softirqentry_text_end+0x10).  The
+ * frames above it are return addresses again.
+ */
+TEST(interrupted_frame_named_exactly)
+{
+	static const struct { const char *name; __u64 addr, size; } syms[] = {
+		{ "spin_tasklet_fn", 0xffffffff81001000, 0x100 },
+		{ "asm_sysvec_apic_timer_interrupt", 0xffffffff81002000, 0x20 },
+		{ "before_the_thunk", 0xffffffff81002f00, 0x100 },
+		{ "__x86_indirect_thunk_rax", 0xffffffff81003000, 0x20 },
+		{ "thunk_caller", 0xffffffff81004000, 0x100 },
+		/* a caller whose call is its last instruction */
+		{ "noreturn_caller", 0xffffffff81005000, 0x10 },
+		{ "after_it", 0xffffffff81005010, 0x10 },
+	};
+	__u64 kips[] = { 0xffffffff81001010, 0xffffffff8100201a, 0xffffffff81003000,
+			 0xffffffff81004025, 0xffffffff81005010 };
+	struct rec_spec sp = { .stall_id = 1, .pid = 10, .tid = 10, .comm = "broker",
+			       .deadline_ns = NSEC_PER_SEC,
+			       .capture_ns = NSEC_PER_SEC + NSEC_PER_MSEC,
+			       .timeout_ns = NSEC_PER_MSEC, .kips = kips, .nk = 5 };
+	char path[64], cmd[8192], out[8192];
+	struct stallcap_stall_end e;
+	struct stallcap_sample *smp;
+	struct scfile *f;
+	struct sc_sink *sk;
+	size_t i;
+
+	snprintf(path, sizeof(path), "/tmp/stallcap-report-irq.%d", getpid());
+	f = scfile_create(path);
+	ASSERT_NE(NULL, f);
+	sk = scfile_sink(f);
+	for (i = 0; i < ARRAY_SIZE(syms); i++) {
+		struct ksym k = { .addr = syms[i].addr, .size = (__u32)syms[i].size,
+				  .name = syms[i].name };
+
+		sk->ksym(sk, &k);
+	}
+	smp = make_sample(&sp);
+	sk->record(sk, &smp->hdr);
+	free(smp);
+	e = make_end(1, 10, 10, NSEC_PER_SEC, NSEC_PER_SEC + 2 * NSEC_PER_MSEC, 1);
+	sk->record(sk, &e.hdr);
+	ASSERT_EQ(0, scfile_close(f));
+	snprintf(cmd, sizeof(cmd), "%s report %s -f folded", fixture_path("../stallcap/stallcap"),
+		 path);
+	ASSERT_EQ(0, command_output(cmd, out, sizeof(out)));
+	EXPECT_STREQ("broker;noreturn_caller_[k];thunk_caller_[k];__x86_indirect_thunk_rax_[k];"
+		     "asm_sysvec_apic_timer_interrupt_[k];spin_tasklet_fn_[k] 2000\n", out);
+	if (!getenv("KEEP"))
+		unlink(path);
+}
+
 TEST_HARNESS_MAIN

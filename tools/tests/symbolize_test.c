@@ -331,4 +331,36 @@ TEST(proc_kallsyms)
 	ksyms_free(ks);
 }
 
+/*
+ * Which kernel frames are return addresses (looked up one byte back): all
+ * but the first, and but the one under an interrupt's or exception's entry,
+ * which is the instruction the interrupt found.
+ */
+TEST(kernel_frames_under_an_interrupt_entry_are_not_returns)
+{
+	static const char *const entries[] = {
+		"asm_sysvec_apic_timer_interrupt", "asm_sysvec_irq_work", "asm_exc_page_fault",
+		"asm_exc_nmi", "asm_common_interrupt", "asm_spurious_interrupt",
+		"asm_fred_entrypoint_kernel",
+	};
+	static const char *const others[] = {
+		"sysvec_apic_timer_interrupt", "__sysvec_irq_work", "exc_page_fault",
+		"common_interrupt", "irq_work_run", "entry_SYSCALL_64", "asm_load_gs_index",
+	};
+	struct ksym k = { .addr = 0xffffffff81000000, .size = 0x40 };
+	size_t i;
+
+	EXPECT_FALSE(ksym_frame_is_return(0, NULL));
+	EXPECT_TRUE(ksym_frame_is_return(1, NULL));
+	for (i = 0; i < ARRAY_SIZE(entries); i++) {
+		k.name = entries[i];
+		EXPECT_FALSE(ksym_frame_is_return(3, &k)) TH_LOG("under %s", entries[i]);
+		EXPECT_FALSE(ksym_frame_is_return(0, &k));
+	}
+	for (i = 0; i < ARRAY_SIZE(others); i++) {
+		k.name = others[i];
+		EXPECT_TRUE(ksym_frame_is_return(3, &k)) TH_LOG("under %s", others[i]);
+	}
+}
+
 TEST_HARNESS_MAIN
