@@ -72,15 +72,44 @@ static void *spinner_main(void *arg)
 	return NULL;
 }
 
-/* The USER_STACK record of @tid whose first copy ended at a gap, or NULL. */
-static const struct stallcap_sample *gapped_user_stack(const struct sc_records *rs, pid_t tid)
+/* The sample of @tid with @cookie, or NULL. */
+static const struct stallcap_sample *sample_of(const struct sc_records *rs, pid_t tid,
+					       uint64_t cookie)
 {
 	for (size_t i = 0; i < rs->n; i++) {
 		const struct stallcap_sample *r = (const void *)rs->rec[i];
 
-		if (r->hdr.type == STALLCAP_REC_USER_STACK && r->tid == (uint32_t)tid &&
-		    (r->flags & STALLCAP_SAMPLE_COPY_PARTIAL))
+		if (r->hdr.type == STALLCAP_REC_SAMPLE && r->tid == (uint32_t)tid &&
+		    r->cookie == cookie)
 			return r;
+	}
+	return NULL;
+}
+
+/*
+ * The USER_STACK record of @tid whose first copy ended at a gap, or NULL.
+ * Only a user-mode sample's copy reads resident pages alone: a sample that
+ * found the thread in the kernel (an interrupt's handler, on a slow guest)
+ * has its stack read on the way out with faults allowed, up to the reach,
+ * and is partial for that (CI91 and CI94, debug: a first copy that ended
+ * mid-page, 64 KiB above the stack pointer, past the gap).
+ */
+static const struct stallcap_sample *gapped_user_stack(const struct sc_records *rs, pid_t tid)
+{
+	const struct stallcap_sample *smp;
+
+	for (size_t i = 0; i < rs->n; i++) {
+		const struct stallcap_sample *r = (const void *)rs->rec[i];
+
+		if (r->hdr.type != STALLCAP_REC_USER_STACK || r->tid != (uint32_t)tid ||
+		    !(r->flags & STALLCAP_SAMPLE_COPY_PARTIAL))
+			continue;
+		smp = sample_of(rs, tid, r->cookie);
+		if (smp && (smp->flags & STALLCAP_SAMPLE_USER_MODE))
+			return r;
+		ksft_print_msg("a USER_STACK record of a sample %s (flags %#x): not the one\n",
+			       smp ? "taken in the kernel" : "not collected",
+			       smp ? smp->flags : 0);
 	}
 	return NULL;
 }
