@@ -221,11 +221,15 @@ static bool beat_may_doze(struct stallcap_watch *w)
  * Against the thread's switch in, whose probe reads stallcap_beat_parked
  * and the doze before it takes bs->lock: the doze (and the count) are
  * stored, then a full barrier, then the thread is read as dequeued (on_rq
- * 0).  Its waker enqueues it before __schedule() takes that runqueue's lock
- * with smp_mb__after_spinlock(), which comes before the probe: either the
- * probe sees the doze, or this sees the thread queued (and undoes it).  The
- * idle mark is read after on_rq: the thread's last store to its slot came
- * before its dequeue, and it stores nothing more until it is switched in.
+ * 0, or queued "delayed" since it blocked: stallcap_task_dequeued()).  Its
+ * waker enqueues it (or clears the delay) before __schedule() takes that
+ * runqueue's lock with smp_mb__after_spinlock(), which comes before the
+ * probe: either the probe sees the doze, or this sees the thread queued
+ * (and undoes it).  The idle mark is read after: the thread's last store
+ * to its slot came before the __schedule() that dequeued it (or marked it
+ * delayed) under that lock, and it stores nothing more until it is
+ * switched in.  (A thread at nice 19 beside a busy thread on its CPU,
+ * 6.12: the watch of a sleeper stayed checked every period.)
  */
 static bool beat_park_dozing(struct stallcap_watch *w)
 {
@@ -233,8 +237,8 @@ static bool beat_park_dozing(struct stallcap_watch *w)
 		return false;
 	WRITE_ONCE(w->beat_dozing, true);
 	smp_mb();	/* the doze, then on_rq: the probe's side is in __schedule() */
-	if (!READ_ONCE(w->task->on_rq)) {
-		smp_rmb();	/* on_rq 0, then the slot the thread left */
+	if (stallcap_task_dequeued(w->task)) {
+		smp_rmb();	/* dequeued, then the slot the thread left */
 		if (stallcap_beat_idle(w)) {
 			atomic_inc(&stallcap_beat_dozing);
 			return true;

@@ -36,6 +36,24 @@ static inline unsigned int stallcap_task_state(const struct task_struct *task)
 }
 
 /*
+ * Has @task left the runqueue for its wake-up to bring it back: dequeued
+ * (on_rq 0), or, since 6.12, left queued after it blocked ("delayed
+ * dequeue", se.sched_delayed) until its turn comes, when it is dequeued,
+ * or a wake-up re-queues it for real before it can run.  The opposite of
+ * task_is_runnable() (6.12), read once each.
+ */
+static inline bool stallcap_task_dequeued(const struct task_struct *task)
+{
+	if (!READ_ONCE(task->on_rq))
+		return true;
+#ifdef STALLCAP_HAVE_TASK_IS_RUNNABLE
+	return READ_ONCE(task->se.sched_delayed);
+#else
+	return false;
+#endif
+}
+
+/*
  * The sched_process_exit tracepoint passes group_dead too (6.16): a probe
  * must have the tracepoint's exact prototype (kCFI checks indirect calls).
  */

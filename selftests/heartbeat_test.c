@@ -12,6 +12,8 @@
  * the thread never went a threshold without progress, or a late detection
  * with on-time timers, fails at once.
  */
+#include <sys/resource.h>
+
 #include "stallcap_test.h"
 
 #include "sc_harness.h"
@@ -1050,6 +1052,7 @@ struct park_sleeper {
 	uint64_t timeout;
 	struct stallcap_slot *slots;
 	size_t nr_slots;
+	int nice;		/* the sleeper's */
 	volatile int phase;	/* 1: asleep after its stall; 2: done */
 };
 
@@ -1068,6 +1071,11 @@ static void *park_sleeper_fn(void *arg)
 	int slot;
 
 	sc_pin_self(t->cpu);
+	if (t->nice && setpriority(PRIO_PROCESS, 0, t->nice)) {
+		t->err = errno;
+		t->phase = 2;
+		return NULL;
+	}
 	slot = sc_arm(t->fd, t->timeout, STALLCAP_ARM_HEARTBEAT, TAG);
 	if (slot < 0 || (size_t)slot >= t->nr_slots) {
 		t->err = slot < 0 ? errno : ERANGE;
@@ -1090,21 +1098,44 @@ static void *park_sleeper_fn(void *arg)
 	return NULL;
 }
 
-/* One round: the counts of 600 ms of the sleep, and the stalls caught. */
+struct park_hog {
+	pthread_t th;
+	int cpu;
+	volatile int stop;
+};
+
+static void *park_hog_fn(void *arg)
+{
+	struct park_hog *h = arg;
+
+	sc_pin_self(h->cpu);
+	while (!h->stop)
+		;
+	return NULL;
+}
+
+/*
+ * One round: the counts of 600 ms of the sleep, and the stalls caught.
+ * @crowded: the sleeper at nice 19 shares its CPU with a hog at nice 0.
+ */
 static void park_round(struct __test_metadata *_metadata, FIXTURE_DATA(hb) *self,
-		       bool doze, uint64_t timeout, struct scan_counts *d,
-		       uint64_t *stalls)
+		       bool doze, bool crowded, uint64_t timeout,
+		       struct scan_counts *d, uint64_t *stalls)
 {
 	struct park_sleeper t = {
 		.fd = self->s.fd, .cpu = self->cpu, .timeout = timeout,
 		.slots = self->slots, .nr_slots = self->s.cfg.slots,
+		.nice = crowded ? 19 : 0,
 	};
+	struct park_hog hog = { .cpu = self->cpu };
 	struct stallcap_stats st0, st1;
 	struct scan_counts c0, c1;
 
 	ASSERT_EQ(0, sc_param_set("beat_scan", true));
 	ASSERT_EQ(0, sc_param_set("beat_doze", doze));
 	ASSERT_EQ(0, sc_get_stats(self->s.fd, &st0, 0));
+	if (crowded)
+		ASSERT_EQ(0, pthread_create(&hog.th, NULL, park_hog_fn, &hog));
 	ASSERT_EQ(0, pthread_create(&t.th, NULL, park_sleeper_fn, &t));
 	while (!t.phase)
 		sc_sleep_ms(1);
@@ -1112,6 +1143,9 @@ static void park_round(struct __test_metadata *_metadata, FIXTURE_DATA(hb) *self
 	ASSERT_EQ(0, scan_counts_read(&c0)) TH_LOG("no %s", SCAN_EXPIRIES);
 	usleep(600 * 1000);
 	ASSERT_EQ(0, scan_counts_read(&c1));
+	hog.stop = 1;
+	if (crowded)
+		pthread_join(hog.th, NULL);
 	pthread_join(t.th, NULL);
 	ASSERT_EQ(0, t.err) TH_LOG("ARM: %s", strerror(t.err));
 	ASSERT_EQ(0, sc_get_stats(self->s.fd, &st1, 0));
@@ -1120,7 +1154,9 @@ static void park_round(struct __test_metadata *_metadata, FIXTURE_DATA(hb) *self
 	*stalls = st1.stalls - st0.stalls;
 }
 
-TEST_F_TIMEOUT(hb, watch_parked_again_while_its_thread_sleeps_dozes, 60)
+/* Both rounds of a parked-again test: dozing, then not. */
+static void park_rounds(struct __test_metadata *_metadata, FIXTURE_DATA(hb) *self,
+			bool crowded)
 {
 	uint64_t timeout = scan_timeout(self);
 	uint64_t dz_stalls, on_stalls;
@@ -1131,8 +1167,8 @@ TEST_F_TIMEOUT(hb, watch_parked_again_while_its_thread_sleeps_dozes, 60)
 		SKIP(return, "needs root and debugfs (%s)", SCAN_EXPIRIES);
 	if (!sc_param_is("beat_scan", 'Y'))
 		SKIP(return, "module without the heartbeat scanner on");
-	park_round(_metadata, self, true, timeout, &dz, &dz_stalls);
-	park_round(_metadata, self, false, timeout, &on, &on_stalls);
+	park_round(_metadata, self, true, crowded, timeout, &dz, &dz_stalls);
+	park_round(_metadata, self, false, crowded, timeout, &on, &on_stalls);
 	ASSERT_EQ(0, sc_param_set("beat_doze", true));
 	if (_metadata->exit_code)
 		return;
@@ -1150,6 +1186,24 @@ TEST_F_TIMEOUT(hb, watch_parked_again_while_its_thread_sleeps_dozes, 60)
 	/* dozing, almost never: its thread sleeps all along */
 	EXPECT_GE(on.checks / 20, dz.checks);
 	EXPECT_GE(on.beat / 10, dz.beat);
+}
+
+TEST_F_TIMEOUT(hb, watch_parked_again_while_its_thread_sleeps_dozes, 60)
+{
+	park_rounds(_metadata, self, false);
+}
+
+/*
+ * The same with the sleeper at nice 19 beside a hog at nice 0 on its CPU:
+ * since 6.12 the fair class leaves a thread that blocks before its fair
+ * share is used up queued, "delayed" (on_rq 1, se.sched_delayed), until
+ * its turn comes: a low-weight thread that ran is far past its share, and
+ * stays so for tens of ms, when its watch is parked again.  It sleeps all
+ * the same, and must doze.
+ */
+TEST_F_TIMEOUT(hb, watch_parked_again_while_its_thread_waits_a_delayed_dequeue_dozes, 60)
+{
+	park_rounds(_metadata, self, true);
 }
 
 TEST_HARNESS_MAIN
