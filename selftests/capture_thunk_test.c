@@ -133,6 +133,26 @@ static void count_samples(struct __test_metadata *_metadata, const struct sc_ksy
 	}
 }
 
+/*
+ * What both tests need: the test module's @file, root, retpolines (their
+ * mitigation in @mit), a session that may see kernel addresses, kallsyms.
+ * Skips, or fails, leaving _metadata->exit_code set.
+ */
+static void thunk_setup(struct __test_metadata *_metadata, const char *file,
+			struct sc_session *s, struct sc_ksyms *ks, char *mit, size_t len)
+{
+	if (access(file, W_OK))
+		SKIP(return, "no test module (%s)", file);
+	if (geteuid() != 0)
+		SKIP(return, "needs root (kernel addresses, debugfs)");
+	if (!retpolines_in_use(mit, len))
+		SKIP(return, "indirect calls do not go through retpoline thunks (spectre_v2: %s)",
+		     mit);
+	ASSERT_EQ(0, sc_session_setup(s, NULL));
+	ASSERT_TRUE(s->info.features & STALLCAP_FEAT_KADDR);
+	ASSERT_EQ(0, sc_ksyms_load(ks));
+}
+
 TEST(a_sample_in_a_retpoline_thunk_has_its_callers)
 {
 	struct sc_session s = { .fd = -1 };
@@ -143,16 +163,9 @@ TEST(a_sample_in_a_retpoline_thunk_has_its_callers)
 	unsigned int spins;
 	char mit[256];
 
-	if (access(SPIN_FILE, W_OK))
-		SKIP(return, "no test module (%s)", SPIN_FILE);
-	if (geteuid() != 0)
-		SKIP(return, "needs root (kernel addresses, debugfs)");
-	if (!retpolines_in_use(mit, sizeof(mit)))
-		SKIP(return, "indirect calls do not go through retpoline thunks (spectre_v2: %s)",
-		     mit);
-	ASSERT_EQ(0, sc_session_setup(&s, NULL));
-	ASSERT_TRUE(s.info.features & STALLCAP_FEAT_KADDR);
-	ASSERT_EQ(0, sc_ksyms_load(&ks));
+	thunk_setup(_metadata, SPIN_FILE, &s, &ks, mit, sizeof(mit));
+	if (_metadata->exit_code)
+		return;
 
 	for (spins = 0; spins < MAX_SPINS && c.at_entry < WANT_AT_ENTRY; spins++) {
 		ASSERT_EQ(0, sc_arm(s.fd, TIMEOUT, 0, TAG));
@@ -248,16 +261,9 @@ TEST(a_sample_over_an_interrupt_of_a_retpoline_thunk_has_its_callers)
 	pid_t tid = sc_gettid();
 	char mit[256];
 
-	if (access(IRQ_SPIN_FILE, W_OK))
-		SKIP(return, "no test module (%s)", IRQ_SPIN_FILE);
-	if (geteuid() != 0)
-		SKIP(return, "needs root (kernel addresses, debugfs)");
-	if (!retpolines_in_use(mit, sizeof(mit)))
-		SKIP(return, "indirect calls do not go through retpoline thunks (spectre_v2: %s)",
-		     mit);
-	ASSERT_EQ(0, sc_session_setup(&s, NULL));
-	ASSERT_TRUE(s.info.features & STALLCAP_FEAT_KADDR);
-	ASSERT_EQ(0, sc_ksyms_load(&ks));
+	thunk_setup(_metadata, IRQ_SPIN_FILE, &s, &ks, mit, sizeof(mit));
+	if (_metadata->exit_code)
+		return;
 
 	for (spins = 0; spins < MAX_SPINS && c.in_thunk < IRQ_WANT_IN_THUNK; spins++) {
 		ASSERT_EQ(0, sc_arm(s.fd, TIMEOUT, 0, TAG));
