@@ -10,8 +10,9 @@
 #              -Wall -Wextra -Werror -pedantic, and its structs have the sizes
 #              and offsets the ABI promises (*_SIZE_VER0, cache lines);
 #  uapi-c++    the same header compiles alone as C++98 and C++17;
-#  kernel-doc  scripts/kernel-doc (6.12's) on module/*.[ch] and the uapi
-#              header must report nothing: every kernel-doc comment parses,
+#  kernel-doc  scripts/kernel-doc (6.12's) on module/*.[ch], the uapi
+#              header and the client library (its public header, its
+#              sources) must report nothing: every kernel-doc comment parses,
 #              names what follows it and describes each parameter and member.
 # Each check records PASS or FAIL (scripts/lib.sh); exit 1 if any failed.
 set -uo pipefail
@@ -59,13 +60,14 @@ if [ ! -s "$kerneldoc" ]; then
 	result FAIL static/kernel-doc "kernel-doc missing: run make deps"
 	rc=1
 else
-	perl "$kerneldoc" -none "${kernel_sources[@]}" >"$out/kernel-doc.txt" 2>&1
+	doc_sources=("${kernel_sources[@]}" tools/lib/*.[ch] tools/lib/include/stallcap/*.h)
+	perl "$kerneldoc" -none "${doc_sources[@]}" >"$out/kernel-doc.txt" 2>&1
 	if [ -s "$out/kernel-doc.txt" ]; then
 		sed 's/^/    /' "$out/kernel-doc.txt" | head -n 40
 		result FAIL static/kernel-doc "$(grep -c 'warning:' "$out/kernel-doc.txt") warnings, see $out/kernel-doc.txt"
 		rc=1
 	else
-		result PASS static/kernel-doc "${#kernel_sources[@]} files"
+		result PASS static/kernel-doc "${#doc_sources[@]} files"
 	fi
 fi
 

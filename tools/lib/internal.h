@@ -10,6 +10,7 @@
 /**
  * struct scl_ring_buf - a reader's private copy of the current record
  * @buf: malloc'd, 8-byte aligned, @cap bytes
+ * @cap: the bytes @buf holds
  */
 struct scl_ring_buf {
 	struct stallcap_rec_header *buf;
@@ -21,12 +22,16 @@ struct scl_ring_buf {
  * @fd: the session fd
  * @map_lock: serialises the lazy mappings below
  * @ring_lock: the ring's single-consumer lock
- * @ring_map: mapping of the control page and data area (ring_len bytes)
+ * @ring_map: mapping of the control page and data area (@ring_len bytes)
+ * @ring_len: the bytes of @ring_map
  * @ring: view of @ring_map, published by @ring_ready (release/acquire)
+ * @ring_ready: nonzero once @ring may be used
  * @ring_buf: private record copies of stallcap_ring_consume(), under @ring_lock
- * @slots: the slot area (slots_len bytes), published with release
+ * @slots: the slot area (@slots_len bytes), published with release
+ * @slots_len: the bytes of @slots
  * @noop: opened with STALLCAP_OPEN_NOOP and no module: every call succeeds
  *	and does nothing; @noop_slot takes the inline slot stores
+ * @noop_slot: the slot of a no-op session
  * @reporter: stallcap_report()'s state, under @ring_lock
  */
 struct stallcap_session {
@@ -54,9 +59,10 @@ int scl_ring_read(struct stallcap_ring *r, stallcap_record_fn fn, void *ctx,
 /**
  * struct scl_out - text appended snprintf()-style
  * @buf: @len bytes; NULL with @len 0 to measure
+ * @len: the bytes of @buf
  * @at: length of the whole text (past @len: cut, unless @grow)
- * @grow: realloc() @buf as needed (a malloc'd buffer); @failed when that
- *	failed: the text is cut, still terminated
+ * @grow: realloc() @buf as needed (a malloc'd buffer)
+ * @failed: a realloc() for @grow failed: the text is cut, still terminated
  */
 struct scl_out {
 	char *buf;
@@ -67,8 +73,14 @@ struct scl_out {
 /**
  * struct scl_run - consecutive samples of a stall with the stack of
  * sample @of, not yet written
- * @n: how many; @first, @last: their sample indexes, @first_ms, @last_ms
- *	how far past the deadline; @state, @cpu: the first's
+ * @n: how many
+ * @first: the first one's sample index
+ * @last: the last one's sample index
+ * @of: the index of the sample whose stack they share
+ * @cpu: the first one's CPU
+ * @first_ms: how far past the deadline the first was taken
+ * @last_ms: how far past the deadline the last was taken
+ * @state: the first one's thread state
  */
 struct scl_run {
 	unsigned int n;

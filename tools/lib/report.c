@@ -31,10 +31,15 @@
 
 /**
  * struct stall - what the reporter keeps of a stall between its records
+ * @stall_id: the stall's id
+ * @tid: its thread
+ * @ns_tid: its thread in the opener's pid namespace
+ * @comm: its thread's name
  * @in_use: the entry is taken
  * @header: its header is written
  * @ended: its end came while samples of it were held: written after them
  * @has_hash: a sample of it was written in full, its stack hashed in @hash
+ * @hash: that stack's hash
  * @hash_of: that sample's index
  * @seen: samples of it written (in full or in a run)
  * @held: samples of it held

@@ -31,7 +31,7 @@ extern "C" {
 #define STALLCAP_FD_ENV		"STALLCAP_FD"
 
 /**
- * @STALLCAP_OPEN_ENV: use the session whose fd STALLCAP_FD names when it is
+ * STALLCAP_OPEN_ENV - use the session whose fd STALLCAP_FD names when it is
  * set (as `stallcap record -- CMD` passes it to CMD); the configuration
  * argument is then ignored, the owner of the session configured it.  Without
  * STALLCAP_FD in the environment a new session is opened.  The inherited fd
@@ -40,7 +40,7 @@ extern "C" {
  */
 #define STALLCAP_OPEN_ENV	(1U << 0)
 /**
- * @STALLCAP_OPEN_NOOP: when the module is absent (no /dev/stallcap: ENOENT,
+ * STALLCAP_OPEN_NOOP - when the module is absent (no /dev/stallcap: ENOENT,
  * ENODEV, ENXIO), return a no-op session instead of failing: every call on
  * it succeeds and does nothing (watches are not armed, the slot marks go to
  * a private slot nobody reads, the ring is empty, counters and
@@ -62,14 +62,16 @@ struct stallcap_session;
 STALLCAP_API int stallcap_session_open(struct stallcap_session **sp,
 				       const struct stallcap_config *cfg,
 				       unsigned int flags);
-/**
+/*
  * stallcap_session_open() opens the device O_CLOEXEC: an exec'd program
  * never inherits a session unless its fd is handed over on purpose (clear
  * FD_CLOEXEC in the child, as `stallcap record -- CMD` does).
  */
 
 /**
- * stallcap_session_adopt() - wrap an open session fd; the session owns it
+ * stallcap_session_adopt() - wrap an open session fd, which the session owns
+ * @sp: receives the session
+ * @fd: an open /dev/stallcap fd
  *
  * Sets FD_CLOEXEC on @fd.
  */
@@ -99,6 +101,7 @@ STALLCAP_API int stallcap_session_get_stats(struct stallcap_session *s,
 
 /**
  * stallcap_watch_arm() - arm (or move) the calling thread's deadline watch
+ * @s: the session
  * @timeout_ns: relative timeout, or absolute deadline with STALLCAP_ARM_ABSOLUTE
  * @user_tag: copied into every record of this watch
  * @flags: STALLCAP_ARM_ABSOLUTE, STALLCAP_ARM_CPUTIME
@@ -125,6 +128,7 @@ STALLCAP_API int stallcap_watch_release(struct stallcap_session *s);
 
 /**
  * stallcap_heartbeat_attach() - make the calling thread's watch a heartbeat
+ * @s: the session
  * @threshold_ns: time without progress that counts as a stall
  * @user_tag: copied into every record of this watch
  * @slotp: receives the thread's slot, valid until the session closes
@@ -158,6 +162,7 @@ static inline void stallcap_beat_busy(struct stallcap_slot *slot)
 
 /**
  * stallcap_deadline_arm() - make the calling thread's watch a shared deadline
+ * @s: the session
  * @timeout_ns: the threshold T (sampling intervals); the first deadline is
  *	now + T, or @timeout_ns itself with STALLCAP_ARM_ABSOLUTE
  * @user_tag: copied into every record of this watch
@@ -177,6 +182,8 @@ STALLCAP_API int stallcap_deadline_arm(struct stallcap_session *s, __u64 timeout
 
 /**
  * stallcap_deadline_set() - the next deadline is @abs_ns (CLOCK_MONOTONIC)
+ * @slot: the thread's slot (stallcap_deadline_arm())
+ * @abs_ns: the deadline, CLOCK_MONOTONIC nanoseconds
  *
  * One relaxed store.  The module's timer finds the moved deadline when it
  * fires and sleeps until the new one: detection stays exact.
@@ -188,6 +195,8 @@ static inline void stallcap_deadline_set(struct stallcap_slot *slot, __u64 abs_n
 
 /**
  * stallcap_deadline_in() - the next deadline is @rel_ns from now
+ * @slot: the thread's slot (stallcap_deadline_arm())
+ * @rel_ns: nanoseconds from now
  *
  * clock_gettime(CLOCK_MONOTONIC) (the vDSO: no system call) and one relaxed
  * store.
@@ -210,6 +219,8 @@ static inline void stallcap_deadline_idle(struct stallcap_slot *slot)
 /**
  * stallcap_tsc_ticks() - @ns in time-stamp counter ticks, for
  * stallcap_deadline_tsc_in()
+ * @s: the session
+ * @ns: nanoseconds
  *
  * Asks the module once per call (an ioctl): convert T once, at start-up.
  * Returns 0 where the module takes no deadline in ticks
@@ -220,6 +231,7 @@ STALLCAP_API __u64 stallcap_tsc_ticks(struct stallcap_session *s, __u64 ns);
 #if defined(__x86_64__) || defined(__i386__)
 /**
  * stallcap_deadline_tsc_in() - the next deadline is @ticks from now
+ * @slot: the thread's slot (stallcap_deadline_arm(), STALLCAP_ARM_DEADLINE_TSC)
  * @ticks: stallcap_tsc_ticks() of the interval
  *
  * For a watch armed with STALLCAP_ARM_DEADLINE_TSC: one RDTSC and one
@@ -258,11 +270,12 @@ struct stallcap_ring {
 };
 
 /**
- * stallcap_record_fn - called for each complete record, PAD excluded
+ * typedef stallcap_record_fn - called for each complete record, PAD excluded
  * @rec: a private copy of the record (8-byte aligned, rec->size bytes, its
  *	header checked against the ring), valid only during the call.  Never
  *	the shared bytes: a writer changing them meanwhile cannot reach it.
  *	It may go to stallcap_sample_parse() and friends as it is.
+ * @ctx: the caller's argument, as given to stallcap_ring_read()
  *
  * Return 0 to go on, a positive value to stop after this record, a negative
  * errno to stop before it (it stays in the ring) and fail with that value.
@@ -270,7 +283,10 @@ struct stallcap_ring {
 typedef int (*stallcap_record_fn)(const struct stallcap_rec_header *rec, void *ctx);
 
 /**
- * stallcap_ring_init() - a ring view over a mapping of len bytes
+ * stallcap_ring_init() - a ring view over a mapping of @len bytes
+ * @r: receives the view
+ * @map: the mapping (control page, then data area), 8-byte aligned
+ * @len: its bytes
  *
  * Checks the control page (ABI version, power-of-two data area of at least
  * 8 bytes inside the mapping; -EINVAL for a map not 8-byte aligned).  Works
@@ -280,6 +296,9 @@ STALLCAP_API int stallcap_ring_init(struct stallcap_ring *r, void *map, size_t l
 
 /**
  * stallcap_ring_read() - deliver the complete records, then release them
+ * @r: the ring (stallcap_ring_init())
+ * @fn: called with each record
+ * @ctx: passed to @fn
  *
  * Follows the ordering of the uapi header: acquire data_head, acquire each
  * header, stop at a BUSY record, skip PAD, release data_tail once at the end.
@@ -319,6 +338,8 @@ STALLCAP_API int stallcap_ring_counters(struct stallcap_session *s, __u64 *lost,
  * @t: its fixed part, copied: fields the module did not write read as zero
  * @kernel_ips: @nr_kernel kernel addresses, innermost first
  * @user_ips: @nr_user user addresses, innermost first
+ * @nr_kernel: how many @kernel_ips
+ * @nr_user: how many @user_ips
  */
 struct stallcap_task_view {
 	struct stallcap_sec_task t;
@@ -342,13 +363,21 @@ struct stallcap_task_view {
  * @kernel_ips: @nr_kernel kernel addresses, innermost first (NULL if none)
  * @user_ips: @nr_user user addresses (frame-pointer walk), innermost first
  * @stack: @stack_size bytes of raw user stack, copied from @stack_start up
+ * @stack_start: the user address of @stack's first byte
+ * @stack_size: the bytes at @stack
+ * @nr_kernel: how many @kernel_ips
+ * @nr_user: how many @user_ips
  * @has_times: the record has a STALLCAP_SEC_TIMES section, copied to @times
  *	(fields the module did not write read as zero); see
  *	stallcap_sample_times()
  * @has_wait: likewise for STALLCAP_SEC_WAIT and @wait
+ * @times: the STALLCAP_SEC_TIMES section, when @has_times
+ * @wait: the STALLCAP_SEC_WAIT section, when @has_wait
  * @tasks: the STALLCAP_SEC_TASK sections in record order, @nr_tasks of them
  *	(extra ones beyond STALLCAP_VIEW_MAX_TASKS are counted in
  *	@nr_tasks_dropped)
+ * @nr_tasks: how many @tasks
+ * @nr_tasks_dropped: task sections past STALLCAP_VIEW_MAX_TASKS, left out
  * @nr_unknown: sections of a type this library does not know (skipped)
  *
  * The pointers point into the buffer given to stallcap_sample_parse(): the
@@ -456,6 +485,8 @@ stallcap_sample_wait(const struct stallcap_sample_view *v)
 
 /**
  * stallcap_stall_end_parse() - check a STALL_END record and copy it
+ * @rec: the record, as for stallcap_sample_parse()
+ * @len: bytes available at @rec
  * @end: receives min(fixed_size, sizeof) bytes, the rest zero
  */
 STALLCAP_API int stallcap_stall_end_parse(const void *rec, size_t len,
@@ -463,6 +494,8 @@ STALLCAP_API int stallcap_stall_end_parse(const void *rec, size_t len,
 
 /**
  * stallcap_watch_event_parse() - check a STALLCAP_REC_WATCH record and copy it
+ * @rec: the record, as for stallcap_sample_parse()
+ * @len: bytes available at @rec
  * @ev: receives min(fixed_size, sizeof) bytes, the rest zero
  */
 STALLCAP_API int stallcap_watch_event_parse(const void *rec, size_t len,
@@ -547,6 +580,8 @@ STALLCAP_API int stallcap_reporter_new(struct stallcap_reporter **rp, FILE *out)
 /**
  * stallcap_report_record() - a stallcap_record_fn writing the records to
  * the reporter (@reporter) as the blocks above
+ * @rec: the record
+ * @reporter: the struct stallcap_reporter (stallcap_reporter_new())
  *
  * A sample waiting for its deferred user stack (STALLCAP_SAMPLE_DEFER_PENDING)
  * is held until the USER_STACK record of its cookie comes, then written once
@@ -562,6 +597,7 @@ STALLCAP_API int stallcap_report_record(const struct stallcap_rec_header *rec,
  * stallcap_reporter_flush() - write the held samples as they are (and the
  * ends waiting behind them), the runs of same stacks not written yet, then
  * fflush()
+ * @r: the reporter
  */
 STALLCAP_API void stallcap_reporter_flush(struct stallcap_reporter *r);
 /** stallcap_reporter_free() - flush, then free. */
@@ -573,6 +609,8 @@ STALLCAP_API void stallcap_reporter_free(struct stallcap_reporter *r);
  * above, deferred user stacks merged across calls (the session keeps a
  * reporter for @out); the runs of same stacks are written at the end of
  * each call, so a stall still going on shows its samples now
+ * @s: the session
+ * @out: where the text goes
  *
  * Returns the records consumed (0 on a no-op session), or a negative errno
  * of stallcap_ring_map() / stallcap_ring_read().
