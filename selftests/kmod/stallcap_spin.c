@@ -9,9 +9,10 @@
  *        calling an empty function through a pointer in a loop: with
  *        retpolines, through the kernel's __x86_indirect_thunk_<reg>
  *   echo MS > /sys/kernel/debug/stallcap_spin/thunk_irq   the thunk loop,
- *        interrupted every millisecond by an irq_work (queued from a pinned
- *        hrtimer, so it interrupts the loop wherever the timer did) that
- *        spins with interrupts off in stallcap_spin_irq_work_loop(): stacks
+ *        interrupted a millisecond after each spin by an irq_work (queued
+ *        from a pinned hrtimer, so it interrupts the loop wherever the timer
+ *        did) that spins 5 ms with interrupts off in
+ *        stallcap_spin_irq_work_loop(): stacks
  *        that cross an interrupt frame whose ip is anywhere in the loop,
  *        the thunk included
  *   echo MS > /sys/kernel/debug/stallcap_spin/softirq     in a tasklet, run
