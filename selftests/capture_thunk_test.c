@@ -185,8 +185,9 @@ TEST(a_sample_in_a_retpoline_thunk_has_its_callers)
 }
 
 /*
- * The same thunk loop, interrupted every millisecond (at wherever the timer
- * found it) by an irq_work that spins with interrupts off: the samples
+ * The same thunk loop, interrupted a millisecond after each spin (at
+ * wherever the timer found it) by an irq_work that spins with interrupts
+ * off: the samples
  * taken by NMI during such a spin cross the interrupt's register frame,
  * whose ip is the loop, its callee, or now and then a thunk.  The unwind
  * must go on past that frame as it does at frame 0 (seen on 7.3 in a real
