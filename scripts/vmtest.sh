@@ -143,7 +143,7 @@ TOOL_TESTS=${TOOL_TESTS-tool_demo_test.sh tool_event_loop_test.sh tool_exited_te
 tool_dwarf_test.sh tool_newer_records_test.sh tool_ns_test.sh tool_inprocess_test.sh \
 tool_live_test.sh tool_kmod_test.sh tool_idle_reader_test.sh tool_unwatched_test.sh \
 tool_runner_test.sh attach_mosquitto_test.sh attach_java_test.sh attach_tokio_test.sh \
-attach_erlang_test.sh}
+attach_erlang_test.sh attach_postgres_test.sh}
 TOOL_KERNELS=${TOOL_KERNELS-5.10 7.3}
 # Tests the debug kernel leaves to the others (see above).
 DEBUG_SKIP=${DEBUG_SKIP-attach_nginx_test.sh attach_node_test.sh attach_haproxy_test.sh \
@@ -287,6 +287,7 @@ build_base() {
 	guest_python "$st"
 	guest_jre "$st"
 	guest_erlang "$st"
+	guest_postgres "$st"
 	add_libs "$st"
 	(cd "$st" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) |
 		gzip -1 >"$initramfs/base.cpio.gz"
@@ -324,6 +325,27 @@ guest_erlang() {
 		--exclude='lib/erl_interface-*' --exclude='src/' --exclude='include/' \
 		--exclude='doc/' --exclude='man/' "$root" "$st/usr/lib/"
 	ln -sfn ../lib/erlang/bin/erl "$st/usr/bin/erl"
+}
+
+# guest_postgres STAGING: Debian's PostgreSQL server (postgresql-15) for
+# attach_postgres_test.sh at its own paths (initdb finds the share
+# directory relative to its binary): the server, initdb and psql, the share
+# directory without its documentation, the two libraries initdb loads
+# (plpgsql, snowball), made executable so that add_libs copies their
+# libraries, and the UTC zone
+guest_postgres() {
+	local st=$1 pg=/usr/lib/postgresql/15 f
+	[ -x "$pg/bin/postgres" ] || return 0
+	for f in bin/postgres bin/initdb bin/psql bin/pg_isready lib/plpgsql.so \
+		lib/dict_snowball.so; do
+		copy_file "$pg/$f" "$st$pg/$f"
+		chmod 755 "$st$pg/$f"
+	done
+	mkdir -p "$st/usr/share/postgresql" "$st/usr/share/zoneinfo/Etc"
+	rsync -a --exclude='man/' --exclude='doc/' /usr/share/postgresql/15 \
+		"$st/usr/share/postgresql/"
+	copy_file /usr/share/zoneinfo/Etc/UTC "$st/usr/share/zoneinfo/Etc/UTC"
+	copy_file /usr/share/zoneinfo/Etc/UTC "$st/usr/share/zoneinfo/UTC"
 }
 
 # guest_python STAGING: Debian's python3 and the part of its standard
