@@ -115,9 +115,9 @@ static void attach_event(const struct stallcap_attach_ent *a,
 /**
  * stallcap_attach_watch_event() - write a STALLCAP_REC_WATCH record
  * @w: an attached watch (w->attach set)
- * @event: STALLCAP_WATCH_STARTED or STALLCAP_WATCH_ENDED
+ * @event: STALLCAP_WATCH_STARTED, _BUSY or _ENDED
  *
- * Context: any but NMI.
+ * Context: any but NMI (a ring reservation: under w->lock too).
  */
 void stallcap_attach_watch_event(struct stallcap_watch *w, u32 event)
 {

@@ -410,6 +410,8 @@ struct stallcap_capture_req {
  * @home_pending: @home_csd is queued or its function runs
  * @attach: the attach that made this watch (attach.c), NULL for ARM
  * @wait_seen: an attached watch saw its thread enter or leave a wait call
+ * @busy_told: an attached watch told its thread's first busy period
+ *	(STALLCAP_WATCH_BUSY); w->lock
  * @resume_pending: its thread was inside a wait call at the attach, and
  *	the attach's poll looks for that call's return (attach_resume.c)
  * @restart_fn: its thread's last counted wait call returned to be resumed
@@ -440,6 +442,7 @@ struct stallcap_watch {
 	bool counted_armed;
 	bool fast;
 	bool fast_exempt;
+	bool busy_told;
 	u64 timeout_ns;
 	u64 user_tag;
 	u64 armed_at;

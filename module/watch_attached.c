@@ -33,6 +33,11 @@ static void watch_busy(struct stallcap_watch *w, u64 now, bool unless_waited)
 	stallcap_watch_begin_deadline(w, now, deadline);
 	if (!lazy)
 		stallcap_watch_timer_start(w, deadline);
+	/* a stall of the thread is seen from now on: the reader is told once */
+	if (!w->busy_told) {
+		w->busy_told = true;
+		stallcap_attach_watch_event(w, STALLCAP_WATCH_BUSY);
+	}
 out:
 	raw_spin_unlock_irqrestore(&w->lock, flags);
 }

@@ -6,8 +6,11 @@
  * process by fork, fork + exec, posix_spawn (vfork + exec), or executes a
  * program itself; that process polls, spins past the deadline in
  * follow_spin(), and polls again.  The reader sees its watch start, its
- * stall (origin ATTACH, follow_spin() among the innermost user frames: the
- * executed program tells its address through a pipe) and the stall's end.
+ * first busy period (STALLCAP_WATCH_BUSY, once), its stall (origin ATTACH,
+ * follow_spin() among the innermost user frames: the executed program
+ * tells its address through a pipe) and the stall's end; when the loop
+ * runs in a second thread, the first thread, which only waits for it in
+ * pthread_join(), has a watch that is never told busy.
  * Without INHERIT the same new process is not watched.  On a kernel without
  * the task_work_add export a worker makes the new process's attach, maybe
  * after its first wait call returned: kept from running (a SCHED_FIFO hog on
@@ -262,6 +265,15 @@ FIXTURE_VARIANT_ADD(follow, fork_late_worker) {
 	.late_worker = true,
 };
 
+/*
+ * The loop in a thread of the new process, whose first thread waits for it
+ * in pthread_join(): a futex wait, which the attach does not count without
+ * PARK; that thread's watch starts but never sees a busy period
+ */
+FIXTURE_VARIANT_ADD(follow, fork_thread) {
+	.how = BY_FORK_THREAD, .flags = STALLCAP_ATTACH_INHERIT, .watched = true,
+};
+
 /* the loop in a thread the new process made before the worker came */
 FIXTURE_VARIANT_ADD(follow, fork_thread_late_worker) {
 	.how = BY_FORK_THREAD, .flags = STALLCAP_ATTACH_INHERIT, .watched = true,
@@ -403,10 +415,25 @@ static size_t count_samples(const struct sc_records *rs)
 	return n;
 }
 
+/* STALLCAP_REC_WATCH records of thread @tid with @event */
+static unsigned int count_watch_events(const struct sc_records *rs, pid_t tid,
+				       uint32_t event)
+{
+	unsigned int n = 0;
+
+	for (size_t i = 0; i < rs->n; i++) {
+		const struct stallcap_watch_event *w = (const void *)rs->rec[i];
+
+		n += w->hdr.type == STALLCAP_REC_WATCH && w->tid == (__u32)tid &&
+		     w->event == event;
+	}
+	return n;
+}
+
 TEST_F(follow, new_process_is_watched_as_its_parent)
 {
+	const struct stallcap_watch_event *ws, *wb;
 	const struct stallcap_sample *r, *u;
-	const struct stallcap_watch_event *ws;
 	struct loop_hello h = { 0 };
 	uint64_t busy_from = 0;
 	const char *why;
@@ -476,6 +503,19 @@ TEST_F(follow, new_process_is_watched_as_its_parent)
 	if (variant->late_worker && sc_expect_no_task_work())
 		EXPECT_LT(busy_from, ws->time_ns)
 			TH_LOG("the worker was not late: the case tests nothing");
+	/* the loop's first busy period is told once, after its start */
+	wb = sc_find_watch_event(&self->rs, h.tid, STALLCAP_WATCH_BUSY);
+	ASSERT_NE(NULL, wb) TH_LOG("no WATCH_BUSY for the loop's thread");
+	EXPECT_LE(sc_find_watch_event(&self->rs, h.tid, STALLCAP_WATCH_STARTED)->time_ns,
+		  wb->time_ns);
+	EXPECT_EQ(1, count_watch_events(&self->rs, h.tid, STALLCAP_WATCH_BUSY));
+	if (h.tid != h.pid) {
+		/* the first thread only waited in pthread_join() */
+		EXPECT_NE(NULL, sc_find_watch_event(&self->rs, h.pid, STALLCAP_WATCH_STARTED))
+			TH_LOG("no WATCH_STARTED for the process's first thread");
+		EXPECT_EQ(NULL, sc_find_watch_event(&self->rs, h.pid, STALLCAP_WATCH_BUSY))
+			TH_LOG("a thread that never waited in a counted call was told busy");
+	}
 	r = sc_first_sample_of(&self->rs, h.tid);
 	ASSERT_NE(NULL, r) TH_LOG("the new process's stall was not captured");
 	EXPECT_EQ(STALLCAP_ORIGIN_ATTACH, r->origin);

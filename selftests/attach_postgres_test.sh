@@ -14,7 +14,10 @@
 # connection's backend, which hashes its share of the rows as the workers
 # do theirs (the workers themselves, forked by the postmaster for the
 # query, never wait in an event-loop call: never watched, as README says).
-# Then a fast shutdown: record ends with the server.
+# With the leader's share off, the leader waits for the workers in
+# epoll_wait(), and the workers are named by record's hint on unwatched
+# threads (it lists the watched processes' children).  Then a fast
+# shutdown: record ends with the server.
 . ./tool_lib.sh
 pg=/usr/lib/postgresql/15/bin
 PATH=$pg:$PATH
@@ -40,7 +43,7 @@ check "postgres accepts connections" until_ok ready
 postmaster=$(sed -n 1p "$data/postmaster.pid" 2>/dev/null)
 check "the postmaster runs (pid $postmaster)" kill -0 "${postmaster:-none}"
 sql() { psql -X -q -A -t -h "$sock" -U postgres -d postgres "$@"; }
-sql -c "create table t as select g from generate_series(1, 90000) g" \
+sql -c "create table t as select g from generate_series(1, 200000) g" \
 	-c "vacuum analyze t"
 
 stallcap record --deadline 100ms -p "$postmaster" --children \
@@ -65,12 +68,26 @@ other_backend() { [ -n "$leader" ] && [ "$leader" != "$backend" ]; }
 check "the parallel query ran in backend $leader" other_backend
 launched() { echo "$par" | grep -q 'Workers Launched: [12]'; }
 check "the parallel query launched its workers" launched
+# the same without the leader's share: the workers alone, unwatched, each
+# computing for over a second; the leader idle in epoll_wait()
+par=$(sql -c "set max_parallel_workers_per_gather = 2" \
+	-c "set parallel_setup_cost = 0" -c "set parallel_tuple_cost = 0" \
+	-c "set min_parallel_table_scan_size = 0" \
+	-c "set parallel_leader_participation = off" \
+	-c "explain (analyze, costs off, timing off) select count(*) from t where md5(g::text) like 'ab%'")
+echo "$par" | sed 's/^/# plan without the leader: /'
+check "the parallel query without the leader launched its workers" launched
 sleep 0.3
 
 kill -INT "$postmaster"
 wait_record "$rec"
 check "record ends with postgres (fast shutdown), status 0" [ $? = 0 ]
 sed 's/^/# record: /' "$work/record.out"
+hinted() {
+	grep '^stallcap: hint: .* never waited in an event-loop call' "$work/record.out" |
+		grep -q 'postgres (tid [0-9]*,'
+}
+check "the workers, never watched, are named in record's hint" hinted
 sed 's/^/# postgres: /' "$work/postgres.log"
 reports pg
 

@@ -645,7 +645,7 @@ static inline const char *sc_record_check(const struct stallcap_rec_header *h,
 
 		if (h->size != sizeof(*w) || w->fixed_size != sizeof(*w))
 			return "watch record size is not sizeof(struct stallcap_watch_event)";
-		if (w->event < STALLCAP_WATCH_STARTED || w->event > STALLCAP_WATCH_MISSED)
+		if (w->event < STALLCAP_WATCH_STARTED || w->event > STALLCAP_WATCH_BUSY)
 			return "watch record event unknown";
 		if (w->realtime_ns < w->time_ns)
 			return "watch realtime_ns before time_ns";

@@ -7,8 +7,9 @@
 # deadline, so that their stalls are not missed in silence.  Here Python's
 # main thread waits once in select() (watched) and starts a worker that
 # computes for two seconds without a system call (the clock read in the
-# vDSO) while main joins it: the hint names the worker, and only it; a
-# command that only sleeps gets no hint.
+# vDSO) while main joins it: the hint names the worker, and only it; the
+# same for a child process it forks, which computes while the parent
+# waits for its end in select(); a command that only sleeps gets no hint.
 . ./tool_lib.sh
 need stallcap python3
 
@@ -33,7 +34,36 @@ check "the hint names the worker, never watched, and advises --park" \
 	grep -q "^stallcap: hint: 1 thread of the watched processes never waited in an event-loop call, so it was never watched, and used more CPU than the deadline while recording: python3 (tid $worker, [0-9.]* s) (workers fed by another thread through a condition variable are watched with --park)$" \
 	"$work/a.err"
 
-stallcap record --deadline 50ms -o "$work/c.data" -- sh -c 'sleep 2; sleep 1' 2>"$work/c.err"
+# a process the watched one forks, followed by the module, that computes
+# without ever waiting (a parallel query's worker): no watch makes it known
+# to record, which lists the child processes of those it sees
+prog='
+import os, select, sys, time
+select.select([], [], [], 0.05)
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    end = time.monotonic() + 2.0
+    while time.monotonic() < end:
+        pass
+    os._exit(0)
+os.close(w)
+print(pid, flush=True)
+select.select([r], [], [])
+os.waitpid(pid, 0)
+'
+stallcap record --deadline 50ms -o "$work/b.data" -- python3 -c "$prog" \
+	>"$work/b.out" 2>"$work/b.err"
+check "record exits 0 (a forked child)" [ $? = 0 ]
+sed 's/^/# /' "$work/b.err"
+child=$(cat "$work/b.out")
+check "the hint names the forked child, never watched" \
+	grep -q "^stallcap: hint: 1 thread of the watched processes never waited in an event-loop call, so it was never watched, and used more CPU than the deadline while recording: python3 (tid $child, [0-9.]* s)" \
+	"$work/b.err"
+
+# (a deadline over what starting a program costs on the debug kernel,
+# 0.1 s of CPU: that start is a stretch of running that no wait precedes)
+stallcap record --deadline 500ms -o "$work/c.data" -- sh -c 'sleep 2; sleep 1' 2>"$work/c.err"
 sed 's/^/# /' "$work/c.err"
 check "a command that only sleeps gets no hint" \
 	sh -c "! grep -q 'never waited' '$work/c.err'"

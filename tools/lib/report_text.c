@@ -338,6 +338,7 @@ int scl_format(struct scl_out *o, const struct stallcap_rec_header *rec)
 		scl_put(o, PREFIX "watch of tid %u %s\n", ev.ns_tid,
 			ev.event == STALLCAP_WATCH_STARTED ? "started" :
 			ev.event == STALLCAP_WATCH_ENDED ? "ended" :
+			ev.event == STALLCAP_WATCH_BUSY ? "busy" :
 			ev.event == STALLCAP_WATCH_MISSED ? "missed" : "event");
 		break;
 	default:

@@ -45,7 +45,10 @@ void collect_stop(void)
  * A watch of the module: a process that --deadline starts watching (after
  * the attach, a fork or an exec) may run another program under a pid the
  * tool knows: its maps are read again at its next sample.  One that could
- * not be watched is said on stderr at once.
+ * not be watched is said on stderr at once.  Its thread counts as watched
+ * from its first busy period (STALLCAP_WATCH_BUSY; from its start with a
+ * module that does not tell it): one that never waits in a call the
+ * attach counts is listed with the unwatched threads.
  */
 static void see_watch(struct collector *c, const struct stallcap_rec_header *rec)
 {
@@ -54,9 +57,11 @@ static void see_watch(struct collector *c, const struct stallcap_rec_header *rec
 
 	if (stallcap_watch_event_parse(rec, rec->size, &ev))
 		return;
-	if (ev.event == STALLCAP_WATCH_STARTED && c->o->deadline_ns)
+	if (c->o->deadline_ns &&
+	    (ev.event == STALLCAP_WATCH_STARTED || ev.event == STALLCAP_WATCH_BUSY))
 		unwatched_saw_watch(c, c->same_pid_ns && ev.ns_pid ? ev.ns_pid : ev.pid,
-				    c->same_pid_ns && ev.ns_tid ? ev.ns_tid : ev.tid);
+				    c->same_pid_ns && ev.ns_tid ? ev.ns_tid : ev.tid,
+				    ev.event == STALLCAP_WATCH_BUSY || !c->watch_busy_told);
 	if (ev.event == STALLCAP_WATCH_STARTED && ev.tid == ev.pid) {
 		e = pid_get(c, ev.pid);
 		if (e)
@@ -195,6 +200,7 @@ static void send_host_info(struct collector *c)
 	hi.reader_pid_ns_inum = self_pid_ns();
 	if (!stallcap_session_get_info(c->s, &in)) {
 		hi.module_features = in.features;
+		c->watch_busy_told = in.features & STALLCAP_FEAT_WATCH_BUSY;
 		hi.host_flags = SCF_HOST_KNOWN | (psi_on() ? SCF_HOST_PSI : 0);
 	}
 	if (c->sk->info)

@@ -61,11 +61,12 @@ struct collector {
 	unsigned int unwatched_dropped;	/* gone, used CPU, not kept */
 	__u64 started_ticks;		/* clock ticks since boot at the start */
 	bool same_pid_ns;		/* the records' ns ids are this tool's */
+	bool watch_busy_told;		/* STALLCAP_FEAT_WATCH_BUSY */
 	int err;
 };
 
 /* ---- threads never watched (collect_unwatched.c) ---- */
-void unwatched_saw_watch(struct collector *c, __u32 pid, __u32 tid);
+void unwatched_saw_watch(struct collector *c, __u32 pid, __u32 tid, bool busy);
 void unwatched_scan(struct collector *c, __u64 now, bool force);
 void unwatched_hint(struct collector *c);
 void unwatched_free(struct collector *c);

@@ -92,11 +92,13 @@ static bool is_watched(const struct collector *c, __u32 tid)
 /**
  * unwatched_saw_watch() - thread @tid of process @pid (as /proc names
  * them) has a watch: its process's threads are listed from now on
+ * @busy: and the watch saw its first busy period: the thread is watched
  */
-void unwatched_saw_watch(struct collector *c, __u32 pid, __u32 tid)
+void unwatched_saw_watch(struct collector *c, __u32 pid, __u32 tid, bool busy)
 {
 	id_add(&c->scanned, pid);
-	id_add(&c->watched, tid);
+	if (busy)
+		id_add(&c->watched, tid);
 }
 
 static struct unwatched *unwatched_get(struct collector *c, __u32 pid, __u32 tid)

@@ -312,6 +312,7 @@ void fmt_json_watch(FILE *out, const struct stallcap_watch_event *ev)
 		"\"ns_pid\":%u,\"ns_tid\":%u,\"comm\":",
 		ev->event == STALLCAP_WATCH_STARTED ? "started" :
 		ev->event == STALLCAP_WATCH_ENDED ? "ended" :
+		ev->event == STALLCAP_WATCH_BUSY ? "busy" :
 		ev->event == STALLCAP_WATCH_MISSED ? "missed" : "unknown",
 		ev->pid, ev->tid, ev->ns_pid, ev->ns_tid);
 	comm_str(out, ev->comm);

@@ -426,6 +426,7 @@ void fmt_text_watch(FILE *out, const struct stallcap_watch_event *ev)
 	fprintf(out, "watch %s at %s: tid %s (",
 		ev->event == STALLCAP_WATCH_STARTED ? "started" :
 		ev->event == STALLCAP_WATCH_ENDED ? "ended" :
+		ev->event == STALLCAP_WATCH_BUSY ? "busy" :
 		ev->event == STALLCAP_WATCH_MISSED ? "missed" : "event", when, tid);
 	text_strn(out, ev->comm, sizeof(ev->comm));
 	fprintf(out, ") of process %s, %s deadline, tag 0x%llx%s\n\n",

@@ -176,8 +176,8 @@ static int on_record(struct sc_sink *sk, const struct stallcap_rec_header *rec)
 			rp->st.bad_records++;
 		else if (rp->fmt == FMT_JSON)
 			fmt_json_watch(rp->out, &ev);
-		else if (rp->fmt == FMT_TEXT)
-			fmt_text_watch(rp->out, &ev);
+		else if (rp->fmt == FMT_TEXT && ev.event != STALLCAP_WATCH_BUSY)
+			fmt_text_watch(rp->out, &ev);	/* busy: JSON only */
 		if (rp->live)
 			fflush(rp->out);	/* a watchdog reads it now */
 		return 0;

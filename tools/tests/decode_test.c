@@ -434,6 +434,7 @@ TEST(stall_end_parts)
 TEST(watch_event_parts)
 {
 	struct stallcap_watch_event ev, p;
+	char line[256];
 
 	memset(&ev, 0, sizeof(ev));
 	ev.hdr.size = sizeof(ev);
@@ -447,6 +448,10 @@ TEST(watch_event_parts)
 	EXPECT_EQ(STALLCAP_WATCH_STARTED, p.event);
 	EXPECT_EQ(2, p.ns_tid);
 	EXPECT_EQ(0, strcmp("loop", p.comm));
+	/* the first busy period (STALLCAP_FEAT_WATCH_BUSY) has its name */
+	ev.event = STALLCAP_WATCH_BUSY;
+	ASSERT_LT(0, stallcap_format_record(&ev.hdr, line, sizeof(line)));
+	EXPECT_NE(NULL, strstr(line, "watch of tid 2 busy")) TH_LOG("%s", line);
 	ev.hdr.type = STALLCAP_REC_STALL_END;
 	EXPECT_EQ(-EBADMSG, stallcap_watch_event_parse(&ev, sizeof(ev), &p));
 }

@@ -239,7 +239,9 @@ struct stallcap_arm {
  * its own, which DETACH names by its pid (0: all); the attach of a process
  * that exited or executed another program ends when the session next
  * follows one.  STALLCAP_REC_WATCH records tell the reader which threads
- * are watched, and which thread or process could not be
+ * are watched, when each is first busy (STALLCAP_WATCH_BUSY: a thread
+ * that never waits in a counted call never is, and its stalls cannot be
+ * seen), and which thread or process could not be watched
  * (STALLCAP_WATCH_MISSED: never silently).
  * Errors: ESRCH (no such process), EPERM/EACCES (the caller may not
  * ptrace-attach to it, as for perf -p: other user, set-user-ID, no
@@ -392,6 +394,12 @@ struct stallcap_config {
  * struct stallcap_info.tsc_khz
  */
 #define STALLCAP_FEAT_DEADLINE_TSC	(1ULL << 17)
+/*
+ * STALLCAP_WATCH_BUSY: an attached thread's first busy period is told, so
+ * that a reader knows which watched threads never waited in a call the
+ * attach counts (their stalls cannot be seen)
+ */
+#define STALLCAP_FEAT_WATCH_BUSY	(1ULL << 18)
 
 /* struct stallcap_info.arch and struct stallcap_sec_regs.arch */
 #define STALLCAP_ARCH_X86_64	1
@@ -1329,10 +1337,20 @@ struct stallcap_stall_end {
  * or an undumpable (set-user-ID) program.  Its stalls are not reported.
  */
 #define STALLCAP_WATCH_MISSED	3
+/*
+ * The thread's first busy period began: it returned from a wait call the
+ * attach counts (or was inside one at the attach), and from now on a stall
+ * of it is seen (STALLCAP_FEAT_WATCH_BUSY).  Once per watch, after its
+ * STALLCAP_WATCH_STARTED.  A watch that ends without it belonged to a
+ * thread that never waited so: a thread that only computes, a pool's
+ * worker fed through a condition variable (without STALLCAP_ATTACH_PARK),
+ * a process forked to do one job (a parallel query's worker).
+ */
+#define STALLCAP_WATCH_BUSY	4
 
 /**
- * struct stallcap_watch_event - a watch made by STALLCAP_IOC_ATTACH began
- * or ended
+ * struct stallcap_watch_event - a watch made by STALLCAP_IOC_ATTACH began,
+ * saw its thread's first busy period, or ended
  * @hdr: type STALLCAP_REC_WATCH
  * @fixed_size: bytes of this struct as the module wrote it
  * @event: STALLCAP_WATCH_*
