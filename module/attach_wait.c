@@ -15,7 +15,9 @@
  * accept4 count only on a blocking listening socket: a pre-forked server's
  * worker (Apache's prefork, PHP-FPM) waits for its next connection there,
  * while an event loop's accept on a non-blocking socket it was told is
- * ready returns at once and is busy time.
+ * ready returns at once and is busy time.  So does a blocking read of a
+ * timerfd (a periodic loop's pacing) or a signalfd: probed in their read
+ * functions, not in read(), which every process calls for everything.
  *
  * A wait interrupted by a signal that no handler takes (a stop and a
  * continue, a tracer's interrupt, the freezer) may return
@@ -269,6 +271,34 @@ static int accept_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 	return 0;
 }
 
+/*
+ * A read of a timerfd or a signalfd that may block (not O_NONBLOCK, nor an
+ * io_uring attempt without waiting, IOCB_NOWAIT) is a wait.  The file is
+ * held by the read: its flags are read in place, from the trap too.
+ */
+static int fd_read_entry(const struct file *file, int iocb_flags)
+{
+	if ((READ_ONCE(file->f_flags) & O_NONBLOCK) || (iocb_flags & IOCB_NOWAIT))
+		return 1;
+	return boundary_entry(false);
+}
+
+/* timerfd_read_iter(iocb, to), signalfd_read_iter(iocb, to): 6.8 and later */
+static int fd_read_iter_entry(struct kretprobe_instance *ri,
+			      struct pt_regs *regs)
+{
+	const struct kiocb *iocb = (const struct kiocb *)regs->di;
+
+	return fd_read_entry(iocb->ki_filp, iocb->ki_flags);
+}
+
+/* timerfd_read(file, buf, count, ppos), signalfd_read() likewise: before */
+static int fd_read_file_entry(struct kretprobe_instance *ri,
+			      struct pt_regs *regs)
+{
+	return fd_read_entry((const struct file *)regs->di, 0);
+}
+
 static int park_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	return boundary_entry(true);
@@ -352,6 +382,11 @@ static struct kretprobe wait_probes[] = {
 	WAIT_PROBE("__x64_sys_restart_syscall", restart_entry, restart_return),
 	ACCEPT_PROBE("__x64_sys_accept"),
 	ACCEPT_PROBE("__x64_sys_accept4"),
+	/* each kernel has one name of the two */
+	WAIT_PROBE("timerfd_read_iter", fd_read_iter_entry, wait_return),
+	WAIT_PROBE("timerfd_read", fd_read_file_entry, wait_return),
+	WAIT_PROBE("signalfd_read_iter", fd_read_iter_entry, wait_return),
+	WAIT_PROBE("signalfd_read", fd_read_file_entry, wait_return),
 };
 
 static struct kretprobe park_probes[] = {
@@ -382,6 +417,7 @@ static const int wait_probe_nrs[] = {
 	__NR_ppoll, __NR_select, __NR_pselect6, __NR_io_getevents,
 	__NR_io_pgetevents, __NR_io_uring_enter, __NR_restart_syscall,
 	__NR_accept, __NR_accept4,
+	-1, -1, -1, -1,		/* read(): not every read is a wait */
 };
 static_assert(ARRAY_SIZE(wait_probe_nrs) == ARRAY_SIZE(wait_probes));
 

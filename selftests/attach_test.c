@@ -13,7 +13,9 @@
  * is idle however long, one that only submits stays busy; a thread whose
  * first wait is an io_uring_enter() woken inside (io_uring runs the
  * thread's task_works there, the one that makes its watch among them) is
- * idle until the call returns, busy from there.  With
+ * idle until the call returns, busy from there.  A blocking read of a
+ * timerfd (a periodic loop's pacing) or of a signalfd is idle too, a read
+ * of a non-blocking one that finds nothing busy time.  With
  * STALLCAP_ATTACH_PARK, futex waits and sleeps are idle waits too (a
  * runtime's parked worker), for that attach only: a second session attached
  * to the same process without it sees the same thread stalled in the futex
@@ -30,8 +32,10 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 
 #include "stallcap_test.h"
@@ -258,6 +262,96 @@ static void *accept_thread(void *arg)
 	poll(NULL, 0, 1);		/* ...until it waits: the stall ends */
 	pthread_join(client, NULL);
 	close(cfd);
+	return NULL;
+}
+
+/* ---- a loop paced by a timerfd, or woken through a signalfd ---- */
+
+/* Arms @fd to expire once, @ns from now. */
+static int timerfd_in(int fd, uint64_t ns)
+{
+	struct itimerspec its = {
+		.it_value = { .tv_sec = ns / SC_MS(1000), .tv_nsec = ns % SC_MS(1000) },
+	};
+
+	return timerfd_settime(fd, 0, &its, NULL);
+}
+
+/*
+ * Waits in a blocking read() of a timerfd that expires after 4 deadlines
+ * (idle), then spins SPIN with a read of a non-blocking, unarmed timerfd
+ * halfway (EAGAIN: busy).
+ */
+static void *timerfd_thread(void *arg)
+{
+	int *tid_pipe = arg, tfd, nbfd;
+	pid_t tid = sc_gettid();
+	uint64_t ticks;
+
+	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+	nbfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (tfd < 0 || nbfd < 0)
+		tid = -errno;
+	if (write(tid_pipe[1], &tid, sizeof(tid)) != sizeof(tid) || tid < 0)
+		return NULL;
+	poll(NULL, 0, 1);		/* the first wait: its watch is made */
+	if (timerfd_in(tfd, 4 * DEADLINE) ||
+	    read(tfd, &ticks, sizeof(ticks)) != sizeof(ticks))	/* idle */
+		return NULL;
+	attach_spin_in_loop(SPIN / 2);	/* busy past the deadline... */
+	if (read(nbfd, &ticks, sizeof(ticks)) >= 0)	/* EAGAIN */
+		return NULL;
+	attach_spin_in_loop(SPIN / 2);	/* ...still busy... */
+	poll(NULL, 0, 1);		/* ...until it waits: the stall ends */
+	return NULL;
+}
+
+static pid_t signalfd_reader;
+
+/* Sends SIGUSR2 to signalfd_reader after 4 deadlines (never watched). */
+static void *late_signal(void *arg)
+{
+	sc_sleep_ms(4 * DEADLINE / SC_MS(1));
+	syscall(SYS_tgkill, getpid(), signalfd_reader, SIGUSR2);
+	return NULL;
+}
+
+/*
+ * The same with a blocking read() of a signalfd for SIGUSR2, which another
+ * thread sends after 4 deadlines; halfway through the spin a read of a
+ * non-blocking signalfd for SIGUSR1, never sent.
+ */
+static void *signalfd_thread(void *arg)
+{
+	struct signalfd_siginfo si;
+	int *tid_pipe = arg, sfd, nbfd;
+	pid_t tid = sc_gettid();
+	sigset_t usr1, usr2;
+	pthread_t sender;
+
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	sigemptyset(&usr2);
+	sigaddset(&usr2, SIGUSR2);
+	pthread_sigmask(SIG_BLOCK, &usr2, NULL);
+	sfd = signalfd(-1, &usr2, SFD_CLOEXEC);
+	nbfd = signalfd(-1, &usr1, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0 || nbfd < 0)
+		tid = -errno;
+	if (write(tid_pipe[1], &tid, sizeof(tid)) != sizeof(tid) || tid < 0)
+		return NULL;
+	signalfd_reader = tid;
+	poll(NULL, 0, 1);		/* the first wait: its watch is made */
+	if (pthread_create(&sender, NULL, late_signal, NULL))
+		return NULL;
+	if (read(sfd, &si, sizeof(si)) != sizeof(si))	/* idle */
+		return NULL;
+	attach_spin_in_loop(SPIN / 2);	/* busy past the deadline... */
+	if (read(nbfd, &si, sizeof(si)) >= 0)	/* EAGAIN */
+		return NULL;
+	attach_spin_in_loop(SPIN / 2);	/* ...still busy... */
+	poll(NULL, 0, 1);		/* ...until it waits: the stall ends */
+	pthread_join(sender, NULL);
 	return NULL;
 }
 
@@ -527,6 +621,10 @@ static void child_main(int go_fd, int *tid_pipe)
 		fn = park_thread;
 	else if (c == 'a')
 		fn = accept_thread;
+	else if (c == 'T')
+		fn = timerfd_thread;
+	else if (c == 'G')
+		fn = signalfd_thread;
 	else if (c == 'w')
 		fn = wake_thread;
 	else if (c == 'r' || c == 't' || c == 'f')
@@ -756,6 +854,16 @@ TEST_F(attach, io_uring_wait_is_idle_and_a_submission_is_busy)
 TEST_F(attach, blocking_accept_is_idle_and_a_nonblocking_one_busy)
 {
 	one_stall_across(_metadata, self, 'a', "socket");
+}
+
+TEST_F(attach, blocking_timerfd_read_is_idle_and_a_nonblocking_one_busy)
+{
+	one_stall_across(_metadata, self, 'T', "timerfd");
+}
+
+TEST_F(attach, blocking_signalfd_read_is_idle_and_a_nonblocking_one_busy)
+{
+	one_stall_across(_metadata, self, 'G', "signalfd");
 }
 
 /* The samples of @tid in @rs: how many, and how many in stall @stall_id. */
