@@ -18,6 +18,8 @@
  * ready returns at once and is busy time.  So does a blocking read of a
  * timerfd (a periodic loop's pacing) or a signalfd: probed in their read
  * functions, not in read(), which every process calls for everything.
+ * And a command loop's wait for its next message: mq_timedreceive on a
+ * blocking message queue, msgrcv without IPC_NOWAIT.
  *
  * A wait interrupted by a signal that no handler takes (a stop and a
  * continue, a tracer's interrupt, the freezer) may return
@@ -40,6 +42,7 @@
 #include <linux/fcntl.h>
 #include <linux/file.h>
 #include <linux/fs.h>
+#include <linux/ipc.h>
 #include <linux/ptrace.h>
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
@@ -83,12 +86,13 @@ static const struct pt_regs *syscall_uregs(const struct pt_regs *regs)
  * return trampoline, in the thread's own context, never from the trap.
  */
 enum deferred_call { DEFERRED_WAIT, DEFERRED_PARK, DEFERRED_RESTART,
-		     DEFERRED_ACCEPT };
+		     DEFERRED_FD_WAIT };
 
 /*
- * @fd and @counted: an accept's, which counts as a wait only on a blocking
- * socket; its file is looked up here, not from the trap, and @counted (the
- * return probe's instance data) tells the return handler.
+ * @fd and @counted: an accept's or an mq_timedreceive's, which counts as a
+ * wait only on a blocking socket or queue; its file is looked up here, not
+ * from the trap, and @counted (the return probe's instance data) tells the
+ * return handler.
  */
 struct deferred_entry {
 	struct irq_work work;
@@ -120,8 +124,8 @@ static bool fd_blocks(unsigned long fd)
 	return blocks;
 }
 
-/* An accept entered from the trap: a wait if its socket blocks. */
-static void deferred_accept(struct deferred_entry *d)
+/* An accept or an mq_timedreceive from the trap: a wait if its file blocks */
+static void deferred_fd_wait(struct deferred_entry *d)
 {
 	if (!fd_blocks(READ_ONCE(d->fd)))
 		return;
@@ -139,8 +143,8 @@ static void deferred_entry_fn(struct irq_work *work)
 	if (xchg(&d->task, NULL) != current)
 		return;
 	switch (call) {
-	case DEFERRED_ACCEPT:
-		deferred_accept(d);
+	case DEFERRED_FD_WAIT:
+		deferred_fd_wait(d);
 		break;
 	case DEFERRED_RESTART:
 		stallcap_watches_attached_restart(current, true, false);
@@ -238,11 +242,11 @@ static int uring_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 }
 
 /*
- * accept(fd, ...), accept4(fd, ...): a wait on a blocking socket only.  The
- * instance's data says whether this call counted (from the trap, the
- * irq_work decides it).
+ * accept(fd, ...), accept4(fd, ...), mq_timedreceive(mqd, ...): a wait on a
+ * blocking socket or message queue only.  The instance's data says whether
+ * this call counted (from the trap, the irq_work decides it).
  */
-static int accept_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+static int fd_wait_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	unsigned long fd = READ_ONCE(syscall_uregs(regs)->di);
 	bool *counted = (bool *)ri->data;
@@ -255,7 +259,7 @@ static int accept_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 		d = this_cpu_ptr(&deferred_entries);
 		WRITE_ONCE(d->fd, fd);
 		WRITE_ONCE(d->counted, counted);
-		defer_entry(DEFERRED_ACCEPT);
+		defer_entry(DEFERRED_FD_WAIT);
 		return 0;
 	}
 	if (!fd_blocks(fd))
@@ -264,11 +268,19 @@ static int accept_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 	return boundary_entry(false);
 }
 
-static int accept_return(struct kretprobe_instance *ri, struct pt_regs *regs)
+static int fd_wait_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	if (READ_ONCE(*(bool *)ri->data))
 		wait_return(ri, regs);
 	return 0;
+}
+
+/* msgrcv(id, msg, size, type, flags): a wait unless IPC_NOWAIT (5th argument) */
+static int msgrcv_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	if (READ_ONCE(syscall_uregs(regs)->r8) & IPC_NOWAIT)
+		return 1;
+	return wait_entry(ri, regs);
 }
 
 /*
@@ -336,10 +348,10 @@ static int futex_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 }
 #define WAIT_PROBE(sym, entry, ret)				\
 	WAIT_PROBE_N(sym, entry, ret, WAIT_MAXACTIVE)
-#define ACCEPT_PROBE(sym) {					\
+#define FD_WAIT_PROBE(sym) {					\
 	.kp.symbol_name = sym,					\
-	.entry_handler = accept_entry,				\
-	.handler = accept_return,				\
+	.entry_handler = fd_wait_entry,				\
+	.handler = fd_wait_return,				\
 	.data_size = sizeof(bool),				\
 	.maxactive = WAIT_MAXACTIVE,				\
 }
@@ -380,8 +392,10 @@ static struct kretprobe wait_probes[] = {
 	WAIT_PROBE("__x64_sys_io_pgetevents", wait_entry, wait_return),
 	WAIT_PROBE("__x64_sys_io_uring_enter", uring_entry, wait_return),
 	WAIT_PROBE("__x64_sys_restart_syscall", restart_entry, restart_return),
-	ACCEPT_PROBE("__x64_sys_accept"),
-	ACCEPT_PROBE("__x64_sys_accept4"),
+	FD_WAIT_PROBE("__x64_sys_accept"),
+	FD_WAIT_PROBE("__x64_sys_accept4"),
+	FD_WAIT_PROBE("__x64_sys_mq_timedreceive"),
+	WAIT_PROBE("__x64_sys_msgrcv", msgrcv_entry, wait_return),
 	/* each kernel has one name of the two */
 	WAIT_PROBE("timerfd_read_iter", fd_read_iter_entry, wait_return),
 	WAIT_PROBE("timerfd_read", fd_read_file_entry, wait_return),
@@ -416,7 +430,7 @@ static const int wait_probe_nrs[] = {
 	__NR_epoll_wait, __NR_epoll_pwait, __NR_poll, __NR_epoll_pwait2,
 	__NR_ppoll, __NR_select, __NR_pselect6, __NR_io_getevents,
 	__NR_io_pgetevents, __NR_io_uring_enter, __NR_restart_syscall,
-	__NR_accept, __NR_accept4,
+	__NR_accept, __NR_accept4, __NR_mq_timedreceive, __NR_msgrcv,
 	-1, -1, -1, -1,		/* read(): not every read is a wait */
 };
 static_assert(ARRAY_SIZE(wait_probe_nrs) == ARRAY_SIZE(wait_probes));
@@ -503,8 +517,9 @@ fail:
 /*
  * Does @set probe call @nr with the arguments in @regs, now?  No @regs: a
  * call resumed by restart_syscall, whose arguments are in its restart
- * block (a futex call resumed there is a wait).  An accept seen from
- * outside is not looked at: one on a non-blocking socket does not stay.
+ * block (a futex call resumed there is a wait).  An accept, an
+ * mq_timedreceive or a msgrcv seen from outside is not looked at: one that
+ * may not block does not stay.
  */
 static bool probe_set_counts(const struct wait_probe_set *set, long nr,
 			     const struct pt_regs *regs)

@@ -15,7 +15,9 @@
  * thread's task_works there, the one that makes its watch among them) is
  * idle until the call returns, busy from there.  A blocking read of a
  * timerfd (a periodic loop's pacing) or of a signalfd is idle too, a read
- * of a non-blocking one that finds nothing busy time.  With
+ * of a non-blocking one that finds nothing busy time; so is a command
+ * loop's wait for its next message in mq_timedreceive() or msgrcv(), and
+ * a try without waiting (O_NONBLOCK, IPC_NOWAIT) busy time.  With
  * STALLCAP_ATTACH_PARK, futex waits and sleeps are idle waits too (a
  * runtime's parked worker), for that attach only: a second session attached
  * to the same process without it sees the same thread stalled in the futex
@@ -26,11 +28,13 @@
  */
 #include <linux/futex.h>
 #include <linux/io_uring.h>
+#include <mqueue.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/msg.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -355,6 +359,80 @@ static void *signalfd_thread(void *arg)
 	return NULL;
 }
 
+/* ---- a command loop: its next message from a queue ---- */
+
+struct test_msg {
+	long type;
+	char text[8];
+};
+
+static char queue_how;		/* 'Q' or 'M' */
+static int msg_queue = -1;
+static mqd_t mq_queue = (mqd_t)-1;
+
+/* Sends a message to both queues after 4 deadlines (never watched). */
+static void *late_message(void *arg)
+{
+	struct test_msg m = { .type = 1, .text = "go" };
+
+	sc_sleep_ms(4 * DEADLINE / SC_MS(1));
+	if (msg_queue >= 0)
+		msgsnd(msg_queue, &m, sizeof(m.text), 0);
+	if (mq_queue != (mqd_t)-1)
+		mq_send(mq_queue, m.text, sizeof(m.text), 0);
+	return NULL;
+}
+
+/*
+ * Waits 4 deadlines for a message (idle): in mq_timedreceive() on a
+ * blocking POSIX queue ('Q') or msgrcv() on a System V queue ('M'), then
+ * spins SPIN with a try that finds nothing halfway (a second, non-blocking
+ * POSIX queue; msgrcv with IPC_NOWAIT: busy).
+ */
+static void *queue_thread(void *arg)
+{
+	struct mq_attr attr = { .mq_maxmsg = 4, .mq_msgsize = 8 };
+	char name[32], nbname[32], buf[8];
+	int *tid_pipe = arg, ok = 1;
+	pid_t tid = sc_gettid();
+	struct test_msg m;
+	pthread_t sender;
+	mqd_t nbq = (mqd_t)-1;
+
+	snprintf(name, sizeof(name), "/sc-attach-%d", getpid());
+	snprintf(nbname, sizeof(nbname), "/sc-attach-nb-%d", getpid());
+	if (queue_how == 'M') {
+		msg_queue = msgget(IPC_PRIVATE, IPC_CREAT | 0600);
+		ok = msg_queue >= 0;
+	} else {
+		mq_queue = mq_open(name, O_RDWR | O_CREAT | O_EXCL, 0600, &attr);
+		nbq = mq_open(nbname, O_RDONLY | O_CREAT | O_EXCL | O_NONBLOCK, 0600, &attr);
+		mq_unlink(name);
+		mq_unlink(nbname);
+		ok = mq_queue != (mqd_t)-1 && nbq != (mqd_t)-1;
+	}
+	if (!ok)
+		tid = -errno;
+	if (write(tid_pipe[1], &tid, sizeof(tid)) != sizeof(tid) || tid < 0)
+		return NULL;
+	poll(NULL, 0, 1);		/* the first wait: its watch is made */
+	if (pthread_create(&sender, NULL, late_message, NULL))
+		return NULL;
+	if (queue_how == 'M' ? msgrcv(msg_queue, &m, sizeof(m.text), 0, 0) < 0 :
+	    mq_receive(mq_queue, buf, sizeof(buf), NULL) < 0)	/* idle */
+		return NULL;
+	attach_spin_in_loop(SPIN / 2);	/* busy past the deadline... */
+	if (queue_how == 'M' ? msgrcv(msg_queue, &m, sizeof(m.text), 0, IPC_NOWAIT) >= 0 :
+	    mq_receive(nbq, buf, sizeof(buf), NULL) >= 0)	/* ENOMSG, EAGAIN */
+		return NULL;
+	attach_spin_in_loop(SPIN / 2);	/* ...still busy... */
+	poll(NULL, 0, 1);		/* ...until it waits: the stall ends */
+	pthread_join(sender, NULL);
+	if (msg_queue >= 0)
+		msgctl(msg_queue, IPC_RMID, NULL);
+	return NULL;
+}
+
 /* ---- a parked worker: futex waits and sleeps between its busy periods ---- */
 
 static uint32_t park_word;
@@ -625,6 +703,8 @@ static void child_main(int go_fd, int *tid_pipe)
 		fn = timerfd_thread;
 	else if (c == 'G')
 		fn = signalfd_thread;
+	else if (c == 'Q' || c == 'M')
+		fn = queue_thread;
 	else if (c == 'w')
 		fn = wake_thread;
 	else if (c == 'r' || c == 't' || c == 'f')
@@ -637,6 +717,7 @@ static void child_main(int go_fd, int *tid_pipe)
 		fn = eintr_then_sleep_thread;
 	resume_fd = go_fd;
 	resume_how = c;
+	queue_how = c;
 	if (pthread_create(&t, NULL, fn, tid_pipe))
 		_exit(3);
 	pthread_join(t, NULL);
@@ -864,6 +945,16 @@ TEST_F(attach, blocking_timerfd_read_is_idle_and_a_nonblocking_one_busy)
 TEST_F(attach, blocking_signalfd_read_is_idle_and_a_nonblocking_one_busy)
 {
 	one_stall_across(_metadata, self, 'G', "signalfd");
+}
+
+TEST_F(attach, mq_receive_is_idle_and_a_nonblocking_one_busy)
+{
+	one_stall_across(_metadata, self, 'Q', "POSIX message queue");
+}
+
+TEST_F(attach, msgrcv_is_idle_and_one_with_ipc_nowait_busy)
+{
+	one_stall_across(_metadata, self, 'M', "System V message queue");
 }
 
 /* The samples of @tid in @rs: how many, and how many in stall @stall_id. */
