@@ -35,8 +35,9 @@ check "the hint names the worker, never watched, and advises --park" \
 	"$work/a.err"
 
 # a process the watched one forks, followed by the module, that computes
-# without ever waiting (a parallel query's worker): no watch makes it known
-# to record, which lists the child processes of those it sees
+# without ever waiting (a parallel query's worker): its thread has a watch
+# (each thread of a followed process gets one) that never sees a busy
+# period (no STALLCAP_WATCH_BUSY record): never watched in effect
 prog='
 import os, select, sys, time
 select.select([], [], [], 0.05)
