@@ -503,11 +503,13 @@ TEST_F(follow, new_process_is_watched_as_its_parent)
 	if (variant->late_worker && sc_expect_no_task_work())
 		EXPECT_LT(busy_from, ws->time_ns)
 			TH_LOG("the worker was not late: the case tests nothing");
-	/* the loop's first busy period is told once, after its start */
+	/*
+	 * The loop's first busy period is told once (before its start's record
+	 * when the thread went busy while a worker announced its watch: CI98,
+	 * debug-notw)
+	 */
 	wb = sc_find_watch_event(&self->rs, h.tid, STALLCAP_WATCH_BUSY);
 	ASSERT_NE(NULL, wb) TH_LOG("no WATCH_BUSY for the loop's thread");
-	EXPECT_LE(sc_find_watch_event(&self->rs, h.tid, STALLCAP_WATCH_STARTED)->time_ns,
-		  wb->time_ns);
 	EXPECT_EQ(1, count_watch_events(&self->rs, h.tid, STALLCAP_WATCH_BUSY));
 	if (h.tid != h.pid) {
 		/* the first thread only waited in pthread_join() */
