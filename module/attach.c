@@ -158,7 +158,7 @@ int stallcap_attach_watch_task(struct stallcap_attach_ent *a,
 	w = stallcap_watch_create_attached(a->sess, task, a);
 	if (IS_ERR(w))
 		return PTR_ERR(w);
-	stallcap_attach_watch_event(w, STALLCAP_WATCH_STARTED);
+	stallcap_watch_announce(w);
 	/*
 	 * The exit and exec probes end a thread's watches.  A thread that
 	 * began to exit (PF_EXITING) or executed a program (a new mm) while

@@ -162,6 +162,7 @@ struct stallcap_watch *stallcap_watch_find_attached(struct stallcap_session *ses
 						    struct stallcap_attach_ent *a);
 void stallcap_watches_destroy_attached(struct stallcap_session *sess,
 				       struct stallcap_attach_ent *a);
+void stallcap_watch_announce(struct stallcap_watch *w);
 void stallcap_watch_busy(struct stallcap_watch *w, u64 now);
 void stallcap_watch_busy_unless_waited(struct stallcap_watch *w, u64 now);
 void stallcap_watch_idle(struct stallcap_watch *w, u64 now);

@@ -410,6 +410,9 @@ struct stallcap_capture_req {
  * @home_pending: @home_csd is queued or its function runs
  * @attach: the attach that made this watch (attach.c), NULL for ARM
  * @wait_seen: an attached watch saw its thread enter or leave a wait call
+ * @started_told: an attached watch was announced (STALLCAP_WATCH_STARTED,
+ *	stallcap_watch_announce()); w->lock
+ * @busy_pending: its thread went busy before that: BUSY follows STARTED
  * @busy_told: an attached watch told its thread's first busy period
  *	(STALLCAP_WATCH_BUSY); w->lock
  * @resume_pending: its thread was inside a wait call at the attach, and
@@ -442,6 +445,8 @@ struct stallcap_watch {
 	bool counted_armed;
 	bool fast;
 	bool fast_exempt;
+	bool started_told;
+	bool busy_pending;
 	bool busy_told;
 	u64 timeout_ns;
 	u64 user_tag;

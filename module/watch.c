@@ -205,7 +205,8 @@ static void watch_kill(struct stallcap_watch *w)
 		stallcap_watch_count_armed(w, false);
 		stallcap_watch_fast_update(w, U64_MAX);
 		WRITE_ONCE(w->state, WATCH_IDLE);
-		if (w->attach)
+		/* not yet announced: stallcap_watch_announce() tells both */
+		if (w->attach && w->started_told)
 			stallcap_attach_watch_event(w, STALLCAP_WATCH_ENDED);
 	}
 	raw_spin_unlock_irqrestore(&w->lock, flags);

@@ -19,6 +19,23 @@
 #include "stallcap.h"
 #include "attach.h"
 
+/*
+ * A stall of the thread is seen from now on: the reader is told once, after
+ * the watch's STALLCAP_WATCH_STARTED (stallcap_watch_announce()).
+ * Context: w->lock held.
+ */
+static void watch_tell_busy(struct stallcap_watch *w)
+{
+	if (w->busy_told)
+		return;
+	if (!w->started_told) {
+		w->busy_pending = true;
+		return;
+	}
+	w->busy_told = true;
+	stallcap_attach_watch_event(w, STALLCAP_WATCH_BUSY);
+}
+
 static void watch_busy(struct stallcap_watch *w, u64 now, bool unless_waited)
 {
 	u64 deadline = now + w->timeout_ns;
@@ -33,12 +50,33 @@ static void watch_busy(struct stallcap_watch *w, u64 now, bool unless_waited)
 	stallcap_watch_begin_deadline(w, now, deadline);
 	if (!lazy)
 		stallcap_watch_timer_start(w, deadline);
-	/* a stall of the thread is seen from now on: the reader is told once */
-	if (!w->busy_told) {
-		w->busy_told = true;
-		stallcap_attach_watch_event(w, STALLCAP_WATCH_BUSY);
-	}
+	watch_tell_busy(w);
 out:
+	raw_spin_unlock_irqrestore(&w->lock, flags);
+}
+
+/**
+ * stallcap_watch_announce() - tell the reader of @w's attach that the
+ * thread is watched (STALLCAP_WATCH_STARTED)
+ * @w: a watch just made by stallcap_attach_watch_task()
+ *
+ * The watch is in the hash of watches by thread before it is announced: its
+ * thread may go busy, or exit, in between.  Under the watch's lock the
+ * records come in their order whatever happened first: STARTED, then BUSY
+ * if the thread went busy meanwhile, then ENDED if the watch ended.
+ * Context: process.
+ */
+void stallcap_watch_announce(struct stallcap_watch *w)
+{
+	unsigned long flags;
+
+	raw_spin_lock_irqsave(&w->lock, flags);
+	w->started_told = true;
+	stallcap_attach_watch_event(w, STALLCAP_WATCH_STARTED);
+	if (w->busy_pending)
+		watch_tell_busy(w);
+	if (w->dead)
+		stallcap_attach_watch_event(w, STALLCAP_WATCH_ENDED);
 	raw_spin_unlock_irqrestore(&w->lock, flags);
 }
 

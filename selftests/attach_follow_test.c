@@ -430,6 +430,18 @@ static unsigned int count_watch_events(const struct sc_records *rs, pid_t tid,
 	return n;
 }
 
+/* The place of @tid's first @event in the records read, or rs->n: none. */
+static size_t watch_event_index(const struct sc_records *rs, pid_t tid,
+				uint32_t event)
+{
+	const struct stallcap_watch_event *w = sc_find_watch_event(rs, tid, event);
+	size_t i = 0;
+
+	while (i < rs->n && (const void *)rs->rec[i] != w)
+		i++;
+	return i;
+}
+
 TEST_F(follow, new_process_is_watched_as_its_parent)
 {
 	const struct stallcap_watch_event *ws, *wb;
@@ -504,12 +516,15 @@ TEST_F(follow, new_process_is_watched_as_its_parent)
 		EXPECT_LT(busy_from, ws->time_ns)
 			TH_LOG("the worker was not late: the case tests nothing");
 	/*
-	 * The loop's first busy period is told once (before its start's record
-	 * when the thread went busy while a worker announced its watch: CI98,
-	 * debug-notw)
+	 * The loop's first busy period is told once, after its start's record
+	 * (also when the thread went busy while a worker announced its watch:
+	 * CI98, debug-notw)
 	 */
 	wb = sc_find_watch_event(&self->rs, h.tid, STALLCAP_WATCH_BUSY);
 	ASSERT_NE(NULL, wb) TH_LOG("no WATCH_BUSY for the loop's thread");
+	EXPECT_LT(watch_event_index(&self->rs, h.tid, STALLCAP_WATCH_STARTED),
+		  watch_event_index(&self->rs, h.tid, STALLCAP_WATCH_BUSY))
+		TH_LOG("WATCH_BUSY came before WATCH_STARTED");
 	EXPECT_EQ(1, count_watch_events(&self->rs, h.tid, STALLCAP_WATCH_BUSY));
 	if (h.tid != h.pid) {
 		/* the first thread only waited in pthread_join() */

@@ -1340,10 +1340,9 @@ struct stallcap_stall_end {
 /*
  * The thread's first busy period began: it returned from a wait call the
  * attach counts (or was inside one at the attach), and from now on a stall
- * of it is seen (STALLCAP_FEAT_WATCH_BUSY).  Once per watch, usually after
- * its STALLCAP_WATCH_STARTED; before it (an earlier time_ns) when the thread
- * went busy while its watch was being announced: a reader takes either
- * order.  A watch that ends without it belonged to a
+ * of it is seen (STALLCAP_FEAT_WATCH_BUSY).  Once per watch, after its
+ * STALLCAP_WATCH_STARTED (a thread that went busy while its watch was being
+ * made is told at the announce).  A watch that ends without it belonged to a
  * thread that never waited so: a thread that only computes, a pool's
  * worker fed through a condition variable (without STALLCAP_ATTACH_PARK),
  * a process forked to do one job (a parallel query's worker).
