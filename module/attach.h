@@ -178,6 +178,38 @@ void stallcap_watch_attached_resumed(const struct stallcap_attach_ent *a,
 int stallcap_attach_resume_request(struct stallcap_attach_ent *a,
 				   struct task_struct *task);
 bool stallcap_wait_probes_count(long nr, const struct pt_regs *regs, bool park);
+
+/* between the wait calls (attach_wait.c) and their sets (attach_wait_set.c) */
+struct kretprobe;
+
+/**
+ * struct stallcap_wait_probe_set - kretprobes registered and removed together
+ * @probes: the probes
+ * @ptrs: the registered ones, for unregister_kretprobes()
+ * @nr: how many probes
+ * @nr_required: the first @nr_required probes must exist (those after them
+ *	are calls that a kernel may lack: epoll_pwait2 before 5.11,
+ *	futex_waitv before 5.16, io_uring compiled out)
+ * @nr_registered: how many are registered (attach_lock)
+ * @registered: bit i: @probes[i] is registered (written under attach_lock)
+ * @syscall_nrs: each probe's x86-64 system call number, -1 if unknown
+ * @name: for the log
+ */
+struct stallcap_wait_probe_set {
+	struct kretprobe *probes;
+	struct kretprobe **ptrs;
+	unsigned long registered;
+	const int *syscall_nrs;
+	unsigned int nr;
+	unsigned int nr_required;
+	unsigned int nr_registered;
+	const char *name;
+};
+
+extern struct stallcap_wait_probe_set stallcap_wait_set, stallcap_park_set;
+void stallcap_wait_deferred_init(void);
+void stallcap_wait_deferred_sync(void);
+bool stallcap_wait_call_args_count(long nr, const struct pt_regs *regs);
 bool stallcap_task_in_wait_call(struct task_struct *task, bool park);
 bool stallcap_task_left_wait_call(struct task_struct *task, bool park);
 void stallcap_attach_resume_init(struct stallcap_attach_ent *a);

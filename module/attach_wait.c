@@ -19,7 +19,10 @@
  * timerfd (a periodic loop's pacing) or a signalfd: probed in their read
  * functions, not in read(), which every process calls for everything.
  * And a command loop's wait for its next message: mq_timedreceive on a
- * blocking message queue, msgrcv without IPC_NOWAIT.
+ * blocking message queue, msgrcv without IPC_NOWAIT; a blocking read of an
+ * eventfd (a worker woken by a counter); and a wait for signals
+ * (sigwaitinfo and sigtimedwait unless the timeout is zero, sigsuspend,
+ * pause: a loop paced by a POSIX timer's signal, a master process).
  *
  * A wait interrupted by a signal that no handler takes (a stop and a
  * continue, a tracer's interrupt, the freezer) may return
@@ -45,6 +48,8 @@
 #include <linux/ipc.h>
 #include <linux/ptrace.h>
 #include <linux/sched.h>
+#include <linux/time_types.h>
+#include <linux/uaccess.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task_stack.h>	/* task_pt_regs() on 5.15 */
 #include <asm/unistd.h>
@@ -178,7 +183,8 @@ static int boundary_entry(bool park)
 	return 0;
 }
 
-static void deferred_entries_init(void)
+/* Context: process, attach_lock held (the first probe set registered). */
+void stallcap_wait_deferred_init(void)
 {
 	int cpu;
 
@@ -190,7 +196,8 @@ static void deferred_entries_init(void)
 	deferred_entries_ready = true;
 }
 
-static void deferred_entries_sync(void)
+/* Context: process (a probe set removed: no entry handler runs now). */
+void stallcap_wait_deferred_sync(void)
 {
 	int cpu;
 
@@ -295,7 +302,10 @@ static int fd_read_entry(const struct file *file, int iocb_flags)
 	return boundary_entry(false);
 }
 
-/* timerfd_read_iter(iocb, to), signalfd_read_iter(iocb, to): 6.8 and later */
+/*
+ * timerfd_read_iter(iocb, to), signalfd_read_iter(iocb, to): 6.8 and later;
+ * eventfd_read(iocb, to): every kernel the module builds for
+ */
 static int fd_read_iter_entry(struct kretprobe_instance *ri,
 			      struct pt_regs *regs)
 {
@@ -309,6 +319,24 @@ static int fd_read_file_entry(struct kretprobe_instance *ri,
 			      struct pt_regs *regs)
 {
 	return fd_read_entry((const struct file *)regs->di, 0);
+}
+
+/*
+ * rt_sigtimedwait(set, info, timeout, setsize): a wait unless its timeout
+ * is zero (a try: the pending signals taken without waiting).  The timeout
+ * is read without faulting; one that cannot be read now counts.
+ */
+static int sigtimedwait_entry(struct kretprobe_instance *ri,
+			      struct pt_regs *regs)
+{
+	const void __user *uts = (const void __user *)syscall_uregs(regs)->dx;
+	struct __kernel_timespec ts;
+
+	if (uts && stallcap_user_access_okay() &&
+	    !copy_from_user_nofault(&ts, uts, sizeof(ts)) &&
+	    !ts.tv_sec && !ts.tv_nsec)
+		return 1;
+	return wait_entry(ri, regs);
 }
 
 static int park_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
@@ -340,6 +368,27 @@ static int futex_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 	return park_entry(ri, regs);
 }
 
+/**
+ * stallcap_wait_call_args_count() - do the arguments of call @nr make it a
+ * wait (its probe registered)
+ * @nr: an x86-64 system call number that a probe set probes
+ * @regs: the call's user registers, or NULL for a call resumed by
+ *	restart_syscall (its arguments are in its restart block: a futex call
+ *	resumed there is a wait)
+ *
+ * For a thread found inside the call (attach_wait_regs.c).  An accept, an
+ * mq_timedreceive, a msgrcv or a sigtimedwait seen from outside is not
+ * looked at: one that may not block does not stay.
+ */
+bool stallcap_wait_call_args_count(long nr, const struct pt_regs *regs)
+{
+	if (nr == __NR_futex)
+		return !regs || futex_op_parks(regs->si);
+	if (nr == __NR_io_uring_enter)
+		return regs && (regs->r10 & SC_IORING_ENTER_GETEVENTS);
+	return true;
+}
+
 #define WAIT_PROBE_N(sym, entry, ret, n) {			\
 	.kp.symbol_name = sym,					\
 	.entry_handler = entry,					\
@@ -355,30 +404,6 @@ static int futex_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 	.data_size = sizeof(bool),				\
 	.maxactive = WAIT_MAXACTIVE,				\
 }
-
-/**
- * struct wait_probe_set - kretprobes registered and removed together
- * @probes: the probes
- * @ptrs: the registered ones, for unregister_kretprobes()
- * @nr: how many probes
- * @nr_required: the first @nr_required probes must exist (those after them
- *	are calls that a kernel may lack: epoll_pwait2 before 5.11,
- *	futex_waitv before 5.16, io_uring compiled out)
- * @nr_registered: how many are registered (attach_lock)
- * @registered: bit i: @probes[i] is registered (written under attach_lock)
- * @syscall_nrs: each probe's x86-64 system call number, -1 if unknown
- * @name: for the log
- */
-struct wait_probe_set {
-	struct kretprobe *probes;
-	struct kretprobe **ptrs;
-	unsigned long registered;
-	const int *syscall_nrs;
-	unsigned int nr;
-	unsigned int nr_required;
-	unsigned int nr_registered;
-	const char *name;
-};
 
 static struct kretprobe wait_probes[] = {
 	WAIT_PROBE("__x64_sys_epoll_wait", wait_entry, wait_return),
@@ -401,6 +426,11 @@ static struct kretprobe wait_probes[] = {
 	WAIT_PROBE("timerfd_read", fd_read_file_entry, wait_return),
 	WAIT_PROBE("signalfd_read_iter", fd_read_iter_entry, wait_return),
 	WAIT_PROBE("signalfd_read", fd_read_file_entry, wait_return),
+	/* a kiocb since 5.10 ("eventfd: convert to f_op->read_iter()") */
+	WAIT_PROBE("eventfd_read", fd_read_iter_entry, wait_return),
+	WAIT_PROBE("__x64_sys_rt_sigtimedwait", sigtimedwait_entry, wait_return),
+	WAIT_PROBE("__x64_sys_rt_sigsuspend", wait_entry, wait_return),
+	WAIT_PROBE("__x64_sys_pause", wait_entry, wait_return),
 };
 
 static struct kretprobe park_probes[] = {
@@ -431,7 +461,8 @@ static const int wait_probe_nrs[] = {
 	__NR_ppoll, __NR_select, __NR_pselect6, __NR_io_getevents,
 	__NR_io_pgetevents, __NR_io_uring_enter, __NR_restart_syscall,
 	__NR_accept, __NR_accept4, __NR_mq_timedreceive, __NR_msgrcv,
-	-1, -1, -1, -1,		/* read(): not every read is a wait */
+	-1, -1, -1, -1, -1,	/* read(): not every read is a wait */
+	__NR_rt_sigtimedwait, __NR_rt_sigsuspend, __NR_pause,
 };
 static_assert(ARRAY_SIZE(wait_probe_nrs) == ARRAY_SIZE(wait_probes));
 
@@ -444,7 +475,7 @@ static_assert(ARRAY_SIZE(park_probe_nrs) == ARRAY_SIZE(park_probes));
 static struct kretprobe *wait_probe_ptrs[ARRAY_SIZE(wait_probes)];
 static struct kretprobe *park_probe_ptrs[ARRAY_SIZE(park_probes)];
 
-static struct wait_probe_set wait_set = {
+struct stallcap_wait_probe_set stallcap_wait_set = {
 	.probes = wait_probes,
 	.ptrs = wait_probe_ptrs,
 	.syscall_nrs = wait_probe_nrs,
@@ -453,7 +484,7 @@ static struct wait_probe_set wait_set = {
 	.name = "wait-call",
 };
 
-static struct wait_probe_set park_set = {
+struct stallcap_wait_probe_set stallcap_park_set = {
 	.probes = park_probes,
 	.ptrs = park_probe_ptrs,
 	.syscall_nrs = park_probe_nrs,
@@ -462,144 +493,3 @@ static struct wait_probe_set park_set = {
 	.name = "futex/sleep",
 };
 
-static void probe_set_unregister(struct wait_probe_set *set)
-{
-	unsigned long missed = 0;
-	unsigned int i;
-
-	if (!set->nr_registered)
-		return;
-	for (i = 0; i < set->nr_registered; i++)
-		missed += set->ptrs[i]->nmissed;
-	WRITE_ONCE(set->registered, 0);
-	unregister_kretprobes(set->ptrs, set->nr_registered);
-	deferred_entries_sync();
-	set->nr_registered = 0;
-	if (missed)
-		pr_warn("%lu %s returns missed (more watched threads waiting than the probes' instances)\n",
-			missed, set->name);
-}
-
-static int probe_set_register(struct wait_probe_set *set)
-{
-	unsigned int i;
-	int ret;
-
-	deferred_entries_init();
-	set->nr_registered = 0;
-	for (i = 0; i < set->nr; i++) {
-		struct kretprobe *rp = &set->probes[i];
-
-		/* a kretprobe is reusable once its address is cleared */
-		rp->kp.addr = NULL;
-		rp->kp.flags = 0;
-		rp->nmissed = 0;
-		ret = register_kretprobe(rp);
-		if (ret) {
-			if (i < set->nr_required)
-				goto fail;
-			pr_info_once("%s not probed (%d)\n", rp->kp.symbol_name,
-				     ret);
-			continue;
-		}
-		set->ptrs[set->nr_registered++] = rp;
-		WRITE_ONCE(set->registered, set->registered | BIT(i));
-	}
-	return 0;
-fail:
-	pr_warn("cannot probe %s: %d\n", set->probes[i].kp.symbol_name, ret);
-	probe_set_unregister(set);
-	return ret == -ENOENT ? -EOPNOTSUPP : ret;
-}
-
-/* ---- which calls count: for a thread found inside one (attach_wait_regs.c) ---- */
-
-/*
- * Does @set probe call @nr with the arguments in @regs, now?  No @regs: a
- * call resumed by restart_syscall, whose arguments are in its restart
- * block (a futex call resumed there is a wait).  An accept, an
- * mq_timedreceive or a msgrcv seen from outside is not looked at: one that
- * may not block does not stay.
- */
-static bool probe_set_counts(const struct wait_probe_set *set, long nr,
-			     const struct pt_regs *regs)
-{
-	unsigned long registered = READ_ONCE(set->registered);
-	unsigned int i;
-
-	if (nr < 0)
-		return false;
-	for (i = 0; i < set->nr; i++) {
-		if (set->syscall_nrs[i] != nr || !(registered & BIT(i)))
-			continue;
-		if (nr == __NR_futex)
-			return !regs || futex_op_parks(regs->si);
-		if (nr == __NR_io_uring_enter)
-			return regs && (regs->r10 & SC_IORING_ENTER_GETEVENTS);
-		return true;
-	}
-	return false;
-}
-
-/**
- * stallcap_wait_probes_count() - do the registered probes count call @nr
- * with the arguments in @regs as a wait, now
- * @nr: an x86-64 system call number (-1: none)
- * @regs: the call's user registers, or NULL for a call resumed by
- *	restart_syscall (its arguments are in its restart block)
- * @park: futex waits and sleeps count too (STALLCAP_ATTACH_PARK)
- */
-bool stallcap_wait_probes_count(long nr, const struct pt_regs *regs, bool park)
-{
-	return probe_set_counts(&wait_set, nr, regs) ||
-	       (park && probe_set_counts(&park_set, nr, regs));
-}
-
-/**
- * stallcap_wait_probes_register() - register the wait-call kretprobes
- *
- * A call the running kernel does not have (io_uring compiled out,
- * epoll_pwait2 before 5.11) is skipped; epoll_wait, epoll_pwait and poll
- * must be there.
- * Context: process, attach_lock held.
- * Return: 0 or -errno.
- */
-int stallcap_wait_probes_register(void)
-{
-	return probe_set_register(&wait_set);
-}
-
-/**
- * stallcap_wait_probes_unregister() - remove them (waits for handlers)
- *
- * Context: process, attach_lock held.
- */
-void stallcap_wait_probes_unregister(void)
-{
-	probe_set_unregister(&wait_set);
-}
-
-/**
- * stallcap_park_probes_register() - register the futex and sleep
- * kretprobes (the first attach with STALLCAP_ATTACH_PARK)
- *
- * futex, nanosleep and clock_nanosleep must be there; futex_waitv (5.16)
- * and futex_wait (6.7) are skipped where missing.
- * Context: process, attach_lock held.
- * Return: 0 or -errno.
- */
-int stallcap_park_probes_register(void)
-{
-	return probe_set_register(&park_set);
-}
-
-/**
- * stallcap_park_probes_unregister() - remove them (the last such attach
- * ended; waits for handlers)
- *
- * Context: process, attach_lock held.
- */
-void stallcap_park_probes_unregister(void)
-{
-	probe_set_unregister(&park_set);
-}

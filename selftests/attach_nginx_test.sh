@@ -11,7 +11,7 @@
 # request.  That worker's event loop is reported blocked, with pipe_write
 # (anon_pipe_write since 6.16) in its kernel stack and the C library's
 # write() innermost in user space under nginx's
-# ngx_process_events_and_timers; the master (in sigsuspend, no event loop)
+# ngx_process_events_and_timers; the master (waiting for signals in sigsuspend)
 # is never reported.  Once the pipe is drained nginx answers again, and
 # record exits with nginx.
 . ./tool_lib.sh

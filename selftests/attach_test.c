@@ -14,10 +14,11 @@
  * first wait is an io_uring_enter() woken inside (io_uring runs the
  * thread's task_works there, the one that makes its watch among them) is
  * idle until the call returns, busy from there.  A blocking read of a
- * timerfd (a periodic loop's pacing) or of a signalfd is idle too, a read
- * of a non-blocking one that finds nothing busy time; so is a command
- * loop's wait for its next message in mq_timedreceive() or msgrcv(), and
- * a try without waiting (O_NONBLOCK, IPC_NOWAIT) busy time.  With
+ * timerfd (a periodic loop's pacing), a signalfd or an eventfd is idle too,
+ * a read of a non-blocking one that finds nothing busy time; so is a
+ * command loop's wait for its next message in mq_timedreceive() or
+ * msgrcv(), a wait for a signal in sigwaitinfo() or sigsuspend(), and a
+ * try without waiting (O_NONBLOCK, IPC_NOWAIT, a zero timeout) busy time.  With
  * STALLCAP_ATTACH_PARK, futex waits and sleeps are idle waits too (a
  * runtime's parked worker), for that attach only: a second session attached
  * to the same process without it sees the same thread stalled in the futex
@@ -36,6 +37,7 @@
 #include <sys/mman.h>
 #include <sys/msg.h>
 #include <sys/prctl.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -310,13 +312,13 @@ static void *timerfd_thread(void *arg)
 	return NULL;
 }
 
-static pid_t signalfd_reader;
+static pid_t signal_target;
 
-/* Sends SIGUSR2 to signalfd_reader after 4 deadlines (never watched). */
+/* Sends SIGUSR2 to signal_target after 4 deadlines (never watched). */
 static void *late_signal(void *arg)
 {
 	sc_sleep_ms(4 * DEADLINE / SC_MS(1));
-	syscall(SYS_tgkill, getpid(), signalfd_reader, SIGUSR2);
+	syscall(SYS_tgkill, getpid(), signal_target, SIGUSR2);
 	return NULL;
 }
 
@@ -344,7 +346,7 @@ static void *signalfd_thread(void *arg)
 		tid = -errno;
 	if (write(tid_pipe[1], &tid, sizeof(tid)) != sizeof(tid) || tid < 0)
 		return NULL;
-	signalfd_reader = tid;
+	signal_target = tid;
 	poll(NULL, 0, 1);		/* the first wait: its watch is made */
 	if (pthread_create(&sender, NULL, late_signal, NULL))
 		return NULL;
@@ -352,6 +354,103 @@ static void *signalfd_thread(void *arg)
 		return NULL;
 	attach_spin_in_loop(SPIN / 2);	/* busy past the deadline... */
 	if (read(nbfd, &si, sizeof(si)) >= 0)	/* EAGAIN */
+		return NULL;
+	attach_spin_in_loop(SPIN / 2);	/* ...still busy... */
+	poll(NULL, 0, 1);		/* ...until it waits: the stall ends */
+	pthread_join(sender, NULL);
+	return NULL;
+}
+
+/*
+ * A worker woken through an eventfd: a blocking read() of an eventfd that
+ * another thread writes after 4 deadlines (idle), then a spin of SPIN with
+ * a read of a non-blocking eventfd halfway (EAGAIN: busy).
+ */
+static int event_counter = -1;
+
+static void *late_event(void *arg)
+{
+	uint64_t one = 1;
+
+	sc_sleep_ms(4 * DEADLINE / SC_MS(1));
+	if (write(event_counter, &one, sizeof(one)) != sizeof(one))
+		return NULL;
+	return NULL;
+}
+
+static void *eventfd_thread(void *arg)
+{
+	int *tid_pipe = arg, nbfd;
+	pid_t tid = sc_gettid();
+	pthread_t writer;
+	uint64_t count;
+
+	event_counter = eventfd(0, EFD_CLOEXEC);
+	nbfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (event_counter < 0 || nbfd < 0)
+		tid = -errno;
+	if (write(tid_pipe[1], &tid, sizeof(tid)) != sizeof(tid) || tid < 0)
+		return NULL;
+	poll(NULL, 0, 1);		/* the first wait: its watch is made */
+	if (pthread_create(&writer, NULL, late_event, NULL))
+		return NULL;
+	if (read(event_counter, &count, sizeof(count)) != sizeof(count))	/* idle */
+		return NULL;
+	attach_spin_in_loop(SPIN / 2);	/* busy past the deadline... */
+	if (read(nbfd, &count, sizeof(count)) >= 0)	/* EAGAIN */
+		return NULL;
+	attach_spin_in_loop(SPIN / 2);	/* ...still busy... */
+	poll(NULL, 0, 1);		/* ...until it waits: the stall ends */
+	pthread_join(writer, NULL);
+	return NULL;
+}
+
+/* ---- a loop paced by signals: sigwaitinfo(), sigsuspend() ---- */
+
+static char signal_how;		/* 'W': sigwaitinfo, 'Z': sigsuspend */
+
+static void on_sigusr2(int sig)
+{
+}
+
+/*
+ * Waits for SIGUSR2, which another thread sends after 4 deadlines (idle):
+ * in sigwaitinfo() ('W', a POSIX timer's loop) or sigsuspend() ('Z', a
+ * master process), then spins SPIN with a sigtimedwait() of zero timeout
+ * halfway (EAGAIN: a try, busy).
+ */
+static void *sigwait_thread(void *arg)
+{
+	const struct timespec zero = { 0 };
+	struct sigaction sa = { .sa_handler = on_sigusr2 };
+	sigset_t usr1, usr2, others;
+	int *tid_pipe = arg;
+	pid_t tid = sc_gettid();
+	pthread_t sender;
+	int ret;
+
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	sigemptyset(&usr2);
+	sigaddset(&usr2, SIGUSR2);
+	pthread_sigmask(SIG_BLOCK, &usr2, &others);
+	sigdelset(&others, SIGUSR2);
+	if (sigaction(SIGUSR2, &sa, NULL))
+		tid = -errno;
+	if (write(tid_pipe[1], &tid, sizeof(tid)) != sizeof(tid) || tid < 0)
+		return NULL;
+	signal_target = tid;
+	poll(NULL, 0, 1);		/* the first wait: its watch is made */
+	if (pthread_create(&sender, NULL, late_signal, NULL))
+		return NULL;
+	if (signal_how == 'Z')	/* idle */
+		ret = sigsuspend(&others) < 0 && errno == EINTR ? 0 : -1;
+	else
+		ret = sigwaitinfo(&usr2, NULL) == SIGUSR2 ? 0 : -1;
+	if (ret)
+		return NULL;
+	attach_spin_in_loop(SPIN / 2);	/* busy past the deadline... */
+	if (sigtimedwait(&usr1, NULL, &zero) >= 0)	/* EAGAIN */
 		return NULL;
 	attach_spin_in_loop(SPIN / 2);	/* ...still busy... */
 	poll(NULL, 0, 1);		/* ...until it waits: the stall ends */
@@ -705,6 +804,10 @@ static void child_main(int go_fd, int *tid_pipe)
 		fn = signalfd_thread;
 	else if (c == 'Q' || c == 'M')
 		fn = queue_thread;
+	else if (c == 'E')
+		fn = eventfd_thread;
+	else if (c == 'W' || c == 'Z')
+		fn = sigwait_thread;
 	else if (c == 'w')
 		fn = wake_thread;
 	else if (c == 'r' || c == 't' || c == 'f')
@@ -718,6 +821,7 @@ static void child_main(int go_fd, int *tid_pipe)
 	resume_fd = go_fd;
 	resume_how = c;
 	queue_how = c;
+	signal_how = c;
 	if (pthread_create(&t, NULL, fn, tid_pipe))
 		_exit(3);
 	pthread_join(t, NULL);
@@ -945,6 +1049,21 @@ TEST_F(attach, blocking_timerfd_read_is_idle_and_a_nonblocking_one_busy)
 TEST_F(attach, blocking_signalfd_read_is_idle_and_a_nonblocking_one_busy)
 {
 	one_stall_across(_metadata, self, 'G', "signalfd");
+}
+
+TEST_F(attach, blocking_eventfd_read_is_idle_and_a_nonblocking_one_busy)
+{
+	one_stall_across(_metadata, self, 'E', "eventfd");
+}
+
+TEST_F(attach, sigwaitinfo_is_idle_and_a_sigtimedwait_without_timeout_busy)
+{
+	one_stall_across(_metadata, self, 'W', "sigwaitinfo");
+}
+
+TEST_F(attach, sigsuspend_is_idle_and_a_sigtimedwait_without_timeout_busy)
+{
+	one_stall_across(_metadata, self, 'Z', "sigsuspend");
 }
 
 TEST_F(attach, mq_receive_is_idle_and_a_nonblocking_one_busy)

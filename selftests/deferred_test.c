@@ -553,7 +553,7 @@ static void run_in_kernel(struct __test_metadata *_metadata, FIXTURE_DATA(deferr
 	struct deep d = { .sc_fd = self->s.fd, .in_kernel = true };
 	const struct stallcap_sample *k = NULL;
 	uint64_t cookies[SC_MAX_SAMPLES];
-	size_t nr_cookies = 0, nr_kernel = 0, nr_named = 0;
+	size_t nr_cookies = 0, nr_kernel = 0, nr_named = 0, nr_user_deferred = 0;
 	uint64_t allocs = sc_debugfs_counter("defer_buf_allocs");
 	struct stallcap_stats st;
 	long ret;
@@ -608,6 +608,7 @@ static void run_in_kernel(struct __test_metadata *_metadata, FIXTURE_DATA(deferr
 			EXPECT_EQ(1, sc4_user_stacks_of(&self->rs, x->cookie, &u))
 				TH_LOG("cookie %llu", (unsigned long long)x->cookie);
 			add_cookie(cookies, &nr_cookies, x->cookie);
+			nr_user_deferred++;
 			continue;
 		}
 		nr_kernel++;
@@ -660,11 +661,18 @@ static void run_in_kernel(struct __test_metadata *_metadata, FIXTURE_DATA(deferr
 	       nr_cookies);
 	/*
 	 * One scratch buffer for all of them: the session keeps it from one
-	 * read to the next (one thread: never two reads at once).
+	 * read to the next (one thread: never two reads at once).  A read for
+	 * a user-mode sample takes a buffer only as big as that sample's copy:
+	 * when one came first, the first kernel entry's read needs a bigger
+	 * one, once (CI97, 7.2-rt).
 	 */
 	if (allocs != ~0ULL) {
+		uint64_t nr_allocs = sc_debugfs_counter("defer_buf_allocs") - allocs;
+
 		ASSERT_LE(2, st.deferred) TH_LOG("one read only: nothing to reuse");
-		EXPECT_EQ(1, sc_debugfs_counter("defer_buf_allocs") - allocs);
+		EXPECT_LE(1, nr_allocs);
+		EXPECT_GE(nr_user_deferred ? 2 : 1, nr_allocs)
+			TH_LOG("%zu reads for user-mode samples", nr_user_deferred);
 	}
 	sc4_check_counters(&self->s, &self->rs);
 }

@@ -222,7 +222,10 @@ struct stallcap_arm {
  * while it is inside a wait system call (epoll_wait, epoll_pwait,
  * epoll_pwait2, poll, ppoll, select, pselect6, io_getevents, io_pgetevents,
  * io_uring_enter waiting for completions, accept and accept4 on a blocking
- * socket: a pre-forked server's worker) and busy from the moment such a
+ * socket: a pre-forked server's worker; a blocking read of a timerfd, a
+ * signalfd or an eventfd; mq_timedreceive on a blocking queue, msgrcv
+ * without IPC_NOWAIT; rt_sigtimedwait unless its timeout is zero,
+ * rt_sigsuspend, pause) and busy from the moment such a
  * call returns until it enters the next one; busy longer than @timeout_ns is
  * a stall, captured and sampled exactly as an armed watch's (records with
  * origin STALLCAP_ORIGIN_ATTACH).  A thread that never waits in such a call

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stallcap attach: the wait-call probes as sets registered and removed
+ * together (the event-loop waits while an attach exists; the futex waits
+ * and sleeps while an attach with STALLCAP_ATTACH_PARK exists), and which
+ * calls they count for a thread found inside one.  The calls, their
+ * handlers and the sets' contents: attach_wait.c.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/kernel.h>
+#include <linux/kprobes.h>
+#include <linux/ptrace.h>
+
+#include "compat.h"
+#include "stallcap.h"
+#include "attach.h"
+
+static void probe_set_unregister(struct stallcap_wait_probe_set *set)
+{
+	unsigned long missed = 0;
+	unsigned int i;
+
+	if (!set->nr_registered)
+		return;
+	for (i = 0; i < set->nr_registered; i++)
+		missed += set->ptrs[i]->nmissed;
+	WRITE_ONCE(set->registered, 0);
+	unregister_kretprobes(set->ptrs, set->nr_registered);
+	stallcap_wait_deferred_sync();
+	set->nr_registered = 0;
+	if (missed)
+		pr_warn("%lu %s returns missed (more watched threads waiting than the probes' instances)\n",
+			missed, set->name);
+}
+
+static int probe_set_register(struct stallcap_wait_probe_set *set)
+{
+	unsigned int i;
+	int ret;
+
+	stallcap_wait_deferred_init();
+	set->nr_registered = 0;
+	for (i = 0; i < set->nr; i++) {
+		struct kretprobe *rp = &set->probes[i];
+
+		/* a kretprobe is reusable once its address is cleared */
+		rp->kp.addr = NULL;
+		rp->kp.flags = 0;
+		rp->nmissed = 0;
+		ret = register_kretprobe(rp);
+		if (ret) {
+			if (i < set->nr_required)
+				goto fail;
+			pr_info_once("%s not probed (%d)\n", rp->kp.symbol_name,
+				     ret);
+			continue;
+		}
+		set->ptrs[set->nr_registered++] = rp;
+		WRITE_ONCE(set->registered, set->registered | BIT(i));
+	}
+	return 0;
+fail:
+	pr_warn("cannot probe %s: %d\n", set->probes[i].kp.symbol_name, ret);
+	probe_set_unregister(set);
+	return ret == -ENOENT ? -EOPNOTSUPP : ret;
+}
+
+/* ---- which calls count: for a thread found inside one (attach_wait_regs.c) ---- */
+
+/*
+ * Does @set probe call @nr with the arguments in @regs, now?  No @regs: a
+ * call resumed by restart_syscall, whose arguments are in its restart block.
+ */
+static bool probe_set_counts(const struct stallcap_wait_probe_set *set, long nr,
+			     const struct pt_regs *regs)
+{
+	unsigned long registered = READ_ONCE(set->registered);
+	unsigned int i;
+
+	if (nr < 0)
+		return false;
+	for (i = 0; i < set->nr; i++) {
+		if (set->syscall_nrs[i] == nr && (registered & BIT(i)))
+			return stallcap_wait_call_args_count(nr, regs);
+	}
+	return false;
+}
+
+/**
+ * stallcap_wait_probes_count() - do the registered probes count call @nr
+ * with the arguments in @regs as a wait, now
+ * @nr: an x86-64 system call number (-1: none)
+ * @regs: the call's user registers, or NULL for a call resumed by
+ *	restart_syscall (its arguments are in its restart block)
+ * @park: futex waits and sleeps count too (STALLCAP_ATTACH_PARK)
+ */
+bool stallcap_wait_probes_count(long nr, const struct pt_regs *regs, bool park)
+{
+	return probe_set_counts(&stallcap_wait_set, nr, regs) ||
+	       (park && probe_set_counts(&stallcap_park_set, nr, regs));
+}
+
+/**
+ * stallcap_wait_probes_register() - register the wait-call kretprobes
+ *
+ * A call the running kernel does not have (io_uring compiled out,
+ * epoll_pwait2 before 5.11) is skipped; epoll_wait, epoll_pwait and poll
+ * must be there.
+ * Context: process, attach_lock held.
+ * Return: 0 or -errno.
+ */
+int stallcap_wait_probes_register(void)
+{
+	return probe_set_register(&stallcap_wait_set);
+}
+
+/**
+ * stallcap_wait_probes_unregister() - remove them (waits for handlers)
+ *
+ * Context: process, attach_lock held.
+ */
+void stallcap_wait_probes_unregister(void)
+{
+	probe_set_unregister(&stallcap_wait_set);
+}
+
+/**
+ * stallcap_park_probes_register() - register the futex and sleep
+ * kretprobes (the first attach with STALLCAP_ATTACH_PARK)
+ *
+ * futex, nanosleep and clock_nanosleep must be there; futex_waitv (5.16)
+ * and futex_wait (6.7) are skipped where missing.
+ * Context: process, attach_lock held.
+ * Return: 0 or -errno.
+ */
+int stallcap_park_probes_register(void)
+{
+	return probe_set_register(&stallcap_park_set);
+}
+
+/**
+ * stallcap_park_probes_unregister() - remove them (the last such attach
+ * ended; waits for handlers)
+ *
+ * Context: process, attach_lock held.
+ */
+void stallcap_park_probes_unregister(void)
+{
+	probe_set_unregister(&stallcap_park_set);
+}
