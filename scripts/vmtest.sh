@@ -143,7 +143,7 @@ TOOL_TESTS=${TOOL_TESTS-tool_demo_test.sh tool_event_loop_test.sh tool_exited_te
 tool_dwarf_test.sh tool_newer_records_test.sh tool_ns_test.sh tool_inprocess_test.sh \
 tool_live_test.sh tool_kmod_test.sh tool_idle_reader_test.sh tool_unwatched_test.sh \
 tool_runner_test.sh attach_mosquitto_test.sh attach_java_test.sh attach_tokio_test.sh \
-attach_erlang_test.sh attach_postgres_test.sh}
+attach_erlang_test.sh attach_postgres_test.sh attach_cyclictest_test.sh}
 TOOL_KERNELS=${TOOL_KERNELS-5.10 7.3}
 # Tests the debug kernel leaves to the others (see above).
 DEBUG_SKIP=${DEBUG_SKIP-attach_nginx_test.sh attach_node_test.sh attach_haproxy_test.sh \
@@ -377,7 +377,7 @@ guest_servers="/usr/bin/redis-server /usr/bin/redis-cli /usr/bin/redis-benchmark
 	/usr/sbin/mosquitto /usr/bin/mosquitto_sub /usr/sbin/apache2
 	/usr/lib/apache2/modules/mod_mpm_prefork.so /usr/lib/apache2/modules/mod_mpm_event.so
 	/usr/lib/apache2/modules/mod_authz_core.so /usr/lib/apache2/modules/mod_filter.so
-	/usr/lib/apache2/modules/mod_deflate.so"
+	/usr/lib/apache2/modules/mod_deflate.so /usr/bin/cyclictest"
 
 # build_overlay NAME DIR: the per-boot part (module, config, test list)
 pack_overlay() {
