@@ -9,7 +9,9 @@
 # symbol table names it) as the innermost user frame.  A thread blocked for
 # good never returns to user space, so its own samples carry that frame (the
 # registers of its system call) and not a walk of its stack; the stack of
-# the lock holder, which the why-chain reads, shows lock_pair.
+# the lock holder, which the why-chain reads, shows lock_pair.  The main
+# thread, which waits for SIGUSR1 in sigwait() (a wait the attach counts)
+# and then joins locker-ab, is stalled too: the first and worst of the three.
 . ./tool_lib.sh
 need stallcap stallcap-deadlock
 
@@ -105,12 +107,21 @@ last=$(awk '/^stallcap top - / { f = "" } { f = f $0 "\n" } END { printf "%s", f
 check "top: both threads stalled now, in the thread table" \
 	sh -c 'echo "$1" | grep -E " locker-ab .* ongoing [0-9.]+ ms$" &&
 	       echo "$1" | grep -E " locker-ba .* ongoing [0-9.]+ ms$"' _ "$last"
-check "top: the worst stall is ongoing, blocked, of a locker thread" \
-	sh -c 'echo "$1" | grep -A1 "^worst stalls" | grep -qE "^  ongoing +[0-9.]+ ms over 20.0 ms  tid [0-9]+ \(locker-(ab|ba)\) stall [0-9]+: [0-9]+ samples?, blocked"' _ "$last"
+# worst_entry COMM: locker-ab's entry among the worst stalls of the last
+# frame (its line and its two lines of frames)
+worst_entry() {
+	echo "$last" | sed -n '/^worst stalls/,/^$/p' | grep -A2 "^  .* tid [0-9]* ($1) stall "
+}
+# (the main thread, which left its sigwait() at SIGUSR1 and joins
+# locker-ab, is stalled too: the worst, first of the three)
+check "top: the worst stall is ongoing, blocked, the main thread's joining a locker" \
+	sh -c 'echo "$1" | grep -A1 "^worst stalls" | grep -qE "^  ongoing +[0-9.]+ ms over 20.0 ms  tid [0-9]+ \(stallcap-deadlo\) stall [0-9]+: [0-9]+ samples?, blocked"' _ "$last"
+check "top: locker-ab's among the worst stalls, ongoing, blocked" \
+	sh -c 'echo "$1" | grep -qE "^  ongoing +[0-9.]+ ms over 20.0 ms  tid [0-9]+ \(locker-ab\) stall [0-9]+: [0-9]+ samples?, blocked"' _ "$(worst_entry locker-ab)"
 check "top: its kernel frames show the futex wait" \
-	sh -c 'echo "$1" | grep -A3 "^worst stalls" | grep -E "^    kernel: " | grep -q futex' _ "$last"
+	sh -c 'echo "$1" | grep -E "^    kernel: " | grep -q futex' _ "$(worst_entry locker-ab)"
 check "top: its user frames show the lock-wait function" \
-	sh -c 'echo "$1" | grep -A3 "^worst stalls" | grep -E "^    user: " | grep -q "__lll_lock_wait"' _ "$last"
+	sh -c 'echo "$1" | grep -E "^    user: " | grep -q "__lll_lock_wait"' _ "$(worst_entry locker-ab)"
 
 kill -INT "$rep" "$json"
 wait "$rep"
