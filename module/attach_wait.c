@@ -324,7 +324,8 @@ static int fd_read_file_entry(struct kretprobe_instance *ri,
 /*
  * rt_sigtimedwait(set, info, timeout, setsize): a wait unless its timeout
  * is zero (a try: the pending signals taken without waiting).  The timeout
- * is read without faulting; one that cannot be read now counts.
+ * is read without faulting, only for an attached process; one that cannot
+ * be read now counts.
  */
 static int sigtimedwait_entry(struct kretprobe_instance *ri,
 			      struct pt_regs *regs)
@@ -332,6 +333,8 @@ static int sigtimedwait_entry(struct kretprobe_instance *ri,
 	const void __user *uts = (const void __user *)syscall_uregs(regs)->dx;
 	struct __kernel_timespec ts;
 
+	if (!stallcap_attach_wants_current(false))
+		return 1;
 	if (uts && stallcap_user_access_okay() &&
 	    !copy_from_user_nofault(&ts, uts, sizeof(ts)) &&
 	    !ts.tv_sec && !ts.tv_nsec)
