@@ -48,10 +48,10 @@
 #include <linux/ipc.h>
 #include <linux/ptrace.h>
 #include <linux/sched.h>
-#include <linux/time_types.h>
-#include <linux/uaccess.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task_stack.h>	/* task_pt_regs() on 5.15 */
+#include <linux/time_types.h>
+#include <linux/uaccess.h>
 #include <asm/unistd.h>
 #include <uapi/linux/futex.h>
 
@@ -495,4 +495,3 @@ struct stallcap_wait_probe_set stallcap_park_set = {
 	.nr_required = 3,
 	.name = "futex/sleep",
 };
-
