@@ -561,6 +561,33 @@ emulator_int3() {
 		END { exit !found }'
 }
 
+# finished_tests CHAN OUT: of the tests a guest that died began, all but the
+# last one (running when it died) finished: append their lines to OUT (from
+# the first one's begin to the last one's end, retries and output included)
+# and print their number.  A guest whose list names a test twice (REPEAT)
+# is not resumed, so a test's name is its place in the list.
+finished_tests() {
+	strip_log "$1" | awk -v out="$2" '
+		{ line[NR] = $0 }
+		$1 == "@@VMTEST" && $2 == "test-begin" && !($3 in seen) { seen[$3] = 1; start[++n] = NR }
+		END {
+			for (i = start[1]; n > 1 && i < start[n]; i++) print line[i] >>out
+			print (n > 1 ? n - 1 : 0)
+		}'
+}
+
+# merge_resumed CHAN FINISHED: put the lines of the tests the earlier boots
+# finished (FINISHED, from finished_tests) into CHAN before the first test
+# its own boot ran, so that CHAN reads as one guest's run of the whole list
+merge_resumed() {
+	strip_log "$1" | awk -v fin="$2" '
+		function put() { while ((getline l <fin) > 0) print l; put_done = 1 }
+		!put_done && $1 == "@@VMTEST" && $2 ~ /^(test-begin|kmemleak-begin|rmmod|dmesg-begin|done)$/ { put() }
+		{ print }
+		END { if (!put_done) put() }' >"$1.merged"
+	mv "$1.merged" "$1"
+}
+
 # section FILE NAME: the lines between "@@VMTEST NAME-begin" and NAME-end
 section() {
 	awk -v b="@@VMTEST $2-begin" -v e="@@VMTEST $2-end" '
@@ -899,6 +926,12 @@ run_kernel() {
 		;;
 	esac
 	cp "$tests" "$dir/etc/vmtest.tests"
+	if [ "$mode" = selfcheck ] && [ -z "${TAG_SUFFIX:-}" ]; then
+		# a failing test before the list, which the guest must skip
+		# (vmtest.skip=1, as a guest booted again after a death does)
+		cp "$top/selftests/harness/resume_skipped.sh" "$dir/selftests/harness/"
+		{ echo harness/resume_skipped.sh; cat "$tests"; } >"$dir/etc/vmtest.tests"
+	fi
 	pack_overlay "$dir" "$build/$k/initrd-$mode.gz"
 
 	local ntests
@@ -961,8 +994,15 @@ run_kernel() {
 	[ "$mode" = check ] || tag=$k-$mode
 	tag+=${TAG_SUFFIX:-}
 	results_before=$(($(wc -l <"$RESULTS") + 1))
-	local boots=0 why keep
+	# skip: the tests of the list the guest does not run (they finished in
+	# an earlier boot, whose lines are in $finished)
+	local boots=0 why keep n skip=0 finished=$logs/$tag.finished cmdline0=$kernel_cmdline
+	rm -f "$finished"
+	# the self-check's first guest skips its list's first test, which fails
+	[ "$mode" != selfcheck ] || [ -n "${TAG_SUFFIX:-}" ] || skip=1
 	while :; do
+		kernel_cmdline=$cmdline0
+		[ "$skip" = 0 ] || kernel_cmdline+=" vmtest.skip=$skip"
 		boot "$tag" "$build/$k/initrd-$mode.gz" "$guest_tmo" "$mem" \
 			"${GUEST_SILENCE:-$((test_tmo + 120))}"
 		boots=$((boots + 1))
@@ -990,10 +1030,23 @@ run_kernel() {
 		else
 			break
 		fi
-		# Boot once more; the first console is kept.
+		# Boot once more; the first console is kept.  After a death
+		# while tests ran, the next guest runs the tests that did not
+		# finish (CI100: 6.12-rt died after 356 s and ran them all again)
 		cp "$logs/$tag.console" "$logs/$tag.$keep.console"
-		result NOTE "$label/boot" "$why; booted again, first console in $logs/$tag.$keep.console"
+		cp "$logs/$tag.chan" "$logs/$tag.$keep.chan"
+		if [ "$keep" = emulator-int3 ] && [ "$mode" != selfcheck ] &&
+			[ -z "$(sort "$tests" | uniq -d)" ]; then
+			n=$(finished_tests "$logs/$tag.chan" "$finished")
+			skip=$((skip + n))
+			why+="; $n tests had finished, booted again to run the other $(($(grep -c . "$tests") - skip))"
+		else
+			why+="; booted again"
+		fi
+		result NOTE "$label/boot" "$why, first console in $logs/$tag.$keep.console"
 	done
+	kernel_cmdline=$cmdline0
+	[ ! -s "$finished" ] || merge_resumed "$logs/$tag.chan" "$finished"
 	judge "$tag" "$label" "$tests"
 
 	local bootup doneup
@@ -1019,6 +1072,32 @@ run_kernel() {
 # ---------------------------------------------------------------------------
 # Harness self-check
 # ---------------------------------------------------------------------------
+
+# resume_selfcheck: finished_tests and merge_resumed on the channels of a
+# guest that died in its third test (c, after a retry of b) and of the guest
+# booted after it, which ran c and d
+resume_selfcheck() {
+	local d=$build/selfcheck-resume n
+	rm -rf "$d"
+	mkdir -p "$d"
+	printf '%s\r\n' '@@VMTEST boot 6.1 cpus=2 uptime=5.0 mode=check' '@@VMTEST insmod ok' \
+		'@@VMTEST test-begin a' 'ok 1 a' '@@VMTEST test a 0 1 50' \
+		'@@VMTEST test-begin b' 'not ok 1 b' '@@VMTEST test b 1 2 90' '@@VMTEST retry b 1' \
+		'@@VMTEST test-begin b' 'ok 1 b' '@@VMTEST test b 0 2 80' \
+		'@@VMTEST test-begin c' 'half of c' >"$d/died.chan"
+	printf '%s\r\n' '@@VMTEST boot 6.1 cpus=2 uptime=6.0 mode=check' '@@VMTEST insmod ok' \
+		'@@VMTEST resume skip=2' '@@VMTEST test-begin c' '@@VMTEST test c 0 3 100' \
+		'@@VMTEST test-begin d' '@@VMTEST test d 0 1 40' '@@VMTEST rmmod ok' \
+		'@@VMTEST done uptime=20.0' >"$d/chan"
+	n=$(finished_tests "$d/died.chan" "$d/finished")
+	[ "$n" = 2 ] || return 1
+	merge_resumed "$d/chan" "$d/finished"
+	# each test once, in the list's order, after the later boot's header
+	[ "$(awk '$2 == "test" { printf "%s ", $3 } $2 == "boot" { printf "boot " }' "$d/chan")" = \
+		"boot a b b c d " ] &&
+		[ "$(grep -c '^@@VMTEST test-begin' "$d/chan")" = 5 ] &&
+		! grep -q 'half of c' "$d/chan"
+}
 
 selfcheck() {
 	local k=$1 real_results=$RESULTS ok=1 why=()
@@ -1050,6 +1129,10 @@ selfcheck() {
 	expect FAIL dmesg 'WARNING:.*stallcap_harness'
 	expect FAIL rmmod 'rmmod failed'
 	[ -z "${SELFCHECK_LEAK:-}" ] || expect FAIL kmemleak 'leak'
+	if grep -q "^@@VMTEST test-begin harness/resume_skipped" "$logs/$k-selfcheck.chan.txt"; then
+		ok=0
+		why+=("the guest ran the test vmtest.skip=1 skips")
+	fi
 
 	# a guest that does not finish in time
 	echo "   guest timeout:"
@@ -1076,6 +1159,7 @@ selfcheck() {
 	printf '%s\n' '[   60.100000] WARNING: CPU: 1 PID: 9 at module/watch.c:1 f+0x1/0x2 [stallcap]' "$head" \
 		'[   61.912352] Code: 90 90 90 f3 0f 1e fa 0f <1f> 44 00 00 48 8b 77 68' >"$fix"
 	! emulator_int3 "$fix" >/dev/null || { ok=0; why+=("a stale int3 after a WARNING hid the WARNING"); }
+	resume_selfcheck || { ok=0; why+=("the channels of a guest that died and of the one booted after it were not merged right"); }
 
 	RESULTS=$real_results
 	if [ "$ok" = 1 ]; then
