@@ -158,8 +158,11 @@ attach_apache_test.sh attach_go_test.sh}
 # PREEMPT_RT one, each kernel attaching to three of them; every wait they
 # make is a case of attach_test, which runs on every kernel, and the
 # cheaper servers (memcached, haproxy, the CPU quota, the i386 program)
-# still run on all seven.  PROGRAM_KERNELS= runs them everywhere.
+# still run on all seven.  Of the tool kernels' runtimes, the JVM's and
+# Erlang's (about 50 s each) run on one of the two: Java on 7.3, Erlang on
+# 5.10.  PROGRAM_KERNELS= runs them everywhere.
 PROGRAM_KERNELS=${PROGRAM_KERNELS-attach_apache_test.sh:5.10,6.12,7.2-rt \
+attach_java_test.sh:7.3 attach_erlang_test.sh:5.10 \
 attach_go_test.sh:5.10,6.12-rt,7.3 attach_node_test.sh:6.1,6.12,7.3 \
 attach_python_test.sh:6.1,7.2,7.2-rt attach_redis_test.sh:5.10,6.12-rt,7.2 \
 attach_nginx_test.sh:6.1,6.12-rt,7.2 attach_lighttpd_test.sh:6.12,7.2-rt,7.3}
