@@ -39,12 +39,15 @@
 # "capture_nmi_irq_test capture_irqsoff_test tool_global_test.sh") on the
 # kernels of ALT_KERNELS (default 6.12; results named KERNEL-alt/...).
 #
-# A fourth boot on the kernels of NOTW_KERNELS (default "6.12 debug") loads
-# the module built as for a kernel that does not export task_work_add()
-# (upstream Linux, Fedora, RHEL, Arch: see kdir_without_task_work) and runs
-# NOTW_TESTS there (on debug NOTW_TESTS_DEBUG), with
-# STALLCAP_TEST_NO_TASK_WORK=1 in their environment (results named
-# KERNEL-notw/...).
+# On the kernels of NOTW_KERNELS (default "6.12 debug") the guest then
+# loads the module again, built as for a kernel that does not export
+# task_work_add() (upstream Linux, Fedora, RHEL, Arch: see
+# kdir_without_task_work), and runs NOTW_TESTS (on debug NOTW_TESTS_DEBUG),
+# with STALLCAP_TEST_NO_TASK_WORK=1 in their environment (results named
+# KERNEL-notw/...); NOTW_SAME_BOOT=0 gives them a boot of their own.
+#
+# A guest that dies of the emulator's stale int3 (emulator_int3) is booted
+# again (BOOT_RETRIES, default 1) to run the tests that had not finished.
 #
 # Environment: FUZZ_KERNEL (the kernel whose fuzz_test makes its full 10^6
 # calls, default 6.1; the others make FUZZ_CALLS_SHORT=100000 in at most
@@ -581,12 +584,13 @@ emulator_int3() {
 # finished_tests CHAN OUT: of the tests a guest that died began, all but the
 # last one (running when it died) finished: append their lines to OUT (from
 # the first one's begin to the last one's end, retries and output included)
-# and print their number.  A guest whose list names a test twice (REPEAT)
-# is not resumed, so a test's name is its place in the list.
+# and print their number.  A test's retries follow it: a begin that names
+# another test than the one before it is the next test of the list (a
+# guest whose list names a test twice in a row, REPEAT, is not resumed).
 finished_tests() {
 	strip_log "$1" | awk -v out="$2" '
 		{ line[NR] = $0 }
-		$1 == "@@VMTEST" && $2 == "test-begin" && !($3 in seen) { seen[$3] = 1; start[++n] = NR }
+		$1 == "@@VMTEST" && $2 == "test-begin" && $3 != last { last = $3; start[++n] = NR }
 		END {
 			for (i = start[1]; n > 1 && i < start[n]; i++) print line[i] >>out
 			print (n > 1 ? n - 1 : 0)
@@ -599,10 +603,28 @@ finished_tests() {
 merge_resumed() {
 	strip_log "$1" | awk -v fin="$2" '
 		function put() { while ((getline l <fin) > 0) print l; put_done = 1 }
-		!put_done && $1 == "@@VMTEST" && $2 ~ /^(test-begin|kmemleak-begin|rmmod|dmesg-begin|done)$/ { put() }
+		!put_done && $1 == "@@VMTEST" && $2 ~ /^(test-begin|phase|kmemleak-begin|rmmod|dmesg-begin|done)$/ { put() }
 		{ print }
 		END { if (!put_done) put() }' >"$1.merged"
 	mv "$1.merged" "$1"
+}
+
+# split_phase TAG TAG2: the guest's second phase (the tests after "@@VMTEST
+# phase", against the module loaded again from its notw build) out of TAG's
+# channel into TAG2's; each keeps the boot's lines before its first test
+# (TAG2 without the first load's "insmod") and its last ones (kmemleak,
+# rmmod, dmesg, done); TAG2's console and emulator output are TAG's
+split_phase() {
+	local chan=$logs/$1.chan
+	strip_log "$chan" | awk -v a="$chan.a" -v b="$logs/$2.chan" '
+		$1 == "@@VMTEST" && $2 == "phase" && !st { st = 1 }
+		$1 == "@@VMTEST" && $2 ~ /^(kmemleak-begin|rmmod|dmesg-begin|done)$/ { st = 2 }
+		$1 == "@@VMTEST" && $2 == "test-begin" { began = 1 }
+		st != 1 { print >a }
+		st != 0 || (!began && !($1 == "@@VMTEST" && $2 == "insmod")) { print >b }'
+	mv "$chan.a" "$chan"
+	cp "$logs/$1.console" "$logs/$2.console"
+	cp "$logs/$1.qemu" "$logs/$2.qemu"
 }
 
 # section FILE NAME: the lines between "@@VMTEST NAME-begin" and NAME-end
@@ -815,6 +837,21 @@ tap_fails() {
 # One kernel
 # ---------------------------------------------------------------------------
 
+# notw_wanted KNAME: whether KNAME runs the module built without
+# task_work_add() (NOTW_KERNELS; with TESTS, only when NOTW_TESTS is set)
+notw_wanted() {
+	[[ " $notw_kernels " == *" $1 "* ]] && { [ -z "${TESTS:-}" ] || [ -n "${NOTW_TESTS:-}" ]; }
+}
+
+# notw_list KNAME: the selftests of that module on KNAME, one per line
+notw_list() {
+	if [ "$1" = debug ]; then
+		printf '%s\n' $notw_tests_debug
+	else
+		printf '%s\n' $notw_tests
+	fi | grep -x -F -f - "$build/selftests.list"
+}
+
 # The tests kernel $1 leaves to others (TOOL_TESTS, DEBUG_SKIP,
 # PROGRAM_KERNELS), one line.
 skipped_tests() {
@@ -898,10 +935,8 @@ run_kernel() {
 		add_test_module "$k" "$dir" "$conf" || return 1
 		;;
 	check | notw)
-		if [ "$mode" = notw ] && [ "$k" = debug ]; then
-			printf '%s\n' $notw_tests_debug | grep -x -F -f - "$build/selftests.list" >"$tests"
-		elif [ "$mode" = notw ]; then
-			printf '%s\n' $notw_tests | grep -x -F -f - "$build/selftests.list" >"$tests"
+		if [ "$mode" = notw ]; then
+			notw_list "$k" >"$tests"
 		elif [ -n "${TESTS:-}" ]; then
 			printf '%s\n' $TESTS | grep -x -F -f - "$build/selftests.list" >"$tests" || {
 				result FAIL "$k/tests" "TESTS='$TESTS' names no selftest"
@@ -947,6 +982,23 @@ run_kernel() {
 		} >>"$conf"
 		;;
 	esac
+	# The tests of the module built without task_work_add() run in the
+	# same guest (NOTW_SAME_BOOT=1, the default): after its list the guest
+	# loads the module again from that build and runs them (results
+	# KERNEL-notw/TEST).  A boot of their own cost the debug lane 270 s
+	# for 100 s of tests in CI100 (boot, kmemleak scans, teardown, build).
+	local tests2=
+	if [ "$mode" = check ] && [ "${NOTW_SAME_BOOT:-1}" = 1 ] && notw_wanted "$k"; then
+		tests2=$build/$k/tests-phase-notw
+		notw_list "$k" >"$tests2"
+		if ! mode=notw build_module "$k"; then
+			result FAIL "$k-notw/build" "module build without task_work failed, see $logs/$k-notw.build.log"
+			return 1
+		fi
+		cp "$(mode=notw module_dir "$k")/module/stallcap.ko" "$dir/lib/modules/stallcap-notw.ko"
+		cp "$tests2" "$dir/etc/vmtest.tests2"
+		echo "PHASE2_MODULE=/lib/modules/stallcap-notw.ko" >>"$conf"
+	fi
 	cp "$tests" "$dir/etc/vmtest.tests"
 	if [ "$mode" = selfcheck ] && [ -z "${TAG_SUFFIX:-}" ]; then
 		# a failing test before the list, which the guest must skip
@@ -957,7 +1009,7 @@ run_kernel() {
 	pack_overlay "$dir" "$build/$k/initrd-$mode.gz"
 
 	local ntests
-	ntests=$(grep -c . "$tests")
+	ntests=$(cat "$tests" $tests2 | grep -c .)
 	guest_tmo=${GUEST_TIMEOUT:-$((180 + ntests * (test_tmo < 120 ? test_tmo : 120)))}
 	[ "$k" = debug ] && [ -z "${GUEST_TIMEOUT:-}" ] && guest_tmo=$((guest_tmo * 3))
 	if [ "$mode" = selfcheck ] && [ -z "${GUEST_TIMEOUT:-}" ]; then
@@ -1018,13 +1070,13 @@ run_kernel() {
 	results_before=$(($(wc -l <"$RESULTS") + 1))
 	# skip: the tests of the list the guest does not run (they finished in
 	# an earlier boot, whose lines are in $finished)
-	local boots=0 why keep n skip=0 finished=$logs/$tag.finished cmdline0=$kernel_cmdline
+	local boots=0 why keep n resume=0 finished=$logs/$tag.finished cmdline0=$kernel_cmdline
 	rm -f "$finished"
 	# the self-check's first guest skips its list's first test, which fails
-	[ "$mode" != selfcheck ] || [ -n "${TAG_SUFFIX:-}" ] || skip=1
+	[ "$mode" != selfcheck ] || [ -n "${TAG_SUFFIX:-}" ] || resume=1
 	while :; do
 		kernel_cmdline=$cmdline0
-		[ "$skip" = 0 ] || kernel_cmdline+=" vmtest.skip=$skip"
+		[ "$resume" = 0 ] || kernel_cmdline+=" vmtest.skip=$resume"
 		boot "$tag" "$build/$k/initrd-$mode.gz" "$guest_tmo" "$mem" \
 			"${GUEST_SILENCE:-$((test_tmo + 120))}"
 		boots=$((boots + 1))
@@ -1058,10 +1110,10 @@ run_kernel() {
 		cp "$logs/$tag.console" "$logs/$tag.$keep.console"
 		cp "$logs/$tag.chan" "$logs/$tag.$keep.chan"
 		if [ "$keep" = emulator-int3 ] && [ "$mode" != selfcheck ] &&
-			[ -z "$(sort "$tests" | uniq -d)" ]; then
+			[ "${REPEAT:-1}" = 1 ]; then
 			n=$(finished_tests "$logs/$tag.chan" "$finished")
-			skip=$((skip + n))
-			why+="; $n tests had finished, booted again to run the other $(($(grep -c . "$tests") - skip))"
+			resume=$((resume + n))
+			why+="; $n tests had finished, booted again to run the other $(($(cat "$tests" $tests2 | grep -c .) - resume))"
 		else
 			why+="; booted again"
 		fi
@@ -1069,8 +1121,21 @@ run_kernel() {
 	done
 	kernel_cmdline=$cmdline0
 	[ ! -s "$finished" ] || merge_resumed "$logs/$tag.chan" "$finished"
+	local rc=0
+	[ -z "$tests2" ] || split_phase "$tag" "$k-notw${TAG_SUFFIX:-}"
 	judge "$tag" "$label" "$tests"
+	guest_summary "$tag" "$label" "$t0" || rc=1
+	if [ -n "$tests2" ]; then
+		judge "$k-notw${TAG_SUFFIX:-}" "$k-notw" "$tests2"
+		guest_summary "$k-notw${TAG_SUFFIX:-}" "$k-notw" "$t0" || rc=1
+	fi
+	return $rc
+}
 
+# guest_summary TAG LABEL T0: the line of a guest's results (after judge),
+# and where its log is if it failed; fails then
+guest_summary() {
+	local tag=$1 label=$2 t0=$3
 	local bootup doneup
 	bootup=$(awk '$2 == "boot" { for (i = 3; i <= NF; i++) if ($i ~ /^uptime=/) print substr($i, 8) }' "$logs/$tag.chan.txt")
 	doneup=$(awk '$2 == "done" { print substr($3, 8) }' "$logs/$tag.chan.txt")
@@ -1250,9 +1315,9 @@ for k in "${kernels[@]}"; do
 			{ [ -z "${TESTS:-}" ] || [ -n "${ALT_TESTS:-}" ]; }; then
 			mode=alt run_kernel "$k" || rc=1
 		fi
-		# the module without task_work_add(): on NOTW_KERNELS only
-		if [ "$mode" = check ] && [[ " $notw_kernels " == *" $k "* ]] &&
-			{ [ -z "${TESTS:-}" ] || [ -n "${NOTW_TESTS:-}" ]; }; then
+		# the module without task_work_add(): on NOTW_KERNELS only, in
+		# the same guest unless NOTW_SAME_BOOT=0
+		if [ "$mode" = check ] && [ "${NOTW_SAME_BOOT:-1}" = 0 ] && notw_wanted "$k"; then
 			mode=notw run_kernel "$k" || rc=1
 		fi
 		;;
