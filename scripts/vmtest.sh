@@ -585,11 +585,13 @@ emulator_int3() {
 # last one (running when it died) finished: append their lines to OUT (from
 # the first one's begin to the last one's end, retries and output included)
 # and print their number.  A test's retries follow it: a begin that names
-# another test than the one before it is the next test of the list (a
-# guest whose list names a test twice in a row, REPEAT, is not resumed).
+# another test than the one before it (in the same phase) is the next test
+# of the list (a guest whose list names a test twice in a row, REPEAT, is
+# not resumed).
 finished_tests() {
 	strip_log "$1" | awk -v out="$2" '
 		{ line[NR] = $0 }
+		$1 == "@@VMTEST" && $2 == "phase" { last = "" }
 		$1 == "@@VMTEST" && $2 == "test-begin" && $3 != last { last = $3; start[++n] = NR }
 		END {
 			for (i = start[1]; n > 1 && i < start[n]; i++) print line[i] >>out
@@ -1068,8 +1070,9 @@ run_kernel() {
 	[ "$mode" = check ] || tag=$k-$mode
 	tag+=${TAG_SUFFIX:-}
 	results_before=$(($(wc -l <"$RESULTS") + 1))
-	# skip: the tests of the list the guest does not run (they finished in
-	# an earlier boot, whose lines are in $finished)
+	# resume: the tests of the list (then of the second phase's) the guest
+	# does not run (they finished in an earlier boot, whose lines are in
+	# $finished)
 	local boots=0 why keep n resume=0 finished=$logs/$tag.finished cmdline0=$kernel_cmdline
 	rm -f "$finished"
 	# the self-check's first guest skips its list's first test, which fails
@@ -1162,7 +1165,8 @@ guest_summary() {
 
 # resume_selfcheck: finished_tests and merge_resumed on the channels of a
 # guest that died in its third test (c, after a retry of b) and of the guest
-# booted after it, which ran c and d
+# booted after it, which ran c and d; finished_tests on a guest that died in
+# its second phase
 resume_selfcheck() {
 	local d=$build/selfcheck-resume n
 	rm -rf "$d"
@@ -1183,7 +1187,15 @@ resume_selfcheck() {
 	[ "$(awk '$2 == "test" { printf "%s ", $3 } $2 == "boot" { printf "boot " }' "$d/chan")" = \
 		"boot a b b c d " ] &&
 		[ "$(grep -c '^@@VMTEST test-begin' "$d/chan")" = 5 ] &&
-		! grep -q 'half of c' "$d/chan"
+		! grep -q 'half of c' "$d/chan" || return 1
+	# a guest that died in its second phase, whose first test is the
+	# first phase's last: both count
+	printf '%s\r\n' '@@VMTEST boot 6.1 cpus=2 uptime=5.0 mode=check' '@@VMTEST insmod ok' \
+		'@@VMTEST test-begin a' '@@VMTEST test a 0 1 50' '@@VMTEST phase notw' \
+		'@@VMTEST insmod ok' '@@VMTEST test-begin a' '@@VMTEST test a 0 1 50' \
+		'@@VMTEST test-begin b' >"$d/died.chan"
+	n=$(finished_tests "$d/died.chan" "$d/finished2")
+	[ "$n" = 2 ]
 }
 
 selfcheck() {
