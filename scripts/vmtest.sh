@@ -581,6 +581,9 @@ emulator_int3() {
 		END { exit !found }'
 }
 
+# The marks a guest prints after its tests (scripts/guest/init)
+closing_marks='kmemleak-begin|rmmod|dmesg-begin|done'
+
 # finished_tests CHAN OUT: of the tests a guest that died began, all but the
 # last one (running when it died) finished: append their lines to OUT (from
 # the first one's begin to the last one's end, retries and output included)
@@ -603,9 +606,9 @@ finished_tests() {
 # finished (FINISHED, from finished_tests) into CHAN before the first test
 # its own boot ran, so that CHAN reads as one guest's run of the whole list
 merge_resumed() {
-	strip_log "$1" | awk -v fin="$2" '
+	strip_log "$1" | awk -v fin="$2" -v re="^(test-begin|phase|$closing_marks)\$" '
 		function put() { while ((getline l <fin) > 0) print l; put_done = 1 }
-		!put_done && $1 == "@@VMTEST" && $2 ~ /^(test-begin|phase|kmemleak-begin|rmmod|dmesg-begin|done)$/ { put() }
+		!put_done && $1 == "@@VMTEST" && $2 ~ re { put() }
 		{ print }
 		END { if (!put_done) put() }' >"$1.merged"
 	mv "$1.merged" "$1"
@@ -618,9 +621,9 @@ merge_resumed() {
 # rmmod, dmesg, done); TAG2's console and emulator output are TAG's
 split_phase() {
 	local chan=$logs/$1.chan
-	strip_log "$chan" | awk -v a="$chan.a" -v b="$logs/$2.chan" '
+	strip_log "$chan" | awk -v a="$chan.a" -v b="$logs/$2.chan" -v re="^($closing_marks)\$" '
 		$1 == "@@VMTEST" && $2 == "phase" && !st { st = 1 }
-		$1 == "@@VMTEST" && $2 ~ /^(kmemleak-begin|rmmod|dmesg-begin|done)$/ { st = 2 }
+		$1 == "@@VMTEST" && $2 ~ re { st = 2 }
 		$1 == "@@VMTEST" && $2 == "test-begin" { began = 1 }
 		st != 1 { print >a }
 		st != 0 || (!began && !($1 == "@@VMTEST" && $2 == "insmod")) { print >b }'
