@@ -178,6 +178,7 @@ void stallcap_watch_attached_resumed(const struct stallcap_attach_ent *a,
 int stallcap_attach_resume_request(struct stallcap_attach_ent *a,
 				   struct task_struct *task);
 bool stallcap_wait_probes_count(long nr, const struct pt_regs *regs, bool park);
+bool stallcap_wait_probes_count_read(const char *fn_name);
 
 /* between the wait calls (attach_wait.c) and their sets (attach_wait_set.c) */
 struct kretprobe;

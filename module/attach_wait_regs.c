@@ -7,9 +7,13 @@
  * resumed by restart_syscall.  The probes themselves: attach_wait.c.
  */
 #include <linux/kallsyms.h>
+#include <linux/fdtable.h>
+#include <linux/fs.h>
 #include <linux/kernel.h>
 #include <linux/ptrace.h>
+#include <linux/rcupdate.h>
 #include <linux/sched.h>
+#include <linux/sched/task.h>	/* task_lock() */
 #include <linux/sched/task_stack.h>	/* task_pt_regs() on 5.15 */
 #include <linux/string.h>
 #include <linux/uaccess.h>
@@ -50,6 +54,43 @@ static noinline long restarted_wait_call(struct task_struct *task)
 	return -1;
 }
 
+/*
+ * Is @fd of @task a file whose read() the probes count as a wait (a
+ * blocking timerfd, signalfd or eventfd), as its read function says?  The
+ * file is looked at under RCU without a reference: its memory stays a
+ * file's, and a module's file operations stay, until a grace period
+ * passes.  A file closed and its number reused meanwhile answers for a read
+ * the thread is no longer inside (it returned: its watch sees the next).
+ * Context: process (task_lock: @task->files), RCU read side allowed.
+ */
+static noinline bool task_fd_read_waits(struct task_struct *task,
+					unsigned long fd)
+{
+	const struct file_operations *fops;
+	char name[KSYM_SYMBOL_LEN];
+	unsigned long fn = 0;
+	struct file *file;
+
+	if (fd > INT_MAX)
+		return false;
+	task_lock(task);
+	rcu_read_lock();
+	file = task->files ? files_lookup_fd_raw(task->files, fd) : NULL;
+	if (file && !(READ_ONCE(file->f_flags) & O_NONBLOCK)) {
+		/* NULL in a file reused and being set up (6.7+: typesafe) */
+		fops = READ_ONCE(file->f_op);
+		fn = fops ? (unsigned long)fops->read_iter : 0;
+		if (fops && !fn)	/* timerfd, signalfd before 6.8 */
+			fn = (unsigned long)fops->read;
+	}
+	rcu_read_unlock();
+	task_unlock(task);
+	if (!fn)
+		return false;
+	sprint_symbol_no_offset(name, fn);
+	return stallcap_wait_probes_count_read(name);
+}
+
 /**
  * stallcap_task_in_wait_call() - is @task inside a call that the probes
  * count, as its user registers say
@@ -61,7 +102,9 @@ static noinline long restarted_wait_call(struct task_struct *task)
  * the system call it entered the kernel with (orig_ax) and, until that call
  * returns, SC_AX_IN_SYSCALL in ax (the entry's; an interrupt saves the
  * user's ax, and a call's return its result).  Inside restart_syscall (a
- * wait stopped and continued before the attach), the call it resumes.  A
+ * wait stopped and continued before the attach), the call it resumes;
+ * inside read(), the file's read function (a blocking timerfd, signalfd or
+ * eventfd, the probes' reads).  A
  * call whose probe is not registered on this kernel, a 32-bit call (other
  * numbers, the compat entry points, never probed) and an io_uring or vhost
  * worker (it never returns to user space) never count.
@@ -78,6 +121,8 @@ bool stallcap_task_in_wait_call(struct task_struct *task, bool park)
 	    !stallcap_task_user_regs(task, &regs) || regs.ax != SC_AX_IN_SYSCALL)
 		return false;
 	nr = regs.orig_ax;
+	if (nr == __NR_read)	/* of a timerfd, a signalfd, an eventfd */
+		return task_fd_read_waits(task, regs.di);
 	if (nr == __NR_restart_syscall) {
 		nr = restarted_wait_call(task);
 		args = NULL;

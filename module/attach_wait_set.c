@@ -11,6 +11,7 @@
 #include <linux/kernel.h>
 #include <linux/kprobes.h>
 #include <linux/ptrace.h>
+#include <linux/string.h>
 
 #include "compat.h"
 #include "stallcap.h"
@@ -99,6 +100,30 @@ bool stallcap_wait_probes_count(long nr, const struct pt_regs *regs, bool park)
 {
 	return probe_set_counts(&stallcap_wait_set, nr, regs) ||
 	       (park && probe_set_counts(&stallcap_park_set, nr, regs));
+}
+
+/**
+ * stallcap_wait_probes_count_read() - does a registered probe count a read
+ * by @fn_name (a file's read_iter or read function: a timerfd's, a
+ * signalfd's, an eventfd's) as a wait
+ * @fn_name: the function's symbol name
+ *
+ * For a thread found inside a blocking read() of that file (the file's
+ * flags are the caller's to check).
+ */
+bool stallcap_wait_probes_count_read(const char *fn_name)
+{
+	const struct stallcap_wait_probe_set *set = &stallcap_wait_set;
+	unsigned long registered = READ_ONCE(set->registered);
+	unsigned int i;
+
+	for (i = 0; i < set->nr; i++) {
+		/* the read functions' probes have no system call number */
+		if (set->syscall_nrs[i] < 0 && (registered & BIT(i)) &&
+		    !strcmp(set->probes[i].kp.symbol_name, fn_name))
+			return true;
+	}
+	return false;
 }
 
 /**

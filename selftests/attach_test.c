@@ -87,16 +87,27 @@ SC_NOINLINE void attach_spin_in_loop(uint64_t ns)
 /*
  * A thread's first wait, in which its watch is made: 1 ms, and 50 ms without
  * task_work, where a worker makes it (CI101's debug-notw guest: the worker
- * came after 1 ms, the thread already inside the timerfd read that had to
- * be idle, and a read() is not recognized from the thread's registers).
- * A ppoll(), so that a parent looking for the thread in its next poll()
- * does not find it in this one.
+ * came after 1 ms, the thread already inside the next call; the timerfd and
+ * eventfd threads skip it there, read_is_first_wait()).  A ppoll(), so
+ * that a parent looking for the thread in its next poll() does not find it
+ * in this one.
  */
 static void first_wait(void)
 {
 	struct timespec ts = { .tv_nsec = sc_expect_no_task_work() ? SC_MS(50) : SC_MS(1) };
 
 	ppoll(NULL, 0, &ts, NULL);
+}
+
+/*
+ * Without task_work, a blocking read() is the thread's first wait: the
+ * worker makes the watch while the thread is inside it, found there from
+ * its registers and its file (attach_wait_regs.c), so the read stays idle
+ * (it was counted busy before: a stall inside the read).
+ */
+static bool read_is_first_wait(void)
+{
+	return sc_expect_no_task_work();
 }
 
 /* attach_spin_in_loop() is frame 0, or 1-2 under clock_gettime() */
@@ -315,7 +326,8 @@ static void *timerfd_thread(void *arg)
 		tid = -errno;
 	if (write(tid_pipe[1], &tid, sizeof(tid)) != sizeof(tid) || tid < 0)
 		return NULL;
-	first_wait();		/* its watch is made */
+	if (!read_is_first_wait())
+		first_wait();	/* its watch is made */
 	if (timerfd_in(tfd, 4 * DEADLINE) ||
 	    read(tfd, &ticks, sizeof(ticks)) != sizeof(ticks))	/* idle */
 		return NULL;
@@ -406,7 +418,8 @@ static void *eventfd_thread(void *arg)
 		tid = -errno;
 	if (write(tid_pipe[1], &tid, sizeof(tid)) != sizeof(tid) || tid < 0)
 		return NULL;
-	first_wait();		/* its watch is made */
+	if (!read_is_first_wait())
+		first_wait();	/* its watch is made */
 	if (pthread_create(&writer, NULL, late_event, NULL))
 		return NULL;
 	if (read(event_counter, &count, sizeof(count)) != sizeof(count))	/* idle */
@@ -666,7 +679,10 @@ static void *wake_thread(void *arg)
 static int resume_fd;		/* the child's end of the go pipe */
 static uint32_t *resume_word;	/* shared with the parent (futex) */
 static char resume_how;		/* 'r': poll() on resume_fd, 't': the same
-				 * with a timeout, 'f': futex */
+				 * with a timeout, 'f': futex, 'y': read()
+				 * of resume_timer, 'v': of resume_event */
+static int resume_timer = -1;	/* a timerfd, armed by the parent */
+static int resume_event = -1;	/* an eventfd, written by the parent */
 
 static void *resume_thread(void *arg)
 {
@@ -680,7 +696,14 @@ static void *resume_thread(void *arg)
 		while (!__atomic_load_n(resume_word, __ATOMIC_ACQUIRE))
 			syscall(SYS_futex, resume_word, FUTEX_WAIT, 0, NULL,
 				NULL, 0);
-	else			/* an event loop, woken by an event */
+	else if (resume_how == 'y' || resume_how == 'v') {
+		/* a loop paced by a timerfd, a worker woken by a counter */
+		uint64_t n;
+
+		if (read(resume_how == 'y' ? resume_timer : resume_event, &n,
+			 sizeof(n)) != sizeof(n))
+			_exit(7);
+	} else			/* an event loop, woken by an event */
 		poll(&pfd, 1, resume_how == 't' ? 10000 : -1);
 	attach_spin_in_loop(SPIN);	/* busy past the deadline */
 	poll(NULL, 0, 1);		/* idle: the stall ends */
@@ -825,7 +848,7 @@ static void child_main(int go_fd, int *tid_pipe)
 		fn = sigwait_thread;
 	else if (c == 'w')
 		fn = wake_thread;
-	else if (c == 'r' || c == 't' || c == 'f')
+	else if (c == 'r' || c == 't' || c == 'f' || c == 'y' || c == 'v')
 		fn = resume_thread;
 	else if (c == 'i' || c == 'I')
 		fn = uring_resume_thread;
@@ -858,6 +881,10 @@ FIXTURE_SETUP(attach)
 	ASSERT_EQ(0, pipe(self->go));
 	ASSERT_EQ(0, pipe(self->tid_pipe));
 	ASSERT_EQ(0, pipe(evt_pipe));
+	resume_timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+	resume_event = eventfd(0, EFD_CLOEXEC);
+	ASSERT_LE(0, resume_timer);
+	ASSERT_LE(0, resume_event);
 	resume_word = mmap(NULL, sizeof(*resume_word), PROT_READ | PROT_WRITE,
 			   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, resume_word);
@@ -883,6 +910,8 @@ FIXTURE_TEARDOWN(attach)
 		munmap(resume_word, sizeof(*resume_word));
 	close(evt_pipe[0]);
 	close(evt_pipe[1]);
+	close(resume_timer);
+	close(resume_event);
 }
 
 TEST_F(attach, new_thread_stall_is_captured)
@@ -1288,13 +1317,14 @@ static bool in_syscall(pid_t pid, pid_t tid, long nr)
  * The child's thread enters its wait (@how 'r': poll() on a pipe, 't': the
  * same with a timeout, stopped and continued before the attach so that
  * restart_syscall resumes it, 'f': a futex wait, counted with
- * STALLCAP_ATTACH_PARK) before the attach, so that no probe hooked the
- * call's return; the attach comes, then the event (a byte on the pipe, a
- * futex wake), and the thread spins past the deadline at once.  That stall
- * is reported: the thread went busy when its wait returned, not only after
- * its next one (seen by a task_work on its way back to user space, or,
- * without task_work_add(), by the attach's poll within a quarter of the
- * deadline).
+ * STALLCAP_ATTACH_PARK, 'y': a read() of a timerfd, 'v': of an eventfd)
+ * before the attach, so that no probe hooked the call's return; the attach
+ * comes, then the event (a byte on the pipe, a futex wake, the timer armed
+ * to expire at once, a count), and the thread spins past the deadline at
+ * once.  That stall is reported: the thread went busy when its wait
+ * returned, not only after its next one (seen by a task_work on its way
+ * back to user space, or, without task_work_add(), by the attach's poll
+ * within a quarter of the deadline), and not before (the wait was idle).
  */
 static void waiting_at_attach(struct __test_metadata *_metadata,
 			      FIXTURE_DATA(attach) *self, char how)
@@ -1302,13 +1332,16 @@ static void waiting_at_attach(struct __test_metadata *_metadata,
 	const struct stallcap_stall_end *end;
 	const struct stallcap_sample *r, *u;
 	struct stallcap_stats st;
+	long nr = how == 'f' ? SYS_futex :
+		  how == 'y' || how == 'v' ? SYS_read : SYS_poll;
+	struct itimerspec at_once = { .it_value.tv_nsec = 1 };
+	uint64_t one = 1, woken;
 	pid_t tid;
 	int status, i;
 
 	ASSERT_EQ(1, write(self->go[1], &how, 1));
 	ASSERT_EQ(sizeof(tid), read(self->tid_pipe[0], &tid, sizeof(tid)));
-	for (i = 0; i < 300 && !in_syscall(self->child, tid,
-					   how == 'f' ? SYS_futex : SYS_poll); i++)
+	for (i = 0; i < 300 && !in_syscall(self->child, tid, nr); i++)
 		sc_sleep_ms(10);
 	ASSERT_LT(i, 300) TH_LOG("the thread never blocked in its wait");
 	if (how == 't') {
@@ -1326,9 +1359,14 @@ static void waiting_at_attach(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, sc_get_stats(self->s.fd, &st, 0));
 	EXPECT_EQ(2, st.attached) TH_LOG("the main thread and the waiting one");
 	sc_sleep_ms(2 * DEADLINE / SC_MS(1));	/* idle: no stall */
+	woken = sc_now_ns();
 	if (how == 'f') {
 		__atomic_store_n(resume_word, 1, __ATOMIC_RELEASE);
 		syscall(SYS_futex, resume_word, FUTEX_WAKE, 1, NULL, NULL, 0);
+	} else if (how == 'y') {
+		ASSERT_EQ(0, timerfd_settime(resume_timer, 0, &at_once, NULL));
+	} else if (how == 'v') {
+		ASSERT_EQ(sizeof(one), write(resume_event, &one, sizeof(one)));
 	} else {
 		ASSERT_EQ(1, write(self->go[1], "x", 1));
 	}
@@ -1344,6 +1382,7 @@ static void waiting_at_attach(struct __test_metadata *_metadata,
 		sc_log_records(NULL, &self->rs);
 	ASSERT_NE(NULL, r) TH_LOG("the stall right after the wait returned was not captured");
 	EXPECT_EQ(STALLCAP_ORIGIN_ATTACH, r->origin);
+	EXPECT_LT(woken, r->deadline_ns) TH_LOG("a stall inside the wait: it was counted busy");
 	u = sc4_stall_frames_in(&self->rs, r, SPIN_FN);
 	if (!u)
 		sc_log_records(NULL, &self->rs);
@@ -1379,6 +1418,16 @@ TEST_F(attach, thread_in_restart_syscall_at_the_attach_is_busy_when_it_returns)
 TEST_F(attach, parked_thread_at_a_park_attach_is_busy_when_woken)
 {
 	waiting_at_attach(_metadata, self, 'f');
+}
+
+TEST_F(attach, thread_in_a_timerfd_read_at_the_attach_is_busy_when_it_returns)
+{
+	waiting_at_attach(_metadata, self, 'y');
+}
+
+TEST_F(attach, thread_in_an_eventfd_read_at_the_attach_is_busy_when_it_returns)
+{
+	waiting_at_attach(_metadata, self, 'v');
 }
 
 /*
