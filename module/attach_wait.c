@@ -30,10 +30,10 @@
  * probed too, and counts as a wait only for a thread whose counted wait
  * returned so.
  *
- * The park probes (futex waits and sleeps) exist only while an attach with
- * STALLCAP_ATTACH_PARK exists, and count only for its watches: futex and
- * nanosleep are called far more often than the event-loop waits, by every
- * process.
+ * The park probes (futex waits, System V semaphore waits and sleeps) exist
+ * only while an attach with STALLCAP_ATTACH_PARK exists, and count only for
+ * its watches: futex and nanosleep are called far more often than the
+ * event-loop waits, by every process.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -47,6 +47,7 @@
 #include <linux/fs.h>
 #include <linux/ipc.h>
 #include <linux/ptrace.h>
+#include <linux/sem.h>
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task_stack.h>	/* task_pt_regs() on 5.15 */
@@ -371,6 +372,66 @@ static int futex_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 	return park_entry(ri, regs);
 }
 
+/* The most operations of a semop() looked at; a longer one parks. */
+#define SEMOP_OPS_READ	8
+
+/*
+ * May semop(id, sops, nsops) wait: has one of its operations that can
+ * wait (a decrement or a wait for zero, sem_op <= 0) no IPC_NOWAIT?  Every
+ * one with it is a try (EAGAIN at once).  The operations are read without
+ * faulting; more than SEMOP_OPS_READ of them, or ones that cannot be read
+ * now, may.
+ */
+static bool semop_may_wait(const struct sembuf __user *usops,
+			   unsigned long nsops)
+{
+	struct sembuf sops[SEMOP_OPS_READ];
+	unsigned long i;
+
+	if (nsops > ARRAY_SIZE(sops) || !stallcap_user_access_okay() ||
+	    copy_from_user_nofault(sops, usops, nsops * sizeof(*sops)))
+		return true;
+	for (i = 0; i < nsops; i++)
+		if (sops[i].sem_op <= 0 && !(sops[i].sem_flg & IPC_NOWAIT))
+			return true;
+	return false;
+}
+
+/*
+ * semop(id, sops, nsops), semtimedop(id, sops, nsops, timeout): a System V
+ * semaphore wait parks, as a futex wait does, unless it is a try (every
+ * operation that could wait with IPC_NOWAIT, or semtimedop's timeout zero:
+ * @timed).  Only for an attached process are the arguments read.
+ */
+static int sem_entry(struct kretprobe_instance *ri, struct pt_regs *regs,
+		     bool timed)
+{
+	const struct pt_regs *u = syscall_uregs(regs);
+	const void __user *uts = (const void __user *)READ_ONCE(u->r10);
+	struct __kernel_timespec ts;
+
+	if (!stallcap_attach_wants_current(true) ||
+	    !semop_may_wait((const struct sembuf __user *)READ_ONCE(u->si),
+			    READ_ONCE(u->dx)))
+		return 1;
+	if (timed && uts && stallcap_user_access_okay() &&
+	    !copy_from_user_nofault(&ts, uts, sizeof(ts)) &&
+	    !ts.tv_sec && !ts.tv_nsec)
+		return 1;
+	return park_entry(ri, regs);
+}
+
+static int semop_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	return sem_entry(ri, regs, false);
+}
+
+static int semtimedop_entry(struct kretprobe_instance *ri,
+			    struct pt_regs *regs)
+{
+	return sem_entry(ri, regs, true);
+}
+
 /**
  * stallcap_wait_call_args_count() - do the arguments of call @nr make it a
  * wait (its probe registered)
@@ -443,6 +504,8 @@ static struct kretprobe park_probes[] = {
 	WAIT_PROBE("__x64_sys_clock_nanosleep", park_entry, park_return),
 	WAIT_PROBE("__x64_sys_futex_waitv", park_entry, park_return),
 	WAIT_PROBE("__x64_sys_futex_wait", park_entry, park_return),
+	WAIT_PROBE("__x64_sys_semop", semop_entry, park_return),
+	WAIT_PROBE("__x64_sys_semtimedop", semtimedop_entry, park_return),
 };
 
 /* The x86-64 system call number of each probe, -1 where unknown here. */
@@ -471,7 +534,7 @@ static_assert(ARRAY_SIZE(wait_probe_nrs) == ARRAY_SIZE(wait_probes));
 
 static const int park_probe_nrs[] = {
 	__NR_futex, __NR_nanosleep, __NR_clock_nanosleep, __NR_futex_waitv,
-	__NR_futex_wait,
+	__NR_futex_wait, __NR_semop, __NR_semtimedop,
 };
 static_assert(ARRAY_SIZE(park_probe_nrs) == ARRAY_SIZE(park_probes));
 

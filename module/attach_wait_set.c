@@ -154,8 +154,9 @@ void stallcap_wait_probes_unregister(void)
  * stallcap_park_probes_register() - register the futex and sleep
  * kretprobes (the first attach with STALLCAP_ATTACH_PARK)
  *
- * futex, nanosleep and clock_nanosleep must be there; futex_waitv (5.16)
- * and futex_wait (6.7) are skipped where missing.
+ * futex, nanosleep and clock_nanosleep must be there; futex_waitv (5.16),
+ * futex_wait (6.7), semop and semtimedop (CONFIG_SYSVIPC) are skipped where
+ * missing.
  * Context: process, attach_lock held.
  * Return: 0 or -errno.
  */

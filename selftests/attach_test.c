@@ -37,6 +37,7 @@
 #include <sys/mman.h>
 #include <sys/msg.h>
 #include <sys/prctl.h>
+#include <sys/sem.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -591,6 +592,66 @@ static void *park_thread(void *arg)
 	return NULL;
 }
 
+/* ---- a worker parked on a System V semaphore ---- */
+
+static int park_sem = -1;	/* one semaphore, 0 */
+
+/* semtimedop() of @op with @flg on park_sem, @ns at most (0: a try) */
+static int sem_park(short op, short flg, uint64_t ns)
+{
+	struct sembuf sb = { .sem_num = 0, .sem_op = op, .sem_flg = flg };
+	struct timespec ts = { ns / SC_NSEC_PER_SEC, ns % SC_NSEC_PER_SEC };
+
+	return semtimedop(park_sem, &sb, 1, &ts);
+}
+
+/* Adds 1 to park_sem after 4 deadlines (its sleep a park: idle) */
+static void *late_sem_post(void *arg)
+{
+	struct sembuf up = { .sem_num = 0, .sem_op = 1 };
+
+	sc_sleep_ms(4 * DEADLINE / SC_MS(1));
+	semop(park_sem, &up, 1);
+	return NULL;
+}
+
+/*
+ * park_thread() with semaphore waits: a semtimedop() that times out after
+ * 4 deadlines and a semop() that another thread's post ends after 4 more
+ * (idle for PARK), then the spin with two tries halfway (a decrement with
+ * IPC_NOWAIT, a semtimedop() with a zero timeout: EAGAIN, busy).
+ */
+static void *park_sem_thread(void *arg)
+{
+	struct sembuf down = { .sem_num = 0, .sem_op = -1 };
+	int *tid_pipe = arg;
+	pid_t tid = sc_gettid();
+	pthread_t poster;
+
+	park_sem = semget(IPC_PRIVATE, 1, 0600);
+	if (park_sem < 0)
+		tid = -errno;
+	if (write(tid_pipe[1], &tid, sizeof(tid)) != sizeof(tid) || tid < 0)
+		return NULL;
+	sem_park(-1, 0, SC_MS(1));	/* first park: the PARK watch */
+	poll(NULL, 0, 1);		/* first poll: the other attach's watch */
+	poll(NULL, 0, 1);		/* busy (for both) from here */
+	if (sem_park(-1, 0, 4 * DEADLINE) == 0 ||	/* parked, times out */
+	    pthread_create(&poster, NULL, late_sem_post, NULL))
+		_exit(8);
+	if (semop(park_sem, &down, 1))	/* parked until the post */
+		_exit(9);
+	attach_spin_in_loop(SPIN / 2);	/* busy past T... */
+	if (sem_park(-1, IPC_NOWAIT, SC_MS(100)) == 0 ||	/* EAGAIN */
+	    sem_park(-1, 0, 0) == 0)		/* a try: EAGAIN at once */
+		_exit(10);
+	attach_spin_in_loop(SPIN / 2);	/* ...still busy... */
+	sem_park(-1, 0, SC_MS(1));	/* ...parked: the stalls end */
+	pthread_join(poster, NULL);
+	semctl(park_sem, 0, IPC_RMID);
+	return NULL;
+}
+
 /*
  * Blocked captures during wake-ups: busy periods of 20 ms made of futex
  * waits, busy for a plain attach (sampled at T, 2T, 4T, 8T of each period)
@@ -834,6 +895,8 @@ static void child_main(int go_fd, int *tid_pipe)
 		fn = uring_thread;
 	else if (c == 'p')
 		fn = park_thread;
+	else if (c == 'P')
+		fn = park_sem_thread;
 	else if (c == 'a')
 		fn = accept_thread;
 	else if (c == 'T')
@@ -1167,7 +1230,13 @@ static pid_t park_and_plain(struct __test_metadata *_metadata,
 	return tid;
 }
 
-TEST_F(attach, park_futex_waits_and_sleeps_are_idle)
+/*
+ * The child's thread @cmd ('p': park_thread(), 'P': park_sem_thread())
+ * watched by a PARK attach and a plain one: for PARK one stall, the spin's,
+ * no sample parked or asleep; without PARK a stall in the first long park.
+ */
+static void parks_are_idle(struct __test_metadata *_metadata,
+			   FIXTURE_DATA(attach) *self, char cmd)
 {
 	const struct stallcap_sample *r, *u, *b;
 	const struct stallcap_stall_end *end;
@@ -1178,7 +1247,7 @@ TEST_F(attach, park_futex_waits_and_sleeps_are_idle)
 
 	if (!(self->s.info.features & STALLCAP_FEAT_ATTACH_PARK))
 		SKIP(return, "the module has no STALLCAP_ATTACH_PARK");
-	tid = park_and_plain(_metadata, self, &other, 'p', DEADLINE);
+	tid = park_and_plain(_metadata, self, &other, cmd, DEADLINE);
 	ASSERT_LE(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_STALL_END,
 				     1, SC_WAIT_MS)) TH_LOG("no stall: %s", self->rs.err);
 	sc_ring_drain(&self->s, &self->rs);
@@ -1221,15 +1290,25 @@ TEST_F(attach, park_futex_waits_and_sleeps_are_idle)
 	EXPECT_GE(end->end_ns, r->deadline_ns + SPIN / 2);
 
 	/* without PARK (the thread's watch made at its first poll): stalled
-	 * in the futex wait, which the spin continues */
+	 * in the futex or semaphore wait, which the spin continues */
 	EXPECT_NE(NULL, sc_find_watch_event(&ors, tid, STALLCAP_WATCH_STARTED))
 		TH_LOG("no watch of the other session (its first poll came after a PARK watch)");
 	b = sc_first_sample_of(&ors, tid);
-	ASSERT_NE(NULL, b) TH_LOG("without PARK the futex wait was no stall");
+	ASSERT_NE(NULL, b) TH_LOG("without PARK the park was no stall");
 	EXPECT_EQ(STALLCAP_STATE_SLEEPING, b->state);
 	EXPECT_LT(b->deadline_ns, r->deadline_ns);
 	sc_records_free(&ors);
 	sc_session_close(&other);
+}
+
+TEST_F(attach, park_futex_waits_and_sleeps_are_idle)
+{
+	parks_are_idle(_metadata, self, 'p');
+}
+
+TEST_F(attach, park_semaphore_waits_are_idle_and_tries_busy)
+{
+	parks_are_idle(_metadata, self, 'P');
 }
 
 /*

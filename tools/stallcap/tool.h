@@ -245,7 +245,7 @@ int collect_check(struct collect_opts *o);
 "                       before the attach)\n" \
 "      --no-inherit     with --deadline: not the processes they start and\n" \
 "                       the programs they execute (followed by default)\n" \
-"      --park           with --deadline: futex waits and sleeps are idle\n" \
+"      --park           with --deadline: futex, semaphore waits, sleeps idle\n" \
 "                       too (runtimes that park idle workers: Go, tokio)\n" \
 "  -F, --fd N           read the session fd N the application passed\n" \
 "  -g, --global         read every session's records (needs CAP_SYS_ADMIN)\n" \

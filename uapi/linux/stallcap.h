@@ -192,14 +192,17 @@ struct stallcap_arm {
 #define STALLCAP_ATTACH_INHERIT	(1U << 1)
 /**
  * STALLCAP_ATTACH_PARK - futex waits (FUTEX_WAIT, FUTEX_WAIT_BITSET,
- * futex_waitv, futex_wait) and sleeps (nanosleep, clock_nanosleep) are
- * idle waits too, and a thread's first such call gets it a watch: for
- * runtimes that park their idle worker threads on a futex while one of
- * them polls (Go, tokio, thread pools), whose parked workers would
- * otherwise be busy.  Lock waits on a plain futex and sleeps then end a
+ * futex_waitv, futex_wait), System V semaphore waits (semop, semtimedop;
+ * not a try: IPC_NOWAIT on every operation that could wait, or a zero
+ * timeout) and sleeps (nanosleep, clock_nanosleep) are idle waits too,
+ * and a thread's first such call gets it a watch: for runtimes that park
+ * their idle worker threads on a futex while one of them polls (Go, tokio,
+ * thread pools), whose parked workers would otherwise be busy.  Lock waits
+ * on a plain futex or a semaphore and sleeps then end a
  * busy period instead of being reported (priority-inheritance locks,
  * FUTEX_LOCK_PI, stay busy).  While such an attach exists, every process's
- * futex and sleep calls pass through the module's probe (one hash lookup).
+ * futex, semaphore and sleep calls pass through the module's probe (one
+ * hash lookup).
  * Modules without STALLCAP_FEAT_ATTACH_PARK reject it (EINVAL).
  */
 #define STALLCAP_ATTACH_PARK	(1U << 2)
