@@ -60,7 +60,6 @@ static LIST_HEAD(attaches);			/* attach_lock */
 /* RCU readers (attach_follow.c), attach_lock */
 DEFINE_HASHTABLE(stallcap_attach_by_mm, STALLCAP_ATTACH_HASH_BITS);
 static unsigned int nr_attaches;		/* attach_lock */
-static unsigned int nr_park_attaches;		/* attach_lock */
 
 /** stallcap_attach_lock() - take the lock of the attaches (a mutex) */
 void stallcap_attach_lock(void)
@@ -295,7 +294,11 @@ attach_new(struct stallcap_session *sess, const struct stallcap_attach *arg,
 	a->user_tag = arg->user_tag;
 	a->cputime = arg->flags & STALLCAP_ATTACH_CPUTIME;
 	a->inherit = arg->flags & STALLCAP_ATTACH_INHERIT;
-	a->park = arg->flags & STALLCAP_ATTACH_PARK;
+	a->waits = SC_WAIT_LOOP;
+	if (arg->flags & STALLCAP_ATTACH_PARK)
+		a->waits |= SC_WAIT_PARK;
+	if (arg->flags & STALLCAP_ATTACH_RECV)
+		a->waits |= SC_WAIT_RECV;
 	if (parent) {
 		a->unlimited = parent->unlimited;
 		a->who = parent->who;
@@ -311,45 +314,74 @@ attach_new(struct stallcap_session *sess, const struct stallcap_attach *arg,
 }
 
 /*
+ * The probe sets that some attaches need: the futex, semaphore and sleep
+ * calls' (STALLCAP_ATTACH_PARK), the socket receives' (STALLCAP_ATTACH_RECV).
+ */
+static struct {
+	unsigned int kind;
+	unsigned int nr_attaches;	/* attach_lock */
+	int (*reg)(void);
+	void (*unreg)(void);
+} optional_probes[] = {
+	{ SC_WAIT_PARK, 0, stallcap_park_probes_register,
+	  stallcap_park_probes_unregister },
+	{ SC_WAIT_RECV, 0, stallcap_recv_probes_register,
+	  stallcap_recv_probes_unregister },
+};
+
+/* @a's references to the first @n optional probe sets go. */
+static void optional_probes_put(const struct stallcap_attach_ent *a,
+				unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if ((a->waits & optional_probes[i].kind) &&
+		    !--optional_probes[i].nr_attaches)
+			optional_probes[i].unreg();
+}
+
+/*
  * The probes an attach needs: the wait calls' and the follow probes for
- * any, the futex and sleep calls' for one with STALLCAP_ATTACH_PARK.  They
- * are registered by the first attach that needs them and removed with the
- * last, both under attach_lock, so that a new attach never registers a
- * probe still being removed.
+ * any, the optional sets for the kinds it counts.  They are registered by
+ * the first attach that needs them and removed with the last, both under
+ * attach_lock, so that a new attach never registers a probe still being
+ * removed.
  */
 static int attach_probes_get(const struct stallcap_attach_ent *a)
 {
-	int ret;
+	unsigned int i;
+	int ret = 0;
 
-	if (a->park && !nr_park_attaches) {
-		ret = stallcap_park_probes_register();
+	for (i = 0; i < ARRAY_SIZE(optional_probes); i++) {
+		if (!(a->waits & optional_probes[i].kind))
+			continue;
+		if (!optional_probes[i].nr_attaches)
+			ret = optional_probes[i].reg();
 		if (ret)
-			return ret;
+			goto err;
+		optional_probes[i].nr_attaches++;
 	}
 	if (!nr_attaches) {
 		ret = stallcap_wait_probes_register();
 		if (ret)
-			goto err_park;
+			goto err;
 		ret = stallcap_follow_probes_register();
 		if (ret) {
 			stallcap_wait_probes_unregister();
-			goto err_park;
+			goto err;
 		}
 	}
 	nr_attaches++;
-	nr_park_attaches += a->park;
 	return 0;
-err_park:
-	if (a->park && !nr_park_attaches)
-		stallcap_park_probes_unregister();
+err:
+	optional_probes_put(a, i);
 	return ret;
 }
 
 static void attach_probes_put(const struct stallcap_attach_ent *a)
 {
-	nr_park_attaches -= a->park;
-	if (a->park && !nr_park_attaches)
-		stallcap_park_probes_unregister();
+	optional_probes_put(a, ARRAY_SIZE(optional_probes));
 	if (!--nr_attaches) {
 		stallcap_follow_probes_unregister();
 		stallcap_wait_probes_unregister();
@@ -517,7 +549,8 @@ int stallcap_attach_inherited(struct stallcap_attach_ent *parent,
 		.size = sizeof(arg),
 		.flags = STALLCAP_ATTACH_INHERIT |
 			 (parent->cputime ? STALLCAP_ATTACH_CPUTIME : 0) |
-			 (parent->park ? STALLCAP_ATTACH_PARK : 0),
+			 (parent->waits & SC_WAIT_PARK ? STALLCAP_ATTACH_PARK : 0) |
+			 (parent->waits & SC_WAIT_RECV ? STALLCAP_ATTACH_RECV : 0),
 		.pid = task_tgid_nr_ns(task, sess->pid_ns),
 		.timeout_ns = parent->timeout_ns,
 		.user_tag = parent->user_tag,

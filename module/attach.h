@@ -65,6 +65,20 @@ struct stallcap_attacher {
 };
 
 /**
+ * enum stallcap_wait_kind - the kinds of wait call, each counted by the
+ * attaches that ask for it
+ * @SC_WAIT_LOOP: an event loop's wait (epoll_wait, poll, ...): every attach
+ * @SC_WAIT_PARK: a futex wait, a semaphore wait, a sleep
+ *	(STALLCAP_ATTACH_PARK)
+ * @SC_WAIT_RECV: a receive on a blocking socket (STALLCAP_ATTACH_RECV)
+ */
+enum stallcap_wait_kind {
+	SC_WAIT_LOOP = BIT(0),
+	SC_WAIT_PARK = BIT(1),
+	SC_WAIT_RECV = BIT(2),
+};
+
+/**
  * struct stallcap_attach_ent - one STALLCAP_IOC_ATTACH of one session
  * @node: in the list of attaches (attach_lock)
  * @mm_node: in the hash by @mm, read under RCU by the wait probes
@@ -78,7 +92,9 @@ struct stallcap_attacher {
  * @user_tag: copied into the records
  * @cputime: STALLCAP_ATTACH_CPUTIME
  * @inherit: STALLCAP_ATTACH_INHERIT (attach_follow.c)
- * @park: STALLCAP_ATTACH_PARK: futex waits and sleeps are idle waits too
+ * @waits: the kinds of wait call it counts (enum stallcap_wait_kind):
+ *	SC_WAIT_LOOP always, SC_WAIT_PARK with STALLCAP_ATTACH_PARK,
+ *	SC_WAIT_RECV with STALLCAP_ATTACH_RECV
  * @unlimited: the attacher had CAP_SYS_RESOURCE (watch limit exempt)
  * @who: who made the attach (the first one's, for those that follow)
  * @dead: detached; no new watch
@@ -103,7 +119,7 @@ struct stallcap_attach_ent {
 	u64 user_tag;
 	bool cputime;
 	bool inherit;
-	bool park;
+	u8 waits;
 	bool unlimited;
 	bool dead;
 	bool no_new_threads;
@@ -145,15 +161,18 @@ void stallcap_attach_put(struct stallcap_attach_ent *a);
 void stallcap_attach_lock(void);
 void stallcap_attach_unlock(void);
 extern DECLARE_HASHTABLE(stallcap_attach_by_mm, STALLCAP_ATTACH_HASH_BITS);
-bool stallcap_attach_wait_boundary(bool busy, bool park, bool restartable);
-bool stallcap_attach_wants_current(bool park);
-void stallcap_follow_wait_entry(bool park);
+bool stallcap_attach_wait_boundary(bool busy, unsigned int kind,
+				   bool restartable);
+bool stallcap_attach_wants_current(unsigned int kind);
+void stallcap_follow_wait_entry(unsigned int kind);
 int stallcap_follow_probes_register(void);
 void stallcap_follow_probes_unregister(void);
 int stallcap_wait_probes_register(void);
 void stallcap_wait_probes_unregister(void);
 int stallcap_park_probes_register(void);
 void stallcap_park_probes_unregister(void);
+int stallcap_recv_probes_register(void);
+void stallcap_recv_probes_unregister(void);
 struct stallcap_watch *stallcap_watch_create_attached(struct stallcap_session *sess,
 						      struct task_struct *task,
 						      struct stallcap_attach_ent *a);
@@ -167,7 +186,7 @@ void stallcap_watch_busy(struct stallcap_watch *w, u64 now);
 void stallcap_watch_busy_unless_waited(struct stallcap_watch *w, u64 now);
 void stallcap_watch_idle(struct stallcap_watch *w, u64 now);
 unsigned int stallcap_watches_attached_mark(struct task_struct *task,
-					    bool busy, bool park,
+					    bool busy, unsigned int kind,
 					    bool restartable);
 unsigned int stallcap_watches_attached_restart(struct task_struct *task,
 					       bool entering, bool restartable);
@@ -177,8 +196,9 @@ void stallcap_watch_attached_resumed(const struct stallcap_attach_ent *a,
 				     bool restartable);
 int stallcap_attach_resume_request(struct stallcap_attach_ent *a,
 				   struct task_struct *task);
-bool stallcap_wait_probes_count(long nr, const struct pt_regs *regs, bool park);
-bool stallcap_wait_probes_count_read(const char *fn_name);
+bool stallcap_wait_probes_count(long nr, const struct pt_regs *regs,
+				unsigned int waits);
+bool stallcap_wait_probes_count_read(const char *fn_name, unsigned int waits);
 
 /* between the wait calls (attach_wait.c) and their sets (attach_wait_set.c) */
 struct kretprobe;
@@ -207,12 +227,15 @@ struct stallcap_wait_probe_set {
 	const char *name;
 };
 
-extern struct stallcap_wait_probe_set stallcap_wait_set, stallcap_park_set;
+extern struct stallcap_wait_probe_set stallcap_wait_set, stallcap_park_set,
+	stallcap_recv_set;
+
 void stallcap_wait_deferred_init(void);
 void stallcap_wait_deferred_sync(void);
 bool stallcap_wait_call_args_count(long nr, const struct pt_regs *regs);
-bool stallcap_task_in_wait_call(struct task_struct *task, bool park);
-bool stallcap_task_left_wait_call(struct task_struct *task, bool park);
+bool stallcap_task_in_wait_call(struct task_struct *task, unsigned int waits);
+bool stallcap_task_left_wait_call(struct task_struct *task,
+				  unsigned int waits);
 void stallcap_attach_resume_init(struct stallcap_attach_ent *a);
 void stallcap_attach_resume_late(struct stallcap_attach_ent *a,
 				 const struct task_struct *task);

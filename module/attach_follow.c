@@ -256,20 +256,21 @@ static bool newthread_request(struct stallcap_attach_ent *a)
 
 /* Does @a count a call of the current process of this kind? */
 static bool attach_counts(const struct stallcap_attach_ent *a,
-			  const struct mm_struct *mm, bool park)
+			  const struct mm_struct *mm, unsigned int kind)
 {
-	return a->mm == mm && (a->park || !park) && !READ_ONCE(a->dead);
+	return a->mm == mm && (a->waits & kind) && !READ_ONCE(a->dead);
 }
 
 /* How many attaches count such a call of process @mm.  RCU read side. */
-static unsigned int attaches_counting(const struct mm_struct *mm, bool park)
+static unsigned int attaches_counting(const struct mm_struct *mm,
+				      unsigned int kind)
 {
 	struct stallcap_attach_ent *a;
 	unsigned int n = 0;
 
 	hash_for_each_possible_rcu(stallcap_attach_by_mm, a, mm_node,
 				   (unsigned long)mm)
-		n += attach_counts(a, mm, park);
+		n += attach_counts(a, mm, kind);
 	return n;
 }
 
@@ -282,17 +283,17 @@ static unsigned int attaches_counting(const struct mm_struct *mm, bool park)
  * io_uring_enter runs inside its wait: then the call's return starts the
  * thread's busy period, and its probe must hook it.
  */
-static bool newthread_check(const struct mm_struct *mm, bool park,
+static bool newthread_check(const struct mm_struct *mm, unsigned int kind,
 			    unsigned int watched)
 {
 	struct stallcap_attach_ent *a;
 	bool queued = false;
 
 	rcu_read_lock();
-	if (attaches_counting(mm, park) > watched)
+	if (attaches_counting(mm, kind) > watched)
 		hash_for_each_possible_rcu(stallcap_attach_by_mm, a, mm_node,
 					   (unsigned long)mm)
-			if (attach_counts(a, mm, park) &&
+			if (attach_counts(a, mm, kind) &&
 			    !stallcap_watched_by_attach(a))
 				queued |= newthread_request(a);
 	rcu_read_unlock();
@@ -302,11 +303,11 @@ static bool newthread_check(const struct mm_struct *mm, bool park,
 /**
  * stallcap_attach_wants_current() - would a wait call of the current thread
  * count (an attach of its process, live, counting calls of this kind)?
- * @park: the call is a futex wait or a sleep
+ * @kind: the call's, enum stallcap_wait_kind
  *
  * Context: any, NMI included (RCU lookup, no lock).
  */
-bool stallcap_attach_wants_current(bool park)
+bool stallcap_attach_wants_current(unsigned int kind)
 {
 	struct mm_struct *mm = current->mm;
 	bool wants;
@@ -314,7 +315,7 @@ bool stallcap_attach_wants_current(bool park)
 	if (!mm)
 		return false;
 	rcu_read_lock();
-	wants = attaches_counting(mm, park);
+	wants = attaches_counting(mm, kind);
 	rcu_read_unlock();
 	return wants;
 }
@@ -323,7 +324,8 @@ bool stallcap_attach_wants_current(bool park)
  * stallcap_attach_wait_boundary() - the current thread enters (idle) or
  * leaves (busy) an event-loop wait
  * @busy: true when the wait call returned
- * @park: the call is a futex wait or a sleep (STALLCAP_ATTACH_PARK only)
+ * @kind: the call's, enum stallcap_wait_kind (only the watches of attaches
+ *	that count that kind see it)
  * @restartable: (@busy) it returned to be resumed by restart_syscall
  *
  * A thread that leaves its wait to die (a fatal signal) stays idle: its
@@ -333,16 +335,17 @@ bool stallcap_attach_wants_current(bool park)
  * Return: true if the thread has attached watches, or a worker is making
  * one (its return matters).
  */
-bool stallcap_attach_wait_boundary(bool busy, bool park, bool restartable)
+bool stallcap_attach_wait_boundary(bool busy, unsigned int kind,
+				   bool restartable)
 {
 	struct mm_struct *mm = current->mm;
 	unsigned int watched;
 
 	if (!mm || (busy && fatal_signal_pending(current)))
 		return false;
-	watched = stallcap_watches_attached_mark(current, busy, park,
+	watched = stallcap_watches_attached_mark(current, busy, kind,
 						 restartable);
-	if (!busy && newthread_check(mm, park, watched))
+	if (!busy && newthread_check(mm, kind, watched))
 		return true;
 	return watched;
 }
@@ -435,7 +438,7 @@ static void follow_mark_thread(struct stallcap_attach_twork *nt,
 
 /**
  * stallcap_follow_wait_entry() - the current thread enters a wait call
- * @park: a futex wait or a sleep
+ * @kind: the call's, enum stallcap_wait_kind
  *
  * Without task_work_add() (compat.h), a followed process is attached by a
  * worker, later than its first instruction.  If it enters a wait call that
@@ -447,7 +450,7 @@ static void follow_mark_thread(struct stallcap_attach_twork *nt,
  * atomic read while no request is in flight.
  * Context: a wait probe's entry, NMI included (RCU lookup, no lock).
  */
-void stallcap_follow_wait_entry(bool park)
+void stallcap_follow_wait_entry(unsigned int kind)
 {
 	unsigned long me = (unsigned long)current;
 	struct mm_struct *mm = current->mm;
@@ -460,7 +463,7 @@ void stallcap_follow_wait_entry(bool park)
 		return;
 	rcu_read_lock();
 	hash_for_each_rcu(stallcap_attach_by_mm, bkt, a, mm_node) {
-		if (!a->inherit || (park && !a->park))
+		if (!a->inherit || !(a->waits & kind))
 			continue;
 		in_flight = READ_ONCE(a->twork_busy);
 		for_each_set_bit(i, &in_flight, STALLCAP_ATTACH_TWORKS) {

@@ -92,7 +92,7 @@ static unsigned long resume_poll_period(const struct stallcap_attach_ent *a)
 static bool resume_poll_watch(struct stallcap_watch *w, struct task_struct *t)
 {
 	if (!READ_ONCE(w->wait_seen) &&
-	    !stallcap_task_left_wait_call(t, w->attach->park))
+	    !stallcap_task_left_wait_call(t, w->attach->waits))
 		return true;
 	if (!READ_ONCE(w->wait_seen))
 		stallcap_watch_busy_unless_waited(w, ktime_get_mono_fast_ns());
@@ -153,7 +153,7 @@ void stallcap_attach_resume_late(struct stallcap_attach_ent *a,
 	/* @task is only compared: the watch holds its thread */
 	if (!w || READ_ONCE(w->wait_seen))
 		return;
-	if (stallcap_task_left_wait_call(w->task, a->park))
+	if (stallcap_task_left_wait_call(w->task, a->waits))
 		stallcap_watch_busy_unless_waited(w, ktime_get_mono_fast_ns());
 	else
 		resume_by_poll(a, w->task);
@@ -172,7 +172,7 @@ void stallcap_attach_resume_late(struct stallcap_attach_ent *a,
 int stallcap_attach_resume_request(struct stallcap_attach_ent *a,
 				   struct task_struct *task)
 {
-	if (!stallcap_task_in_wait_call(task, a->park))
+	if (!stallcap_task_in_wait_call(task, a->waits))
 		return 0;
 	if (SC_HAVE_TASK_WORK)
 		return resume_by_task_work(a, task);

@@ -30,10 +30,10 @@
  * probed too, and counts as a wait only for a thread whose counted wait
  * returned so.
  *
- * The park probes (futex waits, System V semaphore waits and sleeps) exist
- * only while an attach with STALLCAP_ATTACH_PARK exists, and count only for
- * its watches: futex and nanosleep are called far more often than the
- * event-loop waits, by every process.
+ * The kinds that only some attaches count (futex waits, System V semaphore
+ * waits and sleeps with STALLCAP_ATTACH_PARK; blocking socket receives with
+ * STALLCAP_ATTACH_RECV) are probed in attach_wait_kinds.c, through the
+ * entry and return work here.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -47,7 +47,6 @@
 #include <linux/fs.h>
 #include <linux/ipc.h>
 #include <linux/ptrace.h>
-#include <linux/sem.h>
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task_stack.h>	/* task_pt_regs() on 5.15 */
@@ -59,26 +58,11 @@
 #include "compat.h"
 #include "stallcap.h"
 #include "attach.h"
+#include "attach_wait.h"
 #include "why.h"
 
 /* IORING_ENTER_GETEVENTS of <linux/io_uring.h> (ABI, never changes) */
 #define SC_IORING_ENTER_GETEVENTS	BIT(0)
-
-/*
- * Instances of a return probe: one per thread inside a probed call of a
- * watched thread (unwatched threads take none beyond the entry handler).
- * A runtime may park thousands of threads on futexes at once (a JVM's
- * pools): the futex probe has more.  A watched thread that finds none left
- * is not seen to wait: it stays busy, and a long wait is reported.
- */
-#define WAIT_MAXACTIVE	1024
-#define FUTEX_MAXACTIVE	4096
-
-/* The user registers of the system call (the x86-64 wrappers' argument). */
-static const struct pt_regs *syscall_uregs(const struct pt_regs *regs)
-{
-	return (const struct pt_regs *)regs->di;
-}
 
 /*
  * Where the probed function has no ftrace site (a kernel built without the
@@ -91,8 +75,7 @@ static const struct pt_regs *syscall_uregs(const struct pt_regs *regs)
  * still in the thread that entered the wait.  Return handlers run from the
  * return trampoline, in the thread's own context, never from the trap.
  */
-enum deferred_call { DEFERRED_WAIT, DEFERRED_PARK, DEFERRED_RESTART,
-		     DEFERRED_FD_WAIT };
+enum deferred_call { DEFERRED_BOUNDARY, DEFERRED_RESTART, DEFERRED_FD_WAIT };
 
 /*
  * @fd and @counted: an accept's or an mq_timedreceive's, which counts as a
@@ -104,6 +87,7 @@ struct deferred_entry {
 	struct irq_work work;
 	struct task_struct *task;	/* compared with current, never used */
 	enum deferred_call call;
+	unsigned int kind;		/* enum stallcap_wait_kind */
 	unsigned long fd;
 	bool *counted;
 };
@@ -130,13 +114,18 @@ static bool fd_blocks(unsigned long fd)
 	return blocks;
 }
 
-/* An accept or an mq_timedreceive from the trap: a wait if its file blocks */
+/*
+ * An accept, an mq_timedreceive or a receive from the trap: a wait if its
+ * file blocks
+ */
 static void deferred_fd_wait(struct deferred_entry *d)
 {
+	unsigned int kind = READ_ONCE(d->kind);
+
 	if (!fd_blocks(READ_ONCE(d->fd)))
 		return;
-	stallcap_follow_wait_entry(false);
-	stallcap_attach_wait_boundary(false, false, false);
+	stallcap_follow_wait_entry(kind);
+	stallcap_attach_wait_boundary(false, kind, false);
 	WRITE_ONCE(*d->counted, true);
 }
 
@@ -156,31 +145,31 @@ static void deferred_entry_fn(struct irq_work *work)
 		stallcap_watches_attached_restart(current, true, false);
 		break;
 	default:
-		stallcap_attach_wait_boundary(false, call == DEFERRED_PARK,
-					      false);
+		stallcap_attach_wait_boundary(false, READ_ONCE(d->kind), false);
 	}
 }
 
 /* From the trap: the entry's work by the irq_work, in the same thread. */
-static void defer_entry(enum deferred_call call)
+static void defer_entry(enum deferred_call call, unsigned int kind)
 {
 	struct deferred_entry *d = this_cpu_ptr(&deferred_entries);
 
 	WRITE_ONCE(d->call, call);
+	WRITE_ONCE(d->kind, kind);
 	WRITE_ONCE(d->task, current);
 	irq_work_queue(&d->work);
 }
 
-/* Entry of a wait call (@park: a futex wait or a sleep). */
-static int boundary_entry(bool park)
+/* Entry of a wait call of @kind (enum stallcap_wait_kind). */
+int stallcap_wait_boundary_entry(unsigned int kind)
 {
 	/* 0: watched, run the return handler; else no return hook */
-	stallcap_follow_wait_entry(park);
+	stallcap_follow_wait_entry(kind);
 	if (likely(!in_nmi()))
-		return stallcap_attach_wait_boundary(false, park, false) ? 0 : 1;
-	if (!stallcap_attach_wants_current(park))
+		return stallcap_attach_wait_boundary(false, kind, false) ? 0 : 1;
+	if (!stallcap_attach_wants_current(kind))
 		return 1;
-	defer_entry(park ? DEFERRED_PARK : DEFERRED_WAIT);
+	defer_entry(DEFERRED_BOUNDARY, kind);
 	return 0;
 }
 
@@ -208,12 +197,19 @@ void stallcap_wait_deferred_sync(void)
 
 static int wait_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
-	return boundary_entry(false);
+	return stallcap_wait_boundary_entry(SC_WAIT_LOOP);
+}
+
+/* The return of a wait call of @kind */
+void stallcap_wait_boundary_return(struct pt_regs *regs, unsigned int kind)
+{
+	stallcap_attach_wait_boundary(true, kind,
+				      stallcap_returned_restartable(regs));
 }
 
 static int wait_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
-	stallcap_attach_wait_boundary(true, false, stallcap_returned_restartable(regs));
+	stallcap_wait_boundary_return(regs, SC_WAIT_LOOP);
 	return 0;
 }
 
@@ -229,7 +225,7 @@ static int restart_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 	if (likely(!in_nmi()))
 		stallcap_watches_attached_restart(current, true, false);
 	else
-		defer_entry(DEFERRED_RESTART);
+		defer_entry(DEFERRED_RESTART, 0);
 	return 0;
 }
 
@@ -244,63 +240,72 @@ static int restart_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 /* io_uring_enter(fd, to_submit, min_complete, flags, ...): 4th argument */
 static int uring_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
-	if (!(READ_ONCE(syscall_uregs(regs)->r10) & SC_IORING_ENTER_GETEVENTS))
+	if (!(READ_ONCE(stallcap_syscall_uregs(regs)->r10) & SC_IORING_ENTER_GETEVENTS))
 		return 1;
 	return wait_entry(ri, regs);
 }
 
 /*
- * accept(fd, ...), accept4(fd, ...), mq_timedreceive(mqd, ...): a wait on a
- * blocking socket or message queue only.  The instance's data says whether
- * this call counted (from the trap, the irq_work decides it).
+ * accept(fd, ...), accept4(fd, ...), mq_timedreceive(mqd, ...) and the
+ * socket receives (SC_WAIT_RECV): a wait on a blocking socket or message
+ * queue @fd only.  The instance's data says whether this call counted
+ * (from the trap, the irq_work decides it).
  */
-static int fd_wait_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+int stallcap_wait_fd_entry(struct kretprobe_instance *ri, unsigned long fd,
+			 unsigned int kind)
 {
-	unsigned long fd = READ_ONCE(syscall_uregs(regs)->di);
 	bool *counted = (bool *)ri->data;
 	struct deferred_entry *d;
 
 	*counted = false;
-	if (!stallcap_attach_wants_current(false))
+	if (!stallcap_attach_wants_current(kind))
 		return 1;
 	if (unlikely(in_nmi())) {
 		d = this_cpu_ptr(&deferred_entries);
 		WRITE_ONCE(d->fd, fd);
 		WRITE_ONCE(d->counted, counted);
-		defer_entry(DEFERRED_FD_WAIT);
+		defer_entry(DEFERRED_FD_WAIT, kind);
 		return 0;
 	}
 	if (!fd_blocks(fd))
 		return 1;
 	*counted = true;
-	return boundary_entry(false);
+	return stallcap_wait_boundary_entry(kind);
+}
+
+static int fd_wait_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	return stallcap_wait_fd_entry(ri, READ_ONCE(stallcap_syscall_uregs(regs)->di),
+			     SC_WAIT_LOOP);
 }
 
 static int fd_wait_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	if (READ_ONCE(*(bool *)ri->data))
-		wait_return(ri, regs);
+		stallcap_wait_boundary_return(regs, SC_WAIT_LOOP);
 	return 0;
 }
 
 /* msgrcv(id, msg, size, type, flags): a wait unless IPC_NOWAIT (5th argument) */
 static int msgrcv_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
-	if (READ_ONCE(syscall_uregs(regs)->r8) & IPC_NOWAIT)
+	if (READ_ONCE(stallcap_syscall_uregs(regs)->r8) & IPC_NOWAIT)
 		return 1;
 	return wait_entry(ri, regs);
 }
 
 /*
  * A read of a timerfd or a signalfd that may block (not O_NONBLOCK, nor an
- * io_uring attempt without waiting, IOCB_NOWAIT) is a wait.  The file is
- * held by the read: its flags are read in place, from the trap too.
+ * io_uring attempt without waiting, IOCB_NOWAIT) is a wait; of a socket,
+ * one of @kind SC_WAIT_RECV.  The file is held by the read: its flags are
+ * read in place, from the trap too.
  */
-static int fd_read_entry(const struct file *file, int iocb_flags)
+int stallcap_wait_fd_read_entry(const struct file *file, int iocb_flags,
+			 unsigned int kind)
 {
 	if ((READ_ONCE(file->f_flags) & O_NONBLOCK) || (iocb_flags & IOCB_NOWAIT))
 		return 1;
-	return boundary_entry(false);
+	return stallcap_wait_boundary_entry(kind);
 }
 
 /*
@@ -312,14 +317,14 @@ static int fd_read_iter_entry(struct kretprobe_instance *ri,
 {
 	const struct kiocb *iocb = (const struct kiocb *)regs->di;
 
-	return fd_read_entry(iocb->ki_filp, iocb->ki_flags);
+	return stallcap_wait_fd_read_entry(iocb->ki_filp, iocb->ki_flags, SC_WAIT_LOOP);
 }
 
 /* timerfd_read(file, buf, count, ppos), signalfd_read() likewise: before */
 static int fd_read_file_entry(struct kretprobe_instance *ri,
 			      struct pt_regs *regs)
 {
-	return fd_read_entry((const struct file *)regs->di, 0);
+	return stallcap_wait_fd_read_entry((const struct file *)regs->di, 0, SC_WAIT_LOOP);
 }
 
 /*
@@ -331,105 +336,16 @@ static int fd_read_file_entry(struct kretprobe_instance *ri,
 static int sigtimedwait_entry(struct kretprobe_instance *ri,
 			      struct pt_regs *regs)
 {
-	const void __user *uts = (const void __user *)syscall_uregs(regs)->dx;
+	const void __user *uts = (const void __user *)stallcap_syscall_uregs(regs)->dx;
 	struct __kernel_timespec ts;
 
-	if (!stallcap_attach_wants_current(false))
+	if (!stallcap_attach_wants_current(SC_WAIT_LOOP))
 		return 1;
 	if (uts && stallcap_user_access_okay() &&
 	    !copy_from_user_nofault(&ts, uts, sizeof(ts)) &&
 	    !ts.tv_sec && !ts.tv_nsec)
 		return 1;
 	return wait_entry(ri, regs);
-}
-
-static int park_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
-{
-	return boundary_entry(true);
-}
-
-static int park_return(struct kretprobe_instance *ri, struct pt_regs *regs)
-{
-	stallcap_attach_wait_boundary(true, true, stallcap_returned_restartable(regs));
-	return 0;
-}
-
-/* futex(uaddr, op, ...) parks: FUTEX_WAIT and FUTEX_WAIT_BITSET */
-static bool futex_op_parks(unsigned long op)
-{
-	op &= FUTEX_CMD_MASK;
-	return op == FUTEX_WAIT || op == FUTEX_WAIT_BITSET;
-}
-
-/*
- * futex(uaddr, op, ...): FUTEX_WAIT and FUTEX_WAIT_BITSET park; wakes,
- * requeues and the priority-inheritance locks do not.
- */
-static int futex_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
-{
-	if (!futex_op_parks(READ_ONCE(syscall_uregs(regs)->si)))
-		return 1;
-	return park_entry(ri, regs);
-}
-
-/* The most operations of a semop() looked at; a longer one parks. */
-#define SEMOP_OPS_READ	8
-
-/*
- * May semop(id, sops, nsops) wait: has one of its operations that can
- * wait (a decrement or a wait for zero, sem_op <= 0) no IPC_NOWAIT?  Every
- * one with it is a try (EAGAIN at once).  The operations are read without
- * faulting; more than SEMOP_OPS_READ of them, or ones that cannot be read
- * now, may.
- */
-static bool semop_may_wait(const struct sembuf __user *usops,
-			   unsigned long nsops)
-{
-	struct sembuf sops[SEMOP_OPS_READ];
-	unsigned long i;
-
-	if (nsops > ARRAY_SIZE(sops) || !stallcap_user_access_okay() ||
-	    copy_from_user_nofault(sops, usops, nsops * sizeof(*sops)))
-		return true;
-	for (i = 0; i < nsops; i++)
-		if (sops[i].sem_op <= 0 && !(sops[i].sem_flg & IPC_NOWAIT))
-			return true;
-	return false;
-}
-
-/*
- * semop(id, sops, nsops), semtimedop(id, sops, nsops, timeout): a System V
- * semaphore wait parks, as a futex wait does, unless it is a try (every
- * operation that could wait with IPC_NOWAIT, or semtimedop's timeout zero:
- * @timed).  Only for an attached process are the arguments read.
- */
-static int sem_entry(struct kretprobe_instance *ri, struct pt_regs *regs,
-		     bool timed)
-{
-	const struct pt_regs *u = syscall_uregs(regs);
-	const void __user *uts = (const void __user *)READ_ONCE(u->r10);
-	struct __kernel_timespec ts;
-
-	if (!stallcap_attach_wants_current(true) ||
-	    !semop_may_wait((const struct sembuf __user *)READ_ONCE(u->si),
-			    READ_ONCE(u->dx)))
-		return 1;
-	if (timed && uts && stallcap_user_access_okay() &&
-	    !copy_from_user_nofault(&ts, uts, sizeof(ts)) &&
-	    !ts.tv_sec && !ts.tv_nsec)
-		return 1;
-	return park_entry(ri, regs);
-}
-
-static int semop_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
-{
-	return sem_entry(ri, regs, false);
-}
-
-static int semtimedop_entry(struct kretprobe_instance *ri,
-			    struct pt_regs *regs)
-{
-	return sem_entry(ri, regs, true);
 }
 
 /**
@@ -447,27 +363,13 @@ static int semtimedop_entry(struct kretprobe_instance *ri,
 bool stallcap_wait_call_args_count(long nr, const struct pt_regs *regs)
 {
 	if (nr == __NR_futex)
-		return !regs || futex_op_parks(regs->si);
+		return !regs || stallcap_futex_op_parks(regs->si);
 	if (nr == __NR_io_uring_enter)
 		return regs && (regs->r10 & SC_IORING_ENTER_GETEVENTS);
 	return true;
 }
 
-#define WAIT_PROBE_N(sym, entry, ret, n) {			\
-	.kp.symbol_name = sym,					\
-	.entry_handler = entry,					\
-	.handler = ret,						\
-	.maxactive = n,						\
-}
-#define WAIT_PROBE(sym, entry, ret)				\
-	WAIT_PROBE_N(sym, entry, ret, WAIT_MAXACTIVE)
-#define FD_WAIT_PROBE(sym) {					\
-	.kp.symbol_name = sym,					\
-	.entry_handler = fd_wait_entry,				\
-	.handler = fd_wait_return,				\
-	.data_size = sizeof(bool),				\
-	.maxactive = WAIT_MAXACTIVE,				\
-}
+#define FD_WAIT_PROBE(sym)	FD_PROBE(sym, fd_wait_entry, fd_wait_return)
 
 static struct kretprobe wait_probes[] = {
 	WAIT_PROBE("__x64_sys_epoll_wait", wait_entry, wait_return),
@@ -497,29 +399,12 @@ static struct kretprobe wait_probes[] = {
 	WAIT_PROBE("__x64_sys_pause", wait_entry, wait_return),
 };
 
-static struct kretprobe park_probes[] = {
-	WAIT_PROBE_N("__x64_sys_futex", futex_entry, park_return,
-		     FUTEX_MAXACTIVE),
-	WAIT_PROBE("__x64_sys_nanosleep", park_entry, park_return),
-	WAIT_PROBE("__x64_sys_clock_nanosleep", park_entry, park_return),
-	WAIT_PROBE("__x64_sys_futex_waitv", park_entry, park_return),
-	WAIT_PROBE("__x64_sys_futex_wait", park_entry, park_return),
-	WAIT_PROBE("__x64_sys_semop", semop_entry, park_return),
-	WAIT_PROBE("__x64_sys_semtimedop", semtimedop_entry, park_return),
-};
-
 /* The x86-64 system call number of each probe, -1 where unknown here. */
 #ifndef __NR_epoll_pwait2
 #define __NR_epoll_pwait2	-1
 #endif
 #ifndef __NR_io_uring_enter
 #define __NR_io_uring_enter	-1
-#endif
-#ifndef __NR_futex_waitv
-#define __NR_futex_waitv	-1
-#endif
-#ifndef __NR_futex_wait
-#define __NR_futex_wait		-1
 #endif
 
 static const int wait_probe_nrs[] = {
@@ -532,14 +417,7 @@ static const int wait_probe_nrs[] = {
 };
 static_assert(ARRAY_SIZE(wait_probe_nrs) == ARRAY_SIZE(wait_probes));
 
-static const int park_probe_nrs[] = {
-	__NR_futex, __NR_nanosleep, __NR_clock_nanosleep, __NR_futex_waitv,
-	__NR_futex_wait, __NR_semop, __NR_semtimedop,
-};
-static_assert(ARRAY_SIZE(park_probe_nrs) == ARRAY_SIZE(park_probes));
-
 static struct kretprobe *wait_probe_ptrs[ARRAY_SIZE(wait_probes)];
-static struct kretprobe *park_probe_ptrs[ARRAY_SIZE(park_probes)];
 
 struct stallcap_wait_probe_set stallcap_wait_set = {
 	.probes = wait_probes,
@@ -548,13 +426,4 @@ struct stallcap_wait_probe_set stallcap_wait_set = {
 	.nr = ARRAY_SIZE(wait_probes),
 	.nr_required = 3,
 	.name = "wait-call",
-};
-
-struct stallcap_wait_probe_set stallcap_park_set = {
-	.probes = park_probes,
-	.ptrs = park_probe_ptrs,
-	.syscall_nrs = park_probe_nrs,
-	.nr = ARRAY_SIZE(park_probes),
-	.nr_required = 3,
-	.name = "futex/sleep",
 };

@@ -56,7 +56,8 @@ static noinline long restarted_wait_call(struct task_struct *task)
 
 /*
  * Is @fd of @task a file whose read() the probes count as a wait (a
- * blocking timerfd, signalfd or eventfd), as its read function says?  The
+ * blocking timerfd, signalfd or eventfd; a socket's for @waits with
+ * SC_WAIT_RECV), as its read function says?  The
  * file is looked at under RCU without a reference: its memory stays a
  * file's, and a module's file operations stay, until a grace period
  * passes.  A file closed and its number reused meanwhile answers for a read
@@ -64,7 +65,7 @@ static noinline long restarted_wait_call(struct task_struct *task)
  * Context: process (task_lock: @task->files), RCU read side allowed.
  */
 static noinline bool task_fd_read_waits(struct task_struct *task,
-					unsigned long fd)
+					unsigned long fd, unsigned int waits)
 {
 	const struct file_operations *fops;
 	char name[KSYM_SYMBOL_LEN];
@@ -88,14 +89,14 @@ static noinline bool task_fd_read_waits(struct task_struct *task,
 	if (!fn)
 		return false;
 	sprint_symbol_no_offset(name, fn);
-	return stallcap_wait_probes_count_read(name);
+	return stallcap_wait_probes_count_read(name, waits);
 }
 
 /**
  * stallcap_task_in_wait_call() - is @task inside a call that the probes
  * count, as its user registers say
  * @task: a thread of an attached process
- * @park: futex waits and sleeps count too (STALLCAP_ATTACH_PARK)
+ * @waits: the kinds of wait call counted (enum stallcap_wait_kind)
  *
  * A thread that entered the call before the probes existed, or before its
  * process was attached, has no return hook: its saved user registers tell,
@@ -104,14 +105,14 @@ static noinline bool task_fd_read_waits(struct task_struct *task,
  * user's ax, and a call's return its result).  Inside restart_syscall (a
  * wait stopped and continued before the attach), the call it resumes;
  * inside read(), the file's read function (a blocking timerfd, signalfd or
- * eventfd, the probes' reads).  A
+ * eventfd, a socket: the probes' reads).  A
  * call whose probe is not registered on this kernel, a 32-bit call (other
  * numbers, the compat entry points, never probed) and an io_uring or vhost
  * worker (it never returns to user space) never count.
  * Context: process; @task may run or exit meanwhile (its registers are
  * copied without faulting, stallcap_task_user_regs()).
  */
-bool stallcap_task_in_wait_call(struct task_struct *task, bool park)
+bool stallcap_task_in_wait_call(struct task_struct *task, unsigned int waits)
 {
 	struct pt_regs regs, *args = &regs;
 	long nr;
@@ -122,19 +123,19 @@ bool stallcap_task_in_wait_call(struct task_struct *task, bool park)
 		return false;
 	nr = regs.orig_ax;
 	if (nr == __NR_read)	/* of a timerfd, a signalfd, an eventfd */
-		return task_fd_read_waits(task, regs.di);
+		return task_fd_read_waits(task, regs.di, waits);
 	if (nr == __NR_restart_syscall) {
 		nr = restarted_wait_call(task);
 		args = NULL;
 	}
-	return stallcap_wait_probes_count(nr, args, park);
+	return stallcap_wait_probes_count(nr, args, waits);
 }
 
 /**
  * stallcap_task_left_wait_call() - has @task, found inside a counted wait
  * call by stallcap_task_in_wait_call(), left it for good?
  * @task: a thread of an attached process
- * @park: as for stallcap_task_in_wait_call()
+ * @waits: as for stallcap_task_in_wait_call()
  *
  * Not while the call is still there, nor when it returned to be resumed by
  * restart_syscall (a stop: -ERESTART_RESTARTBLOCK in ax, then that call's
@@ -142,11 +143,12 @@ bool stallcap_task_in_wait_call(struct task_struct *task, bool park)
  * read (an exiting thread: its watch ends with it).
  * Context: process, RCU read side allowed (attach_resume.c).
  */
-bool stallcap_task_left_wait_call(struct task_struct *task, bool park)
+bool stallcap_task_left_wait_call(struct task_struct *task,
+				  unsigned int waits)
 {
 	struct pt_regs regs;
 
-	if (stallcap_task_in_wait_call(task, park) ||
+	if (stallcap_task_in_wait_call(task, waits) ||
 	    !stallcap_task_user_regs(task, &regs))
 		return false;
 	/* continued: about to enter restart_syscall (ax its number) */

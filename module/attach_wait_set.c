@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * stallcap attach: the wait-call probes as sets registered and removed
- * together (the event-loop waits while an attach exists; the futex waits
- * and sleeps while an attach with STALLCAP_ATTACH_PARK exists), and which
+ * together (the event-loop waits while an attach exists; the futex waits,
+ * semaphore waits and sleeps while an attach with STALLCAP_ATTACH_PARK
+ * exists; the socket receives while one with STALLCAP_ATTACH_RECV does),
+ * and which
  * calls they count for a thread found inside one.  The calls, their
  * handlers and the sets' contents: attach_wait.c.
  */
@@ -94,26 +96,22 @@ static bool probe_set_counts(const struct stallcap_wait_probe_set *set, long nr,
  * @nr: an x86-64 system call number (-1: none)
  * @regs: the call's user registers, or NULL for a call resumed by
  *	restart_syscall (its arguments are in its restart block)
- * @park: futex waits and sleeps count too (STALLCAP_ATTACH_PARK)
+ * @waits: the kinds of wait call counted (enum stallcap_wait_kind)
  */
-bool stallcap_wait_probes_count(long nr, const struct pt_regs *regs, bool park)
+bool stallcap_wait_probes_count(long nr, const struct pt_regs *regs,
+				unsigned int waits)
 {
 	return probe_set_counts(&stallcap_wait_set, nr, regs) ||
-	       (park && probe_set_counts(&stallcap_park_set, nr, regs));
+	       ((waits & SC_WAIT_PARK) &&
+		probe_set_counts(&stallcap_park_set, nr, regs)) ||
+	       ((waits & SC_WAIT_RECV) &&
+		probe_set_counts(&stallcap_recv_set, nr, regs));
 }
 
-/**
- * stallcap_wait_probes_count_read() - does a registered probe count a read
- * by @fn_name (a file's read_iter or read function: a timerfd's, a
- * signalfd's, an eventfd's) as a wait
- * @fn_name: the function's symbol name
- *
- * For a thread found inside a blocking read() of that file (the file's
- * flags are the caller's to check).
- */
-bool stallcap_wait_probes_count_read(const char *fn_name)
+/* Does @set probe the read function @fn_name, now? */
+static bool probe_set_counts_read(const struct stallcap_wait_probe_set *set,
+				  const char *fn_name)
 {
-	const struct stallcap_wait_probe_set *set = &stallcap_wait_set;
 	unsigned long registered = READ_ONCE(set->registered);
 	unsigned int i;
 
@@ -124,6 +122,23 @@ bool stallcap_wait_probes_count_read(const char *fn_name)
 			return true;
 	}
 	return false;
+}
+
+/**
+ * stallcap_wait_probes_count_read() - does a registered probe count a read
+ * by @fn_name (a file's read_iter or read function: a timerfd's, a
+ * signalfd's, an eventfd's; a socket's) as a wait
+ * @fn_name: the function's symbol name
+ * @waits: the kinds of wait call counted (enum stallcap_wait_kind)
+ *
+ * For a thread found inside a blocking read() of that file (the file's
+ * flags are the caller's to check).
+ */
+bool stallcap_wait_probes_count_read(const char *fn_name, unsigned int waits)
+{
+	return probe_set_counts_read(&stallcap_wait_set, fn_name) ||
+	       ((waits & SC_WAIT_RECV) &&
+		probe_set_counts_read(&stallcap_recv_set, fn_name));
 }
 
 /**
@@ -174,4 +189,29 @@ int stallcap_park_probes_register(void)
 void stallcap_park_probes_unregister(void)
 {
 	probe_set_unregister(&stallcap_park_set);
+}
+
+/**
+ * stallcap_recv_probes_register() - register the socket receive kretprobes
+ * (the first attach with STALLCAP_ATTACH_RECV)
+ *
+ * recvfrom, recvmsg and sock_read_iter must be there; recvmmsg is skipped
+ * where missing.
+ * Context: process, attach_lock held.
+ * Return: 0 or -errno.
+ */
+int stallcap_recv_probes_register(void)
+{
+	return probe_set_register(&stallcap_recv_set);
+}
+
+/**
+ * stallcap_recv_probes_unregister() - remove them (the last such attach
+ * ended; waits for handlers)
+ *
+ * Context: process, attach_lock held.
+ */
+void stallcap_recv_probes_unregister(void)
+{
+	probe_set_unregister(&stallcap_recv_set);
 }

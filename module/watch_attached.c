@@ -179,8 +179,8 @@ static bool watch_restart_pending(const struct stallcap_watch *w,
  * (left a wait call) or idle (entered one)
  * @task: the current thread
  * @busy: which
- * @park: the call is a futex wait or a sleep: only the watches of attaches
- *	with STALLCAP_ATTACH_PARK count it
+ * @kind: the call's, enum stallcap_wait_kind: only the watches of attaches
+ *	that count that kind see it
  * @restartable: (@busy) the call returned to be resumed by restart_syscall
  *	if no signal handler runs (-ERESTART_RESTARTBLOCK)
  *
@@ -188,7 +188,7 @@ static bool watch_restart_pending(const struct stallcap_watch *w,
  * Return: how many attached watches @task has (that count the call).
  */
 unsigned int stallcap_watches_attached_mark(struct task_struct *task,
-					    bool busy, bool park,
+					    bool busy, unsigned int kind,
 					    bool restartable)
 {
 	struct stallcap_watch *w;
@@ -197,7 +197,7 @@ unsigned int stallcap_watches_attached_mark(struct task_struct *task,
 
 	rcu_read_lock();
 	stallcap_for_each_watch_of_task(w, task) {
-		if (w->task != task || !w->attach || (park && !w->attach->park))
+		if (w->task != task || !w->attach || !(w->attach->waits & kind))
 			continue;
 		WRITE_ONCE(w->wait_seen, true);
 		WRITE_ONCE(w->in_restart, false);

@@ -434,6 +434,53 @@ static void *eventfd_thread(void *arg)
 	return NULL;
 }
 
+/* ---- a thread per connection: blocking receives (STALLCAP_ATTACH_RECV) ---- */
+
+static int conn[2];		/* the connection: the thread's end, the peer's */
+
+/* The peer: a byte after 4 deadlines, another 4 deadlines later */
+static void *late_requests(void *arg)
+{
+	sc_sleep_ms(4 * DEADLINE / SC_MS(1));
+	if (write(conn[1], "a", 1) != 1)
+		return NULL;
+	sc_sleep_ms(4 * DEADLINE / SC_MS(1));
+	if (write(conn[1], "b", 1) != 1)
+		return NULL;
+	return NULL;
+}
+
+/*
+ * Waits for the client's next request in a blocking recv() of its socket,
+ * then in a blocking read() of it (idle with STALLCAP_ATTACH_RECV, 4
+ * deadlines each), then spins SPIN with a recv(MSG_DONTWAIT) halfway that
+ * finds nothing (EAGAIN: busy).
+ */
+static void *recv_thread(void *arg)
+{
+	int *tid_pipe = arg;
+	pid_t tid = sc_gettid();
+	pthread_t peer;
+	char c;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, conn))
+		tid = -errno;
+	if (write(tid_pipe[1], &tid, sizeof(tid)) != sizeof(tid) || tid < 0)
+		return NULL;
+	first_wait();		/* its watch is made */
+	if (pthread_create(&peer, NULL, late_requests, NULL))
+		return NULL;
+	if (recv(conn[0], &c, 1, 0) != 1 || read(conn[0], &c, 1) != 1)	/* idle */
+		_exit(11);
+	attach_spin_in_loop(SPIN / 2);	/* busy past the deadline... */
+	if (recv(conn[0], &c, 1, MSG_DONTWAIT) >= 0)	/* EAGAIN */
+		_exit(12);
+	attach_spin_in_loop(SPIN / 2);	/* ...still busy... */
+	poll(NULL, 0, 1);		/* ...until it waits: the stall ends */
+	pthread_join(peer, NULL);
+	return NULL;
+}
+
 /* ---- a loop paced by signals: sigwaitinfo(), sigsuspend() ---- */
 
 static char signal_how;		/* 'W': sigwaitinfo, 'Z': sigsuspend */
@@ -744,6 +791,7 @@ static char resume_how;		/* 'r': poll() on resume_fd, 't': the same
 				 * of resume_timer, 'v': of resume_event */
 static int resume_timer = -1;	/* a timerfd, armed by the parent */
 static int resume_event = -1;	/* an eventfd, written by the parent */
+static int resume_sock[2] = { -1, -1 };	/* 'c': recv(), 'k': read() */
 
 static void *resume_thread(void *arg)
 {
@@ -757,7 +805,14 @@ static void *resume_thread(void *arg)
 		while (!__atomic_load_n(resume_word, __ATOMIC_ACQUIRE))
 			syscall(SYS_futex, resume_word, FUTEX_WAIT, 0, NULL,
 				NULL, 0);
-	else if (resume_how == 'y' || resume_how == 'v') {
+	else if (resume_how == 'c' || resume_how == 'k') {
+		/* a thread per connection, waiting for the next request */
+		char c;
+
+		if ((resume_how == 'c' ? recv(resume_sock[0], &c, 1, 0) :
+		     read(resume_sock[0], &c, 1)) != 1)
+			_exit(7);
+	} else if (resume_how == 'y' || resume_how == 'v') {
 		/* a loop paced by a timerfd, a worker woken by a counter */
 		uint64_t n;
 
@@ -907,11 +962,14 @@ static void child_main(int go_fd, int *tid_pipe)
 		fn = queue_thread;
 	else if (c == 'E')
 		fn = eventfd_thread;
+	else if (c == 'R' || c == 'B')
+		fn = recv_thread;
 	else if (c == 'W' || c == 'Z')
 		fn = sigwait_thread;
 	else if (c == 'w')
 		fn = wake_thread;
-	else if (c == 'r' || c == 't' || c == 'f' || c == 'y' || c == 'v')
+	else if (c == 'r' || c == 't' || c == 'f' || c == 'y' || c == 'v' ||
+		 c == 'c' || c == 'k')
 		fn = resume_thread;
 	else if (c == 'i' || c == 'I')
 		fn = uring_resume_thread;
@@ -948,6 +1006,7 @@ FIXTURE_SETUP(attach)
 	resume_event = eventfd(0, EFD_CLOEXEC);
 	ASSERT_LE(0, resume_timer);
 	ASSERT_LE(0, resume_event);
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, resume_sock));
 	resume_word = mmap(NULL, sizeof(*resume_word), PROT_READ | PROT_WRITE,
 			   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, resume_word);
@@ -975,6 +1034,8 @@ FIXTURE_TEARDOWN(attach)
 	close(evt_pipe[1]);
 	close(resume_timer);
 	close(resume_event);
+	close(resume_sock[0]);
+	close(resume_sock[1]);
 }
 
 TEST_F(attach, new_thread_stall_is_captured)
@@ -1088,7 +1149,10 @@ static void one_stall_across(struct __test_metadata *_metadata,
 	pid_t tid;
 	int status;
 
-	ASSERT_EQ(0, attach(self->s.fd, self->child, DEADLINE, 0));
+	if (how == 'R' && !(self->s.info.features & STALLCAP_FEAT_ATTACH_RECV))
+		SKIP(return, "the module has no STALLCAP_ATTACH_RECV");
+	ASSERT_EQ(0, attach(self->s.fd, self->child, DEADLINE,
+			    how == 'R' ? STALLCAP_ATTACH_RECV : 0));
 	ASSERT_EQ(1, write(self->go[1], &how, 1));
 	ASSERT_EQ(sizeof(tid), read(self->tid_pipe[0], &tid, sizeof(tid)));
 	if (tid < 0)
@@ -1146,6 +1210,41 @@ TEST_F(attach, io_uring_wait_is_idle_and_a_submission_is_busy)
 TEST_F(attach, blocking_accept_is_idle_and_a_nonblocking_one_busy)
 {
 	one_stall_across(_metadata, self, 'a', "socket");
+}
+
+TEST_F(attach, recv_blocking_receives_are_idle_and_a_nonblocking_one_busy)
+{
+	one_stall_across(_metadata, self, 'R', "socket receive");
+}
+
+/*
+ * The same thread ('B') under an attach without STALLCAP_ATTACH_RECV: its
+ * blocking receives are busy time, one stall from its first wait to the
+ * end of the spin, its first sample asleep in the receive.
+ */
+TEST_F(attach, blocking_receive_is_busy_without_recv)
+{
+	const struct stallcap_sample *r, *spin;
+	pid_t tid;
+	int status;
+
+	ASSERT_EQ(0, attach(self->s.fd, self->child, DEADLINE, 0));
+	ASSERT_EQ(1, write(self->go[1], "B", 1));
+	ASSERT_EQ(sizeof(tid), read(self->tid_pipe[0], &tid, sizeof(tid)));
+	ASSERT_LT(0, tid);
+	ASSERT_EQ(self->child, waitpid(self->child, &status, 0));
+	self->child = 0;
+	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	ASSERT_LE(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_STALL_END, 1,
+				     SC_WAIT_MS)) TH_LOG("no stall: %s", self->rs.err);
+	sc_ring_drain(&self->s, &self->rs);
+	r = sc_first_sample_of(&self->rs, tid);
+	spin = spin_stall_of(&self->rs, tid);
+	ASSERT_NE(NULL, r) TH_LOG("the receive was no stall");
+	ASSERT_NE(NULL, spin) TH_LOG("the spin was not captured");
+	EXPECT_EQ(STALLCAP_STATE_SLEEPING, r->state) TH_LOG("state %u", r->state);
+	/* one busy period from the first wait to the last: the spin's */
+	EXPECT_EQ(r->stall_id, spin->stall_id);
 }
 
 TEST_F(attach, blocking_timerfd_read_is_idle_and_a_nonblocking_one_busy)
@@ -1411,8 +1510,10 @@ static void waiting_at_attach(struct __test_metadata *_metadata,
 	const struct stallcap_stall_end *end;
 	const struct stallcap_sample *r, *u;
 	struct stallcap_stats st;
-	long nr = how == 'f' ? SYS_futex :
-		  how == 'y' || how == 'v' ? SYS_read : SYS_poll;
+	long nr = how == 'f' ? SYS_futex : how == 'c' ? SYS_recvfrom :
+		  how == 'y' || how == 'v' || how == 'k' ? SYS_read : SYS_poll;
+	unsigned int flags = how == 'f' ? STALLCAP_ATTACH_PARK :
+			     how == 'c' || how == 'k' ? STALLCAP_ATTACH_RECV : 0;
 	struct itimerspec at_once = { .it_value.tv_nsec = 1 };
 	uint64_t one = 1, woken;
 	pid_t tid;
@@ -1433,8 +1534,7 @@ static void waiting_at_attach(struct __test_metadata *_metadata,
 			sc_sleep_ms(10);
 		ASSERT_LT(i, 300) TH_LOG("the poll() was not resumed by restart_syscall");
 	}
-	ASSERT_EQ(0, attach(self->s.fd, self->child, DEADLINE,
-			    how == 'f' ? STALLCAP_ATTACH_PARK : 0));
+	ASSERT_EQ(0, attach(self->s.fd, self->child, DEADLINE, flags));
 	ASSERT_EQ(0, sc_get_stats(self->s.fd, &st, 0));
 	EXPECT_EQ(2, st.attached) TH_LOG("the main thread and the waiting one");
 	sc_sleep_ms(2 * DEADLINE / SC_MS(1));	/* idle: no stall */
@@ -1446,6 +1546,8 @@ static void waiting_at_attach(struct __test_metadata *_metadata,
 		ASSERT_EQ(0, timerfd_settime(resume_timer, 0, &at_once, NULL));
 	} else if (how == 'v') {
 		ASSERT_EQ(sizeof(one), write(resume_event, &one, sizeof(one)));
+	} else if (how == 'c' || how == 'k') {
+		ASSERT_EQ(1, write(resume_sock[1], "x", 1));
 	} else {
 		ASSERT_EQ(1, write(self->go[1], "x", 1));
 	}
@@ -1507,6 +1609,20 @@ TEST_F(attach, thread_in_a_timerfd_read_at_the_attach_is_busy_when_it_returns)
 TEST_F(attach, thread_in_an_eventfd_read_at_the_attach_is_busy_when_it_returns)
 {
 	waiting_at_attach(_metadata, self, 'v');
+}
+
+TEST_F(attach, thread_in_a_recv_at_a_recv_attach_is_busy_when_it_returns)
+{
+	if (!(self->s.info.features & STALLCAP_FEAT_ATTACH_RECV))
+		SKIP(return, "the module has no STALLCAP_ATTACH_RECV");
+	waiting_at_attach(_metadata, self, 'c');
+}
+
+TEST_F(attach, thread_in_a_socket_read_at_a_recv_attach_is_busy_when_it_returns)
+{
+	if (!(self->s.info.features & STALLCAP_FEAT_ATTACH_RECV))
+		SKIP(return, "the module has no STALLCAP_ATTACH_RECV");
+	waiting_at_attach(_metadata, self, 'k');
 }
 
 /*

@@ -37,9 +37,9 @@ static int parse_u32(const char *arg, __u32 *v, unsigned long long mult)
  */
 int collect_check(struct collect_opts *o)
 {
-	if ((o->npids || o->cputime || o->no_inherit || o->park) &&
+	if ((o->npids || o->cputime || o->no_inherit || o->park || o->recv) &&
 	    !o->deadline_ns) {
-		warnx_("-p, --cputime, --no-inherit and --park go with --deadline DUR");
+		warnx_("-p, --cputime, --no-inherit, --park and --recv go with --deadline DUR");
 		return -EINVAL;
 	}
 	if (o->children && !o->npids) {
@@ -99,6 +99,9 @@ int collect_parse_opt(struct collect_opts *o, int opt, const char *arg)
 		return 0;
 	case COLLECT_OPT_PARK:
 		o->park = true;
+		return 0;
+	case COLLECT_OPT_RECV:
+		o->recv = true;
 		return 0;
 	case COLLECT_OPT_CHILDREN:
 		o->children = true;

@@ -2,7 +2,8 @@
 /*
  * stallcap record --deadline: the threads of the watched processes that
  * were never watched.  The attach watches a thread from its first
- * event-loop wait (with --park, also from its first futex wait or sleep);
+ * event-loop wait (with --park, also from its first futex wait or sleep;
+ * with --recv, from its first blocking socket receive);
  * a thread that never waits so is never reported, however long it runs: a
  * pool's worker fed through a condition variable (Apache's event MPM
  * without --park), a thread that only computes.  Once a second at most,
@@ -280,12 +281,16 @@ void unwatched_hint(struct collector *c)
 	}
 	if (nr)
 		warnx_("hint: %u thread%s of the watched processes never waited in an event-loop "
-		       "call%s, so %s never watched, and used more CPU than the deadline while "
-		       "recording: %s%s%s", nr, nr == 1 ? "" : "s",
-		       c->o->park ? ", a futex wait or a sleep" : "", nr == 1 ? "it was" : "they were",
+		       "call%s%s, so %s never watched, and used more CPU than the deadline while "
+		       "recording: %s%s%s%s", nr, nr == 1 ? "" : "s",
+		       c->o->park ? ", a futex wait or a sleep" : "",
+		       c->o->recv ? ", a blocking socket receive" : "",
+		       nr == 1 ? "it was" : "they were",
 		       names, nr > named || named > HINT_MAX_NAMED ? ", ..." : "",
 		       c->o->park ? "" : " (workers fed by another thread through a condition "
-		       "variable are watched with --park)");
+		       "variable are watched with --park)",
+		       c->o->recv ? "" : " (a thread per connection that waits for requests in a "
+		       "blocking socket receive is watched with --recv)");
 }
 
 /* free what the scans kept */

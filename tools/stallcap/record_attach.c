@@ -107,7 +107,8 @@ static int attach_ioctl(const struct collect_opts *o, int fd, __u32 pid)
 		.size = sizeof(a),
 		.flags = (o->cputime ? STALLCAP_ATTACH_CPUTIME : 0) |
 			 (o->no_inherit ? 0 : STALLCAP_ATTACH_INHERIT) |
-			 (o->park ? STALLCAP_ATTACH_PARK : 0),
+			 (o->park ? STALLCAP_ATTACH_PARK : 0) |
+			 (o->recv ? STALLCAP_ATTACH_RECV : 0),
 		.pid = pid,
 		.timeout_ns = o->deadline_ns,
 	};
@@ -117,7 +118,7 @@ static int attach_ioctl(const struct collect_opts *o, int fd, __u32 pid)
 
 /**
  * attach_process() - watch process @pid's event loops in session fd @fd
- * @o: the options (deadline, --cputime, --no-inherit, --park)
+ * @o: the options (deadline, --cputime, --no-inherit, --park, --recv)
  *
  * Return: 0, or -errno after printing why.
  */
@@ -126,9 +127,10 @@ int attach_process(const struct collect_opts *o, int fd, __u32 pid)
 	errno = -attach_ioctl(o, fd, pid);
 	if (!errno)
 		return 0;
-	if (errno == EINVAL && o->park) {
-		warnx_("cannot attach to process %u: the loaded stallcap module has no --park (STALLCAP_ATTACH_PARK)",
-		       pid);
+	if (errno == EINVAL && (o->park || o->recv)) {
+		warnx_("cannot attach to process %u: the loaded stallcap module has no %s",
+		       pid, o->recv ? "--recv (STALLCAP_ATTACH_RECV), or no --park" :
+		       "--park (STALLCAP_ATTACH_PARK)");
 		return -EINVAL;
 	}
 	warnx_("cannot attach to process %u: %s", pid, attach_error(errno));

@@ -49,7 +49,7 @@ static const char *const feature_names[] = {
 	"nmi", "heartbeat", "cputime", "defer_user", "global", "kaddr",
 	"shared_deadline", "attach", "times", "why", "kernel_locks",
 	"attach_inherit", "attach_park", "throttle", "memstall", "signal_stack",
-	"user_stack_more", "deadline_tsc", "watch_busy",
+	"user_stack_more", "deadline_tsc", "watch_busy", "attach_recv",
 };
 
 /* The features of @in by name; a bit this tool does not know as "bitN". */

@@ -176,6 +176,7 @@ struct collect_opts {
 	bool cputime;		/* --cputime */
 	bool no_inherit;	/* --no-inherit: not the processes they create */
 	bool park;		/* --park: futex waits and sleeps are idle */
+	bool recv;		/* --recv: blocking socket receives are idle */
 	bool children;		/* --children: -p's existing descendants too */
 	__u32 pids[64];		/* -p: running processes to attach to */
 	size_t npids;
@@ -230,10 +231,12 @@ int collect_check(struct collect_opts *o);
 	{ "pid", required_argument, NULL, 'p' }, \
 	{ "no-inherit", no_argument, NULL, COLLECT_OPT_NO_INHERIT }, \
 	{ "park", no_argument, NULL, COLLECT_OPT_PARK }, \
+	{ "recv", no_argument, NULL, COLLECT_OPT_RECV }, \
 	{ "children", no_argument, NULL, COLLECT_OPT_CHILDREN }
 #define COLLECT_OPT_NO_INHERIT	0x100	/* long options only */
 #define COLLECT_OPT_PARK	0x101
 #define COLLECT_OPT_CHILDREN	0x102
+#define COLLECT_OPT_RECV	0x103
 #define COLLECT_SHORT_OPTIONS "F:gd:R:S:N:L:DvT:Cp:"
 #define COLLECT_HELP \
 "  -T, --deadline DUR   watch an unmodified program: each thread's time\n" \
@@ -247,6 +250,8 @@ int collect_check(struct collect_opts *o);
 "                       the programs they execute (followed by default)\n" \
 "      --park           with --deadline: futex, semaphore waits, sleeps idle\n" \
 "                       too (runtimes that park idle workers: Go, tokio)\n" \
+"      --recv           with --deadline: blocking socket receives idle too\n" \
+"                       (a thread per connection waiting for a request)\n" \
 "  -F, --fd N           read the session fd N the application passed\n" \
 "  -g, --global         read every session's records (needs CAP_SYS_ADMIN)\n" \
 "  -d, --duration DUR   stop after DUR (seconds, or 20ms, 1s...)\n" \

@@ -206,9 +206,24 @@ struct stallcap_arm {
  * Modules without STALLCAP_FEAT_ATTACH_PARK reject it (EINVAL).
  */
 #define STALLCAP_ATTACH_PARK	(1U << 2)
+/**
+ * STALLCAP_ATTACH_RECV - a receive on a blocking socket (recv, recvfrom,
+ * recvmsg, recvmmsg, read() of a socket; not with MSG_DONTWAIT) is an idle
+ * wait too, and a thread's first such call gets it a watch: for servers
+ * with a thread per connection that blocks in its socket for the client's
+ * next request (Python's socketserver and http.server, thread-per-client C
+ * and Java servers), whose request handling is otherwise never watched.
+ * A handler's own blocking receive from a backend (a database, another
+ * service) then ends a busy period instead of being reported.  While such
+ * an attach exists, every process's receive calls pass through the
+ * module's probe (one hash lookup).  Modules without
+ * STALLCAP_FEAT_ATTACH_RECV reject it (EINVAL).
+ */
+#define STALLCAP_ATTACH_RECV	(1U << 3)
 #define STALLCAP_ATTACH_FLAGS_ALL	(STALLCAP_ATTACH_CPUTIME | \
 					 STALLCAP_ATTACH_INHERIT | \
-					 STALLCAP_ATTACH_PARK)
+					 STALLCAP_ATTACH_PARK | \
+					 STALLCAP_ATTACH_RECV)
 
 /**
  * struct stallcap_attach - watch an unmodified process's event loops
@@ -233,8 +248,9 @@ struct stallcap_arm {
  * a stall, captured and sampled exactly as an armed watch's (records with
  * origin STALLCAP_ORIGIN_ATTACH).  A thread that never waits in such a call
  * is never reported (with STALLCAP_ATTACH_PARK, futex waits and sleeps are
- * wait calls too).  The program is not stopped, changed or signalled.  On
- * a kernel that does not export task_work_add() to modules (no
+ * wait calls too; with STALLCAP_ATTACH_RECV, blocking socket receives).
+ * The program is not stopped, changed or signalled.  On a kernel that does
+ * not export task_work_add() to modules (no
  * STALLCAP_FEAT_DEFER_USER), the return of a wait call that a thread was
  * inside at the attach is found by a poll every @timeout_ns / 4 (at least a
  * clock tick), and a new thread's watch, or a followed process's attach,
@@ -406,6 +422,8 @@ struct stallcap_config {
  * attach counts (their stalls cannot be seen)
  */
 #define STALLCAP_FEAT_WATCH_BUSY	(1ULL << 18)
+/* STALLCAP_ATTACH_RECV */
+#define STALLCAP_FEAT_ATTACH_RECV	(1ULL << 19)
 
 /* struct stallcap_info.arch and struct stallcap_sec_regs.arch */
 #define STALLCAP_ARCH_X86_64	1
