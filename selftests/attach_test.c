@@ -1137,6 +1137,31 @@ static const struct stallcap_sample *spin_stall_of(const struct sc_records *rs, 
 }
 
 /*
+ * Attaches the child with @flags, has it run thread @how to its end and
+ * collects the records up to one stall end at least.  Return: the thread's
+ * id, or minus the errno that kept it from running (to skip).
+ */
+static pid_t run_thread(struct __test_metadata *_metadata,
+			FIXTURE_DATA(attach) *self, char how, unsigned int flags)
+{
+	pid_t tid;
+	int status;
+
+	ASSERT_EQ(0, attach(self->s.fd, self->child, DEADLINE, flags));
+	ASSERT_EQ(1, write(self->go[1], &how, 1));
+	ASSERT_EQ(sizeof(tid), read(self->tid_pipe[0], &tid, sizeof(tid)));
+	if (tid < 0)
+		return tid;
+	ASSERT_EQ(self->child, waitpid(self->child, &status, 0));
+	self->child = 0;
+	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	ASSERT_LE(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_STALL_END, 1,
+				     SC_WAIT_MS)) TH_LOG("no stall: %s", self->rs.err);
+	sc_ring_drain(&self->s, &self->rs);
+	return tid;
+}
+
+/*
  * Thread @how of the child: a long wait that must be idle, then SPIN busy
  * with a call halfway that must not end the busy period (@what, for the
  * log).  One stall, the spin's, ending past that call.
@@ -1147,22 +1172,12 @@ static void one_stall_across(struct __test_metadata *_metadata,
 	const struct stallcap_stall_end *end;
 	const struct stallcap_sample *r, *u;
 	pid_t tid;
-	int status;
 
 	if (how == 'R' && !(self->s.info.features & STALLCAP_FEAT_ATTACH_RECV))
 		SKIP(return, "the module has no STALLCAP_ATTACH_RECV");
-	ASSERT_EQ(0, attach(self->s.fd, self->child, DEADLINE,
-			    how == 'R' ? STALLCAP_ATTACH_RECV : 0));
-	ASSERT_EQ(1, write(self->go[1], &how, 1));
-	ASSERT_EQ(sizeof(tid), read(self->tid_pipe[0], &tid, sizeof(tid)));
+	tid = run_thread(_metadata, self, how, how == 'R' ? STALLCAP_ATTACH_RECV : 0);
 	if (tid < 0)
 		SKIP(return, "no %s: %s", what, strerror(-tid));
-	ASSERT_EQ(self->child, waitpid(self->child, &status, 0));
-	self->child = 0;
-	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
-	ASSERT_LE(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_STALL_END, 1,
-				     SC_WAIT_MS)) TH_LOG("no stall: %s", self->rs.err);
-	sc_ring_drain(&self->s, &self->rs);
 
 	r = spin_stall_of(&self->rs, tid);
 	if (!r)
@@ -1225,19 +1240,9 @@ TEST_F(attach, recv_blocking_receives_are_idle_and_a_nonblocking_one_busy)
 TEST_F(attach, blocking_receive_is_busy_without_recv)
 {
 	const struct stallcap_sample *r, *spin;
-	pid_t tid;
-	int status;
+	pid_t tid = run_thread(_metadata, self, 'B', 0);
 
-	ASSERT_EQ(0, attach(self->s.fd, self->child, DEADLINE, 0));
-	ASSERT_EQ(1, write(self->go[1], "B", 1));
-	ASSERT_EQ(sizeof(tid), read(self->tid_pipe[0], &tid, sizeof(tid)));
 	ASSERT_LT(0, tid);
-	ASSERT_EQ(self->child, waitpid(self->child, &status, 0));
-	self->child = 0;
-	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
-	ASSERT_LE(1, sc_ring_collect(&self->s, &self->rs, STALLCAP_REC_STALL_END, 1,
-				     SC_WAIT_MS)) TH_LOG("no stall: %s", self->rs.err);
-	sc_ring_drain(&self->s, &self->rs);
 	r = sc_first_sample_of(&self->rs, tid);
 	spin = spin_stall_of(&self->rs, tid);
 	ASSERT_NE(NULL, r) TH_LOG("the receive was no stall");
