@@ -240,7 +240,7 @@ static int restart_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 /* io_uring_enter(fd, to_submit, min_complete, flags, ...): 4th argument */
 static int uring_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
-	if (!(READ_ONCE(stallcap_syscall_uregs(regs)->r10) & SC_IORING_ENTER_GETEVENTS))
+	if (!(READ_ONCE(syscall_uregs(regs)->r10) & SC_IORING_ENTER_GETEVENTS))
 		return 1;
 	return wait_entry(ri, regs);
 }
@@ -252,7 +252,7 @@ static int uring_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
  * (from the trap, the irq_work decides it).
  */
 int stallcap_wait_fd_entry(struct kretprobe_instance *ri, unsigned long fd,
-			 unsigned int kind)
+			   unsigned int kind)
 {
 	bool *counted = (bool *)ri->data;
 	struct deferred_entry *d;
@@ -275,8 +275,8 @@ int stallcap_wait_fd_entry(struct kretprobe_instance *ri, unsigned long fd,
 
 static int fd_wait_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
-	return stallcap_wait_fd_entry(ri, READ_ONCE(stallcap_syscall_uregs(regs)->di),
-			     SC_WAIT_LOOP);
+	return stallcap_wait_fd_entry(ri, READ_ONCE(syscall_uregs(regs)->di),
+				      SC_WAIT_LOOP);
 }
 
 static int fd_wait_return(struct kretprobe_instance *ri, struct pt_regs *regs)
@@ -289,7 +289,7 @@ static int fd_wait_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 /* msgrcv(id, msg, size, type, flags): a wait unless IPC_NOWAIT (5th argument) */
 static int msgrcv_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
-	if (READ_ONCE(stallcap_syscall_uregs(regs)->r8) & IPC_NOWAIT)
+	if (READ_ONCE(syscall_uregs(regs)->r8) & IPC_NOWAIT)
 		return 1;
 	return wait_entry(ri, regs);
 }
@@ -301,7 +301,7 @@ static int msgrcv_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
  * read in place, from the trap too.
  */
 int stallcap_wait_fd_read_entry(const struct file *file, int iocb_flags,
-			 unsigned int kind)
+				unsigned int kind)
 {
 	if ((READ_ONCE(file->f_flags) & O_NONBLOCK) || (iocb_flags & IOCB_NOWAIT))
 		return 1;
@@ -336,7 +336,7 @@ static int fd_read_file_entry(struct kretprobe_instance *ri,
 static int sigtimedwait_entry(struct kretprobe_instance *ri,
 			      struct pt_regs *regs)
 {
-	const void __user *uts = (const void __user *)stallcap_syscall_uregs(regs)->dx;
+	const void __user *uts = (const void __user *)syscall_uregs(regs)->dx;
 	struct __kernel_timespec ts;
 
 	if (!stallcap_attach_wants_current(SC_WAIT_LOOP))

@@ -23,11 +23,14 @@ int stallcap_wait_fd_read_entry(const struct file *file, int iocb_flags,
  * Instances of a return probe: one per thread inside a probed call of a
  * watched thread (unwatched threads take none beyond the entry handler).
  * A runtime may park thousands of threads on futexes at once (a JVM's
- * pools): the futex probe has more.  A watched thread that finds none left
- * is not seen to wait: it stays busy, and a long wait is reported.
+ * pools), and a server with a thread per connection may have thousands
+ * waiting for their next request: the futex and receive probes have more.
+ * A watched thread that finds none left is not seen to wait: it stays
+ * busy, and a long wait is reported.
  */
 #define WAIT_MAXACTIVE	1024
 #define FUTEX_MAXACTIVE	4096
+#define RECV_MAXACTIVE	4096
 
 #define WAIT_PROBE_N(sym, entry, ret, n) {			\
 	.kp.symbol_name = sym,					\
@@ -37,17 +40,19 @@ int stallcap_wait_fd_read_entry(const struct file *file, int iocb_flags,
 }
 #define WAIT_PROBE(sym, entry, ret)				\
 	WAIT_PROBE_N(sym, entry, ret, WAIT_MAXACTIVE)
-#define FD_PROBE(sym, entry, ret) {				\
+#define FD_PROBE_N(sym, entry, ret, n) {			\
 	.kp.symbol_name = sym,					\
 	.entry_handler = entry,					\
 	.handler = ret,						\
 	.data_size = sizeof(bool),				\
-	.maxactive = WAIT_MAXACTIVE,				\
+	.maxactive = n,						\
 }
+#define FD_PROBE(sym, entry, ret)				\
+	FD_PROBE_N(sym, entry, ret, WAIT_MAXACTIVE)
 
 /* The user registers of the system call (the x86-64 wrappers' argument). */
 static inline const struct pt_regs *
-stallcap_syscall_uregs(const struct pt_regs *regs)
+syscall_uregs(const struct pt_regs *regs)
 {
 	return (const struct pt_regs *)regs->di;
 }

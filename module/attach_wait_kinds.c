@@ -55,7 +55,9 @@ static int park_return(struct kretprobe_instance *ri, struct pt_regs *regs)
  */
 static int futex_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
-	if (!stallcap_futex_op_parks(READ_ONCE(stallcap_syscall_uregs(regs)->si)))
+	const struct pt_regs *u = syscall_uregs(regs);
+
+	if (!stallcap_futex_op_parks(READ_ONCE(u->si)))
 		return 1;
 	return park_entry(ri, regs);
 }
@@ -94,7 +96,7 @@ static bool semop_may_wait(const struct sembuf __user *usops,
 static int sem_entry(struct kretprobe_instance *ri, struct pt_regs *regs,
 		     bool timed)
 {
-	const struct pt_regs *u = stallcap_syscall_uregs(regs);
+	const struct pt_regs *u = syscall_uregs(regs);
 	const void __user *uts = (const void __user *)READ_ONCE(u->r10);
 	struct __kernel_timespec ts;
 
@@ -147,20 +149,25 @@ static_assert(ARRAY_SIZE(park_probe_nrs) == ARRAY_SIZE(park_probes));
 static int recv_entry(struct kretprobe_instance *ri, struct pt_regs *regs,
 		      unsigned long flags)
 {
+	unsigned long fd = READ_ONCE(syscall_uregs(regs)->di);
+
 	if (flags & MSG_DONTWAIT)
 		return 1;
-	return stallcap_wait_fd_entry(ri, READ_ONCE(stallcap_syscall_uregs(regs)->di),
-			     SC_WAIT_RECV);
+	return stallcap_wait_fd_entry(ri, fd, SC_WAIT_RECV);
 }
 
 static int recvfrom_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
-	return recv_entry(ri, regs, READ_ONCE(stallcap_syscall_uregs(regs)->r10));
+	const struct pt_regs *u = syscall_uregs(regs);
+
+	return recv_entry(ri, regs, READ_ONCE(u->r10));
 }
 
 static int recvmsg_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
-	return recv_entry(ri, regs, READ_ONCE(stallcap_syscall_uregs(regs)->dx));
+	const struct pt_regs *u = syscall_uregs(regs);
+
+	return recv_entry(ri, regs, READ_ONCE(u->dx));
 }
 
 static int recv_return(struct kretprobe_instance *ri, struct pt_regs *regs)
@@ -175,7 +182,8 @@ static int sock_read_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	const struct kiocb *iocb = (const struct kiocb *)regs->di;
 
-	return stallcap_wait_fd_read_entry(iocb->ki_filp, iocb->ki_flags, SC_WAIT_RECV);
+	return stallcap_wait_fd_read_entry(iocb->ki_filp, iocb->ki_flags,
+					   SC_WAIT_RECV);
 }
 
 static int sock_read_return(struct kretprobe_instance *ri,
@@ -185,11 +193,14 @@ static int sock_read_return(struct kretprobe_instance *ri,
 	return 0;
 }
 
-/* the first three must be there */
+/* the first two must be there */
 static struct kretprobe recv_probes[] = {
-	FD_PROBE("__x64_sys_recvfrom", recvfrom_entry, recv_return),
-	FD_PROBE("__x64_sys_recvmsg", recvmsg_entry, recv_return),
-	WAIT_PROBE("sock_read_iter", sock_read_entry, sock_read_return),
+	FD_PROBE_N("__x64_sys_recvfrom", recvfrom_entry, recv_return,
+		   RECV_MAXACTIVE),
+	FD_PROBE_N("__x64_sys_recvmsg", recvmsg_entry, recv_return,
+		   RECV_MAXACTIVE),
+	WAIT_PROBE_N("sock_read_iter", sock_read_entry, sock_read_return,
+		     RECV_MAXACTIVE),
 	FD_PROBE("__x64_sys_recvmmsg", recvfrom_entry, recv_return),
 };
 
@@ -207,7 +218,7 @@ struct stallcap_wait_probe_set stallcap_park_set = {
 	.syscall_nrs = park_probe_nrs,
 	.nr = ARRAY_SIZE(park_probes),
 	.nr_required = 3,
-	.name = "futex/sleep",
+	.name = "futex/semaphore/sleep",
 };
 
 struct stallcap_wait_probe_set stallcap_recv_set = {
@@ -215,6 +226,6 @@ struct stallcap_wait_probe_set stallcap_recv_set = {
 	.ptrs = recv_probe_ptrs,
 	.syscall_nrs = recv_probe_nrs,
 	.nr = ARRAY_SIZE(recv_probes),
-	.nr_required = 3,
+	.nr_required = 2,
 	.name = "socket receive",
 };

@@ -195,8 +195,9 @@ void stallcap_park_probes_unregister(void)
  * stallcap_recv_probes_register() - register the socket receive kretprobes
  * (the first attach with STALLCAP_ATTACH_RECV)
  *
- * recvfrom, recvmsg and sock_read_iter must be there; recvmmsg is skipped
- * where missing.
+ * recvfrom and recvmsg must be there; sock_read_iter (a read() of a
+ * socket) and recvmmsg are skipped where missing (the kernel log says so:
+ * such a read is then busy time).
  * Context: process, attach_lock held.
  * Return: 0 or -errno.
  */
