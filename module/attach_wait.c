@@ -240,7 +240,9 @@ static int restart_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 /* io_uring_enter(fd, to_submit, min_complete, flags, ...): 4th argument */
 static int uring_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
-	if (!(READ_ONCE(syscall_uregs(regs)->r10) & SC_IORING_ENTER_GETEVENTS))
+	const struct pt_regs *u = syscall_uregs(regs);
+
+	if (!(READ_ONCE(u->r10) & SC_IORING_ENTER_GETEVENTS))
 		return 1;
 	return wait_entry(ri, regs);
 }
@@ -317,14 +319,16 @@ static int fd_read_iter_entry(struct kretprobe_instance *ri,
 {
 	const struct kiocb *iocb = (const struct kiocb *)regs->di;
 
-	return stallcap_wait_fd_read_entry(iocb->ki_filp, iocb->ki_flags, SC_WAIT_LOOP);
+	return stallcap_wait_fd_read_entry(iocb->ki_filp, iocb->ki_flags,
+					   SC_WAIT_LOOP);
 }
 
 /* timerfd_read(file, buf, count, ppos), signalfd_read() likewise: before */
 static int fd_read_file_entry(struct kretprobe_instance *ri,
 			      struct pt_regs *regs)
 {
-	return stallcap_wait_fd_read_entry((const struct file *)regs->di, 0, SC_WAIT_LOOP);
+	return stallcap_wait_fd_read_entry((const struct file *)regs->di, 0,
+					   SC_WAIT_LOOP);
 }
 
 /*

@@ -4,7 +4,8 @@
  * seen to enter it (it entered before the probes existed, or before its
  * process was attached), told from its saved user registers; and, from a
  * thread's own task_work, whether its system call has returned or is to be
- * resumed by restart_syscall.  The probes themselves: attach_wait.c.
+ * resumed by restart_syscall.  The probes themselves: attach_wait.c and
+ * attach_wait_kinds.c.
  */
 #include <linux/kallsyms.h>
 #include <linux/fdtable.h>
@@ -57,11 +58,11 @@ static noinline long restarted_wait_call(struct task_struct *task)
 /*
  * Is @fd of @task a file whose read() the probes count as a wait (a
  * blocking timerfd, signalfd or eventfd; a socket's for @waits with
- * SC_WAIT_RECV), as its read function says?  The
- * file is looked at under RCU without a reference: its memory stays a
- * file's, and a module's file operations stay, until a grace period
- * passes.  A file closed and its number reused meanwhile answers for a read
- * the thread is no longer inside (it returned: its watch sees the next).
+ * SC_WAIT_RECV), as its read function says?  The file is looked at under
+ * RCU without a reference: its memory stays a file's, and a module's file
+ * operations stay, until a grace period passes.  A file closed and its
+ * number reused meanwhile answers for a read the thread is no longer inside
+ * (it returned: its watch sees the next).
  * Context: process (task_lock: @task->files), RCU read side allowed.
  */
 static noinline bool task_fd_read_waits(struct task_struct *task,
@@ -105,10 +106,10 @@ static noinline bool task_fd_read_waits(struct task_struct *task,
  * user's ax, and a call's return its result).  Inside restart_syscall (a
  * wait stopped and continued before the attach), the call it resumes;
  * inside read(), the file's read function (a blocking timerfd, signalfd or
- * eventfd, a socket: the probes' reads).  A
- * call whose probe is not registered on this kernel, a 32-bit call (other
- * numbers, the compat entry points, never probed) and an io_uring or vhost
- * worker (it never returns to user space) never count.
+ * eventfd, a socket: the probes' reads).  A call whose probe is not
+ * registered on this kernel, a 32-bit call (other numbers, the compat entry
+ * points, never probed) and an io_uring or vhost worker (it never returns
+ * to user space) never count.
  * Context: process; @task may run or exit meanwhile (its registers are
  * copied without faulting, stallcap_task_user_regs()).
  */
@@ -122,7 +123,7 @@ bool stallcap_task_in_wait_call(struct task_struct *task, unsigned int waits)
 	    !stallcap_task_user_regs(task, &regs) || regs.ax != SC_AX_IN_SYSCALL)
 		return false;
 	nr = regs.orig_ax;
-	if (nr == __NR_read)	/* of a timerfd, a signalfd, an eventfd */
+	if (nr == __NR_read)	/* of a timerfd, signalfd, eventfd, socket */
 		return task_fd_read_waits(task, regs.di, waits);
 	if (nr == __NR_restart_syscall) {
 		nr = restarted_wait_call(task);

@@ -4,9 +4,9 @@
  * together (the event-loop waits while an attach exists; the futex waits,
  * semaphore waits and sleeps while an attach with STALLCAP_ATTACH_PARK
  * exists; the socket receives while one with STALLCAP_ATTACH_RECV does),
- * and which
- * calls they count for a thread found inside one.  The calls, their
- * handlers and the sets' contents: attach_wait.c.
+ * and which calls they count for a thread found inside one.  The calls,
+ * their handlers and the sets' contents: attach_wait.c (the event-loop
+ * waits) and attach_wait_kinds.c (the others).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
