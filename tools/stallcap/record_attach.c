@@ -129,8 +129,9 @@ int attach_process(const struct collect_opts *o, int fd, __u32 pid)
 		return 0;
 	if (errno == EINVAL && (o->park || o->recv)) {
 		warnx_("cannot attach to process %u: the loaded stallcap module has no %s",
-		       pid, o->recv ? "--recv (STALLCAP_ATTACH_RECV), or no --park" :
-		       "--park (STALLCAP_ATTACH_PARK)");
+		       pid, !o->recv ? "--park (STALLCAP_ATTACH_PARK)" :
+		       !o->park ? "--recv (STALLCAP_ATTACH_RECV)" :
+		       "--park or no --recv (STALLCAP_ATTACH_PARK, STALLCAP_ATTACH_RECV)");
 		return -EINVAL;
 	}
 	warnx_("cannot attach to process %u: %s", pid, attach_error(errno));
