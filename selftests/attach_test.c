@@ -1235,21 +1235,32 @@ TEST_F(attach, recv_blocking_receives_are_idle_and_a_nonblocking_one_busy)
 /*
  * The same thread ('B') under an attach without STALLCAP_ATTACH_RECV: its
  * blocking receives are busy time, one stall from its first wait to the
- * end of the spin, its first sample asleep in the receive.
+ * end of the spin, sampled asleep in the receives.
  */
 TEST_F(attach, blocking_receive_is_busy_without_recv)
 {
-	const struct stallcap_sample *r, *spin;
+	const struct stallcap_sample *r, *spin, *x;
 	pid_t tid = run_thread(_metadata, self, 'B', 0);
+	unsigned int asleep = 0;
 
 	ASSERT_LT(0, tid);
 	r = sc_first_sample_of(&self->rs, tid);
 	spin = spin_stall_of(&self->rs, tid);
 	ASSERT_NE(NULL, r) TH_LOG("the receive was no stall");
 	ASSERT_NE(NULL, spin) TH_LOG("the spin was not captured");
-	EXPECT_EQ(STALLCAP_STATE_SLEEPING, r->state) TH_LOG("state %u", r->state);
 	/* one busy period from the first wait to the last: the spin's */
 	EXPECT_EQ(r->stall_id, spin->stall_id);
+	/*
+	 * sampled asleep in the receives (the first sample may find the thread
+	 * still starting its peer: CI104's debug-notw guest, 30 ms after a
+	 * watch made late by the worker)
+	 */
+	for (size_t i = 0; i < self->rs.n; i++) {
+		x = (const void *)self->rs.rec[i];
+		asleep += x->hdr.type == STALLCAP_REC_SAMPLE && x->tid == (__u32)tid &&
+			  x->stall_id == r->stall_id && x->state == STALLCAP_STATE_SLEEPING;
+	}
+	EXPECT_LT(0, asleep) TH_LOG("no sample asleep in the receives");
 }
 
 TEST_F(attach, blocking_timerfd_read_is_idle_and_a_nonblocking_one_busy)
