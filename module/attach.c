@@ -315,7 +315,8 @@ attach_new(struct stallcap_session *sess, const struct stallcap_attach *arg,
 
 /*
  * The probe sets that some attaches need: the futex, semaphore and sleep
- * calls' (STALLCAP_ATTACH_PARK), the socket receives' (STALLCAP_ATTACH_RECV).
+ * calls' (STALLCAP_ATTACH_PARK), the socket and pipe receives'
+ * (STALLCAP_ATTACH_RECV).
  */
 static struct {
 	unsigned int kind;

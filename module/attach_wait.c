@@ -31,9 +31,9 @@
  * returned so.
  *
  * The kinds that only some attaches count (futex waits, System V semaphore
- * waits and sleeps with STALLCAP_ATTACH_PARK; blocking socket receives with
- * STALLCAP_ATTACH_RECV) are probed in attach_wait_kinds.c, through the
- * entry and return work here.
+ * waits and sleeps with STALLCAP_ATTACH_PARK; blocking socket and pipe
+ * receives with STALLCAP_ATTACH_RECV) are probed in attach_wait_kinds.c,
+ * through the entry and return work here.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -298,9 +298,9 @@ static int msgrcv_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 
 /*
  * A read of a timerfd or a signalfd that may block (not O_NONBLOCK, nor an
- * io_uring attempt without waiting, IOCB_NOWAIT) is a wait; of a socket,
- * one of @kind SC_WAIT_RECV.  The file is held by the read: its flags are
- * read in place, from the trap too.
+ * io_uring attempt without waiting, IOCB_NOWAIT) is a wait; of a socket or
+ * a pipe, one of @kind SC_WAIT_RECV.  The file is held by the read: its
+ * flags are read in place, from the trap too.
  */
 int stallcap_wait_fd_read_entry(const struct file *file, int iocb_flags,
 				unsigned int kind)

@@ -4,12 +4,12 @@
  * for them, each kind a probe set of its own, registered while such an
  * attach exists (attach.c): futex waits, System V semaphore waits and
  * sleeps with STALLCAP_ATTACH_PARK (SC_WAIT_PARK), receives on a blocking
- * socket with STALLCAP_ATTACH_RECV (SC_WAIT_RECV).  The event-loop waits,
+ * socket or pipe with STALLCAP_ATTACH_RECV (SC_WAIT_RECV).  The event-loop waits,
  * counted by every attach, and the entry and return work all share:
  * attach_wait.c.
  *
  * futex and nanosleep are called far more often than the event-loop waits,
- * by every process, and so are the socket receives: their entry handlers
+ * by every process, and so are the socket and pipe reads: their entry handlers
  * look at an attach's process only (one hash lookup for any other).
  */
 #include <linux/fs.h>
@@ -139,7 +139,7 @@ static const int park_probe_nrs[] = {
 };
 static_assert(ARRAY_SIZE(park_probe_nrs) == ARRAY_SIZE(park_probes));
 
-/* ---- STALLCAP_ATTACH_RECV: receives on a blocking socket ---- */
+/* ---- STALLCAP_ATTACH_RECV: receives on a blocking socket or pipe ---- */
 
 /*
  * recvfrom(fd, buf, len, flags, ...), recvmmsg(fd, vec, vlen, flags, ...):
@@ -177,8 +177,13 @@ static int recv_return(struct kretprobe_instance *ri, struct pt_regs *regs)
 	return 0;
 }
 
-/* sock_read_iter(iocb, to): a read() of a socket */
-static int sock_read_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+/*
+ * sock_read_iter(iocb, to): a read() or readv() of a socket; pipe_read(iocb,
+ * to): of a pipe or FIFO (a worker process fed through a pipe: Python's
+ * multiprocessing pools, a make jobserver's token), anon_pipe_read() from
+ * 6.15 (a FIFO's fifo_pipe_read() calls it)
+ */
+static int recv_read_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	const struct kiocb *iocb = (const struct kiocb *)regs->di;
 
@@ -186,7 +191,7 @@ static int sock_read_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 					   SC_WAIT_RECV);
 }
 
-static int sock_read_return(struct kretprobe_instance *ri,
+static int recv_read_return(struct kretprobe_instance *ri,
 			    struct pt_regs *regs)
 {
 	stallcap_wait_boundary_return(regs, SC_WAIT_RECV);
@@ -199,13 +204,18 @@ static struct kretprobe recv_probes[] = {
 		   RECV_MAXACTIVE),
 	FD_PROBE_N("__x64_sys_recvmsg", recvmsg_entry, recv_return,
 		   RECV_MAXACTIVE),
-	WAIT_PROBE_N("sock_read_iter", sock_read_entry, sock_read_return,
+	WAIT_PROBE_N("sock_read_iter", recv_read_entry, recv_read_return,
 		     RECV_MAXACTIVE),
 	FD_PROBE("__x64_sys_recvmmsg", recvfrom_entry, recv_return),
+	WAIT_PROBE_N("pipe_read", recv_read_entry, recv_read_return,
+		     RECV_MAXACTIVE),
+	WAIT_PROBE_N("anon_pipe_read", recv_read_entry, recv_read_return,
+		     RECV_MAXACTIVE),
 };
 
 static const int recv_probe_nrs[] = {
 	__NR_recvfrom, __NR_recvmsg, -1 /* read() */, __NR_recvmmsg,
+	-1 /* read() */, -1 /* read() */,
 };
 static_assert(ARRAY_SIZE(recv_probe_nrs) == ARRAY_SIZE(recv_probes));
 
@@ -227,5 +237,5 @@ struct stallcap_wait_probe_set stallcap_recv_set = {
 	.syscall_nrs = recv_probe_nrs,
 	.nr = ARRAY_SIZE(recv_probes),
 	.nr_required = 2,
-	.name = "socket receive",
+	.name = "socket/pipe receive",
 };

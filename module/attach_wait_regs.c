@@ -57,8 +57,8 @@ static noinline long restarted_wait_call(struct task_struct *task)
 
 /*
  * Is @fd of @task a file whose read() the probes count as a wait (a
- * blocking timerfd, signalfd or eventfd; a socket's for @waits with
- * SC_WAIT_RECV), as its read function says?  The file is looked at under
+ * blocking timerfd, signalfd or eventfd; a socket or a pipe for @waits
+ * with SC_WAIT_RECV), as its read function says?  The file is looked at under
  * RCU without a reference: its memory stays a file's, and a module's file
  * operations stay, until a grace period passes.  A file closed and its
  * number reused meanwhile answers for a read the thread is no longer inside
@@ -90,6 +90,9 @@ static noinline bool task_fd_read_waits(struct task_struct *task,
 	if (!fn)
 		return false;
 	sprint_symbol_no_offset(name, fn);
+	/* a FIFO's read calls the anonymous pipe's, which is probed (6.15+) */
+	if (!strcmp(name, "fifo_pipe_read"))
+		strscpy(name, "anon_pipe_read", sizeof(name));
 	return stallcap_wait_probes_count_read(name, waits);
 }
 
@@ -106,7 +109,7 @@ static noinline bool task_fd_read_waits(struct task_struct *task,
  * user's ax, and a call's return its result).  Inside restart_syscall (a
  * wait stopped and continued before the attach), the call it resumes;
  * inside read(), the file's read function (a blocking timerfd, signalfd or
- * eventfd, a socket: the probes' reads).  A call whose probe is not
+ * eventfd, a socket, a pipe: the probes' reads).  A call whose probe is not
  * registered on this kernel, a 32-bit call (other numbers, the compat entry
  * points, never probed) and an io_uring or vhost worker (it never returns
  * to user space) never count.

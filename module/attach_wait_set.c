@@ -3,10 +3,10 @@
  * stallcap attach: the wait-call probes as sets registered and removed
  * together (the event-loop waits while an attach exists; the futex waits,
  * semaphore waits and sleeps while an attach with STALLCAP_ATTACH_PARK
- * exists; the socket receives while one with STALLCAP_ATTACH_RECV does),
- * and which calls they count for a thread found inside one.  The calls,
- * their handlers and the sets' contents: attach_wait.c (the event-loop
- * waits) and attach_wait_kinds.c (the others).
+ * exists; the socket and pipe receives while one with STALLCAP_ATTACH_RECV
+ * does), and which calls they count for a thread found inside one.  The
+ * calls, their handlers and the sets' contents: attach_wait.c (the
+ * event-loop waits) and attach_wait_kinds.c (the others).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -127,7 +127,7 @@ static bool probe_set_counts_read(const struct stallcap_wait_probe_set *set,
 /**
  * stallcap_wait_probes_count_read() - does a registered probe count a read
  * by @fn_name (a file's read_iter or read function: a timerfd's, a
- * signalfd's, an eventfd's; a socket's) as a wait
+ * signalfd's, an eventfd's; a socket's, a pipe's) as a wait
  * @fn_name: the function's symbol name
  * @waits: the kinds of wait call counted (enum stallcap_wait_kind)
  *
@@ -192,12 +192,13 @@ void stallcap_park_probes_unregister(void)
 }
 
 /**
- * stallcap_recv_probes_register() - register the socket receive kretprobes
+ * stallcap_recv_probes_register() - register the receive kretprobes
  * (the first attach with STALLCAP_ATTACH_RECV)
  *
  * recvfrom and recvmsg must be there; sock_read_iter (a read() of a
- * socket) and recvmmsg are skipped where missing (the kernel log says so:
- * such a read is then busy time).
+ * socket), recvmmsg and the pipe reads (pipe_read, anon_pipe_read from
+ * 6.15: one of the two) are skipped where missing (such a read is then busy
+ * time).
  * Context: process, attach_lock held.
  * Return: 0 or -errno.
  */

@@ -154,7 +154,8 @@ TOOL_KERNELS=${TOOL_KERNELS-5.10 7.3}
 # and memcached drive the same module paths on debug.
 DEBUG_SKIP=${DEBUG_SKIP-attach_nginx_test.sh attach_node_test.sh attach_haproxy_test.sh \
 attach_redis_test.sh attach_python_test.sh attach_lighttpd_test.sh attach_cgroup_limits_test.sh \
-attach_apache_test.sh attach_go_test.sh attach_python_threads_test.sh}
+attach_apache_test.sh attach_go_test.sh attach_python_threads_test.sh \
+attach_python_pool_test.sh}
 # The longer real servers on three production kernels each (TEST:K,K,K),
 # not seven (2026-12-05, CI's 60 minutes: 7 x 110 s of guest time became
 # 3 x 110 s): each on an old kernel (5.10 or 6.1), a newer one and a
@@ -168,7 +169,7 @@ PROGRAM_KERNELS=${PROGRAM_KERNELS-attach_apache_test.sh:5.10,6.12,7.2-rt \
 attach_java_test.sh:7.3 attach_erlang_test.sh:5.10 \
 attach_go_test.sh:5.10,6.12-rt,7.3 attach_node_test.sh:6.1,6.12,7.3 \
 attach_python_test.sh:6.1,7.2,7.2-rt attach_redis_test.sh:5.10,6.12-rt,7.2 \
-attach_python_threads_test.sh:5.10,6.12,7.3 \
+attach_python_threads_test.sh:5.10,6.12,7.3 attach_python_pool_test.sh:6.1,6.12-rt,7.3 \
 attach_nginx_test.sh:6.1,6.12-rt,7.2 attach_lighttpd_test.sh:6.12,7.2-rt,7.3}
 [ "$verbose" = 1 ] || verbose=0
 kernels=()
@@ -370,17 +371,19 @@ guest_postgres() {
 }
 
 # guest_python STAGING: Debian's python3 and the part of its standard
-# library an asyncio server and a threading HTTP server and its client
-# import (attach_python_test.sh, attach_python_threads_test.sh): each module
-# loaded by `import asyncio, http.server, http.client, encodings.idna` (a
-# host name's encoding: socket.getfqdn(), getaddrinfo()), a package whole,
-# about 4 MB; extension modules made executable so that add_libs copies
+# library an asyncio server, a threading HTTP server and its client, and a
+# process pool import (attach_python_test.sh, attach_python_threads_test.sh,
+# attach_python_pool_test.sh): each module loaded by `import asyncio,
+# http.server, http.client, encodings.idna` (a host name's encoding:
+# socket.getfqdn(), getaddrinfo()) and multiprocessing's pool, a package
+# whole, about 4 MB; extension modules made executable so that add_libs copies
 # their libraries
 guest_python() {
 	local st=$1 py=/usr/bin/python3 f
 	[ -x "$py" ] || return 0
 	copy_file "$py" "$st/usr/bin/python3"
 	"$py" -I -c 'import asyncio, http.server, http.client, encodings.idna, sys
+import multiprocessing.pool, multiprocessing.synchronize
 for m in list(sys.modules.values()):
     f = getattr(m, "__file__", None)
     if f and f.startswith(sys.base_prefix + "/lib/python3"):

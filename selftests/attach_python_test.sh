@@ -13,15 +13,10 @@
 need stallcap python3 nc
 
 port=8098
+cp spin.py "$work/"
 cat >"$work/server.py" <<'PY'
 import asyncio, sys, time
-
-def spin_for(seconds):
-    end = time.monotonic() + seconds
-    n = 0
-    while time.monotonic() < end:
-        n += 1
-    return n
+from spin import spin_for
 
 async def handle(reader, writer):
     cmd = (await reader.readline()).strip()

@@ -16,15 +16,10 @@
 need stallcap python3
 
 port=8099
+cp spin.py "$work/"
 cat >"$work/server.py" <<'PY'
-import http.server, sys, time
-
-def spin_for(seconds):
-    end = time.monotonic() + seconds
-    n = 0
-    while time.monotonic() < end:
-        n += 1
-    return n
+import http.server, sys
+from spin import spin_for
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"   # keep-alive: one thread, many requests

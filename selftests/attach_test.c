@@ -38,6 +38,7 @@
 #include <sys/msg.h>
 #include <sys/prctl.h>
 #include <sys/sem.h>
+#include <sys/stat.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -437,8 +438,13 @@ static void *eventfd_thread(void *arg)
 /* ---- a thread per connection: blocking receives (STALLCAP_ATTACH_RECV) ---- */
 
 static int conn[2];		/* the connection: the thread's end, the peer's */
+static int jobs[2];		/* a pipe: a worker process's jobs, say */
+static int no_jobs[2];		/* an empty pipe, O_NONBLOCK */
 
-/* The peer: a byte after 4 deadlines, another 4 deadlines later */
+/*
+ * The peer: a byte on the connection after 4 deadlines, another 4 deadlines
+ * later, then one on the pipe 4 deadlines later
+ */
 static void *late_requests(void *arg)
 {
 	sc_sleep_ms(4 * DEADLINE / SC_MS(1));
@@ -447,14 +453,18 @@ static void *late_requests(void *arg)
 	sc_sleep_ms(4 * DEADLINE / SC_MS(1));
 	if (write(conn[1], "b", 1) != 1)
 		return NULL;
+	sc_sleep_ms(4 * DEADLINE / SC_MS(1));
+	if (write(jobs[1], "c", 1) != 1)
+		return NULL;
 	return NULL;
 }
 
 /*
  * Waits for the client's next request in a blocking recv() of its socket,
- * then in a blocking read() of it (idle with STALLCAP_ATTACH_RECV, 4
- * deadlines each), then spins SPIN with a recv(MSG_DONTWAIT) halfway that
- * finds nothing (EAGAIN: busy).
+ * then in a blocking read() of it, then for a job in a blocking read() of a
+ * pipe (idle with STALLCAP_ATTACH_RECV, 4 deadlines each), then spins SPIN
+ * with a recv(MSG_DONTWAIT) and a read() of an O_NONBLOCK pipe halfway
+ * that find nothing (EAGAIN: busy).
  */
 static void *recv_thread(void *arg)
 {
@@ -463,17 +473,20 @@ static void *recv_thread(void *arg)
 	pthread_t peer;
 	char c;
 
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, conn))
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, conn) ||
+	    pipe2(jobs, O_CLOEXEC) || pipe2(no_jobs, O_CLOEXEC | O_NONBLOCK))
 		tid = -errno;
 	if (write(tid_pipe[1], &tid, sizeof(tid)) != sizeof(tid) || tid < 0)
 		return NULL;
 	first_wait();		/* its watch is made */
 	if (pthread_create(&peer, NULL, late_requests, NULL))
 		return NULL;
-	if (recv(conn[0], &c, 1, 0) != 1 || read(conn[0], &c, 1) != 1)	/* idle */
+	if (recv(conn[0], &c, 1, 0) != 1 || read(conn[0], &c, 1) != 1 ||
+	    read(jobs[0], &c, 1) != 1)				/* idle */
 		_exit(11);
 	attach_spin_in_loop(SPIN / 2);	/* busy past the deadline... */
-	if (recv(conn[0], &c, 1, MSG_DONTWAIT) >= 0)	/* EAGAIN */
+	if (recv(conn[0], &c, 1, MSG_DONTWAIT) >= 0 ||
+	    read(no_jobs[0], &c, 1) >= 0)			/* EAGAIN */
 		_exit(12);
 	attach_spin_in_loop(SPIN / 2);	/* ...still busy... */
 	poll(NULL, 0, 1);		/* ...until it waits: the stall ends */
@@ -788,10 +801,17 @@ static int resume_fd;		/* the child's end of the go pipe */
 static uint32_t *resume_word;	/* shared with the parent (futex) */
 static char resume_how;		/* 'r': poll() on resume_fd, 't': the same
 				 * with a timeout, 'f': futex, 'y': read()
-				 * of resume_timer, 'v': of resume_event */
+				 * of resume_timer, 'v': of resume_event,
+				 * 'n': of a FIFO, resume_fifo() */
 static int resume_timer = -1;	/* a timerfd, armed by the parent */
 static int resume_event = -1;	/* an eventfd, written by the parent */
 static int resume_sock[2] = { -1, -1 };	/* 'c': recv(), 'k': read() */
+
+/* The FIFO of resume_how 'n', made by the parent (the child's, its parent's) */
+static void resume_fifo(char *path, size_t size, pid_t parent)
+{
+	snprintf(path, size, "/tmp/stallcap-attach-fifo.%d", parent);
+}
 
 static void *resume_thread(void *arg)
 {
@@ -812,6 +832,16 @@ static void *resume_thread(void *arg)
 		if ((resume_how == 'c' ? recv(resume_sock[0], &c, 1, 0) :
 		     read(resume_sock[0], &c, 1)) != 1)
 			_exit(7);
+	} else if (resume_how == 'n') {
+		/* a worker process, waiting for its next job in a FIFO */
+		char path[64], c;
+		int fd;
+
+		resume_fifo(path, sizeof(path), getppid());
+		fd = open(path, O_RDWR | O_CLOEXEC);	/* not waiting for a writer */
+		if (fd < 0 || read(fd, &c, 1) != 1)
+			_exit(7);
+		close(fd);
 	} else if (resume_how == 'y' || resume_how == 'v') {
 		/* a loop paced by a timerfd, a worker woken by a counter */
 		uint64_t n;
@@ -969,7 +999,7 @@ static void child_main(int go_fd, int *tid_pipe)
 	else if (c == 'w')
 		fn = wake_thread;
 	else if (c == 'r' || c == 't' || c == 'f' || c == 'y' || c == 'v' ||
-		 c == 'c' || c == 'k')
+		 c == 'c' || c == 'k' || c == 'n')
 		fn = resume_thread;
 	else if (c == 'i' || c == 'I')
 		fn = uring_resume_thread;
@@ -1175,7 +1205,12 @@ static void one_stall_across(struct __test_metadata *_metadata,
 
 	if (how == 'R' && !(self->s.info.features & STALLCAP_FEAT_ATTACH_RECV))
 		SKIP(return, "the module has no STALLCAP_ATTACH_RECV");
-	tid = run_thread(_metadata, self, how, how == 'R' ? STALLCAP_ATTACH_RECV : 0);
+	/*
+	 * (with PARK: the child's main thread, watched from its read() of the
+	 * go pipe, a receive, then waits in pthread_join(), a futex wait)
+	 */
+	tid = run_thread(_metadata, self, how, how == 'R' ?
+			 STALLCAP_ATTACH_RECV | STALLCAP_ATTACH_PARK : 0);
 	if (tid < 0)
 		SKIP(return, "no %s: %s", what, strerror(-tid));
 
@@ -1227,14 +1262,14 @@ TEST_F(attach, blocking_accept_is_idle_and_a_nonblocking_one_busy)
 	one_stall_across(_metadata, self, 'a', "socket");
 }
 
-TEST_F(attach, recv_blocking_receives_are_idle_and_a_nonblocking_one_busy)
+TEST_F(attach, recv_blocking_receives_are_idle_and_nonblocking_ones_busy)
 {
 	one_stall_across(_metadata, self, 'R', "socket receive");
 }
 
 /*
  * The same thread ('B') under an attach without STALLCAP_ATTACH_RECV: its
- * blocking receives are busy time, one stall from its first wait to the
+ * blocking receives and pipe read are busy time, one stall from its first wait to the
  * end of the spin, sampled asleep in the receives.
  */
 TEST_F(attach, blocking_receive_is_busy_without_recv)
@@ -1511,11 +1546,12 @@ static bool in_syscall(pid_t pid, pid_t tid, long nr)
  * The child's thread enters its wait (@how 'r': poll() on a pipe, 't': the
  * same with a timeout, stopped and continued before the attach so that
  * restart_syscall resumes it, 'f': a futex wait, counted with
- * STALLCAP_ATTACH_PARK, 'y': a read() of a timerfd, 'v': of an eventfd)
- * before the attach, so that no probe hooked the call's return; the attach
- * comes, then the event (a byte on the pipe, a futex wake, the timer armed
- * to expire at once, a count), and the thread spins past the deadline at
- * once.  That stall is reported: the thread went busy when its wait
+ * STALLCAP_ATTACH_PARK, 'y': a read() of a timerfd, 'v': of an eventfd;
+ * with STALLCAP_ATTACH_RECV 'c': a recv() of a socket, 'k': a read() of
+ * it, 'n': a read() of a FIFO) before the attach, so that no probe hooked
+ * the call's return; the attach comes, then the event (a byte on the pipe
+ * or the socket, a futex wake, the timer armed to expire at once, a
+ * count), and the thread spins past the deadline at once.  That stall is reported: the thread went busy when its wait
  * returned, not only after its next one (seen by a task_work on its way
  * back to user space, or, without task_work_add(), by the attach's poll
  * within a quarter of the deadline), and not before (the wait was idle).
@@ -1527,14 +1563,22 @@ static void waiting_at_attach(struct __test_metadata *_metadata,
 	const struct stallcap_sample *r, *u;
 	struct stallcap_stats st;
 	long nr = how == 'f' ? SYS_futex : how == 'c' ? SYS_recvfrom :
-		  how == 'y' || how == 'v' || how == 'k' ? SYS_read : SYS_poll;
+		  how == 'y' || how == 'v' || how == 'k' || how == 'n' ? SYS_read :
+		  SYS_poll;
 	unsigned int flags = how == 'f' ? STALLCAP_ATTACH_PARK :
-			     how == 'c' || how == 'k' ? STALLCAP_ATTACH_RECV : 0;
+			     how == 'c' || how == 'k' || how == 'n' ?
+			     STALLCAP_ATTACH_RECV : 0;
 	struct itimerspec at_once = { .it_value.tv_nsec = 1 };
 	uint64_t one = 1, woken;
+	char fifo[64];
 	pid_t tid;
-	int status, i;
+	int status, i, fd;
 
+	resume_fifo(fifo, sizeof(fifo), getpid());
+	if (how == 'n') {
+		unlink(fifo);
+		ASSERT_EQ(0, mkfifo(fifo, 0600));
+	}
 	ASSERT_EQ(1, write(self->go[1], &how, 1));
 	ASSERT_EQ(sizeof(tid), read(self->tid_pipe[0], &tid, sizeof(tid)));
 	for (i = 0; i < 300 && !in_syscall(self->child, tid, nr); i++)
@@ -1564,6 +1608,12 @@ static void waiting_at_attach(struct __test_metadata *_metadata,
 		ASSERT_EQ(sizeof(one), write(resume_event, &one, sizeof(one)));
 	} else if (how == 'c' || how == 'k') {
 		ASSERT_EQ(1, write(resume_sock[1], "x", 1));
+	} else if (how == 'n') {
+		fd = open(fifo, O_WRONLY | O_CLOEXEC);
+		ASSERT_LE(0, fd);
+		ASSERT_EQ(1, write(fd, "x", 1));
+		close(fd);
+		unlink(fifo);
 	} else {
 		ASSERT_EQ(1, write(self->go[1], "x", 1));
 	}
@@ -1639,6 +1689,13 @@ TEST_F(attach, thread_in_a_socket_read_at_a_recv_attach_is_busy_when_it_returns)
 	if (!(self->s.info.features & STALLCAP_FEAT_ATTACH_RECV))
 		SKIP(return, "the module has no STALLCAP_ATTACH_RECV");
 	waiting_at_attach(_metadata, self, 'k');
+}
+
+TEST_F(attach, thread_in_a_fifo_read_at_a_recv_attach_is_busy_when_it_returns)
+{
+	if (!(self->s.info.features & STALLCAP_FEAT_RECV_PIPE))
+		SKIP(return, "the module has no STALLCAP_FEAT_RECV_PIPE");
+	waiting_at_attach(_metadata, self, 'n');
 }
 
 /*

@@ -31,7 +31,7 @@ check "record exits 0" [ $? = 0 ]
 sed 's/^/# /' "$work/a.err"
 worker=$(cat "$work/a.out")
 check "the hint names the worker, never watched, and advises --park and --recv" \
-	grep -q "^stallcap: hint: 1 thread of the watched processes never waited in an event-loop call, so it was never watched, and used more CPU than the deadline while recording: python3 (tid $worker, [0-9.]* s) (workers fed by another thread through a condition variable are watched with --park) (a thread per connection that waits for requests in a blocking socket receive is watched with --recv)$" \
+	grep -q "^stallcap: hint: 1 thread of the watched processes never waited in an event-loop call, so it was never watched, and used more CPU than the deadline while recording: python3 (tid $worker, [0-9.]* s) (workers fed by another thread through a condition variable are watched with --park) (a thread per connection that waits for requests in a blocking socket receive, a worker process fed through a pipe, is watched with --recv)$" \
 	"$work/a.err"
 
 # a process the watched one forks, followed by the module, that computes

@@ -73,7 +73,39 @@ static void see_watch(struct collector *c, const struct stallcap_rec_header *rec
 	}
 }
 
-/* A stall of an attached thread that began waiting on a futex (hint_park()) */
+/*
+ * The kernel functions of a blocking socket receive or pipe read, one of
+ * which is on the kernel stack of a thread inside one (the system calls'
+ * entry points where their work is inlined)
+ */
+static const char *const receive_fns[] = {
+	"pipe_read", "anon_pipe_read", "sock_read_iter", "__sys_recvfrom", "___sys_recvmsg",
+	"do_recvmmsg", "__x64_sys_recvfrom", "__x64_sys_recvmsg", "__x64_sys_recvmmsg",
+};
+
+/* Is the kernel stack of sample @v inside a receive (receive_fns)? */
+static bool in_receive(struct collector *c, const struct stallcap_sample_view *v)
+{
+	const struct ksym *k = NULL;
+	unsigned int i, j;
+	size_t len;
+
+	for (i = 0; i < v->nr_kernel && !c->ks_err; i++) {
+		k = ksyms_find(c->ks, v->kernel_ips[i] - ksym_frame_is_return(i, k));
+		if (!k)
+			continue;
+		len = strcspn(k->name, ".");	/* a compiler's .isra.0, .cold */
+		for (j = 0; j < ARRAY_SIZE(receive_fns); j++)
+			if (strlen(receive_fns[j]) == len && !strncmp(k->name, receive_fns[j], len))
+				return true;
+	}
+	return false;
+}
+
+/*
+ * A stall of an attached thread that began waiting on a futex (hint_park())
+ * or in a receive (hint_recv())
+ */
 static void see_first_sample(struct collector *c, const struct stallcap_rec_header *rec,
 			     const struct stallcap_sample_view *v)
 {
@@ -83,6 +115,7 @@ static void see_first_sample(struct collector *c, const struct stallcap_rec_head
 	c->attached_stalls++;
 	c->futex_stalls += v->has_wait && v->wait.kind == STALLCAP_WAIT_FUTEX &&
 			   !(v->wait.flags & STALLCAP_WAIT_F_JOIN);
+	c->receive_stalls += !c->o->recv && in_receive(c, v);
 }
 
 static int on_record(const struct stallcap_rec_header *rec, void *arg)
@@ -380,6 +413,8 @@ int collect_run(const struct collect_opts *o, struct sc_sink *sk, int *cmd_statu
 	hint_lost(c.lost);
 	if (o->deadline_ns && !o->park)
 		hint_park(c.futex_stalls, c.attached_stalls);
+	if (o->deadline_ns && !o->recv)
+		hint_recv(c.receive_stalls, c.attached_stalls);
 	if (o->deadline_ns && !ret)
 		unwatched_hint(&c);
 	if (o->cmd && !o->global && o->fd < 0 && !ret)

@@ -50,6 +50,7 @@ struct collector {
 	__u64 lost, suppressed, records;
 	__u64 attached_stalls;		/* first samples of attached watches */
 	__u64 futex_stalls;		/* of those, waiting on a futex */
+	__u64 receive_stalls;		/* or in a receive (without --recv) */
 	pid_t cmd_pid;			/* the command run, 0 if none */
 	struct id_set watched;		/* threads with a watch (/proc tids) */
 	struct id_set scanned;		/* their processes, listed */

@@ -3,7 +3,7 @@
  * stallcap record --deadline: the threads of the watched processes that
  * were never watched.  The attach watches a thread from its first
  * event-loop wait (with --park, also from its first futex wait or sleep;
- * with --recv, from its first blocking socket receive);
+ * with --recv, from its first blocking socket receive or pipe read);
  * a thread that never waits so is never reported, however long it runs: a
  * pool's worker fed through a condition variable (Apache's event MPM
  * without --park), a thread that only computes.  Once a second at most,
@@ -284,13 +284,14 @@ void unwatched_hint(struct collector *c)
 		       "call%s%s, so %s never watched, and used more CPU than the deadline while "
 		       "recording: %s%s%s%s", nr, nr == 1 ? "" : "s",
 		       c->o->park ? ", a futex wait or a sleep" : "",
-		       c->o->recv ? ", a blocking socket receive" : "",
+		       c->o->recv ? ", a blocking socket receive or pipe read" : "",
 		       nr == 1 ? "it was" : "they were",
 		       names, nr > named || named > HINT_MAX_NAMED ? ", ..." : "",
 		       c->o->park ? "" : " (workers fed by another thread through a condition "
 		       "variable are watched with --park)",
 		       c->o->recv ? "" : " (a thread per connection that waits for requests in a "
-		       "blocking socket receive is watched with --recv)");
+		       "blocking socket receive, a worker process fed through a pipe, is watched "
+		       "with --recv)");
 }
 
 /* free what the scans kept */

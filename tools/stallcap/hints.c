@@ -86,3 +86,20 @@ void hint_park(__u64 futex, __u64 stalls)
 		       "sleeps as idle (lock waits on a plain futex too)",
 		       (unsigned long long)futex, (unsigned long long)stalls);
 }
+
+/*
+ * @receiving of the @stalls stalls of attached threads (without --recv)
+ * found their thread in a socket receive or a pipe read at their first
+ * sample: a thread per connection waits so for the next request, a pool's
+ * worker process for its next job (Python's multiprocessing).
+ */
+void hint_recv(__u64 receiving, __u64 stalls)
+{
+	if (receiving >= 2)
+		warnx_("hint: %llu of %llu stalls began with the thread in a socket receive "
+		       "or a pipe read: if those threads wait there for work (a thread per "
+		       "connection for the next request, a pool's worker process for its next "
+		       "job), record with --recv, which counts blocking receives and pipe reads "
+		       "as idle",
+		       (unsigned long long)receiving, (unsigned long long)stalls);
+}

@@ -250,8 +250,9 @@ int collect_check(struct collect_opts *o);
 "                       the programs they execute (followed by default)\n" \
 "      --park           with --deadline: futex, semaphore waits, sleeps idle\n" \
 "                       too (runtimes that park idle workers: Go, tokio)\n" \
-"      --recv           with --deadline: blocking socket receives idle too\n" \
-"                       (a thread per connection waiting for a request)\n" \
+"      --recv           with --deadline: blocking socket receives and pipe\n" \
+"                       reads idle too (a thread per connection waiting\n" \
+"                       for a request, a pool's worker process)\n" \
 "  -F, --fd N           read the session fd N the application passed\n" \
 "  -g, --global         read every session's records (needs CAP_SYS_ADMIN)\n" \
 "  -d, --duration DUR   stop after DUR (seconds, or 20ms, 1s...)\n" \
@@ -728,6 +729,7 @@ void hint_lost(__u64 lost);
 void hint_kallsyms(int err);
 void hint_no_watch(__u64 records);
 void hint_park(__u64 futex, __u64 stalls);
+void hint_recv(__u64 receiving, __u64 stalls);
 void hint_busy_wait(__u64 yielding, __u64 stalls);
 void hint_unnamed(const struct resolver *r);
 

@@ -213,11 +213,14 @@ struct stallcap_arm {
  * with a thread per connection that blocks in its socket for the client's
  * next request (Python's socketserver and http.server, thread-per-client C
  * and Java servers), whose request handling is otherwise never watched.
+ * With STALLCAP_FEAT_RECV_PIPE, a read() of a blocking pipe or FIFO too:
+ * worker processes fed through a pipe (Python's multiprocessing pools and
+ * concurrent.futures process pools, a jobserver's tokens).
  * A handler's own blocking receive from a backend (a database, another
- * service) then ends a busy period instead of being reported.  While such
- * an attach exists, every process's receive calls pass through the
- * module's probe (one hash lookup).  Modules without
- * STALLCAP_FEAT_ATTACH_RECV reject it (EINVAL).
+ * service, a child process) then ends a busy period instead of being
+ * reported.  While such an attach exists, every process's receive calls
+ * and pipe reads pass through the module's probe (one hash lookup).
+ * Modules without STALLCAP_FEAT_ATTACH_RECV reject it (EINVAL).
  */
 #define STALLCAP_ATTACH_RECV	(1U << 3)
 #define STALLCAP_ATTACH_FLAGS_ALL	(STALLCAP_ATTACH_CPUTIME | \
@@ -248,7 +251,8 @@ struct stallcap_arm {
  * a stall, captured and sampled exactly as an armed watch's (records with
  * origin STALLCAP_ORIGIN_ATTACH).  A thread that never waits in such a call
  * is never reported (with STALLCAP_ATTACH_PARK, futex waits and sleeps are
- * wait calls too; with STALLCAP_ATTACH_RECV, blocking socket receives).
+ * wait calls too; with STALLCAP_ATTACH_RECV, blocking socket receives and
+ * pipe reads).
  * The program is not stopped, changed or signalled.  On a kernel that does
  * not export task_work_add() to modules (no
  * STALLCAP_FEAT_DEFER_USER), the return of a wait call that a thread was
@@ -424,6 +428,8 @@ struct stallcap_config {
 #define STALLCAP_FEAT_WATCH_BUSY	(1ULL << 18)
 /* STALLCAP_ATTACH_RECV */
 #define STALLCAP_FEAT_ATTACH_RECV	(1ULL << 19)
+/* STALLCAP_ATTACH_RECV counts a read() of a blocking pipe or FIFO too */
+#define STALLCAP_FEAT_RECV_PIPE		(1ULL << 20)
 
 /* struct stallcap_info.arch and struct stallcap_sec_regs.arch */
 #define STALLCAP_ARCH_X86_64	1
