@@ -56,13 +56,13 @@ static noinline long restarted_wait_call(struct task_struct *task)
 }
 
 /*
- * Is @fd of @task a file whose read() the probes count as a wait (a
- * blocking timerfd, signalfd or eventfd; a socket or a pipe for @waits
- * with SC_WAIT_RECV), as its read function says?  The file is looked at under
- * RCU without a reference: its memory stays a file's, and a module's file
- * operations stay, until a grace period passes.  A file closed and its
- * number reused meanwhile answers for a read the thread is no longer inside
- * (it returned: its watch sees the next).
+ * Is @fd of @task a file whose read() or readv() the probes count as a
+ * wait (a blocking timerfd, signalfd or eventfd; a socket or a pipe for
+ * @waits with SC_WAIT_RECV), as its read function says?  The file is
+ * looked at under RCU without a reference: its memory stays a file's, and
+ * a module's file operations stay, until a grace period passes.  A file
+ * closed and its number reused meanwhile answers for a read the thread is
+ * no longer inside (it returned: its watch sees the next).
  * Context: process (task_lock: @task->files), RCU read side allowed.
  */
 static noinline bool task_fd_read_waits(struct task_struct *task,
@@ -108,11 +108,11 @@ static noinline bool task_fd_read_waits(struct task_struct *task,
  * returns, SC_AX_IN_SYSCALL in ax (the entry's; an interrupt saves the
  * user's ax, and a call's return its result).  Inside restart_syscall (a
  * wait stopped and continued before the attach), the call it resumes;
- * inside read(), the file's read function (a blocking timerfd, signalfd or
- * eventfd, a socket, a pipe: the probes' reads).  A call whose probe is not
- * registered on this kernel, a 32-bit call (other numbers, the compat entry
- * points, never probed) and an io_uring or vhost worker (it never returns
- * to user space) never count.
+ * inside read() or readv(), the file's read function (a blocking timerfd,
+ * signalfd or eventfd, a socket, a pipe: the probes' reads).  A call whose
+ * probe is not registered on this kernel, a 32-bit call (other numbers,
+ * the compat entry points, never probed) and an io_uring or vhost worker
+ * (it never returns to user space) never count.
  * Context: process; @task may run or exit meanwhile (its registers are
  * copied without faulting, stallcap_task_user_regs()).
  */
@@ -126,7 +126,8 @@ bool stallcap_task_in_wait_call(struct task_struct *task, unsigned int waits)
 	    !stallcap_task_user_regs(task, &regs) || regs.ax != SC_AX_IN_SYSCALL)
 		return false;
 	nr = regs.orig_ax;
-	if (nr == __NR_read)	/* of a timerfd, signalfd, eventfd, socket */
+	/* of a timerfd, signalfd, eventfd, socket, pipe: its read function */
+	if (nr == __NR_read || nr == __NR_readv)
 		return task_fd_read_waits(task, regs.di, waits);
 	if (nr == __NR_restart_syscall) {
 		nr = restarted_wait_call(task);

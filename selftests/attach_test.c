@@ -44,6 +44,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 
 #include "stallcap_test.h"
@@ -802,7 +803,7 @@ static uint32_t *resume_word;	/* shared with the parent (futex) */
 static char resume_how;		/* 'r': poll() on resume_fd, 't': the same
 				 * with a timeout, 'f': futex, 'y': read()
 				 * of resume_timer, 'v': of resume_event,
-				 * 'n': of a FIFO, resume_fifo() */
+				 * 'n': readv() of a FIFO, resume_fifo() */
 static int resume_timer = -1;	/* a timerfd, armed by the parent */
 static int resume_event = -1;	/* an eventfd, written by the parent */
 static int resume_sock[2] = { -1, -1 };	/* 'c': recv(), 'k': read() */
@@ -835,11 +836,12 @@ static void *resume_thread(void *arg)
 	} else if (resume_how == 'n') {
 		/* a worker process, waiting for its next job in a FIFO */
 		char path[64], c;
+		struct iovec iov = { .iov_base = &c, .iov_len = 1 };
 		int fd;
 
 		resume_fifo(path, sizeof(path), getppid());
 		fd = open(path, O_RDWR | O_CLOEXEC);	/* not waiting for a writer */
-		if (fd < 0 || read(fd, &c, 1) != 1)
+		if (fd < 0 || readv(fd, &iov, 1) != 1)
 			_exit(7);
 		close(fd);
 	} else if (resume_how == 'y' || resume_how == 'v') {
@@ -1548,7 +1550,7 @@ static bool in_syscall(pid_t pid, pid_t tid, long nr)
  * restart_syscall resumes it, 'f': a futex wait, counted with
  * STALLCAP_ATTACH_PARK, 'y': a read() of a timerfd, 'v': of an eventfd;
  * with STALLCAP_ATTACH_RECV 'c': a recv() of a socket, 'k': a read() of
- * it, 'n': a read() of a FIFO) before the attach, so that no probe hooked
+ * it, 'n': a readv() of a FIFO) before the attach, so that no probe hooked
  * the call's return; the attach comes, then the event (a byte on the pipe
  * or the socket, a futex wake, the timer armed to expire at once, a
  * count), and the thread spins past the deadline at once.  That stall is reported: the thread went busy when its wait
@@ -1563,8 +1565,8 @@ static void waiting_at_attach(struct __test_metadata *_metadata,
 	const struct stallcap_sample *r, *u;
 	struct stallcap_stats st;
 	long nr = how == 'f' ? SYS_futex : how == 'c' ? SYS_recvfrom :
-		  how == 'y' || how == 'v' || how == 'k' || how == 'n' ? SYS_read :
-		  SYS_poll;
+		  how == 'y' || how == 'v' || how == 'k' ? SYS_read :
+		  how == 'n' ? SYS_readv : SYS_poll;
 	unsigned int flags = how == 'f' ? STALLCAP_ATTACH_PARK :
 			     how == 'c' || how == 'k' || how == 'n' ?
 			     STALLCAP_ATTACH_RECV : 0;
@@ -1691,7 +1693,7 @@ TEST_F(attach, thread_in_a_socket_read_at_a_recv_attach_is_busy_when_it_returns)
 	waiting_at_attach(_metadata, self, 'k');
 }
 
-TEST_F(attach, thread_in_a_fifo_read_at_a_recv_attach_is_busy_when_it_returns)
+TEST_F(attach, thread_in_a_fifo_readv_at_a_recv_attach_is_busy_when_it_returns)
 {
 	if (!(self->s.info.features & STALLCAP_FEAT_RECV_PIPE))
 		SKIP(return, "the module has no STALLCAP_FEAT_RECV_PIPE");
