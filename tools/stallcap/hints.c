@@ -91,11 +91,15 @@ void hint_park(__u64 futex, __u64 stalls)
  * @receiving of the @stalls stalls of attached threads (without --recv)
  * found their thread in a socket receive or a pipe read at their first
  * sample: a thread per connection waits so for the next request, a pool's
- * worker process for its next job (Python's multiprocessing).
+ * worker process for its next job (Python's multiprocessing).  One is
+ * enough: how many of a pool's workers were watched before such a wait
+ * depends on who took the job queue's lock first (a futex wait under
+ * --park or not), and an event loop that blocks in a receive is rarer than
+ * one that takes a lock.
  */
 void hint_recv(__u64 receiving, __u64 stalls)
 {
-	if (receiving >= 2)
+	if (receiving)
 		warnx_("hint: %llu of %llu stalls began with the thread in a socket receive "
 		       "or a pipe read: if those threads wait there for work (a thread per "
 		       "connection for the next request, a pool's worker process for its next "
