@@ -82,10 +82,11 @@ run() {
 }
 
 # the first sample of a stall of a worker process (not the pool's own
-# process, the first to start a watch), running Python in the eval loop
+# process: the command run, or the one attached), running Python in the
+# eval loop
 worker_spin() {
 	[ -n "$main" ] &&
-	echo "$1" | grep -q '"sample_index":0,' &&
+		echo "$1" | grep -q '"sample_index":0,' &&
 		echo "$1" | grep -q '"state":"running"' &&
 		! echo "$1" | grep -q "\"pid\":$main," &&
 		usyms "$1" | grep -q '^_PyEval_EvalFrameDefault '

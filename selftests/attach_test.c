@@ -1277,8 +1277,8 @@ TEST_F(attach, recv_blocking_receives_are_idle_and_nonblocking_ones_busy)
 
 /*
  * The same thread ('B') under an attach without STALLCAP_ATTACH_RECV: its
- * blocking receives and pipe read are busy time, one stall from its first wait to the
- * end of the spin, sampled asleep in the receives.
+ * blocking receives and pipe read are busy time, one stall from its first
+ * wait to the end of the spin, sampled asleep in the receives.
  */
 TEST_F(attach, blocking_receive_is_busy_without_recv)
 {
@@ -1559,10 +1559,11 @@ static bool in_syscall(pid_t pid, pid_t tid, long nr)
  * it, 'n': a readv() of a FIFO) before the attach, so that no probe hooked
  * the call's return; the attach comes, then the event (a byte on the pipe
  * or the socket, a futex wake, the timer armed to expire at once, a
- * count), and the thread spins past the deadline at once.  That stall is reported: the thread went busy when its wait
- * returned, not only after its next one (seen by a task_work on its way
- * back to user space, or, without task_work_add(), by the attach's poll
- * within a quarter of the deadline), and not before (the wait was idle).
+ * count), and the thread spins past the deadline at once.  That stall is
+ * reported: the thread went busy when its wait returned, not only after
+ * its next one (seen by a task_work on its way back to user space, or,
+ * without task_work_add(), by the attach's poll within a quarter of the
+ * deadline), and not before (the wait was idle).
  */
 static void waiting_at_attach(struct __test_metadata *_metadata,
 			      FIXTURE_DATA(attach) *self, char how)

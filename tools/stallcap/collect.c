@@ -79,8 +79,9 @@ static void see_watch(struct collector *c, const struct stallcap_rec_header *rec
  * entry points where their work is inlined)
  */
 static const char *const receive_fns[] = {
-	"pipe_read", "anon_pipe_read", "sock_read_iter", "__sys_recvfrom", "___sys_recvmsg",
-	"do_recvmmsg", "__x64_sys_recvfrom", "__x64_sys_recvmsg", "__x64_sys_recvmmsg",
+	"pipe_read", "anon_pipe_read", "sock_read_iter", "__sys_recvfrom",
+	"___sys_recvmsg", "do_recvmmsg", "__x64_sys_recvfrom", "__x64_sys_recvmsg",
+	"__x64_sys_recvmmsg",
 };
 
 /* Is the kernel stack of sample @v inside a receive (receive_fns)? */
