@@ -251,6 +251,15 @@ static void __init pin_sec_times(void)
 	BUILD_BUG_ON(sizeof(struct stallcap_sec_times) != 216);
 }
 
+static void __init pin_sec_syscall(void)
+{
+	PIN(stallcap_sec_syscall, sec, 0, 8);
+	PIN(stallcap_sec_syscall, nr, 8, 4);
+	PIN(stallcap_sec_syscall, __reserved, 12, 4);
+	PIN(stallcap_sec_syscall, args, 16, 48);
+	BUILD_BUG_ON(sizeof(struct stallcap_sec_syscall) != 64);
+}
+
 static void __init pin_sec_wait(void)
 {
 	PIN(stallcap_sec_wait, sec, 0, 8);
@@ -343,6 +352,7 @@ void __init stallcap_abi_layout_check(void)
 	pin_sec_regs();
 	pin_sec_user_stack();
 	pin_sec_times();
+	pin_sec_syscall();
 	pin_sec_wait();
 	pin_sec_task();
 	pin_stall_end();

@@ -10,7 +10,8 @@
  * STALLCAP_TEST_FIXED_EXTRA bytes longer (zeros) and its first section is
  * of an unassigned type (0x7f00..0x7fff), so that readers can prove they
  * skip both.  Both fit in the slack of STALLCAP_RECORD_MAX_BYTES: its
- * register section is sized for the larger arm64 set.
+ * register section is sized for the larger arm64 set, which the x86-64
+ * set, the system call section and these two fit in.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -19,14 +20,16 @@
 #include <linux/string.h>
 #include <linux/timekeeping.h>
 
+#include "compat.h"
 #include "stallcap.h"
 
 /* What a test section carries: a recognisable pattern. */
 #define TEST_SEC_PATTERN	0x5eca7e57ab1e0001ULL
 
 static_assert(sizeof(struct stallcap_regs_arm64) >=
-	      sizeof(struct stallcap_regs_x86_64) + STALLCAP_TEST_FIXED_EXTRA +
-	      STALLCAP_TEST_SEC_BYTES);
+	      sizeof(struct stallcap_regs_x86_64) +
+	      sizeof(struct stallcap_sec_syscall) +
+	      STALLCAP_TEST_FIXED_EXTRA + STALLCAP_TEST_SEC_BYTES);
 static_assert(STALLCAP_TEST_SEC_TYPE >= 0x7f00 && STALLCAP_TEST_SEC_TYPE <= 0x7fff);
 
 /**
@@ -126,6 +129,43 @@ static void copy_regs_x86_64(struct stallcap_regs_x86_64 *d,
  * @wr: the writer
  * @r: the user registers
  */
+/*
+ * Are @r a thread's entry into a 64-bit system call that has not returned?
+ * The entry saves the call's number in orig_ax, sets ax to -ENOSYS until
+ * the call returns its result there, and holds the user's instruction
+ * pointer and flags in cx and r11 as SYSCALL left them.  An interrupt or
+ * exception saves a vector or an error code in orig_ax and the user's own
+ * ax and cx; int 0x80 (a 32-bit call) the user's cx.
+ */
+static bool regs_in_syscall(const struct pt_regs *r)
+{
+	return (long)r->orig_ax >= 0 && r->ax == SC_AX_IN_SYSCALL &&
+	       r->cx == r->ip && r->r11 == r->flags;
+}
+
+/* A STALLCAP_SEC_SYSCALL section: the call @r are the entry of. */
+static void put_syscall(struct stallcap_rec_writer *wr,
+			const struct pt_regs *r)
+{
+	struct stallcap_sec_syscall *sec = stallcap_sec_start(wr);
+
+	sec->nr = (u32)r->orig_ax;
+	sec->__reserved = 0;
+	sec->args[0] = r->di;
+	sec->args[1] = r->si;
+	sec->args[2] = r->dx;
+	sec->args[3] = r->r10;
+	sec->args[4] = r->r8;
+	sec->args[5] = r->r9;
+	stallcap_sec_end(wr, STALLCAP_SEC_SYSCALL, sizeof(*sec));
+}
+
+/**
+ * stallcap_sec_put_regs() - a STALLCAP_SEC_REGS section of user registers,
+ *	and the STALLCAP_SEC_SYSCALL section of the system call they entered
+ * @wr: the writer
+ * @r: the user registers
+ */
 void stallcap_sec_put_regs(struct stallcap_rec_writer *wr,
 			   const struct pt_regs *r)
 {
@@ -136,6 +176,8 @@ void stallcap_sec_put_regs(struct stallcap_rec_writer *wr,
 	copy_regs_x86_64((void *)(sec + 1), r);
 	stallcap_sec_end(wr, STALLCAP_SEC_REGS,
 			 sizeof(*sec) + sizeof(struct stallcap_regs_x86_64));
+	if (regs_in_syscall(r))
+		put_syscall(wr, r);
 }
 
 /**

@@ -51,6 +51,9 @@ static void section_copy(void *dst, size_t known, const struct stallcap_section 
 	((struct stallcap_section *)dst)->size = size;
 }
 
+/* a STALLCAP_SEC_SYSCALL section has at least its number */
+#define SYSCALL_MIN_BYTES	offsetof(struct stallcap_sec_syscall, args)
+
 static int ips_section(const struct stallcap_section *sec, __u32 size,
 		       const __u64 **ips, unsigned int *nr)
 {
@@ -177,7 +180,7 @@ int stallcap_sample_parse(const void *rec, size_t len, struct stallcap_sample_vi
 {
 	const unsigned char *p = rec;
 	const struct stallcap_section *sec;
-	unsigned int nr_istack = 0;
+	unsigned int nr_istack = 0, nr_syscall = 0;
 	__u32 off, end, size;
 	long fixed;
 	__u16 type;
@@ -209,6 +212,8 @@ int stallcap_sample_parse(const void *rec, size_t len, struct stallcap_sample_vi
 			ret = stack_bytes(sec, size) < 0 || nr_istack++ ? -EBADMSG : 0;
 		else if (sec->type == STALLCAP_SEC_USER_STACK_MORE)
 			ret = stack_bytes(sec, size) < 0 ? -EBADMSG : 0;
+		else if (sec->type == STALLCAP_SEC_SYSCALL)
+			ret = size < SYSCALL_MIN_BYTES || nr_syscall++ ? -EBADMSG : 0;
 		else
 			ret = section(sec, size, v);
 		if (ret)
@@ -251,6 +256,30 @@ int stallcap_sample_interrupted_stack(const void *rec, size_t len, const void **
 {
 	return stack_section_at(rec, len, STALLCAP_SEC_INTERRUPTED_STACK, 0, bytes, start,
 				size);
+}
+
+int stallcap_sample_syscall(const void *rec, size_t len, struct stallcap_sec_syscall *sys)
+{
+	const struct stallcap_section *sec;
+	struct stallcap_sample_view v;
+	const unsigned char *p = rec;
+	__u32 off;
+	int ret;
+
+	if (!sys)
+		return -EINVAL;
+	ret = stallcap_sample_parse(rec, len, &v);
+	if (ret)
+		return ret;
+	/* parsed: every section's size fits, and there is at most one */
+	for (off = v.s.fixed_size; off < v.s.hdr.size; off += sec->size) {
+		sec = (const void *)(p + off);
+		if (sec->type == STALLCAP_SEC_SYSCALL) {
+			section_copy(sys, sizeof(*sys), sec, sec->size);
+			return 1;
+		}
+	}
+	return 0;
 }
 
 int stallcap_sample_stack_more(const void *rec, size_t len, unsigned int index,

@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -104,6 +105,54 @@ static bool in_receive(struct collector *c, const struct stallcap_sample_view *v
 }
 
 /*
+ * A sample inside a system call on a descriptor: what the descriptor is
+ * open on, told the sink before the record (the thread is likely still
+ * inside the call: the link is read as the sample arrives)
+ */
+static void see_syscall(struct collector *c, const struct stallcap_rec_header *rec,
+			const struct stallcap_sample_view *v)
+{
+	char path[80];
+	struct sc_fdname f;
+	ssize_t n;
+	int fd;
+
+	c->fd_link[0] = 0;
+	c->has_syscall = rec->type == STALLCAP_REC_SAMPLE &&
+			 stallcap_sample_syscall(rec, rec->size, &c->sys) == 1;
+	fd = c->has_syscall ? sc_syscall_fd(&c->sys) : -1;
+	if (fd < 0)
+		return;
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/fd/%d",
+		 c->same_pid_ns && v->s.ns_pid ? v->s.ns_pid : v->s.pid,
+		 c->same_pid_ns && v->s.ns_tid ? v->s.ns_tid : v->s.tid, fd);
+	n = readlink(path, c->fd_link, sizeof(c->fd_link) - 1);
+	c->fd_link[n > 0 ? n : 0] = 0;
+	if (n <= 0 || !c->sk->fdname || c->err)
+		return;
+	f = (struct sc_fdname){ .pid = v->s.pid, .tid = v->s.tid, .stall_id = v->s.stall_id,
+				.sample_index = v->s.sample_index, .fd = fd, .name = c->fd_link };
+	c->err = c->sk->fdname(c->sk, &f);
+}
+
+/*
+ * Is the sample's system call a receive: recv*(), or a read() or readv() of
+ * a socket or a pipe (told without kernel frames, which a reader may not
+ * be shown)?
+ */
+static bool syscall_receives(const struct collector *c)
+{
+	__u32 nr = c->sys.nr;
+
+	if (!c->has_syscall)
+		return false;
+	if (nr == SYS_recvfrom || nr == SYS_recvmsg || nr == SYS_recvmmsg)
+		return true;
+	return (nr == SYS_read || nr == SYS_readv) &&
+	       (!strncmp(c->fd_link, "socket:[", 8) || !strncmp(c->fd_link, "pipe:[", 6));
+}
+
+/*
  * A stall of an attached thread that began waiting on a futex (hint_park())
  * or in a receive (hint_recv())
  */
@@ -116,7 +165,7 @@ static void see_first_sample(struct collector *c, const struct stallcap_rec_head
 	c->attached_stalls++;
 	c->futex_stalls += v->has_wait && v->wait.kind == STALLCAP_WAIT_FUTEX &&
 			   !(v->wait.flags & STALLCAP_WAIT_F_JOIN);
-	c->receive_stalls += !c->o->recv && in_receive(c, v);
+	c->receive_stalls += !c->o->recv && (syscall_receives(c) || in_receive(c, v));
 }
 
 static int on_record(const struct stallcap_rec_header *rec, void *arg)
@@ -128,6 +177,7 @@ static int on_record(const struct stallcap_rec_header *rec, void *arg)
 		if (!stallcap_sample_parse(rec, rec->size, &v)) {
 			see_process(c, &v);
 			see_kernel(c, &v);
+			see_syscall(c, rec, &v);
 			see_first_sample(c, rec, &v);
 		}
 	} else if (rec->type == STALLCAP_REC_WATCH) {

@@ -63,6 +63,10 @@ struct collector {
 	__u64 started_ticks;		/* clock ticks since boot at the start */
 	bool same_pid_ns;		/* the records' ns ids are this tool's */
 	bool watch_busy_told;		/* STALLCAP_FEAT_WATCH_BUSY */
+	/* the sample being read: its system call, what its fd is open on */
+	bool has_syscall;
+	struct stallcap_sec_syscall sys;
+	char fd_link[4096];		/* "" when none or not readable */
 	int err;
 };
 

@@ -41,6 +41,8 @@ void fmt_text_why(FILE *out, const struct sc_rsample *r)
 	/* a section without counters (no interval base) has no line */
 	if (in.times && why_breakdown(in.times, line, sizeof(line)) > 0)
 		fprintf(out, "    time: %s\n", line);
+	if (r->smp->has_syscall && sc_syscall_text(r->smp, line, sizeof(line)) > 0)
+		fprintf(out, "    in system call: %s\n", line);
 	for (i = 0; i < v->nr_tasks; i++) {
 		why_task_line(&v->tasks[i].t, line, sizeof(line));
 		fprintf(out, "    %s\n", line);
@@ -61,4 +63,5 @@ void fmt_json_why(FILE *out, const struct sc_rsample *r)
 		v->nr_tasks + v->nr_tasks_dropped);
 	why_from_view(&in, v);
 	why_json(out, &in);
+	sc_syscall_json(out, r->smp);
 }

@@ -195,7 +195,7 @@ int prom_file(FILE *out, const char *path)
 {
 	struct prom pm = {
 		.sink = { on_record, on_proc, on_ksym, on_lost, on_vdso, on_info, NULL, NULL,
-			  NULL },
+			  NULL, NULL },
 	};
 	struct pproc *p, *n;
 	struct sc_stall *s;

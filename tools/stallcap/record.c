@@ -89,6 +89,11 @@ static int c_info(struct sc_sink *sk, const struct sc_host_info *hi)
 	return ((struct counting *)sk)->to->info(((struct counting *)sk)->to, hi);
 }
 
+static int c_fdname(struct sc_sink *sk, const struct sc_fdname *f)
+{
+	return ((struct counting *)sk)->to->fdname(((struct counting *)sk)->to, f);
+}
+
 static int c_flush(struct sc_sink *sk)
 {
 	struct sc_sink *to = ((struct counting *)sk)->to;
@@ -120,7 +125,7 @@ int cmd_record(int argc, char **argv)
 	const char *out = "stallcap.data";
 	struct counting cs = {
 		.sink = { c_record, c_proc, c_ksym, c_lost, c_vdso, c_info, c_flush, NULL,
-			  c_timed },
+			  c_timed, c_fdname },
 	};
 	struct collect_opts o;
 	struct scfile *f;

@@ -124,6 +124,16 @@ static int sink_info(struct sc_sink *sk, const struct sc_host_info *hi)
 	return chunk_write((struct scfile *)sk, SCF_INFO, &in, sizeof(in), NULL, 0);
 }
 
+static int sink_fdname(struct sc_sink *sk, const struct sc_fdname *f)
+{
+	size_t nl = strnlen(f->name, 4096);
+	struct scf_fdname h = { .pid = f->pid, .tid = f->tid, .stall_id = f->stall_id,
+				.sample_index = f->sample_index, .fd = f->fd,
+				.name_len = (__u16)nl };
+
+	return chunk_write((struct scfile *)sk, SCF_FDNAME, &h, sizeof(h), f->name, nl);
+}
+
 static int sink_flush(struct sc_sink *sk)
 {
 	return scfile_flush((struct scfile *)sk);
@@ -157,6 +167,7 @@ struct scfile *scfile_create(const char *path)
 	sf->sink.vdso = sink_vdso;
 	sf->sink.info = sink_info;
 	sf->sink.flush = sink_flush;
+	sf->sink.fdname = sink_fdname;
 	return sf;
 }
 
@@ -293,6 +304,31 @@ static int read_info(const __u8 *p, size_t len, struct sc_sink *sk)
 	return sk->info ? sk->info(sk, &hi) : 0;
 }
 
+static int read_fdname(const __u8 *p, size_t len, struct sc_sink *sk)
+{
+	const struct scf_fdname *h;
+	struct sc_fdname f;
+	const char *name;
+	struct cursor c;
+	int ret;
+
+	cursor_init(&c, p, len);
+	h = cursor_take(&c, sizeof(*h));
+	if (!h || !h->name_len)
+		return -EBADMSG;
+	name = cursor_take(&c, h->name_len);
+	if (!name)
+		return -EBADMSG;
+	f = (struct sc_fdname){ .pid = h->pid, .tid = h->tid, .stall_id = h->stall_id,
+				.sample_index = h->sample_index, .fd = h->fd };
+	f.name = strndup(name, h->name_len);
+	if (!f.name)
+		return -ENOMEM;
+	ret = sk->fdname ? sk->fdname(sk, &f) : 0;
+	free(f.name);
+	return ret;
+}
+
 static int read_chunk(__u32 type, const __u8 *p, size_t len, struct sc_sink *sk)
 {
 	const struct stallcap_rec_header *rec = (const void *)p;
@@ -316,6 +352,8 @@ static int read_chunk(__u32 type, const __u8 *p, size_t len, struct sc_sink *sk)
 		return sk->vdso ? sk->vdso(sk, p, len) : 0;
 	case SCF_INFO:
 		return read_info(p, len, sk);
+	case SCF_FDNAME:
+		return read_fdname(p, len, sk);
 	default:
 		return 0;
 	}

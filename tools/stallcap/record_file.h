@@ -18,6 +18,9 @@
  *   SCF_VDSO    the recording kernel's vDSO image
  *   SCF_INFO    struct scf_info: the host (boot id), the wall-clock offset,
  *               the pid namespaces; readers take min(size, sizeof) bytes
+ *   SCF_FDNAME  struct scf_fdname + name: what the descriptor of the next
+ *               sample's system call was open on (/proc/PID/fd/FD when
+ *               the tool read the sample); before that sample's record
  * A chunk describing a process or a kernel symbol comes before the first
  * record that needs it.
  */
@@ -50,6 +53,7 @@ enum {
 	SCF_LOST = 4,
 	SCF_VDSO = 5,
 	SCF_INFO = 6,
+	SCF_FDNAME = 7,
 };
 
 struct scf_proc {
@@ -92,6 +96,17 @@ struct scf_info {
 	__u64 module_features;	/* STALLCAP_FEAT_* of the module (GET_INFO) */
 	__u32 host_flags;	/* SCF_HOST_*; 0 in files made before them */
 	__u32 __reserved;
+};
+
+struct scf_fdname {
+	__u32 pid;
+	__u32 tid;
+	__u64 stall_id;
+	__u32 sample_index;
+	__s32 fd;
+	__u16 name_len;		/* bytes of name that follow, without NUL */
+	__u16 __pad[3];
+	/* char name[name_len], then zero padding to 8 bytes */
 };
 
 /* scf_info.host_flags */

@@ -244,6 +244,12 @@ static int on_proc_gone(struct sc_sink *sk, __u32 pid)
 	return 0;
 }
 
+static int on_fdname(struct sc_sink *sk, const struct sc_fdname *f)
+{
+	stalls_note_fd(&((struct report *)sk)->st, f);
+	return 0;
+}
+
 static int on_ksym(struct sc_sink *sk, const struct ksym *k)
 {
 	return ksyms_add(((struct report *)sk)->r.ks, k->addr, k->size, k->name, k->mod);
@@ -374,7 +380,7 @@ void report_init(struct report *rp)
 {
 	memset(rp, 0, sizeof(*rp));
 	rp->sink = (struct sc_sink){ on_record, on_proc, on_ksym, on_lost, on_vdso, on_info,
-				     on_flush, on_proc_gone, on_timed };
+				     on_flush, on_proc_gone, on_timed, on_fdname };
 	rp->out = stdout;
 	rp->max_stalls = MAX_STALLS_DEFAULT;
 }

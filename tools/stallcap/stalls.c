@@ -47,6 +47,7 @@ static void stall_free(struct stalls *st, struct sc_stall *s, bool unindex)
 
 	for (m = s->samples; m; m = mn) {
 		mn = m->next;
+		free(m->fd_name);
 		free(m);
 	}
 	for (c = s->cookies; c; c = cn) {
@@ -68,7 +69,32 @@ void stalls_free(struct stalls *st)
 	}
 	htab_free(&st->by_id);
 	htab_free(&st->by_cookie);
+	free(st->pending_fd.name);
 	stalls_init(st);
+}
+
+void stalls_note_fd(struct stalls *st, const struct sc_fdname *f)
+{
+	char *name = strdup(f->name);
+
+	if (!name)
+		return;
+	free(st->pending_fd.name);
+	st->pending_fd = *f;
+	st->pending_fd.name = name;
+}
+
+/* The sample the pending file name is for takes it. */
+static void take_fd_name(struct stalls *st, struct sc_sample *m)
+{
+	struct sc_fdname *f = &st->pending_fd;
+
+	if (!f->name || !m->has_syscall || m->v.s.hdr.type != STALLCAP_REC_SAMPLE ||
+	    f->pid != m->v.s.pid || f->tid != m->v.s.tid || f->stall_id != m->v.s.stall_id ||
+	    f->sample_index != m->v.s.sample_index || f->fd != sc_syscall_fd(&m->sys))
+		return;
+	m->fd_name = f->name;
+	f->name = NULL;
 }
 
 static __u64 stall_hash(__u32 tid, __u64 stall_id)
@@ -166,6 +192,7 @@ static struct sc_sample *sample_copy(const struct stallcap_rec_header *rec)
 		return NULL;
 	}
 	m->user = m->v;
+	m->has_syscall = stallcap_sample_syscall(m->buf, rec->size, &m->sys) == 1;
 	sample_copies(m, rec->size);
 	m->user_copies = m->copies;
 	return m;
@@ -252,6 +279,7 @@ static struct sc_stall *add_sample(struct stalls *st, const struct stallcap_rec_
 		free(m);
 		return NULL;
 	}
+	take_fd_name(st, m);
 	if (rec->type != STALLCAP_REC_USER_STACK) {
 		s->nr_samples++;
 		if (m->v.s.flags & STALLCAP_SAMPLE_DEFER_PENDING)

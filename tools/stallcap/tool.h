@@ -130,6 +130,24 @@ size_t ksyms_count(const struct ksyms *ks);
 
 /* ---- the sink: who receives what the collector or a file produces ---- */
 
+/**
+ * struct sc_fdname - what a sample's system call's descriptor was open on
+ * @pid: the sample's pid (initial namespace)
+ * @tid: its tid
+ * @stall_id: its stall
+ * @sample_index: the sample
+ * @fd: the descriptor (the call's first argument)
+ * @name: /proc/PID/fd/FD's link when the sample was read: a path,
+ *	"socket:[INODE]", "pipe:[INODE]", "anon_inode:[eventfd]", ...
+ */
+struct sc_fdname {
+	__u32 pid, tid;
+	__u64 stall_id;
+	__u32 sample_index;
+	__s32 fd;
+	char *name;
+};
+
 struct sc_sink {
 	int (*record)(struct sc_sink *sk, const struct stallcap_rec_header *rec);
 	int (*proc)(struct sc_sink *sk, const struct sc_proc *p);
@@ -151,6 +169,8 @@ struct sc_sink {
 	 * exit comes (a second at most).  NULL: always.
 	 */
 	bool (*timed)(struct sc_sink *sk);
+	/* the file of the next record's system call (comes before it) */
+	int (*fdname)(struct sc_sink *sk, const struct sc_fdname *f);
 };
 
 /* ---- the record file (record_file.c) ---- */
@@ -437,6 +457,9 @@ struct sc_sample {
 	bool has_deferred;	/* user stack completed by a USER_STACK record */
 	__u64 seen_ns;		/* live report: when it arrived (CLOCK_MONOTONIC) */
 	bool merged;		/* a USER_STACK record merged into its sample */
+	bool has_syscall;	/* sys holds its STALLCAP_SEC_SYSCALL */
+	struct stallcap_sec_syscall sys;
+	char *fd_name;		/* what sys's fd was open on (SCF_FDNAME), or NULL */
 	__u64 buf[];
 };
 
@@ -470,9 +493,13 @@ struct stalls {
 	unsigned int live;	/* stalls held (seen, not released) */
 	__u64 records, bad_records;
 	struct htab by_id, by_cookie;
+	/* the file of the next sample's system call, until that sample comes */
+	struct sc_fdname pending_fd;
 };
 
 void stalls_init(struct stalls *st);
+/** stalls_note_fd() - the file of a sample that comes next (copied) */
+void stalls_note_fd(struct stalls *st, const struct sc_fdname *f);
 void stalls_free(struct stalls *st);
 /** stalls_add() - file a record; returns the stall it belongs to or NULL. */
 struct sc_stall *stalls_add(struct stalls *st, const struct stallcap_rec_header *rec);
@@ -611,6 +638,11 @@ bool sc_realtime(const struct sc_rstall *rs, const struct stallcap_sample *s, __
 void fmt_text_why(FILE *out, const struct sc_rsample *r);
 void sc_frame_line(FILE *out, const struct sc_frame *f, int i);
 void fmt_json_why(FILE *out, const struct sc_rsample *r);
+/* the system call a sample's thread was inside (syscalls.c) */
+const char *sc_syscall_name(__u32 nr);
+int sc_syscall_fd(const struct stallcap_sec_syscall *sys);
+int sc_syscall_text(const struct sc_sample *m, char *buf, size_t len);
+void sc_syscall_json(FILE *out, const struct sc_sample *m);
 struct folded;
 struct folded *folded_new(void);
 void folded_add_stall(struct folded *fo, struct sc_rstall *rs);

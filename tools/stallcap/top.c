@@ -282,7 +282,7 @@ struct top *top_new(FILE *out, bool batch, unsigned int max_stalls)
 	if (!tp)
 		return NULL;
 	tp->sink = (struct sc_sink){ on_record, on_proc, on_ksym, on_lost, on_vdso, NULL,
-				     on_flush, on_proc_gone, NULL };
+				     on_flush, on_proc_gone, NULL, NULL };
 	tp->out = out;
 	tp->batch = batch;
 	tp->delay = 1.0;

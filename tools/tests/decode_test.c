@@ -129,6 +129,64 @@ TEST(stack_more_sections)
 }
 
 /*
+ * A sample inside a system call: its number and six arguments come from
+ * stallcap_sample_syscall(), not the view; a shorter section (the number
+ * only) reads with zero arguments, a longer one (a newer module) with what
+ * this reader knows; one without its number, or two, make the record
+ * malformed.
+ */
+TEST(syscall_section)
+{
+	struct stallcap_sec_syscall in = { .nr = 0, .args = { 5, 0x7ffc1000, 4096, 0, 0, 7 } };
+	struct rec_spec sp = { .stall_id = 7, .pid = 10, .tid = 11, .regs = &regs, .sys = &in,
+			       .state = STALLCAP_STATE_SLEEPING };
+	struct stallcap_sample *s = make_sample(&sp);
+	struct stallcap_sec_syscall out;
+	struct stallcap_sample_view v;
+
+	ASSERT_EQ(0, stallcap_sample_parse(s, s->hdr.size, &v));
+	EXPECT_EQ(0, v.nr_unknown);
+	memset(&out, 0xff, sizeof(out));
+	ASSERT_EQ(1, stallcap_sample_syscall(s, s->hdr.size, &out));
+	EXPECT_EQ(STALLCAP_SEC_SYSCALL, out.sec.type);
+	EXPECT_EQ(0, out.nr);
+	EXPECT_EQ(5, out.args[0]);
+	EXPECT_EQ(0x7ffc1000, out.args[1]);
+	EXPECT_EQ(4096, out.args[2]);
+	EXPECT_EQ(7, out.args[5]);
+	EXPECT_EQ(-EINVAL, stallcap_sample_syscall(s, s->hdr.size, NULL));
+	EXPECT_EQ(-EBADMSG, stallcap_sample_syscall(s, 64, &out));
+	free(s);
+
+	sp.sys_size = 16;	/* the number only */
+	in.nr = 202;
+	s = make_sample(&sp);
+	memset(&out, 0xff, sizeof(out));
+	ASSERT_EQ(1, stallcap_sample_syscall(s, s->hdr.size, &out));
+	EXPECT_EQ(202, out.nr);
+	EXPECT_EQ(0, out.args[0]);
+	EXPECT_EQ(0, out.args[5]);
+	free(s);
+
+	sp.sys_size = 8;	/* no number */
+	s = make_sample(&sp);
+	EXPECT_EQ(-EBADMSG, stallcap_sample_parse(s, s->hdr.size, &v));
+	free(s);
+
+	sp.sys_size = 0;
+	sp.sys_twice = true;
+	s = make_sample(&sp);
+	EXPECT_EQ(-EBADMSG, stallcap_sample_parse(s, s->hdr.size, &v));
+	free(s);
+
+	sp.sys = NULL;
+	sp.sys_twice = false;
+	s = make_sample(&sp);
+	EXPECT_EQ(0, stallcap_sample_syscall(s, s->hdr.size, &out));
+	free(s);
+}
+
+/*
  * The issue's "reader built against today's layout reads a record with
  * extra fields": a newer module's record has a longer fixed part (bytes this
  * reader does not know, 0xa5) and sections of unknown types between the

@@ -50,6 +50,9 @@ struct rec_spec {
 	__u64 more_start;	/* from here, */
 	unsigned int nr_more;	/* this many, 8 KiB apart */
 	__u32 more_bad_len;	/* the last one's len says this instead */
+	const struct stallcap_sec_syscall *sys;	/* a STALLCAP_SEC_SYSCALL section */
+	__u32 sys_size;		/* its size: 0 for sizeof(*sys) */
+	bool sys_twice;		/* two of them (malformed) */
 };
 
 #define ALIGN8_(x)	(((x) + 7) & ~(size_t)7)
@@ -95,7 +98,8 @@ static inline struct stallcap_sample *make_sample(const struct rec_spec *sp)
 		     sizeof(struct stallcap_sec_user_stack) + ALIGN8_(sp->stack_size) +
 		     sizeof(struct stallcap_sec_times) +
 		     2 * (sizeof(struct stallcap_sec_user_stack) + ALIGN8_(sp->istack_size)) +
-		     sp->nr_more * (sizeof(struct stallcap_sec_user_stack) + ALIGN8_(sp->more_size));
+		     sp->nr_more * (sizeof(struct stallcap_sec_user_stack) + ALIGN8_(sp->more_size)) +
+		     2 * sizeof(struct stallcap_sec_syscall);
 	struct stallcap_sample *s = calloc(1, max);
 	unsigned char *p = (unsigned char *)s;
 	size_t off = fixed;
@@ -131,6 +135,9 @@ static inline struct stallcap_sample *make_sample(const struct rec_spec *sp)
 		off += put_section(p + off, STALLCAP_SEC_REGS, &r, sizeof(r), buf, rsize);
 		off += put_unknown(p + off, sp->unknown_sec);
 	}
+	for (int i = 0; sp->sys && i < 1 + sp->sys_twice; i++)
+		off += put_section(p + off, STALLCAP_SEC_SYSCALL, sp->sys,
+				   sp->sys_size ? sp->sys_size : sizeof(*sp->sys), NULL, 0);
 	if (sp->nk) {
 		off += put_section(p + off, STALLCAP_SEC_KERNEL_IPS, NULL, 8, sp->kips, 8 * sp->nk);
 		off += put_unknown(p + off, sp->unknown_sec);

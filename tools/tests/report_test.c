@@ -11,6 +11,8 @@
  *   3: beta (pid 20, tid 21, tag 0x2), sleeping: kC at +1 ms, ended at +50 ms
  * 100 s apart in wall-clock time from 2023-11-14T22:13:20Z.
  */
+#include <sys/syscall.h>
+
 #include "helpers.h"
 #include "kselftest_harness.h"
 
@@ -415,6 +417,76 @@ TEST(interrupted_frame_named_exactly)
 	ASSERT_EQ(0, command_output(cmd, out, sizeof(out)));
 	EXPECT_STREQ("broker;noreturn_caller_[k];thunk_caller_[k];__x86_indirect_thunk_rax_[k];"
 		     "asm_sysvec_apic_timer_interrupt_[k];spin_tasklet_fn_[k] 2000\n", out);
+	if (!getenv("KEEP"))
+		unlink(path);
+}
+
+/*
+ * A sample inside a system call names it, and for a call on a descriptor
+ * what `record` found it open on (an SCF_FDNAME chunk before the record),
+ * in text and JSON; a chunk for another sample names nothing; a call
+ * without a descriptor, or one the kernel headers do not know, is named
+ * by its number.
+ */
+TEST(syscall_and_its_file_named)
+{
+	struct stallcap_sec_syscall rd = { .nr = SYS_read, .args = { 5, 0x7ffc1000, 4096 } };
+	struct stallcap_sec_syscall fx = { .nr = SYS_futex, .args = { 0x601040, 0x80, 2 } };
+	struct stallcap_sec_syscall unk = { .nr = 4000 };
+	struct stallcap_sec_syscall wr = { .nr = SYS_write, .args = { 9 } };
+	const struct stallcap_sec_syscall *calls[] = { &rd, &fx, &unk, &wr };
+	__u64 kip = 0xffffffff81001010;
+	char path[64], cmd[8192], out[16384];
+	struct stallcap_stall_end e;
+	struct scfile *f;
+	struct sc_sink *sk;
+	unsigned int i;
+
+	snprintf(path, sizeof(path), "/tmp/stallcap-report-sys.%d", getpid());
+	f = scfile_create(path);
+	ASSERT_NE(NULL, f);
+	sk = scfile_sink(f);
+	for (i = 0; i < ARRAY_SIZE(calls); i++) {
+		struct rec_spec sp = { .stall_id = 1, .pid = 10, .tid = 10, .comm = "broker",
+				       .deadline_ns = NSEC_PER_SEC, .sample_index = i,
+				       .capture_ns = NSEC_PER_SEC + (i + 1) * NSEC_PER_MSEC,
+				       .timeout_ns = NSEC_PER_MSEC, .kips = &kip, .nk = 1,
+				       .regs = &(struct stallcap_regs_x86_64){ .ip = 0x401000 },
+				       .state = STALLCAP_STATE_SLEEPING, .sys = calls[i] };
+		struct sc_fdname fn = { .pid = 10, .tid = 10, .stall_id = 1, .sample_index = i,
+					.fd = (int)calls[i]->args[0], .name = "pipe:[4242]" };
+		struct stallcap_sample *smp = make_sample(&sp);
+
+		if (i == 0)
+			ASSERT_EQ(0, sk->fdname(sk, &fn));
+		if (i == 3) {	/* named for sample 7: not this one */
+			fn.sample_index = 7;
+			fn.name = "/var/lib/wrong";
+			ASSERT_EQ(0, sk->fdname(sk, &fn));
+		}
+		sk->record(sk, &smp->hdr);
+		free(smp);
+	}
+	e = make_end(1, 10, 10, NSEC_PER_SEC, NSEC_PER_SEC + 9 * NSEC_PER_MSEC, 4);
+	sk->record(sk, &e.hdr);
+	ASSERT_EQ(0, scfile_close(f));
+
+	snprintf(cmd, sizeof(cmd), "%s report %s", fixture_path("../stallcap/stallcap"), path);
+	ASSERT_EQ(0, command_output(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "    in system call: read, fd 5 (pipe:[4242])\n"));
+	EXPECT_NE(NULL, strstr(out, "    in system call: futex\n"));
+	EXPECT_NE(NULL, strstr(out, "    in system call: syscall 4000\n"));
+	EXPECT_NE(NULL, strstr(out, "    in system call: write, fd 9\n"));
+	EXPECT_EQ(NULL, strstr(out, "wrong"));
+
+	snprintf(cmd, sizeof(cmd), "%s report %s -f json", fixture_path("../stallcap/stallcap"),
+		 path);
+	ASSERT_EQ(0, command_output(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "\"syscall\":{\"nr\":0,\"name\":\"read\",\"args\":"
+				    "[\"0x5\",\"0x7ffc1000\",\"0x1000\",\"0x0\",\"0x0\",\"0x0\"],"
+				    "\"fd\":5,\"file\":\"pipe:[4242]\"}"));
+	EXPECT_NE(NULL, strstr(out, "\"syscall\":{\"nr\":4000,\"name\":null,"));
+	EXPECT_NE(NULL, strstr(out, "\"fd\":9,\"file\":null}"));
 	if (!getenv("KEEP"))
 		unlink(path);
 }

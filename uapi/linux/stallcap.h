@@ -430,6 +430,8 @@ struct stallcap_config {
 #define STALLCAP_FEAT_ATTACH_RECV	(1ULL << 19)
 /* STALLCAP_ATTACH_RECV counts a read() of a blocking pipe or FIFO too */
 #define STALLCAP_FEAT_RECV_PIPE		(1ULL << 20)
+/* samples of a thread inside a system call carry STALLCAP_SEC_SYSCALL */
+#define STALLCAP_FEAT_SEC_SYSCALL	(1ULL << 21)
 
 /* struct stallcap_info.arch and struct stallcap_sec_regs.arch */
 #define STALLCAP_ARCH_X86_64	1
@@ -984,6 +986,7 @@ struct stallcap_sample {
 #define STALLCAP_SEC_TASK	7 /* struct stallcap_sec_task, repeatable */
 #define STALLCAP_SEC_INTERRUPTED_STACK 8 /* struct stallcap_sec_user_stack */
 #define STALLCAP_SEC_USER_STACK_MORE 9 /* struct stallcap_sec_user_stack, repeatable */
+#define STALLCAP_SEC_SYSCALL	10 /* struct stallcap_sec_syscall */
 
 /**
  * struct stallcap_section - header of a section of a sample
@@ -1227,6 +1230,30 @@ struct stallcap_sec_wait {
 	__u32 __reserved;
 };
 
+/**
+ * struct stallcap_sec_syscall - STALLCAP_SEC_SYSCALL: the system call the
+ *	thread is inside
+ * @sec: type STALLCAP_SEC_SYSCALL
+ * @nr: its number in the x86-64 table (with __X32_SYSCALL_BIT for the x32
+ *	ABI's); a call that restart_syscall resumes is restart_syscall's
+ * @__reserved: zero
+ * @args: its six arguments as the thread passed them (%rdi, %rsi, %rdx,
+ *	%r10, %r8, %r9), whatever their number: a descriptor, a user
+ *	address, flags
+ *
+ * Follows the STALLCAP_SEC_REGS section (and is shown to the same readers)
+ * when those registers are the thread's entry into a 64-bit system call
+ * that has not returned: the thread runs or sleeps inside it (or is stopped
+ * at its entry by a tracer).  A thread interrupted in user mode, in a page
+ * fault or inside a 32-bit call (int 0x80) has no such section.
+ */
+struct stallcap_sec_syscall {
+	struct stallcap_section sec;
+	__u32 nr;
+	__u32 __reserved;
+	__u64 args[6];
+};
+
 /* struct stallcap_sec_task.role */
 #define STALLCAP_ROLE_RUNNER	1 /* ran on the stalled thread's CPU instead */
 #define STALLCAP_ROLE_OWNER	2 /* holds what the thread (or previous hop) waits on */
@@ -1306,9 +1333,10 @@ struct stallcap_sec_task {
  * STALLCAP_RECORD_MAX_BYTES() - an upper bound of a sample record's size
  * @user_stack_bytes: struct stallcap_config.user_stack_bytes
  *
- * Fixed part, registers, both frame lists, the stack copy, the time
- * breakdown, the wait section and one task section for the runner plus one
- * per owner hop, each with both frame lists.
+ * Fixed part, registers (room for the arm64 set, which on x86-64 also
+ * holds the system call section), both frame lists, the stack copy, the
+ * time breakdown, the wait section and one task section for the runner
+ * plus one per owner hop, each with both frame lists.
  */
 #define STALLCAP_RECORD_MAX_BYTES(user_stack_bytes) \
 	(sizeof(struct stallcap_sample) + \

@@ -462,6 +462,21 @@ STALLCAP_API int stallcap_sample_interrupted_stack(const void *rec, size_t len,
 STALLCAP_API int stallcap_sample_stack_more(const void *rec, size_t len, unsigned int index,
 					    const void **bytes, __u64 *start, __u32 *size);
 
+/**
+ * stallcap_sample_syscall() - a record's STALLCAP_SEC_SYSCALL section
+ * @rec: a SAMPLE or USER_STACK record, as for stallcap_sample_parse()
+ * @len: bytes available at @rec
+ * @sys: receives the section: min(its size, sizeof(*sys)) bytes, the rest
+ *	zero
+ *
+ * The system call the thread was inside when it was captured (its number
+ * and arguments; see the uapi header).  Not in struct stallcap_sample_view,
+ * whose layout this library keeps.  Returns 1 and fills @sys when the
+ * record has one, 0 when not, or stallcap_sample_parse()'s error.
+ */
+STALLCAP_API int stallcap_sample_syscall(const void *rec, size_t len,
+					 struct stallcap_sec_syscall *sys);
+
 /** stallcap_sample_regs_x86_64() - the registers if they are x86-64's, else NULL. */
 STALLCAP_API const struct stallcap_regs_x86_64 *
 stallcap_sample_regs_x86_64(const struct stallcap_sample_view *v);
