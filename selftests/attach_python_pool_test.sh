@@ -95,6 +95,11 @@ worker_spin() {
 asleep_in_pipe_read() {
 	echo "$1" | grep -q '"state":"sleeping"' && ksyms "$1" | grep -qxE "(anon_)?pipe_read"
 }
+# ... and its system call: read() of a pipe (what record found the fd open on)
+asleep_in_read_of_a_pipe() {
+	asleep_in_pipe_read "$1" &&
+		echo "$1" | grep -qE '"syscall":\{"nr":0,"name":"read","args":\[[^]]*\],"fd":[0-9]+,"file":"pipe:\[[0-9]+\]"\}'
+}
 no_sample() { ! any_sample "$@"; }
 
 run recv --park --recv
@@ -106,6 +111,10 @@ check "--recv: no sample asleep in a pipe read (the waits for jobs and results)"
 run park --park
 check "--park alone: stalls asleep in the pipe reads" \
 	any_sample "$work/park.json" python3 asleep_in_pipe_read '"state":"sleeping"'
+check "--park alone: such a sample is in read() of a pipe, as the record says" \
+	any_sample "$work/park.json" python3 asleep_in_read_of_a_pipe '"state":"sleeping"'
+check "--park alone: the report names the call and the pipe" \
+	grep -qE '^    in system call: read, fd [0-9]+ \(pipe:\[[0-9]+\]\)$' "$work/park.txt"
 check "--park alone: the hint advises --recv" \
 	grep -q '^stallcap: hint: [0-9]* of [0-9]* stalls began with the thread in a socket receive or a pipe read: .* record with --recv, ' \
 	"$work/park.out"

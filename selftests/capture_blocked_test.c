@@ -187,6 +187,31 @@ static bool not_yet_waiting(FIXTURE_DATA(blocked) *self, const struct stallcap_s
 				 sc_kstack_has(&self->ks, r, before_wait_fns));
 }
 
+/* the system call it sleeps in, and its arguments */
+static void check_syscall(struct __test_metadata *_metadata, const struct blocker *b,
+			  const struct stallcap_sample *r)
+{
+	const struct stallcap_sec_syscall *sys = sc_syscall(r);
+
+	ASSERT_NE(NULL, sys) TH_LOG("no SYSCALL section");
+	switch (b->kind) {
+	case BLOCK_FUTEX:
+		EXPECT_EQ(SYS_futex, sys->nr);
+		EXPECT_EQ((uintptr_t)&b->futex_word, sys->args[0]);
+		EXPECT_EQ(FUTEX_WAIT_PRIVATE, sys->args[1]);
+		break;
+	case BLOCK_PIPE:
+		EXPECT_EQ(SYS_read, sys->nr);
+		EXPECT_EQ(b->pipefd[0], sys->args[0]);
+		EXPECT_EQ(1, sys->args[2]);
+		break;
+	case BLOCK_VFORK:
+		/* the parent waits inside vfork() itself, until the child exits */
+		EXPECT_EQ(SYS_vfork, sys->nr);
+		break;
+	}
+}
+
 /*
  * Run a blocker of @kind (again if its deadline passed before it reached the
  * wait, or was noticed very late, see sc_late()) and check its first sample.
@@ -244,6 +269,7 @@ static void run_blocked(struct __test_metadata *_metadata, FIXTURE_DATA(blocked)
 		EXPECT_EQ(sc_regs(r)->ip, sc_user_ips(r)[0]);
 	if (r->flags & STALLCAP_SAMPLE_DEFER_PENDING)
 		check_deferred(_metadata, self, r);
+	check_syscall(_metadata, &b, r);
 
 	/* the kernel stack of the wait */
 	ASSERT_LE(3, sc_nk(r));

@@ -144,12 +144,22 @@ static bool collect_running(struct __test_metadata *_metadata, FIXTURE_DATA(kern
 static void check_kernel_sample(struct __test_metadata *_metadata,
 				FIXTURE_DATA(kernel) *self, uint64_t t0, uint64_t t1,
 				const void *caller, const char *const *work_fns,
-				const char *const *entry_fns)
+				const char *const *entry_fns,
+				const struct stallcap_sec_syscall *call)
 {
 	const struct stallcap_sample *r = sc_first_sample_of(&self->rs, sc_gettid()), *u;
+	const struct stallcap_sec_syscall *sys;
 	unsigned int unresolved = 0;
 
 	ASSERT_NE(NULL, r);
+
+	/* the system call it was inside, with its first three arguments */
+	sys = sc_syscall(r);
+	ASSERT_NE(NULL, sys) TH_LOG("no SYSCALL section");
+	EXPECT_EQ(call->nr, sys->nr);
+	EXPECT_EQ(call->args[0], sys->args[0]);
+	EXPECT_EQ(call->args[1], sys->args[1]);
+	EXPECT_EQ(call->args[2], sys->args[2]);
 
 	EXPECT_EQ(getpid(), (pid_t)r->pid);
 	EXPECT_EQ(TAG, r->user_tag);
@@ -238,7 +248,8 @@ TEST_F_TIMEOUT(kernel, mmap_populate_is_captured_in_the_populate_path, 120)
 	TH_LOG("populated %zu MiB in %llu ms", len / MIB, (unsigned long long)(t1 - t0) / SC_MS(1));
 
 	check_kernel_sample(_metadata, self, t0, t1, populate_in_kernel, populate_fns,
-			    mmap_entry_fns);
+			    mmap_entry_fns, &(struct stallcap_sec_syscall){
+				.nr = SYS_mmap, .args = { 0, len, PROT_READ | PROT_WRITE } });
 }
 
 TEST_F_TIMEOUT(kernel, tmpfs_read_is_captured_in_shmem_read, 120)
@@ -288,7 +299,8 @@ TEST_F_TIMEOUT(kernel, tmpfs_read_is_captured_in_shmem_read, 120)
 	TH_LOG("read %zu MiB in %llu ms", len / MIB, (unsigned long long)(t1 - t0) / SC_MS(1));
 
 	check_kernel_sample(_metadata, self, t0, t1, read_in_kernel, shmem_read_fns,
-			    read_entry_fns);
+			    read_entry_fns, &(struct stallcap_sec_syscall){
+				.nr = SYS_read, .args = { mfd, (uintptr_t)buf, len } });
 }
 
 TEST_HARNESS_MAIN

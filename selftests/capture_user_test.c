@@ -139,6 +139,7 @@ static void check_user_sample(struct __test_metadata *_metadata, const struct sc
 	EXPECT_TRUE(r->path == STALLCAP_PATH_LOCAL || r->path == STALLCAP_PATH_NMI ||
 		    r->path == STALLCAP_PATH_IPI) TH_LOG("path %u", r->path);
 	EXPECT_TRUE(r->flags & STALLCAP_SAMPLE_USER_MODE);
+	EXPECT_EQ(NULL, sc_syscall(r)) TH_LOG("a system call in user mode");
 	EXPECT_FALSE(r->flags & (STALLCAP_SAMPLE_IRQS_OFF | STALLCAP_SAMPLE_IN_HARDIRQ |
 				 STALLCAP_SAMPLE_IN_SOFTIRQ | STALLCAP_SAMPLE_NO_USER |
 				 STALLCAP_SAMPLE_MIGRATED | STALLCAP_SAMPLE_RACED));

@@ -536,6 +536,36 @@ static inline uint64_t sc_stack_start(const struct stallcap_sample *r)
 #define SC_SAMPLE_ABANDONED	STALLCAP_SAMPLE_ABANDONED
 #define SC_SAMPLE_FLAGS_ALL	((STALLCAP_SAMPLE_MEMSTALL << 1) - 1)
 
+/* The STALLCAP_SEC_SYSCALL section, or NULL. */
+static inline const struct stallcap_sec_syscall *sc_syscall(const struct stallcap_sample *r)
+{
+	return (const void *)sc_section(r, STALLCAP_SEC_SYSCALL);
+}
+
+/*
+ * A SYSCALL section comes with the registers of the call's entry: its
+ * arguments are theirs, and they say a 64-bit call is in progress (ax
+ * -ENOSYS, cx and r11 the ip and flags SYSCALL saved).
+ */
+static inline const char *sc_syscall_check(const struct stallcap_sample *r)
+{
+	const struct stallcap_sec_syscall *sys = sc_syscall(r);
+	const struct stallcap_regs_x86_64 *g = sc_regs(r);
+
+	if (!sys)
+		return NULL;
+	if (sys->sec.size != sizeof(*sys) || sys->__reserved)
+		return "SYSCALL section's size or __reserved wrong";
+	if (!sc_section(r, STALLCAP_SEC_REGS) || (r->flags & STALLCAP_SAMPLE_USER_MODE))
+		return "SYSCALL section without the registers of a kernel entry";
+	if (g->ax != (__u64)-38 || g->cx != g->ip || g->r11 != g->flags)
+		return "SYSCALL section but the registers are not a system call's entry";
+	if (sys->args[0] != g->di || sys->args[1] != g->si || sys->args[2] != g->dx ||
+	    sys->args[3] != g->r10 || sys->args[4] != g->r8 || sys->args[5] != g->r9)
+		return "SYSCALL arguments are not the entry registers";
+	return NULL;
+}
+
 /* Sections well formed, reaching hdr.size exactly, known ones at most once
  * (TASK and USER_STACK_MORE may repeat). */
 static inline const char *sc_sections_check(const struct stallcap_sample *r)
@@ -550,7 +580,7 @@ static inline const char *sc_sections_check(const struct stallcap_sample *r)
 		end = off + sec->size;
 		if (sec->flags)
 			return "section flags not zero";
-		if (sec->type >= STALLCAP_SEC_REGS && sec->type <= STALLCAP_SEC_USER_STACK_MORE) {
+		if (sec->type >= STALLCAP_SEC_REGS && sec->type <= STALLCAP_SEC_SYSCALL) {
 			if (sec->type != STALLCAP_SEC_TASK &&
 			    sec->type != STALLCAP_SEC_USER_STACK_MORE && (seen & (1U << sec->type)))
 				return "a section type twice";
@@ -605,6 +635,9 @@ static inline const char *sc_sample_check(const struct stallcap_rec_header *h,
 		return "stack_start is not regs.sp";
 	if (sc_section(r, STALLCAP_SEC_USER_STACK) && !sc_stack_sec(r))
 		return "USER_STACK section shorter than its len";
+	why = sc_syscall_check(r);
+	if (why)
+		return why;
 	if (r->capture_realtime_ns < r->capture_ns)
 		return "capture_realtime_ns before capture_ns";
 	return NULL;
