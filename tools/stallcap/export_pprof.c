@@ -44,6 +44,7 @@ struct psample {
 	__u32 pid, tid;
 	__u64 tag;
 	__s64 comm, state;
+	__s64 syscall;		/* the system call's name (string id), 0 if none */
 	size_t len;
 	char key[];
 };
@@ -165,7 +166,9 @@ static void add_sample(struct pprof *pp, const struct sc_rsample *r, __u64 ns)
 {
 	const struct stallcap_sample *s = &r->smp->v.s;
 	size_t n = (size_t)(r->nk + r->nu), i, len;
-	char comm[17];
+	char comm[17] = "";	/* zeros past the name: 16 bytes of it are the key's */
+	const char *sys = NULL;
+	char sysbuf[24];
 	struct psample *p;
 	struct hnode *hn;
 	__u64 *locs, h;
@@ -178,9 +181,16 @@ static void add_sample(struct pprof *pp, const struct sc_rsample *r, __u64 ns)
 	for (i = 0; i < (size_t)r->nu; i++)
 		locs[r->nk + i] = func_id(pp, &r->uf[i], false);
 	snprintf(comm, sizeof(comm), "%.16s", s->comm);
+	if (r->smp->has_syscall) {
+		sys = sc_syscall_name(r->smp->sys.nr);
+		if (!sys) {
+			snprintf(sysbuf, sizeof(sysbuf), "syscall %u", r->smp->sys.nr);
+			sys = sysbuf;
+		}
+	}
 	/* key: locations, then the labels */
 	len = n * sizeof(*locs);
-	p = calloc(1, sizeof(*p) + len + 40);
+	p = calloc(1, sizeof(*p) + len + 40 + sizeof(sysbuf));
 	if (!p) {
 		free(locs);
 		return;
@@ -192,6 +202,10 @@ static void add_sample(struct pprof *pp, const struct sc_rsample *r, __u64 ns)
 	p->key[len + 16] = (char)s->state;
 	memcpy(p->key + len + 17, comm, 16);
 	len += 33;
+	if (sys) {
+		memcpy(p->key + len, sys, strlen(sys) + 1);
+		len += strlen(sys) + 1;
+	}
 	h = hash_bytes(p->key, len, 0);
 	htab_for_each_possible(&pp->samples, hn, h) {
 		struct psample *q = container_of(hn, struct psample, node);
@@ -212,6 +226,7 @@ static void add_sample(struct pprof *pp, const struct sc_rsample *r, __u64 ns)
 	p->tag = s->user_tag;
 	p->comm = intern(pp, comm[0] ? comm : "?");
 	p->state = intern(pp, sc_state_name(s->state));
+	p->syscall = sys ? intern(pp, sys) : 0;
 	if (htab_add(&pp->samples, &p->node, h)) {
 		free(p);
 		free(locs);
@@ -250,7 +265,7 @@ static void str_label(Perftools__Profiles__Label *l, __s64 key, __s64 v)
 	l->str = v;
 }
 
-#define NLABELS	5
+#define NLABELS	6	/* the last, "syscall", only inside a system call */
 
 /* Pack the profile, gzip it into @out; 0 or -errno. */
 int pprof_write(struct pprof *pp, FILE *out)
@@ -263,7 +278,7 @@ int pprof_write(struct pprof *pp, FILE *out)
 	Perftools__Profiles__Location *locv = NULL, **locp = NULL;
 	Perftools__Profiles__Function *fv = NULL, **fvp = NULL;
 	Perftools__Profiles__Line *linev = NULL, **linep = NULL;
-	__s64 k_pid, k_tid, k_tag, k_comm, k_state, *vals = NULL;
+	__s64 k_pid, k_tid, k_tag, k_comm, k_state, k_syscall, *vals = NULL;
 	struct psample *p;
 	size_t i = 0, len;
 	uint8_t *buf = NULL;
@@ -278,6 +293,7 @@ int pprof_write(struct pprof *pp, FILE *out)
 	k_tag = intern(pp, "tag");
 	k_comm = intern(pp, "comm");
 	k_state = intern(pp, "state");
+	k_syscall = intern(pp, "syscall");
 	sv = calloc(pp->nsample + 1, sizeof(*sv));
 	svp = calloc(pp->nsample + 1, sizeof(*svp));
 	vals = calloc(pp->nsample + 1, sizeof(*vals));
@@ -308,9 +324,10 @@ int pprof_write(struct pprof *pp, FILE *out)
 		num_label(&l[2], k_tag, (__s64)p->tag);
 		str_label(&l[3], k_comm, p->comm);
 		str_label(&l[4], k_state, p->state);
+		str_label(&l[5], k_syscall, p->syscall);
 		for (j = 0; j < NLABELS; j++)
 			lvp[NLABELS * i + j] = &l[j];
-		sv[i].n_label = NLABELS;
+		sv[i].n_label = NLABELS - !p->syscall;
 		sv[i].label = &lvp[NLABELS * i];
 	}
 	for (i = 0; i < pp->nfunc; i++) {

@@ -32,8 +32,9 @@ static const char report_help[] =
 "      --top[=N]        culprit stacks ranked by stalled time (the N first),\n"
 "                       then stall durations per process, thread and tag\n"
 "      --group-by G     --top groups by: both (user and kernel stack, default),\n"
-"                       kernel, user, state, or verdict (why it stalled:\n"
-"                       runnable: preempted by X, blocked on futex...)\n"
+"                       kernel, user, state, verdict (why it stalled:\n"
+"                       runnable: preempted by X, blocked on futex...), or\n"
+"                       syscall (the system call the thread was inside)\n"
 "  -o, --output FILE    write the report to FILE\n"
 "  -u, --utc            wall-clock times in UTC (default: local time)\n"
 "      --max-stalls N   stalls held at once, in progress or waiting for a\n"
@@ -194,7 +195,7 @@ int cmd_report(int argc, char **argv)
 			break;
 		case OPT_GROUP_BY:
 			if (parse_group_by(optarg, &rp.group_by)) {
-				warnx_("unknown --group-by '%s' (both, kernel, user, state, verdict)", optarg);
+				warnx_("unknown --group-by '%s' (both, kernel, user, state, verdict, syscall)", optarg);
 				return 2;
 			}
 			break;

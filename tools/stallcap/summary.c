@@ -180,6 +180,23 @@ static void verdict_key(FILE *m, const struct sc_rsample *r)
 	folded_str(m, buf);
 }
 
+/* the system call's name ("syscall N" unknown), "user mode" or "none" */
+static void syscall_key(FILE *m, const struct sc_rsample *r)
+{
+	const char *name;
+
+	if (!r->smp->has_syscall) {
+		fputs(r->smp->v.s.flags & STALLCAP_SAMPLE_USER_MODE ? "user mode" :
+		      "no system call", m);
+		return;
+	}
+	name = sc_syscall_name(r->smp->sys.nr);
+	if (name)
+		fputs(name, m);
+	else
+		fprintf(m, "syscall %u", r->smp->sys.nr);
+}
+
 static int key_of(const struct summary *sm, const struct sc_rsample *r, char **buf,
 		  size_t *len)
 {
@@ -191,6 +208,8 @@ static int key_of(const struct summary *sm, const struct sc_rsample *r, char **b
 		fputs(sc_state_name(r->smp->v.s.state), m);
 	else if (sm->by == SC_GROUP_VERDICT)
 		verdict_key(m, r);
+	else if (sm->by == SC_GROUP_SYSCALL)
+		syscall_key(m, r);
 	else
 		sc_stack_key(m, r, sm->by != SC_GROUP_KERNEL, sm->by != SC_GROUP_USER);
 	return fclose(m) ? -ENOMEM : 0;
@@ -463,6 +482,7 @@ static const char *const group_name[] = {
 	[SC_GROUP_USER] = "user stack",
 	[SC_GROUP_STATE] = "thread state",
 	[SC_GROUP_VERDICT] = "verdict",
+	[SC_GROUP_SYSCALL] = "system call",
 };
 
 /* Print the @top first groups (0: all) and the histograms. */
@@ -549,6 +569,8 @@ int parse_group_by(const char *arg, enum sc_group_by *by)
 		*by = SC_GROUP_STATE;
 	else if (!strcmp(arg, "verdict"))
 		*by = SC_GROUP_VERDICT;
+	else if (!strcmp(arg, "syscall"))
+		*by = SC_GROUP_SYSCALL;
 	else
 		return -EINVAL;
 	return 0;

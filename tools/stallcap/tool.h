@@ -668,7 +668,7 @@ void top_free(struct top *tp);
 /* ---- aggregation (summary.c) and filters (filter.c) ---- */
 
 enum sc_group_by { SC_GROUP_BOTH, SC_GROUP_KERNEL, SC_GROUP_USER, SC_GROUP_STATE,
-		   SC_GROUP_VERDICT };
+		   SC_GROUP_VERDICT, SC_GROUP_SYSCALL };
 struct summary;
 struct summary *summary_new(enum sc_group_by by);
 void summary_add_stall(struct summary *sm, struct sc_rstall *rs);

@@ -50,7 +50,8 @@ TEST(option_values)
 	EXPECT_STREQ("pprof\n", complete("report -f pp"));
 	EXPECT_STREQ("html\n", complete("report --format h"));
 	EXPECT_STREQ("verdict\n", complete("report --group-by v"));
-	EXPECT_STREQ("both kernel user state verdict\n", complete("report --group-by \"\""));
+	EXPECT_STREQ("both kernel user state verdict syscall\n",
+		     complete("report --group-by \"\""));
 	EXPECT_STREQ("running runnable\n", complete("report --state ru"));
 }
 

@@ -289,7 +289,8 @@ TEST_F(rep, prometheus_parsed_by_the_client)
 }
 
 /* -f pprof: gzip + profile.proto, decoded by protoc (protobuf-compiler) */
-static int pprof_decode(struct _test_data_rep *self, const char *args)
+/* `report PATH -f pprof ARGS`, decoded by protoc into @out (text format) */
+static int pprof_decode_file(const char *path, const char *args, char *out, size_t size)
 {
 	char cmd[32768], tool[4096], proto[4096];
 	size_t n;
@@ -299,14 +300,36 @@ static int pprof_decode(struct _test_data_rep *self, const char *args)
 	snprintf(proto, sizeof(proto), "%s", fixture_path("../stallcap/proto"));
 	snprintf(cmd, sizeof(cmd), "%s report %s -f pprof %s -o %s.pb.gz && "
 		 "gzip -dc %s.pb.gz | protoc --decode perftools.profiles.Profile -I%s "
-		 "%s/profile.proto; st=$?; rm -f %s.pb.gz; exit $st", tool, self->path, args,
-		 self->path, self->path, proto, proto, self->path);
+		 "%s/profile.proto; st=$?; rm -f %s.pb.gz; exit $st", tool, path, args,
+		 path, path, proto, proto, path);
 	p = popen(cmd, "r");
 	if (!p)
 		return -1;
-	n = fread(self->out, 1, sizeof(self->out) - 1, p);
-	self->out[n] = 0;
+	n = fread(out, 1, size - 1, p);
+	out[n] = 0;
 	return pclose(p);
+}
+
+static int pprof_decode(struct _test_data_rep *self, const char *args)
+{
+	return pprof_decode_file(self->path, args, self->out, sizeof(self->out));
+}
+
+/* the index of "@s" in a decoded profile's string table, or -1 */
+static int pprof_string(const char *out, const char *s)
+{
+	const char *p = out;
+	char want[256];
+	int i = 0;
+
+	snprintf(want, sizeof(want), "string_table: \"%s\"\n", s);
+	while ((p = strstr(p, "string_table: "))) {
+		if (!strncmp(p, want, strlen(want)))
+			return i;
+		i++;
+		p++;
+	}
+	return -1;
 }
 
 TEST_F(rep, pprof_decoded_by_protoc)
@@ -487,6 +510,35 @@ TEST(syscall_and_its_file_named)
 				    "\"fd\":5,\"file\":\"pipe:[4242]\"}"));
 	EXPECT_NE(NULL, strstr(out, "\"syscall\":{\"nr\":4000,\"name\":null,"));
 	EXPECT_NE(NULL, strstr(out, "\"fd\":9,\"file\":null}"));
+
+	/* --top by system call: write holds the stall from its sample to the end */
+	snprintf(cmd, sizeof(cmd), "%s report %s --top --group-by syscall",
+		 fixture_path("../stallcap/stallcap"), path);
+	ASSERT_EQ(0, command_output(cmd, out, sizeof(out)));
+	EXPECT_NE(NULL, strstr(out, "1 stall, 9.000 ms stalled; by system call, 4 groups, "
+				    "ranked by stalled time\n#1 6.000 ms (66.7%)  1 stall  p50 "
+				    "9.000 ms  p99 9.000 ms  max 9.000 ms\n    1 thread: 10  1 tag: "
+				    "0\n    write\n#2 1.000 ms")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "\n    futex\n"));
+	EXPECT_NE(NULL, strstr(out, "\n    read\n"));
+	EXPECT_NE(NULL, strstr(out, "\n    syscall 4000\n"));
+
+	/* pprof: a "syscall" label on the samples inside one */
+	if (!system("command -v protoc >/dev/null")) {
+		char want[128];
+		int key, val;
+
+		ASSERT_EQ(0, pprof_decode_file(path, "", out, sizeof(out)));
+		key = pprof_string(out, "syscall");
+		val = pprof_string(out, "futex");
+		ASSERT_LE(0, key);
+		ASSERT_LE(0, val);
+		snprintf(want, sizeof(want), "  label {\n    key: %d\n    str: %d\n  }\n", key,
+			 val);
+		EXPECT_NE(NULL, strstr(out, want)) TH_LOG("%s", out);
+		EXPECT_LE(0, pprof_string(out, "read"));
+		EXPECT_LE(0, pprof_string(out, "syscall 4000"));
+	}
 	if (!getenv("KEEP"))
 		unlink(path);
 }
