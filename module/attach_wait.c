@@ -20,7 +20,8 @@
  * functions, not in read(), which every process calls for everything.
  * And a command loop's wait for its next message: mq_timedreceive on a
  * blocking message queue, msgrcv without IPC_NOWAIT; a blocking read of an
- * eventfd (a worker woken by a counter); and a wait for signals
+ * eventfd (a worker woken by a counter) or of an inotify descriptor (a
+ * file watcher's wait for events); and a wait for signals
  * (sigwaitinfo and sigtimedwait unless the timeout is zero, sigsuspend,
  * pause: a loop paced by a POSIX timer's signal, a master process).
  *
@@ -31,9 +32,9 @@
  * returned so.
  *
  * The kinds that only some attaches count (futex waits, System V semaphore
- * waits and sleeps with STALLCAP_ATTACH_PARK; blocking socket and pipe
- * receives with STALLCAP_ATTACH_RECV) are probed in attach_wait_kinds.c,
- * through the entry and return work here.
+ * waits and sleeps with STALLCAP_ATTACH_PARK; blocking socket, pipe and
+ * terminal receives with STALLCAP_ATTACH_RECV) are probed in
+ * attach_wait_kinds.c, through the entry and return work here.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -398,6 +399,8 @@ static struct kretprobe wait_probes[] = {
 	WAIT_PROBE("signalfd_read", fd_read_file_entry, wait_return),
 	/* a kiocb since 5.10 ("eventfd: convert to f_op->read_iter()") */
 	WAIT_PROBE("eventfd_read", fd_read_iter_entry, wait_return),
+	/* inotify_read(file, buf, count, pos): a watcher's wait for events */
+	WAIT_PROBE("inotify_read", fd_read_file_entry, wait_return),
 	WAIT_PROBE("__x64_sys_rt_sigtimedwait", sigtimedwait_entry, wait_return),
 	WAIT_PROBE("__x64_sys_rt_sigsuspend", wait_entry, wait_return),
 	WAIT_PROBE("__x64_sys_pause", wait_entry, wait_return),
@@ -416,7 +419,7 @@ static const int wait_probe_nrs[] = {
 	__NR_ppoll, __NR_select, __NR_pselect6, __NR_io_getevents,
 	__NR_io_pgetevents, __NR_io_uring_enter, __NR_restart_syscall,
 	__NR_accept, __NR_accept4, __NR_mq_timedreceive, __NR_msgrcv,
-	-1, -1, -1, -1, -1,	/* read(): not every read is a wait */
+	-1, -1, -1, -1, -1, -1,	/* read(): not every read is a wait */
 	__NR_rt_sigtimedwait, __NR_rt_sigsuspend, __NR_pause,
 };
 static_assert(ARRAY_SIZE(wait_probe_nrs) == ARRAY_SIZE(wait_probes));

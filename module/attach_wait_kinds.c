@@ -4,7 +4,7 @@
  * for them, each kind a probe set of its own, registered while such an
  * attach exists (attach.c): futex waits, System V semaphore waits and
  * sleeps with STALLCAP_ATTACH_PARK (SC_WAIT_PARK), receives on a blocking
- * socket or pipe with STALLCAP_ATTACH_RECV (SC_WAIT_RECV).  The event-loop
+ * socket, pipe or terminal with STALLCAP_ATTACH_RECV (SC_WAIT_RECV).  The event-loop
  * waits, counted by every attach, and the entry and return work all share:
  * attach_wait.c.
  *
@@ -140,7 +140,7 @@ static const int park_probe_nrs[] = {
 };
 static_assert(ARRAY_SIZE(park_probe_nrs) == ARRAY_SIZE(park_probes));
 
-/* ---- STALLCAP_ATTACH_RECV: receives on a blocking socket or pipe ---- */
+/* ---- STALLCAP_ATTACH_RECV: receives on a blocking socket, pipe, tty ---- */
 
 /*
  * recvfrom(fd, buf, len, flags, ...), recvmmsg(fd, vec, vlen, flags, ...):
@@ -199,6 +199,18 @@ static int recv_read_return(struct kretprobe_instance *ri,
 	return 0;
 }
 
+/*
+ * n_tty_read(tty, file, buf, nr, ...): a read() of a terminal or a serial
+ * port (the default line discipline's), the input of a device's control
+ * loop (a Modbus RTU, GPS or motor controller's serial line) or of an
+ * interactive program
+ */
+static int recv_tty_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	return stallcap_wait_fd_read_entry((const struct file *)regs->si, 0,
+					   SC_WAIT_RECV);
+}
+
 /* the first two must be there */
 static struct kretprobe recv_probes[] = {
 	FD_PROBE_N("__x64_sys_recvfrom", recvfrom_entry, recv_return,
@@ -212,11 +224,12 @@ static struct kretprobe recv_probes[] = {
 		     RECV_MAXACTIVE),
 	WAIT_PROBE_N("anon_pipe_read", recv_read_entry, recv_read_return,
 		     RECV_MAXACTIVE),
+	WAIT_PROBE("n_tty_read", recv_tty_entry, recv_read_return),
 };
 
 static const int recv_probe_nrs[] = {
 	__NR_recvfrom, __NR_recvmsg, -1 /* read() */, __NR_recvmmsg,
-	-1 /* read() */, -1 /* read() */,
+	-1 /* read() */, -1 /* read() */, -1 /* read() */,
 };
 static_assert(ARRAY_SIZE(recv_probe_nrs) == ARRAY_SIZE(recv_probes));
 
@@ -238,5 +251,5 @@ struct stallcap_wait_probe_set stallcap_recv_set = {
 	.syscall_nrs = recv_probe_nrs,
 	.nr = ARRAY_SIZE(recv_probes),
 	.nr_required = 2,
-	.name = "socket/pipe receive",
+	.name = "socket/pipe/tty receive",
 };

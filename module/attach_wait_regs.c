@@ -93,6 +93,9 @@ static noinline bool task_fd_read_waits(struct task_struct *task,
 	/* a FIFO's read calls the anonymous pipe's, which is probed (6.15+) */
 	if (!strcmp(name, "fifo_pipe_read"))
 		strscpy(name, "anon_pipe_read", sizeof(name));
+	/* a terminal's calls its line discipline's: n_tty's is probed */
+	if (!strcmp(name, "tty_read"))
+		strscpy(name, "n_tty_read", sizeof(name));
 	return stallcap_wait_probes_count_read(name, waits);
 }
 

@@ -294,7 +294,7 @@ static struct pt_regs *capture_begin(struct stallcap_watch *w,
 		s->flags |= STALLCAP_SAMPLE_NO_USER;
 		return NULL;
 	}
-	stallcap_sec_put_regs(wr, uregs);
+	stallcap_sec_put_sample_regs(wr, uregs);
 	return uregs;
 }
 

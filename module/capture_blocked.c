@@ -179,7 +179,7 @@ u32 stallcap_capture_blocked(struct stallcap_watch *w,
 		s->flags |= STALLCAP_SAMPLE_NO_USER;
 		goto out;
 	}
-	stallcap_sec_put_regs(&wr, &snap);
+	stallcap_sec_put_sample_regs(&wr, &snap);
 	ips = stallcap_sec_start(&wr) + sizeof(struct stallcap_section);
 	ips[0] = snap.ip;
 	stallcap_sec_end(&wr, STALLCAP_SEC_USER_IPS,

@@ -161,8 +161,7 @@ static void put_syscall(struct stallcap_rec_writer *wr,
 }
 
 /**
- * stallcap_sec_put_regs() - a STALLCAP_SEC_REGS section of user registers,
- *	and the STALLCAP_SEC_SYSCALL section of the system call they entered
+ * stallcap_sec_put_regs() - a STALLCAP_SEC_REGS section of user registers
  * @wr: the writer
  * @r: the user registers
  */
@@ -176,6 +175,20 @@ void stallcap_sec_put_regs(struct stallcap_rec_writer *wr,
 	copy_regs_x86_64((void *)(sec + 1), r);
 	stallcap_sec_end(wr, STALLCAP_SEC_REGS,
 			 sizeof(*sec) + sizeof(struct stallcap_regs_x86_64));
+}
+
+/**
+ * stallcap_sec_put_sample_regs() - a sample's user registers and, when they
+ *	are the entry of a system call in progress, its STALLCAP_SEC_SYSCALL
+ * @wr: the writer
+ * @r: the user registers
+ *
+ * Context: any, NMI included (a copy of saved registers).
+ */
+void stallcap_sec_put_sample_regs(struct stallcap_rec_writer *wr,
+				  const struct pt_regs *r)
+{
+	stallcap_sec_put_regs(wr, r);
 	if (regs_in_syscall(r))
 		put_syscall(wr, r);
 }

@@ -158,6 +158,8 @@ void *stallcap_sec_start(struct stallcap_rec_writer *wr);
 void stallcap_sec_end(struct stallcap_rec_writer *wr, u16 type, u32 bytes);
 void stallcap_sec_put_regs(struct stallcap_rec_writer *wr,
 			   const struct pt_regs *r);
+void stallcap_sec_put_sample_regs(struct stallcap_rec_writer *wr,
+				  const struct pt_regs *r);
 void stallcap_sec_put_stack_as(struct stallcap_rec_writer *wr, u16 type,
 			       u64 start, u32 len);
 void stallcap_sec_put_stack(struct stallcap_rec_writer *wr, u64 start,

@@ -116,7 +116,7 @@ check "--park alone: such a sample is in read() of a pipe, as the record says" \
 check "--park alone: the report names the call and the pipe" \
 	grep -qE '^    in system call: read, fd [0-9]+ \(pipe:\[[0-9]+\]\)$' "$work/park.txt"
 check "--park alone: the hint advises --recv" \
-	grep -q '^stallcap: hint: [0-9]* of [0-9]* stalls began with the thread in a socket receive or a pipe read: .* record with --recv, ' \
+	grep -q '^stallcap: hint: [0-9]* of [0-9]* stalls began with the thread in a socket receive, a pipe or a terminal read: .* record with --recv, ' \
 	"$work/park.out"
 
 run attach -p --park --recv

@@ -40,6 +40,7 @@
 #include <sys/sem.h>
 #include <sys/stat.h>
 #include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -436,6 +437,135 @@ static void *eventfd_thread(void *arg)
 	return NULL;
 }
 
+/* ---- a file watcher: a blocking read() of an inotify descriptor ---- */
+
+static char watched_dir[64];	/* the directory it watches */
+
+/* Creates a file in watched_dir after 4 deadlines (never watched). */
+static void *late_file(void *arg)
+{
+	char path[96];
+	int fd;
+
+	sc_sleep_ms(4 * DEADLINE / SC_MS(1));
+	snprintf(path, sizeof(path), "%s/new", watched_dir);
+	fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+/*
+ * Waits in a blocking read() of an inotify descriptor for a file created
+ * after 4 deadlines (idle), then spins SPIN with a read of a non-blocking
+ * one that has no event halfway (EAGAIN: busy).
+ */
+static void *inotify_thread(void *arg)
+{
+	int *tid_pipe = arg, ifd, nbfd;
+	pid_t tid = sc_gettid();
+	char events[4096], path[96];
+	pthread_t writer;
+
+	snprintf(watched_dir, sizeof(watched_dir), "/tmp/stallcap-inotify.%d", getpid());
+	ifd = inotify_init1(IN_CLOEXEC);
+	nbfd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (ifd < 0 || nbfd < 0 || mkdir(watched_dir, 0700) ||
+	    inotify_add_watch(ifd, watched_dir, IN_CREATE) < 0 ||
+	    inotify_add_watch(nbfd, watched_dir, IN_DELETE) < 0)
+		tid = -errno;
+	if (write(tid_pipe[1], &tid, sizeof(tid)) != sizeof(tid) || tid < 0)
+		return NULL;
+	if (!read_is_first_wait())
+		first_wait();	/* its watch is made */
+	if (pthread_create(&writer, NULL, late_file, NULL))
+		return NULL;
+	if (read(ifd, events, sizeof(events)) <= 0)	/* idle */
+		return NULL;
+	attach_spin_in_loop(SPIN / 2);	/* busy past the deadline... */
+	if (read(nbfd, events, sizeof(events)) >= 0)	/* EAGAIN */
+		return NULL;
+	attach_spin_in_loop(SPIN / 2);	/* ...still busy... */
+	poll(NULL, 0, 1);		/* ...until it waits: the stall ends */
+	pthread_join(writer, NULL);
+	snprintf(path, sizeof(path), "%s/new", watched_dir);
+	unlink(path);
+	rmdir(watched_dir);
+	return NULL;
+}
+
+/* ---- a device's control loop: a blocking read() of a serial line ---- */
+
+/* A pseudo-terminal's master: the serial line's far end.  -errno if none. */
+static int open_pty_master(void)
+{
+	int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+
+	if (m < 0 || grantpt(m) || unlockpt(m)) {
+		int err = -errno;
+
+		if (m >= 0)
+			close(m);
+		return err;
+	}
+	return m;
+}
+
+/* Its slave, the line's near end, with @flags (O_NONBLOCK). */
+static int open_pty_slave(int master, int flags)
+{
+	const char *name = ptsname(master);
+
+	return name ? open(name, O_RDWR | O_NOCTTY | O_CLOEXEC | flags) : -1;
+}
+
+static int line_far_end;
+
+/* The device: a frame (a line) after 4 deadlines (never watched). */
+static void *late_frame(void *arg)
+{
+	sc_sleep_ms(4 * DEADLINE / SC_MS(1));
+	if (write(line_far_end, "x\n", 2) != 2)
+		return NULL;
+	return NULL;
+}
+
+/*
+ * Waits in a blocking read() of a terminal (a pseudo-terminal's slave, as
+ * a serial port is read: the default line discipline) for the line the
+ * far end sends after 4 deadlines (idle with STALLCAP_ATTACH_RECV), then
+ * spins SPIN with a read of the same terminal opened O_NONBLOCK, which has
+ * no input, halfway (EAGAIN: busy).  Run by the child's main thread, as
+ * recv_thread().
+ */
+static void *tty_thread(void *arg)
+{
+	int *tid_pipe = arg, line, nbline;
+	pid_t tid = sc_gettid();
+	pthread_t device;
+	char frame[16];
+
+	line_far_end = open_pty_master();
+	line = line_far_end < 0 ? -1 : open_pty_slave(line_far_end, 0);
+	nbline = line < 0 ? -1 : open_pty_slave(line_far_end, O_NONBLOCK);
+	if (line_far_end < 0 || line < 0 || nbline < 0)
+		tid = line_far_end < 0 ? line_far_end : -errno;
+	if (write(tid_pipe[1], &tid, sizeof(tid)) != sizeof(tid) || tid < 0)
+		return NULL;
+	first_wait();		/* its watch is made */
+	if (pthread_create(&device, NULL, late_frame, NULL))
+		return NULL;
+	if (read(line, frame, sizeof(frame)) != 2)		/* idle */
+		_exit(13);
+	attach_spin_in_loop(SPIN / 2);	/* busy past the deadline... */
+	if (read(nbline, frame, sizeof(frame)) >= 0)		/* EAGAIN */
+		_exit(14);
+	attach_spin_in_loop(SPIN / 2);	/* ...still busy... */
+	poll(NULL, 0, 1);		/* ...until it waits: the stall ends */
+	pthread_join(device, NULL);
+	return NULL;
+}
+
 /* ---- a thread per connection: blocking receives (STALLCAP_ATTACH_RECV) ---- */
 
 static int conn[2];		/* the connection: the thread's end, the peer's */
@@ -804,10 +934,12 @@ static uint32_t *resume_word;	/* shared with the parent (futex) */
 static char resume_how;		/* 'r': poll() on resume_fd, 't': the same
 				 * with a timeout, 'f': futex, 'y': read()
 				 * of resume_timer, 'v': of resume_event,
-				 * 'n': readv() of a FIFO, resume_fifo() */
+				 * 'n': readv() of a FIFO, resume_fifo(),
+				 * 'j': read() of resume_pty's slave */
 static int resume_timer = -1;	/* a timerfd, armed by the parent */
 static int resume_event = -1;	/* an eventfd, written by the parent */
 static int resume_sock[2] = { -1, -1 };	/* 'c': recv(), 'k': read() */
+static int resume_pty = -1;	/* a pseudo-terminal's master (or -errno) */
 
 /* The FIFO of resume_how 'n', made by the parent (the child's, its parent's) */
 static void resume_fifo(char *path, size_t size, pid_t parent)
@@ -843,6 +975,14 @@ static void *resume_thread(void *arg)
 		resume_fifo(path, sizeof(path), getppid());
 		fd = open(path, O_RDWR | O_CLOEXEC);	/* not waiting for a writer */
 		if (fd < 0 || readv(fd, &iov, 1) != 1)
+			_exit(7);
+		close(fd);
+	} else if (resume_how == 'j') {
+		/* a device's control loop, waiting for its next frame */
+		char frame[16];
+		int fd = open_pty_slave(resume_pty, 0);
+
+		if (fd < 0 || read(fd, frame, sizeof(frame)) != 2)
 			_exit(7);
 		close(fd);
 	} else if (resume_how == 'y' || resume_how == 'v') {
@@ -995,6 +1135,10 @@ static void child_main(int go_fd, int *tid_pipe)
 		fn = queue_thread;
 	else if (c == 'E')
 		fn = eventfd_thread;
+	else if (c == 'N')
+		fn = inotify_thread;
+	else if (c == 'Y')
+		fn = tty_thread;
 	else if (c == 'R' || c == 'B')
 		fn = recv_thread;
 	else if (c == 'W' || c == 'Z')
@@ -1002,7 +1146,7 @@ static void child_main(int go_fd, int *tid_pipe)
 	else if (c == 'w')
 		fn = wake_thread;
 	else if (c == 'r' || c == 't' || c == 'f' || c == 'y' || c == 'v' ||
-		 c == 'c' || c == 'k' || c == 'n')
+		 c == 'c' || c == 'k' || c == 'n' || c == 'j')
 		fn = resume_thread;
 	else if (c == 'i' || c == 'I')
 		fn = uring_resume_thread;
@@ -1014,14 +1158,14 @@ static void child_main(int go_fd, int *tid_pipe)
 	resume_how = c;
 	queue_how = c;
 	signal_how = c;
-	if (fn == recv_thread) {
+	if (fn == recv_thread || fn == tty_thread) {
 		/*
 		 * by this thread, whose read() of the go pipe is a receive, its
 		 * first wait under STALLCAP_ATTACH_RECV: when it made a thread
 		 * for it, that thread's creation (35 ms on CI105's debug guest)
 		 * was a stall of its own
 		 */
-		recv_thread(tid_pipe);
+		fn(tid_pipe);
 		_exit(0);
 	}
 	if (pthread_create(&t, NULL, fn, tid_pipe))
@@ -1050,6 +1194,7 @@ FIXTURE_SETUP(attach)
 	ASSERT_LE(0, resume_timer);
 	ASSERT_LE(0, resume_event);
 	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, resume_sock));
+	resume_pty = open_pty_master();
 	resume_word = mmap(NULL, sizeof(*resume_word), PROT_READ | PROT_WRITE,
 			   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, resume_word);
@@ -1079,6 +1224,8 @@ FIXTURE_TEARDOWN(attach)
 	close(resume_event);
 	close(resume_sock[0]);
 	close(resume_sock[1]);
+	if (resume_pty >= 0)
+		close(resume_pty);
 }
 
 TEST_F(attach, new_thread_stall_is_captured)
@@ -1218,7 +1365,10 @@ static void one_stall_across(struct __test_metadata *_metadata,
 
 	if (how == 'R' && !(self->s.info.features & STALLCAP_FEAT_ATTACH_RECV))
 		SKIP(return, "the module has no STALLCAP_ATTACH_RECV");
-	tid = run_thread(_metadata, self, how, how == 'R' ? STALLCAP_ATTACH_RECV : 0);
+	if ((how == 'Y' || how == 'N') && !(self->s.info.features & STALLCAP_FEAT_RECV_TTY))
+		SKIP(return, "the module has no STALLCAP_FEAT_RECV_TTY");
+	tid = run_thread(_metadata, self, how,
+			 how == 'R' || how == 'Y' ? STALLCAP_ATTACH_RECV : 0);
 	if (tid < 0)
 		SKIP(return, "no %s: %s", what, strerror(-tid));
 
@@ -1319,6 +1469,16 @@ TEST_F(attach, blocking_signalfd_read_is_idle_and_a_nonblocking_one_busy)
 TEST_F(attach, blocking_eventfd_read_is_idle_and_a_nonblocking_one_busy)
 {
 	one_stall_across(_metadata, self, 'E', "eventfd");
+}
+
+TEST_F(attach, blocking_inotify_read_is_idle_and_a_nonblocking_one_busy)
+{
+	one_stall_across(_metadata, self, 'N', "inotify");
+}
+
+TEST_F(attach, recv_blocking_terminal_read_is_idle_and_a_nonblocking_one_busy)
+{
+	one_stall_across(_metadata, self, 'Y', "terminal");
 }
 
 TEST_F(attach, sigwaitinfo_is_idle_and_a_sigtimedwait_without_timeout_busy)
@@ -1572,10 +1732,10 @@ static void waiting_at_attach(struct __test_metadata *_metadata,
 	const struct stallcap_sample *r, *u;
 	struct stallcap_stats st;
 	long nr = how == 'f' ? SYS_futex : how == 'c' ? SYS_recvfrom :
-		  how == 'y' || how == 'v' || how == 'k' ? SYS_read :
+		  how == 'y' || how == 'v' || how == 'k' || how == 'j' ? SYS_read :
 		  how == 'n' ? SYS_readv : SYS_poll;
 	unsigned int flags = how == 'f' ? STALLCAP_ATTACH_PARK :
-			     how == 'c' || how == 'k' || how == 'n' ?
+			     how == 'c' || how == 'k' || how == 'n' || how == 'j' ?
 			     STALLCAP_ATTACH_RECV : 0;
 	struct itimerspec at_once = { .it_value.tv_nsec = 1 };
 	uint64_t one = 1, woken;
@@ -1617,6 +1777,8 @@ static void waiting_at_attach(struct __test_metadata *_metadata,
 		ASSERT_EQ(sizeof(one), write(resume_event, &one, sizeof(one)));
 	} else if (how == 'c' || how == 'k') {
 		ASSERT_EQ(1, write(resume_sock[1], "x", 1));
+	} else if (how == 'j') {
+		ASSERT_EQ(2, write(resume_pty, "x\n", 2));
 	} else if (how == 'n') {
 		fd = open(fifo, O_WRONLY | O_CLOEXEC);
 		ASSERT_LE(0, fd);
@@ -1705,6 +1867,15 @@ TEST_F(attach, thread_in_a_fifo_readv_at_a_recv_attach_is_busy_when_it_returns)
 	if (!(self->s.info.features & STALLCAP_FEAT_RECV_PIPE))
 		SKIP(return, "the module has no STALLCAP_FEAT_RECV_PIPE");
 	waiting_at_attach(_metadata, self, 'n');
+}
+
+TEST_F(attach, thread_in_a_terminal_read_at_a_recv_attach_is_busy_when_it_returns)
+{
+	if (!(self->s.info.features & STALLCAP_FEAT_RECV_TTY))
+		SKIP(return, "the module has no STALLCAP_FEAT_RECV_TTY");
+	if (resume_pty < 0)
+		SKIP(return, "no pseudo-terminal: %s", strerror(-resume_pty));
+	waiting_at_attach(_metadata, self, 'j');
 }
 
 /*

@@ -556,6 +556,8 @@ static inline const char *sc_syscall_check(const struct stallcap_sample *r)
 		return NULL;
 	if (sys->sec.size != sizeof(*sys) || sys->__reserved)
 		return "SYSCALL section's size or __reserved wrong";
+	if (r->hdr.type != STALLCAP_REC_SAMPLE)
+		return "SYSCALL section in a USER_STACK record";
 	if (!sc_section(r, STALLCAP_SEC_REGS) || (r->flags & STALLCAP_SAMPLE_USER_MODE))
 		return "SYSCALL section without the registers of a kernel entry";
 	if (g->ax != (__u64)-38 || g->cx != g->ip || g->r11 != g->flags)

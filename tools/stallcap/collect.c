@@ -75,12 +75,13 @@ static void see_watch(struct collector *c, const struct stallcap_rec_header *rec
 }
 
 /*
- * The kernel functions of a blocking socket receive or pipe read, one of
+ * The kernel functions of a blocking socket receive, pipe or terminal read,
+ * one of
  * which is on the kernel stack of a thread inside one (the system calls'
  * entry points where their work is inlined)
  */
 static const char *const receive_fns[] = {
-	"pipe_read", "anon_pipe_read", "sock_read_iter", "__sys_recvfrom",
+	"pipe_read", "anon_pipe_read", "n_tty_read", "sock_read_iter", "__sys_recvfrom",
 	"___sys_recvmsg", "do_recvmmsg", "__x64_sys_recvfrom", "__x64_sys_recvmsg",
 	"__x64_sys_recvmmsg",
 };
@@ -137,8 +138,8 @@ static void see_syscall(struct collector *c, const struct stallcap_rec_header *r
 
 /*
  * Is the sample's system call a receive: recv*(), or a read() or readv() of
- * a socket or a pipe (told without kernel frames, which a reader may not
- * be shown)?
+ * a socket, a pipe or a terminal (told without kernel frames, which a
+ * reader may not be shown)?
  */
 static bool syscall_receives(const struct collector *c)
 {
@@ -149,7 +150,8 @@ static bool syscall_receives(const struct collector *c)
 	if (nr == SYS_recvfrom || nr == SYS_recvmsg || nr == SYS_recvmmsg)
 		return true;
 	return (nr == SYS_read || nr == SYS_readv) &&
-	       (!strncmp(c->fd_link, "socket:[", 8) || !strncmp(c->fd_link, "pipe:[", 6));
+	       (!strncmp(c->fd_link, "socket:[", 8) || !strncmp(c->fd_link, "pipe:[", 6) ||
+		!strncmp(c->fd_link, "/dev/pts/", 9) || !strncmp(c->fd_link, "/dev/tty", 8));
 }
 
 /*

@@ -3,7 +3,8 @@
  * stallcap record --deadline: the threads of the watched processes that
  * were never watched.  The attach watches a thread from its first
  * event-loop wait (with --park, also from its first futex wait or sleep;
- * with --recv, from its first blocking socket receive or pipe read);
+ * with --recv, from its first blocking socket receive, pipe or terminal
+ * read);
  * a thread that never waits so is never reported, however long it runs: a
  * pool's worker fed through a condition variable (Apache's event MPM
  * without --park), a thread that only computes.  Once a second at most,
@@ -284,7 +285,7 @@ void unwatched_hint(struct collector *c)
 		       "call%s%s, so %s never watched, and used more CPU than the deadline while "
 		       "recording: %s%s%s%s", nr, nr == 1 ? "" : "s",
 		       c->o->park ? ", a futex wait or a sleep" : "",
-		       c->o->recv ? ", a blocking socket receive or pipe read" : "",
+		       c->o->recv ? ", a blocking socket receive, pipe or terminal read" : "",
 		       nr == 1 ? "it was" : "they were",
 		       names, nr > named || named > HINT_MAX_NAMED ? ", ..." : "",
 		       c->o->park ? "" : " (workers fed by another thread through a condition "

@@ -89,9 +89,11 @@ void hint_park(__u64 futex, __u64 stalls)
 
 /*
  * @receiving of the @stalls stalls of attached threads (without --recv)
- * found their thread in a socket receive or a pipe read at their first
- * sample: a thread per connection waits so for the next request, a pool's
- * worker process for its next job (Python's multiprocessing).  One is
+ * found their thread in a socket receive, a pipe or a terminal read at
+ * their first sample: a thread per connection waits so for the next
+ * request, a pool's worker process for its next job (Python's
+ * multiprocessing), a device's control loop for its serial line's next
+ * frame.  One is
  * enough: how many of a pool's workers were watched before such a wait
  * depends on who took the job queue's lock first (a futex wait under
  * --park or not), and an event loop that blocks in a receive is rarer than
@@ -100,10 +102,10 @@ void hint_park(__u64 futex, __u64 stalls)
 void hint_recv(__u64 receiving, __u64 stalls)
 {
 	if (receiving)
-		warnx_("hint: %llu of %llu stalls began with the thread in a socket receive "
-		       "or a pipe read: if those threads wait there for work (a thread per "
-		       "connection for the next request, a pool's worker process for its next "
-		       "job), record with --recv, which counts blocking receives and pipe reads "
-		       "as idle",
+		warnx_("hint: %llu of %llu stalls began with the thread in a socket receive, "
+		       "a pipe or a terminal read: if those threads wait there for work (a "
+		       "thread per connection for the next request, a pool's worker process for "
+		       "its next job, a loop for its serial line's next frame), record with "
+		       "--recv, which counts blocking receives, pipe and terminal reads as idle",
 		       (unsigned long long)receiving, (unsigned long long)stalls);
 }

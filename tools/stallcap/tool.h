@@ -270,9 +270,10 @@ int collect_check(struct collect_opts *o);
 "                       the programs they execute (followed by default)\n" \
 "      --park           with --deadline: futex, semaphore waits, sleeps idle\n" \
 "                       too (runtimes that park idle workers: Go, tokio)\n" \
-"      --recv           with --deadline: blocking socket receives and pipe\n" \
-"                       reads idle too (a thread per connection waiting\n" \
-"                       for a request, a pool's worker process)\n" \
+"      --recv           with --deadline: blocking socket receives, pipe and\n" \
+"                       terminal reads idle too (a thread per connection\n" \
+"                       waiting for a request, a pool's worker process, a\n" \
+"                       serial line's reader)\n" \
 "  -F, --fd N           read the session fd N the application passed\n" \
 "  -g, --global         read every session's records (needs CAP_SYS_ADMIN)\n" \
 "  -d, --duration DUR   stop after DUR (seconds, or 20ms, 1s...)\n" \

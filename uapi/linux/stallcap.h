@@ -216,10 +216,14 @@ struct stallcap_arm {
  * With STALLCAP_FEAT_RECV_PIPE, a read() of a blocking pipe or FIFO too:
  * worker processes fed through a pipe (Python's multiprocessing pools and
  * concurrent.futures process pools, a jobserver's tokens).
+ * With STALLCAP_FEAT_RECV_TTY, a read() of a blocking terminal or serial
+ * port too (the default line discipline's): a device's control loop that
+ * waits for the next frame on its serial line, an interactive program.
  * A handler's own blocking receive from a backend (a database, another
  * service, a child process) then ends a busy period instead of being
  * reported.  While such an attach exists, every process's receive calls
- * and pipe reads pass through the module's probe (one hash lookup).
+ * pipe reads and terminal reads pass through the module's probe (one hash
+ * lookup).
  * Modules without STALLCAP_FEAT_ATTACH_RECV reject it (EINVAL).
  */
 #define STALLCAP_ATTACH_RECV	(1U << 3)
@@ -244,15 +248,17 @@ struct stallcap_arm {
  * epoll_pwait2, poll, ppoll, select, pselect6, io_getevents, io_pgetevents,
  * io_uring_enter waiting for completions, accept and accept4 on a blocking
  * socket: a pre-forked server's worker; a blocking read of a timerfd, a
- * signalfd or an eventfd; mq_timedreceive on a blocking queue, msgrcv
+ * signalfd, an eventfd or (with STALLCAP_FEAT_RECV_TTY) an inotify
+ * descriptor: a file watcher's wait for events; mq_timedreceive on a
+ * blocking queue, msgrcv
  * without IPC_NOWAIT; rt_sigtimedwait unless its timeout is zero,
  * rt_sigsuspend, pause) and busy from the moment such a
  * call returns until it enters the next one; busy longer than @timeout_ns is
  * a stall, captured and sampled exactly as an armed watch's (records with
  * origin STALLCAP_ORIGIN_ATTACH).  A thread that never waits in such a call
  * is never reported (with STALLCAP_ATTACH_PARK, futex waits and sleeps are
- * wait calls too; with STALLCAP_ATTACH_RECV, blocking socket receives and
- * pipe reads).
+ * wait calls too; with STALLCAP_ATTACH_RECV, blocking socket receives,
+ * pipe and terminal reads).
  * The program is not stopped, changed or signalled.  On a kernel that does
  * not export task_work_add() to modules (no
  * STALLCAP_FEAT_DEFER_USER), the return of a wait call that a thread was
@@ -432,6 +438,11 @@ struct stallcap_config {
 #define STALLCAP_FEAT_RECV_PIPE		(1ULL << 20)
 /* samples of a thread inside a system call carry STALLCAP_SEC_SYSCALL */
 #define STALLCAP_FEAT_SEC_SYSCALL	(1ULL << 21)
+/*
+ * STALLCAP_ATTACH_RECV counts a read() of a blocking terminal or serial
+ * port too, and every attach a blocking read of an inotify descriptor
+ */
+#define STALLCAP_FEAT_RECV_TTY		(1ULL << 22)
 
 /* struct stallcap_info.arch and struct stallcap_sec_regs.arch */
 #define STALLCAP_ARCH_X86_64	1
@@ -1241,9 +1252,9 @@ struct stallcap_sec_wait {
  *	%r10, %r8, %r9), whatever their number: a descriptor, a user
  *	address, flags
  *
- * Follows the STALLCAP_SEC_REGS section (and is shown to the same readers)
- * when those registers are the thread's entry into a 64-bit system call
- * that has not returned: the thread runs or sleeps inside it (or is stopped
+ * Follows a sample's STALLCAP_SEC_REGS section (and is shown to the same
+ * readers) when those registers are the thread's entry into a 64-bit
+ * system call that has not returned (a USER_STACK record has none): the thread runs or sleeps inside it (or is stopped
  * at its entry by a tracer).  A thread interrupted in user mode, in a page
  * fault or inside a 32-bit call (int 0x80) has no such section.
  */
