@@ -124,11 +124,6 @@ static void copy_regs_x86_64(struct stallcap_regs_x86_64 *d,
 	d->flags = r->flags;
 }
 
-/**
- * stallcap_sec_put_regs() - a STALLCAP_SEC_REGS section of user registers
- * @wr: the writer
- * @r: the user registers
- */
 /*
  * Are @r a thread's entry into a 64-bit system call that has not returned?
  * The entry saves the call's number in orig_ax, sets ax to -ENOSYS until
