@@ -129,11 +129,16 @@ static void gen_basic(void)
 	sp.sample_index = 1;
 	sp.capture_ns = D + 20 * NSEC_PER_MSEC;
 	put_sample(sk, &sp);
+	/* asleep in read() of a pipe, its descriptor named by record */
 	sp.sample_index = 2;
 	sp.capture_ns = D + 25 * NSEC_PER_MSEC;
 	sp.state = STALLCAP_STATE_SLEEPING;
 	sp.flags = 0;
+	sp.sys = &(struct stallcap_sec_syscall){ .nr = 0, .args = { 5, regs.sp, 4096 } };
+	sk->fdname(sk, &(struct sc_fdname){ .pid = 100, .tid = 101, .stall_id = 1,
+					    .sample_index = 2, .fd = 5, .name = "pipe:[4242]" });
 	put_sample(sk, &sp);
+	sp.sys = NULL;
 	/* a user-mode copy that ended at a gap, with the runs above it */
 	sp.sample_index = 3;
 	sp.capture_ns = D + 28 * NSEC_PER_MSEC;
