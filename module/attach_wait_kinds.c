@@ -4,9 +4,9 @@
  * for them, each kind a probe set of its own, registered while such an
  * attach exists (attach.c): futex waits, System V semaphore waits and
  * sleeps with STALLCAP_ATTACH_PARK (SC_WAIT_PARK), receives on a blocking
- * socket, pipe or terminal with STALLCAP_ATTACH_RECV (SC_WAIT_RECV).  The event-loop
- * waits, counted by every attach, and the entry and return work all share:
- * attach_wait.c.
+ * socket, pipe or terminal with STALLCAP_ATTACH_RECV (SC_WAIT_RECV).  The
+ * event-loop waits, counted by every attach, and the entry and return work
+ * all share: attach_wait.c.
  *
  * futex and nanosleep are called far more often than the event-loop waits,
  * by every process, and so are the socket and pipe reads: their entry

@@ -76,9 +76,8 @@ static void see_watch(struct collector *c, const struct stallcap_rec_header *rec
 
 /*
  * The kernel functions of a blocking socket receive, pipe or terminal read,
- * one of
- * which is on the kernel stack of a thread inside one (the system calls'
- * entry points where their work is inlined)
+ * one of which is on the kernel stack of a thread inside one (the system
+ * calls' entry points where their work is inlined)
  */
 static const char *const receive_fns[] = {
 	"pipe_read", "anon_pipe_read", "n_tty_read", "sock_read_iter", "__sys_recvfrom",

@@ -41,8 +41,11 @@ void fmt_text_why(FILE *out, const struct sc_rsample *r)
 	/* a section without counters (no interval base) has no line */
 	if (in.times && why_breakdown(in.times, line, sizeof(line)) > 0)
 		fprintf(out, "    time: %s\n", line);
-	if (r->smp->has_syscall && sc_syscall_text(r->smp, line, sizeof(line)) > 0)
-		fprintf(out, "    in system call: %s\n", line);
+	if (r->smp->has_syscall) {
+		fputs("    in system call: ", out);
+		sc_syscall_text(out, r->smp);
+		fputc('\n', out);
+	}
 	for (i = 0; i < v->nr_tasks; i++) {
 		why_task_line(&v->tasks[i].t, line, sizeof(line));
 		fprintf(out, "    %s\n", line);

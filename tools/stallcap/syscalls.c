@@ -55,26 +55,28 @@ int sc_syscall_fd(const struct stallcap_sec_syscall *sys)
 
 /**
  * sc_syscall_text() - "read, fd 5 (pipe:[1234])", "futex", "syscall 999"
+ * @out: where to
  * @m: a sample with a STALLCAP_SEC_SYSCALL section
- * @buf: output
- * @len: its size
  *
- * Return: the length written (snprintf's).
+ * The file's name is untrusted bytes (a path anyone could create): escaped.
  */
-int sc_syscall_text(const struct sc_sample *m, char *buf, size_t len)
+void sc_syscall_text(FILE *out, const struct sc_sample *m)
 {
 	const char *name = sc_syscall_name(m->sys.nr);
-	int fd = sc_syscall_fd(&m->sys), n;
+	int fd = sc_syscall_fd(&m->sys);
 
 	if (name)
-		n = snprintf(buf, len, "%s", name);
+		fputs(name, out);
 	else
-		n = snprintf(buf, len, "syscall %u", m->sys.nr);
-	if (fd < 0 || n < 0 || (size_t)n >= len)
-		return n;
-	if (m->fd_name)
-		return n + snprintf(buf + n, len - n, ", fd %d (%s)", fd, m->fd_name);
-	return n + snprintf(buf + n, len - n, ", fd %d", fd);
+		fprintf(out, "syscall %u", m->sys.nr);
+	if (fd < 0)
+		return;
+	fprintf(out, ", fd %d", fd);
+	if (m->fd_name) {
+		fputs(" (", out);
+		text_str(out, m->fd_name);
+		fputc(')', out);
+	}
 }
 
 /** sc_syscall_json() - the "syscall" member (with a leading comma), null if none */

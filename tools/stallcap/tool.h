@@ -642,7 +642,7 @@ void fmt_json_why(FILE *out, const struct sc_rsample *r);
 /* the system call a sample's thread was inside (syscalls.c) */
 const char *sc_syscall_name(__u32 nr);
 int sc_syscall_fd(const struct stallcap_sec_syscall *sys);
-int sc_syscall_text(const struct sc_sample *m, char *buf, size_t len);
+void sc_syscall_text(FILE *out, const struct sc_sample *m);
 void sc_syscall_json(FILE *out, const struct sc_sample *m);
 struct folded;
 struct folded *folded_new(void);

@@ -457,7 +457,8 @@ TEST(syscall_and_its_file_named)
 	struct stallcap_sec_syscall fx = { .nr = SYS_futex, .args = { 0x601040, 0x80, 2 } };
 	struct stallcap_sec_syscall unk = { .nr = 4000 };
 	struct stallcap_sec_syscall wr = { .nr = SYS_write, .args = { 9 } };
-	const struct stallcap_sec_syscall *calls[] = { &rd, &fx, &unk, &wr };
+	struct stallcap_sec_syscall fs = { .nr = SYS_fsync, .args = { 7 } };
+	const struct stallcap_sec_syscall *calls[] = { &rd, &fx, &unk, &wr, &fs };
 	__u64 kip = 0xffffffff81001010;
 	char path[64], cmd[8192], out[16384];
 	struct stallcap_stall_end e;
@@ -487,10 +488,14 @@ TEST(syscall_and_its_file_named)
 			fn.name = "/var/lib/wrong";
 			ASSERT_EQ(0, sk->fdname(sk, &fn));
 		}
+		if (i == 4) {	/* a hostile path: a line break, an escape */
+			fn.name = "/tmp/a\nstall 9 of tid 1\x1b[2J";
+			ASSERT_EQ(0, sk->fdname(sk, &fn));
+		}
 		sk->record(sk, &smp->hdr);
 		free(smp);
 	}
-	e = make_end(1, 10, 10, NSEC_PER_SEC, NSEC_PER_SEC + 9 * NSEC_PER_MSEC, 4);
+	e = make_end(1, 10, 10, NSEC_PER_SEC, NSEC_PER_SEC + 9 * NSEC_PER_MSEC, 5);
 	sk->record(sk, &e.hdr);
 	ASSERT_EQ(0, scfile_close(f));
 
@@ -501,6 +506,9 @@ TEST(syscall_and_its_file_named)
 	EXPECT_NE(NULL, strstr(out, "    in system call: syscall 4000\n"));
 	EXPECT_NE(NULL, strstr(out, "    in system call: write, fd 9\n"));
 	EXPECT_EQ(NULL, strstr(out, "wrong"));
+	EXPECT_NE(NULL, strstr(out, "    in system call: fsync, fd 7 "
+				    "(/tmp/a\\x0astall 9 of tid 1\\x1b[2J)\n")) TH_LOG("%s", out);
+	EXPECT_EQ(NULL, strchr(out, 0x1b));
 
 	snprintf(cmd, sizeof(cmd), "%s report %s -f json", fixture_path("../stallcap/stallcap"),
 		 path);
@@ -511,14 +519,15 @@ TEST(syscall_and_its_file_named)
 	EXPECT_NE(NULL, strstr(out, "\"syscall\":{\"nr\":4000,\"name\":null,"));
 	EXPECT_NE(NULL, strstr(out, "\"fd\":9,\"file\":null}"));
 
-	/* --top by system call: write holds the stall from its sample to the end */
+	/* --top by system call: fsync holds the stall from its sample to the end */
 	snprintf(cmd, sizeof(cmd), "%s report %s --top --group-by syscall",
 		 fixture_path("../stallcap/stallcap"), path);
 	ASSERT_EQ(0, command_output(cmd, out, sizeof(out)));
-	EXPECT_NE(NULL, strstr(out, "1 stall, 9.000 ms stalled; by system call, 4 groups, "
-				    "ranked by stalled time\n#1 6.000 ms (66.7%)  1 stall  p50 "
+	EXPECT_NE(NULL, strstr(out, "1 stall, 9.000 ms stalled; by system call, 5 groups, "
+				    "ranked by stalled time\n#1 5.000 ms (55.6%)  1 stall  p50 "
 				    "9.000 ms  p99 9.000 ms  max 9.000 ms\n    1 thread: 10  1 tag: "
-				    "0\n    write\n#2 1.000 ms")) TH_LOG("%s", out);
+				    "0\n    fsync\n#2 1.000 ms")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "\n    write\n"));
 	EXPECT_NE(NULL, strstr(out, "\n    futex\n"));
 	EXPECT_NE(NULL, strstr(out, "\n    read\n"));
 	EXPECT_NE(NULL, strstr(out, "\n    syscall 4000\n"));
