@@ -250,12 +250,11 @@ struct stallcap_arm {
  * socket: a pre-forked server's worker; a blocking read of a timerfd, a
  * signalfd, an eventfd or (with STALLCAP_FEAT_RECV_TTY) an inotify
  * descriptor: a file watcher's wait for events; mq_timedreceive on a
- * blocking queue, msgrcv
- * without IPC_NOWAIT; rt_sigtimedwait unless its timeout is zero,
- * rt_sigsuspend, pause) and busy from the moment such a
- * call returns until it enters the next one; busy longer than @timeout_ns is
- * a stall, captured and sampled exactly as an armed watch's (records with
- * origin STALLCAP_ORIGIN_ATTACH).  A thread that never waits in such a call
+ * blocking queue, msgrcv without IPC_NOWAIT; rt_sigtimedwait unless its
+ * timeout is zero, rt_sigsuspend, pause) and busy from the moment such a
+ * call returns until it enters the next one; busy longer than @timeout_ns
+ * is a stall, captured and sampled exactly as an armed watch's (records
+ * with origin STALLCAP_ORIGIN_ATTACH).  A thread that never waits in such a call
  * is never reported (with STALLCAP_ATTACH_PARK, futex waits and sleeps are
  * wait calls too; with STALLCAP_ATTACH_RECV, blocking socket receives,
  * pipe and terminal reads).
@@ -1254,9 +1253,10 @@ struct stallcap_sec_wait {
  *
  * Follows a sample's STALLCAP_SEC_REGS section (and is shown to the same
  * readers) when those registers are the thread's entry into a 64-bit
- * system call that has not returned (a USER_STACK record has none): the thread runs or sleeps inside it (or is stopped
- * at its entry by a tracer).  A thread interrupted in user mode, in a page
- * fault or inside a 32-bit call (int 0x80) has no such section.
+ * system call that has not returned: the thread runs or sleeps inside it
+ * (or is stopped at its entry by a tracer).  A thread interrupted in user
+ * mode, in a page fault or inside a 32-bit call (int 0x80) has no such
+ * section, nor has a USER_STACK record.
  */
 struct stallcap_sec_syscall {
 	struct stallcap_section sec;
