@@ -167,8 +167,8 @@ static void add_sample(struct pprof *pp, const struct sc_rsample *r, __u64 ns)
 	const struct stallcap_sample *s = &r->smp->v.s;
 	size_t n = (size_t)(r->nk + r->nu), i, len;
 	char comm[17] = "";	/* zeros past the name: 16 bytes of it are the key's */
+	char sysbuf[SC_SYSCALL_LABEL_MAX];
 	const char *sys = NULL;
-	char sysbuf[24];
 	struct psample *p;
 	struct hnode *hn;
 	__u64 *locs, h;
@@ -181,16 +181,11 @@ static void add_sample(struct pprof *pp, const struct sc_rsample *r, __u64 ns)
 	for (i = 0; i < (size_t)r->nu; i++)
 		locs[r->nk + i] = func_id(pp, &r->uf[i], false);
 	snprintf(comm, sizeof(comm), "%.16s", s->comm);
-	if (r->smp->has_syscall) {
-		sys = sc_syscall_name(r->smp->sys.nr);
-		if (!sys) {
-			snprintf(sysbuf, sizeof(sysbuf), "syscall %u", r->smp->sys.nr);
-			sys = sysbuf;
-		}
-	}
+	if (r->smp->has_syscall)
+		sys = sc_syscall_label(r->smp->sys.nr, sysbuf, sizeof(sysbuf));
 	/* key: locations, then the labels */
 	len = n * sizeof(*locs);
-	p = calloc(1, sizeof(*p) + len + 40 + sizeof(sysbuf));
+	p = calloc(1, sizeof(*p) + len + 40 + (sys ? strlen(sys) + 1 : 0));
 	if (!p) {
 		free(locs);
 		return;

@@ -180,21 +180,16 @@ static void verdict_key(FILE *m, const struct sc_rsample *r)
 	folded_str(m, buf);
 }
 
-/* the system call's name ("syscall N" unknown), "user mode" or "none" */
+/* the system call's name ("syscall N" unknown), "user mode" or "no system call" */
 static void syscall_key(FILE *m, const struct sc_rsample *r)
 {
-	const char *name;
+	char buf[SC_SYSCALL_LABEL_MAX];
 
-	if (!r->smp->has_syscall) {
+	if (!r->smp->has_syscall)
 		fputs(r->smp->v.s.flags & STALLCAP_SAMPLE_USER_MODE ? "user mode" :
 		      "no system call", m);
-		return;
-	}
-	name = sc_syscall_name(r->smp->sys.nr);
-	if (name)
-		fputs(name, m);
 	else
-		fprintf(m, "syscall %u", r->smp->sys.nr);
+		fputs(sc_syscall_label(r->smp->sys.nr, buf, sizeof(buf)), m);
 }
 
 static int key_of(const struct summary *sm, const struct sc_rsample *r, char **buf,

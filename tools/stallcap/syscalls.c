@@ -40,6 +40,22 @@ const char *sc_syscall_name(__u32 nr)
 	return nr < ARRAY_SIZE(syscall_names) ? syscall_names[nr] : NULL;
 }
 
+/**
+ * sc_syscall_label() - the name of system call @nr, or "syscall NR" in @buf
+ * @nr: STALLCAP_SEC_SYSCALL's nr
+ * @buf: room for a number the table does not name
+ * @len: its size (SC_SYSCALL_LABEL_MAX)
+ */
+const char *sc_syscall_label(__u32 nr, char *buf, size_t len)
+{
+	const char *name = sc_syscall_name(nr);
+
+	if (name)
+		return name;
+	snprintf(buf, len, "syscall %u", nr);
+	return buf;
+}
+
 /** sc_syscall_fd() - the descriptor the call of @sys is on, or -1 */
 int sc_syscall_fd(const struct stallcap_sec_syscall *sys)
 {
@@ -62,13 +78,10 @@ int sc_syscall_fd(const struct stallcap_sec_syscall *sys)
  */
 void sc_syscall_text(FILE *out, const struct sc_sample *m)
 {
-	const char *name = sc_syscall_name(m->sys.nr);
+	char buf[SC_SYSCALL_LABEL_MAX];
 	int fd = sc_syscall_fd(&m->sys);
 
-	if (name)
-		fputs(name, out);
-	else
-		fprintf(out, "syscall %u", m->sys.nr);
+	fputs(sc_syscall_label(m->sys.nr, buf, sizeof(buf)), out);
 	if (fd < 0)
 		return;
 	fprintf(out, ", fd %d", fd);
