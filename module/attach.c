@@ -372,6 +372,8 @@ static int attach_probes_get(const struct stallcap_attach_ent *a)
 			stallcap_wait_probes_unregister();
 			goto err;
 		}
+	} else {
+		stallcap_wait_probes_register_more();
 	}
 	nr_attaches++;
 	return 0;

@@ -169,6 +169,7 @@ int stallcap_follow_probes_register(void);
 void stallcap_follow_probes_unregister(void);
 int stallcap_wait_probes_register(void);
 void stallcap_wait_probes_unregister(void);
+void stallcap_wait_probes_register_more(void);
 int stallcap_park_probes_register(void);
 void stallcap_park_probes_unregister(void);
 int stallcap_recv_probes_register(void);

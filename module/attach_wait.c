@@ -401,6 +401,19 @@ static struct kretprobe wait_probes[] = {
 	WAIT_PROBE("eventfd_read", fd_read_iter_entry, wait_return),
 	/* inotify_read(file, buf, count, pos): a watcher's wait for events */
 	WAIT_PROBE("inotify_read", fd_read_file_entry, wait_return),
+	/*
+	 * the next event of a device or a kernel service (FEAT_WAIT_DEVICES):
+	 * fanotify's, a userfaultfd's page faults (read_iter since 6.8), a
+	 * FUSE server's requests, an RTC's, an input device's, a UIO
+	 * driver's interrupts (modules: probed when loaded at the first attach)
+	 */
+	WAIT_PROBE("fanotify_read", fd_read_file_entry, wait_return),
+	WAIT_PROBE("userfaultfd_read_iter", fd_read_iter_entry, wait_return),
+	WAIT_PROBE("userfaultfd_read", fd_read_file_entry, wait_return),
+	WAIT_PROBE("fuse_dev_read", fd_read_iter_entry, wait_return),
+	WAIT_PROBE("rtc_dev_read", fd_read_file_entry, wait_return),
+	WAIT_PROBE("evdev_read", fd_read_file_entry, wait_return),
+	WAIT_PROBE("uio_read", fd_read_file_entry, wait_return),
 	WAIT_PROBE("__x64_sys_rt_sigtimedwait", sigtimedwait_entry, wait_return),
 	WAIT_PROBE("__x64_sys_rt_sigsuspend", wait_entry, wait_return),
 	WAIT_PROBE("__x64_sys_pause", wait_entry, wait_return),
@@ -420,6 +433,7 @@ static const int wait_probe_nrs[] = {
 	__NR_io_pgetevents, __NR_io_uring_enter, __NR_restart_syscall,
 	__NR_accept, __NR_accept4, __NR_mq_timedreceive, __NR_msgrcv,
 	-1, -1, -1, -1, -1, -1,	/* read(): not every read is a wait */
+	-1, -1, -1, -1, -1, -1, -1,
 	__NR_rt_sigtimedwait, __NR_rt_sigsuspend, __NR_pause,
 };
 static_assert(ARRAY_SIZE(wait_probe_nrs) == ARRAY_SIZE(wait_probes));

@@ -90,6 +90,7 @@ static noinline bool task_fd_read_waits(struct task_struct *task,
 	if (!fn)
 		return false;
 	sprint_symbol_no_offset(name, fn);
+	*strchrnul(name, ' ') = '\0';	/* a module's: "uio_read [uio]" */
 	/* a FIFO's read calls the anonymous pipe's, which is probed (6.15+) */
 	if (!strcmp(name, "fifo_pipe_read"))
 		strscpy(name, "anon_pipe_read", sizeof(name));

@@ -37,6 +37,31 @@ static void probe_set_unregister(struct stallcap_wait_probe_set *set)
 			missed, set->name);
 }
 
+/* Register @set's probe @i; a required one's failure is told. */
+static int probe_set_register_one(struct stallcap_wait_probe_set *set,
+				  unsigned int i)
+{
+	struct kretprobe *rp = &set->probes[i];
+	int ret;
+
+	/* a kretprobe is reusable once its address is cleared */
+	rp->kp.addr = NULL;
+	rp->kp.flags = 0;
+	rp->nmissed = 0;
+	ret = register_kretprobe(rp);
+	if (ret) {
+		if (i < set->nr_required)
+			pr_warn("cannot probe %s: %d\n", rp->kp.symbol_name, ret);
+		else
+			pr_info_once("%s not probed (%d)\n", rp->kp.symbol_name,
+				     ret);
+		return ret;
+	}
+	set->ptrs[set->nr_registered++] = rp;
+	WRITE_ONCE(set->registered, set->registered | BIT(i));
+	return 0;
+}
+
 static int probe_set_register(struct stallcap_wait_probe_set *set)
 {
 	unsigned int i;
@@ -45,28 +70,27 @@ static int probe_set_register(struct stallcap_wait_probe_set *set)
 	stallcap_wait_deferred_init();
 	set->nr_registered = 0;
 	for (i = 0; i < set->nr; i++) {
-		struct kretprobe *rp = &set->probes[i];
-
-		/* a kretprobe is reusable once its address is cleared */
-		rp->kp.addr = NULL;
-		rp->kp.flags = 0;
-		rp->nmissed = 0;
-		ret = register_kretprobe(rp);
-		if (ret) {
-			if (i < set->nr_required)
-				goto fail;
-			pr_info_once("%s not probed (%d)\n", rp->kp.symbol_name,
-				     ret);
-			continue;
+		ret = probe_set_register_one(set, i);
+		if (ret && i < set->nr_required) {
+			probe_set_unregister(set);
+			return ret == -ENOENT ? -EOPNOTSUPP : ret;
 		}
-		set->ptrs[set->nr_registered++] = rp;
-		WRITE_ONCE(set->registered, set->registered | BIT(i));
 	}
 	return 0;
-fail:
-	pr_warn("cannot probe %s: %d\n", set->probes[i].kp.symbol_name, ret);
-	probe_set_unregister(set);
-	return ret == -ENOENT ? -EOPNOTSUPP : ret;
+}
+
+/*
+ * Probe what @set's registration could not: a driver's read function whose
+ * module was loaded since (uio_read, evdev_read).  A symbol the kernel does
+ * not have costs a failed lookup.
+ */
+static void probe_set_register_more(struct stallcap_wait_probe_set *set)
+{
+	unsigned int i;
+
+	for (i = set->nr_required; i < set->nr; i++)
+		if (!(set->registered & BIT(i)))
+			probe_set_register_one(set, i);
 }
 
 /* ---- which calls count: for a thread found inside one (attach_wait_regs.c) ---- */
@@ -163,6 +187,19 @@ int stallcap_wait_probes_register(void)
 void stallcap_wait_probes_unregister(void)
 {
 	probe_set_unregister(&stallcap_wait_set);
+}
+
+/**
+ * stallcap_wait_probes_register_more() - register the wait-call kretprobes
+ * that the first attach could not (a new attach while others exist)
+ *
+ * A device driver built as a module and loaded since: its read counts from
+ * this attach on.
+ * Context: process, attach_lock held, the probes registered.
+ */
+void stallcap_wait_probes_register_more(void)
+{
+	probe_set_register_more(&stallcap_wait_set);
 }
 
 /**

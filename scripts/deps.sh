@@ -107,7 +107,7 @@ while read -r name ver; do
 	fi
 	kdir="$cache/kernels/$ver"
 	# (a cache from before the guest's modules were kept is unpacked again)
-	if [ ! -s "$kdir/vmlinuz" ] || "$top/scripts/guest-modules.sh" missing "$kdir"; then
+	if [ ! -s "$kdir/vmlinuz" ] || "$top/scripts/guest-modules.sh" stale "$kdir"; then
 		echo "deps: unpacking linux-image-$ver ($name)"
 		apt_update
 		rm -rf "$kdir/deb" "$kdir/root"
@@ -149,7 +149,7 @@ for name in "${want[@]}"; do
 	read -r ver suite < <(awk -v n="$name" '$1 == n { print $2, $3 }' "$roots_list")
 	"$top/scripts/kernel-root.sh" root "$suite" >/dev/null
 	if [ ! -s "$cache/kernels/$ver/vmlinuz" ] ||
-		"$top/scripts/guest-modules.sh" missing "$cache/kernels/$ver"; then
+		"$top/scripts/guest-modules.sh" stale "$cache/kernels/$ver"; then
 		echo "deps: unpacking the image of $ver ($name, $suite)"
 		"$top/scripts/kernel-root.sh" image "$ver" "$suite"
 	fi

@@ -175,11 +175,24 @@ make_root() {
 	echo "$out"
 }
 
+# image_parts VERSION SUITE KDIR: a split image's modules and config into
+# KDIR/root (each package only where the suite has it)
+image_parts() {
+	local ver=$1 suite=$2 kdir=$3 pkg
+	for pkg in "linux-modules-$ver" "linux-base-$ver"; do
+		apt_suite "$suite" apt-cache show "$pkg" >/dev/null 2>&1 || continue
+		(cd "$kdir/deb" && rm -f ./*.deb && apt_suite "$suite" apt-get download "$pkg" >/dev/null) ||
+			die "download of $pkg failed"
+		dpkg-deb -x "$kdir"/deb/*.deb "$kdir/root"
+	done
+}
+
 # image VERSION SUITE: the bzImage from the suite's image package, or its
-# binary package where the image package is a metapackage (sid)
+# binary package where the image package is a metapackage (sid), whose
+# modules and config are in linux-modules-VERSION and linux-base-VERSION
 image() {
 	local ver=$1 suite=$2 kdir=$top/.cache/kernels/$1 pkg f
-	if [ -s "$kdir/vmlinuz" ] && ! "$top/scripts/guest-modules.sh" missing "$kdir"; then
+	if [ -s "$kdir/vmlinuz" ] && ! "$top/scripts/guest-modules.sh" stale "$kdir"; then
 		return 0
 	fi
 	apt_update "$suite"
@@ -193,9 +206,13 @@ image() {
 		dpkg-deb -x "$kdir"/deb/*.deb "$kdir/root"
 		f=$(find "$kdir/root" -name "vmlinuz*" -type f | head -n 1)
 		if [ -n "$f" ]; then
+			if [ "$pkg" = "linux-binary-$ver" ]; then
+				image_parts "$ver" "$suite" "$kdir"
+			fi
 			"$top/scripts/guest-modules.sh" "$kdir/root" "$kdir" "$ver"
 			cp "$f" "$kdir/vmlinuz.tmp"
-			f=$(find "$kdir/root" -name "config-$ver" -type f | head -n 1)
+			f=$(find "$kdir/root" \( -name "config-$ver" -o -path "*/modules/$ver/config" \) \
+				-type f | head -n 1)
 			[ -z "$f" ] || cp "$f" "$kdir/config"
 			mv "$kdir/vmlinuz.tmp" "$kdir/vmlinuz"
 			break

@@ -523,7 +523,10 @@ boot() {
 	qemu_cmd=(qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m "$mem" -smp "$SMP"
 		-nodefaults -display none -monitor none -no-reboot
 		-kernel "$KIMAGE" -initrd "$initrd" -append "$cmdline"
-		-serial "file:$con" -serial "file:$chan")
+		-serial "file:$con" -serial "file:$chan"
+		# QEMU's educational PCI device: an interrupt source for a UIO
+		# driver (attach_test; no driver binds it unless told)
+		-device edu)
 	# shellcheck disable=SC2206 # QEMU_EXTRA: words
 	qemu_cmd+=(${QEMU_EXTRA:-})
 	local tailpid=
@@ -922,12 +925,18 @@ run_kernel() {
 		fi
 	} >"$conf"
 	# the kernel's own modules the selftests need (scripts/guest-modules.sh)
-	if [[ $mode == @(check|notw) ]] && [ -s "$(dirname "$KIMAGE")/fuse.ko" ]; then
-		cp "$(dirname "$KIMAGE")/fuse.ko" "$dir/lib/modules/"
-		echo "KERNEL_MODULES=/lib/modules/fuse.ko" >>"$conf"
-	elif [ "$mode" = check ] && "$top/scripts/guest-modules.sh" missing "$(dirname "$KIMAGE")"; then
-		# why_fault_test would only skip: say what is missing
-		result FAIL "$k/fuse" "FUSE is a module of $KVER but no fuse.ko was kept (run make deps)"
+	if [[ $mode == @(check|notw) ]]; then
+		local m kmods=
+		for m in $("$top/scripts/guest-modules.sh" names); do
+			[ -s "$(dirname "$KIMAGE")/$m.ko" ] || continue
+			cp "$(dirname "$KIMAGE")/$m.ko" "$dir/lib/modules/"
+			kmods+=" /lib/modules/$m.ko"
+		done
+		echo "KERNEL_MODULES=\"${kmods# }\"" >>"$conf"
+	fi
+	if [ "$mode" = check ] && "$top/scripts/guest-modules.sh" missing "$(dirname "$KIMAGE")"; then
+		# their tests would only skip: say what is missing
+		result FAIL "$k/modules" "a module the selftests need (scripts/guest-modules.sh) is a module of $KVER but was not kept (run make deps)"
 		return 1
 	fi
 	case $mode in

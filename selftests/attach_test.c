@@ -53,6 +53,7 @@
 #include "sc_harness.h"
 
 #include "stall_util.h"
+#include "event_sources.h"
 
 #define DEADLINE	SC_MS(30)
 #define SPIN		SC_MS(300)
@@ -491,6 +492,66 @@ static void *inotify_thread(void *arg)
 	snprintf(path, sizeof(path), "%s/new", watched_dir);
 	unlink(path);
 	rmdir(watched_dir);
+	return NULL;
+}
+
+/* ---- a device's or a kernel service's next event (event_sources.h) ---- */
+
+static char device_how;		/* its ES_* letter */
+/* the source of device_thread or of resume_thread 'h': closed by main */
+static struct event_source device_es;
+
+/* Where the child's FUSE server mounts (the child's, its parent's) */
+static void fuse_mount_path(char *path, size_t size, pid_t parent)
+{
+	snprintf(path, size, "/tmp/stallcap-attach-fuse.%d", parent);
+}
+
+/* The event after 4 deadlines (this thread is never watched: no wait) */
+static void *late_device_event(void *arg)
+{
+	sc_sleep_ms(4 * DEADLINE / SC_MS(1));
+	es_trigger(arg);
+	return NULL;
+}
+
+/*
+ * Waits in a blocking read() of the source for an event that another
+ * thread makes after 4 deadlines (idle), handles it, then spins SPIN with
+ * the same read made non-blocking halfway (EAGAIN: busy).
+ */
+
+static void *device_thread(void *arg)
+{
+	struct event_source *es = &device_es;
+	int *tid_pipe = arg, ret;
+	pid_t tid = sc_gettid();
+	pthread_t writer;
+	char path[64];
+
+	fuse_mount_path(path, sizeof(path), getppid());
+	ret = es_open(es, device_how, path);
+	if (ret)
+		tid = ret;
+	if (write(tid_pipe[1], &tid, sizeof(tid)) != sizeof(tid) || tid < 0)
+		return NULL;
+	if (!read_is_first_wait())
+		first_wait();	/* its watch is made */
+	if (pthread_create(&writer, NULL, late_device_event, es))
+		return NULL;
+	if (es_wait(es) <= 0 || es_handle(es))	/* idle */
+		_exit(8);
+	attach_spin_in_loop(SPIN / 2);	/* busy past the deadline... */
+	if (es_try(es))			/* EAGAIN */
+		_exit(9);
+	attach_spin_in_loop(SPIN / 2);	/* ...still busy... */
+	poll(NULL, 0, 1);		/* ...until it waits: the stall ends */
+	/*
+	 * its exit follows; the source is closed by the child's main thread,
+	 * never watched (removing an input device or a FUSE mount takes tens
+	 * of ms under emulation: a stall of its own)
+	 */
+	pthread_join(writer, NULL);
 	return NULL;
 }
 
@@ -935,7 +996,8 @@ static char resume_how;		/* 'r': poll() on resume_fd, 't': the same
 				 * with a timeout, 'f': futex, 'y': read()
 				 * of resume_timer, 'v': of resume_event,
 				 * 'n': readv() of a FIFO, resume_fifo(),
-				 * 'j': read() of resume_pty's slave */
+				 * 'j': read() of resume_pty's slave,
+				 * 'h': read() of /dev/fuse (a request) */
 static int resume_timer = -1;	/* a timerfd, armed by the parent */
 static int resume_event = -1;	/* an eventfd, written by the parent */
 static int resume_sock[2] = { -1, -1 };	/* 'c': recv(), 'k': read() */
@@ -949,11 +1011,18 @@ static void resume_fifo(char *path, size_t size, pid_t parent)
 
 static void *resume_thread(void *arg)
 {
+	struct event_source *es = &device_es;
 	int *tid_pipe = arg;
 	pid_t tid = sc_gettid();
 	struct pollfd pfd = { .fd = resume_fd, .events = POLLIN };
+	char path[64];
 
-	if (write(tid_pipe[1], &tid, sizeof(tid)) != sizeof(tid))
+	if (resume_how == 'h') {	/* its INIT answered before */
+		fuse_mount_path(path, sizeof(path), getppid());
+		if (es_open(es, ES_FUSE, path))
+			tid = -ENODEV;
+	}
+	if (write(tid_pipe[1], &tid, sizeof(tid)) != sizeof(tid) || tid < 0)
 		return NULL;
 	if (resume_how == 'f')	/* a parked worker, woken by the parent */
 		while (!__atomic_load_n(resume_word, __ATOMIC_ACQUIRE))
@@ -985,6 +1054,10 @@ static void *resume_thread(void *arg)
 		if (fd < 0 || read(fd, frame, sizeof(frame)) != 2)
 			_exit(7);
 		close(fd);
+	} else if (resume_how == 'h') {
+		/* a FUSE server, waiting for the next request */
+		if (es_wait(es) <= 0 || es_handle(es))
+			_exit(7);
 	} else if (resume_how == 'y' || resume_how == 'v') {
 		/* a loop paced by a timerfd, a worker woken by a counter */
 		uint64_t n;
@@ -996,7 +1069,7 @@ static void *resume_thread(void *arg)
 		poll(&pfd, 1, resume_how == 't' ? 10000 : -1);
 	attach_spin_in_loop(SPIN);	/* busy past the deadline */
 	poll(NULL, 0, 1);		/* idle: the stall ends */
-	return NULL;
+	return NULL;			/* (its FUSE unmounted by main) */
 }
 
 /*
@@ -1139,6 +1212,9 @@ static void child_main(int go_fd, int *tid_pipe)
 		fn = inotify_thread;
 	else if (c == 'Y')
 		fn = tty_thread;
+	else if (c == ES_FANOTIFY || c == ES_USERFAULTFD || c == ES_FUSE ||
+		 c == ES_RTC || c == ES_EVDEV || c == ES_UIO)
+		fn = device_thread;
 	else if (c == 'R' || c == 'B')
 		fn = recv_thread;
 	else if (c == 'W' || c == 'Z')
@@ -1146,7 +1222,7 @@ static void child_main(int go_fd, int *tid_pipe)
 	else if (c == 'w')
 		fn = wake_thread;
 	else if (c == 'r' || c == 't' || c == 'f' || c == 'y' || c == 'v' ||
-		 c == 'c' || c == 'k' || c == 'n' || c == 'j')
+		 c == 'c' || c == 'k' || c == 'n' || c == 'j' || c == 'h')
 		fn = resume_thread;
 	else if (c == 'i' || c == 'I')
 		fn = uring_resume_thread;
@@ -1156,6 +1232,7 @@ static void child_main(int go_fd, int *tid_pipe)
 		fn = eintr_then_sleep_thread;
 	resume_fd = go_fd;
 	resume_how = c;
+	device_how = c;
 	queue_how = c;
 	signal_how = c;
 	if (fn == recv_thread || fn == tty_thread) {
@@ -1171,6 +1248,8 @@ static void child_main(int go_fd, int *tid_pipe)
 	if (pthread_create(&t, NULL, fn, tid_pipe))
 		_exit(3);
 	pthread_join(t, NULL);
+	if (fn == device_thread || c == 'h')
+		es_close(&device_es);
 	_exit(0);
 }
 
@@ -1210,10 +1289,16 @@ FIXTURE_SETUP(attach)
 
 FIXTURE_TEARDOWN(attach)
 {
+	char fuse_dir[64];
+
 	if (self->child > 0) {
 		kill(self->child, SIGKILL);
 		waitpid(self->child, NULL, 0);
 	}
+	/* a FUSE mount of a child that did not get to unmount it */
+	fuse_mount_path(fuse_dir, sizeof(fuse_dir), getpid());
+	if (!umount2(fuse_dir, MNT_DETACH) || errno != ENOENT)
+		rmdir(fuse_dir);
 	sc_records_free(&self->rs);
 	sc_session_close(&self->s);
 	if (resume_word && resume_word != MAP_FAILED)
@@ -1367,8 +1452,14 @@ static void one_stall_across(struct __test_metadata *_metadata,
 		SKIP(return, "the module has no STALLCAP_ATTACH_RECV");
 	if ((how == 'Y' || how == 'N') && !(self->s.info.features & STALLCAP_FEAT_RECV_TTY))
 		SKIP(return, "the module has no STALLCAP_FEAT_RECV_TTY");
+	if ((how == ES_FANOTIFY || how == ES_USERFAULTFD || how == ES_FUSE ||
+	     how == ES_RTC || how == ES_EVDEV || how == ES_UIO) &&
+	    !(self->s.info.features & STALLCAP_FEAT_WAIT_DEVICES))
+		SKIP(return, "the module has no STALLCAP_FEAT_WAIT_DEVICES");
 	tid = run_thread(_metadata, self, how,
 			 how == 'R' || how == 'Y' ? STALLCAP_ATTACH_RECV : 0);
+	/* a source that is there but misbehaves (FUSE's INIT) is no skip */
+	ASSERT_NE(-EPROTO, tid) TH_LOG("the %s source did not answer as expected", what);
 	if (tid < 0)
 		SKIP(return, "no %s: %s", what, strerror(-tid));
 
@@ -1474,6 +1565,36 @@ TEST_F(attach, blocking_eventfd_read_is_idle_and_a_nonblocking_one_busy)
 TEST_F(attach, blocking_inotify_read_is_idle_and_a_nonblocking_one_busy)
 {
 	one_stall_across(_metadata, self, 'N', "inotify");
+}
+
+TEST_F(attach, blocking_fanotify_read_is_idle_and_a_nonblocking_one_busy)
+{
+	one_stall_across(_metadata, self, ES_FANOTIFY, "fanotify");
+}
+
+TEST_F(attach, fault_handler_userfaultfd_read_is_idle_and_a_nonblocking_one_busy)
+{
+	one_stall_across(_metadata, self, ES_USERFAULTFD, "userfaultfd");
+}
+
+TEST_F(attach, fuse_server_read_of_a_request_is_idle_and_a_nonblocking_one_busy)
+{
+	one_stall_across(_metadata, self, ES_FUSE, "FUSE");
+}
+
+TEST_F(attach, blocking_rtc_read_is_idle_and_a_nonblocking_one_busy)
+{
+	one_stall_across(_metadata, self, ES_RTC, "RTC");
+}
+
+TEST_F(attach, input_device_read_is_idle_and_a_nonblocking_one_busy)
+{
+	one_stall_across(_metadata, self, ES_EVDEV, "input device");
+}
+
+TEST_F(attach, uio_driver_read_of_its_interrupt_is_idle_and_a_nonblocking_one_busy)
+{
+	one_stall_across(_metadata, self, ES_UIO, "UIO device");
 }
 
 TEST_F(attach, recv_blocking_terminal_read_is_idle_and_a_nonblocking_one_busy)
@@ -1732,14 +1853,16 @@ static void waiting_at_attach(struct __test_metadata *_metadata,
 	const struct stallcap_sample *r, *u;
 	struct stallcap_stats st;
 	long nr = how == 'f' ? SYS_futex : how == 'c' ? SYS_recvfrom :
-		  how == 'y' || how == 'v' || how == 'k' || how == 'j' ? SYS_read :
+		  how == 'y' || how == 'v' || how == 'k' || how == 'j' ||
+		  how == 'h' ? SYS_read :
 		  how == 'n' ? SYS_readv : SYS_poll;
 	unsigned int flags = how == 'f' ? STALLCAP_ATTACH_PARK :
 			     how == 'c' || how == 'k' || how == 'n' || how == 'j' ?
 			     STALLCAP_ATTACH_RECV : 0;
 	struct itimerspec at_once = { .it_value.tv_nsec = 1 };
 	uint64_t one = 1, woken;
-	char fifo[64];
+	char fifo[80];
+	struct stat fst;
 	pid_t tid;
 	int status, i, fd;
 
@@ -1750,6 +1873,8 @@ static void waiting_at_attach(struct __test_metadata *_metadata,
 	}
 	ASSERT_EQ(1, write(self->go[1], &how, 1));
 	ASSERT_EQ(sizeof(tid), read(self->tid_pipe[0], &tid, sizeof(tid)));
+	if (tid < 0)
+		SKIP(return, "no FUSE: the child could not mount one");
 	for (i = 0; i < 300 && !in_syscall(self->child, tid, nr); i++)
 		sc_sleep_ms(10);
 	ASSERT_LT(i, 300) TH_LOG("the thread never blocked in its wait");
@@ -1779,6 +1904,11 @@ static void waiting_at_attach(struct __test_metadata *_metadata,
 		ASSERT_EQ(1, write(resume_sock[1], "x", 1));
 	} else if (how == 'j') {
 		ASSERT_EQ(2, write(resume_pty, "x\n", 2));
+	} else if (how == 'h') {
+		fuse_mount_path(fifo, sizeof(fifo), getpid());
+		strcat(fifo, "/x");
+		ASSERT_NE(0, stat(fifo, &fst));	/* the server's ENOENT */
+		ASSERT_EQ(ENOENT, errno);
 	} else if (how == 'n') {
 		fd = open(fifo, O_WRONLY | O_CLOEXEC);
 		ASSERT_LE(0, fd);
@@ -1867,6 +1997,13 @@ TEST_F(attach, thread_in_a_fifo_readv_at_a_recv_attach_is_busy_when_it_returns)
 	if (!(self->s.info.features & STALLCAP_FEAT_RECV_PIPE))
 		SKIP(return, "the module has no STALLCAP_FEAT_RECV_PIPE");
 	waiting_at_attach(_metadata, self, 'n');
+}
+
+TEST_F(attach, thread_in_a_fuse_server_read_at_the_attach_is_busy_when_it_returns)
+{
+	if (!(self->s.info.features & STALLCAP_FEAT_WAIT_DEVICES))
+		SKIP(return, "the module has no STALLCAP_FEAT_WAIT_DEVICES");
+	waiting_at_attach(_metadata, self, 'h');
 }
 
 TEST_F(attach, thread_in_a_terminal_read_at_a_recv_attach_is_busy_when_it_returns)

@@ -249,8 +249,12 @@ struct stallcap_arm {
  * io_uring_enter waiting for completions, accept and accept4 on a blocking
  * socket: a pre-forked server's worker; a blocking read of a timerfd, a
  * signalfd, an eventfd or (with STALLCAP_FEAT_RECV_TTY) an inotify
- * descriptor: a file watcher's wait for events; mq_timedreceive on a
- * blocking queue, msgrcv without IPC_NOWAIT; rt_sigtimedwait unless its
+ * descriptor: a file watcher's wait for events; with
+ * STALLCAP_FEAT_WAIT_DEVICES, a blocking read of fanotify, a userfaultfd
+ * (a fault handler), /dev/fuse (a FUSE server's wait for requests), an RTC,
+ * an input device or a UIO device (a driver's wait for its interrupt: of a
+ * driver module loaded before the attach); mq_timedreceive on a blocking
+ * queue, msgrcv without IPC_NOWAIT; rt_sigtimedwait unless its
  * timeout is zero, rt_sigsuspend, pause) and busy from the moment such a
  * call returns until it enters the next one; busy longer than @timeout_ns
  * is a stall, captured and sampled exactly as an armed watch's (records
@@ -442,6 +446,11 @@ struct stallcap_config {
  * port too, and every attach a blocking read of an inotify descriptor
  */
 #define STALLCAP_FEAT_RECV_TTY		(1ULL << 22)
+/*
+ * every attach counts a blocking read of fanotify, a userfaultfd, /dev/fuse
+ * (a FUSE server), an RTC, an input device (evdev) or a UIO device as a wait
+ */
+#define STALLCAP_FEAT_WAIT_DEVICES	(1ULL << 23)
 
 /* struct stallcap_info.arch and struct stallcap_sec_regs.arch */
 #define STALLCAP_ARCH_X86_64	1
