@@ -155,7 +155,7 @@ TOOL_KERNELS=${TOOL_KERNELS-5.10 7.3}
 DEBUG_SKIP=${DEBUG_SKIP-attach_nginx_test.sh attach_node_test.sh attach_haproxy_test.sh \
 attach_redis_test.sh attach_python_test.sh attach_lighttpd_test.sh attach_cgroup_limits_test.sh \
 attach_apache_test.sh attach_go_test.sh attach_python_threads_test.sh \
-attach_python_pool_test.sh}
+attach_python_pool_test.sh attach_fuse_test.sh}
 # The longer real servers on three production kernels each (TEST:K,K,K),
 # not seven (2026-12-05, CI's 60 minutes: 7 x 110 s of guest time became
 # 3 x 110 s): each on an old kernel (5.10 or 6.1), a newer one and a
@@ -170,7 +170,8 @@ attach_java_test.sh:7.3 attach_erlang_test.sh:5.10 \
 attach_go_test.sh:5.10,6.12-rt,7.3 attach_node_test.sh:6.1,6.12,7.3 \
 attach_python_test.sh:6.1,7.2,7.2-rt attach_redis_test.sh:5.10,6.12-rt,7.2 \
 attach_python_threads_test.sh:5.10,6.12,7.3 attach_python_pool_test.sh:6.1,6.12-rt,7.3 \
-attach_nginx_test.sh:6.1,6.12-rt,7.2 attach_lighttpd_test.sh:6.12,7.2-rt,7.3}
+attach_nginx_test.sh:6.1,6.12-rt,7.2 attach_lighttpd_test.sh:6.12,7.2-rt,7.3 \
+attach_fuse_test.sh:5.10,6.12,7.3}
 [ "$verbose" = 1 ] || verbose=0
 kernels=()
 while [ $# -gt 0 ]; do
@@ -404,7 +405,7 @@ guest_servers="/usr/bin/redis-server /usr/bin/redis-cli /usr/bin/redis-benchmark
 	/usr/sbin/mosquitto /usr/bin/mosquitto_sub /usr/sbin/apache2
 	/usr/lib/apache2/modules/mod_mpm_prefork.so /usr/lib/apache2/modules/mod_mpm_event.so
 	/usr/lib/apache2/modules/mod_authz_core.so /usr/lib/apache2/modules/mod_filter.so
-	/usr/lib/apache2/modules/mod_deflate.so /usr/bin/cyclictest"
+	/usr/lib/apache2/modules/mod_deflate.so /usr/bin/cyclictest /usr/bin/bindfs"
 
 # build_overlay NAME DIR: the per-boot part (module, config, test list)
 pack_overlay() {
