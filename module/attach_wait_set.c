@@ -80,17 +80,39 @@ static int probe_set_register(struct stallcap_wait_probe_set *set)
 }
 
 /*
+ * Remove @set's probe @i, whose function went with its module (the kprobe
+ * is "gone": never hit again, nothing of it runs), so that it can be
+ * registered again on the module's next load.
+ */
+static void probe_set_forget(struct stallcap_wait_probe_set *set,
+			     unsigned int i)
+{
+	struct kretprobe *rp = &set->probes[i];
+	unsigned int k;
+
+	WRITE_ONCE(set->registered, set->registered & ~BIT(i));
+	unregister_kretprobe(rp);
+	for (k = 0; k < set->nr_registered && set->ptrs[k] != rp; k++)
+		;
+	if (k < set->nr_registered)
+		set->ptrs[k] = set->ptrs[--set->nr_registered];
+}
+
+/*
  * Probe what @set's registration could not: a driver's read function whose
- * module was loaded since (uio_read, evdev_read).  A symbol the kernel does
- * not have costs a failed lookup.
+ * module was loaded since (uio_read, evdev_read), or loaded again since it
+ * was removed.  A symbol the kernel does not have costs a failed lookup.
  */
 static void probe_set_register_more(struct stallcap_wait_probe_set *set)
 {
 	unsigned int i;
 
-	for (i = set->nr_required; i < set->nr; i++)
+	for (i = set->nr_required; i < set->nr; i++) {
+		if ((set->registered & BIT(i)) && kprobe_gone(&set->probes[i].kp))
+			probe_set_forget(set, i);
 		if (!(set->registered & BIT(i)))
 			probe_set_register_one(set, i);
+	}
 }
 
 /* ---- which calls count: for a thread found inside one (attach_wait_regs.c) ---- */

@@ -5,7 +5,8 @@
 # (a record of a sleeping process).  Each later attach probes what was
 # loaded since, so a blocking read of an input device is a wait for the
 # next one: attach_test's input case passes in that state, its own attach
-# made while the first still holds the probes.
+# made while the first still holds the probes; and again after evdev was
+# removed and loaded once more under the same first attach.
 . ./tool_lib.sh
 PATH=$PWD:$PATH
 need stallcap attach_test
@@ -33,6 +34,16 @@ show "$work/attach.out"
 check "a later attach counts the input device's blocking read as a wait" \
 	[ "$rc" = 0 ]
 check "and did not skip" sh -c "! grep -q SKIP '$work/attach.out'"
+# removed and loaded again under the same attach: its probe was gone with
+# the module's code, and the next attach probes the new code
+check "evdev removed and loaded again" sh -c "rmmod evdev && insmod $ko"
+./attach_test -t input_device_read_is_idle_and_a_nonblocking_one_busy \
+	>"$work/attach2.out" 2>&1
+rc=$?
+show "$work/attach2.out"
+check "the next attach counts the reloaded driver's read as a wait" \
+	[ "$rc" = 0 ]
+check "and did not skip" sh -c "! grep -q SKIP '$work/attach2.out'"
 kill "$holder"
 wait_record "$rec"
 wait "$holder" 2>/dev/null
