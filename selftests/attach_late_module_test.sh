@@ -26,24 +26,21 @@ stallcap record -v --deadline 1s -p "$holder" -o "$work/holder.data" \
 rec=$!
 check "a first attach registers the probes (evdev not loaded)" \
 	reading "$work/holder.record"
+# input_case N WHAT: attach_test's input case, run N, passes (WHAT) unskipped
+input_case() {
+	./attach_test -t input_device_read_is_idle_and_a_nonblocking_one_busy \
+		>"$work/attach$1.out" 2>&1
+	rc=$?
+	show "$work/attach$1.out"
+	check "$2" [ "$rc" = 0 ]
+	check "and did not skip" sh -c "! grep -q SKIP '$work/attach$1.out'"
+}
 check "evdev loaded after it" insmod "$ko"
-./attach_test -t input_device_read_is_idle_and_a_nonblocking_one_busy \
-	>"$work/attach.out" 2>&1
-rc=$?
-show "$work/attach.out"
-check "a later attach counts the input device's blocking read as a wait" \
-	[ "$rc" = 0 ]
-check "and did not skip" sh -c "! grep -q SKIP '$work/attach.out'"
+input_case 1 "a later attach counts the input device's blocking read as a wait"
 # removed and loaded again under the same attach: its probe was gone with
 # the module's code, and the next attach probes the new code
 check "evdev removed and loaded again" sh -c "rmmod evdev && insmod $ko"
-./attach_test -t input_device_read_is_idle_and_a_nonblocking_one_busy \
-	>"$work/attach2.out" 2>&1
-rc=$?
-show "$work/attach2.out"
-check "the next attach counts the reloaded driver's read as a wait" \
-	[ "$rc" = 0 ]
-check "and did not skip" sh -c "! grep -q SKIP '$work/attach2.out'"
+input_case 2 "the next attach counts the reloaded driver's read as a wait"
 kill "$holder"
 wait_record "$rec"
 wait "$holder" 2>/dev/null
