@@ -66,6 +66,16 @@ static int es_errno(void)
 	return errno ? -errno : -EIO;
 }
 
+/* Open @path, a device node that devtmpfs makes as the device appears (2 s) */
+static int es_open_node(const char *path, int flags)
+{
+	int fd, i;
+
+	for (i = 0; i < 200 && (fd = open(path, flags | O_CLOEXEC)) < 0; i++)
+		usleep(10000);
+	return fd;
+}
+
 /* fanotify: the opens of one file of /tmp */
 static int es_open_fanotify(struct event_source *es)
 {
@@ -177,7 +187,6 @@ static int es_open_evdev(struct event_source *es)
 	char sysname[32], path[300];
 	struct dirent *de;
 	DIR *d;
-	int i;
 
 	es->aux = open("/dev/uinput", O_WRONLY | O_CLOEXEC);
 	if (es->aux < 0)
@@ -200,9 +209,7 @@ static int es_open_evdev(struct event_source *es)
 	closedir(d);
 	if (!de)
 		return -ENODEV;	/* no evdev */
-	/* devtmpfs makes the node as the device appears */
-	for (i = 0; i < 200 && (es->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0; i++)
-		usleep(10000);
+	es->fd = es_open_node(path, O_RDONLY);
 	return es->fd < 0 ? es_errno() : 0;
 }
 
@@ -227,7 +234,7 @@ static int es_open_uio(struct event_source *es)
 	char path[300], ids[256];
 	struct dirent *de, *ue;
 	DIR *d, *u = NULL;
-	int fd, i;
+	int fd;
 
 	fd = open("/sys/bus/pci/drivers/uio_pci_generic/new_id", O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -258,8 +265,7 @@ static int es_open_uio(struct event_source *es)
 	if (!ids[0])
 		return -ENODEV;
 	snprintf(path, sizeof(path), "/dev/%s", ids);
-	for (i = 0; i < 200 && (es->fd = open(path, O_RDWR | O_CLOEXEC)) < 0; i++)
-		usleep(10000);
+	es->fd = es_open_node(path, O_RDWR);
 	snprintf(path, sizeof(path), "/sys/class/uio/%s/device/resource0", ids);
 	es->aux = open(path, O_RDWR | O_SYNC | O_CLOEXEC);
 	snprintf(path, sizeof(path), "/sys/class/uio/%s/device/config", ids);
