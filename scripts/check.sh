@@ -34,7 +34,7 @@ step() {
 	echo "=== $name"
 	t0=$(now)
 	"$@"
-	timings+=("$(printf '%-24s %6ss' "$name" "$(elapsed "$t0" "$(now)")")")
+	timings+=("$(printf '%-28s %6ss' "$name" "$(elapsed "$t0" "$(now)")")")
 }
 
 tools_check() {
@@ -109,36 +109,47 @@ for k in "${kernels[@]}"; do
 		main_kernels+=("$k")
 	fi
 done
+# Host-only items (the static checks, the tools' unit tests and fuzz
+# targets, the package test: about 55, 100, 60 and 230 s), and before them
+# the modules of the main lane's kernels but its first (vmtest.sh --build:
+# 20-40 s of each kernel's turn, made in its turn no more), run in a third
+# lane at nice BACKGROUND_NICE (default 19) when there is a second lane of
+# guests: in what the guests leave of the 2 host CPUs (CI108: 84 of 100
+# busy, a guest waits on deadlines and timers) rather than as items of
+# either lane, whose guests start at once.  On a fresh machine the debug
+# kernel's build (nice 19 too) shares that room with them, as it shared
+# it with the same items at nice 5 before (they then delayed the second
+# lane instead).  The fuzz targets run FUZZ_SECONDS each by the clock,
+# on less CPU there: their saved inputs run whole in the unit tests.
+# HOST_BACKGROUND=0 runs them here, before the guests (the package test in
+# the second lane), as one lane does.
+background=()
+if [ ${#beside_kernels[@]} -gt 0 ] && [ "${HOST_BACKGROUND:-1}" != 0 ]; then
+	background=(modules static host-tests)
+	[ "${PACKAGES:-1}" = 0 ] || background+=(packages)
+fi
 step "host build" host_build
-step "static checks" "$top/scripts/static-check.sh"
-# With a second lane the tools' unit tests and fuzz targets (host only,
-# about 100 s and 60 s) are its first items, beside the first guest: that
-# lane waits for the debug kernel's build after the package test anyway
-# (CI85, cold: 5.5 minutes idle), and the main lane's guests start 160 s
-# sooner.  HOST_TESTS_BESIDE=0 runs them here, before the guests.
-host_tests_beside=0
-[ ${#beside_kernels[@]} -eq 0 ] || [ "${HOST_TESTS_BESIDE:-1}" = 0 ] || host_tests_beside=1
-if [ "$host_tests_beside" = 0 ]; then
+if [ ${#background[@]} -eq 0 ]; then
+	step "static checks" "$top/scripts/static-check.sh"
 	step "tools unit tests" tools_check
 	step "tools fuzz targets" tools_fuzz
 fi
-# The harness self-check (three short 6.1 guests, about 65 s) is an item of
-# the second lane when there is one: on a fresh machine that lane waits for
-# the debug kernel's build after the package test anyway.
-if [ "${SELFCHECK:-1}" != 0 ] && [ "$host_tests_beside" = 0 ]; then
+# The harness self-check (three short 6.1 guests, about 55 s) is the first
+# item of the second lane when there is one (on a fresh machine that lane
+# waits for the debug kernel's build anyway), else a step here.
+if [ "${SELFCHECK:-1}" != 0 ] && [ ${#beside_kernels[@]} -eq 0 ]; then
 	step "harness self-check" "$top/scripts/vmtest.sh" --selfcheck
 fi
 # The kernels of BESIDE_KERNELS (default "debug") run in a second lane,
-# beside the others, at nice BESIDE_NICE (default 5), after the package
-# test.  A production guest keeps about one of the two host CPUs busy on
-# average (its tests wait on deadlines and timers); the debug guest
-# (CPU-bound: KASAN) and the package test's builds take most of what they
-# leave, and the production guests' timing keeps priority (at nice 10 the
-# debug guest's busy-CPU cases of capture_irqsoff_test were late 8 times
-# of 8 while 5.10 ran beside it).  The debug guest took 350 s to 1,060 s
-# alone, after its kernel's build (about 20 minutes from `make deps`,
-# which starts it); the package test about 2 minutes.  The lane's output
-# is printed when it is done.  BESIDE_KERNELS="" runs everything in turn.
+# beside the others, at nice BESIDE_NICE (default 5).  A production guest
+# keeps about one of the two host CPUs busy on average (its tests wait on
+# deadlines and timers); the debug guest (CPU-bound: KASAN) takes most of
+# what it leaves, and the production guests' timing keeps priority (at
+# nice 10 the debug guest's busy-CPU cases of capture_irqsoff_test were
+# late 8 times of 8 while 5.10 ran beside it).  The debug guest took 350 s
+# to 1,060 s alone, after its kernel's build (about 20 minutes from `make
+# deps`, which starts it).  The lane's output is printed when it is done.
+# BESIDE_KERNELS="" runs everything in turn.
 # Done with its own, the second lane takes the main lane's kernels from the
 # end of the list while the main lane takes them from the start (a claim is
 # a directory made in build/claims, which only one lane can make): when the
@@ -146,47 +157,63 @@ fi
 # instead of one CPU idling through the last kernels; on a cold machine the
 # debug lane is the longer one and claims nothing.
 beside=()
-[ "$host_tests_beside" = 0 ] || beside+=(host-tests)
-[ "$host_tests_beside" = 0 ] || [ "${SELFCHECK:-1}" = 0 ] || beside+=(selfcheck)
-[ ${#beside_kernels[@]} -eq 0 ] || [ "${PACKAGES:-1}" = 0 ] || beside+=(packages)
+[ ${#beside_kernels[@]} -eq 0 ] || [ "${SELFCHECK:-1}" = 0 ] || beside+=(selfcheck)
+[ ${#beside_kernels[@]} -eq 0 ] || [ ${#background[@]} -gt 0 ] || [ "${PACKAGES:-1}" = 0 ] ||
+	beside+=(packages)
 [ ${#beside_kernels[@]} -eq 0 ] || beside+=("${beside_kernels[@]}")
 if [ ${#beside_kernels[@]} -eq 0 ] && [ "${PACKAGES:-1}" != 0 ]; then
 	step "packages" "$top/scripts/package.sh" test
 fi
 
-# beside_item NAME [NICE]: one item of the second lane, its output to a
-# file; at nice BESIDE_NICE unless NICE is given (a kernel claimed from the
-# main lane keeps the main lane's priority)
-beside_item() {
-	local t0 out=$logs/beside-$1.out nice=${2:-${BESIDE_NICE:-5}}
+# item_title NAME: what an item of a lane is, for its lines
+item_title() {
+	case $1 in
+	modules) echo "modules ahead" ;;
+	static) echo "static checks" ;;
+	host-tests) echo "tools tests" ;;
+	selfcheck) echo "harness self-check" ;;
+	packages) echo "packages" ;;
+	*) echo "kernel $1" ;;
+	esac
+}
+
+# lane_item LANE NAME NICE: one item of the second lane (LANE "beside") or
+# of the host-only one ("background"), at nice NICE, its output to
+# build/logs/LANE-NAME.out and its time to build/logs/lanes.timings
+lane_item() {
+	local lane=$1 name=$2 nice=$3 t0 out=$logs/$1-$2.out
 	t0=$(now)
-	if [ "$1" = host-tests ]; then
+	case $name in
+	modules) nice -n "$nice" "$top/scripts/vmtest.sh" --build "${main_kernels[@]:1}" ;;
+	static) nice -n "$nice" "$top/scripts/static-check.sh" ;;
+	host-tests)
 		(
 			renice -n "$nice" -p "$BASHPID" >/dev/null
 			echo "=== tools unit tests"
 			tools_check
 			echo "=== tools fuzz targets"
 			tools_fuzz
-		) >"$out" 2>&1
-		printf '%-24s %6ss\n' "tools tests (beside)" "$(elapsed "$t0" "$(now)")" >>"$logs/beside.timings"
-		echo "=== tools unit tests and fuzz targets (beside the guests) done"
-		return
-	fi
-	if [ "$1" = selfcheck ]; then
-		nice -n "$nice" "$top/scripts/vmtest.sh" --selfcheck >"$out" 2>&1
-		printf '%-24s %6ss\n' "harness self-check (beside)" "$(elapsed "$t0" "$(now)")" >>"$logs/beside.timings"
-		echo "=== harness self-check (beside the guests) done"
-		return
-	fi
-	if [ "$1" = packages ]; then
-		nice -n "$nice" "$top/scripts/package.sh" test >"$out" 2>&1
-		printf '%-24s %6ss\n' "packages (beside)" "$(elapsed "$t0" "$(now)")" >>"$logs/beside.timings"
-		echo "=== packages (beside the guests) done"
-		return
-	fi
-	nice -n "$nice" "$top/scripts/vmtest.sh" "$1" >"$out" 2>&1
-	printf '%-24s %6ss\n' "kernel $1 (beside)" "$(elapsed "$t0" "$(now)")" >>"$logs/beside.timings"
-	echo "=== kernel $1 (beside the others) done: $(grep -E '^-- ' "$out" | head -n 1)"
+		)
+		;;
+	selfcheck) nice -n "$nice" "$top/scripts/vmtest.sh" --selfcheck ;;
+	packages) nice -n "$nice" "$top/scripts/package.sh" test ;;
+	*) nice -n "$nice" "$top/scripts/vmtest.sh" "$name" ;;
+	esac >"$out" 2>&1
+	printf '%-28s %6ss\n' "$(item_title "$name") ($lane)" "$(elapsed "$t0" "$(now)")" \
+		>>"$logs/lanes.timings"
+	echo "=== $(item_title "$name") ($lane) done$(grep -E '^-- ' "$out" | head -n 1 | sed 's/^/: /')"
+}
+
+# lane_output LANE: print the output of LANE's items, in their order
+lane_output() {
+	local b items where="beside the guests"
+	[ "$1" = beside ] || where="in the background"
+	mapfile -t items <"$logs/$1.items"
+	for b in "${items[@]}"; do
+		echo
+		echo "=== $(item_title "$b") (ran $where)"
+		cat "$logs/$1-$b.out"
+	done
 }
 
 # claim KERNEL: this lane runs KERNEL (no other lane has it)
@@ -195,25 +222,42 @@ rm -rf "$claims"
 mkdir -p "$claims"
 claim() { mkdir "$claims/$1" 2>/dev/null; }
 
+: >"$logs/lanes.timings"
 beside_pid=
 if [ ${#beside[@]} -gt 0 ]; then
 	echo
 	echo "=== guests: preparing the initramfs base"
 	"$top/scripts/vmtest.sh" --prepare || result FAIL guests/prepare "scripts/vmtest.sh --prepare failed"
 	export VMTEST_PREPARED=1
-	: >"$logs/beside.timings"
+fi
+# (after the initramfs base: the tools' unit tests build in tools/, whose
+# programs the base copies)
+background_pid=
+if [ ${#background[@]} -gt 0 ]; then
+	echo "=== ${background[*]}: running in the background at nice ${BACKGROUND_NICE:-19}" \
+		"(output at the end; live: $logs/background-NAME.out)"
+	printf '%s\n' "${background[@]}" >"$logs/background.items"
+	(
+		for b in "${background[@]}"; do
+			lane_item background "$b" "${BACKGROUND_NICE:-19}"
+		done
+	) &
+	background_pid=$!
+fi
+if [ ${#beside[@]} -gt 0 ]; then
 	echo "=== ${beside[*]}: running beside the other kernels at nice ${BESIDE_NICE:-5}" \
 		"(output at the end; live: $logs/beside-NAME.out)"
 	: >"$logs/beside.items"
 	(
 		for b in "${beside[@]}"; do
 			echo "$b" >>"$logs/beside.items"
-			beside_item "$b"
+			lane_item beside "$b" "${BESIDE_NICE:-5}"
 		done
+		# a kernel claimed from the main lane keeps its priority
 		for ((i = ${#main_kernels[@]} - 1; i >= 0; i--)); do
 			claim "${main_kernels[i]}" || break
 			echo "${main_kernels[i]}" >>"$logs/beside.items"
-			beside_item "${main_kernels[i]}" 0
+			lane_item beside "${main_kernels[i]}" 0
 		done
 	) &
 	beside_pid=$!
@@ -222,26 +266,11 @@ for k in "${main_kernels[@]}"; do
 	claim "$k" || break
 	step "kernel $k" "$top/scripts/vmtest.sh" "$k"
 done
-if [ -n "$beside_pid" ]; then
-	wait "$beside_pid"
-	mapfile -t beside <"$logs/beside.items"
-	for b in "${beside[@]}"; do
-		echo
-		if [ "$b" = host-tests ]; then
-			echo "=== tools unit tests and fuzz targets (ran beside the guests)"
-		elif [ "$b" = packages ]; then
-			echo "=== packages (ran beside the guests)"
-		elif [ "$b" = selfcheck ]; then
-			echo "=== harness self-check (ran beside the guests)"
-		else
-			echo "=== kernel $b (ran beside the others)"
-		fi
-		cat "$logs/beside-$b.out"
-	done
-	while read -r line; do
-		timings+=("$line")
-	done <"$logs/beside.timings"
-fi
+[ -z "$beside_pid" ] || { wait "$beside_pid"; lane_output beside; }
+[ -z "$background_pid" ] || { wait "$background_pid"; lane_output background; }
+while read -r line; do
+	timings+=("$line")
+done <"$logs/lanes.timings"
 
 # failure_details: the assertion and log lines of each failed guest test
 # (a CI that shows only the end of the output shows why, not only what)
@@ -262,7 +291,7 @@ failure_details() {
 echo
 echo "=== summary"
 for t in "${timings[@]}"; do echo "  $t"; done
-printf '  %-24s %6ss\n' "total" "$(elapsed "$t_start" "$(now)")"
+printf '  %-28s %6ss\n' "total" "$(elapsed "$t_start" "$(now)")"
 for k in "${kernels[@]}"; do
 	awk -F'\t' -v k="$k/" 'index($2, k) == 1 { c[$1]++ }
 		END { printf "  %-10s %s: %d passed, %d failed, %d skipped\n", substr(k, 1, length(k) - 1),

@@ -27,7 +27,7 @@ SUDO=""
 
 packages=(
 	build-essential gcc g++ make bc flex bison libssl-dev libelf-dev dwarves libiberty-dev
-	kmod cpio xz-utils zstd rsync busybox-static qemu-system-x86 sparse
+	kmod cpio lz4 xz-utils zstd rsync busybox-static qemu-system-x86 sparse
 	elfutils libdw-dev libelf-dev pkg-config python3 perl
 	clang-14 libclang-rt-14-dev
 	protobuf-c-compiler libprotobuf-c-dev protobuf-compiler zlib1g-dev
