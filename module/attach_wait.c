@@ -411,6 +411,11 @@ static struct kretprobe wait_probes[] = {
 	WAIT_PROBE("userfaultfd_read_iter", fd_read_iter_entry, wait_return),
 	WAIT_PROBE("userfaultfd_read", fd_read_file_entry, wait_return),
 	WAIT_PROBE("fuse_dev_read", fd_read_iter_entry, wait_return),
+	/*
+	 * fuse_dev_splice_read(in, ppos, pipe, len, flags): libfuse 3's way
+	 * (FEAT_WAIT_SPLICE); whether it waits is @in's O_NONBLOCK alone
+	 */
+	WAIT_PROBE("fuse_dev_splice_read", fd_read_file_entry, wait_return),
 	WAIT_PROBE("rtc_dev_read", fd_read_file_entry, wait_return),
 	WAIT_PROBE("evdev_read", fd_read_file_entry, wait_return),
 	WAIT_PROBE("uio_read", fd_read_file_entry, wait_return),
@@ -433,7 +438,7 @@ static const int wait_probe_nrs[] = {
 	__NR_io_pgetevents, __NR_io_uring_enter, __NR_restart_syscall,
 	__NR_accept, __NR_accept4, __NR_mq_timedreceive, __NR_msgrcv,
 	-1, -1, -1, -1, -1, -1,	/* read(): not every read is a wait */
-	-1, -1, -1, -1, -1, -1, -1,
+	-1, -1, -1, -1, -1, -1, -1, -1,
 	__NR_rt_sigtimedwait, __NR_rt_sigsuspend, __NR_pause,
 };
 static_assert(ARRAY_SIZE(wait_probe_nrs) == ARRAY_SIZE(wait_probes));

@@ -58,15 +58,18 @@ static noinline long restarted_wait_call(struct task_struct *task)
 /*
  * Is @fd of @task a file whose read() or readv() the probes count as a
  * wait (a blocking timerfd, signalfd or eventfd; a socket or a pipe for
- * @waits with SC_WAIT_RECV), as its read function says?  The file is
- * looked at under RCU without a reference: its memory stays a file's, and
- * a module's file operations stay, until a grace period passes.  A file
- * closed and its number reused meanwhile answers for a read the thread is
- * no longer inside (it returned: its watch sees the next).
+ * @waits with SC_WAIT_RECV), as its read function says; with @splice,
+ * whose splice() to a pipe they count (/dev/fuse's), as its splice_read
+ * says?  The file is looked at under RCU without a reference: its memory
+ * stays a file's, and a module's file operations stay, until a grace
+ * period passes.  A file closed and its number reused meanwhile answers
+ * for a read the thread is no longer inside (it returned: its watch sees
+ * the next).
  * Context: process (task_lock: @task->files), RCU read side allowed.
  */
 static noinline bool task_fd_read_waits(struct task_struct *task,
-					unsigned long fd, unsigned int waits)
+					unsigned long fd, unsigned int waits,
+					bool splice)
 {
 	const struct file_operations *fops;
 	char name[KSYM_SYMBOL_LEN];
@@ -81,8 +84,11 @@ static noinline bool task_fd_read_waits(struct task_struct *task,
 	if (file && !(READ_ONCE(file->f_flags) & O_NONBLOCK)) {
 		/* NULL in a file reused and being set up (6.7+: typesafe) */
 		fops = READ_ONCE(file->f_op);
-		fn = fops ? (unsigned long)fops->read_iter : 0;
-		if (fops && !fn)	/* timerfd, signalfd before 6.8 */
+		if (fops && splice)
+			fn = (unsigned long)fops->splice_read;
+		else if (fops)
+			fn = (unsigned long)fops->read_iter;
+		if (fops && !fn && !splice)	/* timerfd, signalfd before 6.8 */
 			fn = (unsigned long)fops->read;
 	}
 	rcu_read_unlock();
@@ -113,7 +119,8 @@ static noinline bool task_fd_read_waits(struct task_struct *task,
  * user's ax, and a call's return its result).  Inside restart_syscall (a
  * wait stopped and continued before the attach), the call it resumes;
  * inside read() or readv(), the file's read function (a blocking timerfd,
- * signalfd or eventfd, a socket, a pipe: the probes' reads).  A call whose
+ * signalfd or eventfd, a socket, a pipe: the probes' reads); inside
+ * splice(), its input file's splice_read function (/dev/fuse's).  A call whose
  * probe is not registered on this kernel, a 32-bit call (other numbers,
  * the compat entry points, never probed) and an io_uring or vhost worker
  * (it never returns to user space) never count.
@@ -132,7 +139,10 @@ bool stallcap_task_in_wait_call(struct task_struct *task, unsigned int waits)
 	nr = regs.orig_ax;
 	/* of a timerfd, signalfd, eventfd, socket, pipe: its read function */
 	if (nr == __NR_read || nr == __NR_readv)
-		return task_fd_read_waits(task, regs.di, waits);
+		return task_fd_read_waits(task, regs.di, waits, false);
+	/* of /dev/fuse into a pipe: its splice_read function */
+	if (nr == __NR_splice)
+		return task_fd_read_waits(task, regs.di, waits, true);
 	if (nr == __NR_restart_syscall) {
 		nr = restarted_wait_call(task);
 		args = NULL;

@@ -200,6 +200,7 @@ static long ioctl_get_info(struct stallcap_session *sess, unsigned long arg)
 				 STALLCAP_FEAT_RECV_PIPE |
 				 STALLCAP_FEAT_RECV_TTY |
 				 STALLCAP_FEAT_WAIT_DEVICES |
+				 STALLCAP_FEAT_WAIT_SPLICE |
 				 STALLCAP_FEAT_WATCH_BUSY;
 	if (STALLCAP_KERNEL_LOCKS)
 		info.features |= STALLCAP_FEAT_KERNEL_LOCKS;

@@ -36,7 +36,7 @@ packages=(
 	dpkg-dev debhelper dh-dkms dkms lintian fakeroot cmake pandoc
 	redis-server redis-tools memcached nodejs golang-go nginx haproxy lighttpd rustc cargo librust-tokio-dev
 	mosquitto mosquitto-clients apache2-bin openjdk-17-jdk-headless erlang-base
-	postgresql-15 rt-tests bindfs
+	postgresql-15 rt-tests bindfs fuse-overlayfs
 	linux-perf
 )
 

@@ -95,7 +95,7 @@ TEST_F(abi, info_describes_the_module)
 	EXPECT_LE(sc_min_ring_bytes(STALLCAP_MAX_USER_STACK), i->max_ring_bytes)
 		TH_LOG("max_ring_bytes too small for the largest user_stack_bytes");
 	EXPECT_LT(0, i->max_watches_per_user);
-	EXPECT_EQ(0, i->features & ~((STALLCAP_FEAT_WAIT_DEVICES << 1) - 1));
+	EXPECT_EQ(0, i->features & ~((STALLCAP_FEAT_WAIT_SPLICE << 1) - 1));
 	/* needs task_work_add(): absent only where the module lacks it */
 	EXPECT_EQ(!sc_expect_no_task_work(),
 		  !!(i->features & STALLCAP_FEAT_DEFER_USER));
@@ -109,6 +109,7 @@ TEST_F(abi, info_describes_the_module)
 	EXPECT_TRUE(i->features & STALLCAP_FEAT_RECV_PIPE);
 	EXPECT_TRUE(i->features & STALLCAP_FEAT_RECV_TTY);
 	EXPECT_TRUE(i->features & STALLCAP_FEAT_WAIT_DEVICES);
+	EXPECT_TRUE(i->features & STALLCAP_FEAT_WAIT_SPLICE);
 	EXPECT_TRUE(i->features & STALLCAP_FEAT_SEC_SYSCALL);
 	EXPECT_TRUE(i->features & STALLCAP_FEAT_WATCH_BUSY);
 	/* every kernel of the matrix has CONFIG_CFS_BANDWIDTH */

@@ -498,7 +498,7 @@ static void *inotify_thread(void *arg)
 /* ---- a device's or a kernel service's next event (event_sources.h) ---- */
 
 static char device_how;		/* its ES_* letter */
-/* the source of device_thread or of resume_thread 'h': closed by main */
+/* the source of device_thread or of resume_thread 'h', 'l': closed by main */
 static struct event_source device_es;
 
 /* Where the child's FUSE server mounts (the child's, its parent's) */
@@ -997,7 +997,8 @@ static char resume_how;		/* 'r': poll() on resume_fd, 't': the same
 				 * of resume_timer, 'v': of resume_event,
 				 * 'n': readv() of a FIFO, resume_fifo(),
 				 * 'j': read() of resume_pty's slave,
-				 * 'h': read() of /dev/fuse (a request) */
+				 * 'h': read() of /dev/fuse (a request),
+				 * 'l': splice() of it (libfuse 3) */
 static int resume_timer = -1;	/* a timerfd, armed by the parent */
 static int resume_event = -1;	/* an eventfd, written by the parent */
 static int resume_sock[2] = { -1, -1 };	/* 'c': recv(), 'k': read() */
@@ -1017,9 +1018,9 @@ static void *resume_thread(void *arg)
 	struct pollfd pfd = { .fd = resume_fd, .events = POLLIN };
 	char path[64];
 
-	if (resume_how == 'h') {	/* its INIT answered before */
+	if (resume_how == 'h' || resume_how == 'l') {	/* INIT answered before */
 		fuse_mount_path(path, sizeof(path), getppid());
-		if (es_open(es, ES_FUSE, path))
+		if (es_open(es, resume_how == 'h' ? ES_FUSE : ES_FUSE_SPLICE, path))
 			tid = -ENODEV;
 	}
 	if (write(tid_pipe[1], &tid, sizeof(tid)) != sizeof(tid) || tid < 0)
@@ -1054,7 +1055,7 @@ static void *resume_thread(void *arg)
 		if (fd < 0 || read(fd, frame, sizeof(frame)) != 2)
 			_exit(7);
 		close(fd);
-	} else if (resume_how == 'h') {
+	} else if (resume_how == 'h' || resume_how == 'l') {
 		/* a FUSE server, waiting for the next request */
 		if (es_wait(es) <= 0 || es_handle(es))
 			_exit(7);
@@ -1213,7 +1214,7 @@ static void child_main(int go_fd, int *tid_pipe)
 	else if (c == 'Y')
 		fn = tty_thread;
 	else if (c == ES_FANOTIFY || c == ES_USERFAULTFD || c == ES_FUSE ||
-		 c == ES_RTC || c == ES_EVDEV || c == ES_UIO)
+		 c == ES_FUSE_SPLICE || c == ES_RTC || c == ES_EVDEV || c == ES_UIO)
 		fn = device_thread;
 	else if (c == 'R' || c == 'B')
 		fn = recv_thread;
@@ -1222,7 +1223,8 @@ static void child_main(int go_fd, int *tid_pipe)
 	else if (c == 'w')
 		fn = wake_thread;
 	else if (c == 'r' || c == 't' || c == 'f' || c == 'y' || c == 'v' ||
-		 c == 'c' || c == 'k' || c == 'n' || c == 'j' || c == 'h')
+		 c == 'c' || c == 'k' || c == 'n' || c == 'j' || c == 'h' ||
+		 c == 'l')
 		fn = resume_thread;
 	else if (c == 'i' || c == 'I')
 		fn = uring_resume_thread;
@@ -1248,7 +1250,7 @@ static void child_main(int go_fd, int *tid_pipe)
 	if (pthread_create(&t, NULL, fn, tid_pipe))
 		_exit(3);
 	pthread_join(t, NULL);
-	if (fn == device_thread || c == 'h')
+	if (fn == device_thread || c == 'h' || c == 'l')
 		es_close(&device_es);
 	_exit(0);
 }
@@ -1456,6 +1458,8 @@ static void one_stall_across(struct __test_metadata *_metadata,
 	     how == ES_RTC || how == ES_EVDEV || how == ES_UIO) &&
 	    !(self->s.info.features & STALLCAP_FEAT_WAIT_DEVICES))
 		SKIP(return, "the module has no STALLCAP_FEAT_WAIT_DEVICES");
+	if (how == ES_FUSE_SPLICE && !(self->s.info.features & STALLCAP_FEAT_WAIT_SPLICE))
+		SKIP(return, "the module has no STALLCAP_FEAT_WAIT_SPLICE");
 	tid = run_thread(_metadata, self, how,
 			 how == 'R' || how == 'Y' ? STALLCAP_ATTACH_RECV : 0);
 	/* a source that is there but misbehaves (FUSE's INIT) is no skip */
@@ -1580,6 +1584,11 @@ TEST_F(attach, fault_handler_userfaultfd_read_is_idle_and_a_nonblocking_one_busy
 TEST_F(attach, fuse_server_read_of_a_request_is_idle_and_a_nonblocking_one_busy)
 {
 	one_stall_across(_metadata, self, ES_FUSE, "FUSE");
+}
+
+TEST_F(attach, fuse_server_splice_of_a_request_is_idle_and_a_nonblocking_one_busy)
+{
+	one_stall_across(_metadata, self, ES_FUSE_SPLICE, "FUSE (splice)");
 }
 
 TEST_F(attach, blocking_rtc_read_is_idle_and_a_nonblocking_one_busy)
@@ -1854,7 +1863,7 @@ static void waiting_at_attach(struct __test_metadata *_metadata,
 	struct stallcap_stats st;
 	long nr = how == 'f' ? SYS_futex : how == 'c' ? SYS_recvfrom :
 		  how == 'y' || how == 'v' || how == 'k' || how == 'j' ||
-		  how == 'h' ? SYS_read :
+		  how == 'h' ? SYS_read : how == 'l' ? SYS_splice :
 		  how == 'n' ? SYS_readv : SYS_poll;
 	unsigned int flags = how == 'f' ? STALLCAP_ATTACH_PARK :
 			     how == 'c' || how == 'k' || how == 'n' || how == 'j' ?
@@ -1904,7 +1913,7 @@ static void waiting_at_attach(struct __test_metadata *_metadata,
 		ASSERT_EQ(1, write(resume_sock[1], "x", 1));
 	} else if (how == 'j') {
 		ASSERT_EQ(2, write(resume_pty, "x\n", 2));
-	} else if (how == 'h') {
+	} else if (how == 'h' || how == 'l') {
 		fuse_mount_path(fifo, sizeof(fifo), getpid());
 		strcat(fifo, "/x");
 		ASSERT_NE(0, stat(fifo, &fst));	/* the server's ENOENT */
@@ -2004,6 +2013,13 @@ TEST_F(attach, thread_in_a_fuse_server_read_at_the_attach_is_busy_when_it_return
 	if (!(self->s.info.features & STALLCAP_FEAT_WAIT_DEVICES))
 		SKIP(return, "the module has no STALLCAP_FEAT_WAIT_DEVICES");
 	waiting_at_attach(_metadata, self, 'h');
+}
+
+TEST_F(attach, thread_in_a_fuse_server_splice_at_the_attach_is_busy_when_it_returns)
+{
+	if (!(self->s.info.features & STALLCAP_FEAT_WAIT_SPLICE))
+		SKIP(return, "the module has no STALLCAP_FEAT_WAIT_SPLICE");
+	waiting_at_attach(_metadata, self, 'l');
 }
 
 TEST_F(attach, thread_in_a_terminal_read_at_a_recv_attach_is_busy_when_it_returns)

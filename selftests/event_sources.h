@@ -3,8 +3,9 @@
  * Event sources whose blocking read() is a program's wait for its next
  * event, each as its users drive it: fanotify (a file access monitor), a
  * userfaultfd (a fault handler: live migration, a checkpoint's lazy
- * restore), /dev/fuse (a FUSE server's wait for requests: sshfs, any
- * libfuse file system), an RTC's update interrupts (a loop paced by the
+ * restore), /dev/fuse (a FUSE server's wait for requests: any libfuse
+ * file system; libfuse 3's splice() into a pipe as well, sshfs's and
+ * fuse-overlayfs's way), an RTC's update interrupts (a loop paced by the
  * clock chip), an input device's events (a game's or a kiosk's input
  * loop; the device made with uinput), a UIO driver's interrupt (an RT
  * control loop's device in user space: QEMU's edu device bound to
@@ -25,6 +26,7 @@
 #include <linux/fuse.h>
 #include <linux/rtc.h>
 #include <linux/userfaultfd.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -43,6 +45,7 @@
 #define ES_FANOTIFY	'K'
 #define ES_USERFAULTFD	'X'
 #define ES_FUSE		'H'
+#define ES_FUSE_SPLICE	'L'	/* FUSE, its requests splice()d into a pipe */
 #define ES_RTC		'C'
 #define ES_EVDEV	'V'
 #define ES_UIO		'O'
@@ -53,6 +56,7 @@ struct event_source {
 	void *page;		/* userfaultfd: the registered page */
 	int aux;		/* evdev: the uinput device; UIO: its BAR 0 */
 	int cfg;		/* UIO: the PCI device's config space */
+	int pipe[2];		/* FUSE_SPLICE: the requests' pipe */
 	volatile uint32_t *regs; /* UIO: the edu device's registers */
 	long psize;
 	char path[64];		/* fanotify: the file; FUSE: the mount point */
@@ -64,6 +68,11 @@ struct event_source {
 static int es_errno(void)
 {
 	return errno ? -errno : -EIO;
+}
+
+static bool es_fuse(const struct event_source *es)
+{
+	return es->how == ES_FUSE || es->how == ES_FUSE_SPLICE;
 }
 
 /* Open @path, a device node that devtmpfs makes as the device appears (2 s) */
@@ -294,6 +303,7 @@ static int es_open(struct event_source *es, char how, const char *fuse_path)
 	es->fd = -1;
 	es->aux = -1;
 	es->cfg = -1;
+	es->pipe[0] = es->pipe[1] = -1;
 	es->psize = sysconf(_SC_PAGESIZE);
 	switch (how) {
 	case ES_FANOTIFY:
@@ -301,6 +311,10 @@ static int es_open(struct event_source *es, char how, const char *fuse_path)
 	case ES_USERFAULTFD:
 		return es_open_userfaultfd(es);
 	case ES_FUSE:
+		return es_open_fuse(es, fuse_path);
+	case ES_FUSE_SPLICE:
+		if (pipe2(es->pipe, O_CLOEXEC))
+			return es_errno();
 		return es_open_fuse(es, fuse_path);
 	case ES_RTC:
 		return es_open_rtc(es);
@@ -338,6 +352,7 @@ static void es_trigger(struct event_source *es)
 		(void)*(volatile char *)es->page;
 		break;
 	case ES_FUSE:
+	case ES_FUSE_SPLICE:
 		snprintf(path, sizeof(path), "%s/x", es->path);
 		(void)stat(path, &st);	/* ENOENT, the server's answer */
 		break;
@@ -364,10 +379,26 @@ static size_t es_read_size(const struct event_source *es)
 	return sizeof(es->buf);
 }
 
-/* The blocking read: a wait for the event.  Returns what read() did. */
+/*
+ * The read, of the source's descriptor or (FUSE_SPLICE, libfuse 3) into
+ * the pipe and then from it as libfuse does: what read() or splice() did
+ */
+static ssize_t es_read(struct event_source *es)
+{
+	ssize_t n;
+
+	if (es->how != ES_FUSE_SPLICE)
+		return read(es->fd, es->buf, es_read_size(es));
+	n = splice(es->fd, NULL, es->pipe[1], NULL, sizeof(es->buf), 0);
+	if (n > 0 && read(es->pipe[0], es->buf, n) != n)
+		return -1;
+	return n;
+}
+
+/* The blocking read: a wait for the event.  Returns what it did. */
 static ssize_t es_wait(struct event_source *es)
 {
-	es->got = read(es->fd, es->buf, es_read_size(es));
+	es->got = es_read(es);
 	return es->got;
 }
 
@@ -399,6 +430,7 @@ static int es_handle(struct event_source *es)
 			return -1;
 		return ioctl(es->fd, UFFDIO_ZEROPAGE, &zp) ? -1 : 0;
 	case ES_FUSE:
+	case ES_FUSE_SPLICE:
 		if (es->got < (ssize_t)sizeof(*ih))
 			return -1;
 		return es_fuse_reply(es, ih->unique, -ENOENT, NULL, 0);
@@ -428,7 +460,7 @@ static int es_try(struct event_source *es)
 
 	if (fl < 0 || fcntl(es->fd, F_SETFL, fl | O_NONBLOCK))
 		return -1;
-	if (read(es->fd, es->buf, es_read_size(es)) >= 0)
+	if (es_read(es) >= 0)
 		return es->how == ES_RTC ? 0 : -1;
 	return errno == EAGAIN ? 0 : -1;
 }
@@ -438,7 +470,7 @@ static void es_close(struct event_source *es)
 {
 	if (es->how == ES_RTC && es->fd >= 0)
 		ioctl(es->fd, RTC_UIE_OFF, 0);
-	if (es->how == ES_FUSE && es->path[0]) {
+	if (es_fuse(es) && es->path[0]) {
 		umount2(es->path, MNT_DETACH);
 		rmdir(es->path);
 	}
@@ -454,11 +486,16 @@ static void es_close(struct event_source *es)
 		close(es->aux);
 	if (es->cfg >= 0)
 		close(es->cfg);
+	if (es->pipe[0] >= 0)
+		close(es->pipe[0]);
+	if (es->pipe[1] >= 0)
+		close(es->pipe[1]);
 	if (es->how == ES_FANOTIFY && es->path[0])
 		unlink(es->path);
 	es->fd = -1;
 	es->aux = -1;
 	es->cfg = -1;
+	es->pipe[0] = es->pipe[1] = -1;
 	es->page = NULL;
 	es->regs = NULL;
 	es->path[0] = 0;

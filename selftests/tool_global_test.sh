@@ -66,9 +66,9 @@ check "stats text" sh -c 'stallcap stats | grep -q "^  stalls  *[1-9]"'
 # the alt boot: said in both forms)
 if [ -e /proc/pressure/memory ]; then psi=true; else psi=false; fi
 check "stats: the newest features by name, pressure stall information $psi" \
-	grep -qE '"features":\[[a-z_",]*"throttle","memstall","signal_stack","user_stack_more","deadline_tsc","watch_busy","attach_recv","recv_pipe","syscall","recv_tty","wait_devices"\],"psi":'$psi, "$work/stats.json"
+	grep -qE '"features":\[[a-z_",]*"throttle","memstall","signal_stack","user_stack_more","deadline_tsc","watch_busy","attach_recv","recv_pipe","syscall","recv_tty","wait_devices","wait_splice"\],"psi":'$psi, "$work/stats.json"
 check "stats text: the newest features by name, a note of PSI off only when it is" \
-	sh -c 'stallcap stats >"$1" && grep -qE "^module: ABI 2, features:( [a-z_]+)* throttle memstall signal_stack user_stack_more deadline_tsc watch_busy attach_recv recv_pipe syscall recv_tty wait_devices$" "$1" &&
+	sh -c 'stallcap stats >"$1" && grep -qE "^module: ABI 2, features:( [a-z_]+)* throttle memstall signal_stack user_stack_more deadline_tsc watch_busy attach_recv recv_pipe syscall recv_tty wait_devices wait_splice$" "$1" &&
 	       if [ "$2" = true ]; then ! grep -q "memory stalls not marked" "$1";
 	       else grep -q "memory stalls not marked: .*psi=0" "$1"; fi' _ "$work/stats2.txt" "$psi"
 

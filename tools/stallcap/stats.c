@@ -50,7 +50,7 @@ static const char *const feature_names[] = {
 	"shared_deadline", "attach", "times", "why", "kernel_locks",
 	"attach_inherit", "attach_park", "throttle", "memstall", "signal_stack",
 	"user_stack_more", "deadline_tsc", "watch_busy", "attach_recv",
-	"recv_pipe", "syscall", "recv_tty", "wait_devices",
+	"recv_pipe", "syscall", "recv_tty", "wait_devices", "wait_splice",
 };
 
 /* The features of @in by name; a bit this tool does not know as "bitN". */

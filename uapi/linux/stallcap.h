@@ -251,7 +251,8 @@ struct stallcap_arm {
  * signalfd, an eventfd or (with STALLCAP_FEAT_RECV_TTY) an inotify
  * descriptor: a file watcher's wait for events; with
  * STALLCAP_FEAT_WAIT_DEVICES, a blocking read of fanotify, a userfaultfd
- * (a fault handler), /dev/fuse (a FUSE server's wait for requests), an RTC,
+ * (a fault handler), /dev/fuse (a FUSE server's wait for requests; with
+ * STALLCAP_FEAT_WAIT_SPLICE, its splice() of one too), an RTC,
  * an input device or a UIO device (a driver's wait for its interrupt: of a
  * driver module loaded before the attach); mq_timedreceive on a blocking
  * queue, msgrcv without IPC_NOWAIT; rt_sigtimedwait unless its
@@ -451,6 +452,12 @@ struct stallcap_config {
  * (a FUSE server), an RTC, an input device (evdev) or a UIO device as a wait
  */
 #define STALLCAP_FEAT_WAIT_DEVICES	(1ULL << 23)
+/*
+ * every attach counts a FUSE server's splice() of its next request from a
+ * blocking /dev/fuse as a wait, as its read() (libfuse 3's default when the
+ * file system has write_buf: sshfs, fuse-overlayfs, any high-level one)
+ */
+#define STALLCAP_FEAT_WAIT_SPLICE	(1ULL << 24)
 
 /* struct stallcap_info.arch and struct stallcap_sec_regs.arch */
 #define STALLCAP_ARCH_X86_64	1
