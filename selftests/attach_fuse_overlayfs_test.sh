@@ -34,38 +34,14 @@ fuse-overlayfs -f -o "lowerdir=$lower,upperdir=$up,workdir=$wk" "$ov" \
 	2>"$work/ov.err" &
 ovl=$!
 check "fuse-overlayfs mounted" wait_until grep -q " $ov fuse" /proc/mounts
-stallcap record -v --deadline 100ms -p "$ovl" -o "$work/ovl.data" \
-	>"$work/ovl.record" 2>&1 &
-rec=$!
-check "record attached fuse-overlayfs" reading "$work/ovl.record"
-for i in 1 2 3 4 5 6 7 8 9 10; do
-	cat "$ov/file" >/dev/null
-	stat "$ov/file" >/dev/null
-done
-sleep 0.5
-kill -STOP "$low"
-stat "$ov/dir/late" >/dev/null &
-st=$!
-sleep 0.6
-kill -CONT "$low"
-wait "$st"
-check "the lookup through both came back" [ $? = 0 ]
-sleep 0.5
-kill -INT "$rec"
-wait_record "$rec"
-cat "$work/ovl.record"
+fuse_lower_stall ovl "$ovl" "$ov" dir/late "$low"
 umount "$ov"
 umount "$lower"
 wait "$ovl" "$low" 2>/dev/null
-reports ovl
 
 stalls=$(samples "$work/ovl.json" fuse-overlayfs | grep -o '"stall_id":[0-9]*' | sort -u | wc -l)
 check "one stall of fuse-overlayfs (the stopped lower mount's), not its quick requests ($stalls)" \
 	[ "$stalls" = 1 ]
-in_lower_request() {
-	echo "$1" | grep -qE '"state":"(sleeping|uninterruptible)"' &&
-		ksyms "$1" | grep -qxE 'fuse_lookup_name|fuse_lookup|request_wait_answer|__fuse_simple_request'
-}
 check "asleep in a request of the lower file system (its kernel stack)" \
 	any_sample "$work/ovl.json" fuse-overlayfs in_lower_request
 # its check for a whiteout in the lower layer: glibc's faccessat() calls

@@ -31,38 +31,14 @@ check "the lower bindfs mounted" wait_until grep -q " $lower fuse" /proc/mounts
 bindfs -f "$lower" "$upper" 2>"$work/upper.err" &
 up=$!
 check "the upper bindfs mounted" wait_until grep -q " $upper fuse" /proc/mounts
-stallcap record -v --deadline 100ms -p "$up" -o "$work/fuse.data" \
-	>"$work/fuse.record" 2>&1 &
-rec=$!
-check "record attached the upper bindfs" reading "$work/fuse.record"
-for i in 1 2 3 4 5 6 7 8 9 10; do
-	cat "$upper/file" >/dev/null
-	stat "$upper/file" >/dev/null
-done
-sleep 0.5
-kill -STOP "$low"
-stat "$upper/late" >/dev/null &
-st=$!
-sleep 0.6
-kill -CONT "$low"
-wait "$st"
-check "the lookup through both came back" [ $? = 0 ]
-sleep 0.5
-kill -INT "$rec"
-wait_record "$rec"
-cat "$work/fuse.record"
+fuse_lower_stall fuse "$up" "$upper" late "$low"
 umount "$upper"
 umount "$lower"
 wait "$up" "$low" 2>/dev/null
-reports fuse
 
 stalls=$(samples "$work/fuse.json" bindfs | grep -o '"stall_id":[0-9]*' | sort -u | wc -l)
 check "one stall of bindfs (the stopped lower mount's), not its quick requests ($stalls)" \
 	[ "$stalls" = 1 ]
-in_lower_request() {
-	echo "$1" | grep -qE '"state":"(sleeping|uninterruptible)"' &&
-		ksyms "$1" | grep -qxE 'fuse_lookup_name|fuse_lookup|request_wait_answer|__fuse_simple_request'
-}
 check "asleep in a request of the lower file system (its kernel stack)" \
 	any_sample "$work/fuse.json" bindfs in_lower_request
 in_lstat() { echo "$1" | grep -q '"syscall":{"nr":6,"name":"lstat",'; }

@@ -208,3 +208,38 @@ wait_record() {
 	fi
 	wait "$1"
 }
+
+# fuse_lower_stall NAME PID DIR LATE LOWER: `stallcap record --deadline
+# 100ms -p PID` (a FUSE server) into $work/NAME.data while ten reads and
+# stats of DIR/file go through its mount DIR, then a stat of DIR/LATE (a
+# path it has not looked up) while LOWER, the process serving its backing
+# store, is stopped (SIGSTOP, SIGCONT 0.6 s later); reported (reports)
+fuse_lower_stall() {
+	stallcap record -v --deadline 100ms -p "$2" -o "$work/$1.data" \
+		>"$work/$1.record" 2>&1 &
+	rec=$!
+	check "record attached the FUSE server" reading "$work/$1.record"
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		cat "$3/file" >/dev/null
+		stat "$3/file" >/dev/null
+	done
+	sleep 0.5
+	kill -STOP "$5"
+	stat "$3/$4" >/dev/null &
+	st=$!
+	sleep 0.6
+	kill -CONT "$5"
+	wait "$st"
+	check "the lookup through both came back" [ $? = 0 ]
+	sleep 0.5
+	kill -INT "$rec"
+	wait_record "$rec"
+	cat "$work/$1.record"
+	reports "$1"
+}
+
+# in_lower_request LINE: a sample asleep in a FUSE request (its kernel stack)
+in_lower_request() {
+	echo "$1" | grep -qE '"state":"(sleeping|uninterruptible)"' &&
+		ksyms "$1" | grep -qxE 'fuse_lookup_name|fuse_lookup|request_wait_answer|__fuse_simple_request'
+}
