@@ -35,9 +35,11 @@ fuse-overlayfs -f -o "lowerdir=$lower,upperdir=$up,workdir=$wk" "$ov" \
 ovl=$!
 check "fuse-overlayfs mounted" wait_until grep -q " $ov fuse" /proc/mounts
 fuse_lower_stall ovl "$ovl" "$ov" dir/late "$low"
+# fuse-overlayfs gone before the lower mount, which it holds, goes
 umount "$ov"
+wait "$ovl" 2>/dev/null
 umount "$lower"
-wait "$ovl" "$low" 2>/dev/null
+wait "$low" 2>/dev/null
 
 stalls=$(samples "$work/ovl.json" fuse-overlayfs | grep -o '"stall_id":[0-9]*' | sort -u | wc -l)
 check "one stall of fuse-overlayfs (the stopped lower mount's), not its quick requests ($stalls)" \

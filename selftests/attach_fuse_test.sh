@@ -32,9 +32,11 @@ bindfs -f "$lower" "$upper" 2>"$work/upper.err" &
 up=$!
 check "the upper bindfs mounted" wait_until grep -q " $upper fuse" /proc/mounts
 fuse_lower_stall fuse "$up" "$upper" late "$low"
+# the upper server gone before the lower mount, which it holds, goes
 umount "$upper"
+wait "$up" 2>/dev/null
 umount "$lower"
-wait "$up" "$low" 2>/dev/null
+wait "$low" 2>/dev/null
 
 stalls=$(samples "$work/fuse.json" bindfs | grep -o '"stall_id":[0-9]*' | sort -u | wc -l)
 check "one stall of bindfs (the stopped lower mount's), not its quick requests ($stalls)" \
