@@ -203,6 +203,7 @@ if [ ${#kernels[@]} -eq 0 ]; then
 	case $mode in
 	run) kernels=("${RUN_KERNEL:-6.12}") ;;
 	selfcheck) kernels=("${SELFCHECK_KERNEL:-6.1}") ;;
+	build) ;;	# only the kernels named (check.sh: none with one main kernel)
 	*) read -r -a kernels <<<"${KERNELS:-5.10 6.1 6.12 6.12-rt 7.2 7.2-rt 7.3 debug}" ;;
 	esac
 fi
