@@ -76,10 +76,14 @@
 # command line's last words, default loglevel=7: e.g. "loglevel=7
 # preempt=full threadirqs"), GUEST_EXTRA (more host files for the guest's
 # root, with their libraries: a program to try by hand before a test of it
-# exists), QEMU_EXTRA (more QEMU arguments: to read a silent guest's
-# registers, "-monitor unix:/tmp/mon.sock,server,nowait", then
-# "info registers -a" through socat; add nokaslr to GUEST_CMDLINE to look
-# the addresses up in the image's System.map).
+# exists), QEMU_EXTRA (more QEMU arguments).
+#
+# A guest silent for GUEST_SILENCE seconds is read through its QEMU monitor
+# before it is killed (where_hung, scripts/hung-guest.py): each vCPU's
+# instruction pointer, interrupt flag and the kernel addresses on its
+# stack, named by the kernel's symbols (kernel_symbols: a System.map, or its
+# /proc/kallsyms read once in a second boot); they are in the failure's
+# summary line and in build/logs/<kernel>.log.
 #
 # A kernel fails when a test fails on its last retry (exit status other than
 # 0 = pass and 4 = skip) or times out, when insmod or rmmod fails, when the
@@ -549,7 +553,11 @@ build_harness_module() {
 # itself, so a silent guest is a hung kernel).
 boot() {
 	local tag=$1 initrd=$2 tmo=$3 mem=$4 silence=$5
+	last_initrd=$initrd
 	local con=$logs/$tag.console chan=$logs/$tag.chan
+	# (a socket's path is at most 107 bytes: not under $logs)
+	local mon
+	mon=$(mktemp -u "${TMPDIR:-/tmp}/stallcap-mon.XXXXXX")
 	: >"$con"
 	: >"$chan"
 	local cmdline="console=ttyS0,115200 panic=-1 log_buf_len=8M printk.devkmsg=on"
@@ -570,7 +578,7 @@ boot() {
 	# dump, and quiet would hide the stack dumps of a stall report)
 	cmdline+=" ${GUEST_CMDLINE-loglevel=7} ${kernel_cmdline:-}"
 	qemu_cmd=(qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m "$mem" -smp "$SMP"
-		-nodefaults -display none -monitor none -no-reboot
+		-nodefaults -display none -monitor "unix:$mon,server,nowait" -no-reboot
 		-kernel "$KIMAGE" -initrd "$initrd" -append "$cmdline"
 		-serial "file:$con" -serial "file:$chan"
 		# QEMU's educational PCI device: an interrupt source for a UIO
@@ -595,13 +603,61 @@ boot() {
 		t=$(date +%s)
 		if [ $((t - last)) -gt "$silence" ]; then
 			guest_silent=$((t - last))
+			where_hung "$mon" >"$logs/$tag.hung" 2>&1
 			kill $qpid 2>/dev/null
 			break
 		fi
 	done
 	wait $qpid
 	qemu_rc=$?
+	rm -f "$mon"
 	[ -z "$tailpid" ] || wait "$tailpid" 2>/dev/null
+}
+
+# where_hung MONITOR: where the vCPUs of a silent guest are (its
+# instruction pointers and the kernel addresses on their stacks: see
+# scripts/hung-guest.py), read through its QEMU monitor before the kill
+where_hung() {
+	timeout 60 python3 "$top/scripts/hung-guest.py" read "$1"
+}
+
+# kernel_symbols TAG: the text symbols of the kernel being tested, for
+# name_hung: the debug kernel's System.map, or (Debian's packages hold a
+# placeholder System.map) its /proc/kallsyms read once in a guest booted
+# without KASLR ("vmtest.kallsyms": the guest's /init prints it and powers
+# off), cached beside the kernel image.  Keeps the hung guest's qemu_rc,
+# guest_silent and qemu_cmd.
+kernel_symbols() {
+	local map=$KDIR/System.map cache ktag=$1-kallsyms
+	cache=$(dirname "$KIMAGE")/kallsyms
+	if [ -z "$KROOT" ] && [ -s "$map" ] && [ "$(wc -l <"$map")" -gt 1000 ]; then
+		echo "$map"
+		return
+	fi
+	if [ ! -s "$cache" ]; then
+		local rc=$qemu_rc silent=$guest_silent cmd=("${qemu_cmd[@]}") cmdline=$kernel_cmdline
+		kernel_cmdline="nokaslr vmtest.kallsyms"
+		boot "$ktag" "$last_initrd" 300 1G 60 >/dev/null 2>&1
+		strip_log "$logs/$ktag.chan" |
+			awk '$1 == "@@VMTEST" && $2 == "kallsyms-end" { done = 1 }
+				NF == 3 && $1 ~ /^[0-9a-f]+$/ { print } END { exit !done }' \
+				>"$cache.$BASHPID" && mv "$cache.$BASHPID" "$cache"
+		rm -f "$cache.$BASHPID" "$logs/$ktag".{chan,console,qemu}
+		qemu_rc=$rc guest_silent=$silent qemu_cmd=("${cmd[@]}") kernel_cmdline=$cmdline
+	fi
+	[ -s "$cache" ] && echo "$cache"
+}
+
+# name_hung HUNG CHAN TAG: where_hung's output in HUNG with the kernel's
+# addresses named (symbol+offset), if the guest printed its _text ("@@VMTEST
+# text ADDR", at boot) and the kernel's symbols are at hand
+name_hung() {
+	local text syms
+	text=$(awk '$1 == "@@VMTEST" && $2 == "text" { print $3; exit }' "$2")
+	[ -s "$1" ] && [ -n "$text" ] && syms=$(kernel_symbols "$3") || return 0
+	python3 "$top/scripts/hung-guest.py" name "$syms" "$text" <"$1" >"$1.named" &&
+		mv "$1.named" "$1"
+	rm -f "$1.named"
 }
 
 # ---------------------------------------------------------------------------
@@ -734,6 +790,13 @@ splats_matching() {
 		}'
 }
 
+# hung_summary FILE: where_hung's vCPU lines on one line ("cpu 0: ...; cpu
+# 1: ..."); the whole of FILE (their stacks) in the kernel's log
+hung_summary() {
+	awk '/^cpu / { s = s (s ? "; " : "") $0 } END { print s ? s : "vCPUs not read" }' "$1" 2>/dev/null ||
+		echo "vCPUs not read"
+}
+
 # judge TAG KNAME TESTS_FILE: parse a finished guest, record the results
 judge() {
 	local tag=$1 k=$2 tests=$3
@@ -744,7 +807,8 @@ judge() {
 	fail() { result FAIL "$@"; failed=$((failed + 1)); }
 
 	if [ "$guest_silent" != 0 ]; then
-		fail "$k/guest" "hung: no output for ${guest_silent}s (last test started: $(awk '$2 == "test-begin" { t = $3 } END { print t ? t : "none" }' "$chan"))"
+		name_hung "$logs/$tag.hung" "$chan" "$tag"
+		fail "$k/guest" "hung: no output for ${guest_silent}s (last test started: $(awk '$2 == "test-begin" { t = $3 } END { print t ? t : "none" }' "$chan"); $(hung_summary "$logs/$tag.hung"))"
 	elif [ "$qemu_rc" = 124 ] || [ "$qemu_rc" = 137 ]; then
 		fail "$k/guest" "timed out after ${guest_tmo}s (last test started: $(awk '$2 == "test-begin" { t = $3 } END { print t ? t : "none" }' "$chan"))"
 	elif ! grep -q '^@@VMTEST done' "$chan"; then
@@ -872,6 +936,10 @@ judge() {
 		cat "$chan"
 		echo "===== kernel console (ttyS0)"
 		cat "$con"
+		if [ "$guest_silent" != 0 ]; then
+			echo "===== the silent guest's vCPUs (QEMU monitor, scripts/hung-guest.py)"
+			cat "$logs/$tag.hung" 2>/dev/null
+		fi
 		echo "===== verdict"
 		awk -F'\t' -v k="$k/" -v n="$results_before" \
 			'NR >= n && index($2, k) == 1 { print $1 "\t" $2 "\t" $3 }' "$RESULTS"
@@ -1316,12 +1384,16 @@ selfcheck() {
 	GUEST_TIMEOUT=$saved_tmo
 	expect FAIL guest 'timed out after'
 
-	# a guest that stops printing (as a hung kernel would): the kernel's
-	# own boot is silent on ttyS1 for longer than this, and so is the
-	# hanging test
+	# a guest that stops printing (as a hung kernel would): the hanging
+	# test, given more than the silence to run, prints nothing after its
+	# first line; the guest's vCPUs, read through the monitor before the
+	# kill (where_hung), are both in the kernel's idle loop, named by the
+	# symbols of a second boot (kernel_symbols, name_hung)
 	echo "   silent guest:"
-	GUEST_SILENCE=1 TAG_SUFFIX=-silent run_kernel "$k" | sed 's/^/   | /'
-	expect FAIL guest 'hung: no output'
+	GUEST_TIMEOUT=300 GUEST_SILENCE=${SELFCHECK_SILENCE:-20} SELFCHECK_TEST_TIMEOUT=200 \
+		TAG_SUFFIX=-silent run_kernel "$k" | sed 's/^/   | /'
+	GUEST_TIMEOUT=$saved_tmo
+	expect FAIL guest 'hung: no output.*harness/timeout_test.sh.*cpu 0: [A-Za-z_][A-Za-z0-9_.]*[+]0x[0-9a-f]+.*, interrupts o.*; cpu 1: [A-Za-z_][A-Za-z0-9_.]*[+]0x'
 
 	# a guest that died of an int3 (fixtures: a run of TCG cannot be
 	# made to execute a stale int3 on purpose)
