@@ -79,7 +79,8 @@ class Symbols:
     def name(self, addr):
         a = addr - self.offset
         i = bisect.bisect_right(self.addrs, a) - 1
-        if i < 0 or a > self.addrs[-1] + 0x100000:
+        # (past the end of the text or of the init text: data)
+        if i < 0 or self.names[i] in ("_etext", "_einittext") or a > self.addrs[-1] + 0x100000:
             return "%#x" % addr
         return "%s+%#x" % (self.names[i], a - self.addrs[i])
 
@@ -128,17 +129,20 @@ def read_vcpus(path):
 
 
 def name_addresses(syms):
-    """Standard input to output, each kernel address as symbol+offset."""
+    """Standard input to output, each code address as symbol+offset."""
     for line in sys.stdin:
         sys.stdout.write(re.sub(
-            r"0x(f{8}[0-9a-f]{8})\b",
-            lambda m: syms.name(int(m.group(1), 16)) if kernel_address(int(m.group(1), 16))
-            else m.group(0), line))
+            r"^(cpu \d+: |  \? )0x([0-9a-f]+)\b",
+            lambda m: m.group(1) + syms.name(int(m.group(2), 16)), line))
 
 
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "read":
-        read_vcpus(sys.argv[2])
+        try:
+            read_vcpus(sys.argv[2])
+        except OSError as e:
+            # (a QEMU whose main loop is stuck does not answer)
+            print("monitor: %s" % e)
     elif len(sys.argv) == 4 and sys.argv[1] == "name":
         name_addresses(Symbols(sys.argv[2], sys.argv[3]))
     else:
