@@ -1397,7 +1397,7 @@ selfcheck() {
 	# kill (where_hung), are both in the kernel's idle loop, named by the
 	# symbols of a second boot (kernel_symbols, name_hung)
 	echo "   silent guest:"
-	GUEST_TIMEOUT=300 GUEST_SILENCE=${SELFCHECK_SILENCE:-15} SILENCE_FROM_INIT=1 \
+	GUEST_TIMEOUT=300 GUEST_SILENCE=${SELFCHECK_SILENCE:-25} SILENCE_FROM_INIT=1 \
 		SELFCHECK_TEST_TIMEOUT=200 TAG_SUFFIX=-silent run_kernel "$k" | sed 's/^/   | /'
 	GUEST_TIMEOUT=$saved_tmo
 	expect FAIL guest 'hung: no output.*harness/timeout_test.sh.*cpu 0: [A-Za-z_][A-Za-z0-9_.]*[+]0x[0-9a-f]+.*, interrupts o.*; cpu 1: [A-Za-z_][A-Za-z0-9_.]*[+]0x'
