@@ -58,7 +58,7 @@ cd "$out/linux"
 } >"$log" 2>&1 || { echo "debug-kernel: build failed, see $log" >&2; tail -n 30 "$log" >&2; exit 1; }
 # (and attach_test's event sources, which would otherwise skip unseen)
 for opt in PROVE_LOCKING KASAN DEBUG_ATOMIC_SLEEP DEBUG_OBJECTS_TIMERS DEBUG_KMEMLEAK DEBUG_LIST \
-	FANOTIFY USERFAULTFD INPUT_UINPUT UIO_PCI_GENERIC; do
+	FANOTIFY USERFAULTFD INPUT_UINPUT; do
 	grep -q "^CONFIG_$opt=y" .config || { echo "debug-kernel: CONFIG_$opt missing" >&2; exit 1; }
 done
 [ -s Module.symvers ] || { echo "debug-kernel: Module.symvers missing" >&2; exit 1; }
