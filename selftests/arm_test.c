@@ -410,10 +410,12 @@ TEST_F(arm, cputime_watch_blames_spinning_not_sleeping)
  * look while the thread waited found nothing used and waited a whole
  * budget more: the stall was caught late, by half a budget of the
  * thread's CPU time or more, or not within two budgets (the debug kernel:
- * 126 ms, 172 ms, none).  Four rounds: each stall is caught with the
- * thread's CPU time between the budget and 1.4 times it (the fixed module
- * on debug: 103 to 112 ms of a 100 ms budget; a host that stops the vCPU
- * while the thread runs charges the thread).
+ * 126 ms, 172 ms, none).  Four rounds: each stall is caught within two
+ * budgets and not before the budget, and the median round with the
+ * thread's CPU time at most 1.4 times it (the fixed module on debug: 103
+ * to 120 ms of a 100 ms budget).  A host that stops the vCPU while the
+ * thread runs charges the thread: one round of four at 144-162 ms was seen
+ * on a loaded CI host (CI113, CI114), never the median.
  */
 #define SHARED_BUDGET_NS	SC_MS(100)
 #define SHARED_ROUNDS		4
@@ -446,11 +448,26 @@ static uint64_t cputime_at(const uint64_t *at_ms, uint64_t wall0, uint64_t t)
 	return best;
 }
 
+/* The median of @n (even) values: the higher of the middle two. */
+static uint64_t median_high(uint64_t *v, int n)
+{
+	int i, j;
+	uint64_t t;
+
+	for (i = 1; i < n; i++)
+		for (j = i; j > 0 && v[j - 1] > v[j]; j--) {
+			t = v[j];
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	return v[n / 2];
+}
+
 TEST_F(arm, cputime_watch_sharing_its_cpu_counts_every_look)
 {
 	static uint64_t at_ms[SHARED_WALL_MS];
 	const struct stallcap_sample *r;
-	uint64_t wall0, cpu0, used;
+	uint64_t wall0, cpu0, used, used_by_round[SHARED_ROUNDS];
 	int cpu = sched_getcpu(), round;
 	cpu_set_t set;
 	pid_t hog;
@@ -482,16 +499,21 @@ TEST_F(arm, cputime_watch_sharing_its_cpu_counts_every_look)
 		ksft_print_msg("round %d: caught at %llu ms of CPU time, %llu ms after the arm\n",
 			       round, (unsigned long long)(used / SC_NSEC_PER_MSEC),
 			       (unsigned long long)((r->capture_ns - wall0) / SC_NSEC_PER_MSEC));
-		EXPECT_GE(SHARED_BUDGET_NS * 7 / 5, used)
-			TH_LOG("round %d: the stall was caught late", round);
+		EXPECT_GE(2 * SHARED_BUDGET_NS, used)
+			TH_LOG("round %d: the stall was caught after two budgets", round);
 		EXPECT_LE(SHARED_BUDGET_NS - SC_MS(2), used)
 			TH_LOG("round %d: the stall was caught early", round);
+		used_by_round[round - 1] = used;
 		sc_records_free(&self->rs);
 		sc_session_close(&self->s);
 		ASSERT_EQ(0, sc_session_setup(&self->s, NULL));
 	}
 	kill(hog, SIGKILL);
 	waitpid(hog, NULL, 0);
+	used = median_high(used_by_round, SHARED_ROUNDS);
+	EXPECT_GE(SHARED_BUDGET_NS * 7 / 5, used)
+		TH_LOG("the stalls were caught late: %llu ms of CPU time in the median round",
+		       (unsigned long long)(used / SC_NSEC_PER_MSEC));
 }
 
 TEST_HARNESS_MAIN
