@@ -629,8 +629,8 @@ where_hung() {
 # name_hung: the debug kernel's System.map, or (Debian's packages hold a
 # placeholder System.map) its /proc/kallsyms read once in a guest booted
 # without KASLR ("vmtest.kallsyms": the guest's /init prints it and powers
-# off), cached beside the kernel image.  Keeps the hung guest's qemu_rc,
-# guest_silent and qemu_cmd.
+# off), cached beside the kernel image.  Run in a subshell ($(...)): that
+# boot leaves the hung guest's qemu_rc, guest_silent and qemu_cmd alone.
 kernel_symbols() {
 	local map=$KDIR/System.map cache ktag=$1-kallsyms tmp
 	cache=$(dirname "$KIMAGE")/kallsyms
@@ -640,15 +640,13 @@ kernel_symbols() {
 		return
 	fi
 	if [ ! -s "$cache" ]; then
-		local rc=$qemu_rc silent=$guest_silent cmd=("${qemu_cmd[@]}") cmdline=$kernel_cmdline
-		kernel_cmdline="nokaslr vmtest.kallsyms"
+		local kernel_cmdline="nokaslr vmtest.kallsyms"
 		boot "$ktag" "$last_initrd" 300 1G 60 >/dev/null 2>&1
 		strip_log "$logs/$ktag.chan" |
 			awk '$1 == "@@VMTEST" && $2 == "kallsyms-end" { done = 1 }
 				NF == 3 && $1 ~ /^[0-9a-f]+$/ { print } END { exit !done }' \
 				>"$tmp" && mv "$tmp" "$cache"
 		rm -f "$tmp" "$logs/$ktag".{chan,console,qemu}
-		qemu_rc=$rc guest_silent=$silent qemu_cmd=("${cmd[@]}") kernel_cmdline=$cmdline
 	fi
 	[ -s "$cache" ] && echo "$cache"
 }
