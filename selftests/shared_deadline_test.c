@@ -688,20 +688,25 @@ TEST_F(sd, a_deadline_in_ticks_a_second_ahead_is_caught_then)
  * The first deadline after an idle period, JUST_T ahead, is read by the
  * idle look that follows its store, which may come just before it passes:
  * it is still met then.  With min_deadline_us raised to JUST_T and the store
- * made 10 ms after an idle look, the next idle look (JUST_T after that one)
- * reads the deadline about 10 ms before it passes; a timer that then waited
- * the smallest timeout from that look (as before stop 63) caught it about
- * 190 ms late.  A loaded host wakes this thread up to JUST_WOKE_LATE late
- * for its store (12-62 ms on debug beside busy loops; CI's load failed
- * every attempt of five when 10 ms was allowed), which leaves that bug
- * still at least 130 ms late, against JUST_LATE allowed (CI's load made a
- * met deadline up to 43 ms late).  An attempt whose store did not follow
- * the idle look soon enough (a slow guest) is made again.
+ * made JUST_AFTER after an idle look, the next idle look (JUST_T after that
+ * one) reads the deadline JUST_AFTER before it passes; a timer that then
+ * waited the smallest timeout from that look (as before stop 63) caught it
+ * JUST_T - JUST_AFTER late.  A loaded host wakes this thread up to
+ * JUST_WOKE_LATE late for its store (12-121 ms on debug beside busy loops
+ * and other guests; CI's load failed every attempt of five when 10 ms was
+ * allowed), which leaves that bug still at least 150 ms late, against
+ * JUST_LATE allowed (CI's load made a met deadline up to 43 ms late).  The
+ * look reads the deadline at least JUST_AFTER before it passes unless the
+ * host holds that look off for as long (then it finds the deadline passed
+ * and is right with or without that bug): with the store 10 ms after the
+ * idle look, one attempt with the bug was caught 59 ms late and counted
+ * (a debug guest beside three others).  An attempt whose store did not
+ * follow the idle look soon enough (a slow guest) is made again.
  */
-#define JUST_T		SC_MS(200)
+#define JUST_T		SC_MS(400)
 #define JUST_MIN_US	(JUST_T / 1000)
-#define JUST_AFTER	SC_MS(10)	/* the store, after the first idle look */
-#define JUST_WOKE_LATE	SC_MS(60)
+#define JUST_AFTER	SC_MS(100)	/* the store, after the first idle look */
+#define JUST_WOKE_LATE	SC_MS(150)
 #define JUST_LATE	SC_MS(80)
 
 static void sleep_until(uint64_t ns)
