@@ -17,7 +17,7 @@ port=11299
 # first iteration in a worker took up to 220 ms of CPU (TCG translating the
 # code for the first time, under KASAN), the multiget 7.7 s and more.
 # 250 ms elsewhere: a worker's first loop took 123 ms of CPU on 6.12 under
-# CI's load (CI114), the multiget about 1 s.
+# CI's load (CI114), the multiget 1-1.7 s.
 deadline=${STALLCAP_MEMCACHED_DEADLINE:-250ms}
 stallcap record --deadline "$deadline" --cputime -o "$work/mc.data" -- \
 	memcached -u root -l 127.0.0.1 -p "$port" -t 4 -U 0 >"$work/record.out" 2>&1 &
