@@ -6,10 +6,11 @@
  * A thread of an attached process is idle while it is inside an event-loop
  * wait system call and busy from the moment such a call returns until it
  * enters the next one.  The boundaries come from kretprobes on the system
- * call entry points (attach_wait.c), registered only while an attach exists:
- * unlike the raw syscall tracepoints, they cost nothing to a process's other
- * system calls, and a wait call of a process nobody attached costs one hash
- * lookup.  Each thread gets a module-made watch (origin ATTACH) in the
+ * call entry points (attach_wait.c), registered while an attach exists and
+ * a few seconds after (attach_probes.c): unlike the raw syscall tracepoints,
+ * they cost nothing to a process's other system calls, and a wait call of a
+ * process nobody attached costs one hash lookup.  Each thread gets a
+ * module-made watch (origin ATTACH) in the
  * reader's session, sharing the watches' timer state machine: going busy
  * starts its deadline as a REARM would, going idle ends it (and a stall in
  * progress) as a DISARM would.
@@ -59,7 +60,6 @@ static DEFINE_MUTEX(attach_lock);
 static LIST_HEAD(attaches);			/* attach_lock */
 /* RCU readers (attach_follow.c), attach_lock */
 DEFINE_HASHTABLE(stallcap_attach_by_mm, STALLCAP_ATTACH_HASH_BITS);
-static unsigned int nr_attaches;		/* attach_lock */
 
 /** stallcap_attach_lock() - take the lock of the attaches (a mutex) */
 void stallcap_attach_lock(void)
@@ -313,90 +313,12 @@ attach_new(struct stallcap_session *sess, const struct stallcap_attach *arg,
 	return a;
 }
 
-/*
- * The probe sets that some attaches need: the futex, semaphore and sleep
- * calls' (STALLCAP_ATTACH_PARK), the socket and pipe receives'
- * (STALLCAP_ATTACH_RECV).
- */
-static struct {
-	unsigned int kind;
-	unsigned int nr_attaches;	/* attach_lock */
-	int (*reg)(void);
-	void (*unreg)(void);
-} optional_probes[] = {
-	{ SC_WAIT_PARK, 0, stallcap_park_probes_register,
-	  stallcap_park_probes_unregister },
-	{ SC_WAIT_RECV, 0, stallcap_recv_probes_register,
-	  stallcap_recv_probes_unregister },
-};
-
-/* @a's references to the first @n optional probe sets go. */
-static void optional_probes_put(const struct stallcap_attach_ent *a,
-				unsigned int n)
-{
-	unsigned int i;
-
-	for (i = 0; i < n; i++)
-		if ((a->waits & optional_probes[i].kind) &&
-		    !--optional_probes[i].nr_attaches)
-			optional_probes[i].unreg();
-}
-
-/*
- * The probes an attach needs: the wait calls' and the follow probes for
- * any, the optional sets for the kinds it counts.  They are registered by
- * the first attach that needs them and removed with the last, both under
- * attach_lock, so that a new attach never registers a probe still being
- * removed.
- */
-static int attach_probes_get(const struct stallcap_attach_ent *a)
-{
-	unsigned int i;
-	int ret = 0;
-
-	for (i = 0; i < ARRAY_SIZE(optional_probes); i++) {
-		if (!(a->waits & optional_probes[i].kind))
-			continue;
-		if (!optional_probes[i].nr_attaches)
-			ret = optional_probes[i].reg();
-		if (ret)
-			goto err;
-		optional_probes[i].nr_attaches++;
-	}
-	if (!nr_attaches) {
-		ret = stallcap_wait_probes_register();
-		if (ret)
-			goto err;
-		ret = stallcap_follow_probes_register();
-		if (ret) {
-			stallcap_wait_probes_unregister();
-			goto err;
-		}
-	} else {
-		stallcap_wait_probes_register_more();
-	}
-	nr_attaches++;
-	return 0;
-err:
-	optional_probes_put(a, i);
-	return ret;
-}
-
-static void attach_probes_put(const struct stallcap_attach_ent *a)
-{
-	optional_probes_put(a, ARRAY_SIZE(optional_probes));
-	if (!--nr_attaches) {
-		stallcap_follow_probes_unregister();
-		stallcap_wait_probes_unregister();
-	}
-}
-
-/* Publish @a; the first attach registers the probes.  attach_lock held. */
+/* Publish @a with the probes it needs.  attach_lock held. */
 static int attach_publish(struct stallcap_attach_ent *a)
 {
 	int ret;
 
-	ret = attach_probes_get(a);
+	ret = stallcap_attach_probes_get(a->waits);
 	if (ret)
 		return ret;
 	list_add(&a->node, &attaches);
@@ -406,7 +328,7 @@ static int attach_publish(struct stallcap_attach_ent *a)
 
 /*
  * End @a: no new watch after this, its watches destroyed, the probes gone
- * with the last attach.  Context: process, sess->lock held.
+ * a while after the last attach.  Context: process, sess->lock held.
  */
 static void attach_end(struct stallcap_attach_ent *a)
 {
@@ -414,7 +336,7 @@ static void attach_end(struct stallcap_attach_ent *a)
 	WRITE_ONCE(a->dead, true);
 	list_del(&a->node);
 	hash_del_rcu(&a->mm_node);
-	attach_probes_put(a);
+	stallcap_attach_probes_put(a->waits);
 	mutex_unlock(&attach_lock);
 	stallcap_attach_resume_stop(a);
 	stallcap_watches_destroy_attached(a->sess, a);

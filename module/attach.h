@@ -165,6 +165,9 @@ bool stallcap_attach_wait_boundary(bool busy, unsigned int kind,
 				   bool restartable);
 bool stallcap_attach_wants_current(unsigned int kind);
 void stallcap_follow_wait_entry(unsigned int kind);
+int stallcap_attach_probes_get(unsigned int waits);
+void stallcap_attach_probes_put(unsigned int waits);
+void stallcap_attach_probes_exit(void);
 int stallcap_follow_probes_register(void);
 void stallcap_follow_probes_unregister(void);
 int stallcap_wait_probes_register(void);

@@ -21,8 +21,8 @@
  * INHERIT (looked up by mm, as the wait probes do); an exec by a process
  * that was attached (the same signal_struct: the thread group survives
  * exec) or whose parent is (a vfork child shares its parent's mm until it
- * executes a program, so it is followed only then).  The probes exist only
- * while an attach exists.
+ * executes a program, so it is followed only then).  The probes exist while
+ * an attach exists, and a few seconds after the last one (attach_probes.c).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -589,7 +589,7 @@ int stallcap_follow_probes_register(void)
 }
 
 /**
- * stallcap_follow_probes_unregister() - and no more (last attach ended)
+ * stallcap_follow_probes_unregister() - and no more (no attach needs them)
  *
  * Waits for running probes; their queued task_works hold the module.
  * Context: process.

@@ -8,7 +8,8 @@
  * system call of every process then takes the slow path.  A kretprobe on
  * __x64_sys_epoll_wait costs only the calls to that function, and for a
  * process nobody attached its entry handler does one hash lookup and asks
- * for no return hook.  The probes exist only while an attach exists.
+ * for no return hook.  The probes exist while an attach exists, and a few
+ * seconds after the last one (attach_probes.c).
  *
  * io_uring_enter counts as a wait only with IORING_ENTER_GETEVENTS (waiting
  * for completions); a submission-only call is busy time.  accept and

@@ -4,7 +4,8 @@
  * together (the event-loop waits while an attach exists; the futex waits,
  * semaphore waits and sleeps while an attach with STALLCAP_ATTACH_PARK
  * exists; the socket and pipe receives while one with STALLCAP_ATTACH_RECV
- * does), and which calls they count for a thread found inside one.  The
+ * does; each a few seconds longer, attach_probes.c), and which calls they
+ * count for a thread found inside one.  The
  * calls, their handlers and the sets' contents: attach_wait.c (the
  * event-loop waits) and attach_wait_kinds.c (the others).
  */

@@ -165,6 +165,7 @@ static void __exit stallcap_exit(void)
 {
 	stallcap_stats_exit();
 	stallcap_device_exit();
+	stallcap_attach_probes_exit();	/* lingering after the last attach */
 	stallcap_watch_exit();
 	stallcap_remote_exit();
 	stallcap_tail_exit();
