@@ -88,6 +88,19 @@ detach() {
 			'BEGIN { printf "%.2f\n", (w > 0 ? 100 * t / w : 0) }' >>"/tmp/attach.reader.$1"
 	kill -INT "$rec"
 	wait "$rec"
+	probes_gone
+}
+
+# probes_gone: wait for the attach's probes to go; they stay 5 s after the
+# last session that attached closed (module/attach_probes.c), and a base
+# side measured meanwhile would pay their entry on its wait calls
+probes_gone() {
+	i=0
+	while grep -qs 'sys_epoll_wait+' /sys/kernel/debug/kprobes/list &&
+		[ "$i" -lt 150 ]; do
+		i=$((i + 1))
+		sleep 0.1
+	done
 }
 
 # cpu_ticks PID: user + system time of PID in clock ticks (USER_HZ = 100)
@@ -113,6 +126,7 @@ hot_p50() {
 # the hot loops in a process that is itself watched (1 s deadline: no stall)
 watched() {
 	stallcap record --deadline 1s -o /tmp/self.data -- "$@"
+	probes_gone
 }
 
 # redis-benchmark rps of SET and GET: "set get"
