@@ -179,8 +179,12 @@ bench_smoke_test attach_memcached_test.sh tool_why_test.sh}
 # 5.10.  The benchmark's smoke run (bench_smoke_test: the program works,
 # not its figures; 14 s of each guest, 29 s on debug) runs on the oldest,
 # the default and the newest kernel (2026-12-06: the CI machine took 60.3
-# minutes for stop 72).  PROGRAM_KERNELS= runs them everywhere.
+# minutes for stop 72).  attach_close_test (2026-12-07: 17 s, most of it
+# waiting for the probes' linger to end) runs on the oldest kernel, an RT
+# one and the newest, and on debug (the delayed work under lockdep).
+# PROGRAM_KERNELS= runs them everywhere.
 PROGRAM_KERNELS=${PROGRAM_KERNELS-attach_apache_test.sh:5.10,6.12,7.2-rt \
+attach_close_test:5.10,6.12-rt,7.3 \
 bench_smoke_test:5.10,6.12,7.3 \
 attach_java_test.sh:7.3 attach_erlang_test.sh:5.10 \
 attach_go_test.sh:5.10,6.12-rt,7.3 attach_node_test.sh:6.1,6.12,7.3 \
