@@ -10,10 +10,9 @@
  * a few seconds after (attach_probes.c): unlike the raw syscall tracepoints,
  * they cost nothing to a process's other system calls, and a wait call of a
  * process nobody attached costs one hash lookup.  Each thread gets a
- * module-made watch (origin ATTACH) in the
- * reader's session, sharing the watches' timer state machine: going busy
- * starts its deadline as a REARM would, going idle ends it (and a stall in
- * progress) as a DISARM would.
+ * module-made watch (origin ATTACH) in the reader's session, sharing the
+ * watches' timer state machine: going busy starts its deadline as a REARM
+ * would, going idle ends it (and a stall in progress) as a DISARM would.
  *
  * Threads present at ATTACH get their watch from the ioctl; one that is
  * inside a wait call then (entered before its return could be hooked) goes

@@ -189,8 +189,9 @@ static struct dentry *stats_dir;
  *
  * One "name value" line per counter, then one line per histogram with its
  * STALLCAP_HIST_BUCKETS log2 buckets, then "beat_doze_probe 0|1" (the
- * sched_switch probe of beat_doze.c registered); and .../expiries, one line per CPU:
- * "cpuN watch W buddy B rescued R beat S checks C" (timer expiries).  Failure is not fatal.
+ * sched_switch probe of beat_doze.c registered); and .../expiries, one
+ * line per CPU: "cpuN watch W buddy B rescued R beat S checks C" (timer
+ * expiries).  Failure is not fatal.
  */
 void stallcap_stats_init(void)
 {

@@ -3,8 +3,8 @@
  * The close of a session that attached a process returns without waiting
  * for the attach's probes to be removed: removing kretprobes and
  * tracepoint probes waits for grace periods (0.4-0.6 s in an idle 7.3
- * guest, up to 3 s in a loaded one, all of it in close(), so that
- * `stallcap record` ended that long after its command).  The probes go a
+ * guest, all of it in close(), so that `stallcap record` ended that long
+ * after its command; 2.4-3.4 s in all on a loaded guest).  The probes go a
  * few seconds later (module/attach_probes.c), unless another attach needs
  * them: they are seen in the kernel's list of kprobes (debugfs).
  */
