@@ -256,33 +256,6 @@ struct beat_result {
 };
 
 /* @n threads (0: none), with watches or not, paced or not, under the soaker @k. */
-/*
- * Wait (10 s at most) for the sched_switch probe of the loads with watches
- * to go (module/beat_doze.c removes it within seconds of the last
- * heartbeat watch's end): a load without watches measured meanwhile would
- * pay its call on every context switch.
- */
-static void doze_probe_gone(void)
-{
-	char line[256];
-	int i, on;
-
-	for (i = 0; i < 100; i++) {
-		FILE *f = fopen("/sys/kernel/debug/stallcap/stats", "r");
-
-		if (!f)
-			return;
-		on = 0;
-		while (fgets(line, sizeof(line), f))
-			if (sscanf(line, "beat_doze_probe %d", &on) == 1)
-				break;
-		fclose(f);
-		if (!on)
-			return;
-		usleep(100 * 1000);
-	}
-}
-
 static int run_beats(unsigned int n, bool watched, bool paced, struct sc *s,
 		     struct stallcap_slot *slots, uint64_t window_ns,
 		     const struct soak *k, struct beat_result *r)
@@ -299,8 +272,6 @@ static int run_beats(unsigned int n, bool watched, bool paced, struct sc *s,
 	unsigned int i, started = 0;
 	int ret = 0;
 
-	if (!watched)
-		doze_probe_gone();
 	l.b = aligned_alloc(64, sizeof(*l.b) * (n ?: 1));
 	if (!l.b)
 		return -ENOMEM;

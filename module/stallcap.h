@@ -568,9 +568,7 @@ void stallcap_beat_init(void);
 void stallcap_beat_exit(void);
 /* beat_doze.c: the sched_switch probe that dozes and wakes parked watches */
 extern bool stallcap_beat_doze_on;
-void stallcap_beat_doze_get(void);
-void stallcap_beat_doze_put(void);
-bool stallcap_beat_doze_probed(void);
+void stallcap_beat_doze_enable(void);
 bool stallcap_beat_doze_ready(void);
 void stallcap_beat_doze_init(void);
 void stallcap_beat_doze_exit(void);

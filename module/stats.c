@@ -149,7 +149,6 @@ static int stats_show(struct seq_file *m, void *unused)
 	show_hist(m, "capture_cost", stallcap_global.cost);
 	show_hist(m, "lateness", stallcap_global.late);
 	show_hist(m, "nmi_time", stallcap_global.nmi);
-	seq_printf(m, "beat_doze_probe %d\n", stallcap_beat_doze_probed());
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(stats);
@@ -188,10 +187,8 @@ static struct dentry *stats_dir;
  * stallcap_stats_init() - create /sys/kernel/debug/stallcap/stats
  *
  * One "name value" line per counter, then one line per histogram with its
- * STALLCAP_HIST_BUCKETS log2 buckets, then "beat_doze_probe 0|1" (the
- * sched_switch probe of beat_doze.c registered); and .../expiries, one
- * line per CPU: "cpuN watch W buddy B rescued R beat S checks C" (timer
- * expiries).  Failure is not fatal.
+ * STALLCAP_HIST_BUCKETS log2 buckets; and .../expiries, one line per CPU:
+ * "cpuN watch W buddy B rescued R beat S checks C" (timer expiries).  Failure is not fatal.
  */
 void stallcap_stats_init(void)
 {

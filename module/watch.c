@@ -227,8 +227,6 @@ void stallcap_watch_destroy(struct stallcap_watch *w)
 
 	watch_kill(w);
 	hrtimer_cancel(&w->timer);
-	if (w->flags & STALLCAP_ARM_HEARTBEAT)	/* unparked by watch_kill() */
-		stallcap_beat_doze_put();
 	list_move(&w->sess_node, &sess->doomed);
 	raw_spin_lock_irqsave(&task_watches_lock, flags);
 	hash_del_rcu(&w->task_node);

@@ -154,7 +154,7 @@ int stallcap_watch_arm(struct stallcap_session *sess,
 {
 	u64 now = ktime_get_mono_fast_ns(), deadline, timeout;
 	struct stallcap_watch *w, *old;
-	bool was_fast = false, beat_ref = false, was_beat;
+	bool was_fast = false;
 	unsigned long flags;
 	int ret, slot = 0;
 
@@ -163,10 +163,8 @@ int stallcap_watch_arm(struct stallcap_session *sess,
 		return ret;
 	if (current->flags & PF_EXITING)
 		return -ESRCH;
-	if (arm->flags & STALLCAP_ARM_HEARTBEAT) {
-		stallcap_beat_doze_get();
-		beat_ref = true;
-	}
+	if (arm->flags & STALLCAP_ARM_HEARTBEAT)
+		stallcap_beat_doze_enable();
 	stallcap_times_refresh();
 	mutex_lock(&sess->lock);
 	ret = stallcap_session_ensure_ring(sess, false);
@@ -227,7 +225,6 @@ int stallcap_watch_arm(struct stallcap_session *sess,
 	now = ktime_get_mono_fast_ns();
 	if (!(arm->flags & (STALLCAP_ARM_ABSOLUTE | STALLCAP_ARM_SLOT_KINDS)))
 		deadline = now + arm->timeout_ns;
-	was_beat = w->flags & STALLCAP_ARM_HEARTBEAT;
 	w->flags = arm->flags;
 	w->timeout_ns = timeout;
 	w->user_tag = arm->user_tag;
@@ -235,18 +232,10 @@ int stallcap_watch_arm(struct stallcap_session *sess,
 		deadline = stallcap_beat_next(w, now);
 	ret = watch_start(w, now, deadline);
 	raw_spin_unlock_irqrestore(&w->lock, flags);
-	/*
-	 * A heartbeat watch holds one reference to the sched_switch probe:
-	 * the ARM's became it, or it had one (the ARM's is not needed), or it
-	 * is one no more (unparked by watch_start()).
-	 */
-	beat_ref = was_beat;
 	if (!ret)
 		ret = slot;
 out:
 	mutex_unlock(&sess->lock);
-	if (beat_ref)
-		stallcap_beat_doze_put();
 	return ret;
 }
 

@@ -1213,48 +1213,4 @@ TEST_F_TIMEOUT(hb, watch_parked_again_while_its_thread_waits_a_delayed_dequeue_d
 	park_rounds(_metadata, self, true);
 }
 
-/*
- * The sched_switch probe that dozes watches (beat_doze.c) is registered by
- * a heartbeat ARM and removed within seconds once no heartbeat watch is
- * left (looked at every 2 s): after the watch is armed as another kind,
- * and after the session with a heartbeat watch again is closed.  Until
- * then it stays: a machine that used heartbeat watches once would pay a
- * call on every context switch until the module's unload.
- */
-#define PROBE_GONE_NS	SC_MS(15000)	/* 2 s period, the removal's grace periods */
-
-/* Wait for the probe to go; how long it took (ns), PROBE_GONE_NS at most. */
-static uint64_t doze_probe_gone(void)
-{
-	uint64_t t0 = sc_now_ns();
-
-	while (sc_debugfs_counter("beat_doze_probe") != 0 &&
-	       sc_now_ns() - t0 < PROBE_GONE_NS)
-		sc_sleep_ms(100);
-	return sc_now_ns() - t0;
-}
-
-TEST_F_TIMEOUT(hb, switch_probe_goes_with_the_last_heartbeat_watch, 90)
-{
-	uint64_t took;
-
-	ASSERT_LE(0, sc_arm(self->s.fd, HB_T, STALLCAP_ARM_HEARTBEAT, TAG));
-	ASSERT_EQ(1, sc_debugfs_counter("beat_doze_probe"));
-	/* still there after a few of its looks: a watch needs it */
-	sc_sleep_ms(5000);
-	ASSERT_EQ(1, sc_debugfs_counter("beat_doze_probe"));
-	ASSERT_EQ(0, sc_arm(self->s.fd, SC_MS(60000), 0, TAG));
-	took = doze_probe_gone();
-	TH_LOG("armed as a deadline watch: the probe went %.1f s later",
-	       (double)took / 1e9);
-	ASSERT_EQ(0, sc_debugfs_counter("beat_doze_probe"));
-	ASSERT_LE(0, sc_arm(self->s.fd, HB_T, STALLCAP_ARM_HEARTBEAT, TAG));
-	ASSERT_EQ(1, sc_debugfs_counter("beat_doze_probe"));
-	hb_close(self);
-	took = doze_probe_gone();
-	TH_LOG("the session closed: the probe went %.1f s later",
-	       (double)took / 1e9);
-	ASSERT_EQ(0, sc_debugfs_counter("beat_doze_probe"));
-}
-
 TEST_HARNESS_MAIN
