@@ -19,8 +19,6 @@
  * Locking: attach_lock, taken by the callers of stallcap_attach_probes_get()
  * and stallcap_attach_probes_put(), and by the delayed work.
  */
-#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
-
 #include <linux/jiffies.h>
 #include <linux/kernel.h>
 #include <linux/workqueue.h>
@@ -182,7 +180,5 @@ void stallcap_attach_probes_put(unsigned int waits)
 void stallcap_attach_probes_exit(void)
 {
 	cancel_delayed_work_sync(&probes_linger_work);
-	stallcap_attach_lock();
-	probes_remove_unneeded();
-	stallcap_attach_unlock();
+	probes_linger_end(&probes_linger_work.work);
 }
