@@ -1716,7 +1716,12 @@ static void parks_are_idle(struct __test_metadata *_metadata,
 		    r->state == STALLCAP_STATE_RUNNABLE) TH_LOG("state %u", r->state);
 	u = sc4_user_frames_of(&self->rs, r);
 	ASSERT_NE(NULL, u);
-	EXPECT_TRUE(in_spin(u)) TH_LOG("attach_spin_in_loop() is not among the innermost frames");
+	EXPECT_TRUE(in_spin(u)) {
+		TH_LOG("attach_spin_in_loop() is not among the innermost frames");
+		sc_log_sample(NULL, r);
+		if (u != r)
+			sc_log_sample(NULL, u);
+	}
 	n = samples_of(&self->rs, tid, r->stall_id, &in_stall);
 	for (size_t i = 0; i < self->rs.n; i++) {
 		const struct stallcap_sample *x = (const void *)self->rs.rec[i];
