@@ -12,6 +12,9 @@
 #include <linux/smp.h>
 
 /* main.o is built first: a kernel stallcap cannot use stops the build here */
+#ifndef CONFIG_X86_64
+#error "stallcap runs on x86-64 kernels only (capture by NMI/IPI, the x86 unwinder)"
+#endif
 #ifndef STALLCAP_HAVE_USER_NOFAULT
 #error "stallcap needs Linux 5.10 or later (copy_from_user_nofault(), 5.8, among others)"
 #endif
