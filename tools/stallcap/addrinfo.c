@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "tool.h"
+#include "usyms.h"
 
 /* inline frames kept per address (deeper chains are cut, innermost kept) */
 #define ADDR_MAX_INLINE	16

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "tool.h"
+#include "output.h"
 
 #define HTML_MAX_STALLS	20000
 #define FG_WIDTH	1200.0

@@ -20,6 +20,7 @@
 
 #include "gen/profile.pb-c.h"
 #include "tool.h"
+#include "output.h"
 
 struct pstr {
 	struct hnode node;

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "tool.h"
+#include "output.h"
 
 /* "50ms", "2s", "300us", "1500000ns", "1.5s"; a bare number is milliseconds */
 int parse_duration_ns(const char *arg, __u64 *ns)

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "tool.h"
+#include "output.h"
 
 /* One distinct line, counted. */
 struct fline {

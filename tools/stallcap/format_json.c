@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "tool.h"
+#include "output.h"
 
 /*
  * A JSON string: quote, backslash and control characters escaped (C1 and

@@ -20,6 +20,8 @@
 #include <string.h>
 
 #include "tool.h"
+#include "output.h"
+#include "usyms.h"
 
 static void ms(char *buf, size_t len, __u64 ns)
 {

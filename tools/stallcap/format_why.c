@@ -8,6 +8,7 @@
  * lists (every field; unavailable ones null).
  */
 #include "tool.h"
+#include "output.h"
 #include "why.h"
 
 static void task_frames(FILE *out, const struct sc_rtask *rt)

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "tool.h"
+#include "usyms.h"
 
 /* a function DIE's name: its linkage name (demangled later), else its name */
 static const char *die_name(Dwarf_Die *die)

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "tool.h"
+#include "output.h"
 
 static const double prom_le[] = {
 	0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10,

@@ -12,6 +12,7 @@
 
 #include "record_file.h"
 #include "report.h"
+#include "usyms.h"
 
 /* live: how long an ended stall waits for a deferred user stack */
 #define DEFER_WAIT_NS	(500 * NSEC_PER_MSEC)

@@ -7,6 +7,7 @@
 #define STALLCAP_REPORT_H
 
 #include "tool.h"
+#include "output.h"
 
 /* --format */
 enum report_format { FMT_TEXT, FMT_JSON, FMT_FOLDED, FMT_TOP, FMT_PPROF, FMT_HTML };

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "report.h"
+#include "usyms.h"
 
 static const char report_help[] =
 "usage: stallcap report [FILE] [OPTIONS]\n"

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "tool.h"
+#include "usyms.h"
 
 const char *sc_state_name(__u8 state)
 {

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "tool.h"
+#include "output.h"
 
 static const char stats_help[] =
 "usage: stallcap stats [--fd N] [--global] [--json | --prometheus [-i FILE]]\n\n"

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "tool.h"
+#include "output.h"
 #include "why.h"
 
 #define HIST_BUCKETS	12	/* <1ms, <2, <4 ... <1024ms, >= 1024 ms */

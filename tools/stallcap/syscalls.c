@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 
 #include "tool.h"
+#include "output.h"
 
 static const char *const syscall_names[] = {
 #include "gen/syscalls.h"

@@ -5,8 +5,9 @@
  * Data flows through a sink: the live collector (collect.c) and the file
  * reader (record_file.c) both produce records, process snapshots and kernel
  * symbols; `record` writes them to a file, `report` groups them into stalls
- * (stalls.c), resolves their frames (resolve.c: ksyms.c, usyms.c, unwind.c)
- * and prints them (format_text.c, format_json.c, format_folded.c).
+ * (stalls.c), resolves their frames (resolve.c: ksyms.c, and usyms.h's
+ * usyms.c, unwind.c) and prints them (output.h: format_text.c,
+ * format_json.c, format_folded.c, the exports).
  */
 #ifndef STALLCAP_TOOL_H
 #define STALLCAP_TOOL_H
@@ -309,68 +310,7 @@ struct sc_frame {
 				 * debug file of it) carries */
 };
 
-/* ---- display names: unversioned, demangled (names.c) ---- */
-
-struct sc_names;
-struct sc_names *sc_names_new(void);
-void sc_names_free(struct sc_names *n);
-void sc_names_set_demangle(struct sc_names *n, bool on);
-const char *sc_names_get(struct sc_names *n, const char *raw, bool versioned);
-
-/* ---- what a user address is, cached (addrinfo.c) ---- */
-
-/**
- * struct sc_addrinfo - a user address looked up
- * @sym: its ELF symbol (display name), or NULL; @sym_start: where it starts
- * @file, @line: the address's source line, in the function @sym (the
- *	outermost call site when code is inlined there), or NULL
- * @inl: the functions inlined at the address, innermost first, each at its
- *	source line (the innermost at the address's own line)
- */
-struct sc_addrinfo {
-	__u64 addr;
-	const char *sym;
-	__u64 sym_start;
-	const char *file;
-	int line;
-	int ninl;
-	struct {
-		const char *sym, *file;
-		int line;
-	} inl[];
-};
-
-struct addrinfo_cache;
-struct Dwfl;
-struct addrinfo_cache *addrinfo_new(void);
-void addrinfo_clear(struct addrinfo_cache *c);
-void addrinfo_free(struct addrinfo_cache *c);
-const struct sc_addrinfo *addrinfo_get(struct addrinfo_cache *c, struct Dwfl *d, __u64 a,
-				       struct sc_names *names, bool inlines);
-
-/* ---- inline frames (inline.c) ---- */
-
-struct Dwfl_Module;
-int dw_inline_frames(struct Dwfl_Module *mod, __u64 a, struct sc_names *names,
-		     struct sc_frame *f, struct sc_frame *out, int max);
-
-/* ---- user symbols and unwinding (usyms.c, unwind.c) ---- */
-
-struct usyms;
-struct usyms *usyms_new(void);
-void usyms_free(struct usyms *u);
-int usyms_add_proc(struct usyms *u, const struct sc_proc *p);
-void usyms_set_vdso(struct usyms *u, const void *img, size_t len);
-void usyms_resolve(struct usyms *u, __u32 pid, struct sc_frame *f);
-int usyms_inlines(struct usyms *u, __u32 pid, struct sc_frame *f, struct sc_frame *out,
-		  int max);
-void usyms_set_demangle(struct usyms *u, bool on);
-void usyms_set_inline(struct usyms *u, bool on);
-int usyms_set_symfs(struct usyms *u, const char *dir);
-const struct sc_proc *usyms_proc(struct usyms *u, __u32 pid);
-/** usyms_forget_proc() - free all that is kept of process @pid (it exited). */
-void usyms_forget_proc(struct usyms *u, __u32 pid);
-struct sc_proc *sc_proc_dup(const struct sc_proc *p);
+/* ---- a sample's stack copies, and where its user frames end ---- */
 
 /** struct sc_run - stack bytes copied from @start (size 0: none) */
 struct sc_run {
@@ -396,23 +336,6 @@ struct sc_copies {
 	unsigned int nr_more;
 };
 
-/** struct unwind_state - per-process state of the DWARF unwinder (unwind.c) */
-struct unwind_state {
-	struct Dwfl *dwfl;
-	const struct stallcap_sample_view *cur;	/* the sample being unwound */
-	const struct sc_copies *cur_copies;	/* and its other copies */
-	bool attached;
-	bool read_failed;	/* a read the copies could not serve, the last: */
-	__u64 fail_addr;	/* the address it wanted */
-	bool fail_past;		/* past the copy's end, within what a copy holds */
-	__u64 entry_ret;	/* the walk starts at this caller (jit_entry_return()) */
-};
-
-/** usyms_unwind_state() - the process's unwinder state, NULL if no maps. */
-struct unwind_state *usyms_unwind_state(struct usyms *u, __u32 pid);
-
-#define UNWIND_NO_DWARF	(1U << 0)
-
 /** enum unwind_end - why a user stack's frames end where they do */
 enum unwind_end {
 	UNWIND_END_STOPPED,	/* the frame-pointer walk, or the unwinder stopped */
@@ -437,14 +360,6 @@ struct unwind_stop {
 	__u64 addr;
 	char msg[96];
 };
-
-__u32 sc_copies_bytes(const struct sc_copies *x);
-int unwind_dwarf(struct usyms *u, const struct stallcap_sample_view *v,
-		 const struct sc_copies *x, __u64 *pcs, bool *is_return, int max,
-		 struct unwind_stop *stop);
-int unwind_user(struct usyms *u, const struct stallcap_sample_view *v,
-		const struct sc_copies *x, unsigned int flags, struct sc_frame *out,
-		int max, struct unwind_stop *stop);
 
 /* ---- stalls (stalls.c) ---- */
 
@@ -620,40 +535,6 @@ void text_strn(FILE *out, const char *s, size_t n);
 /* folded: as text_str, and ';' (the frame separator) shown as ':' */
 void folded_str(FILE *out, const char *s);
 
-/* ---- formats ---- */
-
-void fmt_text_stall(FILE *out, struct sc_rstall *rs);
-void fmt_json_stall(FILE *out, struct sc_rstall *rs);
-void fmt_text_stall_part(FILE *out, struct sc_rstall *rs, unsigned int from, unsigned int to,
-			 bool live);
-void fmt_json_stall_part(FILE *out, struct sc_rstall *rs, unsigned int from, unsigned int to,
-			 bool live);
-void fmt_json_lost(FILE *out, __u64 lost, __u64 suppressed);
-void fmt_text_watch(FILE *out, const struct stallcap_watch_event *ev);
-void fmt_json_watch(FILE *out, const struct stallcap_watch_event *ev);
-const char *sc_origin_name(__u32 origin);
-const char *sc_arch_name(__u32 arch);
-bool sc_realtime(const struct sc_rstall *rs, const struct stallcap_sample *s, __u64 mono,
-		 __u64 *rt);
-/* what a sample says about why it stalled (format_why.c, issue 13) */
-void fmt_text_why(FILE *out, const struct sc_rsample *r);
-void sc_frame_line(FILE *out, const struct sc_frame *f, int i);
-void fmt_json_why(FILE *out, const struct sc_rsample *r);
-/* the system call a sample's thread was inside (syscalls.c) */
-const char *sc_syscall_name(__u32 nr);
-#define SC_SYSCALL_LABEL_MAX	24	/* "syscall 4294967295" */
-const char *sc_syscall_label(__u32 nr, char *buf, size_t len);
-int sc_syscall_fd(const struct stallcap_sec_syscall *sys);
-void sc_syscall_text(FILE *out, const struct sc_sample *m);
-void sc_syscall_json(FILE *out, const struct sc_sample *m);
-struct folded;
-struct folded *folded_new(void);
-void folded_add_stall(struct folded *fo, struct sc_rstall *rs);
-void folded_print(struct folded *fo, FILE *out);
-void folded_free(struct folded *fo);
-void json_str(FILE *out, const char *s);
-void json_strn(FILE *out, const char *s, size_t n);
-
 /* ---- a live report fed by hand (report.c; host tests) ---- */
 struct report;
 struct report *report_live_new(FILE *out, bool json, unsigned int max_stalls);
@@ -667,96 +548,6 @@ struct top *top_new(FILE *out, bool batch, unsigned int max_stalls);
 struct sc_sink *top_sink(struct top *tp);
 void top_render(struct top *tp, __u64 now, double secs);
 void top_free(struct top *tp);
-
-/* ---- aggregation (summary.c) and filters (filter.c) ---- */
-
-enum sc_group_by { SC_GROUP_BOTH, SC_GROUP_KERNEL, SC_GROUP_USER, SC_GROUP_STATE,
-		   SC_GROUP_VERDICT, SC_GROUP_SYSCALL };
-struct summary;
-struct summary *summary_new(enum sc_group_by by);
-void summary_add_stall(struct summary *sm, struct sc_rstall *rs);
-void summary_print(struct summary *sm, FILE *out, unsigned int top);
-void summary_free(struct summary *sm);
-int parse_group_by(const char *arg, enum sc_group_by *by);
-/* how long a stall lasted, and the part of it one sample stands for */
-__u64 sc_stall_duration_ns(const struct sc_stall *st);
-struct sc_weights {
-	const struct sc_stall *st;
-	const struct sc_sample *last;	/* the last sample of the stall */
-	__u64 from;
-	bool started;
-};
-void sc_weights_start(struct sc_weights *w, const struct sc_stall *st);
-__u64 sc_weights_next(struct sc_weights *w, const struct sc_sample *m);
-void sc_stack_key(FILE *m, const struct sc_rsample *r, bool user, bool kernel);
-
-/**
- * struct sc_filter - which stalls a report shows (every field: 0 / NULL /
- * false matches everything)
- * @since_ns, @until_ns: CLOCK_REALTIME bounds of the first sample's capture
- * @states: bit (1 << STALLCAP_STATE_*): a stall matches if one sample has it
- */
-struct sc_filter {
-	__u32 pid, tid;
-	const char *comm;
-	__u64 tag;
-	bool has_tag;
-	__u64 min_ns;
-	__u64 since_ns, until_ns;
-	const char *since, *until;	/* as given: read by filter_finish() */
-	unsigned int states;
-	bool active;
-};
-
-int filter_parse_opt(struct sc_filter *f, int opt, const char *arg);
-/** filter_finish() - after all options (-u changes --since/--until); 0 or -EINVAL. */
-int filter_finish(struct sc_filter *f);
-bool filter_match(const struct sc_filter *f, const struct sc_rstall *rs);
-int parse_duration_ns(const char *arg, __u64 *ns);
-
-#define FILTER_LONG_OPTIONS \
-	{ "pid", required_argument, NULL, 'p' }, \
-	{ "tid", required_argument, NULL, 't' }, \
-	{ "comm", required_argument, NULL, 0x180 }, \
-	{ "tag", required_argument, NULL, 0x181 }, \
-	{ "min-duration", required_argument, NULL, 0x182 }, \
-	{ "since", required_argument, NULL, 0x183 }, \
-	{ "until", required_argument, NULL, 0x184 }, \
-	{ "state", required_argument, NULL, 0x185 }
-#define FILTER_SHORT_OPTIONS "p:t:"
-#define FILTER_OPT_FIRST 0x180
-#define FILTER_HELP \
-"filters (a stall is shown if it matches all of them):\n" \
-"  -p, --pid PID        stalls of process PID\n" \
-"  -t, --tid TID        stalls of thread TID\n" \
-"      --comm NAME      stalls of threads named NAME\n" \
-"      --tag N          stalls of watches with user_tag N\n" \
-"      --min-duration D stalls that lasted at least D (e.g. 50ms, 2s, 300us)\n" \
-"      --since T, --until T   stalls that began from / up to T: a wall-clock\n" \
-"                       time (2026-11-22T17:05:00, 17:05, UTC with -u), or\n" \
-"                       relative to now (-10m, -2h, -30s)\n" \
-"      --state S[,S]    stalls with a sample in state running, runnable, blocked\n"
-
-/* ---- pprof (export_pprof.c) ---- */
-
-struct pprof;
-struct pprof *pprof_new(void);
-void pprof_add_stall(struct pprof *pp, struct sc_rstall *rs);
-int pprof_write(struct pprof *pp, FILE *out);
-void pprof_free(struct pprof *pp);
-
-/* ---- a self-contained HTML report (export_html.c) ---- */
-
-struct html;
-struct html *html_new(void);
-void html_add_stall(struct html *h, struct sc_rstall *rs);
-void html_write(struct html *h, FILE *out);
-void html_free(struct html *h);
-
-/* ---- Prometheus text format (prometheus.c) ---- */
-
-int prom_file(FILE *out, const char *path);
-void prom_counter(FILE *out, const char *name, __u64 v, bool global);
 
 /* ---- one-line hints (hints.c) ---- */
 

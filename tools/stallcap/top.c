@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "top.h"
+#include "usyms.h"
 
 struct top_thread *top_thread_find(struct top *tp, __u32 tid)
 {

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "tool.h"
+#include "usyms.h"
 
 /* x86-64 DWARF register numbers 0..16: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip */
 static void dwarf_regs(const struct stallcap_regs_x86_64 *r, Dwarf_Word *w)

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "tool.h"
+#include "usyms.h"
 
 /* Snapshots kept per process: a lookup costs log(maps) per snapshot. */
 #define UPROC_MAX_SNAPSHOTS	64

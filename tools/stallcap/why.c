@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "tool.h"
+#include "output.h"
 #include "why.h"
 
 #define VALID(t, f)	((t)->valid & (1ULL << STALLCAP_TIME_##f))

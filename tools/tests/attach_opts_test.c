@@ -5,6 +5,7 @@
  */
 #include "helpers.h"
 #include "kselftest_harness.h"
+#include "usyms.h"
 
 TEST(durations)
 {

@@ -9,6 +9,7 @@
 #include "helpers.h"
 #include "record_file.h"
 #include "kselftest_harness.h"
+#include "usyms.h"
 
 struct got {
 	struct sc_sink sink;
@@ -110,8 +111,8 @@ FIXTURE_SETUP(file)
 {
 	snprintf(self->path, sizeof(self->path), "/tmp/stallcap-file-test.%d", getpid());
 	memset(&self->g, 0, sizeof(self->g));
-	self->g.sink = (struct sc_sink){ g_record, g_proc, g_ksym, g_lost, g_vdso, g_info, NULL,
-					 NULL, NULL };
+	self->g.sink = (struct sc_sink){ .record = g_record, .proc = g_proc, .ksym = g_ksym,
+					 .lost = g_lost, .vdso = g_vdso, .info = g_info };
 }
 
 FIXTURE_TEARDOWN(file)

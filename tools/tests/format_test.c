@@ -7,6 +7,8 @@
 #include "helpers.h"
 #include "json_check.h"
 #include "kselftest_harness.h"
+#include "output.h"
+#include "usyms.h"
 
 /* ---- the stall ---- */
 

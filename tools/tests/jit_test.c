@@ -26,6 +26,8 @@
 
 #include "helpers.h"
 #include "kselftest_harness.h"
+#include "output.h"
+#include "usyms.h"
 
 FIXTURE(jit)
 {

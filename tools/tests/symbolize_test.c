@@ -10,6 +10,7 @@
 
 #include "helpers.h"
 #include "kselftest_harness.h"
+#include "usyms.h"
 
 FIXTURE(user)
 {

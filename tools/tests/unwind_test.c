@@ -13,6 +13,7 @@
 
 #include "helpers.h"
 #include "kselftest_harness.h"
+#include "usyms.h"
 
 FIXTURE(stack)
 {
