@@ -5,7 +5,8 @@
 # (the session's fd and a pidfd of the process), waking about once a second
 # at most, not ten times (it shares a CPU with what it watches).  It still
 # ends when the process exits, and on SIGINT (the time each took printed);
-# the same with the command it started (`record --deadline -- CMD`).
+# the same with the command it started (`record --deadline -- CMD`); and a
+# command that exits inside a stall has that stall's end recorded.
 . ./tool_lib.sh
 need stallcap python3
 
@@ -55,10 +56,11 @@ target=$!
 stallcap record -v --deadline 1s -p "$target" -o "$work/idle.data" 2>"$work/idle.err" &
 rec=$!
 idle_sleeps "$work/idle.err" "-p PID"
-# within 2 s: it waits 300 ms for the ends of stalls after the exit, then
-# drains and closes its session: 0.35 s in all on idle 7.3 and 5.10 guests
-# (0.84 s idle and 2.4-3.1 s beside CI117's lanes on 7.3 while the close
-# waited for the attach's probes to be removed)
+# within 2 s: it drains the ring once more and closes its session (0.35 s
+# on idle 7.3 and 5.10 guests while it waited 300 ms after the exit for
+# stall ends, which the exit itself writes; 0.84 s idle and 2.4-3.1 s
+# beside CI117's lanes on 7.3 while the close waited for the attach's
+# probes to be removed)
 kill "$target"
 t0=$(now_cs)
 check "it ends within 2 s of the process's exit" ends_within "$rec" 200
@@ -81,4 +83,23 @@ check "SIGINT ends it within 2 s, its command too" ends_within "$rec" 200
 echo "# record and its command ended $(($(now_cs) - t0))0 ms after the SIGINT"
 wait "$rec"
 check "no python3 left" no_python_running
+
+# a stall that its process's exit ends: record stops once the process is
+# gone, without waiting, and still has the stall's end (written by the
+# thread's exit, before the process could be reaped)
+spin='import select, os, time
+select.select([], [], [], 0.01)
+t = time.monotonic()
+while time.monotonic() - t < 0.5:
+    pass
+os._exit(0)'
+t0=$(now_cs)
+stallcap record -v --deadline 50ms -o "$work/exit.data" -- python3 -c "$spin" \
+	2>"$work/exit.err"
+check "record of a program that exits inside its stall exits 0" [ $? = 0 ]
+echo "# record of the 0.5 s spin took $(($(now_cs) - t0))0 ms in all"
+sed 's/^/# /' "$work/exit.err"
+stallcap report -f json "$work/exit.data" >"$work/exit.json"
+check "the stall that the exit ended is recorded, ended" \
+	grep -q '"type":"stall".*"ended":true' "$work/exit.json"
 finish

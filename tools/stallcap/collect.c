@@ -27,7 +27,7 @@
 
 #define POLL_MS		100
 #define IDLE_POLL_MS	1000	/* nothing due by time: records and exits wake it */
-#define GRACE_NS	(300 * NSEC_PER_MSEC)	/* for stall ends after exit */
+#define GLOBAL_GRACE_NS	(300 * NSEC_PER_MSEC)	/* --global: records mirrored after exit */
 
 static volatile sig_atomic_t stop_signal;
 
@@ -398,9 +398,17 @@ static int follow(struct collector *c, pid_t child, int *status)
 		}
 		if (c->o->npids && !done && waitset_exit_seen(&ws) && !any_alive(c->o))
 			done = true;
-		/* the processes they started (--deadline) may still run */
+		/*
+		 * The processes they started (--deadline) may still run.  Once
+		 * none does, the ring holds every record of theirs: a thread's
+		 * stall end (and its attached watch's end) is written at its
+		 * exit, in sched_process_exit, before its process can be
+		 * reaped (drained once more below).  A system-wide reader's
+		 * copies of other sessions' records are mirrored from an
+		 * irq_work: --global waits a little for them.
+		 */
 		if (done && !grace && !followed_alive(c))
-			grace = t + GRACE_NS;
+			grace = t + (c->o->global ? GLOBAL_GRACE_NS : 0);
 		if (grace && t >= grace)
 			break;
 	}
