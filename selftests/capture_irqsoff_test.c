@@ -376,7 +376,7 @@ static bool run_once(struct __test_metadata *_metadata, FIXTURE_DATA(spin) *self
 	const struct stallcap_sample *first, *r;
 	uint64_t t0, t1, bound, spin_end;
 	const char *const spin_fn[] = { variant->fn, NULL };
-	unsigned int during = 0, in_fn = 0;
+	unsigned int during = 0, in_fn = 0, in_hardirq = 0;
 	pid_t tid = sc_gettid();
 	long stopped = 0, exp0, walks0, looks0, exp1, walks1, looks1;
 	int ret;
@@ -439,9 +439,12 @@ static bool run_once(struct __test_metadata *_metadata, FIXTURE_DATA(spin) *self
 		/* a capture that could not interrupt the thread claims no frame */
 		if (r->tid != (__u32)tid || r->capture_ns >= spin_end ||
 		    r->state != STALLCAP_STATE_RUNNING ||
-		    r->flags & (STALLCAP_SAMPLE_MIGRATED | STALLCAP_SAMPLE_ABANDONED |
-				STALLCAP_SAMPLE_IN_HARDIRQ))
+		    r->flags & (STALLCAP_SAMPLE_MIGRATED | STALLCAP_SAMPLE_ABANDONED))
 			continue;
+		if (r->flags & STALLCAP_SAMPLE_IN_HARDIRQ) {
+			in_hardirq++;
+			continue;
+		}
 		during++;
 		in_fn += frame0_is(&self->ks, r, variant->fn) ||
 			 under_an_interrupt(&self->ks, r, variant->fn) ||
@@ -465,6 +468,19 @@ static bool run_once(struct __test_metadata *_metadata, FIXTURE_DATA(spin) *self
 		       (unsigned long long)(bound - t0) / 1000, first->state, first->path);
 		sc_log_sample(&self->ks, first);
 		ASSERT_GT(ATTEMPTS, attempt) TH_LOG("never caught in time");
+		sc_records_free(&self->rs);
+		return false;
+	}
+	/*
+	 * The later samples of the spin all landed in a hard interrupt on
+	 * top of it (CI120's 6.12 guest: three NMIs in a row inside the
+	 * timer interrupt of a loaded host's vCPU): a try that says nothing
+	 * about them either
+	 */
+	if (during < 2 && during + in_hardirq >= 2) {
+		TH_LOG("attempt %d: %u of the spin's samples in a hard interrupt on top of it",
+		       attempt, in_hardirq);
+		ASSERT_GT(ATTEMPTS, attempt) TH_LOG("never sampled outside an interrupt");
 		sc_records_free(&self->rs);
 		return false;
 	}
