@@ -23,7 +23,6 @@
 
 #include "collect.h"
 #include "record_file.h"
-#include "output.h"
 
 #define POLL_MS		100
 #define IDLE_POLL_MS	1000	/* nothing due by time: records and exits wake it */

@@ -28,13 +28,6 @@ bool sc_realtime(const struct sc_rstall *rs, const struct stallcap_sample *s, __
 void fmt_text_why(FILE *out, const struct sc_rsample *r);
 void sc_frame_line(FILE *out, const struct sc_frame *f, int i);
 void fmt_json_why(FILE *out, const struct sc_rsample *r);
-/* the system call a sample's thread was inside (syscalls.c) */
-const char *sc_syscall_name(__u32 nr);
-#define SC_SYSCALL_LABEL_MAX	24	/* "syscall 4294967295" */
-const char *sc_syscall_label(__u32 nr, char *buf, size_t len);
-int sc_syscall_fd(const struct stallcap_sec_syscall *sys);
-void sc_syscall_text(FILE *out, const struct sc_sample *m);
-void sc_syscall_json(FILE *out, const struct sc_sample *m);
 struct folded;
 struct folded *folded_new(void);
 void folded_add_stall(struct folded *fo, struct sc_rstall *rs);

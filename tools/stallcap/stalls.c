@@ -18,7 +18,6 @@
 
 #include "htab.h"
 #include "tool.h"
-#include "output.h"
 
 /**
  * struct cookie_ent - the samples of one stall sharing a deferred cookie

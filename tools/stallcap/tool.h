@@ -523,6 +523,15 @@ void stack_set_free(struct stack_set *ss);
  */
 bool stack_set_seen(struct stack_set *ss, const struct sc_rsample *r, __u32 *first);
 
+/* ---- the system call a sample's thread was inside (syscalls.c) ---- */
+
+const char *sc_syscall_name(__u32 nr);
+#define SC_SYSCALL_LABEL_MAX	24	/* "syscall 4294967295" */
+const char *sc_syscall_label(__u32 nr, char *buf, size_t len);
+int sc_syscall_fd(const struct stallcap_sec_syscall *sys);
+void sc_syscall_text(FILE *out, const struct sc_sample *m);
+void sc_syscall_json(FILE *out, const struct sc_sample *m);
+
 /* ---- escaping names for output (escape.c) ---- */
 
 size_t utf8_decode(const unsigned char *p, size_t left, __u32 *cp);
