@@ -9,7 +9,9 @@
 #   make check           deps, static checks, tools' unit tests, the selftests
 #                        on every kernel of KERNELS, harness self-check
 #   make check KERNELS="6.1"    a subset (names: 5.10 6.1 6.12 6.12-rt 7.2
-#                        7.2-rt 7.3 debug); PACKAGES=0 skips the package test
+#                        7.2-rt 7.3 debug) or others (6.12-clang, 6.1-rt,
+#                        7.3-rt, ...: README's Kernels tested);
+#                        PACKAGES=0 skips the package test
 #   make deps            install packages and the kernel matrix (idempotent)
 #   make static          checkpatch, kernel-doc, sparse, uapi header as C/C++
 #   make vmtest          only the guests (KERNELS), no static checks
@@ -41,6 +43,12 @@ KDIR ?= $(firstword $(wildcard /lib/modules/$(KVER)/build) \
 	$(shell awk '$$1 == "6.12" { print "/lib/modules/" $$2 "/build" }' \
 		$(TOP)/.cache/kernels.list 2>/dev/null))
 
+# A kernel built by clang (Android's, ChromeOS's, CachyOS's; kCFI, LTO)
+# builds its modules with clang and ld.lld too, of its own major version
+# when installed as clang-N (LLVM=-N), else LLVM=1; unless LLVM is set.
+KDIR_CLANG := $(shell sed -n 's/^CONFIG_CLANG_VERSION=\([0-9]*\)[0-9]\{4\}$$/\1/p' $(KDIR)/.config 2>/dev/null)
+KBUILD_LLVM := $(if $(LLVM),,$(if $(KDIR_CLANG),LLVM=$(if $(shell command -v clang-$(KDIR_CLANG)),-$(KDIR_CLANG),1)))
+
 KERNELS ?= 5.10 6.1 6.12 6.12-rt 7.2 7.2-rt 7.3 debug
 RUN_KERNEL ?= 6.12
 SELFCHECK ?= 1
@@ -59,7 +67,7 @@ all: module tools selftests
 
 module:
 	@test -n "$(KDIR)" -a -d "$(KDIR)" || { echo "No kernel headers: set KDIR=/path/to/kernel/build (or run make deps)" >&2; exit 1; }
-	$(MAKE) -C $(KDIR) M=$(TOP) modules
+	$(MAKE) -C $(KDIR) M=$(TOP) $(KBUILD_LLVM) modules
 
 tools:
 ifneq ($(HAVE_TOOLS),)
@@ -125,8 +133,8 @@ ifeq ($(MODULE_INSTALL),dkms)
 	dkms add -m stallcap -v $(VERSION)
 	dkms install -m stallcap -v $(VERSION) -k $(KVER)
 else ifeq ($(MODULE_INSTALL),kbuild)
-	$(MAKE) -C $(KDIR) M=$(TOP) modules
-	$(MAKE) -C $(KDIR) M=$(TOP) INSTALL_MOD_DIR=updates modules_install
+	$(MAKE) -C $(KDIR) M=$(TOP) $(KBUILD_LLVM) modules
+	$(MAKE) -C $(KDIR) M=$(TOP) $(KBUILD_LLVM) INSTALL_MOD_DIR=updates modules_install
 	depmod -a $(KVER)
 endif
 

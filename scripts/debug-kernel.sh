@@ -6,19 +6,32 @@
 # tree.  The cache key is the source tarball's version plus the fragment's
 # hash, so a changed fragment or a new linux-source rebuilds it.
 # Prints the build directory (usable as KDIR) on stdout.
+#
+#   scripts/debug-kernel.sh [clang]
+#
+# "clang" builds the kernel "6.12-clang" instead, outside the default
+# matrix: the same source with scripts/kconfig/clang.config (kCFI and
+# ThinLTO), compiled by clang-16 and linked by ld.lld-16 (LLVM=-16, which
+# the module's build then needs too: scripts/lib.sh).
 set -euo pipefail
 # The whole script is one block: bash parses it before running it, so
 # editing this file while it runs cannot derail the run.
 {
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-frag="$top/scripts/kconfig/debug.config"
+flavour=${1:-debug}
+case $flavour in
+debug)	llvm=() required="PROVE_LOCKING KASAN DEBUG_ATOMIC_SLEEP DEBUG_OBJECTS_TIMERS DEBUG_KMEMLEAK DEBUG_LIST" ;;
+clang)	llvm=(LLVM=-16) required="CFI_CLANG LTO_CLANG_THIN" ;;
+*)	echo "usage: $0 [clang]" >&2; exit 2 ;;
+esac
+frag="$top/scripts/kconfig/$flavour.config"
 src=$(ls /usr/src/linux-source-6.12*.tar.xz | sort -V | tail -n 1)
 srcver=$(dpkg-query -W -f='${Version}' linux-source-6.12)
 # recipe: bump when the build steps below change what gets built
 recipe=2
 key="$srcver-$(sha256sum "$frag" | cut -c1-12)-r$recipe"
-base="${STALLCAP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/stallcap}/debug-kernel"
+base="${STALLCAP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/stallcap}/$flavour-kernel"
 out="$base/$key"
 
 if [ -s "$out/done" ]; then
@@ -30,7 +43,7 @@ fi
 mkdir -p "$base"
 exec 8>"$base/.lock"
 if ! flock -n 8; then
-	echo "debug-kernel: another build of the debug kernel is running, waiting for it" >&2
+	echo "debug-kernel: another build of the $flavour kernel is running, waiting for it" >&2
 	flock 8
 	if [ -s "$out/done" ]; then
 		echo "$out/linux"
@@ -45,24 +58,23 @@ tar -C "$out" -xf "$src"
 mv "$out"/linux-source-6.12* "$out/linux"
 cd "$out/linux"
 {
-	make x86_64_defconfig
-	make kvm_guest.config
+	make "${llvm[@]}" x86_64_defconfig
+	make "${llvm[@]}" kvm_guest.config
 	scripts/kconfig/merge_config.sh -m .config "$frag"
-	make olddefconfig
+	make "${llvm[@]}" olddefconfig
 	# no in-tree modules: the guest loads only ours
-	make mod2noconfig
+	make "${llvm[@]}" mod2noconfig
 	jobs=$(($(nproc) + 1))
-	make -j"$jobs" bzImage modules_prepare
+	make "${llvm[@]}" -j"$jobs" bzImage modules_prepare
 	# writes Module.symvers, which external modules link against
-	make -j"$jobs" modules
+	make "${llvm[@]}" -j"$jobs" modules
 } >"$log" 2>&1 || { echo "debug-kernel: build failed, see $log" >&2; tail -n 30 "$log" >&2; exit 1; }
 # (and attach_test's event sources, which would otherwise skip unseen)
-for opt in PROVE_LOCKING KASAN DEBUG_ATOMIC_SLEEP DEBUG_OBJECTS_TIMERS DEBUG_KMEMLEAK DEBUG_LIST \
-	FANOTIFY USERFAULTFD INPUT_UINPUT; do
+for opt in $required FANOTIFY USERFAULTFD INPUT_UINPUT; do
 	grep -q "^CONFIG_$opt=y" .config || { echo "debug-kernel: CONFIG_$opt missing" >&2; exit 1; }
 done
 [ -s Module.symvers ] || { echo "debug-kernel: Module.symvers missing" >&2; exit 1; }
-make -s kernelrelease >"$out/release"
+make "${llvm[@]}" -s kernelrelease >"$out/release"
 echo "debug-kernel: built in $SECONDS s" >&2
 date -u +%FT%TZ >"$out/done"
 echo "$out/linux"

@@ -39,6 +39,11 @@ packages=(
 	postgresql-15 rt-tests bindfs fuse-overlayfs
 	linux-perf
 )
+# the clang kernel (KERNELS="6.12-clang", outside the default list:
+# scripts/debug-kernel.sh clang) and the module built for it
+if [[ " ${KERNELS:-} " == *" 6.12-clang "* ]]; then
+	packages+=(clang-16 lld-16 llvm-16)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

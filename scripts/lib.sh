@@ -56,19 +56,25 @@ elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 # a name of .cache/kernels.list (Debian 12's kernels, headers on the host),
 # of .cache/kernels-roots.list (other suites' kernels: KDIR is a path inside
 # the build root KROOT, see scripts/kernel-root.sh), or "debug" (the
-# lockdep/KASAN kernel), or "tree": the kernel tree built at $TREE_KDIR
-# (bzImage and modules, e.g. an upstream release: by hand, not in CI).
-# KROOT is empty when the host builds the module.
+# lockdep/KASAN kernel), or "6.12-clang" (the same source built by clang
+# with kCFI and ThinLTO; outside the default list), or "tree": the kernel
+# tree built at $TREE_KDIR (bzImage and modules, e.g. an upstream release:
+# by hand, not in CI).  KROOT is empty when the host builds the module;
+# KLLVM is the LLVM= of the kernel's build, which its modules' builds need
+# (a tree built by clang: set TREE_LLVM, e.g. to -16).
 kernel_info() {
 	local suite
 	KNAME=$1
 	KROOT=
-	if [ "$KNAME" = debug ]; then
-		KDIR=$("$top/scripts/debug-kernel.sh") || return 1
+	KLLVM=
+	if [ "$KNAME" = debug ] || [ "$KNAME" = 6.12-clang ]; then
+		[ "$KNAME" = debug ] || KLLVM=-16
+		KDIR=$("$top/scripts/debug-kernel.sh" "${KLLVM:+clang}") || return 1
 		KIMAGE=$KDIR/arch/x86/boot/bzImage
 		KVER=$(cat "$KDIR/../release" 2>/dev/null || make -s -C "$KDIR" kernelrelease)
 	elif [ "$KNAME" = tree ]; then
 		KDIR=${TREE_KDIR:-}
+		KLLVM=${TREE_LLVM:-}
 		[ -n "$KDIR" ] || { echo "tree: set TREE_KDIR to a built kernel tree" >&2; return 1; }
 		KIMAGE=$KDIR/arch/x86/boot/bzImage
 		KVER=$(make -s -C "$KDIR" kernelrelease)
@@ -111,5 +117,5 @@ kbuild() {
 		return
 	fi
 	make -C "$kdir" M="$dir" KCFLAGS="${MODULE_KCFLAGS:--Werror}" \
-		-j"${JOBS:-2}" ${KBUILD_ARGS:-} modules >"$log" 2>&1
+		${KLLVM:+LLVM=$KLLVM} -j"${JOBS:-2}" ${KBUILD_ARGS:-} modules >"$log" 2>&1
 }

@@ -23,7 +23,8 @@
 # built on the host), of .cache/kernels-roots.list (5.10, 7.2, 7.2-rt, 7.3: other
 # suites', built in their debootstrap root, see scripts/kernel-root.sh), or
 # "debug" (scripts/debug-kernel.sh: lockdep, KASAN, kmemleak; built once,
-# ~15 min), or "tree" (the kernel tree built at TREE_KDIR, its bzImage and
+# ~15 min), "6.12-clang" (scripts/debug-kernel.sh clang: clang with kCFI
+# and ThinLTO; outside the default list), or "tree" (the kernel tree built at TREE_KDIR, its bzImage and
 # modules: an upstream release, e.g. one checked by scripts/upstream-check.sh
 # and then built whole; by hand).
 #
