@@ -480,7 +480,7 @@ struct stallcap_watch {
 	struct hlist_node task_node;
 	struct list_head buddy_node;
 	struct user_watches *uw;
-	struct __call_single_data home_csd;	/* unaligned: watches are many */
+	call_single_data_t home_csd;
 	struct stallcap_attach_ent *attach;
 	long (*restart_fn)(struct restart_block *restart);
 	struct rcu_head rcu;
