@@ -561,6 +561,7 @@ int stallcap_attach_init(void)
 	if (!attach_free_wq)
 		return -ENOMEM;
 	stallcap_attach_perm_init();
+	stallcap_ksym_lto_init();
 	return 0;
 }
 
@@ -571,4 +572,5 @@ int stallcap_attach_init(void)
 void stallcap_attach_exit(void)
 {
 	destroy_workqueue(attach_free_wq);
+	stallcap_ksym_lto_exit();
 }

@@ -145,6 +145,13 @@ void stallcap_attacher_current(struct stallcap_attacher *who);
 bool stallcap_attacher_may_follow(const struct stallcap_attacher *who,
 				  const struct cred *tcred);
 void stallcap_attach_perm_init(void);
+/* ksym_lto.c: the names a ThinLTO kernel gave the probed functions */
+int stallcap_ksym_lto_names(const char *const *names, const char **found,
+			    unsigned int n);
+unsigned int stallcap_ksym_lto_loads(void);
+size_t stallcap_ksym_base_len(const char *name);
+void stallcap_ksym_lto_init(void);
+void stallcap_ksym_lto_exit(void);
 void stallcap_attach_exit(void);
 void stallcap_attach_watch_event(struct stallcap_watch *w, u32 event);
 void stallcap_attach_missed(const struct stallcap_attach_ent *a,
@@ -218,6 +225,8 @@ struct kretprobe;
  * @nr_registered: how many are registered (attach_lock)
  * @registered: bit i: @probes[i] is registered (written under attach_lock)
  * @syscall_nrs: each probe's x86-64 system call number, -1 if unknown
+ * @lto_tried: bit i: @probes[i]'s ThinLTO name was looked for (attach_lock)
+ * @lto_loads: stallcap_ksym_lto_loads() then
  * @name: for the log
  */
 struct stallcap_wait_probe_set {
@@ -228,6 +237,8 @@ struct stallcap_wait_probe_set {
 	unsigned int nr;
 	unsigned int nr_required;
 	unsigned int nr_registered;
+	unsigned long lto_tried;
+	unsigned int lto_loads;
 	const char *name;
 };
 

@@ -25,6 +25,7 @@
 
 #include <linux/capability.h>
 #include <linux/cred.h>
+#include <linux/kernel.h>
 #include <linux/kprobes.h>
 #include <linux/module.h>
 #include <linux/pid.h>
@@ -38,13 +39,37 @@
 #include "stallcap.h"
 #include "attach.h"
 
-static bool own_ptrace_rules;
-module_param(own_ptrace_rules, bool, 0644);
-MODULE_PARM_DESC(own_ptrace_rules,
-		 "Decide who may attach with the module's copy of the kernel's ptrace credential rules, without the LSMs (default off; set at load where indirect branches are checked: kernel IBT, clang CFI)");
-
 typedef bool (*ptrace_may_access_t)(struct task_struct *task, unsigned int mode);
 static ptrace_may_access_t may_access;
+static bool perm_ready;		/* stallcap_attach_perm_init() ran */
+static bool own_ptrace_rules;
+
+/*
+ * own_ptrace_rules=N is refused (EINVAL) once the module found that it
+ * cannot call the kernel's function (kernel IBT, clang CFI, no such
+ * symbol): the parameter reads what applies.  At load anything goes.
+ */
+static int own_rules_param_set(const char *val, const struct kernel_param *kp)
+{
+	bool on = true;		/* a bare "own_ptrace_rules" at load */
+	int ret = val ? kstrtobool(val, &on) : 0;
+
+	if (ret)
+		return ret;
+	if (!on && READ_ONCE(perm_ready) && !may_access)
+		return -EINVAL;
+	WRITE_ONCE(own_ptrace_rules, on);
+	return 0;
+}
+
+static const struct kernel_param_ops own_rules_param_ops = {
+	.set = own_rules_param_set,
+	.get = param_get_bool,
+};
+module_param_cb(own_ptrace_rules, &own_rules_param_ops, &own_ptrace_rules,
+		0644);
+MODULE_PARM_DESC(own_ptrace_rules,
+		 "Decide who may attach with the module's copy of the kernel's ptrace credential rules, without the LSMs (default off; set at load, and not to be cleared, where indirect branches are checked: kernel IBT, clang CFI)");
 
 static bool indirect_calls_checked(void)
 {
@@ -245,14 +270,14 @@ void stallcap_attach_perm_init(void)
 	struct kprobe kp = { .symbol_name = "ptrace_may_access" };
 
 	if (indirect_calls_checked()) {
-		own_ptrace_rules = true;
 		pr_info("indirect branches are checked: attach permission by the ptrace rules without the LSMs\n");
-		return;
-	}
-	if (register_kprobe(&kp)) {
+	} else if (register_kprobe(&kp)) {
 		pr_info("ptrace_may_access not found: attach permission by the ptrace rules without the LSMs\n");
-		return;
+	} else {
+		may_access = (ptrace_may_access_t)kp.addr;
+		unregister_kprobe(&kp);
 	}
-	may_access = (ptrace_may_access_t)kp.addr;
-	unregister_kprobe(&kp);
+	if (!may_access)
+		WRITE_ONCE(own_ptrace_rules, true);
+	WRITE_ONCE(perm_ready, true);
 }

@@ -97,6 +97,8 @@ static noinline bool task_fd_read_waits(struct task_struct *task,
 		return false;
 	sprint_symbol_no_offset(name, fn);
 	*strchrnul(name, ' ') = '\0';	/* a module's: "uio_read [uio]" */
+	/* ThinLTO's renaming, "tty_read.llvm.N" (ksym_lto.c) */
+	name[stallcap_ksym_base_len(name)] = '\0';
 	/* a FIFO's read calls the anonymous pipe's, which is probed (6.15+) */
 	if (!strcmp(name, "fifo_pipe_read"))
 		strscpy(name, "anon_pipe_read", sizeof(name));

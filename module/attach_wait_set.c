@@ -11,9 +11,11 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/bitops.h>
 #include <linux/kernel.h>
 #include <linux/kprobes.h>
 #include <linux/ptrace.h>
+#include <linux/slab.h>
 #include <linux/string.h>
 
 #include "compat.h"
@@ -63,8 +65,50 @@ static int probe_set_register_one(struct stallcap_wait_probe_set *set,
 	return 0;
 }
 
+/*
+ * Probe by their ThinLTO names (ksym_lto.c) the functions of @set not found
+ * by name, @missing: looked for once, and again after a module was loaded.
+ * The probe keeps the name found: the kernel's name for the function, as
+ * stallcap_wait_probes_count_read() compares it.
+ */
+static void probe_set_register_lto(struct stallcap_wait_probe_set *set,
+				   unsigned long missing)
+{
+	unsigned int loads = stallcap_ksym_lto_loads(), n = 0, i, k;
+	const char **names, **found;
+	int *idx;
+
+	if (!IS_ENABLED(CONFIG_LTO_CLANG) || !missing ||
+	    (!(missing & ~set->lto_tried) && set->lto_loads == loads))
+		return;
+	names = kcalloc(set->nr, sizeof(*names), GFP_KERNEL);
+	found = kcalloc(set->nr, sizeof(*found), GFP_KERNEL);
+	idx = kcalloc(set->nr, sizeof(*idx), GFP_KERNEL);
+	if (!names || !found || !idx)
+		goto out;
+	for_each_set_bit(i, &missing, set->nr) {
+		idx[n] = i;
+		names[n++] = set->probes[i].kp.symbol_name;
+	}
+	if (stallcap_ksym_lto_names(names, found, n) < 0)
+		goto out;
+	set->lto_tried |= missing;
+	set->lto_loads = loads;
+	for (k = 0; k < n; k++) {
+		if (!found[k])
+			continue;
+		set->probes[idx[k]].kp.symbol_name = found[k];
+		probe_set_register_one(set, idx[k]);
+	}
+out:
+	kfree(idx);
+	kfree(found);
+	kfree(names);
+}
+
 static int probe_set_register(struct stallcap_wait_probe_set *set)
 {
+	unsigned long missing = 0;
 	unsigned int i;
 	int ret;
 
@@ -76,7 +120,10 @@ static int probe_set_register(struct stallcap_wait_probe_set *set)
 			probe_set_unregister(set);
 			return ret == -ENOENT ? -EOPNOTSUPP : ret;
 		}
+		if (ret == -ENOENT)
+			missing |= BIT(i);
 	}
+	probe_set_register_lto(set, missing);
 	return 0;
 }
 
@@ -106,14 +153,17 @@ static void probe_set_forget(struct stallcap_wait_probe_set *set,
  */
 static void probe_set_register_more(struct stallcap_wait_probe_set *set)
 {
+	unsigned long missing = 0;
 	unsigned int i;
 
 	for (i = set->nr_required; i < set->nr; i++) {
 		if ((set->registered & BIT(i)) && kprobe_gone(&set->probes[i].kp))
 			probe_set_forget(set, i);
-		if (!(set->registered & BIT(i)))
-			probe_set_register_one(set, i);
+		if (!(set->registered & BIT(i)) &&
+		    probe_set_register_one(set, i) == -ENOENT)
+			missing |= BIT(i);
 	}
+	probe_set_register_lto(set, missing);
 }
 
 /* ---- which calls count: for a thread found inside one (attach_wait_regs.c) ---- */
@@ -162,10 +212,17 @@ static bool probe_set_counts_read(const struct stallcap_wait_probe_set *set,
 	unsigned long registered = READ_ONCE(set->registered);
 	unsigned int i;
 
+	const char *sym;
+	size_t len;
+
 	for (i = 0; i < set->nr; i++) {
 		/* the read functions' probes have no system call number */
-		if (set->syscall_nrs[i] < 0 && (registered & BIT(i)) &&
-		    !strcmp(set->probes[i].kp.symbol_name, fn_name))
+		if (set->syscall_nrs[i] >= 0 || !(registered & BIT(i)))
+			continue;
+		/* a name ThinLTO gave it compares without its suffix */
+		sym = set->probes[i].kp.symbol_name;
+		len = stallcap_ksym_base_len(sym);
+		if (!strncmp(sym, fn_name, len) && !fn_name[len])
 			return true;
 	}
 	return false;
@@ -175,7 +232,7 @@ static bool probe_set_counts_read(const struct stallcap_wait_probe_set *set,
  * stallcap_wait_probes_count_read() - does a registered probe count a read
  * by @fn_name (a file's read_iter or read function: a timerfd's, a
  * signalfd's, an eventfd's; a socket's, a pipe's) as a wait
- * @fn_name: the function's symbol name
+ * @fn_name: the function's symbol name (without a ThinLTO suffix)
  * @waits: the kinds of wait call counted (enum stallcap_wait_kind)
  *
  * For a thread found inside a blocking read() of that file (the file's

@@ -76,6 +76,11 @@ static inline bool stallcap_task_dequeued(const struct task_struct *task)
 					struct task_struct *next
 #endif
 
+/* An iov_iter read into: ITER_DEST (6.1), READ before. */
+#ifndef ITER_DEST
+#define ITER_DEST	READ
+#endif
+
 /* INIT_CSD() (5.11); before it a csd was initialised by its fields. */
 #ifndef STALLCAP_HAVE_INIT_CSD
 #define INIT_CSD(_csd, _func, _info)				\

@@ -40,7 +40,7 @@ PY
 in_pipe_read() {
 	for t in /proc/[0-9]*/task/[0-9]*; do
 		[ "$(cat "$t/comm" 2>/dev/null)" = python3 ] &&
-			grep -qE '^\[<[0-9a-f]*>\] (anon_)?pipe_read\+' "$t/stack" 2>/dev/null &&
+			grep -qE '^\[<[0-9a-f]*>\] (anon_)?pipe_read(\.llvm\.[0-9]+)?\+' "$t/stack" 2>/dev/null &&
 			return 0
 	done
 	return 1

@@ -33,8 +33,20 @@ rec=$!
 # the watched program, once taskset has exec'd it (record's child: a few
 # reads, as a scan of /proc by the shell took 2 s on CPU 0 under TCG)
 watched=
+# a process's children: its children file, or (a kernel without
+# CONFIG_PROC_CHILDREN) a scan of /proc for the processes whose parent it is
+children_of() {
+	local s p pp
+	if [ -e "/proc/$1/task/$1/children" ]; then
+		cat "/proc/$1/task/$1/children" 2>/dev/null
+		return
+	fi
+	for s in /proc/[0-9]*/stat; do
+		read -r p _ _ pp _ <"$s" 2>/dev/null && [ "$pp" = "$1" ] && echo "$p"
+	done
+}
 watched_runs() {
-	watched=$(cat "/proc/$rec/task/$rec/children" 2>/dev/null)
+	watched=$(children_of "$rec" | tr '\n' ' ')
 	watched=${watched%% *}
 	[ -n "$watched" ] &&
 		[ "$(cut -d' ' -f2 "/proc/$watched/stat" 2>/dev/null)" = "(stallcap-spin-n)" ]
