@@ -235,8 +235,23 @@ static int keep_text(struct ksyms *ks, char *text)
 }
 
 /*
+ * A kernel linked by clang's ThinLTO renames static functions it imports
+ * into other units: "pipe_write.llvm.3174482935419761955".  The function's
+ * own name is kept (reports, the why hints and filters name functions as
+ * the sources do; the digits change with every build).
+ */
+static void drop_lto_suffix(char *name)
+{
+	char *p = strstr(name, ".llvm.");
+
+	if (p && p[6] && strspn(p + 6, "0123456789") == strlen(p + 6))
+		*p = 0;
+}
+
+/*
  * One line of kallsyms, "ADDR TYPE NAME[\t[MODULE]]", cut in place into
- * NUL-terminated name and module.  Returns the next line.
+ * NUL-terminated name (without a ThinLTO suffix) and module.  Returns the
+ * next line.
  */
 static char *parse_line(char *line, __u64 *addr, char *type, char **name, char **mod)
 {
@@ -263,6 +278,7 @@ static char *parse_line(char *line, __u64 *addr, char *type, char **name, char *
 				*p = 0;
 		}
 	}
+	drop_lto_suffix(*name);
 	return end;
 }
 

@@ -269,6 +269,35 @@ TEST(kallsyms_alias_prefers_the_function)
 }
 
 /*
+ * A ThinLTO kernel's renamed static functions (clang, CONFIG_LTO_CLANG):
+ * named as in the sources, the build's digits dropped; another name with
+ * ".llvm." in it is kept whole.
+ */
+TEST(kallsyms_thinlto_suffix_is_dropped)
+{
+	struct ksyms *ks;
+	int ret;
+
+	ks = load_kallsyms_text("ffffffff81000000 T _stext\n"
+				"ffffffff81000100 T __cfi_pipe_write.llvm.3174482935419761955\n"
+				"ffffffff81000110 t pipe_write.llvm.3174482935419761955\n"
+				"ffffffff81000400 t tty_read.llvm.11563615574171130211\n"
+				"ffffffff81000600 t odd.llvm.name\n"
+				"ffffffff81000700 t odd2.llvm.\n"
+				"ffffffffc0000000 t fuse_dev_read.llvm.9049679682978158119\t[fuse]\n",
+				&ret);
+	ASSERT_EQ(0, ret);
+	EXPECT_STREQ("pipe_write", ksyms_find(ks, 0xffffffff81000120)->name);
+	EXPECT_STREQ("__cfi_pipe_write", ksyms_find(ks, 0xffffffff81000100)->name);
+	EXPECT_STREQ("tty_read", ksyms_find(ks, 0xffffffff81000400)->name);
+	EXPECT_STREQ("odd.llvm.name", ksyms_find(ks, 0xffffffff81000600)->name);
+	EXPECT_STREQ("odd2.llvm.", ksyms_find(ks, 0xffffffff81000700)->name);
+	EXPECT_STREQ("fuse_dev_read", ksyms_find(ks, 0xffffffffc0000010)->name);
+	EXPECT_STREQ("fuse", ksyms_find(ks, 0xffffffffc0000010)->mod);
+	ksyms_free(ks);
+}
+
+/*
  * The loader cuts lines in place: lines out of address order (sorted then),
  * malformed lines skipped, the last line without its newline.
  */
