@@ -249,7 +249,10 @@ splat_re+='suspicious RCU usage|^=+$|KASAN:|UBSAN:|KFENCE:|ODEBUG:|list_(add|del
 splat_re+='turning off the locking correctness validator|'
 splat_re+='scheduling while atomic|sleeping function called from invalid context|'
 splat_re+='detected stalls? on CPU|RCU stall|rcu_(sched|preempt) (self-)?detected stall|'
-splat_re+='soft lockup|hard LOCKUP|blocked for more than|Call Trace:|stack-protector|double fault'
+splat_re+='soft lockup|hard LOCKUP|blocked for more than|Call Trace:|stack-protector|double fault|'
+# a kCFI check that failed (6.12-clang: an indirect call to a function of
+# another type)
+splat_re+='CFI failure'
 # An NMI handler over 1 ms.  stallcap's handler copies no user stack any
 # more, but under TCG its kernel-stack unwind still passes 1 ms now and then
 # (a first unwind in an NMI costs ~1.3 ms there, a second one 30 us): shown
@@ -1205,6 +1208,13 @@ run_kernel() {
 	# optimization off, every attach test there takes that path under
 	# lockdep and KASAN
 	[ "$k" != debug ] || kernel_cmdline+=" sysctl.debug.kprobes-optimization=0"
+	# 6.12-clang checks each indirect call's target type (kCFI), but a
+	# tracepoint with one probe calls it directly (a static call): the
+	# scheduler's trace events, on from boot, make every tracepoint the
+	# module probes call through its iterator, where kCFI checks the
+	# module's probes' prototypes
+	[ "$k" != 6.12-clang ] ||
+		kernel_cmdline+=" trace_event=sched:sched_switch,sched:sched_process_exit,sched:sched_process_exec,sched:sched_process_fork"
 
 	# a guest whose CPU 1 is isolated (nohz_full, isolcpus) for the tests
 	# that need one; results are named KERNEL-isolated/TEST
