@@ -210,9 +210,8 @@ static bool probe_set_counts_read(const struct stallcap_wait_probe_set *set,
 				  const char *fn_name)
 {
 	unsigned long registered = READ_ONCE(set->registered);
-	unsigned int i;
-
 	const char *sym;
+	unsigned int i;
 	size_t len;
 
 	for (i = 0; i < set->nr; i++) {

@@ -68,6 +68,12 @@ size_t stallcap_ksym_base_len(const char *name)
 	return suffix ? suffix - name : strlen(name);
 }
 
+/* a name found but not kept (not yet on lto_names) */
+static void lto_name_free(const char *name)
+{
+	kfree(container_of(name, struct lto_name, name[0]));
+}
+
 /* "NAME.llvm.DIGITS": is @sym @name's ThinLTO name? */
 static bool is_lto_name_of(const char *sym, size_t len, const char *name)
 {
@@ -104,7 +110,10 @@ static void lto_lookup_line(struct lto_lookup *l, const char *line,
 	for (i = 0; i < l->n; i++) {
 		if (!is_lto_name_of(sym, sym_len, l->names[i]))
 			continue;
+		if (IS_ERR(l->found[i]))
+			continue;
 		if (l->found[i]) {	/* a second one: which is meant? */
+			lto_name_free(l->found[i]);
 			l->found[i] = ERR_PTR(-EEXIST);
 			continue;
 		}
@@ -114,7 +123,6 @@ static void lto_lookup_line(struct lto_lookup *l, const char *line,
 			continue;
 		memcpy(keep->name, sym, sym_len);
 		keep->name[sym_len] = '\0';
-		list_add(&keep->node, &lto_names);
 		l->found[i] = keep->name;
 	}
 }
@@ -200,7 +208,14 @@ int stallcap_ksym_lto_names(const char *const *names, const char **found,
 	memset(found, 0, n * sizeof(*found));
 	ret = lto_lookup_read(&l);
 	for (i = 0; i < n; i++) {
-		if (IS_ERR(found[i]) || ret < 0)
+		if (IS_ERR_OR_NULL(found[i]))
+			found[i] = NULL;
+		else if (ret < 0)
+			lto_name_free(found[i]);
+		else
+			list_add(&container_of(found[i], struct lto_name,
+					       name[0])->node, &lto_names);
+		if (ret < 0)
 			found[i] = NULL;
 		nr += !!found[i];
 	}
