@@ -68,10 +68,10 @@ size_t stallcap_ksym_base_len(const char *name)
 	return suffix ? suffix - name : strlen(name);
 }
 
-/* a name found but not kept (not yet on lto_names) */
-static void lto_name_free(const char *name)
+/* the struct holding a name found */
+static struct lto_name *lto_name_of(const char *name)
 {
-	kfree(container_of(name, struct lto_name, name[0]));
+	return container_of(name, struct lto_name, name[0]);
 }
 
 /* "NAME.llvm.DIGITS": is @sym @name's ThinLTO name? */
@@ -113,7 +113,7 @@ static void lto_lookup_line(struct lto_lookup *l, const char *line,
 		if (IS_ERR(l->found[i]))
 			continue;
 		if (l->found[i]) {	/* a second one: which is meant? */
-			lto_name_free(l->found[i]);
+			kfree(lto_name_of(l->found[i]));
 			l->found[i] = ERR_PTR(-EEXIST);
 			continue;
 		}
@@ -208,16 +208,14 @@ int stallcap_ksym_lto_names(const char *const *names, const char **found,
 	memset(found, 0, n * sizeof(*found));
 	ret = lto_lookup_read(&l);
 	for (i = 0; i < n; i++) {
-		if (IS_ERR_OR_NULL(found[i]))
-			found[i] = NULL;
-		else if (ret < 0)
-			lto_name_free(found[i]);
-		else
-			list_add(&container_of(found[i], struct lto_name,
-					       name[0])->node, &lto_names);
-		if (ret < 0)
-			found[i] = NULL;
-		nr += !!found[i];
+		if (!IS_ERR_OR_NULL(found[i]) && ret >= 0) {
+			list_add(&lto_name_of(found[i])->node, &lto_names);
+			nr++;
+			continue;
+		}
+		if (!IS_ERR_OR_NULL(found[i]))
+			kfree(lto_name_of(found[i]));
+		found[i] = NULL;
 	}
 	return ret < 0 ? ret : nr;
 }
