@@ -50,6 +50,7 @@
 #include <linux/timekeeping.h>
 #include <linux/workqueue.h>
 
+#include "compat.h"
 #include "stallcap.h"
 #include "attach.h"
 
@@ -189,7 +190,8 @@ static unsigned int collect_threads(struct stallcap_attach_ent *a,
 	for_each_thread(a->leader, t) {
 		if (n == max)
 			break;
-		if (READ_ONCE(t->mm) != a->mm || (t->flags & PF_EXITING))
+		if (READ_ONCE(t->mm) != a->mm ||
+		    (t->flags & (PF_EXITING | SC_PF_NO_USER_RETURN)))
 			continue;
 		tasks[n++] = get_task_struct(t);
 	}
@@ -485,6 +487,15 @@ int stallcap_attach_inherited(struct stallcap_attach_ent *parent,
 
 	if (!mm)
 		return -ESRCH;
+	/*
+	 * A worker's request is for the program it was made for: one executed
+	 * since (after the worker's look) decided for itself at its exec,
+	 * where a set-user-ID program is refused.
+	 */
+	if (nt && mm != nt->mm) {
+		mmput(mm);
+		return -ESRCH;
+	}
 	mutex_lock(&sess->lock);
 	ret = READ_ONCE(parent->dead) ? -ESRCH :
 	      attach_locked(sess, &arg, task->group_leader, mm, parent, &made);

@@ -312,7 +312,7 @@ bool stallcap_attach_wants_current(unsigned int kind)
 	struct mm_struct *mm = current->mm;
 	bool wants;
 
-	if (!mm)
+	if (!mm || (current->flags & SC_PF_NO_USER_RETURN))
 		return false;
 	rcu_read_lock();
 	wants = attaches_counting(mm, kind);
@@ -328,6 +328,9 @@ bool stallcap_attach_wants_current(unsigned int kind)
  *	that count that kind see it)
  * @restartable: (@busy) it returned to be resumed by restart_syscall
  *
+ * A kernel thread using the process's mm (kthread_use_mm()), or a worker
+ * of its (io_uring's, vhost's) never returns to user space: its reads on
+ * the process's behalf are no event loop's waits, and it is never watched.
  * A thread that leaves its wait to die (a fatal signal) stays idle: its
  * exit is no busy period (the exit of a large process's last thread, its
  * address space torn down, can take longer than a deadline).
@@ -341,7 +344,8 @@ bool stallcap_attach_wait_boundary(bool busy, unsigned int kind,
 	struct mm_struct *mm = current->mm;
 	unsigned int watched;
 
-	if (!mm || (busy && fatal_signal_pending(current)))
+	if (!mm || (current->flags & SC_PF_NO_USER_RETURN) ||
+	    (busy && fatal_signal_pending(current)))
 		return false;
 	watched = stallcap_watches_attached_mark(current, busy, kind,
 						 restartable);

@@ -136,7 +136,7 @@ static int own_rules_permit(struct task_struct *task)
 
 /**
  * stallcap_attach_permitted() - may current attach to @task's process?
- * @task: the process's leader (reference held)
+ * @task: a thread of the process, with its mm (reference held)
  *
  * Context: process.  Return: 0, or -EPERM.
  */
@@ -186,17 +186,13 @@ bool stallcap_attacher_may_follow(const struct stallcap_attacher *who,
 }
 
 /*
- * The program @leader's process runs: its mm, from any live thread (the
- * leader may have exited alone), with a reference; NULL if none.
+ * A thread of @leader's process that has its mm (the leader, unless it has
+ * exited alone), with a reference; NULL if none.
  */
-static struct mm_struct *attach_process_mm(struct task_struct *leader)
+static struct task_struct *attach_process_thread(struct task_struct *leader)
 {
 	struct task_struct *t, *found = NULL;
-	struct mm_struct *mm;
 
-	mm = get_task_mm(leader);
-	if (mm)
-		return mm;
 	rcu_read_lock();
 	for_each_thread(leader, t) {
 		if (READ_ONCE(t->mm)) {
@@ -205,11 +201,7 @@ static struct mm_struct *attach_process_mm(struct task_struct *leader)
 		}
 	}
 	rcu_read_unlock();
-	if (!found)
-		return NULL;
-	mm = get_task_mm(found);
-	put_task_struct(found);
-	return mm;
+	return found;
 }
 
 /**
@@ -221,7 +213,10 @@ static struct mm_struct *attach_process_mm(struct task_struct *leader)
  *
  * As mm_access(): the check and the mm are taken under exec_update_lock,
  * so that an exec between them (of a set-user-ID program) cannot hand over
- * an mm the check did not see.
+ * an mm the check did not see.  Both are of one thread that has the mm: a
+ * leader that exited alone has none, and the kernel's ptrace rules skip
+ * the dumpable test of a task without one (a daemon that dropped its
+ * privileges is not dumpable).
  *
  * Context: process context, may sleep.
  * Return: the mm with a reference, or NULL.
@@ -229,18 +224,22 @@ static struct mm_struct *attach_process_mm(struct task_struct *leader)
 struct mm_struct *stallcap_attach_checked_mm(struct task_struct *leader,
 					     int *ret)
 {
+	struct task_struct *thread;
 	struct mm_struct *mm = NULL;
 
 	*ret = down_read_killable(&leader->signal->exec_update_lock);
 	if (*ret)
 		return NULL;
-	*ret = stallcap_attach_permitted(leader);
+	thread = attach_process_thread(leader);
+	*ret = thread ? stallcap_attach_permitted(thread) : -ESRCH;
 	if (!*ret) {
-		mm = attach_process_mm(leader);
+		mm = get_task_mm(thread);
 		if (!mm)
 			*ret = -ESRCH;	/* exiting, or a kernel thread */
 	}
 	up_read(&leader->signal->exec_update_lock);
+	if (thread)
+		put_task_struct(thread);
 	return mm;
 }
 

@@ -77,6 +77,8 @@ unsigned int stallcap_unwind_kernel(struct task_struct *task,
 				    struct pt_regs *regs, u64 *ips, u32 *flags);
 unsigned int stallcap_unwind_off_cpu(struct task_struct *task, u64 *ips,
 				     u32 *flags);
+unsigned int stallcap_unwind_asleep(struct task_struct *task, u64 *ips,
+				    u32 *flags);
 struct pt_regs *stallcap_user_regs_of(struct task_struct *task,
 				      const struct mm_struct *mm);
 bool stallcap_kernel_stack_unused(const struct pt_regs *regs);

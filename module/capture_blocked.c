@@ -83,6 +83,21 @@ static unsigned int unwind_unheld(struct task_struct *task, u64 *ips,
 	return n;
 }
 
+/* Unwind @task into @ips if it is asleep, holding its pi_lock meanwhile. */
+static bool unwind_held_asleep(struct task_struct *task, u64 *ips, u32 *flags,
+			       unsigned int *n)
+{
+	unsigned long irqflags;
+	bool held;
+
+	raw_spin_lock_irqsave(&task->pi_lock, irqflags);
+	held = asleep_and_held(task);
+	if (held)
+		*n = stallcap_unwind_kernel(task, NULL, ips, flags);
+	raw_spin_unlock_irqrestore(&task->pi_lock, irqflags);
+	return held;
+}
+
 /**
  * stallcap_unwind_off_cpu() - kernel return addresses of a task that is not
  *	current and not on a CPU
@@ -103,19 +118,34 @@ static unsigned int unwind_unheld(struct task_struct *task, u64 *ips,
 unsigned int stallcap_unwind_off_cpu(struct task_struct *task, u64 *ips,
 				     u32 *flags)
 {
-	unsigned long irqflags;
 	unsigned int n;
 
-	if (!in_nmi()) {
-		raw_spin_lock_irqsave(&task->pi_lock, irqflags);
-		if (asleep_and_held(task)) {
-			n = stallcap_unwind_kernel(task, NULL, ips, flags);
-			raw_spin_unlock_irqrestore(&task->pi_lock, irqflags);
-			return n;
-		}
-		raw_spin_unlock_irqrestore(&task->pi_lock, irqflags);
-	}
+	if (!in_nmi() && unwind_held_asleep(task, ips, flags, &n))
+		return n;
 	return unwind_unheld(task, ips, flags);
+}
+
+/**
+ * stallcap_unwind_asleep() - stallcap_unwind_off_cpu() for a task whose
+ *	stack nothing keeps but its sleep
+ * @task: the task, not current (a reference held)
+ * @ips: output, room for STALLCAP_MAX_FRAMES
+ * @flags: STALLCAP_SAMPLE_KSTACK_TRUNC as for stallcap_unwind_kernel()
+ *
+ * Before Linux 5.18 a dead task's stack that the per-CPU cache did not take
+ * was unmapped by a work item soon after its last switch, with no RCU grace
+ * period (STALLCAP_STACK_FREED_BY_RCU): a runnable task could run, exit and
+ * lose its stack under a walk.  Held asleep by its pi_lock it cannot.
+ *
+ * Context: process or IRQ (not NMI); not with @task's pi_lock held.
+ * Return: number of addresses stored; 0 for a task not held asleep.
+ */
+unsigned int stallcap_unwind_asleep(struct task_struct *task, u64 *ips,
+				    u32 *flags)
+{
+	unsigned int n;
+
+	return unwind_held_asleep(task, ips, flags, &n) ? n : 0;
 }
 
 /**

@@ -170,19 +170,44 @@ static struct pt_regs *on_user_stack_regs(const struct pt_regs *regs)
 }
 
 /*
+ * A return to user mode through the entry stack (page-table isolation's
+ * IRET path)?  It pops the thread's frame, whole, but for %rdi, which holds
+ * that frame's address while it copies the IRET frame to the entry stack
+ * and pushes the user's %rdi there (in the orig_ax slot), then the user
+ * page-table root and its PCID, until it pops the user's %rdi.
+ */
+static bool returning_through(const struct pt_regs *regs,
+			      const struct pt_regs *hw,
+			      const struct pt_regs *frame)
+{
+	if (regs->di == (unsigned long)&frame->di)
+		return true;
+	return READ_ONCE(hw->ip) == frame->ip && READ_ONCE(hw->sp) == frame->sp &&
+	       READ_ONCE(hw->flags) == frame->flags &&
+	       READ_ONCE(hw->orig_ax) == frame->di;
+}
+
+/*
  * An interrupt from user mode on the entry stack; or a return through it,
- * an IRET frame there (merged, it gives the thread's own registers) or the
- * SYSRET path's stack pointer and %rdi (the thread's frame is whole).
+ * an IRET frame there or the SYSRET path's stack pointer and %rdi: the
+ * thread's frame is whole then.  The entry's error_entry() is called with
+ * its return address in the di slot, where it then stores %rdi, which
+ * holds the user's until all is pushed: %rdi is taken live there.
  */
 static struct pt_regs *on_entry_stack_regs(const struct pt_regs *regs,
 					   struct pt_regs *frame,
 					   unsigned long top)
 {
 	const struct pt_regs *hw = (const struct pt_regs *)top - 1;
+	struct pt_regs *uregs;
 
-	if (READ_ONCE(hw->ss) != __USER_DS || READ_ONCE(hw->cs) != __USER_CS)
+	if (READ_ONCE(hw->ss) != __USER_DS || READ_ONCE(hw->cs) != __USER_CS ||
+	    returning_through(regs, hw, frame))
 		return frame;
-	return merge_pushed(regs, hw);
+	uregs = merge_pushed(regs, hw);
+	if (regs->sp >= (unsigned long)&hw->si)
+		uregs->di = regs->di;
+	return uregs;
 }
 
 /**
@@ -193,9 +218,9 @@ static struct pt_regs *on_entry_stack_regs(const struct pt_regs *regs,
  * Context: any; only an NMI finds the entry code inside a window (the top
  * of this file), other contexts get @frame.
  * Return: @frame, or the registers of the moment built in a per-CPU
- * buffer (copy them before the NMI handler returns).  In the instruction
- * or two where the entry code keeps a scratch word in a slot of the frame
- * it builds, that word stands for the register the slot is for (%rdi).
+ * buffer (copy them before the NMI handler returns).  No kernel address
+ * the entry code keeps in a register or a slot of the frame it builds
+ * stands for a user register.
  */
 struct pt_regs *stallcap_entry_user_regs(const struct pt_regs *regs,
 					 struct pt_regs *frame)

@@ -55,6 +55,30 @@ u32 stallcap_sigstack_bound(unsigned long sp, u32 want)
 	return min_t(unsigned long, want, (top - sp) & ~7UL);
 }
 
+/* Is @f (in kernel memory) a signal frame made on this alternate stack? */
+static bool sigstack_frame(const struct rt_sigframe *f)
+{
+	return (unsigned long)f->uc.uc_stack.ss_sp == current->sas_ss_sp &&
+	       f->uc.uc_stack.ss_size == current->sas_ss_size &&
+	       !(f->uc.uc_stack.ss_flags & SS_DISABLE) &&
+	       f->uc.uc_mcontext.sp && !on_sig_stack(f->uc.uc_mcontext.sp);
+}
+
+/*
+ * The signal frame at @addr read again from the thread's memory: the copy
+ * may be the ring's record, which its reader can write, and nothing is
+ * taken from the ring.  Return: its saved stack pointer, or 0.
+ */
+static unsigned long sigstack_frame_sp(unsigned long addr)
+{
+	struct rt_sigframe f;
+
+	if (copy_from_user_nofault(&f, (const void __user *)addr, sizeof(f)) ||
+	    !sigstack_frame(&f))
+		return 0;
+	return f.uc.uc_mcontext.sp;
+}
+
 /*
  * The stack pointer saved in the outermost signal frame on the alternate
  * stack within @copy (@len bytes from @sp), or 0: a frame whose saved
@@ -64,21 +88,21 @@ u32 stallcap_sigstack_bound(unsigned long sp, u32 want)
 static unsigned long sigstack_interrupted_sp(unsigned long sp, const u8 *copy,
 					     u32 len)
 {
-	unsigned long base = current->sas_ss_sp, size = current->sas_ss_size;
 	const struct rt_sigframe *f;
+	unsigned long isp;
 	u32 off, low;
 
-	if (!size || !on_sig_stack(sp) || !IS_ALIGNED(sp, 8) ||
+	if (!current->sas_ss_size || !on_sig_stack(sp) || !IS_ALIGNED(sp, 8) ||
 	    len < sizeof(*f))
 		return 0;
 	low = len > SIGSTACK_SEARCH_BYTES ? len - SIGSTACK_SEARCH_BYTES : 0;
 	for (off = (len - sizeof(*f)) & ~7U; off >= low; off -= 8) {
 		f = (const void *)(copy + off);
-		if ((unsigned long)f->uc.uc_stack.ss_sp == base &&
-		    f->uc.uc_stack.ss_size == size &&
-		    !(f->uc.uc_stack.ss_flags & SS_DISABLE) &&
-		    f->uc.uc_mcontext.sp && !on_sig_stack(f->uc.uc_mcontext.sp))
-			return f->uc.uc_mcontext.sp;
+		if (sigstack_frame(f)) {
+			isp = sigstack_frame_sp(sp + off);
+			if (isp)
+				return isp;
+		}
 		if (!off)
 			break;
 	}

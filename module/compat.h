@@ -94,6 +94,18 @@ static inline bool stallcap_task_dequeued(const struct task_struct *task)
 #define STALLCAP_TASK_RTLOCK_WAIT	0
 #endif
 
+/*
+ * Since Linux 5.18 a dead task's stack goes back to the per-CPU stack cache
+ * or is freed after an RCU grace period (the same series added
+ * exit_task_stack_account()); before, one the cache did not take was
+ * unmapped by a work item soon after the task's last switch.
+ */
+#ifdef STALLCAP_HAVE_STACK_FREE_RCU
+#define STALLCAP_STACK_FREED_BY_RCU	true
+#else
+#define STALLCAP_STACK_FREED_BY_RCU	false
+#endif
+
 /* A snapshot of the timekeeping clock: Linux 7.2 names the clock. */
 static inline void sc_ktime_get_snapshot(struct system_time_snapshot *snap)
 {

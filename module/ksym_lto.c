@@ -12,10 +12,13 @@
  * function, so a probe of it is right; a name that more than one such
  * symbol carries (static functions of one name in several units) is left
  * unresolved.  The names are read from /proc/kallsyms (from the kernel, by
- * seq_read_iter(): that proc file has no read_iter for kernel_read()), as
- * the caller's mount namespace has it; on a kernel not linked by LTO it is
- * never read.  A module loaded since the last read (fuse, a driver) may
- * hold such names too: stallcap_ksym_lto_loads() tells when to read again.
+ * seq_read_iter(): that proc file has no read_iter for kernel_read()) by a
+ * kernel worker, whose root is the machine's: the caller's root and mount
+ * namespace are its own to arrange (a user namespace may bind anything over
+ * its /proc/kallsyms: a file that is no seq_file, or a FIFO that blocks the
+ * open).  On a kernel not linked by LTO it is never read.  A module loaded
+ * since the last read (fuse, a driver) may hold such names too:
+ * stallcap_ksym_lto_loads() tells when to read again.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -27,6 +30,7 @@
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/uio.h>
+#include <linux/workqueue.h>
 
 #include "compat.h"
 #include "stallcap.h"
@@ -186,6 +190,32 @@ static int lto_lookup_read(struct lto_lookup *l)
 	return ret;
 }
 
+struct lto_read_work {
+	struct work_struct work;
+	struct lto_lookup *lookup;
+	int ret;
+};
+
+static void lto_read_fn(struct work_struct *work)
+{
+	struct lto_read_work *rw = container_of(work, struct lto_read_work,
+						work);
+
+	rw->ret = lto_lookup_read(rw->lookup);
+}
+
+/* lto_lookup_read() in a kernel worker: the machine's root, not the caller's */
+static int lto_lookup_read_in_worker(struct lto_lookup *l)
+{
+	struct lto_read_work rw = { .lookup = l };
+
+	INIT_WORK_ONSTACK(&rw.work, lto_read_fn);
+	queue_work(system_unbound_wq, &rw.work);
+	flush_work(&rw.work);
+	destroy_work_on_stack(&rw.work);
+	return rw.ret;
+}
+
 /**
  * stallcap_ksym_lto_names() - find the ThinLTO names of functions
  * @names: the functions' names (register_kprobe() found none of them)
@@ -206,7 +236,7 @@ int stallcap_ksym_lto_names(const char *const *names, const char **found,
 	int ret, nr = 0;
 
 	memset(found, 0, n * sizeof(*found));
-	ret = lto_lookup_read(&l);
+	ret = lto_lookup_read_in_worker(&l);
 	for (i = 0; i < n; i++) {
 		if (!IS_ERR_OR_NULL(found[i]) && ret >= 0) {
 			list_add(&lto_name_of(found[i])->node, &lto_names);

@@ -104,8 +104,16 @@ static u64 tsc_to_mono(u64 tsc)
 	if (!khz)	/* not armed without it: cannot be */
 		return mono;
 	if (tsc >= t) {
+		/*
+		 * Clamped before the conversion: the thread writes any value,
+		 * and x86's divq faults on a quotient over 64 bits (a counter
+		 * slower than 1 GHz, a value near 2^64).
+		 */
+		if (tsc - t >= mul_u64_u32_div(2 * SHARED_MAX_SLEEP_NS, khz,
+					       NSEC_PER_MSEC))
+			return mono + 2 * SHARED_MAX_SLEEP_NS;
 		ns = mul_u64_u32_div(tsc - t, NSEC_PER_MSEC, khz);
-		return mono + min_t(u64, ns, 2 * SHARED_MAX_SLEEP_NS);
+		return mono + ns;
 	}
 	ns = mul_u64_u32_div(t - tsc, NSEC_PER_MSEC, khz);
 	return ns < mono ? mono - ns : 1;

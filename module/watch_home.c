@@ -11,6 +11,7 @@
 #include <linux/hrtimer.h>
 #include <linux/percpu.h>
 #include <linux/sched.h>
+#include <linux/sched/isolation.h>
 #include <linux/smp.h>
 
 #include "compat.h"
@@ -64,7 +65,9 @@ void stallcap_watch_timer_home(struct stallcap_watch *w)
 {
 	int cpu = task_cpu(w->task);
 
+	/* never to a CPU isolated from timers: the timer stays with a checker */
 	if (cpu == smp_processor_id() || READ_ONCE(w->isolated) ||
+	    !housekeeping_cpu(cpu, STALLCAP_HK_TIMER) ||
 	    !READ_ONCE(w->task->on_cpu) ||
 	    atomic_cmpxchg(&w->home_pending, 0, 1))
 		return;

@@ -9,11 +9,13 @@
  *
  * Owners (who holds a lock) are described from process context by the
  * chain walk (why_owner.c), holding a task reference: their kernel stack is
- * unwound under rcu_read_lock() when they are off CPU (a stack freed by an
- * exit is released through RCU or kept in the stack cache, so the unwinder,
- * which stays within the stack's bounds, reads mapped memory; the result is
- * dropped when the task began to exit meanwhile), their user stack is read
- * with access_process_vm() when this reader may see it.
+ * unwound under rcu_read_lock() when they are off CPU (since Linux 5.18 a
+ * stack freed by an exit is released through RCU or kept in the stack
+ * cache, so the unwinder, which stays within the stack's bounds, reads
+ * mapped memory; before, only an owner held asleep by its pi_lock is
+ * unwound: STALLCAP_STACK_FREED_BY_RCU; the result is dropped when the task
+ * began to exit meanwhile), their user stack is read with
+ * access_process_vm() when this reader may see it.
  *
  * User stacks: shown when the opener had CAP_SYS_PTRACE, or when the task
  * shares the watched thread's address space (the session captures that
@@ -176,7 +178,9 @@ static unsigned int owner_kernel_frames(struct task_struct *task, u64 *ips)
 	rcu_read_lock();
 	if (!READ_ONCE(task->on_cpu) && !(READ_ONCE(task->flags) & PF_EXITING) &&
 	    task_stack_page(task)) {
-		n = stallcap_unwind_off_cpu(task, ips, &dummy);
+		n = STALLCAP_STACK_FREED_BY_RCU ?
+			stallcap_unwind_off_cpu(task, ips, &dummy) :
+			stallcap_unwind_asleep(task, ips, &dummy);
 		if (READ_ONCE(task->on_cpu) ||
 		    (READ_ONCE(task->flags) & PF_EXITING))
 			n = 0;

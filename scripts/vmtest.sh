@@ -152,7 +152,7 @@ TOOL_TESTS=${TOOL_TESTS-tool_demo_test.sh tool_event_loop_test.sh tool_exited_te
 tool_dwarf_test.sh tool_newer_records_test.sh tool_ns_test.sh tool_inprocess_test.sh \
 tool_live_test.sh tool_kmod_test.sh tool_idle_reader_test.sh tool_unwatched_test.sh \
 tool_runner_test.sh attach_mosquitto_test.sh attach_java_test.sh attach_tokio_test.sh \
-attach_erlang_test.sh attach_postgres_test.sh attach_cyclictest_test.sh}
+attach_erlang_test.sh attach_postgres_test.sh attach_cyclictest_test.sh attach_kallsyms_ns_test.sh}
 TOOL_KERNELS=${TOOL_KERNELS-5.10 7.3}
 # Tests the debug kernel leaves to the others (see above).  The Go server
 # (2026-12-05: 176 s of CI100's debug guest, the longest there, on the debug

@@ -2279,10 +2279,36 @@ static bool dumpability_hidden(void)
 	return found;
 }
 
+static void *pause_thread(void *arg)
+{
+	for (;;)
+		pause();
+	return arg;
+}
+
+/* Is process @pid's thread-group leader a zombie (its threads live on)? */
+static bool leader_gone(pid_t pid)
+{
+	char path[64], line[64];
+	bool gone = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "State:", 6))
+			gone = strchr(line, 'Z') != NULL;
+	if (f)
+		fclose(f);
+	return gone;
+}
+
 /*
  * As nobody, attach to: root's process (0, the parent), a child of nobody's
- * own (1), the same child made not dumpable (2).  Exits 0 when the answer is
- * right: -EPERM, 0 (-EPERM with @own_blind), -EPERM.
+ * own (1), the same child made not dumpable (2), and with its leader exited,
+ * another thread left (3: the kernel's ptrace rules skip the dumpable test
+ * of a task without an mm, the leader's).  Exits 0 when the answer is
+ * right: -EPERM, 0 (-EPERM with @own_blind), -EPERM, -EPERM.
  */
 static int as_nobody(int fd, int what, bool own_blind)
 {
@@ -2304,15 +2330,26 @@ static int as_nobody(int fd, int what, bool own_blind)
 			_exit(attach(fd, getppid(), DEADLINE, 0) == want ? 0 : 11);
 		t = fork();
 		if (!t) {
+			pthread_t th;
+
 			/* setuid() left it not dumpable: made so again */
 			prctl(PR_SET_DUMPABLE, what == 1);
+			if (what == 3 && pthread_create(&th, NULL, pause_thread, NULL))
+				_exit(1);
 			if (write(go[1], "r", 1) != 1)
 				_exit(1);
+			if (what == 3)
+				syscall(SYS_exit, 0);	/* the leader alone */
 			pause();
 			_exit(0);
 		}
 		if (t < 0 || read(go[0], &c, 1) != 1)
 			_exit(12);
+		for (int i = 0; what == 3 && !leader_gone(t); i++) {
+			if (i == 500)
+				_exit(14);
+			usleep(2000);
+		}
 		ret = attach(fd, t, DEADLINE, 0);
 		if (!ret)
 			ioctl(fd, STALLCAP_IOC_DETACH, t);
@@ -2371,6 +2408,9 @@ TEST_F(attach, errors)
 				TH_LOG("%s: nobody's attach to its own process (not) permitted", how);
 			EXPECT_EQ(0, as_nobody(self->s.fd, 2, false))
 				TH_LOG("%s: nobody attached to its process that is not dumpable", how);
+			EXPECT_EQ(0, as_nobody(self->s.fd, 3, false))
+				TH_LOG("%s: nobody attached to its process that is not dumpable, its leader exited",
+				       how);
 		}
 		own_rules(was);
 	}

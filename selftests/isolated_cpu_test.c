@@ -10,8 +10,9 @@
  * loop on CPU 1 starts a deadline at every return from poll(), and CPU 1
  * takes no stallcap timer for it, nor an irq_work interrupt (IWI in
  * /proc/interrupts) when a return from a long idle wait wakes the sleeping
- * buddy checkers, while its stall is still captured there.
- * Elsewhere the test skips.
+ * buddy checkers, while its stall is still captured there.  A thread on
+ * CPU 1 storing shared deadlines is sent no function-call interrupt by its
+ * watch's timer, which runs on CPU 0.  Elsewhere the test skips.
  */
 #include <poll.h>
 #include <sys/wait.h>
@@ -167,8 +168,8 @@ SC_NOINLINE void isolated_spin(uint64_t ns)
 			__asm__ volatile("" ::: "memory");
 }
 
-/* CPU @cpu's count of irq_work interrupts, or -1 */
-static long read_iwi(int cpu)
+/* CPU @cpu's count of the interrupts of /proc/interrupts line @name, or -1 */
+static long read_irqs(const char *name, int cpu)
 {
 	FILE *f = fopen("/proc/interrupts", "r");
 	char line[1024], *p, *end;
@@ -178,9 +179,9 @@ static long read_iwi(int cpu)
 		return -1;
 	while (fgets(line, sizeof(line), f)) {
 		p = line + strspn(line, " ");
-		if (strncmp(p, "IWI:", 4))
+		if (strncmp(p, name, strlen(name)) || p[strlen(name)] != ':')
 			continue;
-		p += 4;
+		p += strlen(name) + 1;
 		for (int c = 0; c <= cpu; c++, p = end) {
 			n = strtol(p, &end, 10);
 			if (end == p) {
@@ -192,6 +193,12 @@ static long read_iwi(int cpu)
 	}
 	fclose(f);
 	return n;
+}
+
+/* CPU @cpu's count of irq_work interrupts, or -1 */
+static long read_iwi(int cpu)
+{
+	return read_irqs("IWI", cpu);
 }
 
 #define IDLE_WAITS	10
@@ -364,6 +371,49 @@ TEST_F_TIMEOUT(iso, a_heartbeat_thread_allowed_on_an_isolated_cpu_is_checked_fro
 	EXPECT_EQ(0, a1.watch - b1.watch) TH_LOG("watch timers expired on CPU 1");
 	EXPECT_EQ(0, a1.buddy - b1.buddy) TH_LOG("buddy checkers expired on CPU 1");
 	EXPECT_EQ(0, a1.beat - b1.beat) TH_LOG("a heartbeat scanner expired on CPU 1");
+}
+
+/*
+ * A shared-deadline watch armed on CPU 1 gets no timer there: a checker
+ * starts it on CPU 0, where it looks at the slot at each deadline and
+ * finds a later one.  A look that restarts the timer would send it to the
+ * thread's CPU if that took timers (watch_home.c); CPU 1 does not: no
+ * function-call interrupt (CAL) is sent there for it while the thread
+ * stores a deadline 20 ms ahead every millisecond, for 2 s (before, each
+ * look sent one, about 100 here).
+ */
+TEST_F_TIMEOUT(iso, a_shared_deadline_loop_on_an_isolated_cpu_is_sent_no_timer, 120)
+{
+	struct stallcap_slot *slots;
+	long cal0, cal1;
+	uint64_t end;
+	size_t len;
+	int slot;
+
+	if (!(self->s.info.features & STALLCAP_FEAT_SHARED_DEADLINE))
+		SKIP(return, "module without shared-deadline watches");
+	slots = sc4_map_beats(&self->s, &len);
+	ASSERT_NE(NULL, slots) TH_LOG("slots: %s", strerror(errno));
+	slot = sc_arm(self->s.fd, TIMEOUT, STALLCAP_ARM_SHARED_DEADLINE, TAG);
+	ASSERT_LE(0, slot) TH_LOG("ARM SHARED_DEADLINE: %s", strerror(errno));
+	ASSERT_GT((int)self->s.cfg.slots, slot);
+	cal0 = read_irqs("CAL", 1);
+	ASSERT_LE(0, cal0) TH_LOG("no CAL line in /proc/interrupts");
+	end = sc_now_ns() + 2 * SC_NSEC_PER_SEC;
+	while (sc_now_ns() < end) {
+		__atomic_store_n(&slots[slot].deadline_ns, sc_now_ns() + TIMEOUT,
+				 __ATOMIC_RELAXED);
+		isolated_spin(SC_MS(1));
+	}
+	__atomic_store_n(&slots[slot].deadline_ns, 0, __ATOMIC_RELAXED);
+	cal1 = read_irqs("CAL", 1);
+	ASSERT_EQ(0, sc_disarm(self->s.fd));
+	munmap(slots, len);
+	TH_LOG("CPU 1: %ld function-call interrupts in 2 s", cal1 - cal0);
+	EXPECT_GT(10, cal1 - cal0) TH_LOG("the watch's timer was sent home to CPU 1");
+	if (SC_STAT(self->s.fd, stalls))	/* the host stopped the vCPU */
+		TH_LOG("note: %llu stalls (a descheduled vCPU)",
+		       (unsigned long long)SC_STAT(self->s.fd, stalls));
 }
 
 TEST_HARNESS_MAIN
