@@ -120,10 +120,6 @@ static struct stallcap_watch *watch_for_arm(struct stallcap_session *sess,
 	rcu_read_lock();
 	w = stallcap_watch_of_current(sess);	/* stays: only sess->lock holders free it */
 	rcu_read_unlock();
-	/* a failing ARM leaves the old watch as it was: check first */
-	if ((arm->flags & STALLCAP_ARM_SLOT_KINDS) &&
-	    !stallcap_slot_available(sess, w))
-		return ERR_PTR(-ENOSPC);
 	if (!w)
 		return stallcap_watch_create(sess);
 	if ((w->flags ^ arm->flags) &
@@ -154,7 +150,6 @@ int stallcap_watch_arm(struct stallcap_session *sess,
 {
 	u64 now = ktime_get_mono_fast_ns(), deadline, timeout;
 	struct stallcap_watch *w, *old;
-	bool was_fast = false;
 	unsigned long flags;
 	int ret, slot = 0;
 
@@ -182,22 +177,23 @@ int stallcap_watch_arm(struct stallcap_session *sess,
 	rcu_read_lock();
 	old = stallcap_watch_of_current(sess);	/* stays: only sess->lock holders free it */
 	rcu_read_unlock();
+	/* a failing ARM leaves the old watch as it was: a slot first */
+	if ((arm->flags & STALLCAP_ARM_SLOT_KINDS) &&
+	    !stallcap_slot_available(sess, old)) {
+		ret = -ENOSPC;
+		goto out;
+	}
 	if (old) {
 		raw_spin_lock_irqsave(&old->lock, flags);
-		was_fast = old->fast;
 		ret = stallcap_watch_fast_update(old, arm_period(arm, timeout));
 		raw_spin_unlock_irqrestore(&old->lock, flags);
 		if (ret)
 			goto out;
 	}
+	/* fails only creating a new watch: an old one is as it was */
 	w = watch_for_arm(sess, arm);
 	if (IS_ERR(w)) {
 		ret = PTR_ERR(w);
-		if (old) {	/* as it was */
-			raw_spin_lock_irqsave(&old->lock, flags);
-			stallcap_watch_fast_update(old, was_fast ? 0 : U64_MAX);
-			raw_spin_unlock_irqrestore(&old->lock, flags);
-		}
 		goto out;
 	}
 	if (!old) {
