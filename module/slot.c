@@ -149,6 +149,8 @@ bool stallcap_slot_available(struct stallcap_session *sess,
 			     const struct stallcap_watch *w)
 {
 	lockdep_assert_held(&sess->lock);
+	if (!sess->slot_used)	/* before the ring: all free */
+		return sess->cfg.slots;
 	return (w && w->slot >= 0) ||
 	       !bitmap_full(sess->slot_used, sess->cfg.slots);
 }

@@ -162,9 +162,6 @@ int stallcap_watch_arm(struct stallcap_session *sess,
 		stallcap_beat_doze_enable();
 	stallcap_times_refresh();
 	mutex_lock(&sess->lock);
-	ret = stallcap_session_ensure_ring(sess, false);
-	if (ret)
-		goto out;
 	/* an absolute deadline's T is its distance, at least the minimum */
 	timeout = arm->flags & STALLCAP_ARM_ABSOLUTE ?
 		  max_t(s64, (s64)(deadline - now), (s64)stallcap_min_timeout_ns()) :
@@ -200,6 +197,13 @@ int stallcap_watch_arm(struct stallcap_session *sess,
 		raw_spin_lock_irqsave(&w->lock, flags);
 		ret = stallcap_watch_fast_update(w, arm_period(arm, timeout));
 		raw_spin_unlock_irqrestore(&w->lock, flags);
+		/*
+		 * The session's first watch makes its ring, after the watch
+		 * limits: a refused ARM leaves the sizes open to SET_CONFIG.
+		 * (A watch exists only with the ring: an old one had it.)
+		 */
+		if (!ret)
+			ret = stallcap_session_ensure_ring(sess, false);
 		if (ret) {
 			stallcap_watch_destroy(w);
 			goto out;

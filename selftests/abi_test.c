@@ -851,6 +851,9 @@ static int watch_limit_child(void)
 		bad |= 4;
 	if (sc_get_stats(s[MAXW].fd, &st, 0) || st.watches || st.armed)
 		bad |= 8;
+	/* nor its ring (the session's first ARM): its size can still be set */
+	if (sc_configure(&s[MAXW], &(struct sc_opts){ .ring_bytes = 2U << 20 }))
+		bad |= 64;
 	if (sc_release(s[0].fd))
 		bad |= 16;
 	if (sc_arm(s[MAXW].fd, SC_MS(500), 0, TAG))
@@ -879,6 +882,7 @@ TEST_F(abi, watches_beyond_the_per_user_limit_are_enospc)
 		TH_LOG("1: info not the parameter, 2: ARM under the limit failed, "
 		       "4: ARM over the limit not ENOSPC, 8: failed ARM left a watch, "
 		       "16: RELEASE failed, 32: ARM after a RELEASE failed, "
+		       "64: the ring's size could not be set after the refused ARM, "
 		       "100/101: setup");
 }
 
