@@ -1138,8 +1138,15 @@ static void *eintr_then_sleep_thread(void *arg)
  */
 static int evt_pipe[2];
 
+/* resume_how 'D': the directory whose inotify events the first read waits for */
+static void uring_inotify_dir(char *buf, size_t len, pid_t pid)
+{
+	snprintf(buf, len, "/tmp/stallcap-uring-%d", (int)pid);
+}
+
 static void *uring_resume_thread(void *arg)
 {
+	static char events[4096] __attribute__((aligned(8)));
 	int *tid_pipe = arg;
 	pid_t tid = sc_gettid();
 	struct io_uring_sqe polls[2] = {
@@ -1151,8 +1158,27 @@ static void *uring_resume_thread(void *arg)
 	struct io_uring_cqe *cqes;
 	unsigned int tail, head, mask;
 	struct uring u;
+	char dir[64];
 	long ret;
+	int ifd;
 
+	/*
+	 * 'D': the first is a read of an inotify descriptor (a read function
+	 * without IOCB_NOWAIT, probed as a wait), which io_uring makes inside
+	 * the wait once the event came (or in a worker of its own)
+	 */
+	if (resume_how == 'D') {
+		uring_inotify_dir(dir, sizeof(dir), getpid());
+		ifd = inotify_init1(IN_CLOEXEC);
+		if (mkdir(dir, 0700) || ifd < 0 ||
+		    inotify_add_watch(ifd, dir, IN_CREATE) < 0)
+			_exit(6);
+		polls[0] = (struct io_uring_sqe){
+			.opcode = IORING_OP_READ, .fd = ifd,
+			.addr = (uintptr_t)events, .len = sizeof(events),
+			.user_data = 1,
+		};
+	}
 	if (uring_setup(&u))
 		tid = -errno;	/* no io_uring: the test skips */
 	if (write(tid_pipe[1], &tid, sizeof(tid)) != sizeof(tid) || tid < 0)
@@ -1226,7 +1252,7 @@ static void child_main(int go_fd, int *tid_pipe)
 		 c == 'c' || c == 'k' || c == 'n' || c == 'j' || c == 'h' ||
 		 c == 'l')
 		fn = resume_thread;
-	else if (c == 'i' || c == 'I')
+	else if (c == 'i' || c == 'I' || c == 'D')
 		fn = uring_resume_thread;
 	else if (c == 's' || c == 'S')
 		fn = stop_thread;
@@ -2051,7 +2077,7 @@ TEST_F(attach, thread_in_a_terminal_read_at_a_recv_attach_is_busy_when_it_return
 static void uring_woken_inside(struct __test_metadata *_metadata,
 			       FIXTURE_DATA(attach) *self, char how)
 {
-	unsigned int inside = 0, after = 0;
+	unsigned int inside = 0, after = 0, others = 0;
 	struct stallcap_stats st;
 	uint64_t second;
 	pid_t tid;
@@ -2067,7 +2093,7 @@ static void uring_woken_inside(struct __test_metadata *_metadata,
 					   __NR_io_uring_enter); i++)
 		sc_sleep_ms(10);
 	ASSERT_LT(i, 300) TH_LOG("the thread never blocked in io_uring_enter()");
-	if (how == 'i')
+	if (how != 'I')
 		ASSERT_EQ(0, attach(self->s.fd, self->child, DEADLINE, 0));
 	/* the main thread's watch and this one's ('I': made inside the call) */
 	for (i = 0; i < 300; i++) {
@@ -2078,7 +2104,21 @@ static void uring_woken_inside(struct __test_metadata *_metadata,
 	}
 	EXPECT_EQ(2, st.attached);
 	sc_sleep_ms(2 * DEADLINE / SC_MS(1));
-	ASSERT_EQ(1, write(self->go[1], "x", 1));	/* the first poll */
+	if (how == 'D') {	/* the first read's event */
+		char path[96];
+		int fd;
+
+		uring_inotify_dir(path, sizeof(path), self->child);
+		strcat(path, "/x");
+		fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+		ASSERT_LE(0, fd);
+		close(fd);
+		unlink(path);
+		*strrchr(path, '/') = '\0';
+		rmdir(path);
+	} else {
+		ASSERT_EQ(1, write(self->go[1], "x", 1));	/* the first poll */
+	}
 	sc_sleep_ms(6 * DEADLINE / SC_MS(1));
 	second = sc_now_ns();
 	ASSERT_EQ(1, write(evt_pipe[1], "x", 1));	/* the second */
@@ -2097,11 +2137,15 @@ static void uring_woken_inside(struct __test_metadata *_metadata,
 	for (size_t k = 0; k < self->rs.n; k++) {
 		const struct stallcap_sample *x = (const void *)self->rs.rec[k];
 
-		if (x->hdr.type != STALLCAP_REC_SAMPLE || x->tid != (__u32)tid)
+		if (x->hdr.type != STALLCAP_REC_SAMPLE)
 			continue;
+		if (x->tid != (__u32)tid) {	/* 'D': io_uring's worker */
+			others++;
+			continue;
+		}
 		if (x->deadline_ns < second + DEADLINE)
 			inside++;
-		else if (how == 'i')
+		else if (how != 'I')
 			TH_LOG("a stall after the call returned: the guest stopped the thread");
 		else
 			after++;
@@ -2109,6 +2153,7 @@ static void uring_woken_inside(struct __test_metadata *_metadata,
 	if (inside || (how == 'I' && !spin_stall_of(&self->rs, tid)))
 		sc_log_records(NULL, &self->rs);
 	EXPECT_EQ(0, inside) TH_LOG("the thread was taken as busy inside its io_uring wait");
+	EXPECT_EQ(0, others) TH_LOG("another thread stalled: io_uring's worker, which read for it?");
 	if (how == 'I')
 		EXPECT_NE(NULL, spin_stall_of(&self->rs, tid))
 			TH_LOG("the spin after the call returned was not captured (%u samples after it)",
@@ -2123,6 +2168,19 @@ TEST_F(attach, io_uring_wait_woken_inside_at_the_attach_stays_idle)
 TEST_F(attach, new_thread_woken_inside_its_first_io_uring_wait_is_idle_there)
 {
 	uring_woken_inside(_metadata, self, 'I');
+}
+
+/*
+ * The first of the two completions a read of an inotify descriptor, which
+ * io_uring makes in a worker of its own (iou-wrk, a thread of the process
+ * that never returns to user space): a read function probed as a wait
+ * (inotify_read(), without IOCB_NOWAIT), but no wait of an event loop.
+ * The worker, present at the attach, was watched, and stalled once its
+ * read returned; the thread stays idle in its wait for both completions.
+ */
+TEST_F(attach, read_made_by_io_uring_inside_its_wait_leaves_it_idle)
+{
+	uring_woken_inside(_metadata, self, 'D');
 }
 
 /*
