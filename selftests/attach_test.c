@@ -1164,8 +1164,9 @@ static void *uring_resume_thread(void *arg)
 
 	/*
 	 * 'D': the first is a read of an inotify descriptor (a read function
-	 * without IOCB_NOWAIT, probed as a wait), which io_uring makes inside
-	 * the wait once the event came (or in a worker of its own)
+	 * without IOCB_NOWAIT, probed as a wait), which io_uring makes in a
+	 * worker of its own, made at the submission (IOSQE_ASYNC): before the
+	 * attach
 	 */
 	if (resume_how == 'D') {
 		uring_inotify_dir(dir, sizeof(dir), getpid());
@@ -1175,6 +1176,7 @@ static void *uring_resume_thread(void *arg)
 			_exit(6);
 		polls[0] = (struct io_uring_sqe){
 			.opcode = IORING_OP_READ, .fd = ifd,
+			.flags = IOSQE_ASYNC,	/* its worker made now */
 			.addr = (uintptr_t)events, .len = sizeof(events),
 			.user_data = 1,
 		};
@@ -2178,7 +2180,7 @@ TEST_F(attach, new_thread_woken_inside_its_first_io_uring_wait_is_idle_there)
  * The worker, present at the attach, was watched, and stalled once its
  * read returned; the thread stays idle in its wait for both completions.
  */
-TEST_F(attach, read_made_by_io_uring_inside_its_wait_leaves_it_idle)
+TEST_F(attach, io_uring_worker_reading_for_the_loop_is_never_watched)
 {
 	uring_woken_inside(_metadata, self, 'D');
 }
