@@ -55,28 +55,34 @@ u32 stallcap_sigstack_bound(unsigned long sp, u32 want)
 	return min_t(unsigned long, want, (top - sp) & ~7UL);
 }
 
-/* Is @f (in kernel memory) a signal frame made on this alternate stack? */
-static bool sigstack_frame(const struct rt_sigframe *f)
+/*
+ * Are @ss and @isp, a signal frame's saved uc_stack and stack pointer, of a
+ * frame made on this thread's alternate stack, interrupting another?
+ */
+static bool sigstack_frame(const stack_t *ss, unsigned long isp)
 {
-	return (unsigned long)f->uc.uc_stack.ss_sp == current->sas_ss_sp &&
-	       f->uc.uc_stack.ss_size == current->sas_ss_size &&
-	       !(f->uc.uc_stack.ss_flags & SS_DISABLE) &&
-	       f->uc.uc_mcontext.sp && !on_sig_stack(f->uc.uc_mcontext.sp);
+	return (unsigned long)ss->ss_sp == current->sas_ss_sp &&
+	       ss->ss_size == current->sas_ss_size &&
+	       !(ss->ss_flags & SS_DISABLE) && isp && !on_sig_stack(isp);
 }
 
 /*
- * The signal frame at @addr read again from the thread's memory: the copy
- * may be the ring's record, which its reader can write, and nothing is
- * taken from the ring.  Return: its saved stack pointer, or 0.
+ * The signal frame at @addr read again from the thread's memory (its two
+ * fields only: this may run on the NMI stack): the copy may be the ring's
+ * record, which its reader can write, and nothing is taken from the ring.
+ * Return: its saved stack pointer, or 0.
  */
 static unsigned long sigstack_frame_sp(unsigned long addr)
 {
-	struct rt_sigframe f;
+	const struct rt_sigframe __user *f = (const void __user *)addr;
+	unsigned long isp;
+	stack_t ss;
 
-	if (copy_from_user_nofault(&f, (const void __user *)addr, sizeof(f)) ||
-	    !sigstack_frame(&f))
+	if (copy_from_user_nofault(&ss, &f->uc.uc_stack, sizeof(ss)) ||
+	    copy_from_user_nofault(&isp, &f->uc.uc_mcontext.sp, sizeof(isp)) ||
+	    !sigstack_frame(&ss, isp))
 		return 0;
-	return f.uc.uc_mcontext.sp;
+	return isp;
 }
 
 /*
@@ -98,7 +104,7 @@ static unsigned long sigstack_interrupted_sp(unsigned long sp, const u8 *copy,
 	low = len > SIGSTACK_SEARCH_BYTES ? len - SIGSTACK_SEARCH_BYTES : 0;
 	for (off = (len - sizeof(*f)) & ~7U; off >= low; off -= 8) {
 		f = (const void *)(copy + off);
-		if (sigstack_frame(f)) {
+		if (sigstack_frame(&f->uc.uc_stack, f->uc.uc_mcontext.sp)) {
 			isp = sigstack_frame_sp(sp + off);
 			if (isp)
 				return isp;

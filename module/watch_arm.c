@@ -209,7 +209,7 @@ int stallcap_watch_arm(struct stallcap_session *sess,
 			goto out;
 		}
 	}
-	/* cannot fail: watch_for_arm() made sure of a slot */
+	/* cannot fail: a free slot was made sure of first */
 	if (arm->flags & STALLCAP_ARM_HEARTBEAT)
 		slot = stallcap_slot_attach(sess, w, STALLCAP_SLOT_HEARTBEAT, 0);
 	else if (arm->flags & STALLCAP_ARM_SHARED_DEADLINE)

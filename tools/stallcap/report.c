@@ -278,6 +278,14 @@ static int on_info(struct sc_sink *sk, const struct sc_host_info *hi)
 
 	read_boot_id(boot, sizeof(boot));
 	rp->same_boot = boot[0] && !strcmp(boot, hi->boot_id);
+	/*
+	 * The running kernel's symbols name the kernel frames its own record
+	 * does not (a module loaded since) only if it is that boot's kernel:
+	 * never a file's from another boot or machine, nor one that does not
+	 * say (until it says, no record is resolved against them either).
+	 */
+	if (!rp->live && !rp->kallsyms)
+		rp->r.live_path = rp->same_boot ? "/proc/kallsyms" : NULL;
 	rp->host = *hi;
 	rp->r.rt_offset_ns = hi->realtime_offset_ns;
 	rp->r.rt_offset_known = hi->realtime_offset_ns != 0;

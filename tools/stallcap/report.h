@@ -28,6 +28,7 @@ struct report {
 	FILE *out;
 	__u64 lost, suppressed, samples;
 	bool same_boot;
+	const char *kallsyms;		/* --kallsyms, or NULL */
 	struct sc_host_info host;	/* as the input gave it (host_flags 0: not) */
 	unsigned int printed;
 	unsigned int max_stalls;	/* --max-stalls: stalls held at once */

@@ -114,8 +114,6 @@ static int run(struct report *rp, struct collect_opts *o, const char *in, int *s
 		if (ret)
 			warnx_("%s: %s", in, ret == -EPROTO ? "not a stallcap record file" :
 			       strerror(-ret));
-		if (!rp->same_boot)
-			rp->r.live_path = NULL;
 		return ret;
 	}
 	if (collect_check(o))
@@ -248,15 +246,15 @@ int cmd_report(int argc, char **argv)
 	}
 	if (report_setup(&rp))
 		return 1;
-	rp.r.live_path = kallsyms ? kallsyms : "/proc/kallsyms";
+	/* a file's: only --kallsyms, until its host record says same boot */
+	rp.kallsyms = kallsyms;
+	rp.r.live_path = kallsyms ? kallsyms : rp.live ? "/proc/kallsyms" : NULL;
 	rp.same_boot = rp.live || kallsyms;
 	usyms_set_demangle(rp.r.us, demangle);
 	usyms_set_inline(rp.r.us, inlines);
 	if (symfs && usyms_set_symfs(rp.r.us, symfs))
 		return 1;
 	ret = run(&rp, &o, in ? in : "stallcap.data", &status);
-	if (kallsyms)
-		rp.r.live_path = kallsyms;
 	report_finish(&rp, ret != 0);
 	report_teardown(&rp);
 	if (rp.out != stdout && fclose(rp.out))

@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 
 #include "helpers.h"
+#include "record_file.h"
 #include "kselftest_harness.h"
 
 #define RT0	1700000000000000000ULL	/* 2023-11-14T22:13:20Z */
@@ -440,6 +441,91 @@ TEST(interrupted_frame_named_exactly)
 	ASSERT_EQ(0, command_output(cmd, out, sizeof(out)));
 	EXPECT_STREQ("broker;noreturn_caller_[k];thunk_caller_[k];__x86_indirect_thunk_rax_[k];"
 		     "asm_sysvec_apic_timer_interrupt_[k];spin_tasklet_fn_[k] 2000\n", out);
+	if (!getenv("KEEP"))
+		unlink(path);
+}
+
+/* schedule() of the running kernel, 0x10 into it; 0 when unreadable */
+static __u64 running_kernel_schedule(void)
+{
+	FILE *f = fopen("/proc/kallsyms", "r");
+	unsigned long long addr;
+	char line[512], type, sym[256];
+	__u64 found = 0;
+
+	while (f && !found && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llx %c %255s", &addr, &type, sym) == 3 &&
+		    (type == 'T' || type == 't') && !strcmp(sym, "schedule"))
+			found = addr ? addr + 0x10 : 0;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* a file of one sample at kernel address @ip, from boot @boot (NULL: unsaid) */
+static int write_kernel_sample_file(const char *path, __u64 ip, const char *boot)
+{
+	struct rec_spec sp = { .stall_id = 1, .pid = 10, .tid = 10, .comm = "loop",
+			       .deadline_ns = NSEC_PER_SEC,
+			       .capture_ns = NSEC_PER_SEC + NSEC_PER_MSEC,
+			       .timeout_ns = NSEC_PER_MSEC, .kips = &ip, .nk = 1 };
+	struct sc_host_info hi = { .release = "6.1.0-test", .host_flags = SCF_HOST_KNOWN };
+	struct scfile *f = scfile_create(path);
+	struct stallcap_stall_end e;
+	struct stallcap_sample *smp;
+	struct sc_sink *sk;
+
+	if (!f)
+		return -1;
+	sk = scfile_sink(f);
+	if (boot) {
+		snprintf(hi.boot_id, sizeof(hi.boot_id), "%s", boot);
+		sk->info(sk, &hi);
+	}
+	smp = make_sample(&sp);
+	sk->record(sk, &smp->hdr);
+	free(smp);
+	e = make_end(1, 10, 10, NSEC_PER_SEC, NSEC_PER_SEC + 2 * NSEC_PER_MSEC, 1);
+	sk->record(sk, &e.hdr);
+	return scfile_close(f);
+}
+
+/*
+ * A kernel frame that the file's own symbols do not name (a module loaded
+ * after the recorder read them) is named from the running kernel's only
+ * when the file says it was recorded in this boot: never for a file from
+ * another boot or machine, nor one that does not say (before, the running
+ * kernel's symbols named it as the file was read, and a fuzzed file made
+ * each report load them: a fuzz target's timeout, CI123).
+ */
+TEST(kernel_frames_named_from_the_running_kernel_only_for_its_boot)
+{
+	char path[64], cmd[8192], out[8192], boot[64] = "";
+	const char *boots[] = { "another-boot", NULL, boot }, *name = ";schedule_[k]";
+	FILE *bf = fopen("/proc/sys/kernel/random/boot_id", "r");
+	__u64 ip = running_kernel_schedule();
+
+	if (!ip)
+		SKIP(return, "no kernel address in /proc/kallsyms (not root?)");
+	ASSERT_NE(NULL, bf);
+	ASSERT_NE(NULL, fgets(boot, sizeof(boot), bf));
+	fclose(bf);
+	boot[strcspn(boot, "\n")] = 0;
+	snprintf(path, sizeof(path), "/tmp/stallcap-report-boot.%d", getpid());
+	for (int i = 0; i < 3; i++) {
+		ASSERT_EQ(0, write_kernel_sample_file(path, ip, boots[i]));
+		snprintf(cmd, sizeof(cmd), "%s report %s -f folded",
+			 fixture_path("../stallcap/stallcap"), path);
+		ASSERT_EQ(0, command_output(cmd, out, sizeof(out)));
+		if (i < 2) {
+			EXPECT_EQ(NULL, strstr(out, name))
+				TH_LOG("%s: named %s: %s", boots[i] ? boots[i] : "no boot said",
+				       name, out);
+		} else {
+			EXPECT_NE(NULL, strstr(out, name))
+				TH_LOG("this boot's file: %s not named: %s", name, out);
+		}
+	}
 	if (!getenv("KEEP"))
 		unlink(path);
 }
