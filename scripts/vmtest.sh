@@ -48,8 +48,10 @@
 # with STALLCAP_TEST_NO_TASK_WORK=1 in their environment (results named
 # KERNEL-notw/...); NOTW_SAME_BOOT=0 gives them a boot of their own.
 #
-# A guest that dies of the emulator's stale int3 (emulator_int3) is booted
-# again (BOOT_RETRIES, default 1) to run the tests that had not finished.
+# A guest that dies of the emulator's stale int3 (emulator_int3), or hangs
+# with a vCPU running a patched site's stale translation forever
+# (emulator_stale_patch), is booted again (BOOT_RETRIES, default 1) to run
+# the tests that had not finished.
 #
 # Environment: FUZZ_KERNEL (the kernel whose fuzz_test makes its full 10^6
 # calls, default 6.1; the others make FUZZ_CALLS_SHORT=100000 in at most
@@ -707,6 +709,44 @@ emulator_int3() {
 		END { exit !found }'
 }
 
+# emulator_stale_patch CONSOLE: the same emulator fault where the kernel's
+# int3 handler forgives an int3 that memory no longer holds (5.10) and
+# returns to it: the vCPU runs its stale translation of the patch site
+# again, forever.  Succeeds, and says where, when the guest's first splat is
+# an RCU stall or a soft lockup whose first kernel RIP is a function's first
+# instruction and memory holds a 5-byte nop there (a kprobe's or ftrace's
+# site, as text_poke_bp() leaves it): hardware never returns to one
+# instruction forever with interrupts on.  A CPU stuck anywhere else, or on
+# an instruction that is no such nop, does not match.
+emulator_stale_patch() {
+	local first
+	first=$(splats "$1" | head -n 1)
+	[[ "$first" == *"self-detected stall"* || "$first" == *"soft lockup"* ]] || return 1
+	strip_log "$1" | awk '
+		{ sub(/^<[0-9]+>/, ""); sub(/^\[ *[0-9]+\.[0-9]+\] /, ""); sub(/^\[ *T?C?[0-9]+\] /, "") }
+		/self-detected stall|soft lockup/ { stuck = 1 }
+		stuck && !rip && /^RIP: 0010:/ {
+			rip = $2
+			sub(/^0010:/, "", rip)
+			if (rip !~ /[+]0x0\//)
+				exit 1
+			next
+		}
+		stuck && rip && /^Code: / {
+			for (i = 2; i + 4 <= NF; i++)
+				if ($i ~ /^<[0-9a-f][0-9a-f]>$/) {
+					nop = substr($i, 2, 2) " " $(i + 1) " " $(i + 2) " " $(i + 3) " " $(i + 4)
+					if (nop == "66 66 66 66 90" || nop == "0f 1f 44 00 00") {
+						printf "at %s, looping (memory holds a 5-byte nop there: %s)", rip, nop
+						found = 1
+					}
+					exit !found
+				}
+			exit 1
+		}
+		END { exit !found }'
+}
+
 # The marks a guest prints after its tests (scripts/guest/init)
 closing_marks='kmemleak-begin|rmmod|dmesg-begin|done'
 
@@ -1263,11 +1303,12 @@ run_kernel() {
 			why="guest did not reach /init ($(strip_log "$logs/$tag.console" |
 				grep -m1 -E 'Oops:|Kernel panic|BUG:' || echo 'no splat'))"
 		elif ! grep -aq '^@@VMTEST done' "$logs/$tag.chan" &&
-			why=$(emulator_int3 "$logs/$tag.console"); then
+			why=$(emulator_int3 "$logs/$tag.console" ||
+			      emulator_stale_patch "$logs/$tag.console"); then
 			# The same, while tests ran (attach registers kprobes and
 			# tracepoint probes: ftrace and static keys patch text)
 			keep=emulator-int3
-			why="guest died of an int3 that is not in memory, $why"
+			why="guest died (or looped) on an int3 that is not in memory, $why"
 		else
 			break
 		fi
@@ -1426,6 +1467,15 @@ selfcheck() {
 	printf '%s\n' '[   60.100000] WARNING: CPU: 1 PID: 9 at module/watch.c:1 f+0x1/0x2 [stallcap]' "$head" \
 		'[   61.912352] Code: 90 90 90 f3 0f 1e fa 0f <1f> 44 00 00 48 8b 77 68' >"$fix"
 	! emulator_int3 "$fix" >/dev/null || { ok=0; why+=("a stale int3 after a WARNING hid the WARNING"); }
+	# the same, forgiven and run again forever (CI124's 5.10 guest)
+	head='[  349.808818] rcu: INFO: rcu_sched self-detected stall on CPU
+[  349.838950] RIP: 0010:__x64_sys_poll+0x0/0x150'
+	printf '%s\r\n' "$head" '[  349.839403] Code: 00 00 00 00 00 <66> 66 66 66 90 55 53 48 83 ec 18' >"$fix"
+	emulator_stale_patch "$fix" >/dev/null || { ok=0; why+=("a vCPU looping on a patched nop was not recognized"); }
+	printf '%s\r\n' "${head/+0x0\//+0x4\/}" '[  349.839403] Code: 00 00 00 00 00 <66> 66 66 66 90 55 53 48 83 ec 18' >"$fix"
+	! emulator_stale_patch "$fix" >/dev/null || { ok=0; why+=("a CPU stuck inside a function was taken for the emulator's loop"); }
+	printf '%s\r\n' "$head" '[  349.839403] Code: 00 00 00 00 00 <eb> fe 66 66 90 55 53 48 83 ec 18' >"$fix"
+	! emulator_stale_patch "$fix" >/dev/null || { ok=0; why+=("a CPU stuck on a real instruction was taken for the emulator's loop"); }
 	resume_selfcheck || { ok=0; why+=("the channels of a guest that died and of the one booted after it were not merged right"); }
 
 	RESULTS=$real_results
