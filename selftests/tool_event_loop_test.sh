@@ -101,4 +101,22 @@ cloexec() {
 # (until_ok: a loaded guest may take a while to open the session)
 check "the session fd is close-on-exec" until_ok cloexec
 wait $pid
+
+# --duration ends the run, and its command with it (SIGTERM, as timeout(1)
+# gives it): before, record waited for the command's own end, reading
+# nothing meanwhile.  -o names a device or a FIFO: written to, not moved
+# aside as FILE.old (before, /dev/null was renamed and replaced by a file)
+t0=$(date +%s)
+stallcap record -d 1 -o /dev/null -- sleep 120
+check "record -d 1 -- sleep 120 ends within 20 s" [ $(($(date +%s) - t0)) -lt 20 ]
+check "and leaves /dev/null the character device it was" [ -c /dev/null ]
+check "with no /dev/null.old" [ ! -e /dev/null.old ]
+mkfifo "$work/out.fifo"
+cat "$work/out.fifo" >"$work/from.fifo" &
+reader=$!
+stallcap record -d 1 -o "$work/out.fifo" -- event_loop -d -n 5 -t 20 -s 80 >/dev/null
+wait $reader
+check "-o FIFO: the reader got the recording, the FIFO stayed" \
+	sh -c '[ -p "$1/out.fifo" ] && [ ! -e "$1/out.fifo.old" ] &&
+	       stallcap report -f json "$1/from.fifo" | grep -q "\"type\":\"stall\""' _ "$work"
 finish

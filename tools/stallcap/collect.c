@@ -29,10 +29,14 @@
 #define GLOBAL_GRACE_NS	(300 * NSEC_PER_MSEC)	/* --global: records mirrored after exit */
 
 static volatile sig_atomic_t stop_signal;
+/* the command, once the run has ended: a signal then is passed on to it */
+static volatile sig_atomic_t signal_child;
 
 static void on_signal(int sig)
 {
 	stop_signal = sig;
+	if (signal_child > 0)
+		kill(signal_child, sig);
 }
 
 /** collect_stop() - collect_run() returns after this round (a sink that is done). */
@@ -370,6 +374,21 @@ static void watch_exits(const struct collector *c, struct waitset *ws, pid_t chi
 		waitset_add_exit(ws, (pid_t)c->o->pids[i]);
 }
 
+/*
+ * The run ended before the command did (a signal, the duration, an error):
+ * the command gets that signal, SIGTERM for the others, as `timeout` would
+ * give it, and a signal that comes while it ends is passed on (the
+ * handler's; SA_RESTART restarts the wait).
+ */
+static void end_command(pid_t child, int *status)
+{
+	signal_child = child;
+	kill(child, stop_signal ? stop_signal : SIGTERM);
+	while (waitpid(child, status, 0) < 0 && errno == EINTR)
+		;
+	signal_child = 0;
+}
+
 static int follow(struct collector *c, pid_t child, int *status)
 {
 	__u64 start = now_ns(CLOCK_MONOTONIC), t = start, grace = 0;
@@ -412,16 +431,15 @@ static int follow(struct collector *c, pid_t child, int *status)
 			break;
 	}
 	waitset_release(&ws);
-	if (!ret)
+	if (ret < 0)	/* a ring refused as corrupt, a poll error: said */
+		fprintf(stderr, "%s: reading records stopped: %s\n", prog,
+			strerror(-ret));
+	else
 		ret = drain(c);
 	if (c->o->deadline_ns)	/* the CPU time of those still running */
 		unwatched_scan(c, now_ns(CLOCK_MONOTONIC), true);
-	if (child > 0) {
-		if (stop_signal)
-			kill(child, stop_signal);
-		while (waitpid(child, status, 0) < 0 && errno == EINTR)
-			;
-	}
+	if (child > 0)
+		end_command(child, status);
 	return ret ? ret : c->err;
 }
 
@@ -433,7 +451,8 @@ static int follow(struct collector *c, pid_t child, int *status)
 int collect_run(const struct collect_opts *o, struct sc_sink *sk, int *cmd_status)
 {
 	struct collector c = { .o = o, .sk = sk, .ks_err = 1 };
-	struct sigaction sa = { .sa_handler = on_signal };
+	/* restarted: a write to a slow pipe (-o -) is not cut by a signal */
+	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
 	pid_t child = 0;
 	int ret;
 

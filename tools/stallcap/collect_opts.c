@@ -83,7 +83,8 @@ int collect_parse_opt(struct collect_opts *o, int opt, const char *arg)
 	case 'd': {
 		__u64 ns;
 
-		if (parse_duration(arg, &ns))
+		/* a run of days (a deadline is at most an hour) */
+		if (parse_duration_max(arg, &ns, 366 * 86400e9))
 			return -EINVAL;
 		o->duration = ns / 1e9;
 		return 0;

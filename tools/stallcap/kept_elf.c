@@ -42,10 +42,13 @@ bool kept_elf_deleted(const char *path)
 static int kept_dir(char *buf, size_t len)
 {
 	const char *d = getenv("STALLCAP_KEEP_DIR"), *base;
+	char cwd[4096];
 	int n;
 
-	if (d && *d)
+	if (d && *d == '/')
 		n = snprintf(buf, len, "%s", d);
+	else if (d && *d)	/* relative: to where the tool was started */
+		n = getcwd(cwd, sizeof(cwd)) ? snprintf(buf, len, "%s/%s", cwd, d) : -1;
 	else if ((base = getenv("XDG_CACHE_HOME")) && *base == '/')
 		n = snprintf(buf, len, "%s/stallcap/deleted", base);
 	else if ((base = getenv("HOME")) && *base == '/')

@@ -17,8 +17,8 @@ static const char record_help[] =
 "usage: stallcap record [-o FILE] [OPTIONS] [-- CMD [ARGS]]\n\n"
 "Follow stall records live and write them to FILE (default stallcap.data,\n"
 "'-' for stdout) until interrupted, the duration passes, or CMD exits.\n"
-"An existing FILE is kept as FILE.old (and put back if recording fails\n"
-"before anything was written).\n\n"
+"An existing regular FILE is kept as FILE.old (and put back if recording\n"
+"fails before anything was written); a device or FIFO is written to.\n\n"
 "  -o, --output FILE    where to write\n"
 COLLECT_HELP
 "  -h, --help           this text\n";
@@ -107,11 +107,17 @@ static bool c_timed(struct sc_sink *sk)
 	return false;
 }
 
-/* as perf: an existing FILE is kept as FILE.old before FILE is created */
+/*
+ * As perf: an existing FILE is kept as FILE.old before FILE is created, if
+ * it is a regular file with something in it.  Anything else (a device such
+ * as /dev/null, a FIFO, /dev/fd/N of a pipe) is written to as it is.
+ */
 static int keep_old(const char *out, char *old, size_t len)
 {
+	struct stat st;
+
 	snprintf(old, len, "%s.old", out);
-	if (access(out, F_OK))
+	if (stat(out, &st) || !S_ISREG(st.st_mode) || !st.st_size)
 		return 0;
 	if (rename(out, old)) {
 		warnx_("%s: cannot keep it as %s: %m; nothing recorded", out, old);
@@ -130,7 +136,7 @@ int cmd_record(int argc, char **argv)
 	struct collect_opts o;
 	struct scfile *f;
 	char old[4096];
-	int opt, ret, status, kept = 0;
+	int opt, ret, err, status, kept = 0;
 
 	collect_opts_init(&o);
 	while ((opt = getopt_long(argc, argv, "+o:h" COLLECT_SHORT_OPTIONS,
@@ -167,8 +173,9 @@ int cmd_record(int argc, char **argv)
 	}
 	cs.to = scfile_sink(f);
 	ret = collect_run(&o, &cs.sink, &status);
-	if (scfile_close(f) && !ret) {
-		warnx_("%s: write error", out);
+	err = scfile_close(f);
+	if (err && !ret) {
+		warnx_("%s: write error: %s", out, strerror(-err));
 		ret = -1;
 	}
 	if (ret && kept > 0 && !cs.samples && !cs.stalls && !rename(old, out))

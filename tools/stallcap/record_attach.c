@@ -23,14 +23,15 @@
 #include "tool.h"
 
 /**
- * parse_duration() - "20ms", "500us", "1.5s", "100ns"; a bare number is
+ * parse_duration_max() - "20ms", "500us", "1.5s", "100ns"; a bare number is
  * seconds
  * @arg: the text
  * @ns: the result
+ * @max_ns: the largest accepted
  *
  * Return: 0, or -EINVAL.
  */
-int parse_duration(const char *arg, __u64 *ns)
+int parse_duration_max(const char *arg, __u64 *ns, double max_ns)
 {
 	static const struct { const char *unit; double mult; } units[] = {
 		{ "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 },
@@ -46,13 +47,19 @@ int parse_duration(const char *arg, __u64 *ns)
 		return -EINVAL;
 	for (i = 0; i < ARRAY_SIZE(units); i++) {
 		if (!strcmp(end, units[i].unit)) {
-			if (v * units[i].mult > 3600e9)
+			if (v * units[i].mult > max_ns)
 				return -EINVAL;
 			*ns = (__u64)(v * units[i].mult + 0.5);
 			return 0;
 		}
 	}
 	return -EINVAL;
+}
+
+/** parse_duration() - a deadline: parse_duration_max(), at most an hour */
+int parse_duration(const char *arg, __u64 *ns)
+{
+	return parse_duration_max(arg, ns, 3600e9);
 }
 
 /** parse_pids() - "PID[,PID...]" appended to o->pids. */

@@ -32,13 +32,16 @@ static int chunk_write(struct scfile *sf, __u32 type, const void *a, size_t alen
 
 	if (sf->err)
 		return sf->err;
+	if (len > SCF_MAX_CHUNK)	/* what no reader takes: not written */
+		return -EFBIG;
 	c.type = type;
 	c.size = (__u32)ALIGN8(len);
+	errno = 0;
 	if (fwrite(&c, sizeof(c), 1, sf->f) != 1 ||
 	    (alen && fwrite(a, alen, 1, sf->f) != 1) ||
 	    (blen && fwrite(b, blen, 1, sf->f) != 1) ||
 	    (c.size != len && fwrite(zero, c.size - len, 1, sf->f) != 1))
-		sf->err = -EIO;
+		sf->err = errno ? -errno : -EIO;	/* ENOSPC told as such */
 	return sf->err;
 }
 
@@ -87,9 +90,10 @@ static int sink_ksym(struct sc_sink *sk, const struct ksym *k)
 	size_t nl = strlen(k->name), ml = k->mod ? strlen(k->mod) : 0;
 	struct scf_ksym h = { .addr = k->addr, .size = k->size,
 			      .name_len = (__u16)nl, .mod_len = (__u16)ml };
-	char buf[512];
+	char buf[2 * SCF_KSYM_NAME_MAX];
 
-	if (nl + ml > sizeof(buf))
+	/* longer than the kernel's KSYM_NAME_LEN: not from kallsyms */
+	if (nl >= SCF_KSYM_NAME_MAX || ml >= SCF_KSYM_NAME_MAX)
 		return 0;
 	memcpy(buf, k->name, nl);
 	if (ml)
@@ -258,7 +262,7 @@ static int read_ksym(const __u8 *p, size_t len, struct sc_sink *sk)
 {
 	const struct scf_ksym *h;
 	const char *n, *m;
-	char name[256], mod[256];
+	char name[SCF_KSYM_NAME_MAX], mod[SCF_KSYM_NAME_MAX];
 	struct cursor c;
 	struct ksym k;
 
@@ -393,6 +397,35 @@ static int read_header(FILE *f)
 }
 
 /*
+ * Read a chunk's @len bytes into *@buf, grown as they come: a header that
+ * claims more than the file holds costs no more memory than it holds.
+ * Return: bytes read (fewer at the end of the file), or -ENOMEM.
+ */
+static ssize_t read_body(FILE *f, __u64 **buf, size_t *cap, size_t len)
+{
+	size_t have = 0, want, n;
+	void *nb;
+
+	while (have < len) {
+		want = have < (1U << 20) ? 1U << 20 : 2 * have;
+		if (want > len)
+			want = len;
+		if (want > *cap) {
+			nb = realloc(*buf, want);
+			if (!nb)
+				return -ENOMEM;
+			*buf = nb;
+			*cap = want;
+		}
+		n = read_full(f, (__u8 *)*buf + have, want - have);
+		have += n;
+		if (have < want)
+			break;
+	}
+	return (ssize_t)have;
+}
+
+/*
  * The chunks, until the end of the file.  A file that ends inside a chunk
  * (cut short, or still being written) reads up to the cut, with a warning
  * naming what was cut.
@@ -402,6 +435,7 @@ static int read_chunks(FILE *f, const char *path, struct sc_sink *sk)
 	struct scf_chunk c;
 	__u64 *buf = NULL, off = 0;
 	size_t cap = 0, n;
+	ssize_t body;
 	int ret = 0;
 
 	while (!ret) {
@@ -417,21 +451,15 @@ static int read_chunks(FILE *f, const char *path, struct sc_sink *sk)
 			ret = -EBADMSG;
 			break;
 		}
-		if (c.size > cap) {
-			void *nb = realloc(buf, c.size);
-
-			if (!nb) {
-				ret = -ENOMEM;
-				break;
-			}
-			buf = nb;
-			cap = c.size;
+		body = read_body(f, &buf, &cap, c.size - sizeof(c));
+		if (body < 0) {
+			ret = (int)body;
+			break;
 		}
-		n = read_full(f, buf, c.size - sizeof(c));
-		if (n != c.size - sizeof(c)) {
+		if ((size_t)body != c.size - sizeof(c)) {
 			warnx_("%s: cut in a chunk of type %u at offset %llu (%zu of its %u bytes): "
 			       "that chunk and anything after it are missing", path, c.type,
-			       (unsigned long long)off, n + sizeof(c), c.size);
+			       (unsigned long long)off, (size_t)body + sizeof(c), c.size);
 			break;
 		}
 		ret = read_chunk(c.type, (const __u8 *)buf, c.size - sizeof(c), sk);

@@ -113,7 +113,9 @@ struct scf_fdname {
 #define SCF_HOST_KNOWN	(1U << 0)	/* module_features and the bits below are set */
 #define SCF_HOST_PSI	(1U << 1)	/* pressure stall information was on */
 
-#define SCF_MAX_CHUNK	(1U << 24)
+/* a process of 100,000s of mappings (a JVM's, Elasticsearch's) writes tens of MiB */
+#define SCF_MAX_CHUNK	(1U << 30)
+#define SCF_KSYM_NAME_MAX 512	/* the kernel's KSYM_NAME_LEN (6.1+: Rust names) */
 #define SCF_MAX_HEADER	4096	/* a later version's longer header, skipped */
 
 #endif /* STALLCAP_RECORD_FILE_H */

@@ -210,6 +210,7 @@ void perfmap_free_all(void);
 
 /* ---- watching unmodified processes (record_attach.c) ---- */
 int parse_duration(const char *arg, __u64 *ns);
+int parse_duration_max(const char *arg, __u64 *ns, double max_ns);
 int parse_pids(struct collect_opts *o, const char *arg);
 int attach_process(const struct collect_opts *o, int fd, __u32 pid);
 size_t attach_children(const struct collect_opts *o, int fd, __u32 pid);

@@ -27,6 +27,20 @@ TEST(durations)
 	EXPECT_EQ(-EINVAL, parse_duration("-1ms", &ns));
 	EXPECT_EQ(-EINVAL, parse_duration("2h", &ns));
 	EXPECT_EQ(-EINVAL, parse_duration("3601s", &ns));
+	/* a run's --duration may be longer than a deadline */
+	ASSERT_EQ(0, parse_duration_max("7200", &ns, 86400e9));
+	EXPECT_EQ(7200000000000ULL, ns);
+	EXPECT_EQ(-EINVAL, parse_duration_max("86401", &ns, 86400e9));
+}
+
+TEST(a_run_of_two_hours)
+{
+	struct collect_opts o;
+
+	collect_opts_init(&o);
+	ASSERT_EQ(0, collect_parse_opt(&o, 'd', "7200"));
+	EXPECT_EQ(7200, (long)o.duration);
+	EXPECT_EQ(-EINVAL, collect_parse_opt(&o, 'd', "-1"));
 }
 
 TEST(pids)

@@ -232,6 +232,67 @@ TEST_F(file, truncated_reads_up_to_the_cut)
 	EXPECT_EQ(0, self->g.lost_n);
 }
 
+/*
+ * What record writes, report reads: a process of 140,000 mappings (a JVM's,
+ * Elasticsearch's: a chunk of 22 MiB) and a kernel name of 299 bytes (a
+ * Rust function's; KSYM_NAME_LEN is 512), then the lost counts after them.
+ */
+TEST_F(file, a_process_of_140000_mappings_and_a_long_kernel_name_read_back)
+{
+	static char name[] = "/var/lib/elasticsearch/nodes/0/indices/AbCdEfGhIjKlMnOpQrSt/0/"
+			     "index/_segment_file_0000000000.cfs";
+	struct sc_proc p = { .pid = 42, .nr_maps = 140000 };
+	struct scfile *f = scfile_create(self->path);
+	struct ksym k = { .addr = 0xffffffff81000000ULL, .size = 16 };
+	char kname[300];
+	struct sc_sink *sk;
+	unsigned int i;
+
+	ASSERT_NE(NULL, f);
+	sk = scfile_sink(f);
+	p.maps = calloc(p.nr_maps, sizeof(*p.maps));
+	ASSERT_NE(NULL, p.maps);
+	for (i = 0; i < p.nr_maps; i++) {
+		p.maps[i].start = 0x10000 + i * 0x2000ULL;
+		p.maps[i].end = p.maps[i].start + 0x1000;
+		p.maps[i].path = name;
+	}
+	memset(kname, 'r', sizeof(kname) - 1);
+	kname[sizeof(kname) - 1] = 0;
+	k.name = kname;
+	EXPECT_EQ(0, sk->proc(sk, &p));
+	EXPECT_EQ(0, sk->ksym(sk, &k));
+	EXPECT_EQ(0, sk->lost(sk, 3, 4));
+	EXPECT_EQ(0, scfile_close(f));
+	free(p.maps);
+	ASSERT_EQ(0, scfile_read(self->path, &self->g.sink));
+	EXPECT_EQ(1, self->g.procs);
+	EXPECT_EQ(140000, self->g.nr_maps);
+	EXPECT_STREQ(name, self->g.map_path);
+	EXPECT_EQ(1, self->g.ksyms);
+	EXPECT_EQ(0, strncmp(kname, self->g.ksym_name, sizeof(self->g.ksym_name) - 1));
+	EXPECT_EQ(1, self->g.lost_n);
+	EXPECT_EQ(3, self->g.lost);
+}
+
+/* A chunk header that claims 1 GiB in a short file: read as cut, at once. */
+TEST_F(file, a_chunk_claiming_more_than_the_file_holds_is_cut)
+{
+	struct scf_chunk c = { .type = 999, .size = 1U << 30 };
+	char pad[64] = { 0 };
+	FILE *f;
+
+	write_file(_metadata, self->path);
+	f = fopen(self->path, "a");
+	ASSERT_NE(NULL, f);
+	fwrite(&c, sizeof(c), 1, f);
+	fwrite(pad, sizeof(pad), 1, f);
+	fclose(f);
+	ASSERT_EQ(0, scfile_read(self->path, &self->g.sink));
+	EXPECT_EQ(2, self->g.records);
+	EXPECT_EQ(1, self->g.lost_n);
+}
+
 TEST_F(file, unknown_chunk_skipped)
 {
 	struct scf_chunk c = { .type = 999, .size = 24 };
