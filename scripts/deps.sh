@@ -29,7 +29,7 @@ packages=(
 	build-essential gcc g++ make bc flex bison libssl-dev libelf-dev dwarves libiberty-dev
 	kmod cpio lz4 xz-utils zstd rsync busybox-static qemu-system-x86 sparse
 	elfutils libdw-dev libelf-dev pkg-config python3 perl
-	clang-14 libclang-rt-14-dev
+	clang-14 libclang-rt-14-dev lld-14
 	protobuf-c-compiler libprotobuf-c-dev protobuf-compiler zlib1g-dev
 	python3-prometheus-client
 	linux-source-6.12 debootstrap

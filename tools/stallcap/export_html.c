@@ -11,10 +11,12 @@
  *    first HTML_MAX_STALLS stalls; the flame graph has them all).
  * The flame graph's tree grows with the distinct stacks.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tool.h"
+#include "htab.h"
 #include "output.h"
 
 #define HTML_MAX_STALLS	20000
@@ -22,7 +24,8 @@
 #define FG_ROW		16
 
 struct fnode {
-	struct fnode *child, *sibling;
+	struct fnode *child, *sibling, *parent;
+	struct hnode hn;	/* in html.kids, by parent and name */
 	__u64 ns;
 	char name[];
 };
@@ -35,6 +38,7 @@ struct tl_stall {
 
 struct html {
 	struct fnode *root;
+	struct htab kids;	/* every node but the root: a wide level is no list walk */
 	struct tl_stall *tl;
 	size_t ntl, captl, dropped;
 	unsigned int depth;
@@ -57,21 +61,32 @@ struct html *html_new(void)
 		free(h);
 		return NULL;
 	}
+	if (h)
+		htab_init(&h->kids);
 	return h;
 }
 
-static struct fnode *child(struct fnode *p, const char *name, size_t len)
+static struct fnode *child(struct html *h, struct fnode *p, const char *name, size_t len)
 {
+	__u64 hash = hash_bytes(name, len, hash_u64((__u64)(uintptr_t)p));
+	struct hnode *pos;
 	struct fnode *c;
 
-	for (c = p->child; c; c = c->sibling)
-		if (!strncmp(c->name, name, len) && !c->name[len])
+	htab_for_each_possible(&h->kids, pos, hash) {
+		c = container_of(pos, struct fnode, hn);
+		if (c->parent == p && !strncmp(c->name, name, len) && !c->name[len])
 			return c;
-	c = fnode_new(name, len);
-	if (c) {
-		c->sibling = p->child;
-		p->child = c;
 	}
+	c = fnode_new(name, len);
+	if (!c)
+		return NULL;
+	if (htab_add(&h->kids, &c->hn, hash)) {
+		free(c);
+		return NULL;
+	}
+	c->parent = p;
+	c->sibling = p->child;
+	p->child = c;
 	return c;
 }
 
@@ -87,7 +102,7 @@ static void add_path(struct html *h, const char *line, __u64 ns)
 		semi = strchr(p, ';');
 		if (!semi)
 			semi = p + strlen(p);
-		n = child(n, p, (size_t)(semi - p));
+		n = child(h, n, p, (size_t)(semi - p));
 		if (n)
 			n->ns += ns;
 		depth++;
@@ -332,6 +347,7 @@ void html_free(struct html *h)
 	if (!h)
 		return;
 	fnode_free(h->root);
+	htab_free(&h->kids);
 	free(h->tl);
 	free(h);
 }

@@ -127,20 +127,30 @@ static int on_info(struct sc_sink *sk, const struct sc_host_info *hi)
 	return 0;
 }
 
-/* a label value: \, " and newline escaped; other bytes as they are (UTF-8) */
+/*
+ * A label value: \, " and newline escaped, other control bytes '?', UTF-8
+ * as it is, and each byte of anything else U+FFFD (a name the kernel cut
+ * inside a character: Prometheus refuses a whole file for one such byte).
+ */
 static void label(FILE *out, const char *s, size_t n)
 {
-	size_t i;
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i, len, end = strnlen(s, n);
 
-	for (i = 0; i < n && s[i]; i++) {
+	for (i = 0; i < end; i += len) {
+		len = 1;
 		if (s[i] == '\\' || s[i] == '"')
 			fprintf(out, "\\%c", s[i]);
 		else if (s[i] == '\n')
 			fputs("\\n", out);
-		else if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+		else if (u[i] < 0x20 || u[i] == 0x7f)
 			fputc('?', out);
-		else
+		else if (u[i] < 0x80)
 			fputc(s[i], out);
+		else if ((len = utf8_len(u + i, end - i)))
+			fwrite(s + i, 1, len, out);
+		else
+			fputs("\xef\xbf\xbd", out), len = 1;
 	}
 }
 

@@ -221,7 +221,12 @@ const struct sc_proc *usyms_proc(struct usyms *u, __u32 pid)
 	return p ? p->proc : NULL;
 }
 
-/* Load bias of an ELF file mapped at m: where its PT_LOAD at m->pgoff landed. */
+/*
+ * Load bias of an ELF file mapped at m: where its PT_LOAD at m->pgoff, of
+ * m's kind (executable or not), landed.  Two segments may start in one
+ * file page: lld puts the read-only one and the code in the first page
+ * when the read-only part is under a page, mapped twice at pgoff 0.
+ */
 static int elf_bias(int fd, const struct sc_map *m, GElf_Addr *bias)
 {
 	GElf_Addr page = (GElf_Addr)sysconf(_SC_PAGESIZE);
@@ -243,7 +248,8 @@ static int elf_bias(int fd, const struct sc_map *m, GElf_Addr *bias)
 		goto out;
 	*bias = m->start - m->pgoff;
 	for (i = 0; i < n; i++) {
-		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
+		    !(ph.p_flags & PF_X) != !(m->prot & SC_PROT_X))
 			continue;
 		if ((ph.p_offset & ~(page - 1)) == m->pgoff) {
 			*bias = m->start - (ph.p_vaddr & ~(page - 1));

@@ -289,6 +289,32 @@ TEST_F(rep, prometheus_parsed_by_the_client)
 	EXPECT_NE(NULL, strstr(self->out, "counter stallcap_file_records_lost_total  0\n"));
 }
 
+/*
+ * A thread name the kernel cut inside a character (15 bytes: "w", seven
+ * "é", the first byte of an eighth): its label is valid UTF-8, the cut
+ * byte U+FFFD (Prometheus refuses a whole exposition for one bad byte).
+ */
+TEST_F(rep, prometheus_label_of_a_name_cut_inside_a_character)
+{
+	static const char comm[] = "w\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3";
+	struct scfile *f = scfile_create(self->path);
+	struct stallcap_stall_end e;
+	char cmd[8192];
+
+	ASSERT_NE(NULL, f);
+	put_sample(scfile_sink(f), &(struct smp_def){ 30, 31, comm, 3, 1, KA, 1, 0 },
+		   NSEC_PER_SEC);
+	e = make_end(1, 30, 31, NSEC_PER_SEC, NSEC_PER_SEC + 5 * NSEC_PER_MSEC, 1);
+	scfile_sink(f)->record(scfile_sink(f), &e.hdr);
+	ASSERT_EQ(0, scfile_close(f));
+	snprintf(cmd, sizeof(cmd), "%s stats --prometheus -i %s",
+		 fixture_path("../stallcap/stallcap"), self->path);
+	ASSERT_EQ(0, command_output(cmd, self->out, sizeof(self->out)));
+	EXPECT_NE(NULL, strstr(self->out, "stallcap_process_stalls_total{pid=\"30\",comm=\"w"
+			       "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+			       "\xef\xbf\xbd\"} 1\n")) TH_LOG("%s", self->out);
+}
+
 /* -f pprof: gzip + profile.proto, decoded by protoc (protobuf-compiler) */
 /* `report PATH -f pprof ARGS`, decoded by protoc into @out (text format) */
 static int pprof_decode_file(const char *path, const char *args, char *out, size_t size)

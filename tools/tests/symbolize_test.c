@@ -35,6 +35,12 @@ FIXTURE_VARIANT_ADD(user, nofp)
 	.binary = "fixture-nofp",
 };
 
+/* lld's layout: the code's segment in the read-only one's file page */
+FIXTURE_VARIANT_ADD(user, lld)
+{
+	.binary = "fixture-lld",
+};
+
 /* Run a private copy of the fixture (the stale-binary test replaces it). */
 FIXTURE_SETUP(user)
 {
