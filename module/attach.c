@@ -176,6 +176,13 @@ int stallcap_attach_watch_task(struct stallcap_attach_ent *a,
 	return 0;
 }
 
+/* Is @t a thread @a watches: of its mm, not exiting, one that returns to user space? */
+static bool attach_takes(struct stallcap_attach_ent *a, struct task_struct *t)
+{
+	return READ_ONCE(t->mm) == a->mm &&
+	       !(t->flags & (PF_EXITING | SC_PF_NO_USER_RETURN));
+}
+
 /*
  * The threads of @a's process now: references taken, at most @max.
  * Threads created meanwhile get their watch at their first wait call.
@@ -190,11 +197,22 @@ static unsigned int collect_threads(struct stallcap_attach_ent *a,
 	for_each_thread(a->leader, t) {
 		if (n == max)
 			break;
-		if (READ_ONCE(t->mm) != a->mm ||
-		    (t->flags & (PF_EXITING | SC_PF_NO_USER_RETURN)))
-			continue;
-		tasks[n++] = get_task_struct(t);
+		if (attach_takes(a, t))
+			tasks[n++] = get_task_struct(t);
 	}
+	rcu_read_unlock();
+	return n;
+}
+
+/* How many threads collect_threads() would take now. */
+static unsigned int count_threads(struct stallcap_attach_ent *a)
+{
+	struct task_struct *t;
+	unsigned int n = 0;
+
+	rcu_read_lock();
+	for_each_thread(a->leader, t)
+		n += attach_takes(a, t);
 	rcu_read_unlock();
 	return n;
 }
@@ -300,13 +318,10 @@ attach_new(struct stallcap_session *sess, const struct stallcap_attach *arg,
 		a->waits |= SC_WAIT_PARK;
 	if (arg->flags & STALLCAP_ATTACH_RECV)
 		a->waits |= SC_WAIT_RECV;
-	if (parent) {
-		a->unlimited = parent->unlimited;
+	if (parent)
 		a->who = parent->who;
-	} else {
-		a->unlimited = capable(CAP_SYS_RESOURCE);
+	else
 		stallcap_attacher_current(&a->who);
-	}
 	for (i = 0; i < STALLCAP_ATTACH_TWORKS; i++)
 		a->tworks[i].a = a;
 	stallcap_attach_resume_init(a);
@@ -367,14 +382,25 @@ static int attach_locked(struct stallcap_session *sess,
 			 struct stallcap_attach_ent **made)
 {
 	struct stallcap_attach_ent *a;
+	unsigned int n;
 	int ret;
 
-	ret = stallcap_session_ensure_ring(sess, false);
-	if (ret)
-		return ret;
 	a = attach_new(sess, arg, leader, mm, parent);
 	if (!a)
 		return -ENOMEM;
+	/*
+	 * Refused for its number of threads (the watch limits), or with none
+	 * to watch: before the session's ring is made, so that the sizes stay
+	 * open to SET_CONFIG, as after a refused ARM.
+	 */
+	n = count_threads(a);
+	ret = n ? stallcap_watch_room(sess, n, a->timeout_ns) : -ESRCH;
+	if (!ret)
+		ret = stallcap_session_ensure_ring(sess, false);
+	if (ret) {
+		stallcap_attach_put(a);
+		return ret;
+	}
 	mutex_lock(&attach_lock);
 	ret = attach_exists(sess, leader, mm) ? -EEXIST : attach_publish(a);
 	mutex_unlock(&attach_lock);

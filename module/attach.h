@@ -95,7 +95,6 @@ enum stallcap_wait_kind {
  * @waits: the kinds of wait call it counts (enum stallcap_wait_kind):
  *	SC_WAIT_LOOP always, SC_WAIT_PARK with STALLCAP_ATTACH_PARK,
  *	SC_WAIT_RECV with STALLCAP_ATTACH_RECV
- * @unlimited: the attacher had CAP_SYS_RESOURCE (watch limit exempt)
  * @who: who made the attach (the first one's, for those that follow)
  * @dead: detached; no new watch
  * @no_new_threads: a watch for a new thread failed (limit): stop trying
@@ -120,7 +119,6 @@ struct stallcap_attach_ent {
 	bool cputime;
 	bool inherit;
 	u8 waits;
-	bool unlimited;
 	bool dead;
 	bool no_new_threads;
 	struct stallcap_attacher who;

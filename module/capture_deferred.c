@@ -2,8 +2,9 @@
 /*
  * stallcap deferred user stacks: complete a sample's user stack in the
  * thread's own context just before it next returns to user space, where user
- * memory may be read with faults allowed (as Linux 6.17's deferred unwinder
- * does, which modules cannot use on 6.1/6.12).
+ * memory may be read at length with interrupts on (as Linux 6.17's deferred
+ * unwinder does, which modules cannot use on 6.1/6.12).  The stack copy
+ * reads resident pages only, as at a capture, and faults nothing in.
  *
  * A sample that could not read the user stack (thread off CPU, or pages not
  * resident under NMI), or every kernel-mode sample with STALLCAP_CFG_DEFER_USER,
@@ -119,29 +120,25 @@ static u32 defer_fill(struct stallcap_defer *d, struct stallcap_sample *s,
 			 sizeof(struct stallcap_section) + 8 * len);
 	stack_at = wr.len + sizeof(struct stallcap_sec_user_stack);
 	stack = stallcap_sec_start(&wr) + sizeof(struct stallcap_sec_user_stack);
-	if (d->copy_bytes) {
-		/*
-		 * A user-mode sample's: the copy it would have made itself,
-		 * resident pages only (no page is faulted in: the thread's
-		 * memory and time stay as they were).
-		 */
-		len = stallcap_copy_user_stack(uregs->sp, stack, bound,
-					       &s->flags);
-	} else {
-		want = defer_stack_extent(current->mm, uregs->sp, bound);
-		len = want - copy_from_user(stack,
-					    (const void __user *)uregs->sp,
-					    want);
-		len &= ~7U;
-		/* none at all (no mapping at sp, the lock not taken) is partial */
-		if (len < want || want == max_stack || !want)
-			s->flags |= STALLCAP_SAMPLE_COPY_PARTIAL;
-	}
+	/*
+	 * A user-mode sample's: the copy it would have made itself; a
+	 * kernel-mode sample's: the used stack to the end of its mapping.
+	 * Resident pages only, either way: no page is faulted in, so the
+	 * thread's memory and time stay as they were, and pages a big frame
+	 * never touched are not read as zeros that use up the copy (the runs
+	 * past them follow, below).
+	 */
+	want = d->copy_bytes ? bound :
+	       defer_stack_extent(current->mm, uregs->sp, bound);
+	len = stallcap_copy_user_stack(uregs->sp, stack, want, &s->flags);
+	/* the stack goes on past the copy, or no mapping at sp: partial */
+	if (!d->copy_bytes && (want == max_stack || !want))
+		s->flags |= STALLCAP_SAMPLE_COPY_PARTIAL;
 	stallcap_sec_put_stack(&wr, uregs->sp, len);
 	stallcap_put_interrupted_stack(&wr, uregs->sp, stack, len,
 				       max_stack - len, &s->flags);
 	/* a copy that ended at a page not resident: what lies past the gap */
-	if (d->copy_bytes && len < bound && wr.len - stack_at < max_stack)
+	if (len < want && wr.len - stack_at < max_stack)
 		stallcap_put_stack_more(&wr, uregs->sp, uregs->sp + len,
 					max_stack - (wr.len - stack_at));
 	/*

@@ -155,7 +155,8 @@ static long ioctl_get_stats(struct stallcap_session *sess, unsigned long arg)
 	ret = arg_in(st, sizeof(*st), STALLCAP_STATS_SIZE_VER0,
 		     (void __user *)arg, &usize);
 	flags = st->flags;
-	if (!ret && flags & ~STALLCAP_STATS_GLOBAL)
+	/* its inputs: flags and the reserved field (the counters are output) */
+	if (!ret && (flags & ~STALLCAP_STATS_GLOBAL || st->__reserved))
 		ret = -EINVAL;
 	/* other users' activity: for the same openers as a global reader */
 	if (!ret && (flags & STALLCAP_STATS_GLOBAL) && !sess->may_stats_global)

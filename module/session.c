@@ -236,6 +236,8 @@ static int stallcap_open(struct inode *inode, struct file *file)
 				 file_ns_capable(file, &init_user_ns, CAP_PERFMON);
 	sess->may_trace_all = file_ns_capable(file, &init_user_ns,
 					      CAP_SYS_PTRACE);
+	sess->unlimited = file_ns_capable(file, &init_user_ns,
+					  CAP_SYS_RESOURCE);
 	sess->uid = current_uid();
 	init_waitqueue_head(&sess->wait);
 	init_irq_work(&sess->wake_work, session_wake);

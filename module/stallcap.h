@@ -211,6 +211,8 @@ struct stallcap_locked {
  *	(CAP_SYS_ADMIN or CAP_PERFMON)
  * @may_trace_all: the opener had CAP_SYS_PTRACE: user stacks of any task
  *	named in a sample (runner, lock owners), not only the watched process
+ * @unlimited: the opener had CAP_SYS_RESOURCE: exempt from the watch
+ *	limits (max_watches_per_user, max_fast_watches_per_user)
  * @uid: the opener, charged for the watches
  * @wait: poll() waiters
  * @wake_work: wakes @wait from NMI or hard-IRQ context
@@ -243,6 +245,7 @@ struct stallcap_session {
 	bool may_global;
 	bool may_stats_global;
 	bool may_trace_all;
+	bool unlimited;
 	kuid_t uid;
 	wait_queue_head_t wait;
 	struct irq_work wake_work;
@@ -498,6 +501,8 @@ void stallcap_watch_count_armed(struct stallcap_watch *w, bool armed);
 void stallcap_watch_begin_deadline(struct stallcap_watch *w, u64 now,
 				   u64 deadline);
 int stallcap_watch_fast_update(struct stallcap_watch *w, u64 period);
+int stallcap_watch_room(struct stallcap_session *sess, unsigned int n,
+			u64 period);
 int stallcap_watch_arm(struct stallcap_session *sess,
 		       const struct stallcap_arm *arm);
 int stallcap_watch_rearm(struct stallcap_session *sess, u64 timeout_ns);

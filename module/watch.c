@@ -127,6 +127,41 @@ int stallcap_watch_fast_update(struct stallcap_watch *w, u64 period)
 	return 0;
 }
 
+/**
+ * stallcap_watch_room() - room for @n more watches of @sess's user?
+ * @sess: the session (its opener's user and rights)
+ * @n: watches wanted
+ * @period: their timer period (under 1 ms: fast watches too)
+ *
+ * A look before the fact, for a call that makes several watches (ATTACH)
+ * and must be refused before it makes the session's ring; each watch's
+ * own charge still decides.
+ *
+ * Return: 0, or -ENOSPC.
+ */
+int stallcap_watch_room(struct stallcap_session *sess, unsigned int n,
+			u64 period)
+{
+	unsigned int count = 0, fast = 0;
+	struct user_watches *u;
+
+	if (sess->unlimited)
+		return 0;
+	spin_lock(&user_watches_lock);
+	u = user_watches_find(sess->uid);
+	if (u) {
+		count = u->count;
+		fast = atomic_read(&u->fast);
+	}
+	spin_unlock(&user_watches_lock);
+	if ((u64)count + n > READ_ONCE(stallcap_max_watches_per_user))
+		return -ENOSPC;
+	if (period < FAST_NS &&
+	    (u64)fast + n > READ_ONCE(stallcap_max_fast_watches_per_user))
+		return -ENOSPC;
+	return 0;
+}
+
 static void user_watches_uncharge(kuid_t uid)
 {
 	struct user_watches *u;
@@ -272,7 +307,7 @@ static struct stallcap_watch *watch_create_task(struct stallcap_session *sess,
 						struct task_struct *task,
 						struct stallcap_attach_ent *a)
 {
-	bool unlimited = a ? a->unlimited : capable(CAP_SYS_RESOURCE);
+	bool unlimited = sess->unlimited;	/* the opener's right */
 	struct stallcap_watch *w;
 	unsigned long flags;
 	struct user_watches *uw;

@@ -84,6 +84,20 @@ FIXTURE_TEARDOWN(abi)
  * ------------------------------------------------------------------------
  */
 
+/* Was the module loaded with capture=ipi? */
+static bool capture_by_ipi(void)
+{
+	char mode[16] = "";
+	FILE *f = fopen("/sys/module/stallcap/parameters/capture", "r");
+
+	if (f) {
+		if (!fgets(mode, sizeof(mode), f))
+			mode[0] = 0;
+		fclose(f);
+	}
+	return !strncmp(mode, "ipi", 3);
+}
+
 TEST_F(abi, info_describes_the_module)
 {
 	struct stallcap_info *i = &self->s.info;
@@ -101,6 +115,19 @@ TEST_F(abi, info_describes_the_module)
 		  !!(i->features & STALLCAP_FEAT_DEFER_USER));
 	EXPECT_EQ(!sc_expect_no_task_work(),
 		  !!(i->features & STALLCAP_FEAT_USER_STACK_MORE));
+	/* NMI capture unless loaded with capture=ipi (capture_ipi_test) */
+	EXPECT_EQ(!capture_by_ipi(), !!(i->features & STALLCAP_FEAT_NMI));
+	/*
+	 * the kernel's lock holders (6.16's hung-task blocker tracking, not
+	 * on PREEMPT_RT): on 7.2 and 7.3, on none of the others
+	 */
+	EXPECT_EQ(!sc_kernel_before(6, 16) && !sc_kernel_is_rt(),
+		  !!(i->features & STALLCAP_FEAT_KERNEL_LOCKS));
+	EXPECT_TRUE(i->features & STALLCAP_FEAT_HEARTBEAT);
+	EXPECT_TRUE(i->features & STALLCAP_FEAT_CPUTIME);
+	EXPECT_TRUE(i->features & STALLCAP_FEAT_GLOBAL);
+	EXPECT_TRUE(i->features & STALLCAP_FEAT_TIMES);
+	EXPECT_TRUE(i->features & STALLCAP_FEAT_WHY);
 	EXPECT_TRUE(i->features & STALLCAP_FEAT_SHARED_DEADLINE);
 	EXPECT_TRUE(i->features & STALLCAP_FEAT_ATTACH);
 	EXPECT_TRUE(i->features & STALLCAP_FEAT_ATTACH_INHERIT);
@@ -209,6 +236,14 @@ TEST_F(abi, get_stats_rejects_unknown_flags_sizes_and_pointers)
 	st.flags = STALLCAP_STATS_GLOBAL << 1;
 	EXPECT_ERRNO(EINVAL, ioctl(self->s.fd, STALLCAP_IOC_GET_STATS, &st));
 	st.flags = 0;
+	st.__reserved = 1;
+	EXPECT_ERRNO(EINVAL, ioctl(self->s.fd, STALLCAP_IOC_GET_STATS, &st));
+	st.__reserved = 0;
+	/* the counters are output only: what they held is not looked at */
+	st.stalls = 7;
+	EXPECT_EQ(0, ioctl(self->s.fd, STALLCAP_IOC_GET_STATS, &st));
+	EXPECT_EQ(0, st.stalls);
+	st.size = sizeof(st);
 	st.size = STALLCAP_STATS_SIZE_VER0 - 8;
 	EXPECT_ERRNO(EINVAL, ioctl(self->s.fd, STALLCAP_IOC_GET_STATS, &st));
 	st.size = 0;
@@ -829,6 +864,39 @@ static int param_rw(const char *path, int *get, int set)
 	return fclose(f) ? -1 : ret;
 }
 
+/*
+ * An ATTACH of a process of one thread, the user's watches at the limit:
+ * ENOSPC, and no ring made (before, it was: SET_CONFIG then got EBUSY).
+ * Return: 0 as expected, else -1.
+ */
+static int attach_over_the_limit(void)
+{
+	struct stallcap_attach a = { .size = sizeof(a), .timeout_ns = SC_MS(500) };
+	struct sc_session t;
+	pid_t target;
+	int ret = -1;
+
+	target = fork();
+	if (target == 0) {
+		pause();
+		_exit(0);
+	}
+	if (target < 0 || sc_open(&t))
+		goto out;
+	a.pid = (__u32)target;
+	errno = 0;
+	if (ioctl(t.fd, STALLCAP_IOC_ATTACH, &a) == -1 && errno == ENOSPC &&
+	    !sc_configure(&t, &(struct sc_opts){ .ring_bytes = 2U << 20 }))
+		ret = 0;
+	sc_session_close(&t);
+out:
+	if (target > 0) {
+		kill(target, SIGKILL);
+		waitpid(target, NULL, 0);
+	}
+	return ret;
+}
+
 /* In a child without CAP_SYS_RESOURCE: returns a bit mask of failures. */
 static int watch_limit_child(void)
 {
@@ -854,6 +922,8 @@ static int watch_limit_child(void)
 	/* nor its ring (the session's first ARM): its size can still be set */
 	if (sc_configure(&s[MAXW], &(struct sc_opts){ .ring_bytes = 2U << 20 }))
 		bad |= 64;
+	if (attach_over_the_limit())
+		bad |= 128;
 	if (sc_release(s[0].fd))
 		bad |= 16;
 	if (sc_arm(s[MAXW].fd, SC_MS(500), 0, TAG))
@@ -883,6 +953,7 @@ TEST_F(abi, watches_beyond_the_per_user_limit_are_enospc)
 		       "4: ARM over the limit not ENOSPC, 8: failed ARM left a watch, "
 		       "16: RELEASE failed, 32: ARM after a RELEASE failed, "
 		       "64: the ring's size could not be set after the refused ARM, "
+		       "128: ATTACH over the limit not ENOSPC, or its ring made, "
 		       "100/101: setup");
 }
 

@@ -85,12 +85,14 @@
 /* struct stallcap_arm.flags */
 /**
  * STALLCAP_ARM_ABSOLUTE - timeout_ns is an absolute CLOCK_MONOTONIC time.
+ * Not valid with _HEARTBEAT (EINVAL).
  */
 #define STALLCAP_ARM_ABSOLUTE	(1U << 0)
 /**
  * STALLCAP_ARM_CPUTIME - count only the time the thread spends on a CPU
  * (Seastar's semantics): a preempted or sleeping thread is not blamed.
- * Not valid with STALLCAP_ARM_ABSOLUTE, _HEARTBEAT or _SHARED_DEADLINE.
+ * Not valid with STALLCAP_ARM_ABSOLUTE, _HEARTBEAT or _SHARED_DEADLINE
+ * (EINVAL).
  */
 #define STALLCAP_ARM_CPUTIME	(1U << 1)
 /**
@@ -159,6 +161,9 @@
  *          max_fast_watches_per_user watches with a timer period under
  *          1 ms (a timeout, or a heartbeat's timeout / 4) are armed already
  *          (CAP_SYS_RESOURCE of the opener's thread is exempt)
+ *  EINVAL  flags that do not go together (see each flag; _DEADLINE_TSC
+ *          without _SHARED_DEADLINE), besides the errors common to every
+ *          ioctl
  *  ESRCH   the calling thread is exiting
  *  EPERM   the ring and slot memory exceed the user's allowance plus
  *          RLIMIT_MEMLOCK (see the errors common to every ioctl)
@@ -203,7 +208,8 @@ struct stallcap_arm {
  * FUTEX_LOCK_PI, stay busy).  While such an attach exists, every process's
  * futex, semaphore and sleep calls pass through the module's probe (one
  * hash lookup).
- * Modules without STALLCAP_FEAT_ATTACH_PARK reject it (EINVAL).
+ * Without STALLCAP_FEAT_ATTACH_PARK the module cannot attach at all
+ * (EOPNOTSUPP, as for any ATTACH).
  */
 #define STALLCAP_ATTACH_PARK	(1U << 2)
 /**
@@ -224,7 +230,8 @@ struct stallcap_arm {
  * reported.  While such an attach exists, every process's receive calls
  * pipe reads and terminal reads pass through the module's probe (one hash
  * lookup).
- * Modules without STALLCAP_FEAT_ATTACH_RECV reject it (EINVAL).
+ * Without STALLCAP_FEAT_ATTACH_RECV the module cannot attach at all
+ * (EOPNOTSUPP, as for any ATTACH).
  */
 #define STALLCAP_ATTACH_RECV	(1U << 3)
 #define STALLCAP_ATTACH_FLAGS_ALL	(STALLCAP_ATTACH_CPUTIME | \
@@ -279,11 +286,14 @@ struct stallcap_arm {
  * that never waits in a counted call never is, and its stalls cannot be
  * seen), and which thread or process could not be watched
  * (STALLCAP_WATCH_MISSED: never silently).
- * Errors: ESRCH (no such process), EPERM/EACCES (the caller may not
+ * Errors: ESRCH (no such process, or none of its threads can be watched:
+ * all exiting or kernel workers), EPERM (the caller may not
  * ptrace-attach to it, as for perf -p: other user, set-user-ID, no
  * CAP_SYS_PTRACE), EEXIST (already attached in this session), ERANGE (as for
- * ARM), ENOSPC (max_watches_per_user; or a timeout under 1 ms, whose
- * watches count against max_fast_watches_per_user while they exist),
+ * ARM), ENOSPC (max_watches_per_user, one watch per thread; or a timeout
+ * under 1 ms, whose watches count against max_fast_watches_per_user while
+ * they exist; checked for the threads present before anything is made,
+ * CAP_SYS_RESOURCE of the opener is exempt),
  * EOPNOTSUPP (the kernel cannot probe the wait calls: no kretprobes,
  * STALLCAP_FEAT_ATTACH unset).  Where the kernel checks indirect branches
  * (kernel IBT, clang CFI) the module applies the ptrace credential and
@@ -465,7 +475,9 @@ struct stallcap_config {
 
 /**
  * struct stallcap_info - what the module supports (STALLCAP_IOC_GET_INFO)
- * @size: in: size known to the caller; out: size known to the module
+ * @size: in: size known to the caller (the only field read: the struct is
+ *	output, as stallcap_config is for STALLCAP_IOC_GET_CONFIG); out: size
+ *	known to the module
  * @abi_version: STALLCAP_ABI_VERSION of the module
  * @features: STALLCAP_FEAT_*
  * @min_deadline_ns: smallest timeout accepted (module parameter)
@@ -514,7 +526,8 @@ struct stallcap_info {
 /**
  * struct stallcap_stats - counters (STALLCAP_IOC_GET_STATS)
  * @size: in: size known to the caller; out: size known to the module
- * @flags: in: STALLCAP_STATS_*
+ * @flags: in: STALLCAP_STATS_* (the inputs: @size, @flags and @__reserved,
+ *	which must be zero; the counters are output only)
  * @watches: watches that exist now (armed by threads and attached)
  * @armed: watches armed now
  * @stalls: stalls detected (deadlines missed / heartbeats stopped)
@@ -640,8 +653,13 @@ struct stallcap_stats {
  * map the ring, but never acts on another thread's watch.
  *
  * mmap errors: EINVAL (offset not one of these, length larger than the area,
- * not MAP_SHARED, or PROT_EXEC), ENOMEM, EPERM (the user's allowance plus
- * RLIMIT_MEMLOCK, see the top).  A failed mmap creates nothing.
+ * not MAP_SHARED, or PROT_EXEC; a session opened O_RDONLY cannot be mapped
+ * shared), ERANGE (the session's sizes exceed max_ring_kb, lowered since
+ * they were set), ENOMEM, EPERM (the user's allowance plus RLIMIT_MEMLOCK,
+ * see the top).  A failed mmap creates nothing, but for the rare ENOMEM
+ * of the mapping itself (page tables) after the first mmap made the ring:
+ * the ring then stays, as if mapped and unmapped.  read() and write() of
+ * the device are not supported (EINVAL): records come through the ring.
  */
 #define STALLCAP_MMAP_RING	0x0ULL
 #define STALLCAP_MMAP_SLOTS	0x40000000ULL
