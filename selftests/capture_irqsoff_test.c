@@ -117,13 +117,6 @@ FIXTURE_VARIANT_ADD(spin, softirq_unpinned_busy) {
 	.flag = STALLCAP_SAMPLE_IN_SOFTIRQ, .busy = true,
 };
 
-static bool preempt_rt(void)
-{
-	struct utsname u;
-
-	return !uname(&u) && strstr(u.version, "PREEMPT_RT");
-}
-
 static void *busy_fn(void *arg)
 {
 	FIXTURE_DATA(spin) *self = arg;
@@ -159,7 +152,7 @@ FIXTURE_SETUP(spin)
 	ASSERT_EQ(0, sc_session_setup(&self->s, NULL));
 	if (variant->needs_nmi && !(self->s.info.features & STALLCAP_FEAT_NMI))
 		SKIP(return, "capture by IPI cannot reach a CPU with interrupts off");
-	if (variant->flag == STALLCAP_SAMPLE_IN_SOFTIRQ && variant->busy && preempt_rt())
+	if (variant->flag == STALLCAP_SAMPLE_IN_SOFTIRQ && variant->busy && sc_kernel_is_rt())
 		SKIP(return, "PREEMPT_RT runs softirqs preemptibly: a busy thread preempts the spin");
 	ASSERT_TRUE(self->s.info.features & STALLCAP_FEAT_KADDR);
 	ASSERT_EQ(0, sc_ksyms_load(&self->ks));

@@ -30,4 +30,12 @@ static inline bool sc_kernel_before(int major, int minor)
 	return ma < major || (ma == major && mi < minor);
 }
 
+/* Is the running kernel built with PREEMPT_RT? */
+static inline bool sc_kernel_is_rt(void)
+{
+	struct utsname u;
+
+	return !uname(&u) && strstr(u.version, "PREEMPT_RT");
+}
+
 #endif

@@ -28,8 +28,10 @@
  * with FIXTURE_SIGNAL=1 it spins in a SIGUSR1 handler as above, with
  * FIXTURE_SIGNAL=alt in one that runs on an alternate signal stack
  * (sigaltstack(2), SA_ONSTACK); with FIXTURE_BIG_FRAME=1 (=huge) it spins
- * under a frame of 96 KiB (1.25 MiB); with FIXTURE_UNLINK_SELF=1 it first deletes its own
- * binary (a server upgraded in place).
+ * under a frame of 96 KiB (1.25 MiB); with FIXTURE_SLEEP=1 fixture_spin
+ * sleeps the time instead (a blocked thread: its user stack is read as it
+ * returns to user space); with FIXTURE_UNLINK_SELF=1 it first deletes its
+ * own binary (a server upgraded in place).
  */
 #include <signal.h>
 #include <stdbool.h>
@@ -60,11 +62,25 @@ static unsigned long long mono_ns(void)
 	return (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec;
 }
 
-/* Spin until the time (0: forever); no call inside the hot loop. */
+static bool fixture_sleeps;	/* FIXTURE_SLEEP */
+
+/*
+ * Spin until the time (0: forever); no call inside the hot loop.  With
+ * FIXTURE_SLEEP, sleep until then instead.
+ */
 NOIPA void fixture_spin(unsigned long long until_ns)
 {
+	struct timespec ts = {
+		.tv_sec = until_ns / 1000000000ULL,
+		.tv_nsec = until_ns % 1000000000ULL,
+	};
 	unsigned long i;
 
+	if (fixture_sleeps) {
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL))
+			;
+		return;
+	}
 	for (;;) {
 		for (i = 0; i < (1UL << 16); i++)
 			fixture_sink += i;
@@ -176,6 +192,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	fixture_until_ns = mono_ns() + spin_ms * 1000000ULL;
+	fixture_sleeps = getenv("FIXTURE_SLEEP");
 	if (sig)
 		spin_in_handler(sig);
 	else if (getenv("FIXTURE_BIG_FRAME"))
