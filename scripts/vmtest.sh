@@ -858,6 +858,7 @@ judge() {
 	strip_log "$logs/$tag.console" >"$con"
 	local failed=0 line name rc secs t
 	fail() { result FAIL "$@"; failed=$((failed + 1)); }
+	listed_skips=0
 
 	if [ "$guest_silent" != 0 ]; then
 		name_hung "$logs/$tag.hung" "$chan" "$tag"
@@ -922,6 +923,7 @@ judge() {
 		fi
 		again=
 		[ -z "$first" ] || again=" on retry $retries (first run: $first)"
+		check_skips "$k" "$t" "$chan" "$rc" || failed=$((failed + 1))
 		case $rc in
 		0) result PASS "$k/$t" "${secs}s" ;;
 		4) result SKIP "$k/$t" "${secs}s$again" ;;
@@ -931,6 +933,8 @@ judge() {
 	done <"$tests"
 	[ ${#notrun[@]} -eq 0 ] ||
 		fail "$k/not-run" "${#notrun[@]} tests did not run: ${notrun[*]}"
+	[ "$listed_skips" = 0 ] ||
+		result NOTE "$k/skips" "$listed_skips tests or cases skipped, each as selftests/expected-skips lists"
 
 	if [ "$insmod_ok" = 1 ] && ! grep -q '^@@VMTEST rmmod ok' "$chan"; then
 		if grep -q '^@@VMTEST rmmod fail' "$chan"; then
@@ -999,6 +1003,60 @@ judge() {
 	} >"$log"
 	rm -f "$logs/$tag.chan" "$logs/$tag.console" "$logs/$tag.qemu"
 	judge_failed=$failed
+}
+
+# case_skips CHAN TEST: "CASE<TAB>WHY" of each TAP case of TEST that
+# skipped (every run of it, each case once)
+case_skips() {
+	awk -v t="$2" '
+		$0 == "@@VMTEST test-begin " t { on = 1; next }
+		/^@@VMTEST test / { on = 0 }
+		on && /^ok [0-9]+ .*# SKIP/ {
+			c = $0
+			sub(/^ok [0-9]+ (- )?/, "", c)
+			why = c
+			sub(/ *# SKIP.*/, "", c)
+			sub(/.*# SKIP:? */, "", why)
+			if (c == "") c = "(unnamed)"
+			if (!(c in seen)) print c "\t" why
+			seen[c] = 1
+		}' "$1"
+}
+
+# skip_expected KERNEL TEST CASE: is the skip listed in
+# selftests/expected-skips (lines "KERNEL-GLOB TEST CASE-GLOB why...")?
+skip_expected() {
+	local kg tg cg _
+	while read -r kg tg cg _; do
+		[ -n "$kg" ] && [ "${kg#\#}" = "$kg" ] || continue
+		# shellcheck disable=SC2053
+		[[ $1 == $kg && $2 == $tg && $3 == $cg ]] && return 0
+	done <"$top/selftests/expected-skips"
+	return 1
+}
+
+# check_skips KERNEL TEST CHAN RC: a test or TAP case that skipped where
+# selftests/expected-skips does not say it may fails (a kselftest C program
+# whose cases all skip exits 0: its skips are read from its TAP lines);
+# those listed are counted (listed_skips, one NOTE per guest).  Fails when
+# one was not listed.
+check_skips() {
+	local k=$1 t=$2 c why n=0 bad=0
+	if [ "$4" = 4 ] && ! skip_expected "$k" "$t" -; then
+		result FAIL "$k/$t" "skipped, not in selftests/expected-skips: $(grep -m1 -o '# SKIP.*' <(awk -v t="$t" '$0 == "@@VMTEST test-begin " t { on = 1 } on' "$3") || echo 'no reason')"
+		bad=1
+	fi
+	while IFS=$'\t' read -r c why; do
+		[ -n "$c" ] || continue
+		if skip_expected "$k" "$t" "$c"; then
+			n=$((n + 1))
+		else
+			result FAIL "$k/$t" "case skipped, not in selftests/expected-skips: $c ($why)"
+			bad=1
+		fi
+	done < <(case_skips "$3" "$t")
+	listed_skips=$((listed_skips + n))
+	return $bad
 }
 
 # n_times N: "once", "2 times"
@@ -1419,6 +1477,7 @@ selfcheck() {
 	}
 	expect PASS harness/pass_test.sh
 	expect SKIP harness/skip_test.sh
+	expect FAIL harness/unlisted_skip_test.sh 'case skipped, not in selftests/expected-skips: harness_unlisted_case'
 	expect FAIL harness/fail_test.sh 'exit status 1'
 	expect FAIL harness/tap_fail_test.sh 'failed: .*deliberate'
 	expect FAIL harness/tap_fail_test.sh 'on retry 2'

@@ -76,7 +76,7 @@ in_busy() {
 # often: its assembly may end the unwind there)
 in_pbkdf2() {
 	uframes "$1" | head -n 1 | grep -q "$(printf '\t')$(command -v node)\$" &&
-		uframes "$1" | cut -f1 | grep -qiE 'pbkdf2|sha512|hmac'
+		uframes "$1" | head -n 1 | cut -f1 | grep -qiE 'pbkdf2|sha512|hmac'
 }
 check "the blocked loop is named: busyLoop, the innermost JavaScript frame (perf map)" \
 	any_sample "$work/report.json" node in_busy busyLoop

@@ -71,15 +71,17 @@ reports redis
 sleeping() {
 	ksyms "$1" | grep -q nanosleep && usyms "$1" | grep -q '^debugCommand '
 }
-in_keys() { usyms "$1" | grep -q '^keysCommand '; }
-in_eval() { usyms "$1" | grep -q '^evalGenericCommand '; }
+# (running: caught on a CPU in the command's own work, not asleep under it)
+running() { echo "$1" | grep -q '"state":"running"'; }
+in_keys() { running "$1" && usyms "$1" | grep -q '^keysCommand '; }
+in_eval() { running "$1" && usyms "$1" | grep -q '^evalGenericCommand '; }
 
 echo "# $(samples "$work/redis.json" redis-server | wc -l) samples of redis-server"
 check "DEBUG SLEEP: blocked in nanosleep under debugCommand" \
 	any_sample "$work/redis.json" redis-server sleeping debugCommand
 check "KEYS *: running in keysCommand" \
 	any_sample "$work/redis.json" redis-server in_keys keysCommand
-check "EVAL busy loop: under evalGenericCommand" \
+check "EVAL busy loop: running under evalGenericCommand" \
 	any_sample "$work/redis.json" redis-server in_eval evalGenericCommand
 check "waiting in epoll_wait is never a stall" \
 	no_kernel_frame "$work/redis.json" redis-server ep_poll do_epoll_wait

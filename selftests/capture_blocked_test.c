@@ -15,6 +15,7 @@
 #define TAG		0x626c6f636b656431ULL
 
 static const char *const schedule_fns[] = { "schedule", "__schedule", NULL };
+static const char *const switch_fns[] = { "__schedule", NULL };
 static const char *const futex_fns[] = {
 	"futex_wait", "__futex_wait", "do_futex", "__x64_sys_futex", NULL,
 };
@@ -83,6 +84,9 @@ FIXTURE_SETUP(blocked)
 	ASSERT_LE(self->s.info.min_deadline_ns, TIMEOUT);
 	self->have_ks = !sc_ksyms_load(&self->ks) &&
 			(self->s.info.features & STALLCAP_FEAT_KADDR);
+	/* root in the guests sees kernel addresses: the frames are checked */
+	if (!geteuid())
+		ASSERT_TRUE(self->have_ks) TH_LOG("root, but no kernel symbols or addresses");
 }
 
 FIXTURE_TEARDOWN(blocked)
@@ -276,6 +280,10 @@ static void run_blocked(struct __test_metadata *_metadata, FIXTURE_DATA(blocked)
 	if (self->have_ks) {
 		EXPECT_TRUE(sc_kstack_has(&self->ks, r, wait_fns))
 			TH_LOG("no kernel frame in %s...", wait_fns[0]);
+		/* frame 0: where it switched out, in __schedule() */
+		EXPECT_TRUE(sc_kip_named(&self->ks, sc_kernel_ips(r)[0], switch_fns))
+			TH_LOG("kernel frame 0 is %s, not __schedule",
+			       sc_ksym_name(&self->ks, sc_kernel_ips(r)[0]) ?: "?");
 		EXPECT_TRUE(sc_kstack_has(&self->ks, r, schedule_fns))
 			TH_LOG("no kernel frame in schedule");
 	}

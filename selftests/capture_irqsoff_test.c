@@ -369,6 +369,7 @@ static bool run_once(struct __test_metadata *_metadata, FIXTURE_DATA(spin) *self
 	const struct stallcap_sample *first, *r;
 	uint64_t t0, t1, bound, spin_end;
 	const char *const spin_fn[] = { variant->fn, NULL };
+	bool irqs_off = variant->flag & STALLCAP_SAMPLE_IRQS_OFF;
 	unsigned int during = 0, in_fn = 0, in_hardirq = 0;
 	pid_t tid = sc_gettid();
 	long stopped = 0, exp0, walks0, looks0, exp1, walks1, looks1;
@@ -434,14 +435,19 @@ static bool run_once(struct __test_metadata *_metadata, FIXTURE_DATA(spin) *self
 		    r->state != STALLCAP_STATE_RUNNING ||
 		    r->flags & (STALLCAP_SAMPLE_MIGRATED | STALLCAP_SAMPLE_ABANDONED))
 			continue;
-		if (r->flags & STALLCAP_SAMPLE_IN_HARDIRQ) {
+		if (r->flags & STALLCAP_SAMPLE_IN_HARDIRQ && !irqs_off) {
 			in_hardirq++;
 			continue;
 		}
 		during++;
+		/*
+		 * With interrupts off no interrupt can be on top of the spin:
+		 * frame 0 is the spin function, exactly (an interrupt's or the
+		 * NMI's frames there would be the capture's own, a bug)
+		 */
 		in_fn += frame0_is(&self->ks, r, variant->fn) ||
-			 under_an_interrupt(&self->ks, r, variant->fn) ||
-			 cut_in_interrupt_entry(&self->ks, r);
+			 (!irqs_off && (under_an_interrupt(&self->ks, r, variant->fn) ||
+					cut_in_interrupt_entry(&self->ks, r)));
 	}
 	/*
 	 * A vCPU descheduled by a loaded host for a whole deadline lets it
@@ -450,11 +456,14 @@ static bool run_once(struct __test_metadata *_metadata, FIXTURE_DATA(spin) *self
 	 * count, 20 ms after the ARM): the first sample then lacks the
 	 * spinning function; then, or when it is late, try again.
 	 */
-	/* an NMI may also land in an interrupt on top of the spin */
+	/*
+	 * an NMI may also land in an interrupt on top of the spin, unless
+	 * interrupts are off: then such a first sample fails below
+	 */
 	if (first->capture_ns > bound || first->state != STALLCAP_STATE_RUNNING ||
-	    first->flags & STALLCAP_SAMPLE_IN_HARDIRQ ||
-	    under_an_interrupt(&self->ks, first, variant->fn) ||
-	    cut_in_interrupt_entry(&self->ks, first) ||
+	    (!irqs_off && (first->flags & STALLCAP_SAMPLE_IN_HARDIRQ ||
+			   under_an_interrupt(&self->ks, first, variant->fn) ||
+			   cut_in_interrupt_entry(&self->ks, first))) ||
 	    !sc_kstack_has(&self->ks, first, spin_fn)) {
 		TH_LOG("attempt %d: first sample %lld us after arming (bound %llu us), state %u, path %u",
 		       attempt, (long long)(first->capture_ns - t0) / 1000,

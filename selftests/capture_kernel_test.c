@@ -121,8 +121,10 @@ static bool collect_running(struct __test_metadata *_metadata, FIXTURE_DATA(kern
 	r = sc_first_sample_of(&self->rs, sc_gettid());
 	ASSERT_NE(NULL, r);
 	/* a host that descheduled the vCPU may let the deadline pass in ARM */
+	/* (an interrupt handled on top of the work: the thread's, but not the work) */
 	if (r->state == STALLCAP_STATE_RUNNING && r->path != STALLCAP_PATH_BLOCKED && !sc_late(r) &&
-	    sc_ip_in_fn(sc_regs(r)->ip, raw_syscall6) && sc_kstack_has(&self->ks, r, work_fns))
+	    sc_ip_in_fn(sc_regs(r)->ip, raw_syscall6) && sc_kstack_has(&self->ks, r, work_fns) &&
+	    !sc_kstack_under_interrupt(&self->ks, r))
 		return true;
 	TH_LOG("attempt %d: the deadline found the thread in state %u, path %u, %llu us late",
 	       attempt, r->state, r->path,
@@ -138,6 +140,66 @@ static bool collect_running(struct __test_metadata *_metadata, FIXTURE_DATA(kern
 	ASSERT_GT(ATTEMPTS, attempt) TH_LOG("never caught running in the kernel's work");
 	sc_records_free(&self->rs);
 	return false;
+}
+
+/* stallcap's own code and data: [*@lo, *@hi) from /proc/modules; 0 or -1 */
+static int own_module_range(uint64_t *lo, uint64_t *hi)
+{
+	FILE *f = fopen("/proc/modules", "r");
+	unsigned long long size, base;
+	char line[512], name[64];
+	int ret = -1;
+
+	if (!f)
+		return -1;
+	while (ret && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%63s %llu %*s %*s %*s %llx", name, &size, &base) == 3 &&
+		    !strcmp(name, "stallcap") && base) {
+			*lo = base;
+			*hi = base + size;
+			ret = 0;
+		}
+	fclose(f);
+	return ret;
+}
+
+/* Index of @r's first kernel frame named by @fns, or -1. */
+static int kframe_index(const struct sc_ksyms *ks, const struct stallcap_sample *r,
+			const char *const *fns)
+{
+	for (unsigned int i = 0; i < sc_nk(r); i++)
+		if (sc_kip_named(ks, sc_kernel_ips(r)[i], fns))
+			return (int)i;
+	return -1;
+}
+
+/*
+ * Frame 0 is what was executing: the work function itself or one it
+ * called, each frame up to the work the caller of the one before; never
+ * stallcap's own code (the capture's frames are not the thread's) nor an
+ * interrupt's or exception's entry between frame 0 and the work.
+ */
+static void check_frames_inside_work(struct __test_metadata *_metadata,
+				     FIXTURE_DATA(kernel) *self,
+				     const struct stallcap_sample *r,
+				     const char *const *work_fns)
+{
+	int k = kframe_index(&self->ks, r, work_fns);
+	uint64_t lo, hi, ip;
+
+	ASSERT_LE(0, k) TH_LOG("no kernel frame in %s...", work_fns[0]);
+	EXPECT_FALSE(sc_kstack_under_interrupt(&self->ks, r))
+		TH_LOG("an interrupt's frames in the thread's stack");
+	ASSERT_EQ(0, own_module_range(&lo, &hi)) TH_LOG("stallcap not in /proc/modules");
+	for (int i = 0; i <= k; i++) {
+		ip = sc_kernel_ips(r)[i];
+		EXPECT_FALSE(ip >= lo && ip < hi)
+			TH_LOG("kernel frame %d (%#llx) is stallcap's own code", i,
+			       (unsigned long long)ip);
+	}
+	TH_LOG("frame 0: %s, the work (%s) at frame %d",
+	       sc_ksym_name(&self->ks, sc_kernel_ips(r)[0]) ?: "?",
+	       sc_ksym_name(&self->ks, sc_kernel_ips(r)[k]) ?: "?", k);
 }
 
 /* The first sample of a stall inside a system call made by @caller. */
@@ -178,8 +240,7 @@ static void check_kernel_sample(struct __test_metadata *_metadata,
 	for (unsigned int i = 0; i < sc_nk(r); i++)
 		unresolved += !sc_ksym_name(&self->ks, sc_kernel_ips(r)[i]);
 	EXPECT_EQ(0, unresolved) TH_LOG("kernel frames outside kernel text");
-	EXPECT_TRUE(sc_kstack_has(&self->ks, r, work_fns))
-		TH_LOG("no kernel frame in %s...", work_fns[0]);
+	check_frames_inside_work(_metadata, self, r, work_fns);
 	EXPECT_TRUE(sc_kstack_has(&self->ks, r, entry_fns))
 		TH_LOG("no kernel frame in %s...", entry_fns[0]);
 

@@ -106,8 +106,18 @@ static void check_accounting(struct __test_metadata *_metadata, const struct sc_
 	       (unsigned long long)st.stalls, (unsigned long long)st.samples,
 	       (unsigned long long)st.stall_ends, (unsigned long long)st.deferred, pending,
 	       (unsigned long long)st.lost);
-	/* the header's invariant */
-	EXPECT_LE(st.samples, st.stalls);
+	/*
+	 * the header's invariant, exactly: every stall's first sample was
+	 * written, lost or suppressed; and every lost record is counted once,
+	 * as a first sample, a stall end (every stall ended) or a deferred
+	 * user stack
+	 */
+	EXPECT_EQ(st.stalls, st.samples + st.lost_first + st.suppressed);
+	EXPECT_EQ(st.lost, st.lost_first + (st.stalls - st.stall_ends) + st.lost_deferred)
+		TH_LOG("lost %llu: %llu first samples, %llu stall ends, %llu deferred",
+		       (unsigned long long)st.lost, (unsigned long long)st.lost_first,
+		       (unsigned long long)(st.stalls - st.stall_ends),
+		       (unsigned long long)st.lost_deferred);
 	for (size_t i = 0; i < rs->n; i++) {
 		const struct stallcap_sample *r = (const void *)rs->rec[i];
 		const struct stallcap_stall_end *e = (const void *)rs->rec[i];

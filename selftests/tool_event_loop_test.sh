@@ -119,4 +119,20 @@ wait $reader
 check "-o FIFO: the reader got the recording, the FIFO stayed" \
 	sh -c '[ -p "$1/out.fifo" ] && [ ! -e "$1/out.fifo.old" ] &&
 	       stallcap report -f json "$1/from.fifo" | grep -q "\"type\":\"stall\""' _ "$work"
+
+# a command that shares the session writes a tail the ring cannot have
+# (past its head): the reader refuses the ring, and says so; the run ends,
+# and the command with it (before: a silent stop, then a wait for the
+# command's own end)
+t0=$(date +%s)
+stallcap record -o "$work/bad.data" -- python3 -c 'import mmap, os, struct, time
+m = mmap.mmap(int(os.environ["STALLCAP_FD"]), 4096)
+head = struct.unpack_from("<Q", m, 64)[0]
+struct.pack_into("<Q", m, 128, head + 8)
+time.sleep(120)' 2>"$work/bad.err"
+rc=$?
+show "$work/bad.err"
+check "a ring made unreadable: record says why, and ends with its command within 20 s" \
+	sh -c '[ "$1" != 0 ] && [ "$2" -lt 20 ] &&
+	       grep -q "reading records stopped: Bad message" "$3"' _ "$rc" $(($(date +%s) - t0)) "$work/bad.err"
 finish
