@@ -372,6 +372,31 @@ static bool attach_exists(struct stallcap_session *sess,
 }
 
 /*
+ * Before anything is made: an attach that exists already (EEXIST: its own
+ * watches count against the limits), no thread to watch (ESRCH), or more
+ * threads than the watch limits leave room for (ENOSPC); then the
+ * session's ring.  So a refused ATTACH leaves the sizes open to
+ * SET_CONFIG, as a refused ARM does.  sess->lock held.
+ */
+static int attach_room(struct stallcap_session *sess,
+		       struct stallcap_attach_ent *a)
+{
+	unsigned int n;
+	int ret;
+
+	mutex_lock(&attach_lock);
+	ret = attach_exists(sess, a->leader, a->mm) ? -EEXIST : 0;
+	mutex_unlock(&attach_lock);
+	if (ret)
+		return ret;
+	n = count_threads(a);
+	if (!n)
+		return -ESRCH;
+	ret = stallcap_watch_room(sess, n, a->timeout_ns);
+	return ret ? ret : stallcap_session_ensure_ring(sess, false);
+}
+
+/*
  * Under sess->lock: the attach itself, once the target is known; the new
  * attach in *@made (if @made is not NULL).
  */
@@ -382,21 +407,12 @@ static int attach_locked(struct stallcap_session *sess,
 			 struct stallcap_attach_ent **made)
 {
 	struct stallcap_attach_ent *a;
-	unsigned int n;
 	int ret;
 
 	a = attach_new(sess, arg, leader, mm, parent);
 	if (!a)
 		return -ENOMEM;
-	/*
-	 * Refused for its number of threads (the watch limits), or with none
-	 * to watch: before the session's ring is made, so that the sizes stay
-	 * open to SET_CONFIG, as after a refused ARM.
-	 */
-	n = count_threads(a);
-	ret = n ? stallcap_watch_room(sess, n, a->timeout_ns) : -ESRCH;
-	if (!ret)
-		ret = stallcap_session_ensure_ring(sess, false);
+	ret = attach_room(sess, a);
 	if (ret) {
 		stallcap_attach_put(a);
 		return ret;

@@ -1043,7 +1043,7 @@ skip_expected() {
 check_skips() {
 	local k=$1 t=$2 c why n=0 bad=0
 	if [ "$4" = 4 ] && ! skip_expected "$k" "$t" -; then
-		result FAIL "$k/$t" "skipped, not in selftests/expected-skips: $(grep -m1 -o '# SKIP.*' <(awk -v t="$t" '$0 == "@@VMTEST test-begin " t { on = 1 } on' "$3") || echo 'no reason')"
+		result FAIL "$k/$t" "skipped, not in selftests/expected-skips: $(grep -m1 -o '# SKIP.*' <(awk -v t="$t" '$0 == "@@VMTEST test-begin " t { on = 1; next } /^@@VMTEST test / { on = 0 } on' "$3") || echo 'no reason')"
 		bad=1
 	fi
 	while IFS=$'\t' read -r c why; do

@@ -176,8 +176,10 @@ static int kframe_index(const struct sc_ksyms *ks, const struct stallcap_sample 
 /*
  * Frame 0 is what was executing: the work function itself or one it
  * called, each frame up to the work the caller of the one before; never
- * stallcap's own code (the capture's frames are not the thread's) nor an
- * interrupt's or exception's entry between frame 0 and the work.
+ * stallcap's own code (the capture's frames are not the thread's).  A
+ * sample with an interrupt's entry on the stack (the thread's interrupt,
+ * not the work) is tried again by collect_running(), which then fails
+ * after SC_ATTEMPTS.
  */
 static void check_frames_inside_work(struct __test_metadata *_metadata,
 				     FIXTURE_DATA(kernel) *self,
@@ -187,9 +189,8 @@ static void check_frames_inside_work(struct __test_metadata *_metadata,
 	int k = kframe_index(&self->ks, r, work_fns);
 	uint64_t lo, hi, ip;
 
-	ASSERT_LE(0, k) TH_LOG("no kernel frame in %s...", work_fns[0]);
-	EXPECT_FALSE(sc_kstack_under_interrupt(&self->ks, r))
-		TH_LOG("an interrupt's frames in the thread's stack");
+	/* (a work frame and no interrupt entry: collect_running() took it so) */
+	ASSERT_LE(0, k);
 	ASSERT_EQ(0, own_module_range(&lo, &hi)) TH_LOG("stallcap not in /proc/modules");
 	for (int i = 0; i <= k; i++) {
 		ip = sc_kernel_ips(r)[i];

@@ -5,7 +5,7 @@
 # shared deadlines (inline stores, no system call); its session is
 # close-on-exec.
 . ./tool_lib.sh
-need stallcap event_loop
+need stallcap event_loop stallcap-spin-nofp
 
 in_handler() { usyms "$1" | in_order handle_tick main; }
 
@@ -121,15 +121,13 @@ check "-o FIFO: the reader got the recording, the FIFO stayed" \
 	       stallcap report -f json "$1/from.fifo" | grep -q "\"type\":\"stall\""' _ "$work"
 
 # a command that shares the session writes a tail the ring cannot have
-# (past its head): the reader refuses the ring, and says so; the run ends,
-# and the command with it (before: a silent stop, then a wait for the
-# command's own end)
+# (past its head; the fixture spins 120 s under a deadline it never
+# misses): the reader refuses the ring, and says so; the run ends, and the
+# command with it (before: a silent stop, then a wait for the command's
+# own end)
 t0=$(date +%s)
-stallcap record -o "$work/bad.data" -- python3 -c 'import mmap, os, struct, time
-m = mmap.mmap(int(os.environ["STALLCAP_FD"]), 4096)
-head = struct.unpack_from("<Q", m, 64)[0]
-struct.pack_into("<Q", m, 128, head + 8)
-time.sleep(120)' 2>"$work/bad.err"
+FIXTURE_BREAK_RING=1 stallcap record -o "$work/bad.data" -- stallcap-spin-nofp 120000 600000 \
+	2>"$work/bad.err"
 rc=$?
 show "$work/bad.err"
 check "a ring made unreadable: record says why, and ends with its command within 20 s" \

@@ -32,11 +32,21 @@ static volatile sig_atomic_t stop_signal;
 /* the command, once the run has ended: a signal then is passed on to it */
 static volatile sig_atomic_t signal_child;
 
+/*
+ * The first SIGINT or SIGTERM ends the run (the records read so far are
+ * written, the command ended); one while the command ends is passed on to
+ * it; another before then acts at once (a write blocked on a stalled pipe
+ * is restarted, SA_RESTART, and only this ends it).
+ */
 static void on_signal(int sig)
 {
-	stop_signal = sig;
-	if (signal_child > 0)
+	if (signal_child > 0) {
 		kill(signal_child, sig);
+	} else if (stop_signal) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+	}
+	stop_signal = sig;
 }
 
 /** collect_stop() - collect_run() returns after this round (a sink that is done). */
@@ -204,8 +214,10 @@ static int drain(struct collector *c)
 	while (ret > 0);
 	if (ret < 0)
 		return ret;
-	if (c->sk->flush && c->sk->flush(c->sk))
-		return -EIO;
+	if (c->sk->flush && !c->err)
+		c->err = c->sk->flush(c->sk);	/* its own errno: ENOSPC... */
+	if (c->err)
+		return c->err;
 	if (!stallcap_ring_counters(c->s, &lost, &suppressed) &&
 	    (lost != c->lost || suppressed != c->suppressed)) {
 		c->lost = lost;
@@ -431,10 +443,10 @@ static int follow(struct collector *c, pid_t child, int *status)
 			break;
 	}
 	waitset_release(&ws);
-	if (ret < 0)	/* a ring refused as corrupt, a poll error: said */
+	if (ret < 0 && !c->err)	/* a ring refused as damaged, a poll error */
 		fprintf(stderr, "%s: reading records stopped: %s\n", prog,
 			strerror(-ret));
-	else
+	else if (!ret)	/* (a write error is the sink's to tell) */
 		ret = drain(c);
 	if (c->o->deadline_ns)	/* the CPU time of those still running */
 		unwatched_scan(c, now_ns(CLOCK_MONOTONIC), true);

@@ -173,8 +173,8 @@ int cmd_record(int argc, char **argv)
 	}
 	cs.to = scfile_sink(f);
 	ret = collect_run(&o, &cs.sink, &status);
-	err = scfile_close(f);
-	if (err && !ret) {
+	err = scfile_close(f);	/* the first write error, kept */
+	if (err) {
 		warnx_("%s: write error: %s", out, strerror(-err));
 		ret = -1;
 	}

@@ -31,7 +31,9 @@
  * under a frame of 96 KiB (1.25 MiB); with FIXTURE_SLEEP=1 fixture_spin
  * sleeps the time instead (a blocked thread: its user stack is read as it
  * returns to user space); with FIXTURE_UNLINK_SELF=1 it first deletes its
- * own binary (a server upgraded in place).
+ * own binary (a server upgraded in place); with FIXTURE_BREAK_RING=1 it
+ * writes a ring tail past the head (a program that shares the session and
+ * damages the ring its reader reads).
  */
 #include <signal.h>
 #include <stdbool.h>
@@ -185,6 +187,17 @@ int main(int argc, char **argv)
 	if (ret) {
 		fprintf(stderr, "fixture: open: %s\n", strerror(-ret));
 		return 1;
+	}
+	if (getenv("FIXTURE_BREAK_RING")) {
+		struct stallcap_ring_ctl *ctl;
+
+		ret = stallcap_ring_map(s);
+		if (ret) {
+			fprintf(stderr, "fixture: map: %s\n", strerror(-ret));
+			return 1;
+		}
+		ctl = stallcap_session_ring(s)->ctl;
+		__atomic_store_n(&ctl->data_tail, ctl->data_head + 8, __ATOMIC_RELEASE);
 	}
 	ret = stallcap_watch_arm(s, deadline_ms * 1000000ULL, 0x5717, 0);
 	if (ret) {
