@@ -40,8 +40,13 @@ reading() {
 	grep -qx "stallcap: reading records" "$1"
 }
 
-# samples FILE COMM: the JSON sample lines of thread COMM
-samples() { grep '"type":"sample"' "$1" | grep "\"comm\":\"$2\""; }
+# samples FILE COMM: the JSON sample lines of thread COMM, by the sample's
+# own comm (a line may name another thread too: the task that ran instead,
+# a lock owner; CI125's 7.3 tokio flake took the main thread's sample, a
+# worker ran in its place, for a worker's)
+samples() {
+	grep "^{\"type\":\"sample\",\"stall_id\":[0-9]*,\"pid\":[0-9]*,\"tid\":[0-9]*,\"ns_pid\":[0-9]*,\"ns_tid\":[0-9]*,\"comm\":\"$2\"" "$1"
+}
 
 # sample_tids FILE: the distinct tids of FILE's JSON sample lines, each
 # sample's own (the first of its line: a sample may also name the task that
