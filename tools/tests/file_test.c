@@ -275,19 +275,26 @@ TEST_F(file, a_process_of_140000_mappings_and_a_long_kernel_name_read_back)
 	EXPECT_EQ(3, self->g.lost);
 }
 
-/* A chunk header that claims 1 GiB in a short file: read as cut, at once. */
-TEST_F(file, a_chunk_claiming_more_than_the_file_holds_is_cut)
+/* write_file()'s file, then a chunk of unknown type 999, @size, of which @have bytes */
+static void append_unknown_chunk(struct __test_metadata *_metadata, const char *path,
+				 __u32 size, size_t have)
 {
-	struct scf_chunk c = { .type = 999, .size = 1U << 30 };
+	struct scf_chunk c = { .type = 999, .size = size };
 	char pad[64] = { 0 };
 	FILE *f;
 
-	write_file(_metadata, self->path);
-	f = fopen(self->path, "a");
+	write_file(_metadata, path);
+	f = fopen(path, "a");
 	ASSERT_NE(NULL, f);
 	fwrite(&c, sizeof(c), 1, f);
-	fwrite(pad, sizeof(pad), 1, f);
+	fwrite(pad, have, 1, f);
 	fclose(f);
+}
+
+/* A chunk header that claims 1 GiB in a short file: read as cut, at once. */
+TEST_F(file, a_chunk_claiming_more_than_the_file_holds_is_cut)
+{
+	append_unknown_chunk(_metadata, self->path, 1U << 30, 64);
 	ASSERT_EQ(0, scfile_read(self->path, &self->g.sink));
 	EXPECT_EQ(2, self->g.records);
 	EXPECT_EQ(1, self->g.lost_n);
@@ -295,16 +302,7 @@ TEST_F(file, a_chunk_claiming_more_than_the_file_holds_is_cut)
 
 TEST_F(file, unknown_chunk_skipped)
 {
-	struct scf_chunk c = { .type = 999, .size = 24 };
-	char pad[16] = { 0 };
-	FILE *f;
-
-	write_file(_metadata, self->path);
-	f = fopen(self->path, "a");
-	ASSERT_NE(NULL, f);
-	fwrite(&c, sizeof(c), 1, f);
-	fwrite(pad, sizeof(pad), 1, f);
-	fclose(f);
+	append_unknown_chunk(_metadata, self->path, 24, 16);
 	ASSERT_EQ(0, scfile_read(self->path, &self->g.sink));
 	EXPECT_EQ(2, self->g.records);
 }
