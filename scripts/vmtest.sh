@@ -1008,10 +1008,8 @@ judge() {
 # case_skips CHAN TEST: "CASE<TAB>WHY" of each TAP case of TEST that
 # skipped (every run of it, each case once)
 case_skips() {
-	awk -v t="$2" '
-		$0 == "@@VMTEST test-begin " t { on = 1; next }
-		/^@@VMTEST test / { on = 0 }
-		on && /^ok [0-9]+ .*# SKIP/ {
+	test_lines "$1" "$2" | awk '
+		/^ok [0-9]+ .*# SKIP/ {
 			c = $0
 			sub(/^ok [0-9]+ (- )?/, "", c)
 			why = c
@@ -1020,7 +1018,7 @@ case_skips() {
 			if (c == "") c = "(unnamed)"
 			if (!(c in seen)) print c "\t" why
 			seen[c] = 1
-		}' "$1"
+		}'
 }
 
 # skip_expected KERNEL TEST CASE: is the skip listed in
@@ -1043,7 +1041,7 @@ skip_expected() {
 check_skips() {
 	local k=$1 t=$2 c why n=0 bad=0
 	if [ "$4" = 4 ] && ! skip_expected "$k" "$t" -; then
-		result FAIL "$k/$t" "skipped, not in selftests/expected-skips: $(grep -m1 -o '# SKIP.*' <(awk -v t="$t" '$0 == "@@VMTEST test-begin " t { on = 1; next } /^@@VMTEST test / { on = 0 } on' "$3") || echo 'no reason')"
+		result FAIL "$k/$t" "skipped, not in selftests/expected-skips: $(test_lines "$3" "$t" | grep -m1 -o '# SKIP.*' || echo 'no reason')"
 		bad=1
 	fi
 	while IFS=$'\t' read -r c why; do
@@ -1065,15 +1063,21 @@ n_times() { [ "$1" = 1 ] && echo once || echo "$1 times"; }
 # tap_fails CHAN TEST: names of the failed TAP cases of TEST (every run of
 # it), as a suffix
 tap_fails() {
-	awk -v t="$2" '
-		$0 == "@@VMTEST test-begin " t { on = 1; next }
-		/^@@VMTEST test / { on = 0 }
-		on && /^not ok / && !/# SKIP/ {
+	test_lines "$1" "$2" | awk '
+		/^not ok / && !/# SKIP/ {
 			sub(/^not ok [0-9]+ (- )?/, "")
 			if (!($0 in seen)) s = s (s ? ", " : "") $0
 			seen[$0] = 1
 		}
-		END { if (s) printf "; failed: %s", substr(s, 1, 200) }' "$1"
+		END { if (s) printf "; failed: %s", substr(s, 1, 200) }'
+}
+
+# test_lines CHAN TEST: what TEST printed, every run of it
+test_lines() {
+	awk -v t="$2" '
+		$0 == "@@VMTEST test-begin " t { on = 1; next }
+		/^@@VMTEST test / { on = 0 }
+		on' "$1"
 }
 
 # ---------------------------------------------------------------------------
