@@ -11,6 +11,12 @@ instruction pointer, the stack pointer and the interrupt flag, and every
 word of the top of the kernel stack that is a kernel address, the way the
 kernel's own stack dumps list their "?" entries: a guess at the call chain,
 enough to tell a vCPU spinning on a lock from one halted in the idle loop.
+When the top of the stack is an exception's frame in the kernel, it also
+prints the frame's rip and the code bytes from the one before it ("trap
+frame:"): for a vCPU caught at the int3 entry, whether memory still holds
+the int3 it trapped on.  Then the guest runs for a moment and stops again,
+a few times: the other kernel places each vCPU was seen at are listed
+("also at:"), with their trap frames.
 
 name: the same lines with each kernel address as symbol+offset, from
 SYMBOLS (a System.map, or the kernel's /proc/kallsyms read in a boot
@@ -27,6 +33,7 @@ import sys
 import time
 
 STACK_WORDS = 64
+EXTRA_STOPS = 8
 PROMPT = b"(qemu) "
 ANSI = re.compile(rb"\x1b\[[0-9;]*[A-Za-z]|\r")
 
@@ -97,8 +104,8 @@ def registers(text):
     return regs, bool(halted and halted.group(1) == "1")
 
 
-def stack_words(mon, rsp):
-    out = mon.cmd("x/%dgx %#x" % (STACK_WORDS, rsp))
+def stack_words(mon, rsp, count=STACK_WORDS):
+    out = mon.cmd("x/%dgx %#x" % (count, rsp))
     words = []
     for line in out.splitlines():
         if ":" not in line:
@@ -107,32 +114,75 @@ def stack_words(mon, rsp):
     return words
 
 
+def trap_frame(mon, words):
+    """If the stack's top is the frame an exception in the kernel pushed
+    (rip, cs 0x10, flags, rsp, ss), the line of its rip and the code bytes
+    from the one before it: for a vCPU at the int3 entry, what memory holds
+    where the int3 was (an int3 is a trap: the frame's rip is the byte after
+    it)."""
+    if len(words) < 5 or not kernel_address(words[0]) or words[1] != 0x10:
+        return []
+    out = mon.cmd("x/6bx %#x" % (words[0] - 1))
+    code = re.findall(r"0x([0-9a-fA-F]{2})\b", out.split(":", 1)[1] if ":" in out else "")
+    return ["  trap frame: %#x, memory from the byte before it: %s" % (
+        words[0], " ".join(code).lower() if code else "not read")]
+
+
+def vcpu_state(mon, cpu):
+    """(rip, rsp, interrupt flag, halted) of vCPU @cpu, or None."""
+    mon.cmd("cpu %s" % cpu)
+    regs, halted = registers(mon.cmd("info registers"))
+    if regs.get("RIP") is None or regs.get("RSP") is None:
+        return None
+    return regs["RIP"], regs["RSP"], bool(regs.get("RFL", 0) & 0x200), halted
+
+
+def where(state):
+    rip, rsp, irqs_on, halted = state
+    return "%#x%s, interrupts %s, rsp %#x" % (
+        rip, " (halted)" if halted else "", "on" if irqs_on else "off", rsp)
+
+
 def read_vcpus(path):
-    """Each vCPU of the guest behind monitor @path, addresses in hex."""
+    """Each vCPU of the guest behind monitor @path, addresses in hex: where
+    it is, its stack's kernel words, then where else it was in a few more
+    stops (a vCPU looping through an exception shows its entry there)."""
     mon = Monitor(path)
     mon.cmd("stop")
-    for cpu in re.findall(r"CPU #(\d+)", mon.cmd("info cpus")):
-        mon.cmd("cpu %s" % cpu)
-        regs, halted = registers(mon.cmd("info registers"))
-        rip, rsp, rfl = regs.get("RIP"), regs.get("RSP"), regs.get("RFL", 0)
-        if rip is None or rsp is None:
-            print("cpu %s: no registers" % cpu)
+    cpus = re.findall(r"CPU #(\d+)", mon.cmd("info cpus"))
+    lines, seen = {}, {}
+    for cpu in cpus:
+        state = vcpu_state(mon, cpu)
+        if state is None:
+            lines[cpu] = ["cpu %s: no registers" % cpu]
             continue
-        print("cpu %s: %#x%s, interrupts %s, rsp %#x" % (
-            cpu, rip, " (halted)" if halted else "",
-            "on" if rfl & 0x200 else "off", rsp))
-        if not kernel_address(rip):
-            continue
-        for w in stack_words(mon, rsp):
-            if kernel_address(w):
-                print("  ? %#x" % w)
+        lines[cpu] = ["cpu %s: %s" % (cpu, where(state))]
+        seen[cpu] = {state[0]}
+        if kernel_address(state[0]):
+            words = stack_words(mon, state[1])
+            lines[cpu] += trap_frame(mon, words)
+            lines[cpu] += ["  ? %#x" % w for w in words if kernel_address(w)]
+    for _ in range(EXTRA_STOPS):
+        mon.cmd("cont")
+        time.sleep(0.05)
+        mon.cmd("stop")
+        for cpu in cpus:
+            state = vcpu_state(mon, cpu)
+            if cpu not in seen or state is None or not kernel_address(state[0]) \
+                    or state[0] in seen[cpu]:
+                continue
+            seen[cpu].add(state[0])
+            lines[cpu].append("  also at: %s" % where(state))
+            lines[cpu] += trap_frame(mon, stack_words(mon, state[1], 5))
+    for cpu in cpus:
+        print("\n".join(lines[cpu]))
 
 
 def name_addresses(syms):
     """Standard input to output, each code address as symbol+offset."""
     for line in sys.stdin:
         sys.stdout.write(re.sub(
-            r"^(cpu \d+: |  \? )0x([0-9a-f]+)\b",
+            r"^(cpu \d+: |  \? |  trap frame: |  also at: )0x([0-9a-f]+)\b",
             lambda m: m.group(1) + syms.name(int(m.group(2), 16)), line))
 
 

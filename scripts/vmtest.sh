@@ -747,6 +747,30 @@ emulator_stale_patch() {
 		END { exit !found }'
 }
 
+# emulator_int3_loop HUNG: the same forgiven stale int3 where the site ran
+# with interrupts off (a jump label in __schedule(), under the runqueue
+# lock): no tick comes, so no stall names the site, and the guest falls
+# silent (CI127's 5.10 guest, CI119's 6.1).  Succeeds, and says where, when
+# the silent guest's vCPUs (where_hung, named: its first stop or one of the
+# few after it) show one at the int3 entry's first instruction whose trap
+# frame returns past a byte that memory does not hold as an int3: hardware
+# cannot trap there again and again.
+emulator_int3_loop() {
+	awk '/^cpu |^  also at: / { at = ($0 ~ /^(cpu [0-9]+|  also at): asm_exc_int3[+]0x0[ ,(]/) }
+		at && /^  trap frame: / {
+			split($0, half, "before it: ")
+			split(half[2], code, " ")
+			if (code[1] ~ /^[0-9a-f][0-9a-f]$/ && code[1] != "cc") {
+				rip = $3
+				sub(/,$/, "", rip)
+				printf "a vCPU at the int3 entry forever, its trap frame returning to %s (memory holds %s there)", rip, half[2]
+				found = 1
+				exit
+			}
+		}
+		END { exit !found }' "$1" 2>/dev/null
+}
+
 # The marks a guest prints after its tests (scripts/guest/init)
 closing_marks='kmemleak-begin|rmmod|dmesg-begin|done'
 
@@ -846,6 +870,7 @@ splats_matching() {
 # the kernel's log
 hung_summary() {
 	awk '/^cpu / { s = s (s ? "; " : "") $0 } NR == 1 { first = $0 }
+		/^  (trap frame|also at): / && s { sub(/^  /, ""); s = s ", " $0 }
 		END { print s ? s : "vCPUs not read: " first }' "$1" 2>/dev/null ||
 		echo "vCPUs not read"
 }
@@ -1366,7 +1391,10 @@ run_kernel() {
 				grep -m1 -E 'Oops:|Kernel panic|BUG:' || echo 'no splat'))"
 		elif ! grep -aq '^@@VMTEST done' "$logs/$tag.chan" &&
 			why=$(emulator_int3 "$logs/$tag.console" ||
-			      emulator_stale_patch "$logs/$tag.console"); then
+			      emulator_stale_patch "$logs/$tag.console" ||
+			      { [ "$guest_silent" != 0 ] &&
+				name_hung "$logs/$tag.hung" <(strip_log "$logs/$tag.chan") "$tag" &&
+				emulator_int3_loop "$logs/$tag.hung"; }); then
 			# The same, while tests ran (attach registers kprobes and
 			# tracepoint probes: ftrace and static keys patch text)
 			keep=emulator-int3
@@ -1379,6 +1407,7 @@ run_kernel() {
 		# finish (CI100: 6.12-rt died after 356 s and ran them all again)
 		cp "$logs/$tag.console" "$logs/$tag.$keep.console"
 		cp "$logs/$tag.chan" "$logs/$tag.$keep.chan"
+		[ "$guest_silent" = 0 ] || cp "$logs/$tag.hung" "$logs/$tag.$keep.hung"
 		if [ "$keep" = emulator-int3 ] && [ "$mode" != selfcheck ] &&
 			[ "${REPEAT:-1}" = 1 ]; then
 			n=$(finished_tests "$logs/$tag.chan" "$finished")
@@ -1539,6 +1568,19 @@ selfcheck() {
 	! emulator_stale_patch "$fix" >/dev/null || { ok=0; why+=("a CPU stuck inside a function was taken for the emulator's loop"); }
 	printf '%s\r\n' "$head" '[  349.839403] Code: 00 00 00 00 00 <eb> fe 66 66 90 55 53 48 83 ec 18' >"$fix"
 	! emulator_stale_patch "$fix" >/dev/null || { ok=0; why+=("a CPU stuck on a real instruction was taken for the emulator's loop"); }
+	# the same with the site's interrupts off: no stall names it, the
+	# guest falls silent, its vCPUs read through the monitor (CI127's 5.10)
+	head='cpu 0: native_safe_halt+0xe (halted), interrupts on, rsp 0xffffffff83203eb8
+cpu 1: asm_exc_int3+0x0, interrupts off, rsp 0xffffb1bc80013f18'
+	printf '%s\n' "$head" '  trap frame: __schedule+0x1c1, memory from the byte before it: 0f 1f 44 00 00 48' '  ? __schedule+0x1c1' >"$fix"
+	emulator_int3_loop "$fix" >/dev/null || { ok=0; why+=("a vCPU at the int3 entry forever on a stale int3 was not recognized"); }
+	printf '%s\n' "$head" '  trap frame: __schedule+0x1c1, memory from the byte before it: cc 1f 44 00 00 48' >"$fix"
+	! emulator_int3_loop "$fix" >/dev/null || { ok=0; why+=("a vCPU at the int3 entry on an int3 in memory was taken for the emulator's loop"); }
+	printf '%s\n' "${head/asm_exc_int3/__schedule}" '  ? __schedule+0x1c1' '  also at: asm_exc_int3+0x0, interrupts off, rsp 0xffffb1bc80013f18' \
+		'  trap frame: __schedule+0x1c1, memory from the byte before it: 0f 1f 44 00 00 48' >"$fix"
+	emulator_int3_loop "$fix" >/dev/null || { ok=0; why+=("a vCPU seen at the int3 entry in a later stop was not recognized"); }
+	printf '%s\n' "${head/asm_exc_int3/asm_common_interrupt}" '  trap frame: __schedule+0x1c1, memory from the byte before it: 0f 1f 44 00 00 48' >"$fix"
+	! emulator_int3_loop "$fix" >/dev/null || { ok=0; why+=("a vCPU at another entry was taken for the int3 loop"); }
 	resume_selfcheck || { ok=0; why+=("the channels of a guest that died and of the one booted after it were not merged right"); }
 
 	RESULTS=$real_results
