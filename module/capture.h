@@ -172,8 +172,13 @@ u32 stallcap_sigstack_bound(unsigned long sp, u32 want);
 void stallcap_put_interrupted_stack(struct stallcap_rec_writer *wr,
 				    unsigned long sp, const u8 *copy, u32 len,
 				    u32 room, u32 *flags);
-void stallcap_put_stack_more(struct stallcap_rec_writer *wr, unsigned long sp,
+
+/* ---- a user stack past a copy's gap (capture_stack_more.c) ---- */
+void stallcap_put_stack_more(struct stallcap_rec_writer *wr,
+			     struct task_struct *task, unsigned long sp,
 			     unsigned long copied_end, u32 room);
+bool stallcap_read_task_stack(struct task_struct *task, unsigned long addr,
+			      void *dst, u32 len);
 
 /* ---- the rest of NMI/IPI captures, after the handler (capture_tail.c) ---- */
 void stallcap_tail_capture(struct stallcap_capture_req *req,

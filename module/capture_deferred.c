@@ -19,16 +19,18 @@
  * drain queues the task_work) and a module reference.  The task_work drops
  * the module reference as its last step, so module exit waits, with
  * synchronize_rcu_tasks(), for every task to have left the callback's
- * remaining instructions (a voluntary switch or user mode).  From NMI, task_work_add() is reached through a per-CPU
- * irq_work draining a per-CPU lock-free list: the request itself carries no
+ * remaining instructions (a voluntary switch or user mode).  From NMI,
+ * task_work_add() is reached through a per-CPU irq_work draining a
+ * per-CPU lock-free list: the request itself carries no
  * irq_work, whose core would touch it after a task_work already freed it.
  *
  * Without task_work_add() (compat.h) only a blocked thread's sample asks
  * (the others copy at capture): a worker reads the user stack from outside
- * while the thread is still off CPU.  Its user registers and stack are then
- * those of the sample as long as it has not run since: not on a CPU, and
- * its context-switch count the one of the capture, checked before and
- * after the reads.  A thread that ran meanwhile loses the record (counted as
+ * while the thread is still off CPU (pages it never touched end the copy,
+ * as pages not resident end its own: the runs past them follow).  Its user
+ * registers and stack are then those of the sample as long as it has not
+ * run since: not on a CPU, and its context-switch count the one of the
+ * capture, checked before and after the reads.  A thread that ran meanwhile loses the record (counted as
  * a deferred stack lost, as one that exits first).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -139,7 +141,7 @@ static u32 defer_fill(struct stallcap_defer *d, struct stallcap_sample *s,
 				       max_stack - len, &s->flags);
 	/* a copy that ended at a page not resident: what lies past the gap */
 	if (len < want && wr.len - stack_at < max_stack)
-		stallcap_put_stack_more(&wr, uregs->sp, uregs->sp + len,
+		stallcap_put_stack_more(&wr, current, uregs->sp, uregs->sp + len,
 					max_stack - (wr.len - stack_at));
 	/*
 	 * Stamped after the reads, which may sleep (faults, the mmap lock): a
@@ -172,9 +174,10 @@ static u32 defer_fill_remote(struct stallcap_defer *d, struct stallcap_sample *s
 	struct stallcap_rec_writer wr;
 	struct mm_struct *mm;
 	struct pt_regs uregs;
-	u32 want, len;
+	u32 want, len, stack_at;
 	u64 *ips;
 	u8 *stack;
+	int got;
 
 	if (!remote_still_off_cpu(d) || !stallcap_task_user_regs(task, &uregs))
 		return 0;
@@ -190,16 +193,24 @@ static u32 defer_fill_remote(struct stallcap_defer *d, struct stallcap_sample *s
 	len = stallcap_remote_user_frames(task, &uregs, ips, &s->flags);
 	stallcap_sec_end(&wr, STALLCAP_SEC_USER_IPS,
 			 sizeof(struct stallcap_section) + 8 * len);
+	stack_at = wr.len + sizeof(struct stallcap_sec_user_stack);
 	stack = stallcap_sec_start(&wr) + sizeof(struct stallcap_sec_user_stack);
-	len = want ? access_process_vm(task, uregs.sp, stack, want, 0) : 0;
-	len &= ~7U;
+	/*
+	 * Up to the first page never touched (FOLL_DUMP), as defer_fill()'s
+	 * copy ends at the first page not resident; the runs past it follow.
+	 */
+	got = want ? access_process_vm(task, uregs.sp, stack, want, FOLL_DUMP) : 0;
+	len = got > 0 ? got & ~7U : 0;
 	if (len < want || want == max_stack || !want)
 		s->flags |= STALLCAP_SAMPLE_COPY_PARTIAL;
+	stallcap_sec_put_stack(&wr, uregs.sp, len);
+	if (len < want)
+		stallcap_put_stack_more(&wr, task, uregs.sp, uregs.sp + len,
+					max_stack - (wr.len - stack_at));
 	/* run since: these are not the sample's registers and stack */
 	if (!remote_still_off_cpu(d))
 		return 0;
 	stallcap_sample_stamp(s);
-	stallcap_sec_put_stack(&wr, uregs.sp, len);
 	return wr.len;
 }
 

@@ -18,6 +18,7 @@
 #include <linux/mm.h>
 #include <linux/mmap_lock.h>
 #include <linux/sched.h>
+#include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/uaccess.h>
 
@@ -27,21 +28,48 @@
 /* sections at most: a gap or two per large frame, and the frames above */
 #define STACK_MORE_MAX_SECTIONS	8
 
-/* The end of @sp's mapping in current's mm, at most the reach; 0: none. */
-static unsigned long stack_more_end(unsigned long sp)
+/* The end of @sp's mapping in @task's mm, at most the reach; 0: none. */
+static unsigned long stack_more_end(struct task_struct *task, unsigned long sp)
 {
-	struct mm_struct *mm = current->mm;
+	struct mm_struct *mm = get_task_mm(task);
 	struct vm_area_struct *vma;
 	unsigned long end = 0;
 
-	if (!mm || mmap_read_lock_killable(mm))
+	if (!mm)
 		return 0;
-	vma = find_vma(mm, sp);
-	if (vma && vma->vm_start <= sp)
-		end = min_t(unsigned long, vma->vm_end,
-			    sp + STALLCAP_USER_STACK_REACH);
-	mmap_read_unlock(mm);
+	if (!mmap_read_lock_killable(mm)) {
+		vma = find_vma(mm, sp);
+		if (vma && vma->vm_start <= sp)
+			end = min_t(unsigned long, vma->vm_end,
+				    sp + STALLCAP_USER_STACK_REACH);
+		mmap_read_unlock(mm);
+	}
+	mmput(mm);
 	return end;
+}
+
+/*
+ * Read @len bytes of @task's stack at @addr, within one page.  The current
+ * thread's: resident pages only.  Another's (a blocked thread read from
+ * outside, without task_work: capture_deferred.c): FOLL_DUMP makes a page
+ * never touched (no page table entry, or the shared zero page) an error
+ * rather than zeros, so the read ends at a big frame's untouched pages as
+ * the current thread's does; a page swapped out is read in.
+ */
+bool stallcap_read_task_stack(struct task_struct *task, unsigned long addr,
+			      void *dst, u32 len)
+{
+	if (task == current)
+		return !copy_from_user_nofault(dst, (const void __user *)addr,
+					       len);
+	return access_process_vm(task, addr, dst, len, FOLL_DUMP) == len;
+}
+
+/* Is @sp on @task's alternate signal stack (on_sig_stack(), any task)? */
+static bool stack_more_on_sigstack(struct task_struct *task, unsigned long sp)
+{
+	return task->sas_ss_size && !(task->sas_ss_flags & SS_AUTODISARM) &&
+	       sp > task->sas_ss_sp && sp - task->sas_ss_sp <= task->sas_ss_size;
 }
 
 /*
@@ -49,8 +77,8 @@ static unsigned long stack_more_end(unsigned long sp)
  * the first page that is not resident.  Return: bytes copied, a multiple
  * of 8 (@addr is 8-aligned).
  */
-static u32 stack_more_run(unsigned long addr, unsigned long end, u8 *dst,
-			  u32 max)
+static u32 stack_more_run(struct task_struct *task, unsigned long addr,
+			  unsigned long end, u8 *dst, u32 max)
 {
 	u32 done = 0, chunk;
 
@@ -58,9 +86,8 @@ static u32 stack_more_run(unsigned long addr, unsigned long end, u8 *dst,
 		chunk = min_t(unsigned long, max - done,
 			      min_t(unsigned long, end - addr - done,
 				    PAGE_SIZE - offset_in_page(addr + done)));
-		if (copy_from_user_nofault(dst + done,
-					   (const void __user *)(addr + done),
-					   chunk))
+		if (!stallcap_read_task_stack(task, addr + done, dst + done,
+					      chunk))
 			break;
 		done += chunk;
 	}
@@ -70,16 +97,18 @@ static u32 stack_more_run(unsigned long addr, unsigned long end, u8 *dst,
 /**
  * stallcap_put_stack_more() - the resident runs above a copy's gap
  * @wr: the writer, after the sample's other stack sections
+ * @task: the sampled thread: current, or one off CPU read from outside
  * @sp: the user stack pointer the first copy started at
  * @copied_end: where that copy ended: at a page that was not resident
  * @room: bytes left of the record's room for the stack (the sections'
  *	headers come out of it)
  *
- * Context: the current thread's own, in process context (its deferred
- * user-stack record): the mapping is looked up under the mmap lock.  At
- * most STALLCAP_USER_STACK_REACH / PAGE_SIZE pages are tried.
+ * Context: process context (a deferred user-stack record): the mapping is
+ * looked up under the mmap lock.  At most STALLCAP_USER_STACK_REACH /
+ * PAGE_SIZE pages are tried.
  */
-void stallcap_put_stack_more(struct stallcap_rec_writer *wr, unsigned long sp,
+void stallcap_put_stack_more(struct stallcap_rec_writer *wr,
+			     struct task_struct *task, unsigned long sp,
 			     unsigned long copied_end, u32 room)
 {
 	const u32 hdr = sizeof(struct stallcap_sec_user_stack);
@@ -90,11 +119,11 @@ void stallcap_put_stack_more(struct stallcap_rec_writer *wr, unsigned long sp,
 	u32 n;
 
 	/* the alternate signal stack's top ends it (capture_sigstack.c) */
-	if (current->sas_ss_size && on_sig_stack(sp))
+	if (stack_more_on_sigstack(task, sp))
 		return;
-	end = stack_more_end(sp);
+	end = stack_more_end(task, sp);
 	while (addr < end && nr < STACK_MORE_MAX_SECTIONS && room >= hdr + 8) {
-		n = stack_more_run(addr, end, stallcap_sec_start(wr) + hdr,
+		n = stack_more_run(task, addr, end, stallcap_sec_start(wr) + hdr,
 				   (room - hdr) & ~7U);
 		if (!n) {
 			addr = PAGE_ALIGN(addr + 1);

@@ -431,7 +431,9 @@ struct stallcap_config {
 /*
  * STALLCAP_SEC_USER_STACK_MORE: a user-mode sample whose stack copy ended
  * at a page that was not resident also has the resident runs above it
- * (with STALLCAP_FEAT_DEFER_USER: the copy made on the way back to user)
+ * (with STALLCAP_FEAT_DEFER_USER: the copy made on the way back to user).
+ * Without this feature, a blocked thread's STALLCAP_REC_USER_STACK record
+ * (read from outside) may still carry them.
  */
 #define STALLCAP_FEAT_USER_STACK_MORE	(1ULL << 16)
 /**
