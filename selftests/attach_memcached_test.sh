@@ -76,4 +76,17 @@ echo "# frames without a name in: $(echo $files)"
 check "some of the worker's frames have no name" [ -n "$files" ]
 check "the report's hint names the files they are in" \
 	hint_names_files "$work/report.err" "$files"
+
+# a server that does not end by itself: --duration ends the run and the
+# server with it (SIGTERM, as timeout(1) gives it; record waited for the
+# server's own end before, reading nothing meanwhile), into /dev/null
+t0=$(date +%s)
+stallcap record --deadline "$deadline" -d 2 -o /dev/null -- \
+	memcached -u root -l 127.0.0.1 -p "$((port + 1))" -t 4 -U 0 >"$work/duration.out" 2>&1
+rc=$?
+sed 's/^/# record -d 2: /' "$work/duration.out"
+check "record -d 2 -- memcached ends within 30 s" [ $(($(date +%s) - t0)) -lt 30 ]
+check "with memcached's status (0, or 143 by SIGTERM)" [ "$rc" = 0 -o "$rc" = 143 ]
+check "and memcached is gone" sh -c '! pidof memcached'
+check "/dev/null is still the character device" [ -c /dev/null ]
 finish
