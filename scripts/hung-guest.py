@@ -3,6 +3,7 @@
 """Say where the vCPUs of a hung test guest are, through QEMU's monitor.
 
 Usage: hung-guest.py read SOCKET
+       hung-guest.py peek SOCKET
        hung-guest.py name SYMBOLS GUEST_TEXT <READ_OUTPUT
 
 read: SOCKET is the guest's human monitor (QEMU's "-monitor unix:SOCKET,
@@ -17,6 +18,9 @@ frame:"): for a vCPU caught at the int3 entry, whether memory still holds
 the int3 it trapped on.  Then the guest runs for a moment and stops again,
 a few times: the other kernel places each vCPU was seen at are listed
 ("also at:"), with their trap frames.
+
+peek: the same, and the guest runs on afterwards (read leaves it stopped,
+to be killed).
 
 name: the same lines with each kernel address as symbol+offset, from
 SYMBOLS (a System.map, or the kernel's /proc/kallsyms read in a boot
@@ -143,12 +147,21 @@ def where(state):
         rip, " (halted)" if halted else "", "on" if irqs_on else "off", rsp)
 
 
-def read_vcpus(path):
+def read_vcpus(path, resume=False):
     """Each vCPU of the guest behind monitor @path, addresses in hex: where
     it is, its stack's kernel words, then where else it was in a few more
     stops (a vCPU looping through an exception shows its entry there)."""
     mon = Monitor(path)
     mon.cmd("stop")
+    try:
+        print_vcpus(mon)
+    finally:
+        if resume:
+            mon.cmd("cont")
+
+
+def print_vcpus(mon):
+    """read_vcpus() of the stopped guest behind @mon."""
     cpus = re.findall(r"CPU #(\d+)", mon.cmd("info cpus"))
     lines, seen = {}, {}
     for cpu in cpus:
@@ -187,9 +200,9 @@ def name_addresses(syms):
 
 
 def main():
-    if len(sys.argv) == 3 and sys.argv[1] == "read":
+    if len(sys.argv) == 3 and sys.argv[1] in ("read", "peek"):
         try:
-            read_vcpus(sys.argv[2])
+            read_vcpus(sys.argv[2], sys.argv[1] == "peek")
         except OSError as e:
             # (a QEMU whose main loop is stuck does not answer)
             print("monitor: %s" % e)

@@ -60,7 +60,9 @@
 # ARM_CYCLES_DEBUG (arm_test's cycles on debug, default 1000 of 10000),
 # TEST_TIMEOUT (s per test, default 300, doubled on debug),
 # GUEST_TIMEOUT (s per boot), GUEST_SILENCE (s without guest output before
-# the guest counts as hung, default TEST_TIMEOUT + 120), SMP (vCPUs, default 2), MEM (default 1G, 2G on
+# the guest counts as hung, default TEST_TIMEOUT + 120; after
+# GUEST_PEEK_AFTER s of silence, default 90, and every minute after, its
+# vCPUs are looked at for the emulator's int3 loop), SMP (vCPUs, default 2), MEM (default 1G, 2G on
 # debug), MODULE_PARAMS (insmod arguments), MODULE_KCFLAGS (default -Werror),
 # V=1 (stream the guest's output), RESULTS (results file, see scripts/lib.sh),
 # TESTS (names of selftests to run instead of all, e.g. TESTS="arm_test why_test"),
@@ -608,7 +610,8 @@ boot() {
 		tailpid=$!
 	fi
 	guest_silent=0
-	local last t
+	rm -f "$logs/$tag.peek"	# (the last look is kept)
+	local last t peeked=0 peek_after=${GUEST_PEEK_AFTER:-90}
 	while kill -0 $qpid 2>/dev/null; do
 		sleep 0.5
 		last=$(stat -c %Y "$chan")
@@ -622,6 +625,20 @@ boot() {
 			where_hung "$mon" >"$logs/$tag.hung" 2>&1
 			kill $qpid 2>/dev/null
 			break
+		fi
+		# silent a while: a look through the monitor (the guest runs
+		# on) every minute for the emulator's int3 loop, which never
+		# ends by itself (CI127 waited 421 s for it)
+		if [ "$silence" -gt "$peek_after" ] && [ $((t - last)) -gt "$peek_after" ] &&
+			[ $((t - peeked)) -gt 60 ]; then
+			peeked=$t
+			python3 "$top/scripts/hung-guest.py" peek "$mon" >"$logs/$tag.peek" 2>&1
+			if emulator_int3_loop "$logs/$tag.peek" "$(int3_entry "$chan")" >/dev/null; then
+				guest_silent=$((t - last))
+				mv "$logs/$tag.peek" "$logs/$tag.hung"
+				kill $qpid 2>/dev/null
+				break
+			fi
 		fi
 	done
 	wait $qpid
@@ -749,16 +766,24 @@ emulator_stale_patch() {
 		END { exit !found }'
 }
 
-# emulator_int3_loop HUNG: the same forgiven stale int3 where the site ran
+# int3_entry CHAN: the guest's address of its int3 entry (it prints it)
+int3_entry() {
+	strip_log "$1" | awk '$1 == "@@VMTEST" && $2 == "int3-entry" && $3 ~ /^[0-9a-f]+$/ {
+		print "0x" $3; exit }'
+}
+
+# emulator_int3_loop HUNG [ENTRY]: the same forgiven stale int3 where the site ran
 # with interrupts off (a jump label in __schedule(), under the runqueue
 # lock): no tick comes, so no stall names the site, and the guest falls
 # silent (CI127's 5.10 guest, CI119's 6.1).  Succeeds, and says where, when
 # the silent guest's vCPUs (where_hung, named: its first stop or one of the
 # few after it) show one at the int3 entry's first instruction whose trap
 # frame returns past a byte that memory does not hold as an int3: hardware
-# cannot trap there again and again.
+# cannot trap there again and again.  HUNG's addresses are named, or raw
+# with ENTRY the int3 entry's address (int3_entry).
 emulator_int3_loop() {
-	awk '/^cpu |^  also at: / { at = ($0 ~ /^(cpu [0-9]+|  also at): asm_exc_int3[+]0x0[ ,(]/) }
+	awk -v entry="${2:-asm_exc_int3[+]0x0}" '
+		/^cpu |^  also at: / { at = ($0 ~ ("^(cpu [0-9]+|  also at): " entry "[ ,(]")) }
 		at && /^  trap frame: / {
 			split($0, half, "before it: ")
 			split(half[2], code, " ")
@@ -1395,8 +1420,9 @@ run_kernel() {
 			why=$(emulator_int3 "$logs/$tag.console" ||
 			      emulator_stale_patch "$logs/$tag.console" ||
 			      { [ "$guest_silent" != 0 ] &&
-				name_hung "$logs/$tag.hung" <(strip_log "$logs/$tag.chan") "$tag" &&
-				emulator_int3_loop "$logs/$tag.hung"; }); then
+				{ emulator_int3_loop "$logs/$tag.hung" "$(int3_entry "$logs/$tag.chan")" ||
+				  { name_hung "$logs/$tag.hung" <(strip_log "$logs/$tag.chan") "$tag" &&
+				    emulator_int3_loop "$logs/$tag.hung"; }; }; }); then
 			# The same, while tests ran (attach registers kprobes and
 			# tracepoint probes: ftrace and static keys patch text)
 			keep=emulator-int3
@@ -1545,10 +1571,13 @@ selfcheck() {
 	# kill (where_hung), are both in the kernel's idle loop, named by the
 	# symbols of a second boot (kernel_symbols, name_hung)
 	echo "   silent guest:"
-	GUEST_TIMEOUT=300 GUEST_SILENCE=${SELFCHECK_SILENCE:-25} SILENCE_FROM_INIT=1 \
+	GUEST_TIMEOUT=300 GUEST_SILENCE=${SELFCHECK_SILENCE:-25} GUEST_PEEK_AFTER=10 SILENCE_FROM_INIT=1 \
 		SELFCHECK_TEST_TIMEOUT=200 TAG_SUFFIX=-silent run_kernel "$k" | sed 's/^/   | /'
 	GUEST_TIMEOUT=$saved_tmo
 	expect FAIL guest 'hung: no output.*harness/timeout_test.sh.*cpu 0: [A-Za-z_][A-Za-z0-9_.]*[+]0x[0-9a-f]+.*, interrupts o.*; cpu 1: [A-Za-z_][A-Za-z0-9_.]*[+]0x'
+	# looked at while silent (after GUEST_PEEK_AFTER), and let run on
+	grep -q '^cpu 1: 0x' "$logs/$k-selfcheck-silent.peek" 2>/dev/null ||
+		{ ok=0; why+=("the silent guest was not looked at before its silence ended it"); }
 
 	# a guest that died of an int3 (fixtures: a run of TCG cannot be
 	# made to execute a stale int3 on purpose)
@@ -1583,6 +1612,13 @@ cpu 1: asm_exc_int3+0x0, interrupts off, rsp 0xffffb1bc80013f18'
 	emulator_int3_loop "$fix" >/dev/null || { ok=0; why+=("a vCPU seen at the int3 entry in a later stop was not recognized"); }
 	printf '%s\n' "${head/asm_exc_int3/asm_common_interrupt}" '  trap frame: __schedule+0x1c1, memory from the byte before it: 0f 1f 44 00 00 48' >"$fix"
 	! emulator_int3_loop "$fix" >/dev/null || { ok=0; why+=("a vCPU at another entry was taken for the int3 loop"); }
+	# a look at a guest silent for a while (the guest runs on), its
+	# addresses not named: the entry's address is the guest's own
+	printf '%s\n' 'cpu 0: 0xffffffff81c01234, interrupts on, rsp 0xffffc90000013e00' \
+		'  also at: 0xffffffff81e00b50, interrupts off, rsp 0xffffc90000013f18' \
+		'  trap frame: 0xffffffff81101c1, memory from the byte before it: 66 66 66 66 90 41' >"$fix"
+	emulator_int3_loop "$fix" 0xffffffff81e00b50 >/dev/null || { ok=0; why+=("the int3 loop seen by its entry's raw address was not recognized"); }
+	! emulator_int3_loop "$fix" 0xffffffff81e00b5 >/dev/null || { ok=0; why+=("another address was taken for the int3 entry"); }
 	resume_selfcheck || { ok=0; why+=("the channels of a guest that died and of the one booted after it were not merged right"); }
 
 	RESULTS=$real_results
