@@ -156,6 +156,8 @@ void stallcap_attach_missed(const struct stallcap_attach_ent *a,
 			    struct task_struct *task, bool thread);
 int stallcap_attach_watch_task(struct stallcap_attach_ent *a,
 			       struct task_struct *task, bool busy);
+unsigned int stallcap_attach_count_threads(struct stallcap_attach_ent *a);
+int stallcap_attach_present_threads(struct stallcap_attach_ent *a);
 int stallcap_attach_inherited(struct stallcap_attach_ent *parent,
 			      struct task_struct *task,
 			      const struct stallcap_attach_twork *nt);
