@@ -270,7 +270,9 @@ static bool attach_exists(struct stallcap_session *sess,
  * watches count against the limits), no thread to watch (ESRCH), or more
  * threads than the watch limits leave room for (ENOSPC); then the
  * session's ring.  So a refused ATTACH leaves the sizes open to
- * SET_CONFIG, as a refused ARM does.  sess->lock held.
+ * SET_CONFIG, as a refused ARM does.  The threads' watches are counted
+ * here, all at once (@a's reservation): another session of the user
+ * cannot take their room before they are made.  sess->lock held.
  */
 static int attach_room(struct stallcap_session *sess,
 		       struct stallcap_attach_ent *a)
@@ -286,8 +288,13 @@ static int attach_room(struct stallcap_session *sess,
 	n = stallcap_attach_count_threads(a);
 	if (!n)
 		return -ESRCH;
-	ret = stallcap_watch_room(sess, n, a->timeout_ns);
-	return ret ? ret : stallcap_session_ensure_ring(sess, false);
+	ret = stallcap_watch_reserve(sess, n, a->timeout_ns, &a->reserve);
+	if (ret)
+		return ret;
+	ret = stallcap_session_ensure_ring(sess, false);
+	if (ret)
+		stallcap_watch_unreserve(&a->reserve);
+	return ret;
 }
 
 /*
@@ -315,10 +322,13 @@ static int attach_locked(struct stallcap_session *sess,
 	ret = attach_exists(sess, leader, mm) ? -EEXIST : attach_publish(a);
 	mutex_unlock(&attach_lock);
 	if (ret) {
+		stallcap_watch_unreserve(&a->reserve);
 		stallcap_attach_put(a);
 		return ret;
 	}
 	ret = stallcap_attach_present_threads(a);
+	/* the counts of threads that exited before their watch was made */
+	stallcap_watch_unreserve(&a->reserve);
 	if (ret)
 		attach_end(a);	/* a failing ATTACH leaves nothing */
 	else if (made)

@@ -79,6 +79,19 @@ enum stallcap_wait_kind {
 };
 
 /**
+ * struct stallcap_watch_reserve - watches counted ahead against the
+ *	per-user limits, for the threads of one ATTACH (watch_limits.c)
+ * @uw: the user's entry (valid while @left is counted)
+ * @left: watches counted and not yet made
+ * @fast: counted as fast watches too (a deadline under 1 ms)
+ */
+struct stallcap_watch_reserve {
+	struct user_watches *uw;
+	unsigned int left;
+	bool fast;
+};
+
+/**
  * struct stallcap_attach_ent - one STALLCAP_IOC_ATTACH of one session
  * @node: in the list of attaches (attach_lock)
  * @mm_node: in the hash by @mm, read under RCU by the wait probes
@@ -98,6 +111,8 @@ enum stallcap_wait_kind {
  * @who: who made the attach (the first one's, for those that follow)
  * @dead: detached; no new watch
  * @no_new_threads: a watch for a new thread failed (limit): stop trying
+ * @reserve: the watch counts taken ahead for the threads present at the
+ *	ATTACH, while it makes their watches (attach.c)
  * @ref: the attach list and each queued task_work hold one
  * @twork_busy: bitmap of @tworks in flight
  * @tworks: new-thread and new-process requests, taken without allocating
@@ -121,6 +136,7 @@ struct stallcap_attach_ent {
 	u8 waits;
 	bool dead;
 	bool no_new_threads;
+	struct stallcap_watch_reserve reserve;
 	struct stallcap_attacher who;
 	refcount_t ref;
 	unsigned long twork_busy;

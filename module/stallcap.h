@@ -284,6 +284,7 @@ bool stallcap_session_rate_ok(struct stallcap_session *sess, u64 now);
 /* ---- watches (watch.c) ---- */
 
 struct user_watches;
+struct stallcap_watch_reserve;	/* attach.h */
 
 enum stallcap_watch_state {
 	WATCH_IDLE,		/* registered, not armed */
@@ -500,9 +501,15 @@ struct hlist_head *stallcap_task_watch_bucket(const struct task_struct *task);
 void stallcap_watch_count_armed(struct stallcap_watch *w, bool armed);
 void stallcap_watch_begin_deadline(struct stallcap_watch *w, u64 now,
 				   u64 deadline);
+/* per-user limits (watch_limits.c) */
+struct user_watches *stallcap_watch_charge(kuid_t uid, bool unlimited);
+void stallcap_watch_uncharge(kuid_t uid);
 int stallcap_watch_fast_update(struct stallcap_watch *w, u64 period);
-int stallcap_watch_room(struct stallcap_session *sess, unsigned int n,
-			u64 period);
+int stallcap_watch_reserve(struct stallcap_session *sess, unsigned int n,
+			   u64 period, struct stallcap_watch_reserve *r);
+struct user_watches *stallcap_watch_take_reserved(struct stallcap_watch_reserve *r);
+void stallcap_watch_give_back(struct stallcap_watch_reserve *r);
+void stallcap_watch_unreserve(struct stallcap_watch_reserve *r);
 int stallcap_watch_arm(struct stallcap_session *sess,
 		       const struct stallcap_arm *arm);
 int stallcap_watch_rearm(struct stallcap_session *sess, u64 timeout_ns);

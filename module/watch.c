@@ -31,7 +31,6 @@
 #include "attach.h"
 #include "capture.h"
 
-
 static DEFINE_HASHTABLE(task_watches, 12);
 static DEFINE_RAW_SPINLOCK(task_watches_lock);
 
@@ -47,133 +46,6 @@ struct hlist_head *stallcap_task_watch_bucket(const struct task_struct *task)
 {
 	return &task_watches[hash_min((unsigned long)task,
 				      HASH_BITS(task_watches))];
-}
-
-/* ---- per-user accounting of watches ---- */
-
-struct user_watches {
-	struct hlist_node node;
-	kuid_t uid;
-	unsigned int count;
-	atomic_t fast;		/* armed watches with a period under FAST_NS */
-};
-
-/*
- * A watch's timer expires about once per period (lazy re-arm): periods
- * under 1 ms are the hard-IRQ work one user may cause on every CPU.  Their
- * number is bounded per user (max_fast_watches_per_user; CAP_SYS_RESOURCE
- * exempt, as for max_watches_per_user).
- */
-#define FAST_NS		NSEC_PER_MSEC
-
-static DEFINE_HASHTABLE(user_watches, 6);
-static DEFINE_SPINLOCK(user_watches_lock);
-
-static struct user_watches *user_watches_find(kuid_t uid)
-{
-	struct user_watches *u;
-
-	hash_for_each_possible(user_watches, u, node, __kuid_val(uid))
-		if (uid_eq(u->uid, uid))
-			return u;
-	return NULL;
-}
-
-/* Count one more watch of @uid; returns its entry (valid while counted). */
-static struct user_watches *user_watches_charge(kuid_t uid, bool unlimited)
-{
-	struct user_watches *u, *fresh = kzalloc(sizeof(*fresh), GFP_KERNEL);
-	int ret = 0;
-
-	if (!fresh)
-		return ERR_PTR(-ENOMEM);
-	spin_lock(&user_watches_lock);
-	u = user_watches_find(uid);
-	if (!u) {
-		u = fresh;
-		fresh = NULL;
-		u->uid = uid;
-		hash_add(user_watches, &u->node, __kuid_val(uid));
-	}
-	if (u->count >= stallcap_max_watches_per_user && !unlimited)
-		ret = -ENOSPC;
-	else
-		u->count++;
-	spin_unlock(&user_watches_lock);
-	kfree(fresh);
-	return ret ? ERR_PTR(ret) : u;
-}
-
-/*
- * Account @w as armed with timer period @period (U64_MAX: not armed).
- * Context: @w's lock held (atomic only).  Return: 0, or -ENOSPC when the
- * user's fast watches are at max_fast_watches_per_user.
- */
-int stallcap_watch_fast_update(struct stallcap_watch *w, u64 period)
-{
-	bool fast = period < FAST_NS;
-
-	if (fast == w->fast)
-		return 0;
-	if (!fast) {
-		atomic_dec(&w->uw->fast);
-	} else if (atomic_inc_return(&w->uw->fast) >
-		   READ_ONCE(stallcap_max_fast_watches_per_user) &&
-		   !w->fast_exempt) {
-		atomic_dec(&w->uw->fast);
-		return -ENOSPC;
-	}
-	w->fast = fast;
-	return 0;
-}
-
-/**
- * stallcap_watch_room() - room for @n more watches of @sess's user?
- * @sess: the session (its opener's user and rights)
- * @n: watches wanted
- * @period: their timer period (under 1 ms: fast watches too)
- *
- * A look before the fact, for a call that makes several watches (ATTACH)
- * and must be refused before it makes the session's ring; each watch's
- * own charge still decides.
- *
- * Return: 0, or -ENOSPC.
- */
-int stallcap_watch_room(struct stallcap_session *sess, unsigned int n,
-			u64 period)
-{
-	unsigned int count = 0, fast = 0;
-	struct user_watches *u;
-
-	if (sess->unlimited)
-		return 0;
-	spin_lock(&user_watches_lock);
-	u = user_watches_find(sess->uid);
-	if (u) {
-		count = u->count;
-		fast = atomic_read(&u->fast);
-	}
-	spin_unlock(&user_watches_lock);
-	if ((u64)count + n > READ_ONCE(stallcap_max_watches_per_user))
-		return -ENOSPC;
-	if (period < FAST_NS &&
-	    (u64)fast + n > READ_ONCE(stallcap_max_fast_watches_per_user))
-		return -ENOSPC;
-	return 0;
-}
-
-static void user_watches_uncharge(kuid_t uid)
-{
-	struct user_watches *u;
-
-	spin_lock(&user_watches_lock);
-	u = user_watches_find(uid);
-	if (u && !--u->count) {
-		hash_del(&u->node);
-		kfree(u);
-		u = NULL;
-	}
-	spin_unlock(&user_watches_lock);
 }
 
 /* ---- creation and destruction ---- */
@@ -268,7 +140,7 @@ void stallcap_watch_destroy(struct stallcap_watch *w)
 	raw_spin_unlock_irqrestore(&task_watches_lock, flags);
 	stallcap_buddy_del(w);
 	stallcap_slot_detach(sess, w);
-	user_watches_uncharge(sess->uid);
+	stallcap_watch_uncharge(sess->uid);
 	stallcap_count(&sess->stats, SC_WATCHES, -1);
 	if (w->attach)
 		stallcap_count(&sess->stats, SC_ATTACHED, -1);
@@ -308,12 +180,15 @@ static struct stallcap_watch *watch_create_task(struct stallcap_session *sess,
 						struct stallcap_attach_ent *a)
 {
 	bool unlimited = sess->unlimited;	/* the opener's right */
+	/* counted already, with the attach's other threads (ATTACH) */
+	bool reserved = a && a->reserve.left;
 	struct stallcap_watch *w;
 	unsigned long flags;
 	struct user_watches *uw;
 	int ret = -ENOMEM;
 
-	uw = user_watches_charge(sess->uid, unlimited);
+	uw = reserved ? stallcap_watch_take_reserved(&a->reserve) :
+			stallcap_watch_charge(sess->uid, unlimited);
 	if (IS_ERR(uw))
 		return ERR_CAST(uw);
 	w = kmem_cache_zalloc(watch_cache, GFP_KERNEL);
@@ -329,7 +204,9 @@ static struct stallcap_watch *watch_create_task(struct stallcap_session *sess,
 	 * the thread is busy: a deadline under 1 ms counts against the user's
 	 * fast watches for the watch's whole life.
 	 */
-	if (a && stallcap_watch_fast_update(w, a->timeout_ns)) {
+	if (reserved && a->reserve.fast) {
+		w->fast = true;
+	} else if (a && stallcap_watch_fast_update(w, a->timeout_ns)) {
 		ret = -ENOSPC;
 		goto err_defer;
 	}
@@ -369,7 +246,10 @@ err_defer:
 err_free:
 	kmem_cache_free(watch_cache, w);
 err_uncharge:
-	user_watches_uncharge(sess->uid);
+	if (reserved)
+		stallcap_watch_give_back(&a->reserve);
+	else
+		stallcap_watch_uncharge(sess->uid);
 	return ERR_PTR(ret);
 }
 

@@ -13,6 +13,8 @@
  *  - the per-user limit holds: with max_watches_per_user = N, the
  *    (N+1)-th watch is refused with ENOSPC, in any session of the user,
  *    until one goes (RELEASE or exit); root (CAP_SYS_RESOURCE) is exempt;
+ *    an ATTACH raced to the limit by another session is refused whole,
+ *    leaving nothing in its ring, or watches every thread;
  *  - a deadline under min_deadline_us is refused with ERANGE (ARM and
  *    REARM), and the user cannot change the module's parameters;
  *  - sessions are per open file: another session of the same user, a
@@ -735,6 +737,108 @@ TEST_F(unpriv, fast_watches_are_bounded_per_user)
 	EXPECT_EQ(0, tu_run_as(TU_USER_UID, TU_USER_GID, user_over_fast_limit, NULL));
 	EXPECT_EQ(0, tu_run_as(TU_USER_UID, TU_USER_GID, user_attach_over_fast_limit, NULL));
 	tu_param_write("max_fast_watches_per_user", saved);
+}
+
+/*
+ * An ATTACH raced to the limit by another session of the same user: the
+ * attach's watches are counted at once, before any is made, so the ATTACH
+ * is refused whole (ENOSPC, nothing written to its ring) or watches every
+ * thread, and the other session's ARM is the one refused meanwhile.
+ * Before, the count was only looked at: an ARM between the look and the
+ * last watch made the ATTACH fail after some watches were announced, their
+ * STARTED and ENDED records left in its ring.
+ */
+struct arm_racer {
+	int fd;
+	bool stop;
+	unsigned long armed, refused;
+};
+
+static void *arm_and_release(void *arg)
+{
+	struct arm_racer *r = arg;
+
+	while (!__atomic_load_n(&r->stop, __ATOMIC_RELAXED)) {
+		if (sc_arm(r->fd, SC_MS(500), 0, 1) == 0) {
+			r->armed++;
+			sc_release(r->fd);
+		} else {
+			r->refused++;
+		}
+	}
+	return NULL;
+}
+
+static int user_attach_races_an_arm(void *arg)
+{
+	unsigned long attached = 0, refused = 0, dirty = 0;
+	struct arm_racer r = { 0 };
+	pthread_t racer, threads[LIMIT_N - 1];
+	struct sc_session a, b;
+	uint64_t head, end;
+	int ready[2], ret = 0;
+	pid_t pid;
+	char c;
+
+	CHK(!pipe(ready), "pipe");
+	pid = fork();
+	CHK(pid >= 0, "fork");
+	if (!pid) {
+		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);	/* its owner may trace it */
+		for (int i = 0; i < LIMIT_N - 1; i++)
+			if (pthread_create(&threads[i], NULL, poll_forever, NULL))
+				_exit(1);
+		if (write(ready[1], "r", 1) != 1)
+			_exit(2);
+		poll_forever(NULL);
+	}
+	CHK(read(ready[0], &c, 1) == 1, "the target did not start");
+	CHK(!sc_session_setup(&a, NULL), "session a");
+	CHK(!sc_session_setup(&b, &(struct sc_opts){ .no_map = true }), "session b");
+	r.fd = b.fd;
+	CHK(!pthread_create(&racer, NULL, arm_and_release, &r), "racer");
+	for (end = sc_now_ns() + 2 * SC_NSEC_PER_SEC; sc_now_ns() < end;) {
+		head = __atomic_load_n(&a.ctl->data_head, __ATOMIC_ACQUIRE);
+		/* LIMIT_N threads, limit LIMIT_N: no room while b holds one */
+		ret = attach_pid(a.fd, pid, SC_MS(500));
+		if (!ret) {
+			attached++;
+			ioctl(a.fd, STALLCAP_IOC_DETACH, 0);
+		} else if (ret == -ENOSPC) {
+			refused++;
+			dirty += __atomic_load_n(&a.ctl->data_head, __ATOMIC_ACQUIRE) != head;
+		} else {
+			break;
+		}
+		/* consumed: the ring never fills, so a record would show */
+		__atomic_store_n(&a.ctl->data_tail,
+				 __atomic_load_n(&a.ctl->data_head, __ATOMIC_ACQUIRE),
+				 __ATOMIC_RELEASE);
+		usleep(200);	/* the racer's turn to find room */
+	}
+	__atomic_store_n(&r.stop, true, __ATOMIC_RELAXED);
+	pthread_join(racer, NULL);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	printf("# %lu ATTACHes watched every thread, %lu were refused; the racer's ARM %lu times, refused %lu\n",
+	       attached, refused, r.armed, r.refused);
+	CHK(!ret || ret == -ENOSPC, "ATTACH: %s", strerror(-ret));
+	CHK(!dirty, "%lu of %lu refused ATTACHes left records in the ring", dirty, refused);
+	CHK(attached && refused && r.armed && r.refused,
+	    "the race was not run both ways");
+	CHK(SC_STAT(a.fd, watches) == 0 && SC_STAT(b.fd, watches) == 0, "watches left");
+	sc_session_close(&a);
+	sc_session_close(&b);
+	return 0;
+}
+
+TEST_F_TIMEOUT(unpriv, attach_raced_to_the_limit_is_refused_whole, 120)
+{
+	if (self->max_watches < 0)
+		SKIP(return, "no max_watches_per_user parameter");
+	ASSERT_EQ(0, tu_param_write("max_watches_per_user", LIMIT_N));
+	EXPECT_EQ(0, tu_run_as(TU_USER_UID, TU_USER_GID, user_attach_races_an_arm, NULL));
+	EXPECT_EQ(0, tu_param_write("max_watches_per_user", self->max_watches));
 }
 
 /* ------------------------------------------------------------------------

@@ -292,8 +292,10 @@ struct stallcap_arm {
  * CAP_SYS_PTRACE), EEXIST (already attached in this session), ERANGE (as for
  * ARM), ENOSPC (max_watches_per_user, one watch per thread; or a timeout
  * under 1 ms, whose watches count against max_fast_watches_per_user while
- * they exist; checked for the threads present before anything is made,
- * CAP_SYS_RESOURCE of the opener is exempt),
+ * they exist; the threads present are counted at once before anything is
+ * made, so another session of the user cannot take their room meanwhile:
+ * a refused ATTACH leaves nothing; CAP_SYS_RESOURCE of the opener is
+ * exempt),
  * EOPNOTSUPP (the kernel cannot probe the wait calls: no kretprobes,
  * STALLCAP_FEAT_ATTACH unset).  Where the kernel checks indirect branches
  * (kernel IBT, clang CFI) the module applies the ptrace credential and
