@@ -679,6 +679,39 @@ static void *poll_forever(void *arg)
 	return NULL;
 }
 
+/*
+ * A process of the user's, to attach to: @threads threads polling forever.
+ * Return: its pid once they all run, or -1.
+ */
+static pid_t start_pollers(int threads)
+{
+	int ready[2];
+	pthread_t th;
+	pid_t pid;
+	char c;
+
+	if (pipe(ready))
+		return -1;
+	pid = fork();
+	if (!pid) {
+		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);	/* its owner may trace it */
+		for (int i = 1; i < threads; i++)
+			if (pthread_create(&th, NULL, poll_forever, NULL))
+				_exit(1);
+		if (write(ready[1], "r", 1) != 1)
+			_exit(2);
+		poll_forever(NULL);
+	}
+	close(ready[1]);
+	if (pid > 0 && read(ready[0], &c, 1) != 1) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		pid = -1;
+	}
+	close(ready[0]);
+	return pid;
+}
+
 /* ATTACH to @pid: 0 or -errno. */
 static int attach_pid(int fd, pid_t pid, uint64_t timeout)
 {
@@ -695,24 +728,11 @@ static int attach_pid(int fd, pid_t pid, uint64_t timeout)
  */
 static int user_attach_over_fast_limit(void *arg)
 {
-	int ready[2], ret;
+	pid_t pid = start_pollers(2);
 	struct sc_session s;
-	pthread_t th;
-	pid_t pid;
-	char c;
+	int ret;
 
-	CHK(!pipe(ready), "pipe");
-	pid = fork();
-	CHK(pid >= 0, "fork");
-	if (!pid) {
-		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);	/* its owner may trace it */
-		if (pthread_create(&th, NULL, poll_forever, NULL))
-			_exit(1);
-		if (write(ready[1], "r", 1) != 1)
-			_exit(2);
-		poll_forever(NULL);
-	}
-	CHK(read(ready[0], &c, 1) == 1, "the target did not start");
+	CHK(pid > 0, "the target did not start");
 	CHK(!sc_session_setup(&s, &(struct sc_opts){ .no_map = true }), "session");
 	ret = attach_pid(s.fd, pid, SC_MS(1) / 2);
 	CHK(ret == -ENOSPC, "ATTACH under 1 ms, two threads, limit 1: %s",
@@ -772,27 +792,14 @@ static void *arm_and_release(void *arg)
 static int user_attach_races_an_arm(void *arg)
 {
 	unsigned long attached = 0, refused = 0, dirty = 0;
+	pid_t pid = start_pollers(LIMIT_N);
 	struct arm_racer r = { 0 };
-	pthread_t racer, threads[LIMIT_N - 1];
 	struct sc_session a, b;
 	uint64_t head, end;
-	int ready[2], ret = 0;
-	pid_t pid;
-	char c;
+	pthread_t racer;
+	int ret = 0;
 
-	CHK(!pipe(ready), "pipe");
-	pid = fork();
-	CHK(pid >= 0, "fork");
-	if (!pid) {
-		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);	/* its owner may trace it */
-		for (int i = 0; i < LIMIT_N - 1; i++)
-			if (pthread_create(&threads[i], NULL, poll_forever, NULL))
-				_exit(1);
-		if (write(ready[1], "r", 1) != 1)
-			_exit(2);
-		poll_forever(NULL);
-	}
-	CHK(read(ready[0], &c, 1) == 1, "the target did not start");
+	CHK(pid > 0, "the target did not start");
 	CHK(!sc_session_setup(&a, NULL), "session a");
 	CHK(!sc_session_setup(&b, &(struct sc_opts){ .no_map = true }), "session b");
 	r.fd = b.fd;
