@@ -177,8 +177,6 @@ void stallcap_put_interrupted_stack(struct stallcap_rec_writer *wr,
 void stallcap_put_stack_more(struct stallcap_rec_writer *wr,
 			     struct task_struct *task, unsigned long sp,
 			     unsigned long copied_end, u32 room);
-bool stallcap_read_task_stack(struct task_struct *task, unsigned long addr,
-			      void *dst, u32 len);
 
 /* ---- the rest of NMI/IPI captures, after the handler (capture_tail.c) ---- */
 void stallcap_tail_capture(struct stallcap_capture_req *req,

@@ -30,8 +30,9 @@
  * as pages not resident end its own: the runs past them follow).  Its user
  * registers and stack are then those of the sample as long as it has not
  * run since: not on a CPU, and its context-switch count the one of the
- * capture, checked before and after the reads.  A thread that ran meanwhile loses the record (counted as
- * a deferred stack lost, as one that exits first).
+ * capture, checked before and after the reads.  A thread that ran
+ * meanwhile loses the record (counted as a deferred stack lost, as one
+ * that exits first).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 

@@ -56,8 +56,8 @@ static unsigned long stack_more_end(struct task_struct *task, unsigned long sp)
  * rather than zeros, so the read ends at a big frame's untouched pages as
  * the current thread's does; a page swapped out is read in.
  */
-bool stallcap_read_task_stack(struct task_struct *task, unsigned long addr,
-			      void *dst, u32 len)
+static bool read_task_stack(struct task_struct *task, unsigned long addr,
+			    void *dst, u32 len)
 {
 	if (task == current)
 		return !copy_from_user_nofault(dst, (const void __user *)addr,
@@ -74,7 +74,7 @@ static bool stack_more_on_sigstack(struct task_struct *task, unsigned long sp)
 
 /*
  * Copy the resident bytes at @addr into @dst, up to @max bytes and @end, to
- * the first page that is not resident.  Return: bytes copied, a multiple
+ * the first page that is not resident (read_task_stack()).  Return: bytes copied, a multiple
  * of 8 (@addr is 8-aligned).
  */
 static u32 stack_more_run(struct task_struct *task, unsigned long addr,
@@ -86,8 +86,7 @@ static u32 stack_more_run(struct task_struct *task, unsigned long addr,
 		chunk = min_t(unsigned long, max - done,
 			      min_t(unsigned long, end - addr - done,
 				    PAGE_SIZE - offset_in_page(addr + done)));
-		if (!stallcap_read_task_stack(task, addr + done, dst + done,
-					      chunk))
+		if (!read_task_stack(task, addr + done, dst + done, chunk))
 			break;
 		done += chunk;
 	}
