@@ -772,9 +772,9 @@ int3_entry() {
 		print "0x" $3; exit }'
 }
 
-# emulator_int3_loop HUNG [ENTRY]: the same forgiven stale int3 where the site ran
-# with interrupts off (a jump label in __schedule(), under the runqueue
-# lock): no tick comes, so no stall names the site, and the guest falls
+# emulator_int3_loop HUNG [ENTRY]: the same forgiven stale int3 where the
+# site ran with interrupts off (a jump label in __schedule(), under the
+# runqueue lock): no tick comes, so no stall names the site, and the guest falls
 # silent (CI127's 5.10 guest, CI119's 6.1).  Succeeds, and says where, when
 # the silent guest's vCPUs (where_hung, named: its first stop or one of the
 # few after it) show one at the int3 entry's first instruction whose trap
