@@ -366,6 +366,8 @@ struct stallcap_capture_req {
  *	WRITE_ONCE()
  * @state: enum stallcap_watch_state
  * @dead: the thread exited or the watch is being freed; the timer stops
+ * @doomed: destroyed (stallcap_watch_destroy()): on the session's doomed
+ *	list, never destroyed again (sess->lock)
  * @flags: STALLCAP_ARM_* of the last arm
  * @timeout_ns: relative timeout (threshold) of the last arm
  * @user_tag: the user's tag
@@ -443,6 +445,7 @@ struct stallcap_watch {
 	raw_spinlock_t lock;
 	enum stallcap_watch_state state;
 	bool dead;
+	bool doomed;
 	bool last_idle;
 	bool beat_base_stale;
 	bool beat_dozing;

@@ -132,6 +132,11 @@ void stallcap_watch_destroy(struct stallcap_watch *w)
 	struct stallcap_session *sess = w->sess;
 	unsigned long flags;
 
+	lockdep_assert_held(&sess->lock);
+	/* a second destroy would move it off the doomed work's list */
+	if (WARN_ON_ONCE(w->doomed))
+		return;
+	w->doomed = true;
 	watch_kill(w);
 	hrtimer_cancel(&w->timer);
 	list_move(&w->sess_node, &sess->doomed);
