@@ -98,13 +98,19 @@ unsigned int stallcap_attach_count_threads(struct stallcap_attach_ent *a)
 
 /*
  * Watch the threads present now.  They start idle; one inside a wait call
- * goes busy when that call returns.  sess->lock held.
+ * goes busy when that call returns.  No more than the attach counted
+ * against the limits (a limited session): a thread made since the count
+ * gets its watch at its first wait call, as a later one does, so the
+ * ATTACH is never refused once watches were announced.  sess->lock held.
  */
 int stallcap_attach_present_threads(struct stallcap_attach_ent *a)
 {
 	unsigned int i, n, max = get_nr_threads(a->leader) + 16;
 	struct task_struct **tasks;
 	int ret = 0;
+
+	if (!a->sess->unlimited)
+		max = min(max, a->reserve.left);
 
 	tasks = kvcalloc(max, sizeof(*tasks), GFP_KERNEL);
 	if (!tasks)

@@ -66,7 +66,8 @@
 # debug), MODULE_PARAMS (insmod arguments), MODULE_KCFLAGS (default -Werror),
 # V=1 (stream the guest's output), RESULTS (results file, see scripts/lib.sh),
 # TESTS (names of selftests to run instead of all, e.g. TESTS="arm_test why_test"),
-# REPEAT (with TESTS: each named test runs REPEAT times in one boot, to hunt
+# REPEAT (with TESTS, or ALT_TESTS in the alt boot: each named test runs
+# REPEAT times in one boot, to hunt
 # a flaky one; default 1),
 # RETRY_FAILED (default 2: a test that fails runs again in the same boot,
 # up to that many times while it fails: a kselftest-harness program only
@@ -1236,7 +1237,9 @@ run_kernel() {
 		grep -x 'isolated_cpu_test' "$build/selftests.list" >"$tests"
 		;;
 	alt)
-		printf '%s\n' $alt_tests | grep -x -F -f - "$build/selftests.list" >"$tests"
+		for ((i = 0; i < ${REPEAT:-1}; i++)); do
+			printf '%s\n' $alt_tests | grep -x -F -f - "$build/selftests.list"
+		done >"$tests"
 		add_test_module "$k" "$dir" "$conf" || return 1
 		;;
 	check | notw)

@@ -679,11 +679,29 @@ static void *poll_forever(void *arg)
 	return NULL;
 }
 
+/* A thread that lives a millisecond. */
+static void *poll_once(void *arg)
+{
+	poll(NULL, 0, 1);
+	return NULL;
+}
+
+/* Make and join short-lived threads forever: one more thread, half the time. */
+static void grow_forever(void)
+{
+	pthread_t th;
+
+	for (;;)
+		if (!pthread_create(&th, NULL, poll_once, NULL))
+			pthread_join(th, NULL);
+}
+
 /*
- * A process of the user's, to attach to: @threads threads polling forever.
+ * A process of the user's, to attach to: @threads threads polling forever,
+ * or, @grow, one of them making a short-lived thread after another.
  * Return: its pid once they all run, or -1.
  */
-static pid_t start_pollers(int threads)
+static pid_t start_process(int threads, bool grow)
 {
 	int ready[2];
 	pthread_t th;
@@ -700,6 +718,8 @@ static pid_t start_pollers(int threads)
 				_exit(1);
 		if (write(ready[1], "r", 1) != 1)
 			_exit(2);
+		if (grow)
+			grow_forever();
 		poll_forever(NULL);
 	}
 	close(ready[1]);
@@ -710,6 +730,11 @@ static pid_t start_pollers(int threads)
 	}
 	close(ready[0]);
 	return pid;
+}
+
+static pid_t start_pollers(int threads)
+{
+	return start_process(threads, false);
 }
 
 /* ATTACH to @pid: 0 or -errno. */
@@ -845,6 +870,63 @@ TEST_F_TIMEOUT(unpriv, attach_raced_to_the_limit_is_refused_whole, 120)
 		SKIP(return, "no max_watches_per_user parameter");
 	ASSERT_EQ(0, tu_param_write("max_watches_per_user", LIMIT_N));
 	EXPECT_EQ(0, tu_run_as(TU_USER_UID, TU_USER_GID, user_attach_races_an_arm, NULL));
+	EXPECT_EQ(0, tu_param_write("max_watches_per_user", self->max_watches));
+}
+
+/*
+ * The target's threads come and go while ATTACHes run: LIMIT_N threads, one
+ * more half the time, limit LIMIT_N.  An ATTACH that counted LIMIT_N may
+ * find one more when it makes their watches: it watches the LIMIT_N it
+ * counted (the other gets its watch at its first wait call, or is reported
+ * missed), and is never refused after watches were announced.
+ */
+static int user_attach_races_new_threads(void *arg)
+{
+	unsigned long attached = 0, refused = 0, dirty = 0, over = 0;
+	pid_t pid = start_process(LIMIT_N, true);
+	struct sc_session a;
+	uint64_t head, end;
+	long watches;
+	int ret = 0;
+
+	CHK(pid > 0, "the target did not start");
+	CHK(!sc_session_setup(&a, NULL), "session");
+	for (end = sc_now_ns() + 2 * SC_NSEC_PER_SEC; sc_now_ns() < end;) {
+		head = __atomic_load_n(&a.ctl->data_head, __ATOMIC_ACQUIRE);
+		ret = attach_pid(a.fd, pid, SC_MS(500));
+		if (!ret) {
+			attached++;
+			watches = SC_STAT(a.fd, watches);
+			over += watches > LIMIT_N;
+			ioctl(a.fd, STALLCAP_IOC_DETACH, 0);
+		} else if (ret == -ENOSPC) {
+			refused++;
+			dirty += __atomic_load_n(&a.ctl->data_head, __ATOMIC_ACQUIRE) != head;
+		} else {
+			break;
+		}
+		__atomic_store_n(&a.ctl->data_tail,
+				 __atomic_load_n(&a.ctl->data_head, __ATOMIC_ACQUIRE),
+				 __ATOMIC_RELEASE);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	printf("# %lu ATTACHes succeeded, %lu were refused\n", attached, refused);
+	CHK(!ret || ret == -ENOSPC, "ATTACH: %s", strerror(-ret));
+	CHK(!dirty, "%lu of %lu refused ATTACHes left records in the ring", dirty, refused);
+	CHK(!over, "%lu ATTACHes made more than %d watches", over, LIMIT_N);
+	CHK(attached && refused, "the threads did not come and go across the limit");
+	CHK(SC_STAT(a.fd, watches) == 0, "watches left");
+	sc_session_close(&a);
+	return 0;
+}
+
+TEST_F_TIMEOUT(unpriv, attach_meeting_new_threads_is_refused_whole_or_not_at_all, 120)
+{
+	if (self->max_watches < 0)
+		SKIP(return, "no max_watches_per_user parameter");
+	ASSERT_EQ(0, tu_param_write("max_watches_per_user", LIMIT_N));
+	EXPECT_EQ(0, tu_run_as(TU_USER_UID, TU_USER_GID, user_attach_races_new_threads, NULL));
 	EXPECT_EQ(0, tu_param_write("max_watches_per_user", self->max_watches));
 }
 

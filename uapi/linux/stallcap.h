@@ -294,7 +294,9 @@ struct stallcap_arm {
  * under 1 ms, whose watches count against max_fast_watches_per_user while
  * they exist; the threads present are counted at once before anything is
  * made, so another session of the user cannot take their room meanwhile:
- * a refused ATTACH leaves nothing; CAP_SYS_RESOURCE of the opener is
+ * a refused ATTACH leaves nothing, and one that made watches is not
+ * refused: a thread created after that count gets its watch at its first
+ * wait call, as later threads do; CAP_SYS_RESOURCE of the opener is
  * exempt),
  * EOPNOTSUPP (the kernel cannot probe the wait calls: no kretprobes,
  * STALLCAP_FEAT_ATTACH unset).  Where the kernel checks indirect branches
