@@ -226,25 +226,49 @@ void stallcap_put_kernel_ips(struct stallcap_rec_writer *wr,
 			 sizeof(struct stallcap_section) + 8 * n);
 }
 
-/* USER_IPS and USER_STACK sections of the current thread's user context. */
-static void put_user_stack(struct stallcap_rec_writer *wr,
-			   const struct stallcap_session *sess,
+/*
+ * Did a kernel-mode sample's copy of the user stack (@len of @want bytes
+ * above @sp) end at a page that was not resident, short of the end of the
+ * stack's mapping?  A frame's big buffer whose pages were never touched
+ * does that (capture_stack_more.c): the deferred read on the way back to
+ * user space copies the runs past it.  The mapping's end is the one the
+ * last deferred read found (capture_deferred.c); not known yet, or @sp on
+ * another stack: that read is asked for, and finds out.
+ */
+static bool copy_ended_in_gap(const struct stallcap_watch *w, unsigned long sp,
+			      u32 len, u32 want, u32 flags)
+{
+	unsigned long end = READ_ONCE(w->defer->stack_end);
+
+	if (!SC_HAVE_TASK_WORK || len >= want ||
+	    (flags & STALLCAP_SAMPLE_USER_MODE))
+		return false;
+	return !end || sp >= end || end - sp > STALLCAP_USER_STACK_REACH ||
+	       sp + len < end;
+}
+
+/*
+ * USER_IPS and USER_STACK sections of the current thread's user context.
+ * Return: the copy ended in a gap that the deferred read can copy past.
+ */
+static bool put_user_stack(struct stallcap_rec_writer *wr,
+			   const struct stallcap_watch *w,
 			   const struct pt_regs *uregs, u32 *flags)
 {
 	u64 *ips = stallcap_sec_start(wr) + sizeof(struct stallcap_section);
 	unsigned int n = stallcap_walk_user_frames(uregs, ips, flags, false);
-	u32 room = sess->cfg.user_stack_bytes, len;
+	u32 room = w->sess->cfg.user_stack_bytes, len, want;
 	u8 *stack;
 
 	stallcap_sec_end(wr, STALLCAP_SEC_USER_IPS,
 			 sizeof(struct stallcap_section) + 8 * n);
 	stack = stallcap_sec_start(wr) + sizeof(struct stallcap_sec_user_stack);
-	len = stallcap_copy_user_stack(uregs->sp, stack,
-				       stallcap_sigstack_bound(uregs->sp, room),
-				       flags);
+	want = stallcap_sigstack_bound(uregs->sp, room);
+	len = stallcap_copy_user_stack(uregs->sp, stack, want, flags);
 	stallcap_sec_put_stack(wr, uregs->sp, len);
 	stallcap_put_interrupted_stack(wr, uregs->sp, stack, len, room - len,
 				       flags);
+	return copy_ended_in_gap(w, uregs->sp, len, want, *flags);
 }
 
 /*
@@ -318,8 +342,8 @@ u32 stallcap_capture_current(struct stallcap_watch *w,
 	struct pt_regs *uregs;
 
 	uregs = capture_begin(w, s, &wr, rec, regs, path);
-	if (uregs)
-		put_user_stack(&wr, w->sess, uregs, &s->flags);
+	if (uregs && put_user_stack(&wr, w, uregs, &s->flags))
+		stallcap_defer_request(w, s, in_nmi());
 	stallcap_why_put_times(&wr, w, current, s->capture_ns);
 	return wr.len;
 }
@@ -375,8 +399,8 @@ u32 stallcap_capture_rest(struct stallcap_watch *w, struct stallcap_sample *s,
 {
 	struct stallcap_rec_writer wr = { .rec = rec, .len = len };
 
-	if (uregs)
-		put_user_stack(&wr, w->sess, uregs, &s->flags);
+	if (uregs && put_user_stack(&wr, w, uregs, &s->flags))
+		stallcap_defer_request(w, s, in_nmi());
 	stallcap_why_put_times(&wr, w, task, s->capture_ns);
 	return wr.len;
 }

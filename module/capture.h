@@ -128,6 +128,8 @@ void stallcap_capture_buf_release(struct stallcap_capture_req *req);
  *	request was made: the stack read later is the same only if unchanged
  * @copy_bytes: stack bytes to copy from the user sp (a user-mode sample's
  *	user_stack_bytes), or 0: the used stack to the end of its mapping
+ * @stack_end: the end of that mapping, as the last such copy found (0: not
+ *	yet); read by captures in any context, the watch's as long as it lives
  */
 struct stallcap_defer {
 	union {
@@ -151,6 +153,7 @@ struct stallcap_defer {
 	u32 ns_tid;
 	u32 copy_bytes;
 	unsigned long switches;
+	unsigned long stack_end;
 };
 
 extern atomic_t stallcap_task_works_used;

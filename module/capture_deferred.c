@@ -62,8 +62,12 @@ atomic_t stallcap_task_works_used;
 static DEFINE_PER_CPU(struct llist_head, defer_from_nmi);
 static DEFINE_PER_CPU(struct irq_work, defer_irq_work);
 
-/* Bytes of used stack above @sp in @mm, up to @max: to its mapping's end. */
-static u32 defer_stack_extent(struct mm_struct *mm, unsigned long sp, u32 max)
+/*
+ * Bytes of used stack above @sp in @mm, up to @max: to its mapping's end,
+ * which @d keeps for the captures' copies (capture.c: copy_ended_in_gap()).
+ */
+static u32 defer_stack_extent(struct stallcap_defer *d, struct mm_struct *mm,
+			      unsigned long sp, u32 max)
 {
 	struct vm_area_struct *vma;
 	u32 len = 0;
@@ -71,8 +75,10 @@ static u32 defer_stack_extent(struct mm_struct *mm, unsigned long sp, u32 max)
 	if (!mm || mmap_read_lock_killable(mm))
 		return 0;
 	vma = find_vma(mm, sp);
-	if (vma && vma->vm_start <= sp)
+	if (vma && vma->vm_start <= sp) {
 		len = min_t(u64, vma->vm_end - sp, max);
+		WRITE_ONCE(d->stack_end, vma->vm_end);
+	}
 	mmap_read_unlock(mm);
 	return len & ~7U;
 }
@@ -132,7 +138,7 @@ static u32 defer_fill(struct stallcap_defer *d, struct stallcap_sample *s,
 	 * past them follow, below).
 	 */
 	want = d->copy_bytes ? bound :
-	       defer_stack_extent(current->mm, uregs->sp, bound);
+	       defer_stack_extent(d, current->mm, uregs->sp, bound);
 	len = stallcap_copy_user_stack(uregs->sp, stack, want, &s->flags);
 	/* the stack goes on past the copy, or no mapping at sp: partial */
 	if (!d->copy_bytes && (want == max_stack || !want))
@@ -185,7 +191,7 @@ static u32 defer_fill_remote(struct stallcap_defer *d, struct stallcap_sample *s
 	mm = get_task_mm(task);
 	if (!mm)
 		return 0;
-	want = mm == d->mm ? defer_stack_extent(mm, uregs.sp, max_stack) : 0;
+	want = mm == d->mm ? defer_stack_extent(d, mm, uregs.sp, max_stack) : 0;
 	mmput(mm);
 	defer_fill_fixed(d, s, task);
 	stallcap_rec_begin(&wr, s, s);

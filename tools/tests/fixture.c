@@ -30,7 +30,8 @@
  * (sigaltstack(2), SA_ONSTACK); with FIXTURE_BIG_FRAME=1 (=huge) it spins
  * under a frame of 96 KiB (1.25 MiB); with FIXTURE_SLEEP=1 fixture_spin
  * sleeps the time instead (a blocked thread: its user stack is read as it
- * returns to user space); with FIXTURE_UNLINK_SELF=1 it first deletes its
+ * returns to user space); with FIXTURE_IN_KERNEL=1 it spends the time in
+ * system calls that run on the CPU (read() of /dev/zero, 4 MiB each); with FIXTURE_UNLINK_SELF=1 it first deletes its
  * own binary (a server upgraded in place); with FIXTURE_BREAK_RING=1 it
  * writes a ring tail past the head (a program that shares the session and
  * damages the ring its reader reads).
@@ -48,6 +49,7 @@
 #endif
 
 #ifdef FIXTURE_STALLCAP
+#include <fcntl.h>
 #include <unistd.h>
 #include <stallcap/stallcap.h>
 #endif
@@ -65,10 +67,14 @@ static unsigned long long mono_ns(void)
 }
 
 static bool fixture_sleeps;	/* FIXTURE_SLEEP */
+static int fixture_zero_fd = -1;	/* FIXTURE_IN_KERNEL: /dev/zero */
+static char *fixture_zero_buf;		/* its reads' buffer, resident */
+#define FIXTURE_ZERO_BYTES	(4 << 20)
 
 /*
  * Spin until the time (0: forever); no call inside the hot loop.  With
- * FIXTURE_SLEEP, sleep until then instead.
+ * FIXTURE_SLEEP, sleep until then instead; with FIXTURE_IN_KERNEL, read
+ * /dev/zero until then.
  */
 NOIPA void fixture_spin(unsigned long long until_ns)
 {
@@ -80,6 +86,12 @@ NOIPA void fixture_spin(unsigned long long until_ns)
 
 	if (fixture_sleeps) {
 		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL))
+			;
+		return;
+	}
+	if (fixture_zero_fd >= 0) {
+		while ((!until_ns || mono_ns() < until_ns) &&
+		       read(fixture_zero_fd, fixture_zero_buf, FIXTURE_ZERO_BYTES) > 0)
 			;
 		return;
 	}
@@ -198,6 +210,15 @@ int main(int argc, char **argv)
 		}
 		ctl = stallcap_session_ring(s)->ctl;
 		__atomic_store_n(&ctl->data_tail, ctl->data_head + 8, __ATOMIC_RELEASE);
+	}
+	if (getenv("FIXTURE_IN_KERNEL")) {
+		fixture_zero_buf = malloc(FIXTURE_ZERO_BYTES);
+		fixture_zero_fd = open("/dev/zero", O_RDONLY);
+		if (!fixture_zero_buf || fixture_zero_fd < 0) {
+			perror("fixture: /dev/zero");
+			return 1;
+		}
+		memset(fixture_zero_buf, 1, FIXTURE_ZERO_BYTES);
 	}
 	ret = stallcap_watch_arm(s, deadline_ms * 1000000ULL, 0x5717, 0);
 	if (ret) {

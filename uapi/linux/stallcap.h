@@ -968,9 +968,12 @@ struct stallcap_rec_header {
  * Deferred user stacks (STALLCAP_REC_USER_STACK): a sample whose user stack
  * could not be read at capture (STALLCAP_SAMPLE_USTACK_REMOTE or _FAULT, a
  * kernel-mode NMI/IPI sample whose thread kept interrupts off or left the
- * CPU before the copy that follows the handler, any kernel-mode sample
- * with STALLCAP_CFG_DEFER_USER, or a sample of a thread interrupted in
- * user mode: LOCAL, NMI or IPI) carries a @cookie and
+ * CPU before the copy that follows the handler, a kernel-mode sample whose
+ * copy ended at a page that was not resident short of the end of the
+ * stack's mapping as last seen, or whose mapping was not seen yet: a large
+ * frame's untouched pages, see STALLCAP_SEC_USER_STACK_MORE; any
+ * kernel-mode sample with STALLCAP_CFG_DEFER_USER, or a sample of a thread
+ * interrupted in user mode: LOCAL, NMI or IPI) carries a @cookie and
  * STALLCAP_SAMPLE_DEFER_PENDING; just before the thread next returns to user
  * space, the module walks its user stack with faults allowed and writes one
  * USER_STACK record with the same @cookie (path STALLCAP_PATH_DEFERRED,
@@ -1131,8 +1134,8 @@ struct stallcap_sec_regs {
  * section's, are of resident memory only (STALLCAP_SAMPLE_COPY_PARTIAL
  * when a page was not).
  *
- * STALLCAP_SEC_USER_STACK_MORE (USER_STACK records of a thread sampled in
- * user mode, none to several, in address order): when the first section
+ * STALLCAP_SEC_USER_STACK_MORE (USER_STACK records, none to several, in
+ * address order): when the first section
  * ended at a page that was not resident (a frame whose large buffer was
  * never written to its end leaves such pages between the stack pointer and
  * the frame's return address), the resident runs found above it, within
