@@ -814,38 +814,68 @@ static void *arm_and_release(void *arg)
 	return NULL;
 }
 
+/* ATTACHes to the limit, counted: refused ones that left records are dirty */
+struct attach_tally {
+	unsigned long attached, refused, dirty, over;
+	int ret;	/* the first error other than ENOSPC, or 0 */
+};
+
+/*
+ * ATTACH session @a to @pid once and DETACH, into @t; false on an error
+ * other than ENOSPC.  The ring is consumed after each: it never fills, so
+ * a record a refused ATTACH left would show.
+ */
+static bool attach_counted(struct sc_session *a, pid_t pid, struct attach_tally *t)
+{
+	uint64_t head = __atomic_load_n(&a->ctl->data_head, __ATOMIC_ACQUIRE);
+	int ret = attach_pid(a->fd, pid, SC_MS(500));
+
+	if (!ret) {
+		t->attached++;
+		t->over += SC_STAT(a->fd, watches) > LIMIT_N;
+		ioctl(a->fd, STALLCAP_IOC_DETACH, 0);
+	} else if (ret == -ENOSPC) {
+		t->refused++;
+		t->dirty += __atomic_load_n(&a->ctl->data_head, __ATOMIC_ACQUIRE) != head;
+	} else {
+		t->ret = ret;
+		return false;
+	}
+	__atomic_store_n(&a->ctl->data_tail,
+			 __atomic_load_n(&a->ctl->data_head, __ATOMIC_ACQUIRE),
+			 __ATOMIC_RELEASE);
+	return true;
+}
+
+/* What every tally must show: no error, nothing left by a refusal, both outcomes. */
+static int tally_checked(const struct attach_tally *t)
+{
+	CHK(!t->ret, "ATTACH: %s", strerror(-t->ret));
+	CHK(!t->dirty, "%lu of %lu refused ATTACHes left records in the ring",
+	    t->dirty, t->refused);
+	CHK(!t->over, "%lu ATTACHes made more than %d watches", t->over, LIMIT_N);
+	CHK(t->attached && t->refused, "the ATTACHes were not both made and refused");
+	return 0;
+}
+
 static int user_attach_races_an_arm(void *arg)
 {
-	unsigned long attached = 0, refused = 0, dirty = 0;
 	pid_t pid = start_pollers(LIMIT_N);
+	struct attach_tally t = { 0 };
 	struct arm_racer r = { 0 };
 	struct sc_session a, b;
-	uint64_t head, end;
 	pthread_t racer;
-	int ret = 0;
+	uint64_t end;
 
 	CHK(pid > 0, "the target did not start");
 	CHK(!sc_session_setup(&a, NULL), "session a");
 	CHK(!sc_session_setup(&b, &(struct sc_opts){ .no_map = true }), "session b");
 	r.fd = b.fd;
 	CHK(!pthread_create(&racer, NULL, arm_and_release, &r), "racer");
+	/* LIMIT_N threads, limit LIMIT_N: no room while b holds one */
 	for (end = sc_now_ns() + 2 * SC_NSEC_PER_SEC; sc_now_ns() < end;) {
-		head = __atomic_load_n(&a.ctl->data_head, __ATOMIC_ACQUIRE);
-		/* LIMIT_N threads, limit LIMIT_N: no room while b holds one */
-		ret = attach_pid(a.fd, pid, SC_MS(500));
-		if (!ret) {
-			attached++;
-			ioctl(a.fd, STALLCAP_IOC_DETACH, 0);
-		} else if (ret == -ENOSPC) {
-			refused++;
-			dirty += __atomic_load_n(&a.ctl->data_head, __ATOMIC_ACQUIRE) != head;
-		} else {
+		if (!attach_counted(&a, pid, &t))
 			break;
-		}
-		/* consumed: the ring never fills, so a record would show */
-		__atomic_store_n(&a.ctl->data_tail,
-				 __atomic_load_n(&a.ctl->data_head, __ATOMIC_ACQUIRE),
-				 __ATOMIC_RELEASE);
 		usleep(200);	/* the racer's turn to find room */
 	}
 	__atomic_store_n(&r.stop, true, __ATOMIC_RELAXED);
@@ -853,24 +883,30 @@ static int user_attach_races_an_arm(void *arg)
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	printf("# %lu ATTACHes watched every thread, %lu were refused; the racer's ARM %lu times, refused %lu\n",
-	       attached, refused, r.armed, r.refused);
-	CHK(!ret || ret == -ENOSPC, "ATTACH: %s", strerror(-ret));
-	CHK(!dirty, "%lu of %lu refused ATTACHes left records in the ring", dirty, refused);
-	CHK(attached && refused && r.armed && r.refused,
-	    "the race was not run both ways");
+	       t.attached, t.refused, r.armed, r.refused);
+	if (tally_checked(&t))
+		return 1;
+	CHK(r.armed && r.refused, "the racer's ARMs were not both made and refused");
 	CHK(SC_STAT(a.fd, watches) == 0 && SC_STAT(b.fd, watches) == 0, "watches left");
 	sc_session_close(&a);
 	sc_session_close(&b);
 	return 0;
 }
 
-TEST_F_TIMEOUT(unpriv, attach_raced_to_the_limit_is_refused_whole, 120)
+/* Run @fn as the test user with max_watches_per_user at LIMIT_N. */
+static void as_user_at_limit(struct __test_metadata *_metadata,
+			     FIXTURE_DATA(unpriv) *self, int (*fn)(void *))
 {
 	if (self->max_watches < 0)
 		SKIP(return, "no max_watches_per_user parameter");
 	ASSERT_EQ(0, tu_param_write("max_watches_per_user", LIMIT_N));
-	EXPECT_EQ(0, tu_run_as(TU_USER_UID, TU_USER_GID, user_attach_races_an_arm, NULL));
+	EXPECT_EQ(0, tu_run_as(TU_USER_UID, TU_USER_GID, fn, NULL));
 	EXPECT_EQ(0, tu_param_write("max_watches_per_user", self->max_watches));
+}
+
+TEST_F_TIMEOUT(unpriv, attach_raced_to_the_limit_is_refused_whole, 120)
+{
+	as_user_at_limit(_metadata, self, user_attach_races_an_arm);
 }
 
 /*
@@ -882,40 +918,21 @@ TEST_F_TIMEOUT(unpriv, attach_raced_to_the_limit_is_refused_whole, 120)
  */
 static int user_attach_races_new_threads(void *arg)
 {
-	unsigned long attached = 0, refused = 0, dirty = 0, over = 0;
 	pid_t pid = start_process(LIMIT_N, true);
+	struct attach_tally t = { 0 };
 	struct sc_session a;
-	uint64_t head, end;
-	long watches;
-	int ret = 0;
+	uint64_t end;
 
 	CHK(pid > 0, "the target did not start");
 	CHK(!sc_session_setup(&a, NULL), "session");
-	for (end = sc_now_ns() + 2 * SC_NSEC_PER_SEC; sc_now_ns() < end;) {
-		head = __atomic_load_n(&a.ctl->data_head, __ATOMIC_ACQUIRE);
-		ret = attach_pid(a.fd, pid, SC_MS(500));
-		if (!ret) {
-			attached++;
-			watches = SC_STAT(a.fd, watches);
-			over += watches > LIMIT_N;
-			ioctl(a.fd, STALLCAP_IOC_DETACH, 0);
-		} else if (ret == -ENOSPC) {
-			refused++;
-			dirty += __atomic_load_n(&a.ctl->data_head, __ATOMIC_ACQUIRE) != head;
-		} else {
+	for (end = sc_now_ns() + 2 * SC_NSEC_PER_SEC; sc_now_ns() < end;)
+		if (!attach_counted(&a, pid, &t))
 			break;
-		}
-		__atomic_store_n(&a.ctl->data_tail,
-				 __atomic_load_n(&a.ctl->data_head, __ATOMIC_ACQUIRE),
-				 __ATOMIC_RELEASE);
-	}
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
-	printf("# %lu ATTACHes succeeded, %lu were refused\n", attached, refused);
-	CHK(!ret || ret == -ENOSPC, "ATTACH: %s", strerror(-ret));
-	CHK(!dirty, "%lu of %lu refused ATTACHes left records in the ring", dirty, refused);
-	CHK(!over, "%lu ATTACHes made more than %d watches", over, LIMIT_N);
-	CHK(attached && refused, "the threads did not come and go across the limit");
+	printf("# %lu ATTACHes succeeded, %lu were refused\n", t.attached, t.refused);
+	if (tally_checked(&t))
+		return 1;
 	CHK(SC_STAT(a.fd, watches) == 0, "watches left");
 	sc_session_close(&a);
 	return 0;
@@ -923,11 +940,7 @@ static int user_attach_races_new_threads(void *arg)
 
 TEST_F_TIMEOUT(unpriv, attach_meeting_new_threads_is_refused_whole_or_not_at_all, 120)
 {
-	if (self->max_watches < 0)
-		SKIP(return, "no max_watches_per_user parameter");
-	ASSERT_EQ(0, tu_param_write("max_watches_per_user", LIMIT_N));
-	EXPECT_EQ(0, tu_run_as(TU_USER_UID, TU_USER_GID, user_attach_races_new_threads, NULL));
-	EXPECT_EQ(0, tu_param_write("max_watches_per_user", self->max_watches));
+	as_user_at_limit(_metadata, self, user_attach_races_new_threads);
 }
 
 /* ------------------------------------------------------------------------
