@@ -67,8 +67,7 @@
 # V=1 (stream the guest's output), RESULTS (results file, see scripts/lib.sh),
 # TESTS (names of selftests to run instead of all, e.g. TESTS="arm_test why_test"),
 # REPEAT (with TESTS, or ALT_TESTS in the alt boot: each named test runs
-# REPEAT times in one boot, to hunt
-# a flaky one; default 1),
+# REPEAT times in one boot, to hunt a flaky one; default 1),
 # RETRY_FAILED (default 2: a test that fails runs again in the same boot,
 # up to that many times while it fails: a kselftest-harness program only
 # its failed cases (-r), a script, a program that timed out or died before

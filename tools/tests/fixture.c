@@ -31,8 +31,9 @@
  * under a frame of 96 KiB (1.25 MiB); with FIXTURE_SLEEP=1 fixture_spin
  * sleeps the time instead (a blocked thread: its user stack is read as it
  * returns to user space); with FIXTURE_IN_KERNEL=1 it spends the time in
- * system calls that run on the CPU (read() of /dev/zero, 4 MiB each); with FIXTURE_UNLINK_SELF=1 it first deletes its
- * own binary (a server upgraded in place); with FIXTURE_BREAK_RING=1 it
+ * system calls that run on the CPU (read() of /dev/zero, 4 MiB each); with
+ * FIXTURE_UNLINK_SELF=1 it first deletes its own binary (a server upgraded
+ * in place); with FIXTURE_BREAK_RING=1 it
  * writes a ring tail past the head (a program that shares the session and
  * damages the ring its reader reads).
  */
